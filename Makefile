@@ -1,0 +1,48 @@
+# skillbench: `make demo` runs the main job on the bundled skills, `make test` runs the tests.
+# Both install what they need first (idempotent: each step skips what is already there).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup host venv image test lint unit demo bench clean
+
+setup: host venv image
+
+host:
+	@bash scripts/setup-host.sh
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "skillbench needs Python >= 3.11"'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+image: host venv
+	@$(BIN)/skillbench image build
+
+lint: venv
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
+	$(BIN)/mypy
+
+test: setup lint
+	$(BIN)/pytest
+
+# Fast unit tests only (no podman).
+unit: venv
+	$(BIN)/pytest -m "not sandbox and not e2e"
+
+demo: setup
+	@echo "make demo: the bundled example skills and the eval run arrive with issue 8;"
+	@echo "for now it validates the example library with 'skillbench check'."
+	@if [ -d skills ]; then $(BIN)/skillbench check skills; fi
+
+bench: setup
+	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Host set-up for skillbench's podman sandboxes. Idempotent: installs only what is missing.
+# Needs root (or sudo) for apt and /etc/containers; see ../shared podman notes for why each
+# setting is here (runc over crun, catatonit as init, short exit_command_delay).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+need=()
+for pair in podman:podman runc:runc catatonit:catatonit mmdebstrap:mmdebstrap; do
+  bin=${pair%%:*}; pkg=${pair##*:}
+  command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/bin/$bin" ] || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup-host: installing ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${need[@]}" ca-certificates >/dev/null
+fi
+
+conf=/etc/containers/containers.conf.d/50-skillbench.conf
+want='[containers]
+default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
+pids_limit = 1024
+init_path = "/usr/bin/catatonit"
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+exit_command_delay = 10'
+if [ ! -f "$conf" ] || [ "$(cat "$conf")" != "$want" ]; then
+  echo "setup-host: writing $conf"
+  $SUDO mkdir -p "$(dirname "$conf")"
+  printf '%s\n' "$want" | $SUDO tee "$conf" >/dev/null
+fi

@@ -1,0 +1,3 @@
+from skillbench.cli import main
+
+raise SystemExit(main())

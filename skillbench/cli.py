@@ -1,0 +1,188 @@
+"""The `skillbench` command line: argument parsing and rendering only."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from skillbench import __version__
+from skillbench.skills import catalog, catalog_lines, digest, is_skill, read_skill
+from skillbench.spec import SpecError
+from skillbench.validate import NotASkill, check_skill, skills_at
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A user mistake: printed as one line, exit 2."""
+
+
+def _out(line: str = "") -> None:
+    print(line, flush=True)
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+# --- commands ---------------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    status = EXIT_OK
+    checked = errors = warnings = 0
+    for raw in args.paths:
+        try:
+            folders = skills_at(Path(raw))
+        except NotASkill as exc:
+            _err(f"error: {exc}")
+            status = EXIT_USAGE
+            continue
+        for folder in folders:
+            result = check_skill(folder)
+            checked += 1
+            errors += result.errors
+            warnings += result.warnings
+            for problem in result.problems:
+                _out(str(problem))
+    _out(
+        f"checked {checked} skill{'s' * (checked != 1)}: {errors} error{'s' * (errors != 1)}, "
+        f"{warnings} warning{'s' * (warnings != 1)}"
+    )
+    if status == EXIT_OK and errors:
+        status = EXIT_FAIL
+    return status
+
+
+def cmd_digest(args: argparse.Namespace) -> int:
+    folder = Path(args.skill)
+    if not is_skill(folder):
+        raise UsageError(f"{folder}: not a skill folder (no SKILL.md)")
+    _out(digest(folder))
+    return EXIT_OK
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    path = Path(args.root)
+    if is_skill(path):  # a skill: show the catalog of the library root that holds it
+        lines = catalog_lines(catalog(path.resolve().parent, include=read_skill(path)))
+    else:
+        skills_at(path)
+        lines = catalog_lines(catalog(path))
+    for line in lines:
+        _out(line)
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from skillbench.sandbox.doctor import diagnose
+
+    findings = diagnose()
+    for f in findings:
+        mark = "ok " if f.ok else "MISSING"
+        _out(f"{mark:8}{f.name}: {f.detail}" + ("" if f.ok else f"\n        fix: {f.fix}"))
+    bad = sum(not f.ok for f in findings)
+    _out("all set" if not bad else f"{bad} problem{'s' * (bad != 1)}; run the fixes above")
+    return EXIT_OK if not bad else EXIT_FAIL
+
+
+def cmd_image_build(args: argparse.Namespace) -> int:
+    from skillbench.sandbox.image import ImageBuildError, build_image
+
+    try:
+        build_image(force=args.force, log=_out)
+    except ImageBuildError as exc:
+        _err(f"skillbench: image build failed: {exc}")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+# --- parser -----------------------------------------------------------------------------
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="skillbench",
+        description="Measure whether an agent skill makes an LLM agent better, and whether "
+        "it gets picked for the right requests.",
+        epilog="Run `skillbench COMMAND --help` for each command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"skillbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(
+        name: str, handler: Handler, help: str, description: str
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=description)
+        p.set_defaults(handler=handler)
+        return p
+
+    p = command(
+        "check", cmd_check, "validate skills and their eval assets (no model calls)",
+        "Validate SKILL.md, the skill's files and its eval assets (evals/cases/*.yaml, "
+        "evals/suite.yaml, evals/triggers.yaml). Every problem is one line "
+        "`path:line: severity: message`. Exit 0 when clean or only warnings, 1 when errors "
+        "were found, 2 when a path is neither a skill nor a library root.",
+    )  # fmt: skip
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a skill folder or a library root")
+
+    p = command(
+        "digest", cmd_digest, "print a skill's version digest",
+        "Print the skill's content digest (sha256:<hex>): its version identity. It covers "
+        "every file except the top-level evals/, .git and OS litter, so editing evals never "
+        "changes the version.",
+    )  # fmt: skip
+    p.add_argument("skill", metavar="SKILL", help="a skill folder")
+
+    p = command(
+        "catalog", cmd_catalog, "print the catalog a trigger call shows",
+        "Print one `- name: description` line per skill of a library root, sorted by name: "
+        "exactly what a trigger call shows the model. Given a skill, show the catalog of the "
+        "library root that holds it.",
+    )  # fmt: skip
+    p.add_argument("root", metavar="ROOT", help="a library root (or a skill inside one)")
+
+    command(
+        "doctor", cmd_doctor, "check podman, the runtime and the sandbox image",
+        "Check everything the sandboxes need (podman, runc, catatonit, the containers.conf "
+        "drop-in, the sandbox image) and print the exact command that fixes each gap. "
+        "Exit 0 when all is set, 1 otherwise.",
+    )  # fmt: skip
+
+    image = sub.add_parser(
+        "image", help="manage the sandbox image", description="Manage the sandbox image."
+    )
+    image_sub = image.add_subparsers(dest="image_command", required=True, metavar="ACTION")
+    p = image_sub.add_parser(
+        "build", help="build the sandbox image",
+        description="Build the sandbox image locally (mmdebstrap from the host's Debian "
+        "sources, imported into podman; or the bundled Containerfile where mmdebstrap is "
+        "missing). Skips the build when the image exists, unless --force.",
+    )  # fmt: skip
+    p.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    p.set_defaults(handler=cmd_image_build)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `skillbench` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        _err(f"skillbench: error: {exc}")
+        return EXIT_USAGE
+    except NotASkill as exc:
+        _err(f"skillbench: error: {exc}")
+        return EXIT_USAGE
+    except SpecError as exc:
+        for problem in exc.problems:
+            _err(str(problem))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _err("skillbench: interrupted")
+        return 130

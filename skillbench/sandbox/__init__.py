@@ -1,0 +1,1 @@
+"""Sandboxes: the protocol, the podman provider, the image, arm staging."""

@@ -1,0 +1,76 @@
+"""`skillbench doctor`: what the sandbox layer needs, and the exact command that fixes each gap."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import msgspec
+
+from skillbench.sandbox.image import IMAGE, image_exists
+
+CONF_DROPIN = Path("/etc/containers/containers.conf.d/50-skillbench.conf")
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """One thing checked: whether it is fine, what was seen, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _binary(name: str, package: str) -> Finding:
+    found = shutil.which(name) or next(
+        (p for p in (f"/usr/bin/{name}", f"/usr/sbin/{name}") if Path(p).exists()), None
+    )
+    if found:
+        return Finding(name, True, found)
+    return Finding(name, False, "not installed", f"apt-get install -y {package}")
+
+
+def diagnose() -> list[Finding]:
+    """Check podman, its runtime and init, the configuration drop-in and the sandbox image."""
+    findings = [
+        _binary("podman", "podman"),
+        _binary("runc", "runc"),
+        _binary("catatonit", "catatonit"),
+        _binary("mmdebstrap", "mmdebstrap"),
+    ]
+    if CONF_DROPIN.is_file() and "runc" in CONF_DROPIN.read_text():
+        findings.append(Finding("podman config", True, str(CONF_DROPIN)))
+    else:
+        findings.append(
+            Finding("podman config", False, f"{CONF_DROPIN} missing", "bash scripts/setup-host.sh")
+        )
+    if findings[0].ok:
+        info = subprocess.run(
+            ["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"],
+            capture_output=True,
+            text=True,
+        )
+        if info.returncode == 0:
+            runtime = info.stdout.strip()
+            findings.append(
+                Finding(
+                    "podman runtime",
+                    runtime == "runc",
+                    runtime,
+                    "" if runtime == "runc" else "bash scripts/setup-host.sh (selects runc)",
+                )
+            )
+        else:
+            findings.append(
+                Finding(
+                    "podman info", False, info.stderr.strip()[-300:], "bash scripts/setup-host.sh"
+                )
+            )
+    if image_exists(IMAGE):
+        findings.append(Finding("sandbox image", True, IMAGE))
+    else:
+        findings.append(
+            Finding("sandbox image", False, f"{IMAGE} missing", "skillbench image build")
+        )
+    return findings

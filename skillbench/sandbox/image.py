@@ -1,0 +1,126 @@
+"""The sandbox image: built locally from Debian packages, or from the Containerfile.
+
+No container registry is reachable on many machines, so the default build assembles a
+minimal Debian root filesystem with mmdebstrap (from the host's own apt sources) and
+imports it. Where mmdebstrap is missing, `podman build` on the bundled Containerfile is
+the normal path for a machine that can pull.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+PACKAGES = ("python3", "git", "ca-certificates", "procps")
+CONTAINERFILE = Path(__file__).parent / "files" / "Containerfile"
+_EXCLUDES = ("/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/usr/share/info/*")
+
+
+def _recipe_digest() -> str:
+    h = hashlib.sha256()
+    h.update(" ".join(PACKAGES).encode())
+    h.update(CONTAINERFILE.read_bytes())
+    return h.hexdigest()[:12]
+
+
+# The tag follows the recipe, so changing the package list makes a new image.
+IMAGE = f"localhost/skillbench-sandbox:{_recipe_digest()}"
+
+
+class ImageBuildError(Exception):
+    """The image could not be built; the message says why and what to do."""
+
+
+def image_exists(name: str = IMAGE) -> bool:
+    """True when podman has an image called `name`."""
+    if shutil.which("podman") is None:
+        return False
+    done = subprocess.run(["podman", "image", "exists", name], capture_output=True)
+    return done.returncode == 0
+
+
+def _host_suite() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("VERSION_CODENAME="):
+                return line.split("=", 1)[1].strip().strip('"') or "bookworm"
+    except OSError:
+        pass
+    return "bookworm"
+
+
+def _host_sources() -> list[str]:
+    """The host's apt sources file, handed to mmdebstrap so it uses the same mirror."""
+    for candidate in (
+        Path("/etc/apt/sources.list.d/debian.sources"),
+        Path("/etc/apt/sources.list"),
+    ):
+        if candidate.is_file() and candidate.stat().st_size > 0:
+            return [str(candidate)]
+    return []
+
+
+def build_image(
+    *, force: bool = False, name: str = IMAGE, log: Callable[[str], None] = print
+) -> str:
+    """Build the sandbox image unless it exists (or `force`); return its name."""
+    if shutil.which("podman") is None:
+        raise ImageBuildError("podman is not installed; run `make setup` (or `skillbench doctor`)")
+    if not force and image_exists(name):
+        log(f"image {name} already present")
+        return name
+    if shutil.which("mmdebstrap"):
+        _build_with_mmdebstrap(name, log)
+    else:
+        _build_with_containerfile(name, log)
+    return name
+
+
+def _build_with_mmdebstrap(name: str, log: Callable[[str], None]) -> None:
+    suite = _host_suite()
+    log(f"building {name} from Debian {suite} with mmdebstrap (about 40 s)")
+    cmd = [
+        "mmdebstrap",
+        "--variant=minbase",
+        "--quiet",
+        f"--include={','.join(PACKAGES)}",
+        *[f"--dpkgopt=path-exclude={p}" for p in _EXCLUDES],
+        '--customize-hook=mkdir -p "$1/work"',
+        suite,
+        "-",
+        *_host_sources(),
+    ]
+    importer = [
+        "podman", "import",
+        "--change", "WORKDIR /work",
+        "--change", 'CMD ["sleep","infinity"]',
+        "-", name,
+    ]  # fmt: skip
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as debootstrap:
+        imported = subprocess.run(importer, stdin=debootstrap.stdout, capture_output=True)
+        assert debootstrap.stderr is not None
+        err = debootstrap.stderr.read().decode(errors="replace")
+        debootstrap.wait()
+    if debootstrap.returncode != 0:
+        raise ImageBuildError(f"mmdebstrap failed (exit {debootstrap.returncode}): {err[-2000:]}")
+    if imported.returncode != 0:
+        raise ImageBuildError(f"podman import failed: {imported.stderr.decode(errors='replace')}")
+    log(f"built {name}")
+
+
+def _build_with_containerfile(name: str, log: Callable[[str], None]) -> None:
+    log(f"building {name} from {CONTAINERFILE} (needs a reachable registry)")
+    done = subprocess.run(
+        ["podman", "build", "-t", name, "-f", str(CONTAINERFILE), str(CONTAINERFILE.parent)],
+        capture_output=True,
+    )
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace")[-2000:]
+        raise ImageBuildError(
+            "podman build failed; without a registry, install mmdebstrap "
+            f"(apt-get install mmdebstrap) and retry:\n{tail}"
+        )
+    log(f"built {name}")

@@ -1,0 +1,256 @@
+"""Skills on disk: SKILL.md front matter, library roots and their catalog, the content digest
+(design §6) and the staging filter.
+
+A skill is a folder with a SKILL.md; a library root is a folder whose direct children are
+skills. This module sits at the bottom of the package: it imports nothing above `spec`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from skillbench.spec.problems import Problem, SpecError
+from skillbench.spec.yamlsrc import parse_yaml, read_text
+
+SKILL_FILE = "SKILL.md"
+NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
+MAX_DESCRIPTION = 1024
+# Never part of a skill's identity, anywhere in the tree.
+LITTER = frozenset({".git", ".DS_Store", "Thumbs.db"})
+# Top-level folders that are eval material, not the skill: out of the digest / out of staging.
+NOT_IN_DIGEST = frozenset({"evals"})
+NOT_STAGED = frozenset({"evals", "fixtures"})
+
+
+class Skill(msgspec.Struct, frozen=True):
+    """A skill folder and its front matter."""
+
+    name: str
+    description: str
+    path: str
+    body_line: int  # first line of the markdown after the front matter
+
+
+class SkillFile(msgspec.Struct, frozen=True):
+    """One entry of a skill's tree: a regular file, or a symlink kept as a link."""
+
+    rel: str  # normalised POSIX path relative to the skill folder
+    abspath: str
+    link: str | None = None  # the link text, for symlinks
+
+
+def is_skill(path: Path) -> bool:
+    """True when `path` is a folder holding a SKILL.md."""
+    return (path / SKILL_FILE).is_file()
+
+
+def read_skill(folder: Path) -> Skill:
+    """Parse a skill's SKILL.md front matter; raise `SpecError` with `path:line` problems."""
+    md = folder / SKILL_FILE
+    shown = str(md)
+    text = read_text(md)
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != "---":
+        raise SpecError(
+            [
+                Problem(
+                    shown,
+                    1,
+                    "error",
+                    "SKILL.md must start with YAML front matter: "
+                    "a `---` line, `name:` and `description:`, then `---`",
+                )
+            ]
+        )
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r") == "---"), None)
+    if end is None:
+        raise SpecError(
+            [Problem(shown, 1, "error", "front matter is not closed: add a `---` line after it")]
+        )
+    doc = parse_yaml("\n".join(lines[1:end]), shown, first_line=2)
+    if not isinstance(doc.value, dict):
+        raise SpecError(
+            [
+                Problem(
+                    shown,
+                    2,
+                    "error",
+                    "front matter must be a mapping with `name` and `description`",
+                )
+            ]
+        )
+    problems: list[Problem] = []
+    meta = doc.value
+    for field in ("name", "description"):
+        if field not in meta:
+            problems.append(Problem(shown, 1, "error", f"front matter is missing `{field}`"))
+        elif not isinstance(meta[field], str) or not meta[field].strip():
+            problems.append(doc.problem((field,), f"`{field}` must be non-empty text"))
+    if not problems:
+        name, description = meta["name"], meta["description"]
+        if not NAME_RE.match(name):
+            problems.append(
+                doc.problem(
+                    ("name",),
+                    f"skill name {name!r} must be lowercase "
+                    "letters, digits and hyphens, at most 64 characters",
+                )
+            )
+        elif name != folder.resolve().name:
+            problems.append(
+                doc.problem(
+                    ("name",),
+                    f"skill name {name!r} does not match its "
+                    f"folder {folder.resolve().name!r}; rename one",
+                )
+            )
+        if len(description) > MAX_DESCRIPTION:
+            problems.append(
+                doc.problem(
+                    ("description",),
+                    f"description is {len(description)} characters; the limit is {MAX_DESCRIPTION}",
+                )
+            )
+    if problems:
+        raise SpecError(problems)
+    return Skill(meta["name"], meta["description"], str(folder), end + 2)
+
+
+def root_children(root: Path) -> list[Path]:
+    """The direct children of a library root that are skills, sorted by folder name."""
+    return sorted((p for p in root.iterdir() if p.is_dir() and is_skill(p)), key=lambda p: p.name)
+
+
+def is_library_root(path: Path) -> bool:
+    """True when `path` is a folder (not itself a skill) with at least one skill child."""
+    return path.is_dir() and not is_skill(path) and bool(root_children(path))
+
+
+def catalog(root: Path, *, include: Skill | None = None) -> list[Skill]:
+    """The skills of a library root whose front matter parses, sorted by name.
+
+    `include` (the skill under test) is always in the catalog, even when it lives elsewhere.
+    """
+    skills = {}
+    for child in root_children(root):
+        try:
+            skill = read_skill(child)
+        except SpecError:
+            continue
+        skills[skill.name] = skill
+    if include is not None:
+        skills[include.name] = include
+    return [skills[name] for name in sorted(skills)]
+
+
+def catalog_lines(skills: list[Skill]) -> list[str]:
+    """One `- name: description` line per skill, the description folded onto one line."""
+    return [f"- {s.name}: {' '.join(s.description.split())}" for s in skills]
+
+
+# --- the tree, the digest, staging --------------------------------------------------------
+
+
+def _norm(rel: str) -> str:
+    # Unicode NFC so a skill checked out on macOS (NFD names) hashes the same as on Linux.
+    return unicodedata.normalize("NFC", rel.replace(os.sep, "/"))
+
+
+def skill_files(folder: Path, *, exclude_top: frozenset[str] = NOT_IN_DIGEST) -> list[SkillFile]:
+    """Every file of a skill, sorted by normalised path; symlinks are listed, not followed.
+
+    Raises `SpecError` for a symlink that points outside the skill.
+    """
+    root = folder.resolve()
+    out: list[SkillFile] = []
+    problems: list[Problem] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        top = here == root
+        keep = []
+        for d in dirnames:
+            if d in LITTER or (top and d in exclude_top):
+                continue
+            if (here / d).is_symlink():
+                filenames.append(d)  # a symlinked folder is an entry, never walked into
+            else:
+                keep.append(d)
+        dirnames[:] = keep
+        for f in filenames:
+            if f in LITTER or (top and f in exclude_top):
+                continue
+            path = here / f
+            rel = _norm(str(path.relative_to(root)))
+            if path.is_symlink():
+                target = os.readlink(path)
+                resolved = (here / target).resolve()
+                if not resolved.is_relative_to(root):
+                    problems.append(
+                        Problem(
+                            str(folder / rel),
+                            1,
+                            "error",
+                            f"symlink points outside the "
+                            f"skill ({target}); copy the file in instead",
+                        )
+                    )
+                    continue
+                out.append(SkillFile(rel, str(path), link=target))
+            elif path.is_file():
+                out.append(SkillFile(rel, str(path)))
+    if problems:
+        raise SpecError(problems)
+    return sorted(out, key=lambda f: f.rel.encode())
+
+
+def digest(folder: Path) -> str:
+    """The skill's version identity: `sha256:` + hex over its files (design §6).
+
+    Each entry is hashed as kind, path length, path, content length, content, so no two
+    different trees can produce the same byte stream. Modes and mtimes are ignored.
+    """
+    h = hashlib.sha256()
+    for entry in skill_files(folder):
+        if entry.link is not None:
+            kind, data = b"L", entry.link.encode()
+        else:
+            kind, data = b"F", Path(entry.abspath).read_bytes()
+        path = entry.rel.encode()
+        h.update(kind + len(path).to_bytes(8, "big") + path + len(data).to_bytes(8, "big"))
+        h.update(data)
+    return "sha256:" + h.hexdigest()
+
+
+def staged_files(folder: Path) -> list[SkillFile]:
+    """The files an arm sees: the skill without its top-level `evals/` and `fixtures/`."""
+    return skill_files(folder, exclude_top=NOT_STAGED)
+
+
+def copy_for_staging(folder: Path, dest: Path) -> list[str]:
+    """Copy the staged view of a skill into `dest`; return the relative paths copied."""
+    copied = []
+    for entry in staged_files(folder):
+        target = dest / entry.rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if entry.link is not None:
+            os.symlink(entry.link, target)
+        else:
+            shutil.copy(entry.abspath, target)  # keeps exec bits
+        copied.append(entry.rel)
+    return copied
+
+
+def iter_skills(path: Path) -> Iterator[Path]:
+    """The skill folders named by `path`: itself if a skill, else its skill children."""
+    if is_skill(path):
+        yield path
+    elif path.is_dir():
+        yield from root_children(path)

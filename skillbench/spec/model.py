@@ -1,0 +1,93 @@
+"""The eval asset schema: cases, the suite, checks and triggers (design §1)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from skillbench.spec.problems import Problem
+
+Bucket = Literal["explicit", "implicit", "contextual", "negative", "adversarial"]
+BUCKETS: tuple[str, ...] = ("explicit", "implicit", "contextual", "negative", "adversarial")
+
+CHECK_KINDS: dict[str, str] = {
+    "transcript_mentions": "the text appears in the transcript, case-insensitively",
+    "transcript_omits": "the text does not appear in the transcript",
+    "command_matching": "some bash command the agent ran matches the regex",
+    "no_command_matching": "no bash command matches the regex",
+    "file_exists": "the path (relative to the workspace) exists after the session",
+    "file_absent": "the path does not exist after the session",
+    "command_succeeds": "the shell command exits 0 in the sandbox within 120 s",
+}
+REGEX_KINDS = frozenset({"command_matching", "no_command_matching"})
+PATH_KINDS = frozenset({"file_exists", "file_absent"})
+
+MAX_TIMEOUT_MINUTES = 120
+DEFAULT_MAX_TURNS = 200
+
+
+class Check(msgspec.Struct, frozen=True):
+    """One check: a kind and its argument (None for a bare kind), and where it was written."""
+
+    kind: str
+    arg: str | None = None
+    line: int = 0
+
+    @property
+    def name(self) -> str:
+        """How the check is shown in reports: `kind: argument`."""
+        return self.kind if self.arg is None else f"{self.kind}: {self.arg}"
+
+
+class SubCase(msgspec.Struct, frozen=True):
+    """A named, scored part of a suite: checks only, run against the suite's one session."""
+
+    name: str
+    checks: tuple[Check, ...]
+    line: int = 0
+
+
+class Session(msgspec.Struct, frozen=True, kw_only=True):
+    """What one agent session needs: the fields a case and a suite share."""
+
+    name: str
+    path: str
+    task: str
+    checks: tuple[Check, ...] = ()
+    judge: str | None = None
+    files: dict[str, str] = {}
+    fixture: str | None = None  # absolute path of the seed tree
+    setup: str | None = None
+    bucket: Bucket | None = None
+    requires: tuple[str, ...] = ()
+    timeout_minutes: int = MAX_TIMEOUT_MINUTES
+    max_turns: int = DEFAULT_MAX_TURNS
+
+
+class Case(Session, frozen=True, kw_only=True):
+    """One execution case (`evals/cases/<stem>.yaml`); its name is the file stem."""
+
+
+class Suite(Session, frozen=True, kw_only=True):
+    """`evals/suite.yaml`: one shared session per arm, many scored sub-cases; never judged."""
+
+    cases: tuple[SubCase, ...]
+
+
+class Triggers(msgspec.Struct, frozen=True):
+    """`evals/triggers.yaml`: prompts that should and should not pick the skill."""
+
+    path: str
+    should_trigger: tuple[str, ...] = ()
+    should_not_trigger: tuple[str, ...] = ()
+
+
+class EvalAssets(msgspec.Struct, frozen=True):
+    """Everything under a skill's `evals/` that loaded, with every problem found."""
+
+    skill_dir: str
+    cases: tuple[Case, ...] = ()
+    suite: Suite | None = None
+    triggers: Triggers | None = None
+    problems: tuple[Problem, ...] = ()

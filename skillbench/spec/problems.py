@@ -1,0 +1,35 @@
+"""Problems found in eval assets, reported as `path:line: severity: message`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+Severity = Literal["error", "warning"]
+
+
+class Problem(msgspec.Struct, frozen=True):
+    """One thing wrong (error) or worth a look (warning) at a place in a file."""
+
+    path: str
+    line: int
+    severity: Severity
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.severity}: {self.message}"
+
+
+class SpecError(Exception):
+    """Eval assets or a skill could not be read; `problems` holds every error (and warning)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        errors = [p for p in problems if p.severity == "error"] or problems
+        super().__init__("\n".join(str(p) for p in errors))
+
+
+def errors_in(problems: list[Problem]) -> list[Problem]:
+    """The problems that are errors."""
+    return [p for p in problems if p.severity == "error"]
