@@ -1,0 +1,360 @@
+"""The podman Sandbox provider: podman-py for container lifecycle and archives, and an
+in-sandbox executor (executor.py) for commands and small files.
+
+Measured facts this relies on are in ../shared/podman-notes.md: runc, init always on,
+`stop_signal` as an int, both ulimits or neither, force removal with timeout 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import errno
+import io
+import itertools
+import json
+import os
+import shutil
+import socket
+import tarfile
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from podman import PodmanClient
+
+from skillbench.sandbox import executor
+from skillbench.sandbox.base import (
+    DEFAULT_OUTPUT_CAP,
+    WORKDIR,
+    ExecResult,
+    SandboxError,
+    SandboxSpec,
+)
+from skillbench.sandbox.service import PodmanService
+
+LABEL = "skillbench"
+OWNER_LABEL = "skillbench.owner"
+_EXECUTOR_SOURCE = Path(executor.__file__).read_text()
+# The source travels as the first stdin line, so `ps` in the sandbox shows a short command.
+_BOOTSTRAP = "import sys, json; exec(json.loads(sys.stdin.readline()))"
+# What the podman CLI needs from our environment; nothing else (no API keys) is passed on.
+_CLI_ENV_KEYS = ("PATH", "HOME", "XDG_RUNTIME_DIR", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
+                 "CONTAINER_HOST", "TMPDIR", "LANG")  # fmt: skip
+_REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class PodmanProvider:
+    """Creates podman sandboxes through one podman service; sweeps our own leftovers."""
+
+    def __init__(self, service: PodmanService | None = None, *, sweep: bool = True):
+        self.service = service or PodmanService.start_or_reuse()
+        self._owns_service = service is None
+        self._local = threading.local()
+        self._live: set[PodmanSandbox] = set()
+        if sweep:
+            self.sweep()
+
+    def client(self) -> PodmanClient:
+        """The calling thread's client (podman-py clients are not shared across threads)."""
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = PodmanClient(base_url=self.service.url, timeout=120)
+            self._local.client = client
+        return client
+
+    def sweep(self) -> int:
+        """Remove containers left by skillbench processes on this host that are gone."""
+        removed = 0
+        host = socket.gethostname()
+        for ctr in self.client().containers.list(all=True, filters={"label": LABEL}):
+            owner = (ctr.labels or {}).get(OWNER_LABEL, "")
+            owner_host, _, pid = owner.rpartition(":")
+            if owner_host == host and pid.isdigit() and not _pid_alive(int(pid)):
+                ctr.remove(force=True, timeout=0)
+                removed += 1
+        return removed
+
+    async def create(self, spec: SandboxSpec) -> PodmanSandbox:
+        """Create and start a container, then start its executor."""
+        ctr_id = await asyncio.to_thread(self._create_container, spec)
+        sandbox = PodmanSandbox(self, ctr_id)
+        self._live.add(sandbox)
+        try:
+            await sandbox.start_executor()
+        except BaseException:
+            await sandbox.close()
+            raise
+        return sandbox
+
+    def _create_container(self, spec: SandboxSpec) -> str:
+        kwargs: dict[str, Any] = dict(
+            # catatonit as PID 1 in pause mode reaps orphans (without an init, zombies use up
+            # the pids limit) and, being PID 1, survives the agent's `kill -9 -1`.
+            command=["catatonit", "-P"],
+            init=False,
+            working_dir=WORKDIR,
+            labels={LABEL: "1", OWNER_LABEL: _owner(), **spec.labels},
+            mem_limit=spec.memory,
+            pids_limit=spec.pids,
+            nano_cpus=int(spec.cpus * 1e9),
+            ulimits=[  # both or neither: nofile alone resets nproc and start fails
+                {"Name": "nofile", "Soft": spec.nofile, "Hard": spec.nofile},
+                {"Name": "nproc", "Soft": spec.nproc, "Hard": spec.nproc},
+            ],
+            stop_signal=9,
+            environment=dict(spec.env),
+            mounts=[
+                {"type": "bind", "source": m.source, "target": m.target, "read_only": m.read_only}
+                for m in spec.mounts
+            ],
+        )
+        if not spec.network:
+            kwargs["network_mode"] = "none"
+        try:
+            ctr = self.client().containers.create(spec.image, **kwargs)
+        except Exception as exc:
+            raise SandboxError(f"could not create a sandbox from {spec.image}: {exc}") from exc
+        try:
+            ctr.start()
+        except Exception as exc:
+            ctr.remove(force=True, timeout=0)
+            raise SandboxError(f"could not start a sandbox from {spec.image}: {exc}") from exc
+        return str(ctr.id)
+
+    async def aclose(self) -> None:
+        """Close every sandbox still open, then stop the service if we started it."""
+        await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
+        if self._owns_service:
+            self.service.stop()
+
+
+class PodmanSandbox:
+    """One podman container and the executor process that runs commands in it."""
+
+    def __init__(self, provider: PodmanProvider, ctr_id: str):
+        self.provider = provider
+        self.name = ctr_id[:12]
+        self.ctr_id = ctr_id
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._alive = False  # cleared the moment the executor's output ends
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._start_lock = asyncio.Lock()
+        self._closed = False
+        self.broken: str | None = None  # why the sandbox is no longer usable
+
+    # --- the executor channel -----------------------------------------------------------
+
+    async def start_executor(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k in _CLI_ENV_KEYS}
+        proc = await asyncio.create_subprocess_exec(
+            "podman", "exec", "-i", self.ctr_id, "python3", "-u", "-c", _BOOTSTRAP,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env=env, limit=1 << 30,
+        )  # fmt: skip
+        assert proc.stdout is not None and proc.stdin is not None
+        proc.stdin.write(json.dumps(_EXECUTOR_SOURCE).encode() + b"\n")
+        try:
+            first = await asyncio.wait_for(proc.stdout.readline(), 30)
+            ready = json.loads(first or b"{}").get("ready")
+        except (TimeoutError, ValueError):
+            ready = False
+        if not ready:
+            proc.kill()
+            await proc.wait()
+            raise SandboxError(f"sandbox {self.name}: the command executor did not start")
+        self._proc = proc
+        self._alive = True
+        self._reader = asyncio.create_task(self._read_replies(proc))
+
+    async def _read_replies(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        while True:
+            line = await proc.stdout.readline()
+            if not line:
+                break
+            reply = json.loads(line)
+            future = self._pending.pop(reply.get("id"), None)
+            if future is not None and not future.done():
+                future.set_result(reply)
+        # EOF: the executor died (the agent may have killed it). Whatever was in flight
+        # gets a "killed" answer; the next call starts a new executor.
+        self._alive = False
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_result({"executor_died": True})
+        await proc.wait()
+
+    async def _call(self, op: str, wait: float, **fields: Any) -> dict[str, Any]:
+        if self._closed:
+            raise SandboxError(f"sandbox {self.name} is closed")
+        if self.broken:
+            raise SandboxError(f"sandbox {self.name} is unusable: {self.broken}")
+        async with self._start_lock:
+            if not self._alive:
+                if self._proc is not None and self._proc.returncode is None:
+                    self._proc.kill()
+                await self.start_executor()
+        assert self._proc is not None and self._proc.stdin is not None
+        rid = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = future
+        try:
+            self._proc.stdin.write((json.dumps({"id": rid, "op": op, **fields}) + "\n").encode())
+            await self._proc.stdin.drain()
+            return await asyncio.wait_for(future, wait + _REPLY_GRACE)
+        except TimeoutError:
+            self.broken = f"no answer to {op} within {wait + _REPLY_GRACE:.0f} s"
+            raise SandboxError(f"sandbox {self.name} hung: {self.broken}") from None
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise SandboxError(f"sandbox {self.name}: executor pipe closed: {exc}") from None
+        finally:
+            self._pending.pop(rid, None)
+
+    @staticmethod
+    def _raise_for(reply: dict[str, Any], path: str = "") -> None:
+        if "error" not in reply:
+            return
+        code = reply.get("errno")
+        message = reply.get("message", "")
+        if code in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise PermissionError(code, message, path)
+        if code:
+            raise OSError(code, message, path)  # becomes FileNotFoundError etc.
+        if reply["error"] == "FileTooLarge":
+            raise OSError(errno.EFBIG, "file too large to read", path)
+        raise SandboxError(f"{reply['error']}: {message}")
+
+    # --- the Sandbox protocol -----------------------------------------------------------
+
+    async def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float = 120,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | bytes | None = None,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+    ) -> ExecResult:
+        """Run a command; see base.Sandbox for the semantics."""
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        reply = await self._call(
+            "exec",
+            timeout,
+            cmd=cmd if isinstance(cmd, str) else list(cmd),
+            timeout=timeout,
+            cwd=cwd,
+            env=dict(env or {}),
+            stdin=None if data is None else base64.b64encode(data).decode(),
+            cap=output_cap,
+        )
+        if reply.get("executor_died"):
+            return ExecResult(137, "", "[the command killed the sandbox's command runner]")
+        self._raise_for(reply, cwd or "")
+        return ExecResult(
+            exit_code=int(reply["exit_code"]),
+            stdout=base64.b64decode(reply["stdout"]).decode("utf-8", "replace"),
+            stderr=base64.b64decode(reply["stderr"]).decode("utf-8", "replace"),
+            timed_out=bool(reply["timed_out"]),
+            truncated=bool(reply["truncated"]),
+            duration=float(reply["duration"]),
+        )
+
+    async def read_file(self, path: str) -> bytes:
+        reply = await self._call("read", 60, path=path)
+        self._raise_for(reply, path)
+        return base64.b64decode(reply["data"])
+
+    async def read_text(self, path: str) -> str:
+        """The file decoded as UTF-8 (undecodable bytes replaced)."""
+        return (await self.read_file(path)).decode("utf-8", "replace")
+
+    async def write_file(self, path: str, content: str | bytes) -> None:
+        data = content.encode() if isinstance(content, str) else content
+        reply = await self._call("write", 60, path=path, data=base64.b64encode(data).decode())
+        self._raise_for(reply, path)
+
+    async def exists(self, path: str) -> bool:
+        reply = await self._call("exists", 30, path=path)
+        self._raise_for(reply, path)
+        return bool(reply["exists"])
+
+    async def reap(self) -> int:
+        reply = await self._call("reap", 30)
+        self._raise_for(reply)
+        return int(reply.get("killed", 0))
+
+    async def put_tree(self, src: Path, dest: str) -> None:
+        mk = await self.exec(["mkdir", "-p", "--", dest], timeout=30)
+        if not mk.ok:
+            raise PermissionError(errno.EACCES, mk.stderr.strip(), dest)
+        data = await asyncio.to_thread(_tar_folder, src)
+        done = await asyncio.to_thread(self._put_archive, dest, data)
+        if not done:  # podman-py returns False instead of raising
+            raise SandboxError(f"sandbox {self.name}: could not copy {src} to {dest}")
+
+    def _put_archive(self, dest: str, data: bytes) -> bool:
+        return bool(self.provider.client().containers.get(self.ctr_id).put_archive(dest, data))
+
+    async def get_tree(self, src: str, dest: Path) -> None:
+        if not await self.exists(src):
+            raise FileNotFoundError(errno.ENOENT, "no such folder in the sandbox", src)
+        await asyncio.to_thread(self._get_archive, src, dest)
+
+    def _get_archive(self, src: str, dest: Path) -> None:
+        stream, _stat = self.provider.client().containers.get(self.ctr_id).get_archive(src)
+        buf = io.BytesIO(b"".join(stream))
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(fileobj=buf) as tar:
+            tar.extractall(tmp, filter="data")
+            (top,) = Path(tmp).iterdir()  # the archive holds the folder itself
+            dest.mkdir(parents=True, exist_ok=True)
+            for child in top.iterdir():
+                shutil.move(str(child), dest / child.name)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.kill()
+        await asyncio.to_thread(self._remove)
+        if self._proc is not None:
+            await self._proc.wait()
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+        self.provider._live.discard(self)
+
+    def _remove(self) -> None:
+        try:
+            self.provider.client().containers.get(self.ctr_id).remove(force=True, timeout=0)
+        except Exception as exc:  # already gone is fine; anything else is swept next start
+            if "no such container" not in str(exc).lower() and "404" not in str(exc):
+                raise SandboxError(f"could not remove sandbox {self.name}: {exc}") from exc
+
+
+def _tar_folder(src: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for child in sorted(src.iterdir()):
+            tar.add(child, arcname=child.name)
+    return buf.getvalue()

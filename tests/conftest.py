@@ -1,0 +1,46 @@
+"""Shared fixtures: one podman service for the whole test run, the sandbox image."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.image import IMAGE, image_exists
+from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.service import URL_ENV, PodmanService
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def podman_service() -> Iterator[PodmanService]:
+    """A podman service shared by the run (and by CLI subprocesses, through the env)."""
+    if not image_exists(IMAGE):
+        pytest.fail(f"sandbox image {IMAGE} missing: run `make setup` (or skillbench image build)")
+    service = PodmanService.start_or_reuse()
+    old = os.environ.get(URL_ENV)
+    os.environ[URL_ENV] = service.url
+    yield service
+    if old is None:
+        os.environ.pop(URL_ENV, None)
+    else:
+        os.environ[URL_ENV] = old
+    service.stop()
+
+
+@pytest.fixture
+async def provider(podman_service: PodmanService) -> AsyncIterator[PodmanProvider]:
+    prov = PodmanProvider(podman_service)
+    yield prov
+    await prov.aclose()
+
+
+@pytest.fixture
+def spec() -> SandboxSpec:
+    return SandboxSpec(image=IMAGE)

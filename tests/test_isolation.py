@@ -1,0 +1,90 @@
+"""Isolation against real podman: network, pids, memory, the read-only skill, the invisible
+evals folder and the host's environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.stage import expose_case, stage_arm
+from skillbench.spec import load_case
+from tests.helpers import make_skill
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
+
+
+async def test_no_network(provider: PodmanProvider, spec: SandboxSpec) -> None:
+    box = await provider.create(spec)
+    try:
+        assert (await box.exec("ls /sys/class/net")).stdout.split() == ["lo"]
+        probe = await box.exec(
+            "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\""
+        )
+        assert probe.exit_code != 0 and "Network is unreachable" in probe.stderr
+    finally:
+        await box.close()
+
+
+async def test_fork_bomb_is_contained(provider: PodmanProvider, spec: SandboxSpec) -> None:
+    box = await provider.create(msgspec.structs.replace(spec, pids=128))
+    try:
+        bomb = await box.exec("bomb() { bomb | bomb & }; bomb; sleep 5", timeout=20)
+        assert "fork: retry: Resource temporarily unavailable" in bomb.stderr  # the limit bit
+        await box.reap()
+        assert (await box.exec("echo alive")).stdout == "alive\n"
+    finally:
+        await box.close()
+
+
+async def test_memory_hog_is_killed_and_sandbox_survives(provider: PodmanProvider,
+                                                         spec: SandboxSpec) -> None:  # fmt: skip
+    box = await provider.create(msgspec.structs.replace(spec, memory="256m"))
+    try:
+        hog = await box.exec("python3 -c 'x = bytearray(1024 * 1024 * 1024); print(len(x))'")
+        assert hog.exit_code == 137 and hog.stdout == ""
+        assert (await box.exec("echo alive")).stdout == "alive\n"
+    finally:
+        await box.close()
+
+
+async def test_skill_is_read_only_and_evals_invisible_and_no_host_env(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = "EVALS-MARKER-7f3a9c"
+    secret = "sk-ant-api03-HOSTSECRET-do-not-leak"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    skill = make_skill(
+        tmp_path,
+        "demo",
+        {
+            "evals/cases/use.yaml": f"task: t\nchecks: [{{transcript_mentions: {marker}}}]\n",
+            f"evals/{marker}.txt": marker,
+            "fixtures/top.txt": marker,
+        },
+    )
+    case, _ = load_case(skill / "evals/cases/use.yaml", skill)
+    arm = await stage_arm(provider, spec, case, [skill], scratch=tmp_path)
+    box = arm.sandbox
+    try:
+        for attempt in ("touch /skills/demo/new", "rm /skills/demo/SKILL.md",
+                        "echo x >> /skills/demo/SKILL.md", "mkdir /skills/other"):  # fmt: skip
+            done = await box.exec(attempt)
+            assert done.exit_code != 0 and "Read-only file system" in done.stderr, attempt
+        assert (await box.read_text("/skills/demo/SKILL.md")).startswith("---\nname: demo")
+
+        search = f"find / -xdev \\( -path /proc -o -path /sys \\) -prune -o -name '*{marker}*' -print; grep -rl {marker} / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; true"
+        assert (await box.exec(search, timeout=60)).stdout == ""
+
+        seen = await box.exec("env; cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/self/environ")
+        assert secret not in seen.stdout and "API_KEY" not in seen.stdout
+
+        await expose_case(arm, skill)
+        after = await box.exec(search, timeout=60)
+        assert f"/case/{marker}.txt" in after.stdout.split()
+    finally:
+        await arm.close()

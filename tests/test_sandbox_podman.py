@@ -1,0 +1,58 @@
+"""The podman provider: the shared conformance suite, plus podman-specific behaviour."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from skillbench.sandbox.base import SandboxError, SandboxSpec
+from skillbench.sandbox.podman import LABEL, PodmanProvider, PodmanSandbox
+from tests.sandbox_conformance import SandboxConformance
+
+pytestmark = pytest.mark.sandbox
+
+
+@pytest.fixture
+async def sandbox(provider: PodmanProvider, spec: SandboxSpec) -> AsyncIterator[PodmanSandbox]:
+    box = await provider.create(spec)
+    yield box
+    await box.close()
+
+
+class TestPodmanConformance(SandboxConformance):
+    pass
+
+
+@pytest.mark.anyio
+async def test_containers_are_labelled_and_removed(provider: PodmanProvider, spec) -> None:
+    box = await provider.create(spec)
+    found = provider.client().containers.list(filters={"label": LABEL})
+    assert box.ctr_id in [c.id for c in found]
+    await box.close()
+    remaining = provider.client().containers.list(all=True, filters={"label": LABEL})
+    assert box.ctr_id not in [c.id for c in remaining]
+    with pytest.raises(SandboxError, match="closed"):
+        await box.exec("true")
+
+
+@pytest.mark.anyio
+async def test_sweep_removes_leftovers_of_dead_processes(provider: PodmanProvider, spec) -> None:
+    box = await provider.create(
+        SandboxSpec(image=spec.image, labels={"skillbench.owner": f"{_host()}:999999"})
+    )
+    assert provider.sweep() >= 1
+    ids = [c.id for c in provider.client().containers.list(all=True, filters={"label": LABEL})]
+    assert box.ctr_id not in ids
+
+
+def _host() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+@pytest.mark.anyio
+async def test_bad_image_is_a_sandbox_error(provider: PodmanProvider) -> None:
+    with pytest.raises(SandboxError, match="could not create a sandbox"):
+        await provider.create(SandboxSpec(image="localhost/no-such-image:0"))

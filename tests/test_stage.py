@@ -1,0 +1,133 @@
+"""Arm staging against real podman: seeding order, setup failures, the contamination guard,
+`/case` after the agent phase, and the requires probe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.stage import (
+    ContaminationError,
+    SetupFailed,
+    expose_case,
+    guard_contamination,
+    missing_requirements,
+    stage_arm,
+)
+from skillbench.spec import load_case
+from tests.helpers import make_skill
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
+
+CASE = """
+task: Use the skill
+fixture: ../fixtures/seed
+files:
+  inline.txt: "inline\\n"
+setup: |
+  test -f seed.txt && test -f inline.txt
+  ls -A /skills > seen-by-setup.txt
+  echo setup-ran > setup.txt
+checks:
+  - file_exists: out.txt
+"""
+
+
+def skill_with_case(tmp_path: Path, case: str = CASE) -> Path:
+    return make_skill(
+        tmp_path,
+        "demo",
+        {
+            "scripts/tool.sh": "echo tool\n",
+            "evals/cases/use.yaml": case,
+            "evals/fixtures/seed/seed.txt": "seed\n",
+            "fixtures/top.txt": "not staged\n",
+        },
+    )
+
+
+async def test_seeding_order_and_skill_visibility(provider: PodmanProvider, spec: SandboxSpec,
+                                                  tmp_path: Path) -> None:  # fmt: skip
+    skill = skill_with_case(tmp_path)
+    case, _ = load_case(skill / "evals/cases/use.yaml", skill)
+    arm = await stage_arm(provider, spec, case, [skill], scratch=tmp_path)
+    try:
+        box = arm.sandbox
+        assert await box.read_text("seed.txt") == "seed\n"
+        assert await box.read_text("inline.txt") == "inline\n"
+        assert await box.read_text("setup.txt") == "setup-ran\n"
+        assert await box.read_text("seen-by-setup.txt") == ""  # setup runs before the skill
+        listing = await box.exec("find /skills -type f | sort")
+        assert listing.stdout.split() == ["/skills/demo/SKILL.md", "/skills/demo/scripts/tool.sh"]
+        assert arm.skills == ("demo",)
+    finally:
+        await arm.close()
+    assert not Path(arm.host_dir).exists()
+
+
+async def test_baseline_sees_no_skill(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    skill = skill_with_case(tmp_path)
+    case, _ = load_case(skill / "evals/cases/use.yaml", skill)
+    arm = await stage_arm(provider, spec, case, [], scratch=tmp_path)
+    try:
+        assert (await arm.sandbox.exec("ls -A /skills")).stdout == ""
+        # the guard refuses an arm that can see a skill it did not stage
+        (Path(arm.host_dir) / "skills/demo").mkdir()
+        with pytest.raises(ContaminationError, match=r"\['demo'\] differ from those staged none"):
+            await guard_contamination(arm.sandbox, arm.skills)
+        (Path(arm.host_dir) / "skills/demo").rmdir()
+        # ... and one where a skill it did stage is missing
+        with pytest.raises(ContaminationError, match=r"none differ from those staged \['other'\]"):
+            await guard_contamination(arm.sandbox, ["other"])
+    finally:
+        await arm.close()
+
+
+async def test_failing_setup_drops_the_case_and_removes_the_sandbox(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    skill = skill_with_case(tmp_path, "task: t\nsetup: echo broken >&2; exit 4\n")
+    case, _ = load_case(skill / "evals/cases/use.yaml", skill)
+    before = {c.id for c in provider.client().containers.list(all=True)}
+    with pytest.raises(SetupFailed) as info:
+        await stage_arm(provider, spec, case, [skill], scratch=tmp_path)
+    assert info.value.exit_code == 4 and "broken" in info.value.stderr
+    assert str(info.value) == "setup of case 'use' exited 4: broken"
+    after = {c.id for c in provider.client().containers.list(all=True)}
+    assert after <= before
+
+
+async def test_case_is_exposed_only_after_the_agent_phase(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    skill = skill_with_case(tmp_path)
+    case, _ = load_case(skill / "evals/cases/use.yaml", skill)
+    arm = await stage_arm(provider, spec, case, [skill], scratch=tmp_path)
+    try:
+        box = arm.sandbox
+        assert (await box.exec("ls -A /case")).stdout == ""
+        await box.exec("sleep 600 >/dev/null 2>&1 &")
+        env = await expose_case(arm, skill)
+        assert env == {"CASE": "/case"}
+        got = await box.exec(
+            "cat $CASE/cases/use.yaml | head -1; ps -eo args | grep -c '^sleep 600' || true",
+            env=env,
+        )
+        assert got.stdout.split("\n")[:2] == ["task: Use the skill", "0"]
+        assert (await box.exec("touch /case/x")).exit_code != 0
+    finally:
+        await arm.close()
+
+
+async def test_requires_probe(provider: PodmanProvider, spec: SandboxSpec) -> None:
+    box = await provider.create(spec)
+    try:
+        got = await missing_requirements(box, ["git", "python3:json", "codex", "python3:nosuchmod"])
+        assert got == ["codex", "python3:nosuchmod"]
+    finally:
+        await box.close()
