@@ -1,0 +1,129 @@
+"""Sandbox benchmark: medians and spreads of the podman provider's operations, and the
+throughput of full staged arm cycles at concurrency 1, 4 and 8.
+
+    .venv/bin/python bench/sandbox.py [--reps N]
+
+Figures, not assertions. Ratios compare against an ideal: a raw `podman exec` for exec
+latency, and perfect scaling of the single-cycle rate for throughput (capped by cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.image import IMAGE, image_exists
+from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.stage import expose_case, stage_arm
+from skillbench.spec import load_case
+
+
+def fmt(samples: list[float]) -> str:
+    ms = sorted(s * 1000 for s in samples)
+    q = statistics.quantiles(ms, n=10) if len(ms) >= 2 else [ms[0]] * 9
+    med = statistics.median(ms)
+    return f"median {med:7.1f} ms   p10 {q[0]:7.1f}   p90 {q[-1]:7.1f}   n={len(ms)}"
+
+
+def make_skill(root: Path) -> Path:
+    skill = root / "bench-skill"
+    (skill / "evals/cases").mkdir(parents=True)
+    (skill / "evals/fixtures/seed").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: bench-skill\ndescription: Benchmark.\n---\n")
+    (skill / "scripts").mkdir()
+    (skill / "scripts/a.sh").write_text("echo a\n")
+    (skill / "evals/fixtures/seed/data.txt").write_text("x" * 10_000)
+    (skill / "evals/cases/c.yaml").write_text(
+        "task: t\nfixture: ../fixtures/seed\nfiles: {a.txt: a}\nsetup: echo ok > s.txt\n"
+        "checks: [{file_exists: s.txt}]\n"
+    )
+    return skill
+
+
+def one_mb_tree(root: Path) -> Path:
+    tree = root / "tree"
+    for i in range(16):
+        (tree / f"d{i % 4}").mkdir(parents=True, exist_ok=True)
+        (tree / f"d{i % 4}/f{i}.bin").write_bytes(os.urandom(64 * 1024))
+    return tree
+
+
+async def timed(coro) -> tuple[float, object]:
+    t = time.perf_counter()
+    result = await coro
+    return time.perf_counter() - t, result
+
+
+async def main(reps: int) -> None:
+    if not image_exists(IMAGE):
+        sys.exit(f"sandbox image {IMAGE} missing: run `make setup`")
+    provider = PodmanProvider()
+    spec = SandboxSpec(image=IMAGE)
+    tmp = Path(tempfile.mkdtemp(prefix="skillbench-bench-"))
+    skill = make_skill(tmp)
+    case, _ = load_case(skill / "evals/cases/c.yaml", skill)
+    tree = one_mb_tree(tmp)
+    create, execs, raw, put, get, destroy = [], [], [], [], [], []
+    try:
+        for i in range(reps):
+            t, box = await timed(provider.create(spec))
+            create.append(t)
+            for _ in range(10):
+                execs.append((await timed(box.exec("true")))[0])
+            for _ in range(3):
+                t0 = time.perf_counter()
+                subprocess.run(["podman", "exec", box.ctr_id, "true"], check=True)
+                raw.append(time.perf_counter() - t0)
+            put.append((await timed(box.put_tree(tree, "/work/tree")))[0])
+            get.append((await timed(box.get_tree("/work/tree", tmp / f"back{i}")))[0])
+            destroy.append((await timed(box.close()))[0])
+
+        async def cycle() -> None:
+            arm = await stage_arm(provider, spec, case, [skill], scratch=tmp)
+            await arm.sandbox.exec("cat a.txt s.txt data.txt > /dev/null")
+            await expose_case(arm, skill)
+            await arm.sandbox.exec("test -f $CASE/cases/c.yaml", env={"CASE": "/case"})
+            await arm.close()
+
+        cycles = [(await timed(cycle()))[0] for _ in range(reps)]
+        print(f"sandbox benchmark  image {IMAGE}  cores {os.cpu_count()}")
+        print(f"  create+start+executor   {fmt(create)}")
+        print(f"  exec `true`             {fmt(execs)}")
+        print(f"  raw `podman exec true`  {fmt(raw)}   (ideal for a fresh exec)")
+        ratio = statistics.median(execs) / statistics.median(raw)
+        print(f"    exec ratio to raw podman exec: {ratio:.3f}")
+        print(f"  put 1 MB tree           {fmt(put)}")
+        print(f"  get 1 MB tree           {fmt(get)}")
+        print(f"  destroy                 {fmt(destroy)}")
+        print(f"  full staged arm cycle   {fmt(cycles)}")
+        single = statistics.median(cycles)
+        for conc in (1, 4, 8):
+            n = max(8, conc * 2)
+            t0 = time.perf_counter()
+            sem = asyncio.Semaphore(conc)
+
+            async def gated(sem: asyncio.Semaphore = sem) -> None:
+                async with sem:
+                    await cycle()
+
+            await asyncio.gather(*(gated() for _ in range(n)))
+            wall = time.perf_counter() - t0
+            ideal = n * single / min(conc, os.cpu_count() or 1)  # a cycle is CPU-bound
+            print(f"  throughput @{conc}: {n / wall:5.2f} cycles/s   wall {wall:5.2f} s   "
+                  f"ideal {ideal:5.2f} s   ratio {wall / ideal:4.2f}")  # fmt: skip
+    finally:
+        await provider.aclose()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--reps", type=int, default=10)
+    asyncio.run(main(parser.parse_args().reps))
