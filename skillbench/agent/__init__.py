@@ -1,0 +1,1 @@
+"""The built-in agent: the loop, its tools (run in the arm's sandbox), the transcript."""

@@ -1,0 +1,149 @@
+"""The agent loop: the model is called from the host (API keys never enter a sandbox); every
+tool call runs in the arm's sandbox. The turn cap and the wall-clock cap are enforced from
+outside the loop body, and either ends the session with that stop reason."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+import msgspec
+
+from skillbench.agent.tools import TOOLS, run_tool
+from skillbench.agent.trace import TraceWriter
+from skillbench.models.base import Message, Model, ModelError, TextBlock, ToolResult, Usage
+from skillbench.models.pricing import Price, cost_usd
+from skillbench.sandbox.base import SKILLS_DIR, Sandbox, SandboxError
+
+UNATTENDED_NOTE = (
+    "You are working on your own in a sandboxed Linux machine; your workspace is /work and "
+    "there is no network. No human is available: nobody can answer questions, confirm "
+    "choices or review a plan. Do not ask; decide on your own judgment, finish the task "
+    "completely, then stop and reply with a short summary of what you did."
+)
+MAX_TOKENS = 8192
+
+
+class SkillInfo(msgspec.Struct, frozen=True):
+    """A staged skill as the system prompt lists it."""
+
+    name: str
+    description: str
+
+
+class SessionResult(msgspec.Struct, frozen=True):
+    """How a session ended. `stop_reason`: end_turn, max_turns, timeout, max_tokens,
+    refusal, error (infrastructure: model or sandbox), auth."""
+
+    stop_reason: str
+    turns: int
+    duration_ms: int
+    usage: Usage
+    cost_usd: float | None
+    error: str | None = None
+
+    @property
+    def errored(self) -> bool:
+        """An infrastructure failure: not the agent's fault, retried by the runner."""
+        return self.stop_reason in ("error", "auth")
+
+
+def system_prompt(skills: Sequence[SkillInfo]) -> str:
+    """The unattended note and the catalog of staged skills (empty in the baseline)."""
+    if not skills:
+        catalog = "No skills are available."
+    else:
+        lines = "\n".join(f"- {s.name}: {' '.join(s.description.split())}" for s in skills)
+        catalog = (
+            "Skills available (call the `skill` tool with a name to load one; its files are "
+            f"under {SKILLS_DIR}/<name>):\n{lines}"
+        )
+    return f"{UNATTENDED_NOTE}\n\n{catalog}"
+
+
+async def run_agent(
+    model: Model,
+    sandbox: Sandbox,
+    *,
+    task: str,
+    skills: Sequence[SkillInfo],
+    trace: TraceWriter,
+    max_turns: int,
+    timeout_s: float,
+    case: str = "",
+    arm: str = "",
+    rep: int = 0,
+    prices: Mapping[str, Price] | None = None,
+) -> SessionResult:
+    """Run one agent session to its end and write its transcript."""
+    started = time.monotonic()
+    # A stand-in for a model (the scripted driver) says so in every transcript.
+    note = getattr(model, "notice", None)
+    trace.event("trace_start", case=case, arm=arm, rep=rep, model=model.ref,
+                started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                **({"note": note} if note else {}))  # fmt: skip
+    state = _State()
+    stop, error = "end_turn", None
+    try:
+        async with asyncio.timeout(timeout_s):
+            stop = await _turns(model, sandbox, task, skills, trace, max_turns, state)
+    except TimeoutError:
+        stop = "timeout"
+    except ModelError as exc:
+        stop, error = ("auth" if exc.kind == "auth" else "error"), str(exc)
+    except SandboxError as exc:
+        stop, error = "error", f"sandbox: {exc}"
+    except asyncio.CancelledError:
+        stop, error = "cancelled", "the run was interrupted"
+        raise
+    finally:
+        duration_ms = int((time.monotonic() - started) * 1000)
+        cost = cost_usd(model.ref, state.usage, prices)
+        extra = {"error": error} if error else {}
+        trace.event("trace_end", stop_reason=stop, turns=state.turns, duration_ms=duration_ms,
+                    usage=state.usage, cost_usd=cost, **extra)  # fmt: skip
+    return SessionResult(stop, state.turns, duration_ms, state.usage, cost, error)
+
+
+class _State:
+    def __init__(self) -> None:
+        self.turns = 0
+        self.usage = Usage()
+
+
+async def _turns(
+    model: Model,
+    sandbox: Sandbox,
+    task: str,
+    skills: Sequence[SkillInfo],
+    trace: TraceWriter,
+    max_turns: int,
+    state: _State,
+) -> str:
+    system = system_prompt(skills)
+    names = [s.name for s in skills]
+    messages = [Message("user", (TextBlock(task),))]
+    trace.event("message", role="user", text=task, usage=None)
+    while True:
+        if state.turns >= max_turns:
+            return "max_turns"
+        completion = await model.complete(
+            system=system, messages=messages, tools=TOOLS, max_tokens=MAX_TOKENS
+        )
+        state.turns += 1
+        state.usage = state.usage + completion.usage
+        trace.event("message", role="assistant", text=completion.text, usage=completion.usage)
+        messages.append(Message("assistant", completion.content))
+        calls = completion.tool_calls
+        if not calls:
+            return completion.stop_reason if completion.stop_reason != "tool_use" else "end_turn"
+        results = []
+        for call in calls:
+            trace.event("tool_call", id=call.id, name=call.name, arguments=call.arguments)
+            outcome = await run_tool(sandbox, names, call.name, call.arguments)
+            trace.event("tool_result", id=call.id, name=call.name, text=outcome.text,
+                        is_error=outcome.is_error, exit_code=outcome.exit_code)  # fmt: skip
+            results.append(ToolResult(call.id, call.name, outcome.text, outcome.is_error))
+        messages.append(Message("user", tuple(results)))

@@ -1,0 +1,102 @@
+"""The transcript, `trace.jsonl`: one JSON object per line, written as the session runs, so a
+crash leaves a readable prefix. Every line is scrubbed of credentials before it is written.
+
+Events (design §7): trace_start {case, arm, rep, model, started_at}, message {role, text,
+usage}, tool_call {id, name, arguments}, tool_result {id, name, text, is_error, exit_code},
+trace_end {stop_reason, turns, duration_ms, usage, cost_usd}.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from skillbench.models.base import Usage
+from skillbench.scrub import scrub_obj
+
+
+class TraceWriter:
+    """Appends events to a transcript file, one flushed line each."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] | None = path.open("w", encoding="utf-8")
+
+    def event(self, type: str, **fields: Any) -> None:
+        if self._fh is None:
+            return
+        record = {"type": type, **{k: _plain(v) for k, v in fields.items()}}
+        self._fh.write(json.dumps(scrub_obj(record), ensure_ascii=False) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def _plain(value: Any) -> Any:
+    return msgspec.to_builtins(value) if isinstance(value, msgspec.Struct) else value
+
+
+class Transcript(msgspec.Struct):
+    """A transcript read back, with the two views the checks use."""
+
+    events: list[dict[str, Any]]
+
+    @property
+    def all_text(self) -> str:
+        """The agent's text plus the input of every tool call (what text checks search)."""
+        parts: list[str] = []
+        for e in self.events:
+            if e.get("type") == "message" and e.get("role") == "assistant":
+                parts.append(e.get("text", ""))
+            elif e.get("type") == "tool_call":
+                parts.extend(_strings(e.get("arguments", {})))
+        return "\n".join(p for p in parts if p)
+
+    @property
+    def bash_commands(self) -> list[str]:
+        """Every command the agent ran through the bash tool, in order."""
+        return [
+            str(e.get("arguments", {}).get("command", ""))
+            for e in self.events
+            if e.get("type") == "tool_call" and e.get("name") == "bash"
+        ]
+
+    @property
+    def end(self) -> dict[str, Any] | None:
+        return next((e for e in reversed(self.events) if e.get("type") == "trace_end"), None)
+
+    def usage(self) -> Usage:
+        """Total usage over the assistant messages."""
+        total = Usage()
+        for e in self.events:
+            if e.get("type") == "message" and e.get("usage"):
+                total = total + msgspec.convert(e["usage"], Usage)
+        return total
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def read_trace(path: Path) -> Transcript:
+    """Read a transcript, tolerating a torn last line (a crash mid-write)."""
+    events = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            break
+    return Transcript(events)

@@ -1,0 +1,128 @@
+"""The Model contract: system + messages + tools in, assistant content blocks out.
+
+Providers translate to and from their wire protocol; everything above this layer sees only
+these types. A provider raises `ModelError` for any failed call, classified by `kind`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
+ErrorKind = Literal["infrastructure", "auth", "bad_request"]
+
+
+class TextBlock(msgspec.Struct, frozen=True, tag="text"):
+    text: str
+
+
+class ToolCall(msgspec.Struct, frozen=True, tag="tool_call"):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
+    id: str
+    name: str
+    text: str
+    is_error: bool = False
+
+
+Block = TextBlock | ToolCall | ToolResult
+
+
+class Message(msgspec.Struct, frozen=True):
+    """One conversation turn. User turns carry text or tool results; assistant turns carry
+    text and tool calls."""
+
+    role: Literal["user", "assistant"]
+    content: tuple[Block, ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [b for b in self.content if isinstance(b, ToolCall)]
+
+
+class ToolSpec(msgspec.Struct, frozen=True):
+    """A tool the model may call: a name, what it does, a JSON schema for its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Usage(msgspec.Struct):
+    """Tokens of one call (or a sum of calls). `input_tokens` excludes cached tokens."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+class Completion(msgspec.Struct, frozen=True):
+    """The assistant's answer to one call."""
+
+    content: tuple[TextBlock | ToolCall, ...]
+    stop_reason: StopReason
+    usage: Usage
+    model: str
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [b for b in self.content if isinstance(b, ToolCall)]
+
+
+class ModelError(Exception):
+    """A model call failed. `infrastructure`: rate limits, 5xx, timeouts, connection and
+    malformed responses, after the SDK's own retries. `auth`: bad or missing credentials or
+    permission. `bad_request`: the request was refused as invalid (e.g. too long)."""
+
+    def __init__(self, kind: ErrorKind, message: str):
+        self.kind = kind
+        super().__init__(f"{kind}: {message}")
+
+
+def describe_error(exc: Exception) -> str:
+    """One line naming an SDK error and its HTTP status, for reports."""
+    status = getattr(exc, "status_code", None)
+    head = type(exc).__name__ + (f" ({status})" if status else "")
+    return f"{head}: {exc}"[:500]
+
+
+class Model(Protocol):
+    """A chat model reachable through one provider."""
+
+    ref: str  # "provider/model", as the user wrote it
+
+    async def complete(
+        self,
+        *,
+        system: str,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        max_tokens: int,
+    ) -> Completion: ...
+
+    async def aclose(self) -> None:
+        """Release the HTTP connections (before the event loop closes)."""
+        ...

@@ -1,0 +1,67 @@
+"""Cost of model calls from a per-model price table (USD per million tokens).
+
+Prices change; a user extends or overrides them in config:
+
+    [prices."anthropic/claude-sonnet-4-5"]
+    input = 3.0
+    output = 15.0
+    cache_read = 0.3
+    cache_write = 3.75
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from skillbench.models.base import Usage
+
+
+class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    input: float
+    output: float
+    cache_read: float | None = None  # defaults to input / 10
+    cache_write: float | None = None  # defaults to input * 1.25
+
+
+# Matched by longest prefix of the model reference.
+BUILTIN: dict[str, Price] = {
+    "anthropic/claude-opus-4-5": Price(5.0, 25.0, 0.5, 6.25),
+    "anthropic/claude-opus-4": Price(15.0, 75.0, 1.5, 18.75),
+    "anthropic/claude-sonnet-4": Price(3.0, 15.0, 0.3, 3.75),
+    "anthropic/claude-haiku-4": Price(1.0, 5.0, 0.1, 1.25),
+    "anthropic/claude-3-5-haiku": Price(0.8, 4.0, 0.08, 1.0),
+    "openai/gpt-4.1-mini": Price(0.4, 1.6, 0.1),
+    "openai/gpt-4.1": Price(2.0, 8.0, 0.5),
+    "openai/gpt-4o-mini": Price(0.15, 0.6, 0.075),
+    "openai/gpt-4o": Price(2.5, 10.0, 1.25),
+    "openai/gpt-5-mini": Price(0.25, 2.0, 0.025),
+    "openai/gpt-5": Price(1.25, 10.0, 0.125),
+    "scripted/": Price(0.0, 0.0, 0.0, 0.0),
+}
+
+
+def price_for(ref: str, extra: Mapping[str, Price] | None = None) -> Price | None:
+    """The price of a model reference, user prices first; None when unknown."""
+    table = {**BUILTIN, **(extra or {})}
+    if ref in table:
+        return table[ref]
+    matches = [key for key in table if ref.startswith(key)]
+    return table[max(matches, key=len)] if matches else None
+
+
+def cost_usd(ref: str, usage: Usage, extra: Mapping[str, Price] | None = None) -> float | None:
+    """What `usage` cost on model `ref`, or None when the model has no known price."""
+    price = price_for(ref, extra)
+    if price is None:
+        return None
+    cache_read = price.input / 10 if price.cache_read is None else price.cache_read
+    cache_write = price.input * 1.25 if price.cache_write is None else price.cache_write
+    total = (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_read_tokens * cache_read
+        + usage.cache_write_tokens * cache_write
+    )
+    return total / 1_000_000

@@ -1,0 +1,274 @@
+"""A fake model server speaking both wire protocols, driven by a script.
+
+`POST /v1/messages` (Anthropic Messages) and `POST /v1/chat/completions` (OpenAI Chat
+Completions). Tests point the real SDKs at it through ANTHROPIC_BASE_URL / OPENAI_BASE_URL;
+nothing is patched. The script (skillbench.models.script) decides each reply, including
+faults: a status with Retry-After, a stall past the client's timeout, a malformed body.
+Every request is logged for tests to assert on.
+
+    python -m skillbench.testing.fake_server SCRIPT.yaml [--port N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import msgspec
+
+from skillbench.models.script import Play, Player, Script, ScriptError, load_script
+
+
+class LoggedRequest(msgspec.Struct):
+    """One request the server answered, and how."""
+
+    protocol: str  # "anthropic" | "openai"
+    path: str
+    body: dict[str, Any]
+    status: int
+    source: str = ""
+    step: int = 0
+    usage: dict[str, int] = {}
+    at: float = 0.0
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+def anthropic_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
+    system = _text(body.get("system", ""))
+    users = [_text(m.get("content")) for m in body.get("messages", []) if m.get("role") == "user"]
+    turns = sum(m.get("role") == "assistant" for m in body.get("messages", []))
+    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
+
+
+def openai_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
+    messages = body.get("messages", [])
+    system = "".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
+    users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+    turns = sum(m.get("role") == "assistant" for m in messages)
+    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
+
+
+class FakeModelServer:
+    """Serves a script on 127.0.0.1 (a free port unless given) in a background thread."""
+
+    def __init__(self, script: Script, *, port: int = 0):
+        self.player = Player(script)
+        self.requests: list[LoggedRequest] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def env(self) -> dict[str, str]:
+        """The environment that points both SDKs here."""
+        return {
+            "ANTHROPIC_BASE_URL": self.url,
+            "OPENAI_BASE_URL": f"{self.url}/v1",
+            "ANTHROPIC_API_KEY": "sk-ant-fake-server-key",
+            "OPENAI_API_KEY": "sk-fake-server-key",
+        }
+
+    def start(self) -> FakeModelServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def log(self, protocol: str | None = None) -> list[LoggedRequest]:
+        with self._lock:
+            return [r for r in self.requests if protocol is None or r.protocol == protocol]
+
+    # --- answering ------------------------------------------------------------------------
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        raw = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        if h.path.rstrip("/").endswith("/v1/messages"):
+            protocol, shape = "anthropic", anthropic_shape
+        elif h.path.rstrip("/").endswith("/chat/completions"):
+            protocol, shape = "openai", openai_shape
+        else:
+            return self._send(h, 404, {"error": {"message": f"no route {h.path}"}})
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return self._send(h, 400, {"error": {"type": "invalid_request_error",
+                                                  "message": "body is not JSON"}})  # fmt: skip
+        system, first, last, turns = shape(body)
+        entry = LoggedRequest(protocol, h.path, body, 200, at=time.time())
+        with self._lock:
+            self.requests.append(entry)
+        try:
+            play = self.player.play(system, first, last, turns)
+        except ScriptError as exc:
+            entry.status = 500
+            return self._send(h, 500, _error(protocol, "api_error", f"fake server: {exc}"))
+        entry.source, entry.step = play.source, play.step
+        if play.fault is not None:
+            return self._fault(h, entry, play)
+        if play.latency:
+            time.sleep(play.latency)
+        reply, usage = (_anthropic_reply if protocol == "anthropic" else _openai_reply)(
+            body, play, raw, turns
+        )
+        entry.usage = usage
+        self._send(h, 200, reply)
+
+    def _fault(self, h: BaseHTTPRequestHandler, entry: LoggedRequest, play: Play) -> None:
+        fault = play.fault
+        assert fault is not None
+        if fault.stall:
+            time.sleep(fault.stall)
+        if fault.malformed:
+            entry.status = 200
+            return self._send_raw(h, 200, b'{"id": "msg_broken", "content": [', {})
+        status = fault.status or 500
+        entry.status = status
+        headers = {}
+        if fault.retry_after is not None:
+            headers["retry-after"] = f"{fault.retry_after:g}"
+            headers["retry-after-ms"] = str(int(fault.retry_after * 1000))
+        kind = _ERROR_KINDS.get(status, "api_error")
+        body = json.dumps(_error(entry.protocol, kind, f"injected fault {status}")).encode()
+        self._send_raw(h, status, body, headers)
+
+    def _send(self, h: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+        self._send_raw(h, status, json.dumps(payload).encode(), {})
+
+    @staticmethod
+    def _send_raw(h: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str]):
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            for key, value in headers.items():
+                h.send_header(key, value)
+            h.end_headers()
+            h.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a stall past its timeout)
+
+
+_ERROR_KINDS = {429: "rate_limit_error", 401: "authentication_error", 403: "permission_error",
+                400: "invalid_request_error"}  # fmt: skip
+
+
+def _error(protocol: str, kind: str, message: str) -> dict[str, Any]:
+    if protocol == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"type": kind, "message": message, "code": kind}}
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+    content: list[dict[str, Any]] = [{"type": "text", "text": play.text}] if play.text else []
+    for j, (name, args) in enumerate(play.tool_calls):
+        content.append(
+            {"type": "tool_use", "id": f"toolu_{turns}_{j}", "name": name, "input": args}
+        )
+    system = _text(body.get("system", ""))
+    cached = _tokens(system) if system and isinstance(body.get("system"), list) else 0
+    usage = {
+        "input_tokens": max(1, _tokens(raw.decode(errors="replace")) - cached),
+        "output_tokens": _tokens(play.text + json.dumps([a for _, a in play.tool_calls])),
+        "cache_creation_input_tokens": cached if turns == 0 else 0,
+        "cache_read_input_tokens": cached if turns > 0 else 0,
+    }
+    stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
+    reply = {
+        "id": f"msg_fake_{turns}", "type": "message", "role": "assistant",
+        "model": body.get("model", "fake"), "content": content, "stop_reason": stop,
+        "stop_sequence": None, "usage": usage,
+    }  # fmt: skip
+    return reply, usage
+
+
+_OPENAI_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+                  "refusal": "content_filter"}  # fmt: skip
+
+
+def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+    calls = [
+        {"id": f"call_{turns}_{j}", "type": "function",
+         "function": {"name": name, "arguments": json.dumps(args)}}
+        for j, (name, args) in enumerate(play.tool_calls)
+    ]  # fmt: skip
+    system = "".join(
+        _text(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"
+    )
+    cached = _tokens(system) if system and turns > 0 else 0
+    prompt = _tokens(raw.decode(errors="replace"))
+    completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
+    stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
+    message: dict[str, Any] = {"role": "assistant", "content": play.text or None}
+    if calls:
+        message["tool_calls"] = calls
+    reply = {
+        "id": f"chatcmpl-fake-{turns}", "object": "chat.completion", "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": _OPENAI_FINISH[stop]}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion,
+                  "prompt_tokens_details": {"cached_tokens": cached}},
+    }  # fmt: skip
+    usage = {"input_tokens": prompt - cached, "output_tokens": completion,
+             "cache_read_input_tokens": cached}  # fmt: skip
+    return reply, usage
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve a script as a fake model API.")
+    parser.add_argument("script", help="a script YAML file")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    from pathlib import Path
+
+    server = FakeModelServer(load_script(Path(args.script)), port=args.port).start()
+    print(server.url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
