@@ -99,6 +99,90 @@ def cmd_image_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _settings(start: Path, args: argparse.Namespace, names: Sequence[str]):
+    from skillbench.config import ConfigError, load_settings
+
+    flags = {name: getattr(args, name, None) for name in names}
+    try:
+        return load_settings(start, flags)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from skillbench.engine.run import EvalError, EvalOptions, execute, prepare
+    from skillbench.report.progress import ProgressDisplay
+    from skillbench.report.terminal import report_lines
+
+    skill_dir = args.skill
+    if skill_dir is None:
+        if not args.resume:
+            raise UsageError("eval needs a SKILL folder (or --resume RUN_DIR)")
+        skill_dir = _plan_skill_dir(Path(args.resume))
+    loaded = _settings(Path(skill_dir), args, ("model", "judge_model", "k", "parallel"))
+    opts = EvalOptions(skill_dir=skill_dir, settings=loaded.settings, out=args.out,
+                       resume=args.resume, case=args.case, max_cost=args.max_cost,
+                       seed=args.seed)  # fmt: skip
+    try:
+        prepared = prepare(opts)
+    except EvalError as exc:
+        for problem in exc.problems:
+            _err(str(problem))
+        _err(f"skillbench: error: {exc}")
+        return EXIT_USAGE
+    run_dir = prepared[1]
+    if loaded.settings.model.startswith("scripted/"):
+        _err(f"note: using the scripted driver ({loaded.settings.model}): a fixed script, not a "
+             "model; the verdict shows the pipeline works, not that the skill helps")  # fmt: skip
+    progress = ProgressDisplay(quiet=args.quiet)
+    try:
+        result = asyncio.run(execute(prepared, opts, progress))
+    except KeyboardInterrupt:
+        progress.close()
+        _err(f"interrupted; nothing finished is lost. Continue with: "
+             f"skillbench eval --resume {run_dir}")  # fmt: skip
+        return 130
+    except EvalError as exc:
+        progress.close()
+        _err(f"skillbench: error: {exc}")
+        return EXIT_USAGE
+    progress.close()
+    summary = result.summary
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        for line in report_lines(summary):
+            _out(line)
+        _out(f"run: {result.run_dir}")
+    if summary["scored_rows"] == 0:
+        _err("skillbench: nothing could be scored (see the run folder's journal.jsonl)")
+        return EXIT_USAGE
+    return EXIT_FAIL if summary["verdict"] == "FAIL" else EXIT_OK
+
+
+def _plan_skill_dir(run_dir: Path) -> str:
+    import json
+
+    try:
+        return str(json.loads((run_dir / "plan.json").read_text())["skill_dir"])
+    except (OSError, ValueError, KeyError):
+        raise UsageError(f"--resume {run_dir}: no readable plan.json there") from None
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    loaded = _settings(Path(args.path), args, ())
+    import msgspec
+
+    values = msgspec.to_builtins(loaded.settings)
+    _out(f"config file: {loaded.path or 'none found'}")
+    for name, value in values.items():
+        _out(f"{name} = {value!r}    ({loaded.sources.get(name, 'default')})")
+    return EXIT_OK
+
+
 # --- parser -----------------------------------------------------------------------------
 
 Handler = Callable[[argparse.Namespace], int]
@@ -145,6 +229,38 @@ def build_parser() -> argparse.ArgumentParser:
         "library root that holds it.",
     )  # fmt: skip
     p.add_argument("root", metavar="ROOT", help="a library root (or a skill inside one)")
+
+    p = command(
+        "eval", cmd_eval, "run the paired-arm eval of a skill",
+        "Run every case (and the suite) with the skill (candidate) and without it (baseline), "
+        "each arm in its own podman sandbox, score the checks, send ties with a rubric to the "
+        "judge, and print the verdict. Everything lands in the run folder (--out, default "
+        ".skillbench/runs/<run_id>/); a run cut short continues with --resume. Exit 0 done, "
+        "1 verdict FAIL, 2 bad input or nothing scored.",
+    )  # fmt: skip
+    p.add_argument("skill", nargs="?", metavar="SKILL", help="the skill folder")
+    p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
+    p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
+    p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
+    p.add_argument("--parallel", type=int, help="sessions at once (default 4)")
+    p.add_argument("--case", metavar="STEM", help="run one case (or `suite`)")
+    p.add_argument("--out", metavar="DIR", help="run folder")
+    p.add_argument(
+        "--resume", metavar="RUN_DIR", help="continue a run; reruns only what is missing"
+    )
+    p.add_argument("--max-cost", dest="max_cost", type=float, metavar="USD",
+                   help="stop starting sessions once spend passes this")  # fmt: skip
+    p.add_argument("--seed", type=int, help="seed for the judge's order (default random)")
+    p.add_argument("--json", action="store_true", help="print summary.json instead of the report")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+    p = command(
+        "config", cmd_config, "show the effective settings and where each came from",
+        "Show every setting's effective value and its source: a flag, SKILLBENCH_MODEL, "
+        "skillbench.toml or [tool.skillbench] in pyproject.toml (the nearest enclosing one), "
+        "or the built-in default.",
+    )  # fmt: skip
+    p.add_argument("path", nargs="?", default=".", help="where to look for config (default .)")
 
     command(
         "doctor", cmd_doctor, "check podman, the runtime and the sandbox image",

@@ -217,8 +217,18 @@ def digest(folder: Path) -> str:
     Each entry is hashed as kind, path length, path, content length, content, so no two
     different trees can produce the same byte stream. Modes and mtimes are ignored.
     """
+    return _hash_entries(skill_files(folder))
+
+
+def evals_digest(folder: Path) -> str:
+    """Digest of a skill's `evals/` tree: what `--resume` compares to refuse changed assets."""
+    evals = folder / "evals"
+    return _hash_entries(skill_files(evals, exclude_top=frozenset()) if evals.is_dir() else [])
+
+
+def _hash_entries(entries: list[SkillFile]) -> str:
     h = hashlib.sha256()
-    for entry in skill_files(folder):
+    for entry in entries:
         if entry.link is not None:
             kind, data = b"L", entry.link.encode()
         else:

@@ -58,7 +58,7 @@ class ToolSpec(msgspec.Struct, frozen=True):
     parameters: dict[str, Any]
 
 
-class Usage(msgspec.Struct):
+class Usage(msgspec.Struct, frozen=True):
     """Tokens of one call (or a sum of calls). `input_tokens` excludes cached tokens."""
 
     input_tokens: int = 0

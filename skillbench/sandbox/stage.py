@@ -68,6 +68,8 @@ async def stage_arm(
     scratch: Path | None = None,
 ) -> StagedArm:
     """Create a sandbox and seed it for `session` with `skills` staged (none = baseline)."""
+    if scratch is not None:
+        scratch.mkdir(parents=True, exist_ok=True)
     host_dir = Path(tempfile.mkdtemp(prefix="arm-", dir=scratch))
     (host_dir / "skills").mkdir()
     (host_dir / "case").mkdir()

@@ -1,0 +1,100 @@
+"""Configuration: `skillbench.toml` in the nearest enclosing folder, or `[tool.skillbench]` in
+the nearest `pyproject.toml`. Flags override config; config overrides built-in defaults;
+`skillbench config` shows each effective value and where it came from."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from skillbench.models import DEFAULT_MODEL
+from skillbench.models.pricing import Price
+
+
+class ConfigError(Exception):
+    """The config file is unreadable or has a wrong value; the message names the file."""
+
+
+class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Every setting with its built-in default."""
+
+    model: str = DEFAULT_MODEL
+    judge_model: str | None = None  # defaults to `model`
+    parallel: int = 4
+    k: int = 1
+    team: str | None = None
+    out: str | None = None
+    memory: str = "2g"
+    pids: int = 512
+    cpus: float = 1.0
+    max_retries: int = 4
+    request_timeout: float = 600.0
+    prices: dict[str, Price] = {}
+    gate: dict[str, Any] = {}
+
+
+class Loaded(msgspec.Struct):
+    settings: Settings
+    sources: dict[str, str]  # setting name -> "default" | file path | "SKILLBENCH_MODEL" | "--flag"
+    path: str | None
+
+
+def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest skillbench.toml, or pyproject.toml with [tool.skillbench], at or above."""
+    folder = start.resolve()
+    if folder.is_file():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        own = candidate / "skillbench.toml"
+        if own.is_file():
+            return own, _read(own)
+        project = candidate / "pyproject.toml"
+        if project.is_file():
+            table = _read(project).get("tool", {}).get("skillbench")
+            if isinstance(table, dict):
+                return project, table
+    return None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+
+
+def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
+    """Defaults, then the config file, then SKILLBENCH_MODEL, then flags (None = not given)."""
+    data: dict[str, Any] = {}
+    sources = {name: "default" for name in Settings.__struct_fields__}
+    found = find_config(start)
+    path = None
+    if found:
+        path, table = found
+        data.update({k.replace("-", "_"): v for k, v in table.items()})
+        for key in data:
+            sources[key] = str(path)
+    if os.environ.get("SKILLBENCH_MODEL") and not (flags or {}).get("model"):
+        # the environment sits between the config and the flags (design §7: --model, then
+        # SKILLBENCH_MODEL, then the config)
+        data["model"] = os.environ["SKILLBENCH_MODEL"]
+        sources["model"] = "SKILLBENCH_MODEL"
+    for key, value in (flags or {}).items():
+        if value is not None:
+            data[key] = value
+            sources[key] = f"--{key.replace('_', '-')}"
+    try:
+        settings = msgspec.convert(data, Settings)
+    except msgspec.ValidationError as exc:
+        where = str(path) if path else "flags"
+        raise ConfigError(f"{where}: {exc}") from None
+    if settings.parallel < 1 or settings.k < 1:
+        raise ConfigError("parallel and k must be at least 1")
+    if settings.judge_model is None:
+        settings.judge_model = settings.model
+        sources["judge_model"] = f"{sources['model']} (same as model)"
+    return Loaded(settings, sources, str(path) if path else None)

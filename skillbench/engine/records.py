@@ -1,0 +1,91 @@
+"""What a run writes: the plan, and the journal's session and row records (design §7)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from skillbench.checks import CheckResult
+from skillbench.models.base import Usage
+
+BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
+# Ties that say nothing about the skill: an arm errored, or the judge could not answer.
+UNSCORED = frozenset({"unscored", "judge-refused", "judge-unparseable", "judge-error"})
+
+
+class Unit(msgspec.Struct, frozen=True):
+    """One scored thing: a case (its own session) or a suite sub-case (the suite's session)."""
+
+    name: str
+    session: str  # the case name, or "suite"
+    judge: bool = False
+
+
+class Plan(msgspec.Struct, kw_only=True):
+    """Everything that identifies a run; `--resume` refuses when any of it changed."""
+
+    run_id: str
+    skill: str
+    skill_dir: str
+    version: str
+    assets_digest: str
+    model: str
+    judge_model: str
+    k: int
+    seed: int
+    arms: list[str]
+    opponents: list[str]
+    sessions: list[str]  # session names in order: case names, then "suite"
+    units: list[Unit]
+    engine_version: str
+    created_at: str
+    case_filter: str | None = None
+
+
+def session_key(session: str, arm: str, rep: int) -> str:
+    return f"{session}.{arm}.{rep}"
+
+
+class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
+    """A finished session. outcome: pass | fail | error | skipped (setup failed)."""
+
+    key: str
+    session: str
+    arm: str
+    rep: int
+    outcome: str
+    stop_reason: str = ""
+    turns: int = 0
+    seconds: float = 0.0
+    usage: Usage = Usage()
+    cost_usd: float | None = None
+    error: str | None = None
+    attempts: int = 1
+    transcript: str | None = None
+    checks: dict[str, list[CheckResult]] = {}  # unit name -> results
+
+
+class ArmResult(msgspec.Struct):
+    passed: bool
+    error: bool
+    checks: list[CheckResult]
+
+
+class RowRecord(msgspec.Struct, tag="row", kw_only=True):
+    """One comparison: the candidate vs an opponent on one unit and repetition."""
+
+    case: str
+    rep: int
+    opponent: str
+    outcome: str  # win | loss | tie (from the candidate's side)
+    decided_by: str  # checks | judge | judge-split | judge-refused | ... | unscored
+    arms: dict[str, ArmResult]
+    judge_reasons: list[str] = []
+    judge_candidate_first: bool | None = None
+    judge_cost_usd: float | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.decided_by not in UNSCORED
+
+
+Record = SessionRecord | RowRecord

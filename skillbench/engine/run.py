@@ -1,0 +1,426 @@
+"""The eval runner: plan the rows, run every arm session in its own sandbox (asyncio, at most
+`parallel` at once), score checks, send ties with a rubric to the judge, journal as it goes.
+
+Errors retry once in a fresh sandbox; timeouts are the agent's and are not retried. Every
+sandbox is removed, also on Ctrl-C; failed arms' workspaces are kept under the run folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import secrets
+import shutil
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+from msgspec.structs import replace
+
+from skillbench import __version__
+from skillbench.agent.loop import SkillInfo, run_agent
+from skillbench.agent.trace import TraceWriter, read_trace
+from skillbench.checks import run_checks
+from skillbench.config import Settings
+from skillbench.engine.journal import Journal, RowKey, read_journal
+from skillbench.engine.records import (
+    BASELINE,
+    CANDIDATE,
+    Plan,
+    RowRecord,
+    SessionRecord,
+    Unit,
+    session_key,
+)
+from skillbench.engine.score import Skipped, row_by_checks, summarize
+from skillbench.judge import judge
+from skillbench.models import resolve_model
+from skillbench.models.base import Model
+from skillbench.models.pricing import cost_usd
+from skillbench.sandbox.base import WORKDIR, SandboxError, SandboxSpec
+from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.stage import (
+    SetupFailed,
+    StagedArm,
+    expose_case,
+    missing_requirements,
+    stage_arm,
+)
+from skillbench.skills import Skill, digest, evals_digest, read_skill, skill_files
+from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
+from skillbench.spec.model import Session, Suite
+from skillbench.spec.problems import errors_in
+
+SUITE = "suite"
+
+
+class EvalError(Exception):
+    """The run cannot start or go on: bad assets, a changed skill on resume, contamination."""
+
+    def __init__(self, message: str, problems: Sequence[Problem] = ()):
+        self.problems = list(problems)
+        super().__init__(message)
+
+
+class Progress(Protocol):
+    """What the runner tells the user while it works."""
+
+    def planned(self, total: int, done: int) -> None: ...
+
+    def started(self, key: str) -> None: ...
+
+    def finished(self, record: SessionRecord, spend: float) -> None: ...
+
+
+class EvalOptions(msgspec.Struct, kw_only=True):
+    skill_dir: str
+    settings: Settings
+    out: str | None = None
+    resume: str | None = None
+    case: str | None = None
+    max_cost: float | None = None
+    seed: int | None = None
+    image: str = IMAGE
+
+
+class EvalResult(msgspec.Struct):
+    run_dir: str
+    summary: dict[str, object]
+
+
+# --- planning -------------------------------------------------------------------------------
+
+
+def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
+    """The skill and its assets, or EvalError with every problem (same rules as `check`)."""
+    problems: list[Problem] = []
+    skill = None
+    try:
+        skill = read_skill(skill_dir)
+        skill_files(skill_dir)
+    except SpecError as exc:
+        problems.extend(exc.problems)
+    assets = load_assets(skill_dir, skill.name if skill else None)
+    problems.extend(assets.problems)
+    if skill is None or errors_in(problems):
+        raise EvalError(f"{skill_dir}: the skill or its eval assets have errors", problems)
+    return skill, assets
+
+
+def sessions_of(assets: EvalAssets, case: str | None) -> dict[str, Session]:
+    """The sessions to run by name: each case, and the suite as one session."""
+    found: dict[str, Session] = {c.name: c for c in assets.cases}
+    if assets.suite is not None:
+        found[SUITE] = assets.suite
+    if case is not None:
+        if case not in found:
+            known = ", ".join(found) or "none"
+            raise EvalError(f"--case {case}: no such case (cases: {known})")
+        found = {case: found[case]}
+    if not found:
+        raise EvalError(
+            f"{assets.skill_dir}: no execution cases (evals/cases/*.yaml) and no suite "
+            "(evals/suite.yaml); write some, or run `skillbench check` to see what was found"
+        )
+    return found
+
+
+def units_of(sessions: dict[str, Session]) -> list[Unit]:
+    units = []
+    for name, spec in sessions.items():
+        if isinstance(spec, Suite):
+            units += [Unit(f"{SUITE}/{sub.name}", SUITE) for sub in spec.cases]
+        else:
+            units.append(Unit(name, name, judge=spec.judge is not None))
+    return units
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+class _Run:
+    def __init__(self, opts: EvalOptions, plan: Plan, run_dir: Path, skill: Skill,
+                 sessions: dict[str, Session], progress: Progress):  # fmt: skip
+        self.opts = opts
+        self.plan = plan
+        self.run_dir = run_dir
+        self.skill = skill
+        self.skill_dir = Path(opts.skill_dir)
+        self.specs = sessions
+        self.progress = progress
+        self.settings = opts.settings
+        self.journal = Journal(run_dir / "journal.jsonl")
+        self.done, self.rows = read_journal(run_dir / "journal.jsonl")
+        self.skipped: dict[str, str] = {
+            r.session: r.error or "setup failed"
+            for r in self.done.values()
+            if r.outcome == "skipped"
+        }
+        self.spend = sum(r.cost_usd or 0.0 for r in self.done.values())
+        self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
+        self.stopped: str | None = None
+        self.judge_tasks: list[asyncio.Task[None]] = []
+        limits = self.settings
+        self.sandbox_spec = SandboxSpec(image=opts.image, memory=limits.memory, pids=limits.pids,
+                                        cpus=limits.cpus)  # fmt: skip
+
+    # sessions ----------------------------------------------------------------------------
+
+    def pending(self) -> list[tuple[str, str, int]]:
+        todo = []
+        for name in self.plan.sessions:
+            for rep in range(1, self.plan.k + 1):
+                for arm in self.plan.arms:
+                    if session_key(name, arm, rep) not in self.done and name not in self.skipped:
+                        todo.append((name, arm, rep))
+        return todo
+
+    async def session(self, provider: PodmanProvider, model: Model, name: str, arm: str,
+                      rep: int) -> SessionRecord:  # fmt: skip
+        record = await self.attempt(provider, model, name, arm, rep, 1)
+        if record.outcome == "error":  # infrastructure: once more in a fresh sandbox
+            record = await self.attempt(provider, model, name, arm, rep, 2)
+        return record
+
+    async def attempt(self, provider: PodmanProvider, model: Model, name: str, arm: str,
+                      rep: int, attempt: int) -> SessionRecord:  # fmt: skip
+        spec = self.specs[name]
+        key = session_key(name, arm, rep)
+        transcript = self.run_dir / "transcripts" / f"{key}.jsonl"
+        if attempt > 1 and transcript.exists():
+            transcript.rename(transcript.with_name(f"{key}.attempt{attempt - 1}.jsonl"))
+        record = SessionRecord(key=key, session=name, arm=arm, rep=rep, outcome="error",
+                               attempts=attempt)  # fmt: skip
+        skills = [self.skill_dir] if arm == CANDIDATE else []
+        started = time.monotonic()
+        try:
+            staged = await stage_arm(provider, self.sandbox_spec, spec, skills,
+                                     scratch=self.run_dir / "tmp")  # fmt: skip
+        except SetupFailed as exc:
+            return replace(record, outcome="skipped", error=str(exc))
+        except SandboxError as exc:
+            return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
+        try:
+            trace = TraceWriter(transcript)
+            try:
+                result = await run_agent(
+                    model, staged.sandbox, task=spec.task,
+                    skills=[SkillInfo(self.skill.name, self.skill.description)] if skills else [],
+                    trace=trace, max_turns=spec.max_turns, timeout_s=spec.timeout_minutes * 60,
+                    case=name, arm=arm, rep=rep, prices=self.settings.prices,
+                )  # fmt: skip
+            finally:
+                trace.close()
+            record = replace(
+                record, stop_reason=result.stop_reason, turns=result.turns,
+                seconds=result.duration_ms / 1000, usage=result.usage, cost_usd=result.cost_usd,
+                transcript=str(transcript.relative_to(self.run_dir)),
+            )  # fmt: skip
+            if result.errored:
+                return replace(record, error=result.error)
+            env = await expose_case(staged, self.skill_dir)
+            text = read_trace(transcript)
+            checks = {}
+            if isinstance(spec, Suite):
+                for sub in spec.cases:
+                    checks[f"{SUITE}/{sub.name}"] = await run_checks(
+                        (*spec.checks, *sub.checks), text, staged.sandbox, env)  # fmt: skip
+            else:
+                checks[name] = await run_checks(spec.checks, text, staged.sandbox, env)
+            passed = all(c.passed for results in checks.values() for c in results)
+            if not passed:
+                await self.keep_workspace(staged, key)
+            return replace(record, outcome="pass" if passed else "fail", checks=checks)
+        except SandboxError as exc:
+            await self.keep_workspace(staged, key)
+            return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
+        finally:
+            await staged.close()
+
+    async def keep_workspace(self, staged: StagedArm, key: str) -> None:
+        with contextlib.suppress(OSError, SandboxError):  # a broken sandbox has nothing to keep
+            await staged.sandbox.get_tree(WORKDIR, self.run_dir / "workspaces" / key)
+
+    # rows --------------------------------------------------------------------------------
+
+    def rows_ready(self, judge_model: Model, name: str, rep: int) -> None:
+        for unit in (u for u in self.plan.units if u.session == name):
+            for opponent in self.plan.opponents:
+                row_key: RowKey = (unit.name, rep, opponent)
+                if row_key in self.rows or name in self.skipped:
+                    continue
+                cand = self.done.get(session_key(name, CANDIDATE, rep))
+                opp = self.done.get(session_key(name, opponent, rep))
+                if cand is None or opp is None:
+                    continue
+                row = row_by_checks(unit, rep, opponent, cand, opp)
+                if row is not None:
+                    self.add_row(row)
+                else:
+                    self.rows[row_key] = None  # type: ignore[assignment]  # claimed; judge pending
+                    self.judge_tasks.append(asyncio.create_task(
+                        self.judged_row(judge_model, unit, rep, opponent, cand, opp)))  # fmt: skip
+
+    async def judged_row(self, model: Model, unit: Unit, rep: int, opponent: str,
+                         cand: SessionRecord, opp: SessionRecord) -> None:  # fmt: skip
+        spec = self.specs[unit.session]
+        rng = random.Random(f"{self.plan.seed}:{unit.name}:{rep}:{opponent}")
+        texts = [read_trace(self.run_dir / r.transcript).all_text if r.transcript else ""
+                 for r in (cand, opp)]  # fmt: skip
+        verdict = await judge(model, task=spec.task, rubric=spec.judge or "", candidate=texts[0],
+                              opponent=texts[1], rng=rng)  # fmt: skip
+        base = row_by_checks(msgspec.structs.replace(unit, judge=False), rep, opponent, cand, opp)
+        assert base is not None
+        cost = cost_usd(self.plan.judge_model, verdict.usage, self.settings.prices)
+        self.spend += cost or 0.0
+        self.add_row(msgspec.structs.replace(
+            base, outcome=verdict.outcome, decided_by=verdict.decided_by,
+            judge_reasons=list(verdict.reasons), judge_candidate_first=verdict.candidate_first,
+            judge_cost_usd=cost))  # fmt: skip
+
+    def add_row(self, row: RowRecord) -> None:
+        self.rows[(row.case, row.rep, row.opponent)] = row
+        self.journal.append(row)
+
+    # the whole run -----------------------------------------------------------------------
+
+    async def run(self) -> dict[str, object]:
+        provider = PodmanProvider()
+        model = resolve_model(self.plan.model, max_retries=self.settings.max_retries,
+                              timeout=self.settings.request_timeout)  # fmt: skip
+        judge_model = model if self.plan.judge_model == self.plan.model else resolve_model(
+            self.plan.judge_model, max_retries=self.settings.max_retries,
+            timeout=self.settings.request_timeout)  # fmt: skip
+        try:
+            await self.probe_requires(provider)
+            todo = self.pending()
+            total = len(self.plan.sessions) * self.plan.k * len(self.plan.arms)
+            self.progress.planned(total, total - len(todo))
+            for name in self.plan.sessions:  # rows whose sessions finished before a resume
+                for rep in range(1, self.plan.k + 1):
+                    self.rows_ready(judge_model, name, rep)
+            gate = asyncio.Semaphore(self.settings.parallel)
+
+            async def one(name: str, arm: str, rep: int) -> None:
+                async with gate:
+                    if name in self.skipped:
+                        return
+                    if self.opts.max_cost is not None and self.spend >= self.opts.max_cost:
+                        self.stopped = f"spend reached the --max-cost cap ${self.opts.max_cost:.2f}"
+                        return
+                    self.progress.started(session_key(name, arm, rep))
+                    record = await self.session(provider, model, name, arm, rep)
+                self.done[record.key] = record
+                self.journal.append(record)
+                self.spend += record.cost_usd or 0.0
+                if record.outcome == "skipped":
+                    self.skipped[name] = record.error or "setup failed"
+                self.progress.finished(record, self.spend)
+                self.rows_ready(judge_model, name, rep)
+
+            await asyncio.gather(*(one(*item) for item in todo))
+            await asyncio.gather(*self.judge_tasks)
+        finally:
+            for task in self.judge_tasks:
+                task.cancel()
+            await provider.aclose()
+            await model.aclose()
+            if judge_model is not model:
+                await judge_model.aclose()
+            self.journal.close()
+            shutil.rmtree(self.run_dir / "tmp", ignore_errors=True)
+        skipped = [Skipped(n, r) for n, r in self.skipped.items()]
+        rows = [r for r in self.rows.values() if r is not None]
+        return summarize(self.plan, self.done, rows, skipped, stopped=self.stopped)
+
+    async def probe_requires(self, provider: PodmanProvider) -> None:
+        wanted = {
+            n: s.requires for n, s in self.specs.items() if s.requires and n not in self.skipped
+        }
+        if not wanted:
+            return
+        box = await provider.create(self.sandbox_spec)
+        try:
+            for name, requires in wanted.items():
+                missing = await missing_requirements(box, requires)
+                if missing:
+                    self.skipped[name] = f"missing {', '.join(missing)}"
+        finally:
+            await box.close()
+
+
+Prepared = tuple[Plan, Path, Skill, dict[str, Session]]
+
+
+def prepare(opts: EvalOptions) -> Prepared:
+    """Validate, then make a new run folder with its plan (or reopen one for --resume)."""
+    skill_dir = Path(opts.skill_dir)
+    skill, assets = validated(skill_dir)
+    settings = opts.settings
+    check_credentials(settings.model, settings.judge_model or settings.model)
+    version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
+    if opts.resume:
+        run_dir = Path(opts.resume)
+        try:
+            plan = msgspec.json.decode((run_dir / "plan.json").read_bytes(), type=Plan)
+        except (OSError, msgspec.DecodeError) as exc:
+            raise EvalError(f"--resume {run_dir}: no readable plan.json ({exc})") from None
+        changed = [what for what, old, new in (
+            ("the skill's files (version)", plan.version, version),
+            ("the eval assets", plan.assets_digest, assets_digest),
+            ("the model", plan.model, settings.model),
+            ("the judge model", plan.judge_model, settings.judge_model),
+        ) if old != new]  # fmt: skip
+        if changed:
+            raise EvalError(f"--resume {run_dir}: refused, {' and '.join(changed)} changed since "
+                            "the run started; start a new run instead")  # fmt: skip
+        sessions = sessions_of(assets, plan.case_filter)
+        return plan, run_dir, skill, sessions
+    sessions = sessions_of(assets, opts.case)
+    run_id = new_run_id()
+    run_dir = Path(opts.out) if opts.out else Path.cwd() / ".skillbench" / "runs" / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if (run_dir / "journal.jsonl").exists():
+        raise EvalError(
+            f"--out {run_dir}: already holds a run; use --resume {run_dir} to continue it"
+        )
+    plan = Plan(
+        run_id=run_id, skill=skill.name, skill_dir=str(skill_dir.resolve()), version=version,
+        assets_digest=assets_digest, model=settings.model,
+        judge_model=settings.judge_model or settings.model, k=settings.k,
+        seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),
+        arms=[BASELINE, CANDIDATE], opponents=[BASELINE], sessions=list(sessions),
+        units=units_of(sessions), engine_version=__version__,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"), case_filter=opts.case,
+    )  # fmt: skip
+    (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
+    return plan, run_dir, skill, sessions
+
+
+def check_credentials(*refs: str) -> None:
+    """Refuse early, before any sandbox starts, when a provider has no API key."""
+    for ref in refs:
+        provider = ref.split("/", 1)[0]
+        var = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
+        if var and not os.environ.get(var):
+            raise EvalError(f"{var} is not set, and the model {ref} needs it: export it, or "
+                            "use --model scripted/<name> for an offline run")  # fmt: skip
+
+
+async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> EvalResult:
+    """Run the prepared eval; write summary.json; return the run folder and the summary."""
+    plan, run_dir, skill, sessions = prepared
+    runner = _Run(opts, plan, run_dir, skill, sessions, progress)
+    summary = await runner.run()
+    (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
+    return EvalResult(str(run_dir), summary)

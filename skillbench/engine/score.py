@@ -1,0 +1,241 @@
+"""Scoring (design §3): rows from sessions, net lift, the verdict, the why line, the exact
+sign test, arm scores, case-runs passed and efficiency. Pure functions over records."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+
+import msgspec
+
+from skillbench.engine.records import (
+    CANDIDATE,
+    ArmResult,
+    Plan,
+    RowRecord,
+    SessionRecord,
+    Unit,
+    session_key,
+)
+
+
+class Comparison(msgspec.Struct):
+    win: int
+    loss: int
+    tie: int
+    net_lift: float | None
+    sign_p: float
+
+
+class Efficiency(msgspec.Struct):
+    turns: float
+    seconds: float
+    cost_usd: float | None
+    input_tokens: float
+    output_tokens: float
+
+
+class Skipped(msgspec.Struct):
+    case: str
+    reason: str
+
+
+def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:
+    """How one arm did on one unit: passed when every check passed; error when it errored."""
+    if record is None or record.outcome == "error":
+        return ArmResult(False, True, [])
+    checks = record.checks.get(unit.name, [])
+    return ArmResult(all(c.passed for c in checks), False, checks)
+
+
+def row_by_checks(
+    unit: Unit, rep: int, opponent: str, cand: SessionRecord | None, opp: SessionRecord | None
+) -> RowRecord | None:
+    """The row when checks decide it (or it is unscored); None when the judge must decide."""
+    arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
+    mine, theirs = arms[CANDIDATE], arms[opponent]
+    if mine.error or theirs.error:
+        return RowRecord(case=unit.name, rep=rep, opponent=opponent, outcome="tie",
+                         decided_by="unscored", arms=arms)  # fmt: skip
+    if mine.passed != theirs.passed:
+        outcome = "win" if mine.passed else "loss"
+        return RowRecord(case=unit.name, rep=rep, opponent=opponent, outcome=outcome,
+                         decided_by="checks", arms=arms)  # fmt: skip
+    if not unit.judge:
+        return RowRecord(case=unit.name, rep=rep, opponent=opponent, outcome="tie",
+                         decided_by="checks", arms=arms)  # fmt: skip
+    return None
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test over decisive rows (ties dropped)."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    k = min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def compare(rows: Iterable[RowRecord]) -> Comparison:
+    counts = Counter(r.outcome for r in rows)
+    w, lo, t = counts["win"], counts["loss"], counts["tie"]
+    total = w + lo + t
+    return Comparison(w, lo, t, (w - lo) / total if total else None, sign_test(w, lo))
+
+
+def verdict(c: Comparison) -> str:
+    """PASS if lift >= +1/3, FAIL if <= -1/3, else NEUTRAL, in integers (design §3)."""
+    total = c.win + c.loss + c.tie
+    if total == 0:
+        return "NEUTRAL"
+    if 3 * (c.win - c.loss) >= total:
+        return "PASS"
+    if 3 * (c.win - c.loss) <= -total:
+        return "FAIL"
+    return "NEUTRAL"
+
+
+def why(rows: list[RowRecord]) -> str:
+    """A deterministic one-line reason for the verdict."""
+    if not rows:
+        return "nothing could be scored"
+    c = compare(rows)
+    if c.win > c.loss:
+        lead, pick = "wins", "win"
+    elif c.loss > c.win:
+        lead, pick = "loses", "loss"
+    else:
+        lead, pick = "no net difference", None
+    sources = {
+        r.decided_by for r in rows if r.outcome != "tie" and (pick is None or r.outcome == pick)
+    }
+    if sources == {"checks"}:
+        lead += " on execution checks"
+    elif sources == {"judge"}:
+        lead += " on the judge's rubric"
+    elif sources:
+        lead += " on execution checks and the judge's rubric"
+    parts = [lead]
+    ties = sum(r.outcome == "tie" and r.decided_by != "unscored" for r in rows)
+    splits = sum(r.decided_by == "judge-split" for r in rows)
+    unscored = sum(r.decided_by == "unscored" for r in rows)
+    if ties:
+        parts.append(
+            f"{ties} tie{'s' * (ties != 1)}" + (f" ({splits} judge-split)" if splits else "")
+        )
+    if unscored:
+        parts.append(f"{unscored} unscored (infrastructure errors)")
+    return "; ".join(parts)
+
+
+def unit_runs(plan: Plan, skipped: set[str]) -> list[tuple[Unit, int]]:
+    """Every (unit, rep) that is not skipped."""
+    return [(u, rep) for u in plan.units if u.session not in skipped
+            for rep in range(1, plan.k + 1)]  # fmt: skip
+
+
+def arm_scores(
+    plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str]
+) -> dict[str, float | None]:
+    """Per arm: the mean fraction of checks passed over its scored unit runs."""
+    out: dict[str, float | None] = {}
+    for arm in plan.arms:
+        fractions = []
+        for unit, rep in unit_runs(plan, skipped):
+            record = sessions.get(session_key(unit.session, arm, rep))
+            if record is None or record.outcome == "error":
+                continue
+            checks = record.checks.get(unit.name, [])
+            if checks:
+                fractions.append(sum(c.passed for c in checks) / len(checks))
+        out[arm] = sum(fractions) / len(fractions) if fractions else None
+    return out
+
+
+def case_runs_passed(
+    plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str]
+) -> dict[str, list[int]]:
+    """Per arm: [unit runs passed, unit runs expected]."""
+    runs = unit_runs(plan, skipped)
+    out = {}
+    for arm in plan.arms:
+        passed = sum(
+            arm_result(u, sessions.get(session_key(u.session, arm, r))).passed for u, r in runs
+        )
+        out[arm] = [passed, len(runs)]
+    return out
+
+
+def efficiency(plan: Plan, sessions: dict[str, SessionRecord]) -> dict[str, Efficiency]:
+    """Per arm: mean turns, seconds, cost and tokens over its sessions that ran."""
+    out = {}
+    for arm in plan.arms:
+        ran = [s for s in sessions.values() if s.arm == arm and s.outcome in ("pass", "fail")]
+        if not ran:
+            continue
+        n = len(ran)
+        costs = [s.cost_usd for s in ran]
+        out[arm] = Efficiency(
+            turns=sum(s.turns for s in ran) / n,
+            seconds=sum(s.seconds for s in ran) / n,
+            cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs) / n,
+            input_tokens=sum(s.usage.input_tokens + s.usage.cache_read_tokens for s in ran) / n,
+            output_tokens=sum(s.usage.output_tokens for s in ran) / n,
+        )
+    return out
+
+
+def summarize(
+    plan: Plan,
+    sessions: dict[str, SessionRecord],
+    rows: list[RowRecord],
+    skipped: list[Skipped],
+    *,
+    triggers: dict[str, object] | None = None,
+    stopped: str | None = None,
+) -> dict[str, object]:
+    """The summary of design §7 (summary.json and `--json`), plus arm scores and case runs."""
+    skipped_names = {s.case for s in skipped}
+    scored = [r for r in rows if r.scored]
+    comparisons = {opp: compare(r for r in scored if r.opponent == opp) for opp in plan.opponents}
+    baseline = comparisons[plan.opponents[0]]
+    expected = len(plan.units) * plan.k * len(plan.opponents)
+    names = [u.name for u in plan.units]
+
+    def order(r: RowRecord) -> tuple[int, int, int]:
+        return names.index(r.case), r.rep, plan.opponents.index(r.opponent)
+
+    return {
+        "skill": plan.skill,
+        "version": plan.version,
+        "run_id": plan.run_id,
+        "verdict": verdict(baseline),
+        "why": why([r for r in rows if r.opponent == plan.opponents[0]]),
+        "expected_rows": expected,
+        "scored_rows": len(scored),
+        "partial": len(scored) < expected,
+        "stopped": stopped,
+        "comparisons": {k: msgspec.to_builtins(v) for k, v in comparisons.items()},
+        "rows": [_row_summary(r) for r in sorted(rows, key=order)],
+        "skipped": [msgspec.to_builtins(s) for s in skipped],
+        "triggers": triggers,
+        "efficiency": {k: msgspec.to_builtins(v) for k, v in efficiency(plan, sessions).items()},
+        "arm_scores": arm_scores(plan, sessions, skipped_names),
+        "case_runs": case_runs_passed(plan, sessions, skipped_names),
+        "models": {"agent": plan.model, "judge": plan.judge_model},
+        "k": plan.k,
+        "seed": plan.seed,
+    }
+
+
+def _row_summary(r: RowRecord) -> dict[str, object]:
+    return {
+        "case": r.case,
+        "rep": r.rep,
+        "opponent": r.opponent,
+        "outcome": r.outcome,
+        "decided_by": r.decided_by,
+        "arms": msgspec.to_builtins(r.arms),
+    }

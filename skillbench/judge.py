@@ -1,0 +1,102 @@
+"""The rubric judge (design §3): one tool-free call with the task, the rubric and the tail of
+each arm's transcript labelled A and B, asked twice with the order swapped. A row is decided
+only when both answers agree; otherwise it is a tie marked `judge-split`."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+
+from skillbench.jsonreply import first_json_object
+from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
+
+TAIL_CHARS = 6000
+UNPARSEABLE_RETRIES = 1
+
+SYSTEM = (
+    "You are an impartial judge comparing two attempts, A and B, at the same task by an AI "
+    "agent working alone in a sandbox. Judge only by the rubric. Ignore the order and the "
+    "length of the attempts. Reply with one JSON object and nothing else: "
+    '{"winner": "A" | "B" | "tie", "reason": "<one sentence>"}'
+)
+
+
+class JudgeResult(msgspec.Struct, frozen=True):
+    """`outcome` from the candidate's side: win, loss or tie; `decided_by` says how."""
+
+    outcome: str  # win | loss | tie
+    decided_by: str  # judge | judge-split | judge-refused | judge-unparseable | judge-error
+    reasons: tuple[str, ...] = ()
+    candidate_first: bool = True
+    usage: Usage = Usage()
+
+
+def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    """The last `limit` characters of a transcript's text."""
+    return text if len(text) <= limit else "[... earlier part cut ...]\n" + text[-limit:]
+
+
+def prompt(task: str, rubric: str, a: str, b: str) -> str:
+    return (
+        f"## Task given to the agent\n{task}\n\n## Rubric\n{rubric}\n\n"
+        f"## Attempt A (transcript tail)\n{tail(a)}\n\n"
+        f"## Attempt B (transcript tail)\n{tail(b)}\n\n"
+        'Which attempt better satisfies the rubric? Answer {"winner": "A" | "B" | "tie", '
+        '"reason": "..."}.'
+    )
+
+
+class _Answer(msgspec.Struct, frozen=True):
+    winner: str | None  # "A" | "B" | "tie"; None when unusable
+    problem: str | None  # refused | unparseable | error
+    reason: str
+    usage: Usage
+
+
+async def _ask(model: Model, text: str) -> _Answer:
+    usage = Usage()
+    for _ in range(1 + UNPARSEABLE_RETRIES):
+        try:
+            done = await model.complete(
+                system=SYSTEM, messages=[Message("user", (TextBlock(text),))], tools=[],
+                max_tokens=1024,
+            )  # fmt: skip
+        except ModelError as exc:
+            return _Answer(None, "error", str(exc), usage)
+        usage = usage + done.usage
+        if done.stop_reason == "refusal":
+            return _Answer(None, "refused", done.text[:300], usage)
+        reply = first_json_object(done.text) or {}
+        winner = str(reply.get("winner", "")).strip()
+        winner = {"a": "A", "b": "B", "tie": "tie"}.get(winner.lower(), "")
+        if winner:
+            return _Answer(winner, None, str(reply.get("reason", ""))[:500], usage)
+    return _Answer(None, "unparseable", done.text[:300], usage)
+
+
+async def judge(
+    model: Model, *, task: str, rubric: str, candidate: str, opponent: str, rng: random.Random
+) -> JudgeResult:
+    """Compare the candidate's transcript text with the opponent's, in both orders."""
+    candidate_first = rng.random() < 0.5
+    orders = [candidate_first, not candidate_first]
+    answers = []
+    for cand_is_a in orders:
+        a, b = (candidate, opponent) if cand_is_a else (opponent, candidate)
+        answers.append(await _ask(model, prompt(task, rubric, a, b)))
+    usage = answers[0].usage + answers[1].usage
+    reasons = tuple(a.reason for a in answers)
+    for problem in ("error", "refused", "unparseable"):
+        if any(a.problem == problem for a in answers):
+            return JudgeResult("tie", f"judge-{problem}", reasons, candidate_first, usage)
+    sides = [_side(a.winner, cand_is_a) for a, cand_is_a in zip(answers, orders, strict=True)]
+    if sides[0] != sides[1]:
+        return JudgeResult("tie", "judge-split", reasons, candidate_first, usage)
+    return JudgeResult(sides[0], "judge", reasons, candidate_first, usage)
+
+
+def _side(winner: str | None, cand_is_a: bool) -> str:
+    if winner == "tie":
+        return "tie"
+    return "win" if (winner == "A") == cand_is_a else "loss"

@@ -1,0 +1,1 @@
+"""Rendering results: the terminal report and the live progress display."""

@@ -1,0 +1,62 @@
+"""Progress while sessions run: a live line on a terminal, one line per session otherwise.
+Written to stderr so `--json` output on stdout stays clean."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from skillbench.engine.records import SessionRecord
+
+
+class ProgressDisplay:
+    """Sessions done / running / queued, elapsed time and spend so far."""
+
+    def __init__(self, quiet: bool = False):
+        self.console = Console(stderr=True)
+        self.quiet = quiet
+        self.live: Live | None = None
+        self.total = self.done = self.running = 0
+        self.spend = 0.0
+        self.start = time.monotonic()
+
+    def _line(self) -> Text:
+        queued = self.total - self.done - self.running
+        elapsed = int(time.monotonic() - self.start)
+        return Text(f"sessions: {self.done} done · {self.running} running · {queued} queued · "
+                    f"{elapsed // 60}m{elapsed % 60:02d}s · spend ${self.spend:.2f}")  # fmt: skip
+
+    def planned(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        if not self.quiet and self.console.is_terminal:
+            self.live = Live(self._line(), console=self.console, refresh_per_second=4,
+                             transient=True, get_renderable=self._line)  # fmt: skip
+            self.live.start()
+        elif not self.quiet:
+            print(f"running {total - done} of {total} sessions", file=sys.stderr, flush=True)
+
+    def started(self, key: str) -> None:
+        self.running += 1
+
+    def finished(self, record: SessionRecord, spend: float) -> None:
+        self.running -= 1
+        self.done += 1
+        self.spend = spend
+        if self.quiet:
+            return
+        what = record.outcome + (f" ({record.error})" if record.error else "")
+        line = (f"[{self.done}/{self.total}] {record.key}: {what} · {record.turns} turns · "
+                f"{record.seconds:.1f}s")  # fmt: skip
+        if self.live is not None:
+            self.live.console.print(line)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None

@@ -1,0 +1,61 @@
+"""The terminal report of design §3, rendered from the summary (so it matches summary.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 100:+.0f}%"
+
+
+def _num(x: float | None, fmt: str = ".2f") -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def report_lines(summary: dict[str, Any]) -> list[str]:
+    """The report, line by line."""
+    partial = ""
+    if summary["scored_rows"] < summary["expected_rows"]:
+        partial = f" [partial — {summary['scored_rows']}/{summary['expected_rows']} scored]"
+    lines = [f"verdict: {summary['verdict']}{partial}", f"why: {summary['why']}"]
+    if summary.get("stopped"):
+        lines.append(f"stopped: {summary['stopped']}")
+    for skip in summary["skipped"]:
+        kind = "environment" if skip["reason"].startswith("missing ") else "setup failed"
+        lines.append(f"skipped ({kind}): {skip['case']} — {skip['reason']}")
+    for opponent, c in summary["comparisons"].items():
+        n = c["win"] + c["loss"] + c["tie"]
+        lines.append(
+            f"candidate-vs-{opponent}: {_pct(c['net_lift'])} net lift ({c['win']}W / {c['loss']}L"
+            f" / {c['tie']}T over {n} comparison{'s' * (n != 1)}, sign test p={c['sign_p']:.3f})"
+        )
+    arms = list(summary["case_runs"])
+    scores = summary["arm_scores"]
+    lines.append("arm scores: " + " · ".join(f"{a} {_num(scores.get(a))}" for a in arms))
+    runs = summary["case_runs"]
+    lines.append("case-runs passed: " + " · ".join(f"{a} {runs[a][0]}/{runs[a][1]}" for a in arms))
+    triggers = summary.get("triggers")
+    if triggers:
+        lines.extend(trigger_lines(triggers))
+    eff = summary["efficiency"]
+    if eff:
+        parts = []
+        for arm, e in eff.items():
+            cost = "$n/a" if e["cost_usd"] is None else f"${e['cost_usd']:.2f}"
+            parts.append(f"{arm} {e['turns']:.1f} turns · {e['seconds']:.1f}s · {cost}")
+        lines.append("efficiency: " + " | ".join(parts))
+    return lines
+
+
+def trigger_lines(t: dict[str, Any]) -> list[str]:
+    """The triggers line and its indented MISS / FALSE-FIRE lines."""
+
+    def ratio(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.2f}"
+
+    lines = [f"triggers: recall={ratio(t['recall'])} precision={ratio(t['precision'])} "
+             f"(tp={t['tp']} fn={t['fn']} fp={t['fp']} tn={t['tn']})"]  # fmt: skip
+    lines += [f'  MISS: "{p}"' for p in t.get("misses", [])]
+    lines += [f'  FALSE-FIRE: "{p}"' for p in t.get("false_fires", [])]
+    return lines

@@ -1,0 +1,335 @@
+"""`skillbench eval` end to end: real podman sandboxes, the real SDKs against the fake model
+server, the CLI's report and summary.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillbench.cli import main
+from skillbench.models.script import parse_script
+from skillbench.sandbox.podman import LABEL, OWNER_LABEL
+from skillbench.testing.fake_server import FakeModelServer
+from tests.helpers import make_skill, write
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
+
+MODEL = "anthropic/claude-sonnet-4-6"
+CAND = r"(?s)- greeter: "  # only the candidate's system prompt lists the skill
+BASE = r"(?s)No skills are available"
+
+
+def conv(when: str, task: str, *steps: dict[str, Any], loop: bool = False) -> dict[str, Any]:
+    return {"when": f"{when}.*{task}", "steps": list(steps), "loop": loop}
+
+
+def write_file(path: str, content: str) -> dict[str, Any]:
+    return {"tool_calls": [{"write_file": {"path": path, "content": content}}]}
+
+
+def bash(command: str) -> dict[str, Any]:
+    return {"tool_calls": [{"bash": {"command": command}}]}
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    servers: list[FakeModelServer] = []
+
+    def start(script: dict[str, Any]) -> FakeModelServer:
+        server = FakeModelServer(parse_script(script)).start()
+        servers.append(server)
+        for key, value in server.env().items():
+            monkeypatch.setenv(key, value)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def skill(tmp_path: Path, files: dict[str, str]) -> Path:
+    folder = make_skill(tmp_path / "lib", "greeter", files, description="Greets people politely.")
+    write(tmp_path, {"skillbench.toml": "max_retries = 1\nrequest_timeout = 5.0\n"})
+    return folder
+
+
+def run_eval(capsys, folder: Path, out: Path, *extra: str) -> tuple[int, list[str], dict[str, Any]]:
+    code = main(["eval", str(folder), "--model", MODEL, "--out", str(out), "--quiet",
+                 "--seed", "7", *extra])  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    summary = json.loads((out / "summary.json").read_text())
+    return code, lines, summary
+
+
+def by_case(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"{r['case']}.{r['opponent']}.{r['rep']}": r for r in summary["rows"]}
+
+
+JUDGE_RULES = [
+    # the judge prefers the attempt holding the candidate's marker, whichever label it has
+    {
+        "when": r"(?s)Rubric\nprefer-marked.*Attempt A \(transcript tail\)\n[^#]*MARKED",
+        "replies": ['{"winner": "A", "reason": "marked"}'],
+    },
+    {
+        "when": r"(?s)Rubric\nprefer-marked.*Attempt B \(transcript tail\)\n[^#]*MARKED",
+        "replies": ['Sure. ```json\n{"winner": "B", "reason": "marked"}\n```'],
+    },
+    # a judge that always says A disagrees with itself once the order is swapped
+    {"when": r"(?s)Rubric\nalways-a", "replies": ['{"winner": "A", "reason": "first"}']},
+]
+
+
+def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/hello.yaml": "task: Create hello.txt\nchecks:\n  - file_exists: hello.txt\n  - command_succeeds: grep -q hello hello.txt\n",
+        "evals/cases/polish.yaml": "task: Polish the greeting\njudge: prefer-marked\nchecks:\n  - transcript_mentions: greeting\n",
+        "evals/cases/style.yaml": "task: Style the greeting\njudge: always-a\nchecks:\n  - transcript_mentions: greeting\n",
+        "evals/cases/needs-codex.yaml": "task: Use codex\nrequires: [codex]\nchecks:\n  - file_exists: x\n",
+    })  # fmt: skip
+    server = fake({"rules": JUDGE_RULES, "conversations": [
+        conv(CAND, "Create hello", write_file("hello.txt", "hello\n"), {"text": "done"}),
+        conv(BASE, "Create hello", {"text": "I would need more information."}),
+        conv(CAND, "Polish", {"text": "MARKED greeting polished"}),
+        conv(BASE, "Polish", {"text": "greeting polished"}),
+        conv("(?s)", "Style", {"text": "greeting styled"}),
+    ]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert code == 0
+    rows = by_case(summary)
+    assert (rows["hello.baseline.1"]["outcome"], rows["hello.baseline.1"]["decided_by"]) == (
+        "win",
+        "checks",
+    )
+    assert (rows["polish.baseline.1"]["outcome"], rows["polish.baseline.1"]["decided_by"]) == (
+        "win",
+        "judge",
+    )
+    assert (rows["style.baseline.1"]["outcome"], rows["style.baseline.1"]["decided_by"]) == (
+        "tie",
+        "judge-split",
+    )
+    hello = rows["hello.baseline.1"]["arms"]
+    assert hello["candidate"]["passed"] and not hello["baseline"]["passed"]
+    assert [c["passed"] for c in hello["baseline"]["checks"]] == [False, False]
+    assert summary["comparisons"]["baseline"] == {"win": 2, "loss": 0, "tie": 1,
+                                                  "net_lift": pytest.approx(2 / 3), "sign_p": 0.5}  # fmt: skip
+    assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (4, 3, "PASS")
+    assert summary["skipped"] == [{"case": "needs-codex", "reason": "missing codex"}]
+    assert (
+        summary["why"] == "wins on execution checks and the judge's rubric; 1 tie (1 judge-split)"
+    )
+    assert lines[:5] == [
+        "verdict: PASS [partial — 3/4 scored]",
+        "why: wins on execution checks and the judge's rubric; 1 tie (1 judge-split)",
+        "skipped (environment): needs-codex — missing codex",
+        "candidate-vs-baseline: +67% net lift (2W / 0L / 1T over 3 comparisons, sign test p=0.500)",
+        "arm scores: baseline 0.67 · candidate 1.00",
+    ]
+    assert lines[5] == "case-runs passed: baseline 2/3 · candidate 3/3"
+    assert lines[6].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[6]
+    # both judge orders were asked for every judged row (2 rows x 2 orders)
+    judge_calls = [r for r in server.log() if "## Rubric" in json.dumps(r.body)]
+    assert len(judge_calls) == 4
+    # the run folder holds what design §7 promises
+    run = tmp_path / "run"
+    assert {p.name for p in run.iterdir()} >= {
+        "plan.json",
+        "journal.jsonl",
+        "transcripts",
+        "summary.json",
+        "workspaces",
+    }
+    assert (run / "workspaces/hello.baseline.1").is_dir()  # a failed arm's workspace is kept
+    assert (run / "transcripts/hello.candidate.1.jsonl").is_file()
+    plan = json.loads((run / "plan.json").read_text())
+    assert plan["seed"] == 7 and plan["model"] == MODEL
+
+
+def test_suite_scores_six_subcases_from_one_session_per_arm(fake, tmp_path: Path, capsys) -> None:
+    suite = """
+task: Review the change in /work/app.py
+files:
+  app.py: "def add(a, b):\\n    return a - b\\n"
+cases:
+  - name: finds-sign-bug
+    checks: [{transcript_mentions: "a - b"}]
+  - name: names-function
+    checks: [{transcript_mentions: "add("}]
+  - name: writes-review
+    checks: [{file_exists: review.md}]
+  - name: reads-file
+    checks: [{command_matching: "cat app.py"}]
+  - name: no-rm
+    checks: [{no_command_matching: "rm -rf"}]
+  - name: ignores-distractor
+    checks: [{transcript_omits: "distractor"}]
+"""
+    folder = skill(tmp_path, {"evals/suite.yaml": suite})
+    server = fake({"conversations": [
+        conv(CAND, "Review", bash("cat app.py"),
+             write_file("review.md", "add(): a - b should be a + b"), {"text": "Found it."}),
+        conv(BASE, "Review", bash("cat app.py"), {"text": "Looks fine to me."}),
+    ]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert code == 0
+    outcomes = {r["case"]: r["outcome"] for r in summary["rows"]}
+    assert outcomes == {"suite/finds-sign-bug": "win", "suite/names-function": "win",
+                        "suite/writes-review": "win", "suite/reads-file": "tie",
+                        "suite/no-rm": "tie", "suite/ignores-distractor": "tie"}  # fmt: skip
+    assert all(r["decided_by"] == "checks" for r in summary["rows"])
+    assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (6, 6, "PASS")
+    first_turns = [
+        r for r in server.log() if not any(m["role"] == "assistant" for m in r.body["messages"])
+    ]
+    assert len(first_turns) == 2  # one session per arm
+    assert lines[0] == "verdict: PASS"
+    assert lines[2:5] == [
+        "candidate-vs-baseline: +50% net lift (3W / 0L / 3T over 6 comparisons, sign test p=0.250)",
+        "arm scores: baseline 0.50 · candidate 1.00",
+        "case-runs passed: baseline 3/6 · candidate 6/6",
+    ]
+
+
+def test_errored_arm_is_retried_once_and_unscored(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/a-flaky.yaml": "task: Flaky greeting\nchecks: [{file_exists: g.txt}]\n",
+        "evals/cases/b-fine.yaml": "task: Fine greeting\nchecks: [{file_exists: g.txt}]\n",
+    })  # fmt: skip
+    fake({"conversations": [
+        conv(BASE, "Flaky", {"text": "x", "faults": [{"status": 500, "times": 100, "retry_after": 0.01}]}),
+        conv("(?s)", "Flaky", write_file("g.txt", "hi"), {"text": "done"}),
+        conv(CAND, "Fine", write_file("g.txt", "hi"), {"text": "done"}),
+        conv(BASE, "Fine", {"text": "no"}),
+    ]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert code == 0
+    rows = by_case(summary)
+    flaky = rows["a-flaky.baseline.1"]
+    assert (flaky["outcome"], flaky["decided_by"]) == ("tie", "unscored")
+    assert flaky["arms"]["baseline"]["error"] and flaky["arms"]["candidate"]["passed"]
+    assert summary["comparisons"]["baseline"]["loss"] == 0
+    assert (summary["scored_rows"], summary["expected_rows"]) == (1, 2)
+    journal = [
+        json.loads(line) for line in (tmp_path / "run/journal.jsonl").read_text().splitlines()
+    ]
+    errored = next(j for j in journal if j.get("key") == "a-flaky.baseline.1")
+    assert (errored["outcome"], errored["attempts"]) == ("error", 2)
+    assert "infrastructure" in errored["error"]
+    assert (tmp_path / "run/transcripts/a-flaky.baseline.1.attempt1.jsonl").is_file()
+    assert lines[1] == "why: wins on execution checks; 1 unscored (infrastructure errors)"
+
+
+def test_agent_cannot_read_evals_reach_network_or_write_skill(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/probe.yaml": "task: Probe around\nchecks:\n  - transcript_omits: EVALS-SECRET-42\n",
+        "evals/EVALS-SECRET-42.txt": "EVALS-SECRET-42",
+    })  # fmt: skip
+    fake({"conversations": [conv("(?s)", "Probe",
+        bash("grep -rl EVALS-SECRET-42 / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; find / -name 'probe.yaml' -not -path '/proc/*' 2>/dev/null; echo searched"),
+        bash("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\""),
+        bash("echo pwned >> /skills/greeter/SKILL.md || echo pwned > /work/skill-probe.txt"),
+        {"text": "finished probing"})]})  # fmt: skip
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert code == 0
+    for arm in ("baseline", "candidate"):
+        trace = [
+            json.loads(x)
+            for x in (tmp_path / f"run/transcripts/probe.{arm}.1.jsonl").read_text().splitlines()
+        ]
+        results = [e["text"] for e in trace if e["type"] == "tool_result"]
+        assert results[0] == "searched\n[exit code 0]"  # nothing found anywhere
+        assert "Network is unreachable" in results[1]
+        if arm == "candidate":
+            assert "Read-only file system" in results[2]
+    assert (folder / "SKILL.md").read_text().count("pwned") == 0
+    assert summary["rows"][0]["outcome"] == "tie"
+
+
+def test_bad_assets_stop_before_any_model_call(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {"evals/cases/bad.yaml": "task: t\ntiemout_minutes: 3\n"})
+    server = fake({"conversations": []})
+    code = main(["eval", str(folder), "--model", MODEL, "--out", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and server.log() == []
+    assert "bad.yaml:2: error: unknown field `tiemout_minutes`" in err
+
+
+def test_sigkill_mid_run_then_resume_reruns_only_what_is_missing(fake, tmp_path: Path) -> None:
+    cases = {
+        f"evals/cases/c{i}.yaml": f"task: Greeting number {i}\nchecks: [{{file_exists: g.txt}}]\n"
+        for i in range(4)
+    }
+    folder = skill(tmp_path, cases)
+    fake({"latency": 0.4, "conversations": [
+        conv(CAND, "Greeting number", write_file("g.txt", "hi"), {"text": "done"}),
+        conv(BASE, "Greeting number", {"text": "no"}),
+    ]})  # fmt: skip
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "skillbench", "eval", str(folder), "--model", MODEL,
+            "--out", str(out), "--parallel", "1", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(argv, env=os.environ.copy(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    journal = out / "journal.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        done = [json.loads(x) for x in journal.read_text().splitlines()] if journal.exists() else []
+        if sum(1 for d in done if d["type"] == "session") >= 3:
+            break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = {
+        d["key"]: d
+        for d in (json.loads(x) for x in journal.read_text().splitlines())
+        if d["type"] == "session"
+    }
+    assert 3 <= len(before) < 8
+    mtimes = {k: (out / v["transcript"]).stat().st_mtime_ns for k, v in before.items()}
+    resumed = subprocess.run([sys.executable, "-m", "skillbench", "eval", "--resume", str(out),
+                              "--model", MODEL, "--quiet"], capture_output=True, text=True)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    sessions = [json.loads(x) for x in journal.read_text().splitlines()]
+    keys = [d["key"] for d in sessions if d["type"] == "session"]
+    assert sorted(keys) == sorted(
+        f"c{i}.{arm}.1" for i in range(4) for arm in ("baseline", "candidate")
+    )
+    assert len(keys) == len(set(keys))  # nothing finished was run again
+    assert all((out / before[k]["transcript"]).stat().st_mtime_ns == m for k, m in mtimes.items())
+    summary = json.loads((out / "summary.json").read_text())
+    assert (
+        summary["verdict"],
+        summary["scored_rows"],
+        summary["comparisons"]["baseline"]["win"],
+    ) == ("PASS", 4, 4)
+    assert resumed.stdout.splitlines()[0] == "verdict: PASS"
+    # the killed run's sandboxes were swept by the resumed one
+    from podman import PodmanClient
+
+    with PodmanClient(base_url=os.environ["SKILLBENCH_PODMAN_URL"]) as client:
+        owners = [
+            c.labels.get(OWNER_LABEL, "")
+            for c in client.containers.list(all=True, filters={"label": LABEL})
+        ]
+    assert not any(o.endswith(f":{proc.pid}") for o in owners)
+
+
+def test_resume_refuses_a_changed_skill(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(
+        tmp_path, {"evals/cases/a.yaml": "task: Greeting\nchecks: [{file_exists: g.txt}]\n"}
+    )
+    fake({"conversations": [conv("(?s)", "Greeting", {"text": "no"})]})
+    run_eval(capsys, folder, tmp_path / "run")
+    (folder / "SKILL.md").write_text((folder / "SKILL.md").read_text() + "\nmore\n")
+    code = main(["eval", "--resume", str(tmp_path / "run"), "--model", MODEL, "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "refused, the skill's files (version) changed" in err
