@@ -1,0 +1,80 @@
+"""Eval throughput: 32 sessions of 5 turns each against the fake server with a fixed per-call
+latency, at --parallel 1, 4, 8 and 16, through the real engine, sandboxes and SDK.
+
+    .venv/bin/python bench/eval_throughput.py [--latency S] [--parallel 1 4 8 16]
+
+Prints wall time, the ideal (sessions / parallel x turns x latency), their ratio, and the
+harness overhead per session ((wall - ideal) x parallel / sessions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from skillbench.config import Settings
+from skillbench.engine.records import SessionRecord
+from skillbench.engine.run import EvalOptions, execute, prepare
+from skillbench.models.script import parse_script
+from skillbench.testing.fake_server import FakeModelServer
+
+SESSIONS, TURNS = 32, 5
+
+
+class Quiet:
+    def planned(self, total: int, done: int) -> None: ...
+    def started(self, key: str) -> None: ...
+    def finished(self, record: SessionRecord, spend: float) -> None:
+        assert record.outcome in ("pass", "fail"), record
+
+
+def make_skill(root: Path) -> Path:
+    skill = root / "bench-skill"
+    (skill / "evals/cases").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: bench-skill\ndescription: Benchmark.\n---\n")
+    for i in range(SESSIONS // 2):
+        (skill / f"evals/cases/c{i:02d}.yaml").write_text(
+            f"task: Benchmark task {i}\nchecks: [{{file_exists: out.txt}}]\n"
+        )
+    return skill
+
+
+async def main(latency: float, levels: list[int]) -> None:
+    steps = [{"tool_calls": [{"bash": {"command": "echo step >> out.txt"}}]}] * (TURNS - 1)
+    script = parse_script({"latency": latency,
+                           "conversations": [{"steps": [*steps, {"text": "done"}]}]})  # fmt: skip
+    server = FakeModelServer(script).start()
+    os.environ.update(server.env())
+    root = Path(tempfile.mkdtemp(prefix="skillbench-bench-eval-"))
+    skill = make_skill(root)
+    print(f"eval throughput: {SESSIONS} sessions x {TURNS} turns, model latency {latency:g} s/call")
+    try:
+        for parallel in levels:
+            settings = Settings(model="anthropic/claude-sonnet-4-6", parallel=parallel,
+                                max_retries=0, request_timeout=30)  # fmt: skip
+            opts = EvalOptions(skill_dir=str(skill), settings=settings,
+                               out=str(root / f"run-{parallel}"), seed=1)  # fmt: skip
+            prepared = prepare(opts)
+            t = time.perf_counter()
+            result = await execute(prepared, opts, Quiet())
+            wall = time.perf_counter() - t
+            assert result.summary["scored_rows"] == SESSIONS // 2
+            ideal = SESSIONS / parallel * TURNS * latency
+            overhead = (wall - ideal) * parallel / SESSIONS
+            ratio = wall / ideal
+            print(f"  --parallel {parallel:2d}: wall {wall:6.2f} s   ideal {ideal:6.2f} s   "
+                  f"ratio {ratio:5.2f}   harness overhead/session {overhead:5.2f} s")  # fmt: skip
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--parallel", type=int, nargs="+", default=[1, 4, 8, 16])
+    args = parser.parse_args()
+    asyncio.run(main(args.latency, args.parallel))

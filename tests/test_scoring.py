@@ -1,0 +1,168 @@
+"""Scoring, checks on transcripts, and the judge's decision rules (no sandbox needed)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from skillbench.agent.trace import Transcript
+from skillbench.checks import CheckResult, run_checks
+from skillbench.engine.records import RowRecord, SessionRecord, Unit
+from skillbench.engine.score import compare, row_by_checks, sign_test, verdict, why
+from skillbench.jsonreply import first_json_object
+from skillbench.judge import judge, tail
+from skillbench.models import resolve_model
+from skillbench.spec.model import Check
+
+
+def rows(*spec: tuple[str, str]) -> list[RowRecord]:
+    return [RowRecord(case=f"c{i}", rep=1, opponent="baseline", outcome=o, decided_by=d, arms={})
+            for i, (o, d) in enumerate(spec)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("w", "l", "p"),
+    [(5, 1, 0.21875), (0, 0, 1.0), (1, 0, 1.0), (6, 0, 0.03125), (3, 3, 1.0), (10, 2, 0.0385742)],
+)
+def test_exact_two_sided_sign_test(w: int, l: int, p: float) -> None:  # noqa: E741
+    assert sign_test(w, l) == pytest.approx(p, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("w", "l", "t", "expected"),
+    [(1, 0, 2, "PASS"), (1, 0, 3, "NEUTRAL"), (0, 1, 2, "FAIL"), (0, 1, 3, "NEUTRAL"),
+     (5, 1, 3, "PASS"), (2, 2, 0, "NEUTRAL"), (0, 0, 0, "NEUTRAL")],
+)  # fmt: skip
+def test_verdict_boundaries_in_integers(w: int, l: int, t: int, expected: str) -> None:  # noqa: E741
+    c = compare(rows(*[("win", "checks")] * w, *[("loss", "checks")] * l, *[("tie", "checks")] * t))
+    assert (c.win, c.loss, c.tie) == (w, l, t)
+    assert verdict(c) == expected
+
+
+def test_design_example_figures() -> None:
+    c = compare(rows(*[("win", "checks")] * 5, ("loss", "checks"), *[("tie", "checks")] * 3))
+    assert round(c.net_lift * 100) == 44 and f"{c.sign_p:.3f}" == "0.219"
+
+
+def test_why_lines() -> None:
+    assert why(
+        rows(("win", "checks"), ("win", "checks"), ("tie", "checks"), ("tie", "judge-split"))
+    ) == ("wins on execution checks; 2 ties (1 judge-split)")
+    assert why(rows(("loss", "judge"), ("tie", "unscored"))) == (
+        "loses on the judge's rubric; 1 unscored (infrastructure errors)"
+    )
+    assert why(rows(("win", "checks"), ("loss", "judge"))) == (
+        "no net difference on execution checks and the judge's rubric"
+    )
+    assert why([]) == "nothing could be scored"
+
+
+def session(outcome: str, passed: list[bool], unit: str = "u") -> SessionRecord:
+    checks = {unit: [CheckResult(f"c{i}", p) for i, p in enumerate(passed)]}
+    return SessionRecord(key="k", session=unit, arm="x", rep=1, outcome=outcome, checks=checks)
+
+
+def test_row_rules_in_order() -> None:
+    unit, judged = Unit("u", "u"), Unit("u", "u", judge=True)
+    ok, bad, err = session("pass", [True]), session("fail", [False]), session("error", [])
+    assert row_by_checks(unit, 1, "baseline", ok, err).decided_by == "unscored"
+    assert row_by_checks(unit, 1, "baseline", None, ok).decided_by == "unscored"
+    assert row_by_checks(unit, 1, "baseline", ok, bad).outcome == "win"
+    assert row_by_checks(unit, 1, "baseline", bad, ok).outcome == "loss"
+    assert row_by_checks(unit, 1, "baseline", ok, ok).outcome == "tie"
+    assert row_by_checks(judged, 1, "baseline", ok, ok) is None  # the judge decides
+    assert row_by_checks(judged, 1, "baseline", ok, bad).decided_by == "checks"
+
+
+@pytest.mark.anyio
+async def test_transcript_checks_fail_with_reasons() -> None:
+    transcript = Transcript([
+        {"type": "message", "role": "assistant", "text": "I Fixed The Bug"},
+        {"type": "tool_call", "name": "bash", "arguments": {"command": "pytest -q tests/"}},
+        {"type": "tool_call", "name": "write_file", "arguments": {"path": "a.py", "content": "secret sauce"}},
+        {"type": "tool_result", "text": "tool output is not agent text"},
+    ])  # fmt: skip
+    checks = [Check("transcript_mentions", "fixed the bug"), Check("transcript_mentions", "secret sauce"),
+              Check("transcript_omits", "tool output"), Check("transcript_omits", "SAUCE"),
+              Check("command_matching", r"^pytest\b"), Check("no_command_matching", "rm -rf"),
+              Check("command_matching", "(["), Check("frobnicate", "x"), Check("file_exists", "a.py")]  # fmt: skip
+    got = [(r.passed, r.detail) for r in await run_checks(checks, transcript, None)]
+    assert got == [
+        (True, "found in the transcript"),
+        (True, "found in the transcript"),
+        (True, "absent"),
+        (False, "found in the transcript"),
+        (True, "matched: pytest -q tests/"),
+        (True, "no match in 1 commands"),
+        (False, "invalid regex: unterminated character set at position 1"),
+        (False, "unknown check kind 'frobnicate'"),
+        (False, "no sandbox to check in (the session errored)"),
+    ]
+
+
+def test_first_json_object_tolerates_prose_and_fences() -> None:
+    assert first_json_object('Sure! ```json\n{"winner": "B"}\n```') == {"winner": "B"}
+    assert first_json_object('{broken} then {"a": 1}') == {"a": 1}
+    assert first_json_object("no json here [1, 2]") is None
+
+
+def judge_script(tmp_path: Path, replies: list[str], monkeypatch, **rule) -> str:
+    (tmp_path / "judge.yaml").write_text(
+        yaml.safe_dump({"rules": [{"when": "Rubric", "replies": replies, **rule}]})
+    )
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(tmp_path))
+    return "scripted/judge"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("replies", "fault", "expected"),
+    [
+        (['{"winner": "tie"}'], None, ("tie", "judge")),
+        (["I cannot decide."], None, ("tie", "judge-unparseable")),
+        (['{"winner": "C"}'], None, ("tie", "judge-unparseable")),
+        (['{"winner": "A"}'], None, ("tie", "judge-split")),
+        (["x"], {"status": 500, "times": 9}, ("tie", "judge-error")),
+    ],
+)
+async def test_judge_outcomes(tmp_path: Path, monkeypatch, replies, fault, expected) -> None:
+    ref = judge_script(tmp_path, replies, monkeypatch, **({"faults": [fault]} if fault else {}))
+    result = await judge(resolve_model(ref), task="t", rubric="r", candidate="c", opponent="o",
+                         rng=random.Random(1))  # fmt: skip
+    assert (result.outcome, result.decided_by) == expected
+
+
+@pytest.mark.anyio
+async def test_judge_order_comes_from_the_seeded_rng(tmp_path: Path, monkeypatch) -> None:
+    ref = judge_script(tmp_path, ['{"winner": "tie"}'], monkeypatch)
+    firsts = set()
+    for seed in range(8):
+        a = await judge(
+            resolve_model(ref),
+            task="t",
+            rubric="r",
+            candidate="c",
+            opponent="o",
+            rng=random.Random(seed),
+        )
+        b = await judge(
+            resolve_model(ref),
+            task="t",
+            rubric="r",
+            candidate="c",
+            opponent="o",
+            rng=random.Random(seed),
+        )
+        assert a.candidate_first == b.candidate_first
+        firsts.add(a.candidate_first)
+    assert firsts == {True, False}
+
+
+def test_tail_keeps_the_last_6000_characters() -> None:
+    text = "x" * 7000 + "END"
+    assert (
+        tail(text).endswith("END") and len(tail(text)) == len("[... earlier part cut ...]\n") + 6000
+    )
