@@ -6,11 +6,15 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skillbench import __version__
 from skillbench.skills import catalog, catalog_lines, digest, is_skill, read_skill
 from skillbench.spec import SpecError
 from skillbench.validate import NotASkill, check_skill, skills_at
+
+if TYPE_CHECKING:
+    from skillbench.engine.run import EvalOptions
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -123,9 +127,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise UsageError("eval needs a SKILL folder (or --resume RUN_DIR)")
         skill_dir = _plan_skill_dir(Path(args.resume))
     loaded = _settings(Path(skill_dir), args, ("model", "judge_model", "k", "parallel"))
+    if args.triggers_only and args.execution_only:
+        raise UsageError("--triggers-only and --execution-only exclude each other")
+    _check_runs(args, parallel=False)
     opts = EvalOptions(skill_dir=skill_dir, settings=loaded.settings, out=args.out,
                        resume=args.resume, case=args.case, max_cost=args.max_cost,
-                       seed=args.seed)  # fmt: skip
+                       seed=args.seed, triggers=not args.execution_only, runs=args.runs,
+                       threshold=args.threshold)  # fmt: skip
+    if args.triggers_only:
+        return _eval_triggers_only(opts, args.json)
     try:
         prepared = prepare(opts)
     except EvalError as exc:
@@ -161,6 +171,86 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _err("skillbench: nothing could be scored (see the run folder's journal.jsonl)")
         return EXIT_USAGE
     return EXIT_FAIL if summary["verdict"] == "FAIL" else EXIT_OK
+
+
+def cmd_triggers(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from skillbench.models import ModelRefError, resolve_model
+    from skillbench.report.terminal import trigger_lines
+    from skillbench.triggers import TriggerReport, evaluate_all, steals, targets_at
+
+    path = Path(args.path)
+    skills_at(path)
+    targets = targets_at(path)
+    if not targets:
+        raise UsageError(f"{path}: no skill there has an evals/triggers.yaml")
+    loaded = _settings(path, args, ("model",))
+    _check_runs(args)
+    try:
+        model = resolve_model(loaded.settings.model, max_retries=loaded.settings.max_retries,
+                              timeout=loaded.settings.request_timeout)  # fmt: skip
+    except ModelRefError as exc:
+        raise UsageError(f"--model: {exc}") from None
+
+    async def go() -> list[TriggerReport]:
+        try:
+            return await evaluate_all(model, targets, runs=args.runs, threshold=args.threshold,
+                                      parallel=args.parallel)  # fmt: skip
+        finally:
+            await model.aclose()
+
+    reports = asyncio.run(go())
+    if args.json:
+        print(json.dumps({r.skill: r.summary() for r in reports}, indent=2))
+        return EXIT_OK
+    for report in reports:
+        if len(reports) > 1:
+            _out(f"{report.skill}:")
+        for line in trigger_lines(report.summary()):
+            _out(("  " if len(reports) > 1 else "") + line)
+    stolen = steals(reports)
+    if len(reports) > 1 and stolen:
+        _out("confusion (who took each miss):")
+        for skill, prompt, by in stolen:
+            _out(f'  {skill}: "{prompt}" -> {", ".join(by) or "nothing selected"}')
+    return EXIT_OK
+
+
+def _check_runs(args: argparse.Namespace, parallel: bool = True) -> None:
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    if not 0 < args.threshold <= 1:
+        raise UsageError("--threshold is a trigger rate in (0, 1]")
+    if parallel and args.parallel < 1:
+        raise UsageError("--parallel must be at least 1")
+
+
+def _eval_triggers_only(opts: EvalOptions, as_json: bool) -> int:
+    import asyncio
+    import json
+
+    from skillbench.engine.run import EvalError, check_credentials, triggers_of, validated
+    from skillbench.report.terminal import trigger_lines
+
+    try:
+        validated(Path(opts.skill_dir))
+        check_credentials(opts.settings.model)
+    except EvalError as exc:
+        for problem in exc.problems:
+            _err(str(problem))
+        _err(f"skillbench: error: {exc}")
+        return EXIT_USAGE
+    report = asyncio.run(triggers_of(opts))
+    if report is None:
+        raise UsageError(f"{opts.skill_dir}: --triggers-only needs evals/triggers.yaml")
+    if as_json:
+        print(json.dumps({"triggers": report.summary()}, indent=2))
+    else:
+        for line in trigger_lines(report.summary()):
+            _out(line)
+    return EXIT_OK
 
 
 def _plan_skill_dir(run_dir: Path) -> str:
@@ -251,8 +341,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cost", dest="max_cost", type=float, metavar="USD",
                    help="stop starting sessions once spend passes this")  # fmt: skip
     p.add_argument("--seed", type=int, help="seed for the judge's order (default random)")
+    p.add_argument("--triggers-only", action="store_true", help="measure triggers only")
+    p.add_argument("--execution-only", action="store_true", help="skip the trigger measurement")
+    p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
+    p.add_argument("--threshold", type=float, default=0.5, help="trigger rate that counts as fired")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the report")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+
+    p = command(
+        "triggers", cmd_triggers, "measure trigger recall and precision",
+        "For every prompt in evals/triggers.yaml, ask the model (no tools) which skills of "
+        "the library's catalog it would load for that request, and count how often the skill "
+        "is picked when it should be (recall) and only then (precision). Given a library root, "
+        "evaluate every skill with a triggers file and show which sibling took each miss.",
+    )  # fmt: skip
+    p.add_argument("path", metavar="SKILL|ROOT", help="a skill folder or a library root")
+    p.add_argument("--model", help="anthropic/<m>, openai/<m> or scripted/<name>")
+    p.add_argument("--runs", type=int, default=1, help="ask each prompt N times (default 1)")
+    p.add_argument("--threshold", type=float, default=0.5,
+                   help="trigger rate that counts as fired (default 0.5)")  # fmt: skip
+    p.add_argument("--parallel", type=int, default=16, help="calls at once (default 16)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
 
     p = command(
         "config", cmd_config, "show the effective settings and where each came from",

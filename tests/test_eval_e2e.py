@@ -95,8 +95,15 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         "evals/cases/polish.yaml": "task: Polish the greeting\njudge: prefer-marked\nchecks:\n  - transcript_mentions: greeting\n",
         "evals/cases/style.yaml": "task: Style the greeting\njudge: always-a\nchecks:\n  - transcript_mentions: greeting\n",
         "evals/cases/needs-codex.yaml": "task: Use codex\nrequires: [codex]\nchecks:\n  - file_exists: x\n",
+        "evals/triggers.yaml": "should_trigger: [greet everyone]\nshould_not_trigger: [rename this variable]\n",
     })  # fmt: skip
-    server = fake({"rules": JUDGE_RULES, "conversations": [
+    trigger_rules = [
+        {
+            "when": "User request:\n(greet everyone|rename this variable)",
+            "replies": ['{"selected": ["greeter"]}'],
+        }
+    ]
+    server = fake({"rules": JUDGE_RULES + trigger_rules, "conversations": [
         conv(CAND, "Create hello", write_file("hello.txt", "hello\n"), {"text": "done"}),
         conv(BASE, "Create hello", {"text": "I would need more information."}),
         conv(CAND, "Polish", {"text": "MARKED greeting polished"}),
@@ -136,7 +143,12 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         "arm scores: baseline 0.67 · candidate 1.00",
     ]
     assert lines[5] == "case-runs passed: baseline 2/3 · candidate 3/3"
-    assert lines[6].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[6]
+    assert lines[6:8] == ["triggers: recall=1.00 precision=0.50 (tp=1 fn=0 fp=1 tn=0)",
+                          '  FALSE-FIRE: "rename this variable"']  # fmt: skip
+    assert lines[8].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[8]
+    assert {k: summary["triggers"][k] for k in ("recall", "precision", "tp", "fn", "fp", "tn", "misses", "false_fires")} == {
+        "recall": 1.0, "precision": 0.5, "tp": 1, "fn": 0, "fp": 1, "tn": 0, "misses": [],
+        "false_fires": ["rename this variable"]}  # fmt: skip
     # both judge orders were asked for every judged row (2 rows x 2 orders)
     judge_calls = [r for r in server.log() if "## Rubric" in json.dumps(r.body)]
     assert len(judge_calls) == 4
@@ -333,3 +345,17 @@ def test_resume_refuses_a_changed_skill(fake, tmp_path: Path, capsys) -> None:
     code = main(["eval", "--resume", str(tmp_path / "run"), "--model", MODEL, "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "refused, the skill's files (version) changed" in err
+
+
+def test_triggers_only_and_exclusive_flags(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {"evals/triggers.yaml": "should_trigger: [greet everyone]\n"})
+    server = fake({"rules": [{"when": "greet everyone", "replies": ['{"selected": []}']}]})
+    assert main(["eval", str(folder), "--model", MODEL, "--triggers-only"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "triggers: recall=0.00 precision=n/a (tp=0 fn=1 fp=0 tn=0)",
+        '  MISS: "greet everyone"',
+    ]
+    assert len(server.log()) == 1
+    assert main(["eval", str(folder), "--triggers-only", "--execution-only"]) == 2
+    assert "exclude each other" in capsys.readouterr().err

@@ -56,6 +56,7 @@ from skillbench.skills import Skill, digest, evals_digest, read_skill, skill_fil
 from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
 from skillbench.spec.model import Session, Suite
 from skillbench.spec.problems import errors_in
+from skillbench.triggers import TriggerReport, evaluate_all, targets_at
 
 SUITE = "suite"
 
@@ -87,6 +88,9 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     max_cost: float | None = None
     seed: int | None = None
     image: str = IMAGE
+    triggers: bool = True  # also measure triggers when the skill has a triggers file
+    runs: int = 1
+    threshold: float = 0.5
 
 
 class EvalResult(msgspec.Struct):
@@ -407,6 +411,21 @@ def prepare(opts: EvalOptions) -> Prepared:
     return plan, run_dir, skill, sessions
 
 
+async def triggers_of(opts: EvalOptions) -> TriggerReport | None:
+    """The skill's trigger report, or None when it has no triggers file."""
+    targets = targets_at(Path(opts.skill_dir))
+    if not targets:
+        return None
+    settings = opts.settings
+    model = resolve_model(settings.model, max_retries=settings.max_retries,
+                          timeout=settings.request_timeout)  # fmt: skip
+    try:
+        (report,) = await evaluate_all(model, targets, runs=opts.runs, threshold=opts.threshold)
+    finally:
+        await model.aclose()
+    return report
+
+
 def check_credentials(*refs: str) -> None:
     """Refuse early, before any sandbox starts, when a provider has no API key."""
     for ref in refs:
@@ -422,5 +441,8 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
     plan, run_dir, skill, sessions = prepared
     runner = _Run(opts, plan, run_dir, skill, sessions, progress)
     summary = await runner.run()
+    if opts.triggers:
+        report = await triggers_of(opts)
+        summary["triggers"] = report.summary() if report else None
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
     return EvalResult(str(run_dir), summary)

@@ -49,13 +49,21 @@ def report_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def trigger_lines(t: dict[str, Any]) -> list[str]:
-    """The triggers line and its indented MISS / FALSE-FIRE lines."""
+    """The triggers line and one indented line per wrong (or failed) answer."""
 
     def ratio(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.2f}"
 
     lines = [f"triggers: recall={ratio(t['recall'])} precision={ratio(t['precision'])} "
              f"(tp={t['tp']} fn={t['fn']} fp={t['fp']} tn={t['tn']})"]  # fmt: skip
-    lines += [f'  MISS: "{p}"' for p in t.get("misses", [])]
-    lines += [f'  FALSE-FIRE: "{p}"' for p in t.get("false_fires", [])]
+    for d in t.get("details") or []:
+        rate = d.get("rate")
+        shown = f" [rate {rate:.2f}]" if rate is not None and 0 < rate < 1 else ""
+        failed = f" ({d['error']})" if d.get("fired") is None else ""
+        if d["should_trigger"] and d.get("fired") is not True:
+            lines.append(f'  MISS: "{d["prompt"]}"{shown}{failed}')
+        elif not d["should_trigger"] and d.get("fired") is True:
+            lines.append(f'  FALSE-FIRE: "{d["prompt"]}"{shown}')
+        elif d.get("fired") is None:
+            lines.append(f'  ERRORED: "{d["prompt"]}"{failed}')
     return lines
