@@ -14,6 +14,7 @@ from skillbench.spec import SpecError
 from skillbench.validate import NotASkill, check_skill, skills_at
 
 if TYPE_CHECKING:
+    from skillbench.config import Settings
     from skillbench.engine.run import EvalOptions
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -134,6 +135,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        resume=args.resume, case=args.case, max_cost=args.max_cost,
                        seed=args.seed, triggers=not args.execution_only, runs=args.runs,
                        threshold=args.threshold)  # fmt: skip
+    if not args.no_gen and not args.resume:
+        kinds = ["triggers"] if args.triggers_only else (
+            ["cases"] if args.execution_only else ["cases", "triggers"])  # fmt: skip
+        _generate(Path(skill_dir), loaded.settings, kinds, only_missing=True)
     if args.triggers_only:
         return _eval_triggers_only(opts, args.json)
     try:
@@ -253,6 +258,37 @@ def _eval_triggers_only(opts: EvalOptions, as_json: bool) -> int:
     return EXIT_OK
 
 
+def _generate(skill_dir: Path, settings: Settings, kinds: list[str], only_missing: bool) -> None:
+    import asyncio
+
+    from skillbench.engine.gen import fill_missing, missing_kinds
+    from skillbench.engine.run import EvalError, check_credentials
+    from skillbench.generate import GenerationFailed
+
+    if not is_skill(skill_dir):
+        raise UsageError(f"{skill_dir}: not a skill folder (no SKILL.md)")
+    if only_missing:
+        kinds = [k for k in kinds if k in missing_kinds(skill_dir)]
+        if not kinds:
+            return
+    try:
+        check_credentials(settings.model)
+        asyncio.run(fill_missing(skill_dir, settings, kinds, _err))
+    except EvalError as exc:
+        raise UsageError(str(exc)) from None
+    except GenerationFailed as exc:
+        raise UsageError(
+            f"generating evals failed: {exc}; write them by hand, or pass --no-gen"
+        ) from None
+
+
+def cmd_gen(args: argparse.Namespace) -> int:
+    loaded = _settings(Path(args.skill), args, ("model",))
+    kinds = [args.kind] if args.kind else ["cases", "triggers"]
+    _generate(Path(args.skill), loaded.settings, kinds, only_missing=False)
+    return EXIT_OK
+
+
 def _plan_skill_dir(run_dir: Path) -> str:
     import json
 
@@ -341,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cost", dest="max_cost", type=float, metavar="USD",
                    help="stop starting sessions once spend passes this")  # fmt: skip
     p.add_argument("--seed", type=int, help="seed for the judge's order (default random)")
+    p.add_argument("--no-gen", dest="no_gen", action="store_true",
+                   help="do not generate missing evals with the model")  # fmt: skip
     p.add_argument("--triggers-only", action="store_true", help="measure triggers only")
     p.add_argument("--execution-only", action="store_true", help="skip the trigger measurement")
     p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
@@ -362,6 +400,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trigger rate that counts as fired (default 0.5)")  # fmt: skip
     p.add_argument("--parallel", type=int, default=16, help="calls at once (default 16)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+
+    p = command(
+        "gen", cmd_gen, "generate missing evals with the model",
+        "Write evals the skill lacks with the model: 3-7 execution cases covering the buckets "
+        "(at least one adversarial, declarative checks only, each dry-run seeded in a "
+        "sandbox) and/or a triggers file with 5 should-trigger and 5 near-miss "
+        "should-not-trigger prompts. Files carry a header saying they were generated; an "
+        "existing file is never replaced.",
+    )  # fmt: skip
+    p.add_argument("skill", metavar="SKILL", help="the skill folder")
+    p.add_argument("--kind", choices=["cases", "triggers"], help="only this kind")
+    p.add_argument("--model", help="anthropic/<m>, openai/<m> or scripted/<name>")
 
     p = command(
         "config", cmd_config, "show the effective settings and where each came from",

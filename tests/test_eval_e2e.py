@@ -64,7 +64,7 @@ def skill(tmp_path: Path, files: dict[str, str]) -> Path:
 
 def run_eval(capsys, folder: Path, out: Path, *extra: str) -> tuple[int, list[str], dict[str, Any]]:
     code = main(["eval", str(folder), "--model", MODEL, "--out", str(out), "--quiet",
-                 "--seed", "7", *extra])  # fmt: skip
+                 "--seed", "7", "--no-gen", *extra])  # fmt: skip
     lines = capsys.readouterr().out.splitlines()
     summary = json.loads((out / "summary.json").read_text())
     return code, lines, summary
@@ -270,7 +270,18 @@ def test_agent_cannot_read_evals_reach_network_or_write_skill(fake, tmp_path: Pa
 def test_bad_assets_stop_before_any_model_call(fake, tmp_path: Path, capsys) -> None:
     folder = skill(tmp_path, {"evals/cases/bad.yaml": "task: t\ntiemout_minutes: 3\n"})
     server = fake({"conversations": []})
-    code = main(["eval", str(folder), "--model", MODEL, "--out", str(tmp_path / "run"), "--quiet"])
+    code = main(
+        [
+            "eval",
+            str(folder),
+            "--model",
+            MODEL,
+            "--out",
+            str(tmp_path / "run"),
+            "--quiet",
+            "--no-gen",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and server.log() == []
     assert "bad.yaml:2: error: unknown field `tiemout_minutes`" in err
@@ -288,7 +299,7 @@ def test_sigkill_mid_run_then_resume_reruns_only_what_is_missing(fake, tmp_path:
     ]})  # fmt: skip
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "skillbench", "eval", str(folder), "--model", MODEL,
-            "--out", str(out), "--parallel", "1", "--quiet"]  # fmt: skip
+            "--out", str(out), "--parallel", "1", "--quiet", "--no-gen"]  # fmt: skip
     proc = subprocess.Popen(argv, env=os.environ.copy(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     journal = out / "journal.jsonl"

@@ -1,0 +1,92 @@
+"""Fill in missing eval kinds with generated ones (design §5), for `eval` and `skillbench gen`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from skillbench.config import Settings
+from skillbench.generate import (
+    Generated,
+    SeedCheck,
+    generate_cases,
+    generate_triggers,
+    write_new,
+)
+from skillbench.models import resolve_model
+from skillbench.sandbox.base import SandboxError, SandboxSpec
+from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.stage import SetupFailed, stage_arm
+from skillbench.skills import catalog, read_skill
+from skillbench.spec import load_assets, load_case
+
+KINDS = ("cases", "triggers")
+
+
+def missing_kinds(skill_dir: Path) -> list[str]:
+    """The kinds a skill lacks: cases (no case and no suite), triggers (no triggers file)."""
+    assets = load_assets(skill_dir)
+    evals = skill_dir / "evals"
+    missing = []
+    if not assets.cases and not (evals / "suite.yaml").exists() and not _case_files(evals):
+        missing.append("cases")
+    if not (evals / "triggers.yaml").exists():
+        missing.append("triggers")
+    return missing
+
+
+def _case_files(evals: Path) -> list[Path]:
+    folder = evals / "cases"
+    return [p for p in folder.iterdir() if p.suffix in (".yaml", ".yml")] if folder.is_dir() else []
+
+
+async def fill_missing(
+    skill_dir: Path, settings: Settings, kinds: Sequence[str], log: Callable[[str], None]
+) -> None:
+    """Generate each kind in `kinds` that the skill lacks; existing files are left untouched."""
+    skill = read_skill(skill_dir)
+    model = resolve_model(settings.model, max_retries=settings.max_retries,
+                          timeout=settings.request_timeout)  # fmt: skip
+    lacking = missing_kinds(skill_dir)
+    provider: PodmanProvider | None = None
+    try:
+        for kind in kinds:
+            if kind not in lacking:
+                log(f"{skill_dir}: {kind} already exist, left untouched")
+                continue
+            if kind == "triggers":
+                siblings = catalog(skill_dir.resolve().parent, include=skill)
+                made = await generate_triggers(model, skill, siblings)
+            else:
+                provider = provider or PodmanProvider()
+                spec = SandboxSpec(image=IMAGE, memory=settings.memory, pids=settings.pids,
+                                   cpus=settings.cpus)  # fmt: skip
+                made = await generate_cases(model, skill, _dry_run(provider, spec))
+            _write(skill_dir, made, settings.model, log)
+    finally:
+        await model.aclose()
+        if provider is not None:
+            await provider.aclose()
+
+
+def _dry_run(provider: PodmanProvider, spec: SandboxSpec) -> SeedCheck:
+    async def seed(case_file: Path, skill_dir: Path) -> str | None:
+        case, _ = load_case(case_file, skill_dir)
+        try:
+            arm = await stage_arm(provider, spec, case, [skill_dir])
+        except (SetupFailed, SandboxError) as exc:
+            return str(exc)
+        await arm.close()
+        return None
+
+    return seed
+
+
+def _write(skill_dir: Path, made: Generated, model: str, log: Callable[[str], None]) -> None:
+    for rel, text in made.files.items():
+        if write_new(skill_dir / rel, text):
+            log(f"generated {skill_dir / rel} with {model} ({made.calls} call"
+                f"{'s' * (made.calls != 1)}); review it before trusting it")  # fmt: skip
+        else:
+            log(f"{skill_dir / rel} exists, left untouched")
