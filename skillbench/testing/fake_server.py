@@ -59,6 +59,10 @@ def openai_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
     return system, (users[0] if users else ""), (users[-1] if users else ""), turns
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # the default backlog (5) refuses connections at 64 in flight
+
+
 class FakeModelServer:
     """Serves a script on 127.0.0.1 (a free port unless given) in a background thread."""
 
@@ -77,7 +81,7 @@ class FakeModelServer:
             def do_POST(self) -> None:
                 server._handle(self)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._httpd = _Server(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
