@@ -87,7 +87,7 @@ async def main(reps: int) -> None:
             destroy.append((await timed(box.close()))[0])
 
         async def cycle() -> None:
-            arm = await stage_arm(provider, spec, case, [skill], scratch=tmp)
+            arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp)
             await arm.sandbox.exec("cat a.txt s.txt data.txt > /dev/null")
             await expose_case(arm, skill)
             await arm.sandbox.exec("test -f $CASE/cases/c.yaml", env={"CASE": "/case"})

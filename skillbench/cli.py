@@ -127,14 +127,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not args.resume:
             raise UsageError("eval needs a SKILL folder (or --resume RUN_DIR)")
         skill_dir = _plan_skill_dir(Path(args.resume))
-    loaded = _settings(Path(skill_dir), args, ("model", "judge_model", "k", "parallel"))
+    loaded = _settings(Path(skill_dir), args, ("model", "judge_model", "k", "parallel", "team"))
     if args.triggers_only and args.execution_only:
         raise UsageError("--triggers-only and --execution-only exclude each other")
     _check_runs(args, parallel=False)
     opts = EvalOptions(skill_dir=skill_dir, settings=loaded.settings, out=args.out,
                        resume=args.resume, case=args.case, max_cost=args.max_cost,
                        seed=args.seed, triggers=not args.execution_only, runs=args.runs,
-                       threshold=args.threshold)  # fmt: skip
+                       threshold=args.threshold, team=loaded.settings.team)  # fmt: skip
     if not args.no_gen and not args.resume:
         kinds = ["triggers"] if args.triggers_only else (
             ["cases"] if args.execution_only else ["cases", "triggers"])  # fmt: skip
@@ -289,6 +289,78 @@ def cmd_gen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    from skillbench.team import TeamError, publish
+
+    loaded = _settings(Path(args.skill), args, ("team",))
+    team = loaded.settings.team
+    if not team:
+        raise UsageError("publish needs --team REPO (or `team` in skillbench.toml)")
+    if not is_skill(Path(args.skill)):
+        raise UsageError(f"{args.skill}: not a skill folder (no SKILL.md)")
+    try:
+        _out(publish(Path(args.skill), Path(team)))
+    except TeamError as exc:
+        _err(f"skillbench: publish refused: {exc}")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from skillbench.team import TeamError, gate, junit, load_policy, skill_at
+
+    skill_dir = Path(args.skill)
+    if not is_skill(skill_dir):
+        raise UsageError(f"{skill_dir}: not a skill folder (no SKILL.md)")
+    loaded = _settings(skill_dir, args, ("team",))
+    team = Path(loaded.settings.team) if loaded.settings.team else None
+    flags = {"require": args.require, "min_recall": args.min_recall,
+             "min_precision": args.min_precision,
+             "allow_incumbent_fail": True if args.allow_incumbent_fail else None}  # fmt: skip
+    try:
+        policy = load_policy(team, flags)
+        result = gate(skill_dir, team, policy)
+    except TeamError as exc:
+        raise UsageError(str(exc)) from None
+    name = skill_at(skill_dir).name
+    if args.junit:
+        Path(args.junit).write_text(junit(name, result), encoding="utf-8")
+    if result.passed:
+        _out(f"gate passed: {name}: {result.reason}")
+        return EXIT_OK
+    _out(f"gate refused: {name}: {result.reason}")
+    return EXIT_FAIL
+
+
+def cmd_receipts(args: argparse.Namespace) -> int:
+    from skillbench.receipts import local_receipts
+    from skillbench.team import TeamError, receipts_of, versions
+
+    skill_dir = Path(args.skill)
+    skill = read_skill(skill_dir)
+    current = digest(skill_dir)
+    loaded = _settings(skill_dir, args, ("team",))
+    rows = [(r.digest, r.provenance.created_at, r.run_id, r.verdict, str(p))
+            for p, r in local_receipts(skill.name)]  # fmt: skip
+    if loaded.settings.team:
+        repo = Path(loaded.settings.team)
+        try:
+            for v in versions(repo, skill.name):
+                rows += [(r.digest, r.provenance.created_at, r.run_id, r.verdict,
+                          f"{repo}/evals/{skill.name}/{v.name}/{r.run_id}.json")
+                         for r in receipts_of(repo, skill.name, v.name)]  # fmt: skip
+        except TeamError as exc:
+            raise UsageError(str(exc)) from None
+    if not rows:
+        _out(f"no receipts for {skill.name}")
+        return EXIT_OK
+    for dig, created, run_id, verdict, where in sorted(set(rows), key=lambda r: r[1]):
+        mark = "*" if dig == current else " "
+        _out(f"{mark} {dig[:19]}  {created}  {run_id}  {verdict:8}  {where}")
+    _out("(* = the skill's current bytes)")
+    return EXIT_OK
+
+
 def _plan_skill_dir(run_dir: Path) -> str:
     import json
 
@@ -377,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cost", dest="max_cost", type=float, metavar="USD",
                    help="stop starting sessions once spend passes this")  # fmt: skip
     p.add_argument("--seed", type=int, help="seed for the judge's order (default random)")
+    p.add_argument("--team", metavar="REPO", help="team repo: adds the incumbent arm")
     p.add_argument("--no-gen", dest="no_gen", action="store_true",
                    help="do not generate missing evals with the model")  # fmt: skip
     p.add_argument("--triggers-only", action="store_true", help="measure triggers only")
@@ -412,6 +485,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("skill", metavar="SKILL", help="the skill folder")
     p.add_argument("--kind", choices=["cases", "triggers"], help="only this kind")
     p.add_argument("--model", help="anthropic/<m>, openai/<m> or scripted/<name>")
+
+    p = command(
+        "publish", cmd_publish, "publish the skill into a team repo",
+        "Copy the skill's bytes into the team repo as skills/<name>/v<N>/ (identical bytes "
+        "reuse their version; version folders are never modified), update skills/<name>/evals/ "
+        "(add or modify, never remove), attach the local receipts for these exact bytes under "
+        "evals/<name>/v<N>/, and make one commit. Refuses a repo with uncommitted changes or a "
+        "version folder edited by hand.",
+    )  # fmt: skip
+    p.add_argument("skill", metavar="SKILL", help="the skill folder")
+    p.add_argument("--team", metavar="REPO", help="the team repo (a git work tree)")
+
+    p = command(
+        "gate", cmd_gate, "pre-publish gate: exit 0 only when a receipt meets the policy",
+        "Find the newest receipt for the skill's exact current bytes (team repo and local "
+        "store) and check it against the policy: verdict vs baseline, not FAIL vs the "
+        "incumbent, trigger recall and precision minimums. Policy from flags, else "
+        "[tool.skillbench.gate] in the team repo's pyproject.toml or [gate] in its "
+        "skillbench.toml. Exit 0 pass, 1 refused (with a one-line reason).",
+    )  # fmt: skip
+    p.add_argument("skill", metavar="SKILL",
+                   help="the skill folder, or a published skills/<name>/v<N> folder")  # fmt: skip
+    p.add_argument("--team", metavar="REPO", help="the team repo")
+    p.add_argument("--require", choices=["PASS", "NEUTRAL"], help="weakest verdict allowed")
+    p.add_argument("--min-recall", dest="min_recall", type=float, help="trigger recall floor")
+    p.add_argument("--min-precision", dest="min_precision", type=float,
+                   help="trigger precision floor")  # fmt: skip
+    p.add_argument("--allow-incumbent-fail", action="store_true",
+                   help="do not refuse a FAIL against the incumbent")  # fmt: skip
+    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+
+    p = command(
+        "receipts", cmd_receipts, "list the receipts known for a skill's versions",
+        "List receipts from the local store ($SKILLBENCH_HOME, default ~/.skillbench) and, "
+        "with --team, from the team repo; the skill's current bytes are starred.",
+    )  # fmt: skip
+    p.add_argument("skill", metavar="SKILL", help="the skill folder")
+    p.add_argument("--team", metavar="REPO", help="the team repo")
 
     p = command(
         "config", cmd_config, "show the effective settings and where each came from",

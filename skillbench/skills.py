@@ -52,8 +52,12 @@ def is_skill(path: Path) -> bool:
     return (path / SKILL_FILE).is_file()
 
 
-def read_skill(folder: Path) -> Skill:
-    """Parse a skill's SKILL.md front matter; raise `SpecError` with `path:line` problems."""
+def read_skill(folder: Path, *, folder_name: str | None = None) -> Skill:
+    """Parse a skill's SKILL.md front matter; raise `SpecError` with `path:line` problems.
+
+    The name must match the folder's name, or `folder_name` for a folder named otherwise
+    (a published version lives in `skills/<name>/v<N>/`).
+    """
     md = folder / SKILL_FILE
     shown = str(md)
     text = read_text(md)
@@ -104,12 +108,12 @@ def read_skill(folder: Path) -> Skill:
                     "letters, digits and hyphens, at most 64 characters",
                 )
             )
-        elif name != folder.resolve().name:
+        elif name != (folder_name or folder.resolve().name):
             problems.append(
                 doc.problem(
                     ("name",),
                     f"skill name {name!r} does not match its "
-                    f"folder {folder.resolve().name!r}; rename one",
+                    f"folder {folder_name or folder.resolve().name!r}; rename one",
                 )
             )
         if len(description) > MAX_DESCRIPTION:

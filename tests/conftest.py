@@ -44,3 +44,11 @@ async def provider(podman_service: PodmanService) -> AsyncIterator[PodmanProvide
 @pytest.fixture
 def spec() -> SandboxSpec:
     return SandboxSpec(image=IMAGE)
+
+
+@pytest.fixture(autouse=True)
+def skillbench_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Receipts go to a per-test store, never to the real ~/.skillbench."""
+    home = tmp_path_factory.mktemp("skillbench-home")
+    monkeypatch.setenv("SKILLBENCH_HOME", str(home))
+    return home

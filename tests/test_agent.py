@@ -58,7 +58,7 @@ async def arm(
                                              "scripts/greet.sh": "echo hi\n"},
                        description="Greets people politely.")  # fmt: skip
     case, _ = load_case(skill / "evals/cases/c.yaml", skill)
-    staged = await stage_arm(provider, spec, case, [skill], scratch=tmp_path)
+    staged = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     yield staged
     await staged.close()
 

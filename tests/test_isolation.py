@@ -68,7 +68,7 @@ async def test_skill_is_read_only_and_evals_invisible_and_no_host_env(
         },
     )
     case, _ = load_case(skill / "evals/cases/use.yaml", skill)
-    arm = await stage_arm(provider, spec, case, [skill], scratch=tmp_path)
+    arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     box = arm.sandbox
     try:
         for attempt in ("touch /skills/demo/new", "rm /skills/demo/SKILL.md",

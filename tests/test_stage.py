@@ -53,7 +53,7 @@ async def test_seeding_order_and_skill_visibility(provider: PodmanProvider, spec
                                                   tmp_path: Path) -> None:  # fmt: skip
     skill = skill_with_case(tmp_path)
     case, _ = load_case(skill / "evals/cases/use.yaml", skill)
-    arm = await stage_arm(provider, spec, case, [skill], scratch=tmp_path)
+    arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     try:
         box = arm.sandbox
         assert await box.read_text("seed.txt") == "seed\n"
@@ -73,7 +73,7 @@ async def test_baseline_sees_no_skill(
 ) -> None:
     skill = skill_with_case(tmp_path)
     case, _ = load_case(skill / "evals/cases/use.yaml", skill)
-    arm = await stage_arm(provider, spec, case, [], scratch=tmp_path)
+    arm = await stage_arm(provider, spec, case, {}, scratch=tmp_path)
     try:
         assert (await arm.sandbox.exec("ls -A /skills")).stdout == ""
         # the guard refuses an arm that can see a skill it did not stage
@@ -95,7 +95,7 @@ async def test_failing_setup_drops_the_case_and_removes_the_sandbox(
     case, _ = load_case(skill / "evals/cases/use.yaml", skill)
     before = {c.id for c in provider.client().containers.list(all=True)}
     with pytest.raises(SetupFailed) as info:
-        await stage_arm(provider, spec, case, [skill], scratch=tmp_path)
+        await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     assert info.value.exit_code == 4 and "broken" in info.value.stderr
     assert str(info.value) == "setup of case 'use' exited 4: broken"
     after = {c.id for c in provider.client().containers.list(all=True)}
@@ -107,7 +107,7 @@ async def test_case_is_exposed_only_after_the_agent_phase(
 ) -> None:
     skill = skill_with_case(tmp_path)
     case, _ = load_case(skill / "evals/cases/use.yaml", skill)
-    arm = await stage_arm(provider, spec, case, [skill], scratch=tmp_path)
+    arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     try:
         box = arm.sandbox
         assert (await box.exec("ls -A /case")).stdout == ""

@@ -74,7 +74,7 @@ def _dry_run(provider: PodmanProvider, spec: SandboxSpec) -> SeedCheck:
     async def seed(case_file: Path, skill_dir: Path) -> str | None:
         case, _ = load_case(case_file, skill_dir)
         try:
-            arm = await stage_arm(provider, spec, case, [skill_dir])
+            arm = await stage_arm(provider, spec, case, {skill_dir.name: skill_dir})
         except (SetupFailed, SandboxError) as exc:
             return str(exc)
         await arm.close()

@@ -20,6 +20,14 @@ class Unit(msgspec.Struct, frozen=True):
     judge: bool = False
 
 
+class Incumbent(msgspec.Struct, frozen=True):
+    """The published version the candidate is also compared with."""
+
+    version: str  # v3
+    digest: str
+    path: str
+
+
 class Plan(msgspec.Struct, kw_only=True):
     """Everything that identifies a run; `--resume` refuses when any of it changed."""
 
@@ -39,6 +47,7 @@ class Plan(msgspec.Struct, kw_only=True):
     engine_version: str
     created_at: str
     case_filter: str | None = None
+    incumbent: Incumbent | None = None
 
 
 def session_key(session: str, arm: str, rep: int) -> str:

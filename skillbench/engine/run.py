@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 from msgspec.structs import replace
@@ -31,6 +31,8 @@ from skillbench.engine.journal import Journal, RowKey, read_journal
 from skillbench.engine.records import (
     BASELINE,
     CANDIDATE,
+    INCUMBENT,
+    Incumbent,
     Plan,
     RowRecord,
     SessionRecord,
@@ -42,6 +44,7 @@ from skillbench.judge import judge
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
+from skillbench.receipts import Provenance, Receipt, write_receipt
 from skillbench.sandbox.base import WORKDIR, SandboxError, SandboxSpec
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman import PodmanProvider
@@ -56,6 +59,7 @@ from skillbench.skills import Skill, digest, evals_digest, read_skill, skill_fil
 from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
 from skillbench.spec.model import Session, Suite
 from skillbench.spec.problems import errors_in
+from skillbench.team import TeamError, incumbent
 from skillbench.triggers import TriggerReport, evaluate_all, targets_at
 
 SUITE = "suite"
@@ -88,6 +92,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     max_cost: float | None = None
     seed: int | None = None
     image: str = IMAGE
+    team: str | None = None  # a team repo: adds the incumbent arm
     triggers: bool = True  # also measure triggers when the skill has a triggers file
     runs: int = 1
     threshold: float = 0.5
@@ -205,7 +210,7 @@ class _Run:
             transcript.rename(transcript.with_name(f"{key}.attempt{attempt - 1}.jsonl"))
         record = SessionRecord(key=key, session=name, arm=arm, rep=rep, outcome="error",
                                attempts=attempt)  # fmt: skip
-        skills = [self.skill_dir] if arm == CANDIDATE else []
+        skills = self.arm_skills(arm)
         started = time.monotonic()
         try:
             staged = await stage_arm(provider, self.sandbox_spec, spec, skills,
@@ -219,7 +224,7 @@ class _Run:
             try:
                 result = await run_agent(
                     model, staged.sandbox, task=spec.task,
-                    skills=[SkillInfo(self.skill.name, self.skill.description)] if skills else [],
+                    skills=[self.skill_info(arm)] if skills else [],
                     trace=trace, max_turns=spec.max_turns, timeout_s=spec.timeout_minutes * 60,
                     case=name, arm=arm, rep=rep, prices=self.settings.prices,
                 )  # fmt: skip
@@ -250,6 +255,20 @@ class _Run:
             return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
         finally:
             await staged.close()
+
+    def arm_skills(self, arm: str) -> dict[str, Path]:
+        """What an arm stages: nothing (baseline), the skill on disk, or the incumbent."""
+        if arm == CANDIDATE:
+            return {self.skill.name: self.skill_dir}
+        if arm == INCUMBENT and self.plan.incumbent is not None:
+            return {self.skill.name: Path(self.plan.incumbent.path)}
+        return {}
+
+    def skill_info(self, arm: str) -> SkillInfo:
+        if arm == INCUMBENT and self.plan.incumbent is not None:
+            inc = read_skill(Path(self.plan.incumbent.path), folder_name=self.skill.name)
+            return SkillInfo(inc.name, inc.description)
+        return SkillInfo(self.skill.name, self.skill.description)
 
     async def keep_workspace(self, staged: StagedArm, key: str) -> None:
         with contextlib.suppress(OSError, SandboxError):  # a broken sandbox has nothing to keep
@@ -366,6 +385,17 @@ class _Run:
 Prepared = tuple[Plan, Path, Skill, dict[str, Session]]
 
 
+def find_incumbent(opts: EvalOptions, skill: Skill, version: str) -> Incumbent | None:
+    """The team repo's newest receipted version whose bytes differ from the candidate's."""
+    if not opts.team:
+        return None
+    try:
+        found = incumbent(Path(opts.team), skill.name, version)
+    except TeamError as exc:
+        raise EvalError(f"--team {opts.team}: {exc}") from None
+    return Incumbent(found.name, found.digest, found.path) if found else None
+
+
 def prepare(opts: EvalOptions) -> Prepared:
     """Validate, then make a new run folder with its plan (or reopen one for --resume)."""
     skill_dir = Path(opts.skill_dir)
@@ -384,6 +414,7 @@ def prepare(opts: EvalOptions) -> Prepared:
             ("the eval assets", plan.assets_digest, assets_digest),
             ("the model", plan.model, settings.model),
             ("the judge model", plan.judge_model, settings.judge_model),
+            ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
         ) if old != new]  # fmt: skip
         if changed:
             raise EvalError(f"--resume {run_dir}: refused, {' and '.join(changed)} changed since "
@@ -391,6 +422,7 @@ def prepare(opts: EvalOptions) -> Prepared:
         sessions = sessions_of(assets, plan.case_filter)
         return plan, run_dir, skill, sessions
     sessions = sessions_of(assets, opts.case)
+    found = find_incumbent(opts, skill, version)
     run_id = new_run_id()
     run_dir = Path(opts.out) if opts.out else Path.cwd() / ".skillbench" / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -403,7 +435,9 @@ def prepare(opts: EvalOptions) -> Prepared:
         assets_digest=assets_digest, model=settings.model,
         judge_model=settings.judge_model or settings.model, k=settings.k,
         seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),
-        arms=[BASELINE, CANDIDATE], opponents=[BASELINE], sessions=list(sessions),
+        arms=[BASELINE, CANDIDATE] + ([INCUMBENT] if found else []),
+        opponents=[BASELINE] + ([INCUMBENT] if found else []), sessions=list(sessions),
+        incumbent=found,
         units=units_of(sessions), engine_version=__version__,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"), case_filter=opts.case,
     )  # fmt: skip
@@ -445,4 +479,24 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
         report = await triggers_of(opts)
         summary["triggers"] = report.summary() if report else None
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
+    write_receipt(receipt_of(plan, summary), run_dir)
     return EvalResult(str(run_dir), summary)
+
+
+def receipt_of(plan: Plan, summary: dict[str, Any]) -> Receipt:
+    """The receipt of a finished run: the summary's results plus where they came from."""
+    arms: dict[str, list[str]] = {BASELINE: [], CANDIDATE: [f"{plan.skill}@{plan.version}"]}
+    if plan.incumbent is not None:
+        arms[INCUMBENT] = [f"{plan.skill}@{plan.incumbent.digest} ({plan.incumbent.version})"]
+    return Receipt(
+        skill=plan.skill, digest=plan.version, run_id=plan.run_id, verdict=summary["verdict"],
+        why=summary["why"], expected_rows=summary["expected_rows"],
+        scored_rows=summary["scored_rows"], comparisons=summary["comparisons"],
+        rows=summary["rows"], triggers=summary.get("triggers"),
+        efficiency=summary["efficiency"],
+        provenance=Provenance(
+            engine_version=plan.engine_version,
+            models={"agent": plan.model, "judge": plan.judge_model}, k=plan.k, seed=plan.seed,
+            arms=arms, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        ),
+    )  # fmt: skip

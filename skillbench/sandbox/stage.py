@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -63,11 +63,12 @@ async def stage_arm(
     provider: SandboxProvider,
     spec: SandboxSpec,
     session: Session,
-    skills: Sequence[Path],
+    skills: Mapping[str, Path],
     *,
     scratch: Path | None = None,
 ) -> StagedArm:
-    """Create a sandbox and seed it for `session` with `skills` staged (none = baseline)."""
+    """Create a sandbox and seed it for `session` with `skills` (name -> folder) staged
+    under /skills/<name> (none = the baseline)."""
     if scratch is not None:
         scratch.mkdir(parents=True, exist_ok=True)
     host_dir = Path(tempfile.mkdtemp(prefix="arm-", dir=scratch))
@@ -82,7 +83,7 @@ async def stage_arm(
     except BaseException:
         shutil.rmtree(host_dir, ignore_errors=True)
         raise
-    names = tuple(sorted(folder.name for folder in skills))
+    names = tuple(sorted(skills))
     arm = StagedArm(sandbox, names, str(host_dir))
     try:
         if session.fixture:
@@ -94,8 +95,8 @@ async def stage_arm(
                                       timeout=SETUP_TIMEOUT)  # fmt: skip
             if not done.ok:
                 raise SetupFailed(session.name, done.exit_code, done.stderr, done.timed_out)
-        for folder in skills:
-            copy_for_staging(folder, host_dir / "skills" / folder.name)
+        for name, folder in skills.items():
+            copy_for_staging(folder, host_dir / "skills" / name)
         await guard_contamination(sandbox, names)
     except BaseException:
         await arm.close()

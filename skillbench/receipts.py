@@ -1,0 +1,89 @@
+"""Receipts (design §6): one per eval run, naming the exact skill bytes it measured.
+
+Written into the run folder and into a local store keyed by digest:
+`$SKILLBENCH_HOME/receipts/<skill>/<digest hex>/<run_id>.json` (default `~/.skillbench`).
+Every free-text field is scrubbed of credentials before it is written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from skillbench.scrub import scrub_obj
+
+SCHEMA_VERSION = 1
+
+
+class Provenance(msgspec.Struct, kw_only=True):
+    engine_version: str
+    models: dict[str, str]  # agent, judge
+    k: int
+    seed: int
+    arms: dict[str, list[str]]  # arm -> the skills it staged, as name@digest
+    created_at: str
+
+
+class Receipt(msgspec.Struct, kw_only=True):
+    """What a run established about one version of a skill."""
+
+    schema_version: int = SCHEMA_VERSION
+    skill: str
+    digest: str
+    run_id: str
+    verdict: str
+    why: str
+    expected_rows: int
+    scored_rows: int
+    comparisons: dict[str, Any]
+    rows: list[dict[str, Any]]
+    triggers: dict[str, Any] | None
+    efficiency: dict[str, Any]
+    provenance: Provenance
+
+
+def home() -> Path:
+    return Path(os.environ.get("SKILLBENCH_HOME") or Path.home() / ".skillbench")
+
+
+def store_dir(skill: str, digest: str) -> Path:
+    return home() / "receipts" / skill / digest.removeprefix("sha256:")
+
+
+def encode(receipt: Receipt) -> bytes:
+    return msgspec.json.format(msgspec.json.encode(scrub_obj(msgspec.to_builtins(receipt))))
+
+
+def write_receipt(receipt: Receipt, run_dir: Path) -> Path:
+    """Write the receipt into the run folder and the local store; return the store path."""
+    data = encode(receipt)
+    (run_dir / "receipt.json").write_bytes(data)
+    folder = store_dir(receipt.skill, receipt.digest)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{receipt.run_id}.json"
+    tmp = target.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(target)
+    return target
+
+
+def read_receipt(path: Path) -> Receipt:
+    return msgspec.json.decode(path.read_bytes(), type=Receipt)
+
+
+def local_receipts(skill: str, digest: str | None = None) -> list[tuple[Path, Receipt]]:
+    """Receipts in the local store for a skill (one version, or all), oldest first."""
+    base = home() / "receipts" / skill
+    folders = [base / digest.removeprefix("sha256:")] if digest else (
+        sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else [])  # fmt: skip
+    found = []
+    for folder in folders:
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                found.append((path, read_receipt(path)))
+            except (OSError, msgspec.DecodeError):
+                continue
+    return sorted(found, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))

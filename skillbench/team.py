@@ -1,0 +1,251 @@
+"""The team repo (design §6): published versions, their evals and receipts, and the gate.
+
+skills/<name>/v<N>/**            immutable: identical bytes reuse the version
+skills/<name>/versions.json      {"v1": "sha256:..."}: what each version folder must hash to
+skills/<name>/evals/**           mutable: files are added or modified, never removed
+evals/<name>/v<N>/<run_id>.json  receipts
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from skillbench.receipts import Receipt, local_receipts, read_receipt
+from skillbench.skills import Skill, digest, read_skill, skill_files
+
+_VERSION = re.compile(r"^v([1-9][0-9]*)$")
+
+
+class TeamError(Exception):
+    """The team repo refuses the operation; the message says why and what to do."""
+
+
+class Version(msgspec.Struct, frozen=True):
+    name: str  # v3
+    number: int
+    path: str
+    digest: str
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise TeamError(f"git {' '.join(args)} failed in {repo}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def check_repo(repo: Path) -> None:
+    """A git work tree with no uncommitted changes."""
+    if not (repo / ".git").exists():
+        raise TeamError(f"{repo}: not a git work tree (run `git init` there first)")
+    dirty = _git(repo, "status", "--porcelain")
+    if dirty.strip():
+        raise TeamError(f"{repo}: has uncommitted changes; commit or stash them first:\n{dirty}")
+
+
+def versions(repo: Path, name: str) -> list[Version]:
+    """The published versions of a skill, checked against versions.json (oldest first)."""
+    folder = repo / "skills" / name
+    index_path = folder / "versions.json"
+    index: dict[str, str] = json.loads(index_path.read_text()) if index_path.exists() else {}
+    found = []
+    for child in sorted(folder.iterdir()) if folder.is_dir() else []:
+        match = _VERSION.match(child.name)
+        if not match or not child.is_dir():
+            continue
+        actual = digest(child)
+        if index.get(child.name) != actual:
+            raise TeamError(
+                f"{child}: its files no longer match the digest recorded in {index_path} "
+                "(edited by hand?); published versions are immutable, restore it with "
+                f"`git -C {repo} checkout -- {child.relative_to(repo)}`"
+            )
+        found.append(Version(child.name, int(match.group(1)), str(child), actual))
+    return sorted(found, key=lambda v: v.number)
+
+
+def receipts_of(repo: Path, name: str, version: str) -> list[Receipt]:
+    folder = repo / "evals" / name / version
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            out.append(read_receipt(path))
+        except (OSError, msgspec.DecodeError):
+            continue
+    return sorted(out, key=lambda r: (r.provenance.created_at, r.run_id))
+
+
+def incumbent(repo: Path, name: str, current: str) -> Version | None:
+    """The newest published version with a receipt whose bytes differ from `current`."""
+    for version in reversed(versions(repo, name)):
+        if version.digest != current and receipts_of(repo, name, version.name):
+            return version
+    return None
+
+
+def publish(skill_dir: Path, repo: Path) -> str:
+    """Publish the skill's bytes, its evals and its local receipts; one commit. Returns a
+    one-line account of what happened."""
+    check_repo(repo)
+    skill = read_skill(skill_dir)
+    current = digest(skill_dir)
+    existing = versions(repo, skill.name)
+    same = next((v for v in existing if v.digest == current), None)
+    folder = repo / "skills" / skill.name
+    if same is None:
+        number = max((v.number for v in existing), default=0) + 1
+        target = folder / f"v{number}"
+        for entry in skill_files(skill_dir):
+            dest = target / entry.rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if entry.link is not None:
+                os.symlink(entry.link, dest)
+            else:
+                shutil.copy(entry.abspath, dest)
+        index_path = folder / "versions.json"
+        index = json.loads(index_path.read_text()) if index_path.exists() else {}
+        index[target.name] = current
+        index_path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+        version = target.name
+    else:
+        version = same.name
+    evals = skill_dir / "evals"
+    if evals.is_dir():  # add or modify, never remove
+        shutil.copytree(evals, folder / "evals", dirs_exist_ok=True, symlinks=True)
+    attached = 0
+    for path, _ in local_receipts(skill.name, current):
+        dest = repo / "evals" / skill.name / version / path.name
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+            attached += 1
+    paths = [p for p in (f"skills/{skill.name}", f"evals/{skill.name}") if (repo / p).exists()]
+    _git(repo, "add", "-A", "--", *paths)
+    if not _git(repo, "status", "--porcelain").strip():
+        return f"{skill.name} {version} ({current[:19]}) is already published; nothing to do"
+    what = "new version" if same is None else "same bytes as the published version"
+    message = (f"publish {skill.name} {version} ({current[:19]})\n\n{what}; "
+               f"{attached} receipt{'s' * (attached != 1)} attached")  # fmt: skip
+    _git(repo, "commit", "-q", "-m", message)
+    return f"published {skill.name} {version} ({current[:19]}): {what}, {attached} receipt(s)"
+
+
+# --- the gate -------------------------------------------------------------------------------
+
+
+class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What a receipt must show for the gate to pass."""
+
+    require: str = "NEUTRAL"  # the weakest verdict vs baseline allowed: PASS or NEUTRAL
+    allow_incumbent_fail: bool = False
+    min_recall: float | None = None
+    min_precision: float | None = None
+
+
+def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
+    """Policy from the team repo's [tool.skillbench.gate] / skillbench.toml [gate], then flags."""
+    import tomllib
+
+    data: dict[str, Any] = {}
+    if repo is not None:
+        for name, table in (("pyproject.toml", ("tool", "skillbench", "gate")),
+                            ("skillbench.toml", ("gate",))):  # fmt: skip
+            path = repo / name
+            if path.is_file():
+                found: Any = tomllib.loads(path.read_text())
+                for key in table:
+                    found = found.get(key, {}) if isinstance(found, dict) else {}
+                data.update({k.replace("-", "_"): v for k, v in found.items()})
+    data.update({k: v for k, v in flags.items() if v is not None})
+    try:
+        policy = msgspec.convert(data, Policy)
+    except msgspec.ValidationError as exc:
+        raise TeamError(f"gate policy: {exc}") from None
+    if policy.require not in ("PASS", "NEUTRAL"):
+        raise TeamError("gate policy: `require` is PASS or NEUTRAL")
+    return policy
+
+
+class GateResult(msgspec.Struct, frozen=True):
+    passed: bool
+    reason: str
+    receipt: str | None = None
+
+
+def skill_at(folder: Path) -> Skill:
+    """A skill folder, or a published version folder `skills/<name>/v<N>/`."""
+    if _VERSION.match(folder.resolve().name):
+        return read_skill(folder, folder_name=folder.resolve().parent.name)
+    return read_skill(folder)
+
+
+def newest_receipt(skill_dir: Path, repo: Path | None) -> tuple[str, Receipt] | None:
+    """The newest receipt for the exact current bytes, from the team repo and the local store."""
+    skill = skill_at(skill_dir)
+    current = digest(skill_dir)
+    found: list[tuple[str, Receipt]] = []
+    if repo is not None:
+        for folder in sorted((repo / "evals" / skill.name).glob("v*")):
+            for path in sorted(folder.glob("*.json")):
+                try:
+                    receipt = read_receipt(path)
+                except (OSError, msgspec.DecodeError):
+                    continue
+                if receipt.digest == current:
+                    found.append((str(path), receipt))
+    found += [(str(p), r) for p, r in local_receipts(skill.name, current)]
+    if not found:
+        return None
+    return max(found, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
+
+
+def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
+    """Does the newest receipt for these exact bytes meet the policy?"""
+    got = newest_receipt(skill_dir, repo)
+    if got is None:
+        return GateResult(False, f"no receipt for {digest(skill_dir)[:19]}: run "
+                                 f"`skillbench eval {skill_dir}` first")  # fmt: skip
+    where, r = got
+    reasons = []
+    if r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
+        reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
+    inc = r.comparisons.get("incumbent")
+    if inc and not policy.allow_incumbent_fail:
+        total = inc["win"] + inc["loss"] + inc["tie"]
+        if total and 3 * (inc["win"] - inc["loss"]) <= -total:
+            reasons.append("FAIL vs the incumbent (the published version does better)")
+    t = r.triggers or {}
+    for key, minimum in (("recall", policy.min_recall), ("precision", policy.min_precision)):
+        if minimum is None:
+            continue
+        value = t.get(key)
+        if value is None or value < minimum:
+            shown = "n/a" if value is None else f"{value:.2f}"
+            reasons.append(f"trigger {key} {shown} is under {minimum:.2f}")
+    if reasons:
+        return GateResult(False, "; ".join(reasons), where)
+    return GateResult(True, f"{r.verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} "
+                            "rows scored)", where)  # fmt: skip
+
+
+def junit(skill: str, result: GateResult) -> str:
+    """A JUnit XML report of one gate decision, for CI systems."""
+    from xml.sax.saxutils import escape, quoteattr
+
+    body = "" if result.passed else f"<failure message={quoteattr(result.reason)}/>"
+    failures = 0 if result.passed else 1
+    out = f"<system-out>{escape(result.reason)}</system-out>"
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<testsuite name="skillbench-gate" tests="1" failures="{failures}">\n'
+        f'  <testcase classname="skillbench.gate" name={quoteattr(skill)}>{body}{out}'
+        "</testcase>\n</testsuite>\n"
+    )
