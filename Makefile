@@ -37,9 +37,7 @@ unit: venv
 	$(BIN)/pytest -m "not sandbox and not e2e"
 
 demo: setup
-	@echo "make demo: the bundled example skills and the eval run arrive with issue 8;"
-	@echo "for now it validates the example library with 'skillbench check'."
-	@if [ -d skills ]; then $(BIN)/skillbench check skills; fi
+	@bash scripts/demo.sh
 
 bench: setup
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -327,8 +327,7 @@ class _Run:
         try:
             await self.probe_requires(provider)
             todo = self.pending()
-            total = len(self.plan.sessions) * self.plan.k * len(self.plan.arms)
-            self.progress.planned(total, total - len(todo))
+            self.progress.planned(len(todo) + len(self.done), len(self.done))
             for name in self.plan.sessions:  # rows whose sessions finished before a resume
                 for rep in range(1, self.plan.k + 1):
                     self.rows_ready(judge_model, name, rep)

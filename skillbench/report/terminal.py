@@ -45,6 +45,15 @@ def report_lines(summary: dict[str, Any]) -> list[str]:
             cost = "$n/a" if e["cost_usd"] is None else f"${e['cost_usd']:.2f}"
             parts.append(f"{arm} {e['turns']:.1f} turns · {e['seconds']:.1f}s · {cost}")
         lines.append("efficiency: " + " | ".join(parts))
+    models = summary.get("models") or {}
+    if models:
+        agent = models.get("agent", "")
+        note = (
+            " (scripted driver: a fixed script, not a model)"
+            if agent.startswith("scripted/")
+            else ""
+        )
+        lines.append(f"models: agent {agent} · judge {models.get('judge')}{note}")
     return lines
 
 

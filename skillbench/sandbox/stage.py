@@ -124,7 +124,8 @@ async def expose_case(arm: StagedArm, skill_dir: Path) -> dict[str, str]:
     evals = skill_dir / "evals"
     target = Path(arm.host_dir) / "case"
     if evals.is_dir():
-        shutil.copytree(evals, target, dirs_exist_ok=True, symlinks=True)
+        # links are followed: an eval may point at a script the skill ships
+        shutil.copytree(evals, target, dirs_exist_ok=True, symlinks=False)
     return {"CASE": CASE_DIR}
 
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The main job on the bundled example skills: validate the library, run the paired-arm eval
+# of one skill, and measure triggers across the library. With ANTHROPIC_API_KEY or
+# OPENAI_API_KEY set it uses that provider; without, the scripted demo driver (offline).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SB=.venv/bin/skillbench
+if [ -n "${SKILLBENCH_MODEL:-}" ]; then
+  model="$SKILLBENCH_MODEL"
+  echo "demo: using SKILLBENCH_MODEL=$model"
+elif [ -n "${ANTHROPIC_API_KEY:-}" ]; then
+  model="anthropic/claude-sonnet-4-6"
+  echo "demo: using $model (ANTHROPIC_API_KEY is set)"
+elif [ -n "${OPENAI_API_KEY:-}" ]; then
+  model="openai/${OPENAI_MODEL:-gpt-4.1}"
+  echo "demo: using $model (OPENAI_API_KEY is set${OPENAI_BASE_URL:+, server $OPENAI_BASE_URL})"
+else
+  model="scripted/demo"
+  echo "demo: no ANTHROPIC_API_KEY or OPENAI_API_KEY set, so this run uses the scripted demo" \
+       "driver (scripted/demo): a fixed script, not a model. It shows the pipeline; it does" \
+       "not measure the skill."
+fi
+out="${DEMO_OUT:-.skillbench/demo/$(date -u +%Y%m%d-%H%M%S)}"
+echo
+echo "== skillbench check skills/"
+"$SB" check skills/
+echo
+echo "== skillbench eval skills/diff-review"
+status=0
+"$SB" eval skills/diff-review --model "$model" --out "$out" --no-gen || status=$?
+if [ "$status" -gt 1 ]; then exit "$status"; fi
+echo
+echo "== skillbench triggers skills/"
+"$SB" triggers skills/ --model "$model"
+echo
+echo "demo: done; the eval's transcripts, journal, summary and receipt are in $out"
