@@ -248,18 +248,21 @@ def staged_files(folder: Path) -> list[SkillFile]:
     return skill_files(folder, exclude_top=NOT_STAGED)
 
 
-def copy_for_staging(folder: Path, dest: Path) -> list[str]:
-    """Copy the staged view of a skill into `dest`; return the relative paths copied."""
-    copied = []
-    for entry in staged_files(folder):
+def copy_files(entries: list[SkillFile], dest: Path) -> list[str]:
+    """Copy skill entries under `dest` (symlinks as links, exec bits kept); return their paths."""
+    for entry in entries:
         target = dest / entry.rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if entry.link is not None:
             os.symlink(entry.link, target)
         else:
-            shutil.copy(entry.abspath, target)  # keeps exec bits
-        copied.append(entry.rel)
-    return copied
+            shutil.copy(entry.abspath, target)
+    return [entry.rel for entry in entries]
+
+
+def copy_for_staging(folder: Path, dest: Path) -> list[str]:
+    """Copy the staged view of a skill into `dest`; return the relative paths copied."""
+    return copy_files(staged_files(folder), dest)
 
 
 def iter_skills(path: Path) -> Iterator[Path]:

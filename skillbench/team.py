@@ -9,7 +9,6 @@ evals/<name>/v<N>/<run_id>.json  receipts
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ from typing import Any
 import msgspec
 
 from skillbench.receipts import Receipt, local_receipts, read_receipt
-from skillbench.skills import Skill, digest, read_skill, skill_files
+from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
 
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
 
@@ -103,13 +102,7 @@ def publish(skill_dir: Path, repo: Path) -> str:
     if same is None:
         number = max((v.number for v in existing), default=0) + 1
         target = folder / f"v{number}"
-        for entry in skill_files(skill_dir):
-            dest = target / entry.rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if entry.link is not None:
-                os.symlink(entry.link, dest)
-            else:
-                shutil.copy(entry.abspath, dest)
+        copy_files(skill_files(skill_dir), target)
         index_path = folder / "versions.json"
         index = json.loads(index_path.read_text()) if index_path.exists() else {}
         index[target.name] = current

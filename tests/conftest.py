@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import pytest
 
+from skillbench.models.script import parse_script
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.service import URL_ENV, PodmanService
+from skillbench.testing.fake_server import FakeModelServer
 
 
 @pytest.fixture
@@ -52,3 +55,28 @@ def skillbench_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     home = tmp_path_factory.mktemp("skillbench-home")
     monkeypatch.setenv("SKILLBENCH_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[dict[str, Any]], FakeModelServer]]:
+    """Start a fake model server playing a script (a dict) and point both SDKs at it."""
+    servers: list[FakeModelServer] = []
+
+    def start(script: dict[str, Any]) -> FakeModelServer:
+        server = FakeModelServer(parse_script(script)).start()
+        servers.append(server)
+        for key, value in server.env().items():
+            monkeypatch.setenv(key, value)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def rules_server(
+    fake: Callable[[dict[str, Any]], FakeModelServer],
+) -> Callable[[list[dict[str, Any]]], FakeModelServer]:
+    """A fake server playing only rules (trigger and generation calls are single requests)."""
+    return lambda rules: fake({"rules": rules})

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +13,10 @@ import yaml
 from skillbench.agent.loop import SessionResult, SkillInfo, run_agent, system_prompt
 from skillbench.agent.trace import TraceWriter, read_trace
 from skillbench.models import resolve_model
-from skillbench.models.script import parse_script
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import StagedArm, stage_arm
 from skillbench.spec import load_case
-from skillbench.testing.fake_server import FakeModelServer
 from tests.helpers import make_skill
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
@@ -32,22 +30,6 @@ FULL_SESSION = {"conversations": [{"steps": [
     {"text": "Let me check the skill.", "tool_calls": [{"skill": {"name": "greeter"}}]},
     {"text": "All done: hello.py prints hello, world."},
 ]}]}  # fmt: skip
-
-
-@pytest.fixture
-def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    servers: list[FakeModelServer] = []
-
-    def start(script: dict[str, Any]) -> FakeModelServer:
-        server = FakeModelServer(parse_script(script)).start()
-        servers.append(server)
-        for key, value in server.env().items():
-            monkeypatch.setenv(key, value)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 @pytest.fixture
@@ -83,9 +65,9 @@ async def session(ref: str, arm: StagedArm, tmp_path: Path, **kw: Any) -> tuple[
 
 @pytest.mark.parametrize("ref", ["anthropic/claude-sonnet-4-6", "openai/gpt-4.1"])
 async def test_full_session_through_each_sdk(
-    ref: str, arm: StagedArm, serve, tmp_path: Path
+    ref: str, arm: StagedArm, fake, tmp_path: Path
 ) -> None:
-    server = serve(FULL_SESSION)
+    server = fake(FULL_SESSION)
     result, transcript = await session(ref, arm, tmp_path)
     assert (result.stop_reason, result.turns, result.error) == ("end_turn", 5, None)
     assert await arm.sandbox.read_text("hello.py") == "print('hello, world')\n"
@@ -141,16 +123,16 @@ async def test_scripted_provider_plays_the_same_session(arm: StagedArm, tmp_path
     assert start["note"] == "scripted driver: replays a fixed script; this is not a model"
 
 
-async def test_baseline_has_no_skill(arm: StagedArm, serve, tmp_path: Path) -> None:
-    serve({"conversations": [{"steps": [
+async def test_baseline_has_no_skill(arm: StagedArm, fake, tmp_path: Path) -> None:
+    fake({"conversations": [{"steps": [
         {"tool_calls": [{"skill": {"name": "greeter"}}]}, {"text": "ok"}]}]})  # fmt: skip
     _, transcript = await session("openai/gpt-4.1", arm, tmp_path, skills=[])
     result = next(e for e in transcript.events if e["type"] == "tool_result")
     assert result["is_error"] and result["text"] == "no such skill: 'greeter' (available: none)"
 
 
-async def test_edit_errors_are_told_to_the_model(arm: StagedArm, serve, tmp_path: Path) -> None:
-    serve({"conversations": [{"steps": [
+async def test_edit_errors_are_told_to_the_model(arm: StagedArm, fake, tmp_path: Path) -> None:
+    fake({"conversations": [{"steps": [
         {"tool_calls": [{"write_file": {"path": "a.txt", "content": "x x"}},
                         {"edit_file": {"path": "a.txt", "old_string": "x", "new_string": "y"}},
                         {"edit_file": {"path": "a.txt", "old_string": "z", "new_string": "y"}},
@@ -172,17 +154,17 @@ async def test_edit_errors_are_told_to_the_model(arm: StagedArm, serve, tmp_path
 
 
 async def test_model_that_never_stops_is_cut_at_max_turns(
-    arm: StagedArm, serve, tmp_path: Path
+    arm: StagedArm, fake, tmp_path: Path
 ) -> None:
-    server = serve({"conversations": [{"loop": True, "steps": [
+    server = fake({"conversations": [{"loop": True, "steps": [
         {"tool_calls": [{"bash": {"command": "echo again"}}]}]}]})  # fmt: skip
     result, transcript = await session("openai/gpt-4.1", arm, tmp_path, max_turns=4)
     assert (result.stop_reason, result.turns) == ("max_turns", 4)
     assert len(server.log()) == 4 and transcript.end["stop_reason"] == "max_turns"
 
 
-async def test_wall_clock_cap_ends_the_session(arm: StagedArm, serve, tmp_path: Path) -> None:
-    serve(
+async def test_wall_clock_cap_ends_the_session(arm: StagedArm, fake, tmp_path: Path) -> None:
+    fake(
         {
             "latency": 0.3,
             "conversations": [
@@ -196,9 +178,9 @@ async def test_wall_clock_cap_ends_the_session(arm: StagedArm, serve, tmp_path: 
 
 
 async def test_tool_that_never_returns_is_cut_and_the_model_told(
-    arm: StagedArm, serve, tmp_path: Path
+    arm: StagedArm, fake, tmp_path: Path
 ) -> None:
-    serve({"conversations": [{"steps": [
+    fake({"conversations": [{"steps": [
         {"tool_calls": [{"bash": {"command": "sleep 600", "timeout": 1}}]}, {"text": "gave up"}]}]})  # fmt: skip
     result, transcript = await session("openai/gpt-4.1", arm, tmp_path)
     assert result.stop_reason == "end_turn"
@@ -207,9 +189,9 @@ async def test_tool_that_never_returns_is_cut_and_the_model_told(
 
 
 async def test_persistent_500_ends_as_infrastructure_error(
-    arm: StagedArm, serve, tmp_path: Path
+    arm: StagedArm, fake, tmp_path: Path
 ) -> None:
-    serve({"conversations": [{"steps": [
+    fake({"conversations": [{"steps": [
         {"tool_calls": [{"bash": {"command": "true"}}]},
         {"text": "x", "faults": [{"status": 500, "times": 100, "retry_after": 0.01}]}]}]})  # fmt: skip
     result, transcript = await session("anthropic/claude-sonnet-4-6", arm, tmp_path)
@@ -219,10 +201,10 @@ async def test_persistent_500_ends_as_infrastructure_error(
 
 
 async def test_transcript_is_scrubbed_and_a_torn_line_is_tolerated(
-    arm: StagedArm, serve, tmp_path: Path
+    arm: StagedArm, fake, tmp_path: Path
 ) -> None:
     secret = "sk-ant-api03-SECRETSECRETSECRET1234"
-    serve({"conversations": [{"steps": [
+    fake({"conversations": [{"steps": [
         {"tool_calls": [{"bash": {"command": f"echo {secret}"}}]}, {"text": f"key {secret}"}]}]})  # fmt: skip
     await session("openai/gpt-4.1", arm, tmp_path)
     raw = (tmp_path / "trace.jsonl").read_text()

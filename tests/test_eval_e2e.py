@@ -9,16 +9,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from skillbench.cli import main
-from skillbench.models.script import parse_script
 from skillbench.sandbox.podman import LABEL, OWNER_LABEL
-from skillbench.testing.fake_server import FakeModelServer
 from tests.helpers import make_skill, write
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
@@ -38,22 +35,6 @@ def write_file(path: str, content: str) -> dict[str, Any]:
 
 def bash(command: str) -> dict[str, Any]:
     return {"tool_calls": [{"bash": {"command": command}}]}
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    servers: list[FakeModelServer] = []
-
-    def start(script: dict[str, Any]) -> FakeModelServer:
-        server = FakeModelServer(parse_script(script)).start()
-        servers.append(server)
-        for key, value in server.env().items():
-            monkeypatch.setenv(key, value)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def skill(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -4,15 +4,12 @@ written with a header, never over an existing file."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from skillbench.cli import main
-from skillbench.models.script import parse_script
-from skillbench.testing.fake_server import FakeModelServer
 from tests.helpers import make_skill
 
 MODEL = "anthropic/claude-sonnet-4-6"
@@ -31,30 +28,14 @@ def case(name: str, bucket: str, setup: str = "") -> dict[str, Any]:
             "checks": [{"file_exists": f"{name}.txt"}, {"transcript_omits": "I cannot"}]}  # fmt: skip
 
 
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    servers: list[FakeModelServer] = []
-
-    def start(rules: list[dict[str, Any]]) -> FakeModelServer:
-        server = FakeModelServer(parse_script({"rules": rules})).start()
-        servers.append(server)
-        for key, value in server.env().items():
-            monkeypatch.setenv(key, value)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
 def library(tmp_path: Path) -> Path:
     make_skill(tmp_path / "lib", "farewell", description="Writes goodbyes.")
     return make_skill(tmp_path / "lib", "greeter", description="Writes greetings.")
 
 
-def test_triggers_corrected_on_the_second_call(fake, tmp_path: Path, capsys) -> None:
+def test_triggers_corrected_on_the_second_call(rules_server, tmp_path: Path, capsys) -> None:
     skill = library(tmp_path)
-    server = fake(
+    server = rules_server(
         [{"when": "trigger prompts", "replies": [json.dumps(FOUR), "Here:\n" + json.dumps(GOOD)]}]
     )
     assert main(["gen", str(skill), "--kind", "triggers", "--model", MODEL]) == 0
@@ -74,32 +55,32 @@ def test_triggers_corrected_on_the_second_call(fake, tmp_path: Path, capsys) -> 
     assert capsys.readouterr().out.splitlines()[-1] == "checked 1 skill: 0 errors, 0 warnings"
 
 
-def test_existing_file_is_left_untouched(fake, tmp_path: Path, capsys) -> None:
+def test_existing_file_is_left_untouched(rules_server, tmp_path: Path, capsys) -> None:
     skill = make_skill(tmp_path, "greeter", {"evals/triggers.yaml": "should_trigger: [mine]\n"})
-    server = fake([{"when": "trigger prompts", "replies": [json.dumps(GOOD)]}])
+    server = rules_server([{"when": "trigger prompts", "replies": [json.dumps(GOOD)]}])
     assert main(["gen", str(skill), "--kind", "triggers", "--model", MODEL]) == 0
     assert "triggers already exist, left untouched" in capsys.readouterr().err
     assert (skill / "evals/triggers.yaml").read_text() == "should_trigger: [mine]\n"
     assert server.log() == []
 
 
-def test_giving_up_after_three_calls(fake, tmp_path: Path, capsys) -> None:
+def test_giving_up_after_three_calls(rules_server, tmp_path: Path, capsys) -> None:
     skill = library(tmp_path)
-    server = fake([{"when": "trigger prompts", "replies": ["no json at all"]}])
+    server = rules_server([{"when": "trigger prompts", "replies": ["no json at all"]}])
     assert main(["gen", str(skill), "--kind", "triggers", "--model", MODEL]) == 2
     assert "no valid answer in 3 calls: the reply holds no JSON object" in capsys.readouterr().err
     assert len(server.log()) == 3 and not (skill / "evals/triggers.yaml").exists()
 
 
 @pytest.mark.sandbox
-def test_cases_validated_and_dry_run_seeded(fake, tmp_path: Path, capsys) -> None:
+def test_cases_validated_and_dry_run_seeded(rules_server, tmp_path: Path, capsys) -> None:
     skill = library(tmp_path)
     broken = {"cases": [case("one", "explicit"), case("two", "implicit", setup="exit 3"),
                         case("three", "adversarial")]}  # fmt: skip
     bad_kind = {"cases": [case("one", "explicit")] * 2}
     fixed = {"cases": [case("one", "explicit"), case("two", "implicit", setup="echo ok > seeded.txt"),
                        case("three", "adversarial")]}  # fmt: skip
-    server = fake(
+    server = rules_server(
         [
             {
                 "when": "execution cases",
@@ -117,9 +98,11 @@ def test_cases_validated_and_dry_run_seeded(fake, tmp_path: Path, capsys) -> Non
     assert capsys.readouterr().out.splitlines()[-1] == "checked 1 skill: 0 errors, 0 warnings"
 
 
-def test_eval_generates_missing_triggers_unless_no_gen(fake, tmp_path: Path, capsys) -> None:
+def test_eval_generates_missing_triggers_unless_no_gen(
+    rules_server, tmp_path: Path, capsys
+) -> None:
     skill = library(tmp_path)
-    server = fake([{"when": "trigger prompts", "replies": [json.dumps(GOOD)]},
+    server = rules_server([{"when": "trigger prompts", "replies": [json.dumps(GOOD)]},
                    {"when": "User request:", "replies": ['{"selected": ["greeter"]}']}])  # fmt: skip
     assert main(["eval", str(skill), "--model", MODEL, "--triggers-only", "--no-gen"]) == 2
     assert server.log() == []

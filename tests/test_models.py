@@ -3,7 +3,6 @@ accounting, and each fault becoming the right error after the SDK's own retries.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,27 +18,9 @@ from skillbench.models.base import (
     Usage,
 )
 from skillbench.models.pricing import Price, cost_usd
-from skillbench.models.script import parse_script
-from skillbench.testing.fake_server import FakeModelServer
 
 REFS = ["anthropic/claude-sonnet-4-6", "openai/gpt-4.1"]
 TOOL = ToolSpec("bash", "run", {"type": "object", "properties": {"command": {"type": "string"}}})
-
-
-@pytest.fixture
-def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    servers: list[FakeModelServer] = []
-
-    def start(script: dict[str, Any]) -> FakeModelServer:
-        server = FakeModelServer(parse_script(script)).start()
-        servers.append(server)
-        for key, value in server.env().items():
-            monkeypatch.setenv(key, value)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def user(text: str) -> list[Message]:
@@ -58,8 +39,8 @@ async def ask(ref: str, text: str = "hello", **settings: Any):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
-async def test_text_and_tool_calls_round_trip(ref: str, serve) -> None:
-    server = serve({"conversations": [{"steps": [
+async def test_text_and_tool_calls_round_trip(ref: str, fake) -> None:
+    server = fake({"conversations": [{"steps": [
         {"text": "running", "tool_calls": [{"bash": {"command": "ls -la"}}]},
         {"text": "done"},
     ]}]})  # fmt: skip
@@ -109,8 +90,8 @@ async def test_text_and_tool_calls_round_trip(ref: str, serve) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
-async def test_rate_limit_then_success_is_retried(ref: str, serve) -> None:
-    server = serve({"conversations": [{"steps": [
+async def test_rate_limit_then_success_is_retried(ref: str, fake) -> None:
+    server = fake({"conversations": [{"steps": [
         {"text": "ok", "faults": [{"status": 429, "retry_after": 0.05}]}]}]})  # fmt: skip
     assert (await ask(ref)).text == "ok"
     assert [r.status for r in server.log()] == [429, 200]
@@ -118,8 +99,8 @@ async def test_rate_limit_then_success_is_retried(ref: str, serve) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
-async def test_persistent_500_is_an_infrastructure_error(ref: str, serve) -> None:
-    server = serve({"conversations": [{"steps": [
+async def test_persistent_500_is_an_infrastructure_error(ref: str, fake) -> None:
+    server = fake({"conversations": [{"steps": [
         {"text": "never", "faults": [{"status": 500, "times": 100, "retry_after": 0.01}]}]}]})  # fmt: skip
     with pytest.raises(ModelError) as info:
         await ask(ref, max_retries=2)
@@ -129,8 +110,8 @@ async def test_persistent_500_is_an_infrastructure_error(ref: str, serve) -> Non
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
-async def test_stalled_response_times_out(ref: str, serve) -> None:
-    server = serve({"conversations": [{"steps": [
+async def test_stalled_response_times_out(ref: str, fake) -> None:
+    server = fake({"conversations": [{"steps": [
         {"text": "late", "faults": [{"stall": 2.0, "times": 10}]}]}]})  # fmt: skip
     with pytest.raises(ModelError) as info:
         await ask(ref, timeout=0.3, max_retries=1)
@@ -140,8 +121,8 @@ async def test_stalled_response_times_out(ref: str, serve) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
-async def test_malformed_body_is_an_infrastructure_error(ref: str, serve) -> None:
-    serve({"conversations": [{"steps": [{"text": "x", "faults": [{"malformed": True}]}]}]})
+async def test_malformed_body_is_an_infrastructure_error(ref: str, fake) -> None:
+    fake({"conversations": [{"steps": [{"text": "x", "faults": [{"malformed": True}]}]}]})
     with pytest.raises(ModelError) as info:
         await ask(ref)
     assert info.value.kind == "infrastructure" and "malformed" in str(info.value)
@@ -149,8 +130,8 @@ async def test_malformed_body_is_an_infrastructure_error(ref: str, serve) -> Non
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
-async def test_auth_errors_are_reported_as_such(ref: str, serve) -> None:
-    server = serve({"conversations": [{"steps": [{"text": "x", "faults": [{"status": 401}]}]}]})
+async def test_auth_errors_are_reported_as_such(ref: str, fake) -> None:
+    server = fake({"conversations": [{"steps": [{"text": "x", "faults": [{"status": 401}]}]}]})
     with pytest.raises(ModelError) as info:
         await ask(ref)
     assert info.value.kind == "auth"
@@ -158,8 +139,8 @@ async def test_auth_errors_are_reported_as_such(ref: str, serve) -> None:
 
 
 @pytest.mark.anyio
-async def test_anthropic_refusal_is_a_stop_reason(serve) -> None:
-    serve({"conversations": [{"steps": [{"text": "I can't help", "stop_reason": "refusal"}]}]})
+async def test_anthropic_refusal_is_a_stop_reason(fake) -> None:
+    fake({"conversations": [{"steps": [{"text": "I can't help", "stop_reason": "refusal"}]}]})
     assert (await ask(REFS[0])).stop_reason == "refusal"
 
 

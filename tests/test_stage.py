@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman import OWNER_LABEL, PodmanProvider, _owner
 from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
@@ -93,12 +93,17 @@ async def test_failing_setup_drops_the_case_and_removes_the_sandbox(
 ) -> None:
     skill = skill_with_case(tmp_path, "task: t\nsetup: echo broken >&2; exit 4\n")
     case, _ = load_case(skill / "evals/cases/use.yaml", skill)
-    before = {c.id for c in provider.client().containers.list(all=True)}
+    mine = {"label": f"{OWNER_LABEL}={_owner()}"}  # other processes may run sandboxes too
+    witness = await provider.create(spec)  # proves the filter finds this process's sandboxes
+    before = {c.id for c in provider.client().containers.list(all=True, filters=mine)}
+    assert witness.ctr_id in before
+    await witness.close()
+    before.discard(witness.ctr_id)
     with pytest.raises(SetupFailed) as info:
         await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     assert info.value.exit_code == 4 and "broken" in info.value.stderr
     assert str(info.value) == "setup of case 'use' exited 4: broken"
-    after = {c.id for c in provider.client().containers.list(all=True)}
+    after = {c.id for c in provider.client().containers.list(all=True, filters=mine)}
     assert after <= before
 
 

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from skillbench.cli import main
-from skillbench.models.script import parse_script
 from skillbench.receipts import Provenance, Receipt, local_receipts, write_receipt
 from skillbench.skills import digest
-from skillbench.testing.fake_server import FakeModelServer
 from tests.helpers import make_skill
 
 MODEL = "anthropic/claude-sonnet-4-6"
@@ -196,22 +193,6 @@ def test_receipts_listing(tmp_path: Path, capsys) -> None:
 
 
 # --- end to end: the incumbent arm, receipts and scrubbing ---------------------------------
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    servers: list[FakeModelServer] = []
-
-    def start(script: dict[str, Any]) -> FakeModelServer:
-        server = FakeModelServer(parse_script(script)).start()
-        servers.append(server)
-        for key, value in server.env().items():
-            monkeypatch.setenv(key, value)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 @pytest.mark.sandbox

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from skillbench.cli import main
-from skillbench.models.script import parse_script
-from skillbench.testing.fake_server import FakeModelServer
 from tests.helpers import make_skill
 
 MODEL = "anthropic/claude-sonnet-4-6"
@@ -37,22 +32,6 @@ def rule(prompt: str, *replies: str) -> dict[str, Any]:
     return {"when": f"User request:\\n{re.escape(prompt)}\\n", "replies": list(replies)}
 
 
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    servers: list[FakeModelServer] = []
-
-    def start(rules: list[dict[str, Any]]) -> FakeModelServer:
-        server = FakeModelServer(parse_script({"rules": rules})).start()
-        servers.append(server)
-        for key, value in server.env().items():
-            monkeypatch.setenv(key, value)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
 def library(tmp_path: Path) -> Path:
     root = tmp_path / "lib"
     yaml_list = lambda items: "".join(f"  - {json.dumps(p)}\n" for p in items)  # noqa: E731
@@ -71,8 +50,8 @@ def rules_for_all() -> list[dict[str, Any]]:
     return [*rules, rule("bid farewell", '{"selected": ["greeter"]}')]
 
 
-def test_exact_counts_for_one_skill(fake, tmp_path: Path, capsys) -> None:
-    server = fake(rules_for_all())
+def test_exact_counts_for_one_skill(rules_server, tmp_path: Path, capsys) -> None:
+    server = rules_server(rules_for_all())
     code = main(["triggers", str(library(tmp_path) / "greeter"), "--model", MODEL])
     out = capsys.readouterr().out.splitlines()
     assert code == 0
@@ -93,8 +72,8 @@ def test_exact_counts_for_one_skill(fake, tmp_path: Path, capsys) -> None:
     )
 
 
-def test_json_output_has_the_design_keys(fake, tmp_path: Path, capsys) -> None:
-    fake(rules_for_all())
+def test_json_output_has_the_design_keys(rules_server, tmp_path: Path, capsys) -> None:
+    rules_server(rules_for_all())
     assert main(["triggers", str(library(tmp_path) / "greeter"), "--model", MODEL, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)["greeter"]
     assert {k: got[k] for k in ("recall", "precision", "tp", "fn", "fp", "tn")} == {
@@ -109,17 +88,17 @@ def test_json_output_has_the_design_keys(fake, tmp_path: Path, capsys) -> None:
     assert got["false_fires"] == ["rename this variable"]
 
 
-def test_runs_and_threshold_use_the_trigger_rate(fake, tmp_path: Path, capsys) -> None:
+def test_runs_and_threshold_use_the_trigger_rate(rules_server, tmp_path: Path, capsys) -> None:
     root = tmp_path / "lib"
     make_skill(root, "greeter", {"evals/triggers.yaml": "should_trigger: [say hi]\n"})
     two_of_three = ['{"selected": ["greeter"]}', '{"selected": ["greeter"]}', '{"selected": []}']
-    server = fake([{"when": "say hi", "replies": two_of_three}])
+    server = rules_server([{"when": "say hi", "replies": two_of_three}])
     assert main(["triggers", str(root / "greeter"), "--model", MODEL, "--runs", "3"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "triggers: recall=1.00 precision=1.00 (tp=1 fn=0 fp=0 tn=0)"
     ]
     assert len(server.log()) == 3
-    server = fake([{"when": "say hi", "replies": two_of_three}])
+    server = rules_server([{"when": "say hi", "replies": two_of_three}])
     assert (
         main(
             [
@@ -141,8 +120,10 @@ def test_runs_and_threshold_use_the_trigger_rate(fake, tmp_path: Path, capsys) -
     ]
 
 
-def test_library_root_with_steal_summary_and_shared_calls(fake, tmp_path: Path, capsys) -> None:
-    server = fake(rules_for_all())
+def test_library_root_with_steal_summary_and_shared_calls(
+    rules_server, tmp_path: Path, capsys
+) -> None:
+    server = rules_server(rules_for_all())
     assert main(["triggers", str(library(tmp_path)), "--model", MODEL]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "farewell:"
@@ -159,7 +140,7 @@ def test_library_root_with_steal_summary_and_shared_calls(fake, tmp_path: Path, 
 
 
 def test_failed_calls_count_as_misses_only_for_should_trigger(
-    fake, tmp_path: Path, capsys, monkeypatch
+    rules_server, tmp_path: Path, capsys, monkeypatch
 ) -> None:
     root = tmp_path / "lib"
     make_skill(
@@ -167,7 +148,7 @@ def test_failed_calls_count_as_misses_only_for_should_trigger(
         "greeter",
         {"evals/triggers.yaml": "should_trigger: [say hi]\nshould_not_trigger: [say bye]\n"},
     )
-    fake(
+    rules_server(
         [
             {
                 "when": "say",
