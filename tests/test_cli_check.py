@@ -105,3 +105,21 @@ def test_every_command_has_useful_help(command: str, capsys) -> None:
     text = capsys.readouterr().out
     assert text.startswith(f"usage: skillbench {command}")
     assert len(text.split()) > 25  # a description, not just the usage line
+
+
+def test_config_shows_values_and_sources(tmp_path: Path, capsys, monkeypatch) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.skillbench]\nparallel = 8\nmodel = "openai/gpt-4.1"\n'
+    )
+    monkeypatch.delenv("SKILLBENCH_MODEL", raising=False)
+    assert main(["config", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"config file: {tmp_path / 'pyproject.toml'}"
+    assert f"parallel = 8    ({tmp_path / 'pyproject.toml'})" in out
+    assert "k = 1    (default)" in out
+    monkeypatch.setenv("SKILLBENCH_MODEL", "scripted/demo")
+    assert main(["config", str(tmp_path)]) == 0
+    assert "model = 'scripted/demo'    (SKILLBENCH_MODEL)" in capsys.readouterr().out.splitlines()
+    (tmp_path / "pyproject.toml").write_text("[tool.skillbench]\nparallel = 'many'\n")
+    assert main(["config", str(tmp_path)]) == 2
+    assert "Expected `int`, got `str`" in capsys.readouterr().err

@@ -351,3 +351,50 @@ def test_triggers_only_and_exclusive_flags(fake, tmp_path: Path, capsys) -> None
     assert len(server.log()) == 1
     assert main(["eval", str(folder), "--triggers-only", "--execution-only"]) == 2
     assert "exclude each other" in capsys.readouterr().err
+
+
+def test_max_cost_stops_scheduling_and_reports_partial(fake, tmp_path: Path, capsys) -> None:
+    cases = {
+        f"evals/cases/c{i}.yaml": f"task: Greeting number {i}\nchecks: [{{file_exists: g.txt}}]\n"
+        for i in range(3)
+    }
+    folder = skill(tmp_path, cases)
+    fake({"conversations": [conv(CAND, "Greeting number", write_file("g.txt", "hi"), {"text": "done"}),
+                            conv(BASE, "Greeting number", {"text": "no"})]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--parallel", "1",
+                                    "--max-cost", "0.000001")  # fmt: skip
+    assert code == 2  # nothing could be scored
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    sessions = [j for j in journal if j["type"] == "session"]
+    assert len(sessions) == 1 and sessions[0]["cost_usd"] > 0.000001  # the first one passed the cap
+    assert summary["stopped"] == "spend reached the --max-cost cap $0.00"
+    assert summary["scored_rows"] == 0 and summary["expected_rows"] == 3
+    assert lines[0] == "verdict: NEUTRAL [partial — 0/3 scored]"
+    assert lines[2] == "stopped: spend reached the --max-cost cap $0.00"
+
+
+def test_ctrl_c_removes_sandboxes_and_points_at_resume(fake, tmp_path: Path) -> None:
+    folder = skill(
+        tmp_path, {"evals/cases/slow.yaml": "task: Slow greeting\nchecks: [{file_exists: g.txt}]\n"}
+    )
+    fake({"conversations": [conv("(?s)", "Slow greeting", bash("sleep 60"), {"text": "done"})]})
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "skillbench", "eval", str(folder), "--model", MODEL,
+                             "--out", str(out), "--quiet", "--no-gen"],
+                            env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((out / "transcripts").glob("*.jsonl")):
+        time.sleep(0.1)
+    time.sleep(1.0)  # the sleeps are running in their sandboxes now
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert f"Continue with: skillbench eval --resume {out}" in err
+    from podman import PodmanClient
+
+    with PodmanClient(base_url=os.environ["SKILLBENCH_PODMAN_URL"]) as client:
+        owners = [
+            c.labels.get(OWNER_LABEL, "")
+            for c in client.containers.list(all=True, filters={"label": LABEL})
+        ]
+    assert not any(o.endswith(f":{proc.pid}") for o in owners)
