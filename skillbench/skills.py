@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import unicodedata
-from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -263,11 +262,3 @@ def copy_files(entries: list[SkillFile], dest: Path) -> list[str]:
 def copy_for_staging(folder: Path, dest: Path) -> list[str]:
     """Copy the staged view of a skill into `dest`; return the relative paths copied."""
     return copy_files(staged_files(folder), dest)
-
-
-def iter_skills(path: Path) -> Iterator[Path]:
-    """The skill folders named by `path`: itself if a skill, else its skill children."""
-    if is_skill(path):
-        yield path
-    elif path.is_dir():
-        yield from root_children(path)

@@ -39,7 +39,7 @@ from skillbench.engine.records import (
     Unit,
     session_key,
 )
-from skillbench.engine.score import Skipped, row_by_checks, summarize
+from skillbench.engine.score import Skipped, arm_result, row_by_checks, summarize
 from skillbench.judge import judge
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
@@ -179,6 +179,7 @@ class _Run:
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         self.stopped: str | None = None
         self.judge_tasks: list[asyncio.Task[None]] = []
+        self.judging: set[RowKey] = set()  # rows waiting for the judge
         limits = self.settings
         self.sandbox_spec = SandboxSpec(image=opts.image, memory=limits.memory, pids=limits.pids,
                                         cpus=limits.cpus)  # fmt: skip
@@ -280,7 +281,7 @@ class _Run:
         for unit in (u for u in self.plan.units if u.session == name):
             for opponent in self.plan.opponents:
                 row_key: RowKey = (unit.name, rep, opponent)
-                if row_key in self.rows or name in self.skipped:
+                if row_key in self.rows or row_key in self.judging or name in self.skipped:
                     continue
                 cand = self.done.get(session_key(name, CANDIDATE, rep))
                 opp = self.done.get(session_key(name, opponent, rep))
@@ -290,7 +291,7 @@ class _Run:
                 if row is not None:
                     self.add_row(row)
                 else:
-                    self.rows[row_key] = None  # type: ignore[assignment]  # claimed; judge pending
+                    self.judging.add(row_key)
                     self.judge_tasks.append(asyncio.create_task(
                         self.judged_row(judge_model, unit, rep, opponent, cand, opp)))  # fmt: skip
 
@@ -302,14 +303,13 @@ class _Run:
                  for r in (cand, opp)]  # fmt: skip
         verdict = await judge(model, task=spec.task, rubric=spec.judge or "", candidate=texts[0],
                               opponent=texts[1], rng=rng)  # fmt: skip
-        base = row_by_checks(msgspec.structs.replace(unit, judge=False), rep, opponent, cand, opp)
-        assert base is not None
         cost = cost_usd(self.plan.judge_model, verdict.usage, self.settings.prices)
         self.spend += cost or 0.0
-        self.add_row(msgspec.structs.replace(
-            base, outcome=verdict.outcome, decided_by=verdict.decided_by,
-            judge_reasons=list(verdict.reasons), judge_candidate_first=verdict.candidate_first,
-            judge_cost_usd=cost))  # fmt: skip
+        arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
+        self.add_row(RowRecord(
+            case=unit.name, rep=rep, opponent=opponent, outcome=verdict.outcome,
+            decided_by=verdict.decided_by, arms=arms, judge_reasons=list(verdict.reasons),
+            judge_candidate_first=verdict.candidate_first, judge_cost_usd=cost))  # fmt: skip
 
     def add_row(self, row: RowRecord) -> None:
         self.rows[(row.case, row.rep, row.opponent)] = row
@@ -362,8 +362,8 @@ class _Run:
             self.journal.close()
             shutil.rmtree(self.run_dir / "tmp", ignore_errors=True)
         skipped = [Skipped(n, r) for n, r in self.skipped.items()]
-        rows = [r for r in self.rows.values() if r is not None]
-        return summarize(self.plan, self.done, rows, skipped, stopped=self.stopped)
+        return summarize(self.plan, self.done, list(self.rows.values()), skipped,
+                         stopped=self.stopped)  # fmt: skip
 
     async def probe_requires(self, provider: PodmanProvider) -> None:
         wanted = {

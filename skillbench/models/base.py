@@ -34,6 +34,16 @@ class ToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
 Block = TextBlock | ToolCall | ToolResult
 
 
+def text_of(content: tuple[Block, ...]) -> str:
+    """The text blocks of some content, joined."""
+    return "".join(b.text for b in content if isinstance(b, TextBlock))
+
+
+def calls_of(content: tuple[Block, ...]) -> list[ToolCall]:
+    """The tool calls of some content, in order."""
+    return [b for b in content if isinstance(b, ToolCall)]
+
+
 class Message(msgspec.Struct, frozen=True):
     """One conversation turn. User turns carry text or tool results; assistant turns carry
     text and tool calls."""
@@ -43,11 +53,11 @@ class Message(msgspec.Struct, frozen=True):
 
     @property
     def text(self) -> str:
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+        return text_of(self.content)
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        return [b for b in self.content if isinstance(b, ToolCall)]
+        return calls_of(self.content)
 
 
 class ToolSpec(msgspec.Struct, frozen=True):
@@ -85,11 +95,11 @@ class Completion(msgspec.Struct, frozen=True):
 
     @property
     def text(self) -> str:
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+        return text_of(self.content)
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        return [b for b in self.content if isinstance(b, ToolCall)]
+        return calls_of(self.content)
 
 
 class ModelError(Exception):
