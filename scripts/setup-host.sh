@@ -7,10 +7,12 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 need=()
-for pair in podman:podman runc:runc catatonit:catatonit mmdebstrap:mmdebstrap; do
+for pair in podman:podman runc:runc catatonit:catatonit mmdebstrap:mmdebstrap git:git; do
   bin=${pair%%:*}; pkg=${pair##*:}
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/bin/$bin" ] || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
 done
+# Debian's own python3 needs python3-venv for `python3 -m venv`.
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup-host: installing ${need[*]}"
   $SUDO apt-get update -qq
