@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import msgspec
+
 from skillbench.agent.loop import run_agent
 from skillbench.agent.trace import TraceWriter, read_trace
 from skillbench.models import resolve_model
@@ -25,7 +27,7 @@ from skillbench.models.script import parse_script
 from skillbench.sandbox.base import ExecResult, SandboxSpec
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman import PodmanProvider
-from skillbench.testing.fake_server import FakeModelServer
+from skillbench.testing.fake_server import SpawnedServer
 
 
 class TimedModel:
@@ -61,7 +63,7 @@ def _recording(exec_fn, sink: list[ExecResult]):
 async def main(sessions: int, turns: int) -> None:
     script = parse_script({"conversations": [{"loop": True, "steps": [
         {"text": "step", "tool_calls": [{"bash": {"command": "echo hi"}}]}]}]})  # fmt: skip
-    server = FakeModelServer(script).start()
+    server = SpawnedServer(msgspec.to_builtins(script))  # its own process: no shared GIL
     os.environ.update(server.env())
     provider = PodmanProvider()
     tmp = Path(tempfile.mkdtemp(prefix="skillbench-bench-agent-"))

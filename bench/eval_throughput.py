@@ -16,11 +16,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import msgspec
+
 from skillbench.config import Settings
 from skillbench.engine.records import SessionRecord
 from skillbench.engine.run import EvalOptions, execute, prepare
 from skillbench.models.script import parse_script
-from skillbench.testing.fake_server import FakeModelServer
+from skillbench.testing.fake_server import SpawnedServer
 
 SESSIONS, TURNS = 32, 5
 
@@ -47,7 +49,7 @@ async def main(latency: float, levels: list[int]) -> None:
     steps = [{"tool_calls": [{"bash": {"command": "echo step >> out.txt"}}]}] * (TURNS - 1)
     script = parse_script({"latency": latency,
                            "conversations": [{"steps": [*steps, {"text": "done"}]}]})  # fmt: skip
-    server = FakeModelServer(script).start()
+    server = SpawnedServer(msgspec.to_builtins(script))  # its own process: no shared GIL
     os.environ.update(server.env())
     root = Path(tempfile.mkdtemp(prefix="skillbench-bench-eval-"))
     skill = make_skill(root)

@@ -9,32 +9,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 from skillbench.models import resolve_model
 from skillbench.skills import Skill
 from skillbench.spec.model import Triggers
+from skillbench.testing.fake_server import SpawnedServer
 from skillbench.triggers import TriggerCaller, evaluate
 
 
 async def main(latency: float, prompts: int, levels: list[int], ref: str) -> None:
     # The fake server runs in its own process so it does not share our GIL: what is
     # measured is the client side (SDK + trigger engine), as against a real API.
-    script = Path(tempfile.mkdtemp()) / "script.json"
-    script.write_text(json.dumps({"latency": latency, "rules": [
-        {"when": "User request", "replies": ['{"selected": ["s"]}']}]}))  # fmt: skip
-    server = subprocess.Popen([sys.executable, "-m", "skillbench.testing.fake_server", str(script)],
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
-    assert server.stdout is not None
-    url = server.stdout.readline().strip()
-    os.environ.update({"ANTHROPIC_BASE_URL": url, "OPENAI_BASE_URL": f"{url}/v1",
-                       "ANTHROPIC_API_KEY": "sk-ant-x", "OPENAI_API_KEY": "sk-x"})  # fmt: skip
+    server = SpawnedServer({"latency": latency, "rules": [
+        {"when": "User request", "replies": ['{"selected": ["s"]}']}]})  # fmt: skip
+    os.environ.update(server.env())
     skill = Skill("s", "A benchmark skill.", "/nonexistent", 1)
     others = [Skill(f"o{i}", f"Other skill {i}.", "/nonexistent", 1) for i in range(8)]
     triggers = Triggers("bench", tuple(f"request number {i}" for i in range(prompts)))
@@ -52,8 +42,7 @@ async def main(latency: float, prompts: int, levels: list[int], ref: str) -> Non
             print(f"  --parallel {parallel:3d}: wall {wall:6.2f} s   ideal {ideal:6.2f} s   "
                   f"ratio {wall / ideal:5.2f}   {prompts / wall:6.1f} calls/s")  # fmt: skip
     finally:
-        server.terminate()
-        server.wait()
+        server.stop()
 
 
 if __name__ == "__main__":

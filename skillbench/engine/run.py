@@ -180,6 +180,7 @@ class _Run:
         self.stopped: str | None = None
         self.judge_tasks: list[asyncio.Task[None]] = []
         self.judging: set[RowKey] = set()  # rows waiting for the judge
+        self.closing: set[asyncio.Future[None]] = set()  # sandboxes being removed
         limits = self.settings
         self.sandbox_spec = SandboxSpec(image=opts.image, memory=limits.memory, pids=limits.pids,
                                         cpus=limits.cpus)  # fmt: skip
@@ -255,7 +256,8 @@ class _Run:
             await self.keep_workspace(staged, key)
             return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
         finally:
-            await staged.close()
+            # Removing the container (~0.1 s) need not hold the session's slot.
+            self.closing.add(asyncio.ensure_future(staged.close()))
 
     def arm_skills(self, arm: str) -> dict[str, Path]:
         """What an arm stages: nothing (baseline), the skill on disk, or the incumbent."""
@@ -355,6 +357,7 @@ class _Run:
         finally:
             for task in self.judge_tasks:
                 task.cancel()
+            await asyncio.gather(*self.closing, return_exceptions=True)
             await provider.aclose()
             await model.aclose()
             if judge_model is not model:

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +24,17 @@ from typing import Any
 
 import msgspec
 
-from skillbench.models.script import Play, Player, Script, ScriptError, load_script
+from skillbench.models.script import Play, Player, Script, ScriptError, load_script, parse_script
+
+
+def sdk_env(url: str) -> dict[str, str]:
+    """Environment variables that point both SDKs at a fake server."""
+    return {
+        "ANTHROPIC_BASE_URL": url,
+        "OPENAI_BASE_URL": f"{url}/v1",
+        "ANTHROPIC_API_KEY": "sk-ant-fake-server-key",
+        "OPENAI_API_KEY": "sk-fake-server-key",
+    }
 
 
 class LoggedRequest(msgspec.Struct):
@@ -74,6 +88,9 @@ class FakeModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in two writes: without this, Nagle's algorithm and
+            # the client's delayed ACK add ~40 ms to every reply
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
@@ -94,12 +111,7 @@ class FakeModelServer:
 
     def env(self) -> dict[str, str]:
         """The environment that points both SDKs here."""
-        return {
-            "ANTHROPIC_BASE_URL": self.url,
-            "OPENAI_BASE_URL": f"{self.url}/v1",
-            "ANTHROPIC_API_KEY": "sk-ant-fake-server-key",
-            "OPENAI_API_KEY": "sk-fake-server-key",
-        }
+        return sdk_env(self.url)
 
     def start(self) -> FakeModelServer:
         self._thread.start()
@@ -259,6 +271,30 @@ def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
     return reply, usage
 
 
+class SpawnedServer:
+    """A fake server in its own process (for benchmarks: it must not share our GIL)."""
+
+    def __init__(self, script: dict[str, Any]):
+        folder = tempfile.mkdtemp(prefix="fake-model-")
+        path = os.path.join(folder, "script.json")
+        with open(path, "w") as fh:
+            json.dump(script, fh)
+        self._proc = subprocess.Popen([sys.executable, "-m", __name__, path],
+                                      stdout=subprocess.PIPE, text=True)  # fmt: skip
+        assert self._proc.stdout is not None
+        self.url = self._proc.stdout.readline().strip()
+        if not self.url:
+            raise RuntimeError("the fake model server did not start")
+
+    def env(self) -> dict[str, str]:
+        """The environment that points both SDKs here."""
+        return sdk_env(self.url)
+
+    def stop(self) -> None:
+        self._proc.terminate()
+        self._proc.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Serve a script as a fake model API.")
     parser.add_argument("script", help="a script YAML file")
@@ -266,7 +302,13 @@ def main() -> None:
     args = parser.parse_args()
     from pathlib import Path
 
-    server = FakeModelServer(load_script(Path(args.script)), port=args.port).start()
+    path = Path(args.script)
+    script = (
+        parse_script(json.loads(path.read_text()), str(path))
+        if path.suffix == ".json"
+        else load_script(path)
+    )
+    server = FakeModelServer(script, port=args.port).start()
     print(server.url, flush=True)
     try:
         threading.Event().wait()
