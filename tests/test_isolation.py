@@ -88,3 +88,20 @@ async def test_skill_is_read_only_and_evals_invisible_and_no_host_env(
         assert f"/case/{marker}.txt" in after.stdout.split()
     finally:
         await arm.close()
+
+
+async def test_orphans_are_reaped_so_the_pids_limit_holds(
+    provider: PodmanProvider, spec: SandboxSpec
+) -> None:
+    box = await provider.create(msgspec.structs.replace(spec, pids=64))
+    try:
+        # 300 orphans, far more than the pids limit: each must be reaped by PID 1 once it exits
+        made = await box.exec(
+            "for i in $(seq 300); do (sleep 0.01 &); sleep 0.005; done; echo made", timeout=60
+        )
+        assert made.stdout == "made\n", made.stderr[-300:]
+        zombies = await box.exec("sleep 0.5; ps -eo stat= | grep -c '^Z' || true")
+        assert zombies.stdout.strip() == "0"
+        assert (await box.exec("echo alive")).stdout == "alive\n"
+    finally:
+        await box.close()

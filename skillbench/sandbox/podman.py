@@ -1,5 +1,6 @@
-"""The podman Sandbox provider: podman-py for container lifecycle and archives, and an
-in-sandbox executor (executor.py) for commands and small files.
+"""The podman Sandbox provider: podman-py for container lifecycle and archives; commands and
+small files go through the in-sandbox executor (executor.py), which is the container's PID 1
+and serves a unix socket in a host folder bind-mounted into the container.
 
 Measured facts this relies on are in ../shared/podman-notes.md: runc, init always on,
 `stop_signal` as an int, both ulimits or neither, force removal with timeout 0.
@@ -19,6 +20,7 @@ import socket
 import tarfile
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,19 +32,17 @@ from skillbench.sandbox.base import (
     DEFAULT_OUTPUT_CAP,
     WORKDIR,
     ExecResult,
+    Mount,
     SandboxError,
     SandboxSpec,
 )
-from skillbench.sandbox.service import PodmanService
+from skillbench.sandbox.service import PodmanService, runtime_dir
 
 LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"
-_EXECUTOR_SOURCE = Path(executor.__file__).read_text()
-# The source travels as the first stdin line, so `ps` in the sandbox shows a short command.
-_BOOTSTRAP = "import sys, json; exec(json.loads(sys.stdin.readline()))"
-# What the podman CLI needs from our environment; nothing else (no API keys) is passed on.
-_CLI_ENV_KEYS = ("PATH", "HOME", "XDG_RUNTIME_DIR", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
-                 "CONTAINER_HOST", "TMPDIR", "LANG")  # fmt: skip
+EXECUTOR_FILE = Path(executor.__file__)
+_IN_SANDBOX = "/opt/skillbench/executor.py"
+_SOCKET_DIR = "/run/skillbench"
 _REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
 
 
@@ -92,22 +92,27 @@ class PodmanProvider:
         return removed
 
     async def create(self, spec: SandboxSpec) -> PodmanSandbox:
-        """Create and start a container, then start its executor."""
-        ctr_id = await asyncio.to_thread(self._create_container, spec)
-        sandbox = PodmanSandbox(self, ctr_id)
+        """Create and start a container, then connect to its executor."""
+        sock_dir = Path(tempfile.mkdtemp(prefix="sb-", dir=runtime_dir()))
+        try:
+            ctr_id = await asyncio.to_thread(self._create_container, spec, sock_dir)
+        except BaseException:
+            shutil.rmtree(sock_dir, ignore_errors=True)
+            raise
+        sandbox = PodmanSandbox(self, ctr_id, sock_dir)
         self._live.add(sandbox)
         try:
-            await sandbox.start_executor()
+            await sandbox.connect()
         except BaseException:
             await sandbox.close()
             raise
         return sandbox
 
-    def _create_container(self, spec: SandboxSpec) -> str:
+    def _create_container(self, spec: SandboxSpec, sock_dir: Path) -> str:
         kwargs: dict[str, Any] = dict(
-            # catatonit as PID 1 in pause mode reaps orphans (without an init, zombies use up
-            # the pids limit) and, being PID 1, survives the agent's `kill -9 -1`.
-            command=["catatonit", "-P"],
+            # The executor is PID 1: it reaps orphans (without an init, zombies use up the
+            # pids limit) and cannot be killed from inside, not even by `kill -9 -1`.
+            command=["python3", "-u", _IN_SANDBOX, "--listen", f"{_SOCKET_DIR}/exec.sock"],
             init=False,
             working_dir=WORKDIR,
             labels={LABEL: "1", OWNER_LABEL: _owner(), **spec.labels},
@@ -122,7 +127,11 @@ class PodmanProvider:
             environment=dict(spec.env),
             mounts=[
                 {"type": "bind", "source": m.source, "target": m.target, "read_only": m.read_only}
-                for m in spec.mounts
+                for m in (
+                    *spec.mounts,
+                    Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
+                    Mount(str(sock_dir), _SOCKET_DIR, read_only=False),
+                )
             ],
         )
         if not spec.network:
@@ -146,81 +155,75 @@ class PodmanProvider:
 
 
 class PodmanSandbox:
-    """One podman container and the executor process that runs commands in it."""
+    """One podman container and the connection to the executor inside it."""
 
-    def __init__(self, provider: PodmanProvider, ctr_id: str):
+    def __init__(self, provider: PodmanProvider, ctr_id: str, sock_dir: Path):
         self.provider = provider
         self.name = ctr_id[:12]
         self.ctr_id = ctr_id
-        self._proc: asyncio.subprocess.Process | None = None
+        self._sock_dir = sock_dir
+        self._writer: asyncio.StreamWriter | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._alive = False  # cleared the moment the executor's output ends
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
-        self._start_lock = asyncio.Lock()
         self._closed = False
         self.broken: str | None = None  # why the sandbox is no longer usable
 
     # --- the executor channel -----------------------------------------------------------
 
-    async def start_executor(self) -> None:
-        env = {k: v for k, v in os.environ.items() if k in _CLI_ENV_KEYS}
-        proc = await asyncio.create_subprocess_exec(
-            "podman", "exec", "-i", self.ctr_id, "python3", "-u", "-c", _BOOTSTRAP,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=env, limit=1 << 30,
-        )  # fmt: skip
-        assert proc.stdout is not None and proc.stdin is not None
-        proc.stdin.write(json.dumps(_EXECUTOR_SOURCE).encode() + b"\n")
+    async def connect(self, timeout: float = 30.0) -> None:
+        """Connect to the executor's socket once it is listening."""
+        path = self._sock_dir / "exec.sock"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 30)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise SandboxError(
+                        f"sandbox {self.name}: the command executor did not start"
+                    ) from None
+                await asyncio.sleep(0.01)
         try:
-            first = await asyncio.wait_for(proc.stdout.readline(), 30)
+            first = await asyncio.wait_for(reader.readline(), timeout)
             ready = json.loads(first or b"{}").get("ready")
         except (TimeoutError, ValueError):
             ready = False
         if not ready:
-            proc.kill()
-            await proc.wait()
-            raise SandboxError(f"sandbox {self.name}: the command executor did not start")
-        self._proc = proc
-        self._alive = True
-        self._reader = asyncio.create_task(self._read_replies(proc))
+            writer.close()
+            raise SandboxError(f"sandbox {self.name}: the command executor did not answer")
+        self._writer = writer
+        self._reader = asyncio.create_task(self._read_replies(reader))
 
-    async def _read_replies(self, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stdout is not None
+    async def _read_replies(self, reader: asyncio.StreamReader) -> None:
         while True:
-            line = await proc.stdout.readline()
+            line = await reader.readline()
             if not line:
                 break
             reply = json.loads(line)
             future = self._pending.pop(reply.get("id"), None)
             if future is not None and not future.done():
                 future.set_result(reply)
-        # EOF: the executor died (the agent may have killed it). Whatever was in flight
-        # gets a "killed" answer; the next call starts a new executor.
-        self._alive = False
+        # EOF: the container is gone (removed, or killed from outside).
+        self.broken = self.broken or "the sandbox stopped"
         pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():
-                future.set_result({"executor_died": True})
-        await proc.wait()
+                future.set_exception(SandboxError(f"sandbox {self.name}: {self.broken}"))
 
     async def _call(self, op: str, wait: float, **fields: Any) -> dict[str, Any]:
         if self._closed:
             raise SandboxError(f"sandbox {self.name} is closed")
         if self.broken:
             raise SandboxError(f"sandbox {self.name} is unusable: {self.broken}")
-        async with self._start_lock:
-            if not self._alive:
-                if self._proc is not None and self._proc.returncode is None:
-                    self._proc.kill()
-                await self.start_executor()
-        assert self._proc is not None and self._proc.stdin is not None
+        assert self._writer is not None
         rid = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         try:
-            self._proc.stdin.write((json.dumps({"id": rid, "op": op, **fields}) + "\n").encode())
-            await self._proc.stdin.drain()
+            self._writer.write((json.dumps({"id": rid, "op": op, **fields}) + "\n").encode())
+            await self._writer.drain()
             return await asyncio.wait_for(future, wait + _REPLY_GRACE)
         except TimeoutError:
             self.broken = f"no answer to {op} within {wait + _REPLY_GRACE:.0f} s"
@@ -268,8 +271,6 @@ class PodmanSandbox:
             stdin=None if data is None else base64.b64encode(data).decode(),
             cap=output_cap,
         )
-        if reply.get("executor_died"):
-            return ExecResult(137, "", "[the command killed the sandbox's command runner]")
         self._raise_for(reply, cwd or "")
         return ExecResult(
             exit_code=int(reply["exit_code"]),
@@ -335,14 +336,16 @@ class PodmanSandbox:
         if self._closed:
             return
         self._closed = True
-        if self._proc is not None and self._proc.returncode is None:
-            self._proc.kill()
-        await asyncio.to_thread(self._remove)
-        if self._proc is not None:
-            await self._proc.wait()
-        if self._reader is not None:
-            await asyncio.gather(self._reader, return_exceptions=True)
-        self.provider._live.discard(self)
+        self.broken = "the sandbox was closed"
+        try:
+            await asyncio.to_thread(self._remove)
+        finally:
+            if self._writer is not None:
+                self._writer.close()
+            if self._reader is not None:
+                await asyncio.gather(self._reader, return_exceptions=True)
+            shutil.rmtree(self._sock_dir, ignore_errors=True)
+            self.provider._live.discard(self)
 
     def _remove(self) -> None:
         try:

@@ -30,7 +30,7 @@ def ping(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def _runtime_dir() -> Path:
+def runtime_dir() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     folder = Path(base) / f"skillbench-{os.getuid()}"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -56,10 +56,10 @@ class PodmanService:
             return cls(url)
         if shutil.which("podman") is None:
             raise SandboxError("podman is not installed; run `make setup` or `skillbench doctor`")
-        sock = _runtime_dir() / f"podman-{os.getpid()}.sock"
+        sock = runtime_dir() / f"podman-{os.getpid()}.sock"
         sock.unlink(missing_ok=True)
         url = f"unix://{sock}"
-        log = (_runtime_dir() / f"podman-{os.getpid()}.log").open("wb")
+        log = (runtime_dir() / f"podman-{os.getpid()}.log").open("wb")
         process = subprocess.Popen(
             ["podman", "system", "service", "--time=0", url],
             stdin=subprocess.DEVNULL,
