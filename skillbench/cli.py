@@ -534,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     command(
         "doctor", cmd_doctor, "check podman, the runtime and the sandbox image",
-        "Check everything the sandboxes need (podman, runc, catatonit, the containers.conf "
+        "Check everything the sandboxes need (podman, runc, mmdebstrap, the containers.conf "
         "drop-in, the sandbox image) and print the exact command that fixes each gap. "
         "Exit 0 when all is set, 1 otherwise.",
     )  # fmt: skip

@@ -32,11 +32,10 @@ def _binary(name: str, package: str) -> Finding:
 
 
 def diagnose() -> list[Finding]:
-    """Check podman, its runtime and init, the configuration drop-in and the sandbox image."""
+    """Check podman, its runtime, the configuration drop-in and the sandbox image."""
     findings = [
         _binary("podman", "podman"),
         _binary("runc", "runc"),
-        _binary("catatonit", "catatonit"),
         _binary("mmdebstrap", "mmdebstrap"),
     ]
     if CONF_DROPIN.is_file() and "runc" in CONF_DROPIN.read_text():

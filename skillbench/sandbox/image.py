@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-PACKAGES = ("python3", "git", "ca-certificates", "procps", "catatonit")
+PACKAGES = ("python3", "git", "ca-certificates", "procps")
 CONTAINERFILE = Path(__file__).parent / "files" / "Containerfile"
 _EXCLUDES = ("/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/usr/share/info/*")
 
@@ -96,7 +96,7 @@ def _build_with_mmdebstrap(name: str, log: Callable[[str], None]) -> None:
     importer = [
         "podman", "import",
         "--change", "WORKDIR /work",
-        "--change", 'CMD ["catatonit","-P"]',
+        "--change", 'CMD ["sleep","infinity"]',
         "-", name,
     ]  # fmt: skip
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as debootstrap:
