@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillbench import __version__
+from skillbench.models import ModelRefError
+from skillbench.sandbox.base import SandboxError
 from skillbench.skills import catalog, catalog_lines, digest, is_skill, read_skill
 from skillbench.spec import SpecError
 from skillbench.validate import NotASkill, check_skill, skills_at
@@ -182,7 +184,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     import asyncio
     import json
 
-    from skillbench.models import ModelRefError, resolve_model
+    from skillbench.models import resolve_model
     from skillbench.report.terminal import trigger_lines
     from skillbench.triggers import TriggerReport, evaluate_all, steals, targets_at
 
@@ -193,11 +195,8 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         raise UsageError(f"{path}: no skill there has an evals/triggers.yaml")
     loaded = _settings(path, args, ("model",))
     _check_runs(args)
-    try:
-        model = resolve_model(loaded.settings.model, max_retries=loaded.settings.max_retries,
-                              timeout=loaded.settings.request_timeout)  # fmt: skip
-    except ModelRefError as exc:
-        raise UsageError(f"--model: {exc}") from None
+    model = resolve_model(loaded.settings.model, max_retries=loaded.settings.max_retries,
+                          timeout=loaded.settings.request_timeout)  # fmt: skip
 
     async def go() -> list[TriggerReport]:
         try:
@@ -568,6 +567,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as exc:
         for problem in exc.problems:
             _err(str(problem))
+        return EXIT_USAGE
+    except ModelRefError as exc:
+        _err(f"skillbench: error: --model: {exc}")
+        return EXIT_USAGE
+    except SandboxError as exc:
+        _err(f"skillbench: sandbox error: {exc}; `skillbench doctor` says what to fix")
         return EXIT_USAGE
     except KeyboardInterrupt:
         _err("skillbench: interrupted")

@@ -123,3 +123,26 @@ def test_config_shows_values_and_sources(tmp_path: Path, capsys, monkeypatch) ->
     (tmp_path / "pyproject.toml").write_text("[tool.skillbench]\nparallel = 'many'\n")
     assert main(["config", str(tmp_path)]) == 2
     assert "Expected `int`, got `str`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["eval", "SKILL", "--model", "gemini/pro", "--no-gen"], "skillbench: error: model 'gemini/pro' must be anthropic/<model>, openai/<model> or scripted/<name>"),
+        (["eval", "SKILL", "--model", "scripted/nope", "--no-gen"], "skillbench: error: no script named 'nope'"),
+        (["triggers", "SKILL", "--model", "scripted/nope"], "skillbench: error: --model: no script named 'nope'"),
+        (["eval", "SKILL", "--model", "anthropic/claude-sonnet-4-6", "--no-gen"], "skillbench: error: ANTHROPIC_API_KEY is not set"),
+    ],
+)  # fmt: skip
+def test_bad_models_are_one_line_errors(
+    tmp_path: Path, capsys, monkeypatch, argv: list[str], message: str
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    skill = make_skill(
+        tmp_path,
+        "s",
+        {"evals/cases/c.yaml": GOOD_CASE, "evals/triggers.yaml": "should_trigger: [x]\n"},
+    )
+    code = main([str(skill) if a == "SKILL" else a for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(message) and "Traceback" not in err

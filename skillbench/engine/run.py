@@ -41,12 +41,12 @@ from skillbench.engine.records import (
 )
 from skillbench.engine.score import Skipped, arm_result, row_by_checks, summarize
 from skillbench.judge import judge
-from skillbench.models import resolve_model
+from skillbench.models import ModelRefError, check_ref, resolve_model
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, write_receipt
 from skillbench.sandbox.base import WORKDIR, SandboxError, SandboxSpec
-from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import (
     SetupFailed,
@@ -404,6 +404,9 @@ def prepare(opts: EvalOptions) -> Prepared:
     skill, assets = validated(skill_dir)
     settings = opts.settings
     check_credentials(settings.model, settings.judge_model or settings.model)
+    if not image_exists(opts.image):
+        raise EvalError(f"the sandbox image {opts.image} is missing: run `skillbench image "
+                        "build` (or `make setup`)")  # fmt: skip
     version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
     if opts.resume:
         run_dir = Path(opts.resume)
@@ -463,8 +466,13 @@ async def triggers_of(opts: EvalOptions) -> TriggerReport | None:
 
 
 def check_credentials(*refs: str) -> None:
-    """Refuse early, before any sandbox starts, when a provider has no API key."""
+    """Refuse early, before any sandbox starts, a model that cannot be reached: an unknown
+    provider or script, or a provider without its API key."""
     for ref in refs:
+        try:
+            check_ref(ref)
+        except ModelRefError as exc:
+            raise EvalError(str(exc)) from None
         provider = ref.split("/", 1)[0]
         var = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
         if var and not os.environ.get(var):
