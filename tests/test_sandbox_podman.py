@@ -8,6 +8,7 @@ import pytest
 
 from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.podman import LABEL, PodmanProvider, PodmanSandbox
+from skillbench.sandbox.service import runtime_dir
 from tests.sandbox_conformance import SandboxConformance
 
 pytestmark = pytest.mark.sandbox
@@ -41,9 +42,12 @@ async def test_sweep_removes_leftovers_of_dead_processes(provider: PodmanProvide
     box = await provider.create(
         SandboxSpec(image=spec.image, labels={"skillbench.owner": f"{_host()}:999999"})
     )
+    leftover = runtime_dir() / "sb-999999-abc"
+    leftover.mkdir(exist_ok=True)
     assert provider.sweep() >= 1
     ids = [c.id for c in provider.client().containers.list(all=True, filters={"label": LABEL})]
     assert box.ctr_id not in ids
+    assert not leftover.exists()  # host-side files of dead owners go too
 
 
 def _host() -> str:

@@ -15,6 +15,7 @@ import io
 import itertools
 import json
 import os
+import re
 import shutil
 import socket
 import tarfile
@@ -89,11 +90,19 @@ class PodmanProvider:
             if owner_host == host and pid.isdigit() and not _pid_alive(int(pid)):
                 ctr.remove(force=True, timeout=0)
                 removed += 1
+        # and the host-side files of those processes: socket folders, service sockets, logs
+        for path in runtime_dir().iterdir():
+            match = re.match(r"^(?:sb-|podman-)(\d+)", path.name)
+            if match and not _pid_alive(int(match.group(1))):
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
         return removed
 
     async def create(self, spec: SandboxSpec) -> PodmanSandbox:
         """Create and start a container, then connect to its executor."""
-        sock_dir = Path(tempfile.mkdtemp(prefix="sb-", dir=runtime_dir()))
+        sock_dir = Path(tempfile.mkdtemp(prefix=f"sb-{os.getpid()}-", dir=runtime_dir()))
         try:
             ctr_id = await asyncio.to_thread(self._create_container, spec, sock_dir)
         except BaseException:

@@ -66,6 +66,7 @@ class PodmanService:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C to skillbench must not kill it mid-cleanup
+            cwd=runtime_dir(),  # conmon writes files (an `oom` marker) into its cwd
         )
         log.close()
         deadline = time.monotonic() + ready_timeout
@@ -92,4 +93,6 @@ class PodmanService:
             self._process.wait()
         self._process = None
         if self.url.startswith("unix://"):
-            Path(self.url[len("unix://") :]).unlink(missing_ok=True)
+            sock = Path(self.url[len("unix://") :])
+            sock.unlink(missing_ok=True)
+            sock.with_suffix(".log").unlink(missing_ok=True)  # kept only when it failed
