@@ -78,6 +78,8 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         data.update({k.replace("-", "_"): v for k, v in table.items()})
         for key in data:
             sources[key] = str(path)
+        if isinstance(data.get("team"), str):  # a path in a config file is relative to it
+            data["team"] = str(path.parent / data["team"])
     if os.environ.get("SKILLBENCH_MODEL") and not (flags or {}).get("model"):
         # the environment sits between the config and the flags (design §7: --model, then
         # SKILLBENCH_MODEL, then the config)

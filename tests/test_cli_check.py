@@ -117,6 +117,7 @@ def test_config_shows_values_and_sources(tmp_path: Path, capsys, monkeypatch) ->
     assert out[0] == f"config file: {tmp_path / 'pyproject.toml'}"
     assert f"parallel = 8    ({tmp_path / 'pyproject.toml'})" in out
     assert "k = 1    (default)" in out
+    assert f"team = '{tmp_path}/../team'    ({tmp_path / 'pyproject.toml'})" in out
     monkeypatch.setenv("SKILLBENCH_MODEL", "scripted/demo")
     assert main(["config", str(tmp_path)]) == 0
     assert "model = 'scripted/demo'    (SKILLBENCH_MODEL)" in capsys.readouterr().out.splitlines()
