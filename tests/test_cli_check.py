@@ -109,7 +109,7 @@ def test_every_command_has_useful_help(command: str, capsys) -> None:
 
 def test_config_shows_values_and_sources(tmp_path: Path, capsys, monkeypatch) -> None:
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.skillbench]\nparallel = 8\nmodel = "openai/gpt-4.1"\n'
+        '[tool.skillbench]\nparallel = 8\nmodel = "openai/gpt-4.1"\nteam = "../team"\n'
     )
     monkeypatch.delenv("SKILLBENCH_MODEL", raising=False)
     assert main(["config", str(tmp_path)]) == 0
