@@ -49,6 +49,7 @@ from skillbench.sandbox.base import WORKDIR, SandboxError, SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import (
+    ContaminationError,
     SetupFailed,
     StagedArm,
     expose_case,
@@ -219,6 +220,8 @@ class _Run:
                                      scratch=self.run_dir / "tmp")  # fmt: skip
         except SetupFailed as exc:
             return replace(record, outcome="skipped", error=str(exc))
+        except ContaminationError as exc:
+            raise EvalError(f"run refused, arm {arm} of {name}: {exc}") from None
         except SandboxError as exc:
             return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
         try:
@@ -352,8 +355,15 @@ class _Run:
                 self.progress.finished(record, self.spend)
                 self.rows_ready(judge_model, name, rep)
 
-            await asyncio.gather(*(one(*item) for item in todo))
-            await asyncio.gather(*self.judge_tasks)
+            tasks = [asyncio.create_task(one(*item)) for item in todo]
+            try:
+                await asyncio.gather(*tasks)
+                await asyncio.gather(*self.judge_tasks)
+            except BaseException:
+                for task in tasks:  # one failure (a refused run, Ctrl-C) stops them all
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
         finally:
             for task in self.judge_tasks:
                 task.cancel()
