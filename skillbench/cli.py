@@ -332,30 +332,22 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_receipts(args: argparse.Namespace) -> int:
-    from skillbench.receipts import local_receipts
-    from skillbench.team import TeamError, receipts_of, versions
+    from skillbench.team import known_receipts
 
     skill_dir = Path(args.skill)
     skill = read_skill(skill_dir)
     current = digest(skill_dir)
     loaded = _settings(skill_dir, args, ("team",))
-    rows = [(r.digest, r.provenance.created_at, r.run_id, r.verdict, str(p))
-            for p, r in local_receipts(skill.name)]  # fmt: skip
-    if loaded.settings.team:
-        repo = Path(loaded.settings.team)
-        try:
-            for v in versions(repo, skill.name):
-                rows += [(r.digest, r.provenance.created_at, r.run_id, r.verdict,
-                          f"{repo}/evals/{skill.name}/{v.name}/{r.run_id}.json")
-                         for r in receipts_of(repo, skill.name, v.name)]  # fmt: skip
-        except TeamError as exc:
-            raise UsageError(str(exc)) from None
-    if not rows:
+    team = Path(loaded.settings.team) if loaded.settings.team else None
+    found = known_receipts(skill.name, team)
+    if not found:
         _out(f"no receipts for {skill.name}")
         return EXIT_OK
-    for dig, created, run_id, verdict, where in sorted(set(rows), key=lambda r: r[1]):
-        mark = "*" if dig == current else " "
-        _out(f"{mark} {dig[:19]}  {created}  {run_id}  {verdict:8}  {where}")
+    for where, r in found:
+        mark = "*" if r.digest == current else " "
+        _out(
+            f"{mark} {r.digest[:19]}  {r.provenance.created_at}  {r.run_id}  {r.verdict:8}  {where}"
+        )
     _out("(* = the skill's current bytes)")
     return EXIT_OK
 

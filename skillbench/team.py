@@ -180,24 +180,26 @@ def skill_at(folder: Path) -> Skill:
     return read_skill(folder)
 
 
-def newest_receipt(skill_dir: Path, repo: Path | None) -> tuple[str, Receipt] | None:
-    """The newest receipt for the exact current bytes, from the team repo and the local store."""
-    skill = skill_at(skill_dir)
-    current = digest(skill_dir)
+def known_receipts(name: str, repo: Path | None) -> list[tuple[str, Receipt]]:
+    """Every receipt for a skill, from the team repo (if any) and the local store, oldest
+    first, each with where it lives."""
     found: list[tuple[str, Receipt]] = []
     if repo is not None:
-        for folder in sorted((repo / "evals" / skill.name).glob("v*")):
+        for folder in sorted((repo / "evals" / name).glob("v*")):
             for path in sorted(folder.glob("*.json")):
                 try:
-                    receipt = read_receipt(path)
+                    found.append((str(path), read_receipt(path)))
                 except (OSError, msgspec.DecodeError):
                     continue
-                if receipt.digest == current:
-                    found.append((str(path), receipt))
-    found += [(str(p), r) for p, r in local_receipts(skill.name, current)]
-    if not found:
-        return None
-    return max(found, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
+    found += [(str(p), r) for p, r in local_receipts(name)]
+    return sorted(found, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
+
+
+def newest_receipt(skill_dir: Path, repo: Path | None) -> tuple[str, Receipt] | None:
+    """The newest receipt for the exact current bytes, from the team repo and the local store."""
+    current = digest(skill_dir)
+    found = [pr for pr in known_receipts(skill_at(skill_dir).name, repo) if pr[1].digest == current]
+    return found[-1] if found else None
 
 
 def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
