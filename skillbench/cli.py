@@ -316,6 +316,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
     flags = {"require": args.require, "min_recall": args.min_recall,
              "min_precision": args.min_precision,
              "allow_incumbent_fail": True if args.allow_incumbent_fail else None}  # fmt: skip
+    # the local config's gate table sits between the team repo's policy and the flags
+    local = {k.replace("-", "_"): v for k, v in loaded.settings.gate.items()}
+    flags = {**local, **{k: v for k, v in flags.items() if v is not None}}
     try:
         policy = load_policy(team, flags)
         result = gate(skill_dir, team, policy)

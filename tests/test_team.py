@@ -177,6 +177,12 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
         "gate passed: greeter: PASS (run run-4, 3/3 rows scored)",
     )
 
+    # a local skillbench.toml [gate] table overrides the team repo's policy
+    (skill.parent.parent / "skillbench.toml").write_text("[gate]\nmin-recall = 1.5\n")
+    code, out = gate(capsys, skill, repo)
+    assert (code, out) == (1, "gate refused: greeter: trigger recall 1.00 is under 1.50")
+    (skill.parent.parent / "skillbench.toml").unlink()
+
     # any change to the bytes leaves no receipt
     (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text() + "changed\n")
     code, out = gate(capsys, skill, repo)
