@@ -27,7 +27,6 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     parallel: int = 4
     k: int = 1
     team: str | None = None
-    out: str | None = None
     memory: str = "2g"
     pids: int = 512
     cpus: float = 1.0
