@@ -398,3 +398,17 @@ def test_ctrl_c_removes_sandboxes_and_points_at_resume(fake, tmp_path: Path) -> 
             for c in client.containers.list(all=True, filters={"label": LABEL})
         ]
     assert not any(o.endswith(f":{proc.pid}") for o in owners)
+
+
+def test_relative_out_and_skill_paths(fake, tmp_path: Path, capsys, monkeypatch) -> None:
+    folder = skill(
+        tmp_path, {"evals/cases/a.yaml": "task: Greeting\nchecks: [{file_exists: g.txt}]\n"}
+    )
+    fake({"conversations": [conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
+                            conv(BASE, "Greeting", {"text": "no"})]})  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    code = main(["eval", str(folder.relative_to(tmp_path)), "--model", MODEL, "--out", "runs/rel",
+                 "--quiet", "--no-gen"])  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and lines[0] == "verdict: PASS"
+    assert json.loads((tmp_path / "runs/rel/summary.json").read_text())["scored_rows"] == 1

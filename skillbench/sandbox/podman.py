@@ -135,7 +135,13 @@ class PodmanProvider:
             stop_signal=9,
             environment=dict(spec.env),
             mounts=[
-                {"type": "bind", "source": m.source, "target": m.target, "read_only": m.read_only}
+                # absolute: the podman service resolves a relative source against its own cwd
+                {
+                    "type": "bind",
+                    "source": os.path.abspath(m.source),
+                    "target": m.target,
+                    "read_only": m.read_only,
+                }
                 for m in (
                     *spec.mounts,
                     Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
