@@ -412,3 +412,26 @@ def test_relative_out_and_skill_paths(fake, tmp_path: Path, capsys, monkeypatch)
     lines = capsys.readouterr().out.splitlines()
     assert code == 0 and lines[0] == "verdict: PASS"
     assert json.loads((tmp_path / "runs/rel/summary.json").read_text())["scored_rows"] == 1
+
+
+def test_resume_retries_errored_sessions(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(
+        tmp_path, {"evals/cases/a.yaml": "task: Greeting\nchecks: [{file_exists: g.txt}]\n"}
+    )
+    outage = fake({"conversations": [
+        conv(BASE, "Greeting", {"text": "x", "faults": [{"status": 503, "times": 100, "retry_after": 0.01}]}),
+        conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"})]})  # fmt: skip
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert code == 2 and summary["rows"][0]["decided_by"] == "unscored"
+    outage.stop()
+    fake({"conversations": [conv(BASE, "Greeting", {"text": "no"}),
+                            conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"})]})  # fmt: skip
+    code = main(
+        ["eval", "--resume", str(tmp_path / "run"), "--model", MODEL, "--quiet", "--no-gen"]
+    )
+    assert code == 0 and capsys.readouterr().out.splitlines()[0] == "verdict: PASS"
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    keys = [j["key"] for j in journal if j["type"] == "session"]
+    assert (
+        keys.count("a.baseline.1") == 2 and keys.count("a.candidate.1") == 1
+    )  # only the error reran

@@ -171,6 +171,10 @@ class _Run:
         self.settings = opts.settings
         self.journal = Journal(run_dir / "journal.jsonl")
         self.done, self.rows = read_journal(run_dir / "journal.jsonl")
+        # On --resume, what failed for infrastructure reasons is tried again: errored
+        # sessions, and rows left unscored by them or by the judge.
+        self.done = {k: r for k, r in self.done.items() if r.outcome != "error"}
+        self.rows = {k: r for k, r in self.rows.items() if r.scored}
         self.skipped: dict[str, str] = {
             r.session: r.error or "setup failed"
             for r in self.done.values()
