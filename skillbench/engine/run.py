@@ -185,6 +185,8 @@ class _Run:
         self.stopped: str | None = None
         self.judge_tasks: list[asyncio.Task[None]] = []
         self.judging: set[RowKey] = set()  # rows waiting for the judge
+        # judge calls are light, but a burst of them would meet the provider's rate limits
+        self.judge_gate = asyncio.Semaphore(max(4, opts.settings.parallel))
         self.closing: set[asyncio.Future[None]] = set()  # sandboxes being removed
         limits = self.settings
         self.sandbox_spec = SandboxSpec(image=opts.image, memory=limits.memory, pids=limits.pids,
@@ -310,8 +312,9 @@ class _Run:
         rng = random.Random(f"{self.plan.seed}:{unit.name}:{rep}:{opponent}")
         texts = [read_trace(self.run_dir / r.transcript).all_text if r.transcript else ""
                  for r in (cand, opp)]  # fmt: skip
-        verdict = await judge(model, task=spec.task, rubric=spec.judge or "", candidate=texts[0],
-                              opponent=texts[1], rng=rng)  # fmt: skip
+        async with self.judge_gate:
+            verdict = await judge(model, task=spec.task, rubric=spec.judge or "",
+                                  candidate=texts[0], opponent=texts[1], rng=rng)  # fmt: skip
         cost = cost_usd(self.plan.judge_model, verdict.usage, self.settings.prices)
         self.spend += cost or 0.0
         arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
