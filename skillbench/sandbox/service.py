@@ -7,8 +7,10 @@ SKILLBENCH_PODMAN_URL that answers a ping is reused and never stopped by us.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -28,6 +30,15 @@ def ping(url: str, timeout: float = 2.0) -> bool:
             return bool(client.ping())
     except Exception:
         return False
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGTERM it when its parent dies."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the service then outlives a crash, as without this
 
 
 def runtime_dir() -> Path:
@@ -67,6 +78,7 @@ class PodmanService:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C to skillbench must not kill it mid-cleanup
             cwd=runtime_dir(),  # conmon writes files (an `oom` marker) into its cwd
+            preexec_fn=_die_with_parent,  # but a crashed or killed skillbench must not leak it
         )
         log.close()
         deadline = time.monotonic() + ready_timeout
