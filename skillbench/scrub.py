@@ -39,9 +39,9 @@ def _env_secrets() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def scrub(text: str) -> str:
-    """Replace every credential found in `text`."""
-    for value in _env_secrets():
+def scrub(text: str, secrets: list[str] | None = None) -> str:
+    """Replace every credential found in `text` (`secrets`: the env values, if known)."""
+    for value in _env_secrets() if secrets is None else secrets:
         text = text.replace(value, REDACTED)
     for pattern in _PATTERNS:
         text = pattern.sub(REDACTED, text)
@@ -49,12 +49,14 @@ def scrub(text: str) -> str:
     return _PAIRS.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
 
-def scrub_obj(value: Any) -> Any:
+def scrub_obj(value: Any, secrets: list[str] | None = None) -> Any:
     """Scrub every string inside plain data (dicts, lists, strings)."""
+    if secrets is None:
+        secrets = _env_secrets()  # once per object, not once per string
     if isinstance(value, str):
-        return scrub(value)
+        return scrub(value, secrets)
     if isinstance(value, dict):
-        return {k: scrub_obj(v) for k, v in value.items()}
+        return {k: scrub_obj(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub_obj(v) for v in value]
+        return [scrub_obj(v, secrets) for v in value]
     return value
