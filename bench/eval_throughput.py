@@ -19,8 +19,9 @@ from pathlib import Path
 import msgspec
 
 from skillbench.config import Settings
+from skillbench.engine.plan import EvalOptions, prepare
 from skillbench.engine.records import SessionRecord
-from skillbench.engine.run import EvalOptions, execute, prepare
+from skillbench.engine.run import execute
 from skillbench.models.script import parse_script
 from skillbench.testing.fake_server import SpawnedServer
 

@@ -17,7 +17,7 @@ from skillbench.validate import NotASkill, check_skill, skills_at
 
 if TYPE_CHECKING:
     from skillbench.config import Settings
-    from skillbench.engine.run import EvalOptions
+    from skillbench.engine.plan import EvalOptions
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -120,7 +120,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import asyncio
     import json
 
-    from skillbench.engine.run import EvalError, EvalOptions, execute, prepare
+    from skillbench.engine.plan import EvalError, EvalOptions, prepare
+    from skillbench.engine.run import execute
     from skillbench.report.progress import ProgressDisplay
     from skillbench.report.terminal import report_lines
 
@@ -235,7 +236,8 @@ def _eval_triggers_only(opts: EvalOptions, as_json: bool) -> int:
     import asyncio
     import json
 
-    from skillbench.engine.run import EvalError, check_credentials, triggers_of, validated
+    from skillbench.engine.plan import EvalError, check_credentials, validated
+    from skillbench.engine.run import triggers_of
     from skillbench.report.terminal import trigger_lines
 
     try:
@@ -261,7 +263,7 @@ def _generate(skill_dir: Path, settings: Settings, kinds: list[str], only_missin
     import asyncio
 
     from skillbench.engine.gen import fill_missing, missing_kinds
-    from skillbench.engine.run import EvalError, check_credentials
+    from skillbench.engine.plan import EvalError, check_credentials
     from skillbench.generate import GenerationFailed
 
     if not is_skill(skill_dir):

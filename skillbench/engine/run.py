@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
-import secrets
 import shutil
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,17 +19,15 @@ from typing import Any, Protocol
 import msgspec
 from msgspec.structs import replace
 
-from skillbench import __version__
 from skillbench.agent.loop import SkillInfo, run_agent
 from skillbench.agent.trace import TraceWriter, read_trace
 from skillbench.checks import run_checks
-from skillbench.config import Settings
 from skillbench.engine.journal import Journal, RowKey, read_journal
+from skillbench.engine.plan import SUITE, EvalError, EvalOptions, Prepared
 from skillbench.engine.records import (
     BASELINE,
     CANDIDATE,
     INCUMBENT,
-    Incumbent,
     Plan,
     RowRecord,
     SessionRecord,
@@ -41,12 +36,11 @@ from skillbench.engine.records import (
 )
 from skillbench.engine.score import Skipped, arm_result, row_by_checks, summarize
 from skillbench.judge import judge
-from skillbench.models import ModelRefError, check_ref, resolve_model
+from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, write_receipt
 from skillbench.sandbox.base import WORKDIR, SandboxError, SandboxSpec
-from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import (
     ContaminationError,
@@ -56,22 +50,9 @@ from skillbench.sandbox.stage import (
     missing_requirements,
     stage_arm,
 )
-from skillbench.skills import Skill, digest, evals_digest, read_skill, skill_files
-from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
+from skillbench.skills import Skill, read_skill
 from skillbench.spec.model import Session, Suite
-from skillbench.spec.problems import errors_in
-from skillbench.team import TeamError, incumbent
 from skillbench.triggers import TriggerReport, evaluate_all, targets_at
-
-SUITE = "suite"
-
-
-class EvalError(Exception):
-    """The run cannot start or go on: bad assets, a changed skill on resume, contamination."""
-
-    def __init__(self, message: str, problems: Sequence[Problem] = ()):
-        self.problems = list(problems)
-        super().__init__(message)
 
 
 class Progress(Protocol):
@@ -84,78 +65,12 @@ class Progress(Protocol):
     def finished(self, record: SessionRecord, spend: float) -> None: ...
 
 
-class EvalOptions(msgspec.Struct, kw_only=True):
-    skill_dir: str
-    settings: Settings
-    out: str | None = None
-    resume: str | None = None
-    case: str | None = None
-    max_cost: float | None = None
-    seed: int | None = None
-    image: str = IMAGE
-    team: str | None = None  # a team repo: adds the incumbent arm
-    triggers: bool = True  # also measure triggers when the skill has a triggers file
-    runs: int = 1
-    threshold: float = 0.5
-
-
 class EvalResult(msgspec.Struct):
     run_dir: str
     summary: dict[str, object]
 
 
 # --- planning -------------------------------------------------------------------------------
-
-
-def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
-    """The skill and its assets, or EvalError with every problem (same rules as `check`)."""
-    problems: list[Problem] = []
-    skill = None
-    try:
-        skill = read_skill(skill_dir)
-        skill_files(skill_dir)
-    except SpecError as exc:
-        problems.extend(exc.problems)
-    assets = load_assets(skill_dir, skill.name if skill else None)
-    problems.extend(assets.problems)
-    if skill is None or errors_in(problems):
-        raise EvalError(f"{skill_dir}: the skill or its eval assets have errors", problems)
-    return skill, assets
-
-
-def sessions_of(assets: EvalAssets, case: str | None) -> dict[str, Session]:
-    """The sessions to run by name: each case, and the suite as one session."""
-    found: dict[str, Session] = {c.name: c for c in assets.cases}
-    if assets.suite is not None:
-        found[SUITE] = assets.suite
-    if case is not None:
-        if case not in found:
-            known = ", ".join(found) or "none"
-            raise EvalError(f"--case {case}: no such case (cases: {known})")
-        found = {case: found[case]}
-    if not found:
-        raise EvalError(
-            f"{assets.skill_dir}: no execution cases (evals/cases/*.yaml) and no suite "
-            "(evals/suite.yaml); write some, or run `skillbench check` to see what was found"
-        )
-    return found
-
-
-def units_of(sessions: dict[str, Session]) -> list[Unit]:
-    units = []
-    for name, spec in sessions.items():
-        if isinstance(spec, Suite):
-            units += [Unit(f"{SUITE}/{sub.name}", SUITE) for sub in spec.cases]
-        else:
-            units.append(Unit(name, name, judge=spec.judge is not None))
-    return units
-
-
-def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-
-
-# --- running --------------------------------------------------------------------------------
 
 
 class _Run:
@@ -401,72 +316,6 @@ class _Run:
             await box.close()
 
 
-Prepared = tuple[Plan, Path, Skill, dict[str, Session]]
-
-
-def find_incumbent(opts: EvalOptions, skill: Skill, version: str) -> Incumbent | None:
-    """The team repo's newest receipted version whose bytes differ from the candidate's."""
-    if not opts.team:
-        return None
-    try:
-        found = incumbent(Path(opts.team), skill.name, version)
-    except TeamError as exc:
-        raise EvalError(f"--team {opts.team}: {exc}") from None
-    return Incumbent(found.name, found.digest, found.path) if found else None
-
-
-def prepare(opts: EvalOptions) -> Prepared:
-    """Validate, then make a new run folder with its plan (or reopen one for --resume)."""
-    skill_dir = Path(opts.skill_dir)
-    skill, assets = validated(skill_dir)
-    settings = opts.settings
-    check_credentials(settings.model, settings.judge_model or settings.model)
-    if not image_exists(opts.image):
-        raise EvalError(f"the sandbox image {opts.image} is missing: run `skillbench image "
-                        "build` (or `make setup`)")  # fmt: skip
-    version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
-    if opts.resume:
-        run_dir = Path(opts.resume)
-        try:
-            plan = msgspec.json.decode((run_dir / "plan.json").read_bytes(), type=Plan)
-        except (OSError, msgspec.DecodeError) as exc:
-            raise EvalError(f"--resume {run_dir}: no readable plan.json ({exc})") from None
-        changed = [what for what, old, new in (
-            ("the skill's files (version)", plan.version, version),
-            ("the eval assets", plan.assets_digest, assets_digest),
-            ("the model", plan.model, settings.model),
-            ("the judge model", plan.judge_model, settings.judge_model),
-            ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
-        ) if old != new]  # fmt: skip
-        if changed:
-            raise EvalError(f"--resume {run_dir}: refused, {' and '.join(changed)} changed since "
-                            "the run started; start a new run instead")  # fmt: skip
-        sessions = sessions_of(assets, plan.case_filter)
-        return plan, run_dir, skill, sessions
-    sessions = sessions_of(assets, opts.case)
-    found = find_incumbent(opts, skill, version)
-    run_id = new_run_id()
-    run_dir = Path(opts.out) if opts.out else Path.cwd() / ".skillbench" / "runs" / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if (run_dir / "journal.jsonl").exists():
-        raise EvalError(
-            f"--out {run_dir}: already holds a run; use --resume {run_dir} to continue it"
-        )
-    plan = Plan(
-        run_id=run_id, skill=skill.name, skill_dir=str(skill_dir.resolve()), version=version,
-        assets_digest=assets_digest, model=settings.model,
-        judge_model=settings.judge_model or settings.model, k=settings.k,
-        seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),
-        arms=[BASELINE, CANDIDATE] + ([INCUMBENT] if found else []),
-        opponents=[BASELINE] + ([INCUMBENT] if found else []), sessions=list(sessions),
-        incumbent=found,
-        units=units_of(sessions), engine_version=__version__,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"), case_filter=opts.case,
-    )  # fmt: skip
-    (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
-    return plan, run_dir, skill, sessions
-
-
 async def triggers_of(opts: EvalOptions) -> TriggerReport | None:
     """The skill's trigger report, or None when it has no triggers file."""
     targets = targets_at(Path(opts.skill_dir))
@@ -480,21 +329,6 @@ async def triggers_of(opts: EvalOptions) -> TriggerReport | None:
     finally:
         await model.aclose()
     return report
-
-
-def check_credentials(*refs: str) -> None:
-    """Refuse early, before any sandbox starts, a model that cannot be reached: an unknown
-    provider or script, or a provider without its API key."""
-    for ref in refs:
-        try:
-            check_ref(ref)
-        except ModelRefError as exc:
-            raise EvalError(str(exc)) from None
-        provider = ref.split("/", 1)[0]
-        var = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
-        if var and not os.environ.get(var):
-            raise EvalError(f"{var} is not set, and the model {ref} needs it: export it, or "
-                            "use --model scripted/<name> for an offline run")  # fmt: skip
 
 
 async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> EvalResult:
