@@ -13,7 +13,6 @@ from skillbench.cli import main
 from tests.helpers import make_skill
 
 MODEL = "anthropic/claude-sonnet-4-6"
-pytestmark = pytest.mark.usefixtures("podman_service")
 
 FOUR = {"should_trigger": ["a", "b", "c", "d"], "should_not_trigger": ["e", "f", "g", "h", "i"]}
 GOOD = {"should_trigger": ["greet the team", "say hello to Ana", "welcome the new hire",
@@ -73,6 +72,7 @@ def test_giving_up_after_three_calls(rules_server, tmp_path: Path, capsys) -> No
 
 
 @pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
 def test_cases_validated_and_dry_run_seeded(rules_server, tmp_path: Path, capsys) -> None:
     skill = library(tmp_path)
     broken = {"cases": [case("one", "explicit"), case("two", "implicit", setup="exit 3"),
