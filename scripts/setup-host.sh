@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Host set-up for skillbench's podman sandboxes. Idempotent: installs only what is missing.
 # Needs root (or sudo) for apt and /etc/containers; see ../shared podman notes for why each
-# setting is here (runc over crun, catatonit as init, short exit_command_delay).
+# setting is here (runc over crun, cgroupfs, short exit_command_delay). No init binary is
+# needed: skillbench's executor is each sandbox's PID 1 and reaps orphans itself.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 need=()
-for pair in podman:podman runc:runc catatonit:catatonit mmdebstrap:mmdebstrap git:git; do
+for pair in podman:podman runc:runc mmdebstrap:mmdebstrap git:git; do
   bin=${pair%%:*}; pkg=${pair##*:}
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/bin/$bin" ] || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
 done
@@ -24,7 +25,6 @@ conf=/etc/containers/containers.conf.d/50-skillbench.conf
 want='[containers]
 default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
 pids_limit = 1024
-init_path = "/usr/bin/catatonit"
 [engine]
 runtime = "runc"
 cgroup_manager = "cgroupfs"
