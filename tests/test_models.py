@@ -163,3 +163,10 @@ def test_cost_from_price_table_and_user_prices() -> None:
 def test_tool_call_ids_survive_in_assistant_content() -> None:
     msg = Message("assistant", (TextBlock("a"), ToolCall("id1", "bash", {"command": "x"})))
     assert msg.text == "a" and [c.id for c in msg.tool_calls] == ["id1"]
+
+
+def test_unknown_model_versions_have_no_guessed_price() -> None:
+    usage = Usage(input_tokens=1_000_000)
+    assert cost_usd("anthropic/claude-opus-4-5-20251101", usage) == pytest.approx(5.0)
+    assert cost_usd("anthropic/claude-opus-4-1", usage) == pytest.approx(15.0)
+    assert cost_usd("anthropic/claude-opus-4-7", usage) is None  # unknown: n/a, not a guess

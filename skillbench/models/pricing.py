@@ -27,10 +27,12 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 # Matched by longest prefix of the model reference.
 BUILTIN: dict[str, Price] = {
+    # Only models whose price we know; anything else shows cost n/a until configured.
     "anthropic/claude-opus-4-5": Price(5.0, 25.0, 0.5, 6.25),
-    "anthropic/claude-opus-4": Price(15.0, 75.0, 1.5, 18.75),
+    "anthropic/claude-opus-4-1": Price(15.0, 75.0, 1.5, 18.75),
+    "anthropic/claude-opus-4-2025": Price(15.0, 75.0, 1.5, 18.75),
     "anthropic/claude-sonnet-4": Price(3.0, 15.0, 0.3, 3.75),
-    "anthropic/claude-haiku-4": Price(1.0, 5.0, 0.1, 1.25),
+    "anthropic/claude-haiku-4-5": Price(1.0, 5.0, 0.1, 1.25),
     "anthropic/claude-3-5-haiku": Price(0.8, 4.0, 0.08, 1.0),
     "openai/gpt-4.1-mini": Price(0.4, 1.6, 0.1),
     "openai/gpt-4.1": Price(2.0, 8.0, 0.5),
