@@ -435,3 +435,27 @@ def test_resume_retries_errored_sessions(fake, tmp_path: Path, capsys) -> None:
     assert (
         keys.count("a.baseline.1") == 2 and keys.count("a.candidate.1") == 1
     )  # only the error reran
+
+
+def test_k_repetitions_and_case_filter(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/a.yaml": "task: Greeting A\nchecks: [{file_exists: g.txt}]\n",
+        "evals/cases/b.yaml": "task: Greeting B\nchecks: [{file_exists: g.txt}]\n",
+    })  # fmt: skip
+    server = fake({"conversations": [conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
+                                     conv(BASE, "Greeting", {"text": "no"})]})  # fmt: skip
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--k", "2", "--case", "b")
+    assert code == 0
+    assert [(r["case"], r["rep"], r["outcome"]) for r in summary["rows"]] == [
+        ("b", 1, "win"),
+        ("b", 2, "win"),
+    ]
+    assert (summary["expected_rows"], summary["k"]) == (2, 2)
+    first_turns = [
+        r for r in server.log() if not any(m["role"] == "assistant" for m in r.body["messages"])
+    ]
+    assert len(first_turns) == 4 and all("Greeting B" in json.dumps(r.body) for r in first_turns)
+    assert (
+        main(["eval", str(folder), "--model", MODEL, "--case", "zzz", "--no-gen", "--quiet"]) == 2
+    )
+    assert "--case zzz: no such case (cases: a, b)" in capsys.readouterr().err
