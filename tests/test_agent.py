@@ -221,3 +221,38 @@ def test_long_tool_output_keeps_head_and_tail() -> None:
     capped = cap_text(text, limit=200)
     assert capped == "H" * 100 + "\n[... 1000 characters cut ...]\n" + "T" * 100
     assert cap_text("short", limit=200) == "short"
+
+
+async def test_a_full_context_ends_the_session_without_an_error(
+    arm: StagedArm, fake, tmp_path: Path
+) -> None:
+    fake({"conversations": [{"steps": [
+        {"tool_calls": [{"write_file": {"path": "part.txt", "content": "partial"}}]},
+        {"text": "x", "faults": [{"status": 400, "message": "prompt is too long: 250000 tokens > 200000 maximum"}]}]}]})  # fmt: skip
+    result, transcript = await session("anthropic/claude-sonnet-4-6", arm, tmp_path)
+    assert (result.stop_reason, result.turns, result.errored) == ("context_exhausted", 1, False)
+    assert transcript.end["stop_reason"] == "context_exhausted"
+    assert await arm.sandbox.read_text("part.txt") == "partial"  # the work so far is scored
+
+
+async def test_other_bad_requests_are_errors(arm: StagedArm, fake, tmp_path: Path) -> None:
+    fake(
+        {
+            "conversations": [
+                {
+                    "steps": [
+                        {
+                            "text": "x",
+                            "faults": [{"status": 400, "message": "tools.0: invalid schema"}],
+                        }
+                    ]
+                }
+            ]
+        }
+    )
+    result, _ = await session("openai/gpt-4.1", arm, tmp_path)
+    assert (
+        result.stop_reason == "error"
+        and result.errored
+        and "invalid schema" in (result.error or "")
+    )

@@ -5,6 +5,7 @@ outside the loop body, and either ends the session with that stop reason."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -24,6 +25,10 @@ UNATTENDED_NOTE = (
     "completely, then stop and reply with a short summary of what you did."
 )
 MAX_TOKENS = 8192
+# How providers say a request no longer fits the model's context window.
+_CONTEXT_FULL = re.compile(
+    r"prompt is too long|context length|context window|maximum context|too many tokens", re.I
+)
 
 
 class SkillInfo(msgspec.Struct, frozen=True):
@@ -35,7 +40,7 @@ class SkillInfo(msgspec.Struct, frozen=True):
 
 class SessionResult(msgspec.Struct, frozen=True):
     """How a session ended. `stop_reason`: end_turn, max_turns, timeout, max_tokens,
-    refusal, error (infrastructure: model or sandbox), auth."""
+    refusal, context_exhausted, error (infrastructure: model or sandbox), auth."""
 
     stop_reason: str
     turns: int
@@ -92,7 +97,10 @@ async def run_agent(
     except TimeoutError:
         stop = "timeout"
     except ModelError as exc:
-        stop, error = ("auth" if exc.kind == "auth" else "error"), str(exc)
+        if exc.kind == "bad_request" and _CONTEXT_FULL.search(str(exc)):
+            stop = "context_exhausted"  # the agent filled its context: its doing, scored
+        else:
+            stop, error = ("auth" if exc.kind == "auth" else "error"), str(exc)
     except SandboxError as exc:
         stop, error = "error", f"sandbox: {exc}"
     except asyncio.CancelledError:

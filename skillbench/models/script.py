@@ -45,6 +45,7 @@ class Fault(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retry_after: float | None = None
     stall: float | None = None
     malformed: bool = False
+    message: str | None = None  # the error message of a status fault
     times: int = 1
 
 

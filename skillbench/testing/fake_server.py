@@ -181,7 +181,8 @@ class FakeModelServer:
             headers["retry-after"] = f"{fault.retry_after:g}"
             headers["retry-after-ms"] = str(int(fault.retry_after * 1000))
         kind = _ERROR_KINDS.get(status, "api_error")
-        body = json.dumps(_error(entry.protocol, kind, f"injected fault {status}")).encode()
+        message = fault.message or f"injected fault {status}"
+        body = json.dumps(_error(entry.protocol, kind, message)).encode()
         self._send_raw(h, status, body, headers)
 
     def _send(self, h: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
