@@ -169,6 +169,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     progress.close()
     summary = result.summary
+    if args.junit:
+        from skillbench.report.junit import eval_junit
+
+        Path(args.junit).write_text(eval_junit(summary), encoding="utf-8")
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -308,7 +312,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from skillbench.team import TeamError, gate, junit, load_policy, skill_at
+    from skillbench.report.junit import gate_junit
+    from skillbench.team import TeamError, gate, load_policy, skill_at
 
     skill_dir = Path(args.skill)
     if not is_skill(skill_dir):
@@ -328,7 +333,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     name = skill_at(skill_dir).name
     if args.junit:
-        Path(args.junit).write_text(junit(name, result), encoding="utf-8")
+        Path(args.junit).write_text(gate_junit(name, result.passed, result.reason), "utf-8")
     if result.passed:
         _out(f"gate passed: {name}: {result.reason}")
         return EXIT_OK
@@ -453,6 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
     p.add_argument("--threshold", type=float, default=0.5, help="trigger rate that counts as fired")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the report")
+    p.add_argument("--junit", metavar="FILE", help="also write the rows as JUnit XML")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
     p = command(

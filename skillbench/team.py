@@ -229,18 +229,3 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
         return GateResult(False, "; ".join(reasons), where)
     return GateResult(True, f"{r.verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} "
                             "rows scored)", where)  # fmt: skip
-
-
-def junit(skill: str, result: GateResult) -> str:
-    """A JUnit XML report of one gate decision, for CI systems."""
-    from xml.sax.saxutils import escape, quoteattr
-
-    body = "" if result.passed else f"<failure message={quoteattr(result.reason)}/>"
-    failures = 0 if result.passed else 1
-    out = f"<system-out>{escape(result.reason)}</system-out>"
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<testsuite name="skillbench-gate" tests="1" failures="{failures}">\n'
-        f'  <testcase classname="skillbench.gate" name={quoteattr(skill)}>{body}{out}'
-        "</testcase>\n</testsuite>\n"
-    )

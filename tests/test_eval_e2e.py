@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -91,9 +92,20 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         conv(BASE, "Polish", {"text": "greeting polished"}),
         conv("(?s)", "Style", {"text": "greeting styled"}),
     ]})  # fmt: skip
-    code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
+    code, lines, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--junit", str(tmp_path / "eval.xml")
+    )
     assert code == 0
     rows = by_case(summary)
+    suite = ElementTree.parse(tmp_path / "eval.xml").getroot()
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures"), suite.get("skipped")) == (
+        "skillbench eval greeter: PASS",
+        "4",
+        "0",
+        "1",
+    )
+    assert [c.get("name") for c in suite] == ["hello rep 1 vs baseline", "polish rep 1 vs baseline",
+                                              "style rep 1 vs baseline", "needs-codex"]  # fmt: skip
     assert (rows["hello.baseline.1"]["outcome"], rows["hello.baseline.1"]["decided_by"]) == (
         "win",
         "checks",

@@ -1,0 +1,50 @@
+"""JUnit XML for CI systems: one test case per eval row, or one for a gate decision."""
+
+from __future__ import annotations
+
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from skillbench.engine.records import UNSCORED
+
+
+def _suite(name: str, cases: list[str], failures: int, skipped: int = 0) -> str:
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<testsuite name={quoteattr(name)} tests="{len(cases)}" failures="{failures}" '
+        f'skipped="{skipped}">\n' + "".join(f"  {c}\n" for c in cases) + "</testsuite>\n"
+    )
+
+
+def gate_junit(skill: str, passed: bool, reason: str) -> str:
+    """One test case: the gate's decision on a skill."""
+    body = "" if passed else f"<failure message={quoteattr(reason)}/>"
+    case = (f'<testcase classname="skillbench.gate" name={quoteattr(skill)}>{body}'
+            f"<system-out>{escape(reason)}</system-out></testcase>")  # fmt: skip
+    return _suite("skillbench-gate", [case], 0 if passed else 1)
+
+
+def eval_junit(summary: dict[str, Any]) -> str:
+    """One test case per row (a loss fails it, an unscored tie is skipped) and one per
+    skipped case, under a suite named for the skill and its verdict."""
+    cases, failures, skipped = [], 0, 0
+    cls = quoteattr(f"skillbench.eval.{summary['skill']}")
+    for row in summary["rows"]:
+        name = f"{row['case']} rep {row['rep']} vs {row['opponent']}"
+        detail = f"{row['outcome']} ({row['decided_by']})"
+        if row["outcome"] == "loss":
+            failures += 1
+            body = f"<failure message={quoteattr(detail)}/>"
+        elif row["decided_by"] in UNSCORED:
+            skipped += 1
+            body = f"<skipped message={quoteattr(detail)}/>"
+        else:
+            body = f"<system-out>{escape(detail)}</system-out>"
+        cases.append(f"<testcase classname={cls} name={quoteattr(name)}>{body}</testcase>")
+    for skip in summary["skipped"]:
+        skipped += 1
+        reason = quoteattr(skip["reason"])
+        cases.append(f"<testcase classname={cls} name={quoteattr(skip['case'])}>"
+                     f"<skipped message={reason}/></testcase>")  # fmt: skip
+    name = f"skillbench eval {summary['skill']}: {summary['verdict']}"
+    return _suite(name, cases, failures, skipped)
