@@ -12,7 +12,9 @@ import os
 import re
 import shutil
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import msgspec
 
@@ -154,7 +156,17 @@ def catalog(root: Path, *, include: Skill | None = None) -> list[Skill]:
     return [skills[name] for name in sorted(skills)]
 
 
-def catalog_lines(skills: list[Skill]) -> list[str]:
+class Named(Protocol):
+    """Anything with a skill's name and description (a Skill, the agent's SkillInfo)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+def catalog_lines(skills: Sequence[Named]) -> list[str]:
     """One `- name: description` line per skill, the description folded onto one line."""
     return [f"- {s.name}: {' '.join(s.description.split())}" for s in skills]
 

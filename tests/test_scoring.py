@@ -138,26 +138,17 @@ async def test_judge_outcomes(tmp_path: Path, monkeypatch, replies, fault, expec
 @pytest.mark.anyio
 async def test_judge_order_comes_from_the_seeded_rng(tmp_path: Path, monkeypatch) -> None:
     ref = judge_script(tmp_path, ['{"winner": "tie"}'], monkeypatch)
+
+    async def first(seed: int) -> bool:
+        result = await judge(resolve_model(ref), task="t", rubric="r", candidate="c",
+                             opponent="o", rng=random.Random(seed))  # fmt: skip
+        return result.candidate_first
+
     firsts = set()
     for seed in range(8):
-        a = await judge(
-            resolve_model(ref),
-            task="t",
-            rubric="r",
-            candidate="c",
-            opponent="o",
-            rng=random.Random(seed),
-        )
-        b = await judge(
-            resolve_model(ref),
-            task="t",
-            rubric="r",
-            candidate="c",
-            opponent="o",
-            rng=random.Random(seed),
-        )
-        assert a.candidate_first == b.candidate_first
-        firsts.add(a.candidate_first)
+        order = await first(seed)
+        assert order == await first(seed)  # the same seed, the same order
+        firsts.add(order)
     assert firsts == {True, False}
 
 

@@ -17,6 +17,7 @@ from skillbench.agent.trace import TraceWriter
 from skillbench.models.base import Message, Model, ModelError, TextBlock, ToolResult, Usage
 from skillbench.models.pricing import Price, cost_usd
 from skillbench.sandbox.base import SKILLS_DIR, Sandbox, SandboxError
+from skillbench.skills import catalog_lines
 
 UNATTENDED_NOTE = (
     "You are working on your own in a sandboxed Linux machine; your workspace is /work and "
@@ -60,7 +61,7 @@ def system_prompt(skills: Sequence[SkillInfo]) -> str:
     if not skills:
         catalog = "No skills are available."
     else:
-        lines = "\n".join(f"- {s.name}: {' '.join(s.description.split())}" for s in skills)
+        lines = "\n".join(catalog_lines(skills))
         catalog = (
             "Skills available (call the `skill` tool with a name to load one; its files are "
             f"under {SKILLS_DIR}/<name>):\n{lines}"
