@@ -1,5 +1,7 @@
-"""Sandbox benchmark: medians and spreads of the podman provider's operations, and the
-throughput of full staged arm cycles at concurrency 1, 4 and 8.
+"""Sandbox benchmark: medians and spreads of the podman provider's operations, the cost of
+the check phase (a fresh checker sandbox on the arm's /work, the agent's sandbox removed,
+/work handed to the checker), and the throughput of full staged arm cycles at concurrency
+1, 4 and 8.
 
     .venv/bin/python bench/sandbox.py [--reps N]
 
@@ -22,7 +24,7 @@ from pathlib import Path
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
-from skillbench.sandbox.stage import expose_case, stage_arm
+from skillbench.sandbox.stage import check_phase, stage_arm
 from skillbench.spec import load_case
 
 
@@ -86,14 +88,18 @@ async def main(reps: int) -> None:
             get.append((await timed(box.get_tree("/work/tree", tmp / f"back{i}")))[0])
             destroy.append((await timed(box.close()))[0])
 
+        checks: list[float] = []
+
         async def cycle() -> None:
             arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp)
             await arm.sandbox.exec("cat a.txt s.txt data.txt > /dev/null")
-            await expose_case(arm, skill)
-            await arm.sandbox.exec("test -f $CASE/cases/c.yaml", env={"CASE": "/case"})
+            t, checker = await timed(check_phase(provider, spec, arm, skill))
+            checks.append(t)
+            await checker.exec("test -f $CASE/cases/c.yaml && test -f s.txt")
             await arm.close()
 
         cycles = [(await timed(cycle()))[0] for _ in range(reps)]
+        check_phase_median = statistics.median(checks)
         print(f"sandbox benchmark  image {IMAGE}  cores {os.cpu_count()}")
         print(f"  create+start+executor   {fmt(create)}")
         print(f"  exec `true`             {fmt(execs)}")
@@ -103,6 +109,9 @@ async def main(reps: int) -> None:
         print(f"  put 1 MB tree           {fmt(put)}")
         print(f"  get 1 MB tree           {fmt(get)}")
         print(f"  destroy                 {fmt(destroy)}")
+        print(f"  check phase             {fmt(checks)}")
+        print(f"    (checker create+start, agent sandbox removed, chown /work; "
+              f"{check_phase_median / statistics.median(cycles):.0%} of a cycle)")  # fmt: skip
         print(f"  full staged arm cycle   {fmt(cycles)}")
         single = statistics.median(cycles)
         for conc in (1, 4, 8):

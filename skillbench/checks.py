@@ -4,7 +4,7 @@ path escaping the workspace makes that check fail with a reason; it never errors
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import msgspec
 
@@ -28,16 +28,16 @@ async def run_checks(
     checks: Sequence[Check],
     transcript: Transcript,
     sandbox: Sandbox | None,
-    env: Mapping[str, str] | None = None,
 ) -> list[CheckResult]:
-    """Evaluate checks against a finished session (`sandbox` after the agent phase)."""
+    """Evaluate checks against a finished session: `transcript` as it happened (unscrubbed),
+    `sandbox` the checker holding the arm's /work (stage.check_phase)."""
     text = transcript.all_text.lower()
     commands = transcript.bash_commands
-    return [await _one(c, text, commands, sandbox, env or {}) for c in checks]
+    return [await _one(c, text, commands, sandbox) for c in checks]
 
 
 async def _one(
-    check: Check, text: str, commands: list[str], sandbox: Sandbox | None, env: Mapping[str, str]
+    check: Check, text: str, commands: list[str], sandbox: Sandbox | None
 ) -> CheckResult:
     name, arg = check.name, check.arg
     if check.kind not in CHECK_KINDS:
@@ -73,7 +73,7 @@ async def _one(
             return CheckResult(name, exists, "exists" if exists else "missing")
         return CheckResult(name, not exists, "exists" if exists else "absent")
     # command_succeeds
-    done = await sandbox.exec(arg, timeout=COMMAND_TIMEOUT, cwd=WORKDIR, env=env)
+    done = await sandbox.exec(arg, timeout=COMMAND_TIMEOUT, cwd=WORKDIR)
     if done.timed_out:
         return CheckResult(name, False, f"timed out after {COMMAND_TIMEOUT:g} s")
     tail = (done.stderr or done.stdout).strip()[-300:]

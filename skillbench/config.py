@@ -13,10 +13,21 @@ import msgspec
 
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
+from skillbench.sandbox.base import parse_size
 
 
 class ConfigError(Exception):
     """The config file is unreadable or has a wrong value; the message names the file."""
+
+
+class SandboxLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[sandbox]`: kernel-enforced caps on what an arm can write, and on what is kept of a
+    failed arm's workspace."""
+
+    disk: str = "2g"  # /work
+    home: str = "64m"  # the agent's HOME
+    tmp: str = "256m"  # /tmp
+    keep_workspace: str = "100m"  # copied out of a failed arm, then a note
 
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -30,6 +41,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     memory: str = "2g"
     pids: int = 512
     cpus: float = 1.0
+    sandbox: SandboxLimits = SandboxLimits()
     max_retries: int = 4
     request_timeout: float = 600.0
     prices: dict[str, Price] = {}
@@ -95,6 +107,18 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         raise ConfigError(f"{where}: {exc}") from None
     if settings.parallel < 1 or settings.k < 1:
         raise ConfigError("parallel and k must be at least 1")
+    for key in ("disk", "home", "tmp", "keep_workspace"):
+        value = getattr(settings.sandbox, key)
+        try:
+            parse_size(value)
+        except ValueError:
+            raise ConfigError(f"{path or 'config'}: sandbox.{key} = {value!r} is not a size; "
+                              "write it like 512m or 2g") from None  # fmt: skip
+    try:
+        parse_size(settings.memory)
+    except ValueError:
+        raise ConfigError(f"{path or 'config'}: memory = {settings.memory!r} is not a size; "
+                          "write it like 512m or 2g") from None  # fmt: skip
     if settings.judge_model is None:
         settings.judge_model = settings.model
         sources["judge_model"] = f"{sources['model']} (same as model)"

@@ -27,8 +27,11 @@ MAX_DESCRIPTION = 1024
 # Never part of a skill's identity, anywhere in the tree.
 LITTER = frozenset({".git", ".DS_Store", "Thumbs.db"})
 # Top-level folders that are eval material, not the skill: out of the digest / out of staging.
-NOT_IN_DIGEST = frozenset({"evals"})
-NOT_STAGED = frozenset({"evals", "fixtures"})
+# `.skillbench/` holds run folders (journals, other arms' transcripts): never the skill's bytes,
+# never visible to an arm.
+RUNS_DIR = ".skillbench"
+NOT_IN_DIGEST = frozenset({"evals", RUNS_DIR})
+NOT_STAGED = frozenset({"evals", "fixtures", RUNS_DIR})
 
 
 class Skill(msgspec.Struct, frozen=True):

@@ -255,7 +255,7 @@ def test_agent_cannot_read_evals_reach_network_or_write_skill(fake, tmp_path: Pa
         assert results[0] == "searched\n[exit code 0]"  # nothing found anywhere
         assert "Network is unreachable" in results[1]
         if arm == "candidate":
-            assert "Read-only file system" in results[2]
+            assert "Permission denied" in results[2]
     assert (folder / "SKILL.md").read_text().count("pwned") == 0
     assert summary["rows"][0]["outcome"] == "tie"
 

@@ -9,8 +9,8 @@ import msgspec
 import pytest
 
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.podman import PodmanProvider
-from skillbench.sandbox.stage import expose_case, stage_arm
+from skillbench.sandbox.podman import LABEL, PodmanProvider
+from skillbench.sandbox.stage import check_phase, stage_arm
 from skillbench.spec import load_case
 from tests.helpers import make_skill
 
@@ -34,15 +34,21 @@ async def test_fork_bomb_is_contained(provider: PodmanProvider, spec: SandboxSpe
     try:
         bomb = await box.exec("bomb() { bomb | bomb & }; bomb; sleep 5", timeout=20)
         assert "fork: retry: Resource temporarily unavailable" in bomb.stderr  # the limit bit
-        await box.reap()
-        assert (await box.exec("echo alive")).stdout == "alive\n"
     finally:
-        await box.close()
+        await box.close()  # the bomb still runs: removal must work from outside
+    left = provider.client().containers.list(all=True, filters={"label": LABEL})
+    assert box.ctr_id not in [c.id for c in left]
+    fresh = await provider.create(spec)
+    try:
+        assert (await fresh.exec("echo alive")).stdout == "alive\n"
+    finally:
+        await fresh.close()
 
 
 async def test_memory_hog_is_killed_and_sandbox_survives(provider: PodmanProvider,
                                                          spec: SandboxSpec) -> None:  # fmt: skip
-    box = await provider.create(msgspec.structs.replace(spec, memory="256m"))
+    # the limit is memory plus the tmpfs caps (/work, HOME, /tmp): about 450 MB here
+    box = await provider.create(msgspec.structs.replace(spec, memory="256m", disk="64m", tmp="64m"))
     try:
         hog = await box.exec("python3 -c 'x = bytearray(1024 * 1024 * 1024); print(len(x))'")
         assert hog.exit_code == 137 and hog.stdout == ""
@@ -73,7 +79,9 @@ async def test_skill_is_read_only_and_evals_invisible_and_no_host_env(
     try:
         for attempt in ("touch /skills/demo/new", "rm /skills/demo/SKILL.md",
                         "echo x >> /skills/demo/SKILL.md", "mkdir /skills/other"):  # fmt: skip
-            done = await box.exec(attempt)
+            assert (await box.exec(attempt)).exit_code != 0, attempt
+            # and even root could not: the mount itself is read-only
+            done = await box.exec(attempt, user="root")
             assert done.exit_code != 0 and "Read-only file system" in done.stderr, attempt
         assert (await box.read_text("/skills/demo/SKILL.md")).startswith("---\nname: demo")
 
@@ -83,8 +91,8 @@ async def test_skill_is_read_only_and_evals_invisible_and_no_host_env(
         seen = await box.exec("env; cat /proc/1/environ | tr '\\0' '\\n'; cat /proc/self/environ")
         assert secret not in seen.stdout and "API_KEY" not in seen.stdout
 
-        await expose_case(arm, skill)
-        after = await box.exec(search, timeout=60)
+        checker = await check_phase(provider, spec, arm, skill)
+        after = await checker.exec(search, timeout=60)
         assert f"/case/{marker}.txt" in after.stdout.split()
     finally:
         await arm.close()

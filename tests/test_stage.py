@@ -1,5 +1,5 @@
 """Arm staging against real podman: seeding order, setup failures, the contamination guard,
-`/case` after the agent phase, and the requires probe."""
+the checker after the agent phase, and the requires probe."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.podman import OWNER_LABEL, PodmanProvider, _owner
 from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
-    expose_case,
+    check_phase,
     guard_contamination,
     missing_requirements,
     stage_arm,
@@ -107,7 +107,7 @@ async def test_failing_setup_drops_the_case_and_removes_the_sandbox(
     assert after <= before
 
 
-async def test_case_is_exposed_only_after_the_agent_phase(
+async def test_check_phase_is_a_fresh_checker_on_the_same_work(
     provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
 ) -> None:
     skill = skill_with_case(tmp_path)
@@ -115,16 +115,20 @@ async def test_case_is_exposed_only_after_the_agent_phase(
     arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     try:
         box = arm.sandbox
-        assert (await box.exec("ls -A /case")).stdout == ""
+        assert (await box.exec("ls -A /case")).exit_code != 0  # the agent has no /case at all
+        await box.exec("echo made > result.txt; echo home > ~/h; echo t > /tmp/t")
         await box.exec("sleep 600 >/dev/null 2>&1 &")
-        env = await expose_case(arm, skill)
-        assert env == {"CASE": "/case"}
-        got = await box.exec(
-            "cat $CASE/cases/use.yaml | head -1; ps -eo args | grep -c '^sleep 600' || true",
-            env=env,
+        checker = await check_phase(provider, spec, arm, skill)
+        got = await checker.exec(
+            "head -1 $CASE/cases/use.yaml; cat result.txt; id -un; stat -c %U result.txt; "
+            "ls -A ~ /tmp | grep -cx 'h\\|t' || true; ps -eo args | grep -c '^sleep 600' || true; "
+            "echo $PYTHONNOUSERSITE $HOME"
         )
-        assert got.stdout.split("\n")[:2] == ["task: Use the skill", "0"]
-        assert (await box.exec("touch /case/x")).exit_code != 0
+        assert got.stdout.split("\n")[:7] == ["task: Use the skill", "made", "checker", "checker",
+                                               "0", "0", "1 /home/checker"]  # fmt: skip
+        assert (await checker.exec("touch /case/x")).exit_code != 0
+        with pytest.raises(SandboxError):  # the agent's sandbox is gone, with its processes
+            await box.exec("true")
     finally:
         await arm.close()
 

@@ -19,19 +19,26 @@ from skillbench.scrub import scrub_obj
 
 
 class TraceWriter:
-    """Appends events to a transcript file, one flushed line each."""
+    """Appends events to a transcript file, one flushed line each, scrubbed; keeps the raw
+    events, which are what the checks read (a scrubbed `password: str` must still match)."""
 
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: IO[str] | None = path.open("w", encoding="utf-8")
+        self.events: list[dict[str, Any]] = []
 
     def event(self, type: str, **fields: Any) -> None:
         if self._fh is None:
             return
         record = {"type": type, **{k: _plain(v) for k, v in fields.items()}}
+        self.events.append(record)
         self._fh.write(json.dumps(scrub_obj(record), ensure_ascii=False) + "\n")
         self._fh.flush()
+
+    def transcript(self) -> Transcript:
+        """The session as it happened, unscrubbed: for the checks, never written anywhere."""
+        return Transcript(self.events)
 
     def close(self) -> None:
         if self._fh is not None:

@@ -17,7 +17,7 @@ from skillbench.config import Settings
 from skillbench.engine.records import BASELINE, CANDIDATE, INCUMBENT, Incumbent, Plan, Unit
 from skillbench.models import ModelRefError, check_ref
 from skillbench.sandbox.image import IMAGE, image_exists
-from skillbench.skills import Skill, digest, evals_digest, read_skill, skill_files
+from skillbench.skills import RUNS_DIR, Skill, digest, evals_digest, read_skill, skill_files
 from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
 from skillbench.spec.model import Session, Suite
 from skillbench.spec.problems import errors_in
@@ -142,7 +142,7 @@ def prepare(opts: EvalOptions) -> Prepared:
     sessions = sessions_of(assets, opts.case)
     found = find_incumbent(opts, skill, version)
     run_id = new_run_id()
-    run_dir = Path(opts.out) if opts.out else Path.cwd() / ".skillbench" / "runs" / run_id
+    run_dir = run_folder(skill_dir, opts.out, run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     if (run_dir / "journal.jsonl").exists():
         raise EvalError(
@@ -161,6 +161,24 @@ def prepare(opts: EvalOptions) -> Prepared:
     )  # fmt: skip
     (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
     return plan, run_dir, skill, sessions
+
+
+def run_folder(skill_dir: Path, out: str | None, run_id: str) -> Path:
+    """Where a new run goes: `--out`, else `.skillbench/runs/<run_id>` under the current folder,
+    or beside the skill when the current folder is inside it. Never inside the skill: later
+    arms would see the journal (the checks' text) and other arms' transcripts."""
+    skill = skill_dir.resolve()
+    if out is not None:
+        if Path(out).resolve().is_relative_to(skill):
+            raise EvalError(
+                f"--out {out}: is inside the skill under test ({skill_dir}), where the agent "
+                "could read it; choose a folder outside the skill"
+            )
+        return Path(out)
+    base = Path.cwd()
+    if base.resolve().is_relative_to(skill):
+        base = skill.parent
+    return base / RUNS_DIR / "runs" / run_id
 
 
 def check_credentials(*refs: str) -> None:

@@ -71,12 +71,14 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     attempts: int = 1
     transcript: str | None = None
     checks: dict[str, list[CheckResult]] = {}  # unit name -> results
+    notes: list[str] = []  # what the kept workspace left out (workspaces/<key>)
 
 
-class ArmResult(msgspec.Struct):
+class ArmResult(msgspec.Struct, omit_defaults=True):
     passed: bool
     error: bool
     checks: list[CheckResult]
+    notes: list[str] = []
 
 
 class RowRecord(msgspec.Struct, tag="row", kw_only=True):

@@ -8,7 +8,6 @@ sandbox is removed, also on Ctrl-C; failed arms' workspaces are kept under the r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import shutil
 import time
@@ -40,13 +39,12 @@ from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, write_receipt
-from skillbench.sandbox.base import WORKDIR, SandboxError, SandboxSpec
+from skillbench.sandbox.base import WORKDIR, Sandbox, SandboxError, SandboxSpec, parse_size
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
-    StagedArm,
-    expose_case,
+    check_phase,
     missing_requirements,
     stage_arm,
 )
@@ -103,9 +101,11 @@ class _Run:
         # judge calls are light, but a burst of them would meet the provider's rate limits
         self.judge_gate = asyncio.Semaphore(max(4, opts.settings.parallel))
         self.closing: set[asyncio.Future[None]] = set()  # sandboxes being removed
-        limits = self.settings
-        self.sandbox_spec = SandboxSpec(image=opts.image, memory=limits.memory, pids=limits.pids,
-                                        cpus=limits.cpus)  # fmt: skip
+        box = self.settings.sandbox
+        self.sandbox_spec = SandboxSpec(
+            image=opts.image, memory=self.settings.memory, pids=self.settings.pids,
+            cpus=self.settings.cpus, disk=box.disk, home=box.home, tmp=box.tmp,
+        )  # fmt: skip
 
     # sessions ----------------------------------------------------------------------------
 
@@ -163,24 +163,23 @@ class _Run:
             )  # fmt: skip
             if result.errored:
                 return replace(record, error=result.error)
-            env = await expose_case(staged, self.skill_dir)
-            text = read_trace(transcript)
+            checker = await check_phase(provider, self.sandbox_spec, staged, self.skill_dir)
+            text = trace.transcript()  # what happened, not the scrubbed copy on disk
             checks = {}
             if isinstance(spec, Suite):
                 for sub in spec.cases:
                     checks[f"{SUITE}/{sub.name}"] = await run_checks(
-                        (*spec.checks, *sub.checks), text, staged.sandbox, env)  # fmt: skip
+                        (*spec.checks, *sub.checks), text, checker)  # fmt: skip
             else:
-                checks[name] = await run_checks(spec.checks, text, staged.sandbox, env)
+                checks[name] = await run_checks(spec.checks, text, checker)
             passed = all(c.passed for results in checks.values() for c in results)
-            if not passed:
-                await self.keep_workspace(staged, key)
-            return replace(record, outcome="pass" if passed else "fail", checks=checks)
+            notes = [] if passed else await self.keep_workspace(checker, key)
+            return replace(record, outcome="pass" if passed else "fail", checks=checks,
+                           notes=notes)  # fmt: skip
         except SandboxError as exc:
-            await self.keep_workspace(staged, key)
             return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
         finally:
-            # Removing the container (~0.1 s) need not hold the session's slot.
+            # Removing the containers (~0.1 s each) need not hold the session's slot.
             self.closing.add(asyncio.ensure_future(staged.close()))
 
     def arm_skills(self, arm: str) -> dict[str, Path]:
@@ -197,9 +196,14 @@ class _Run:
             return SkillInfo(inc.name, inc.description)
         return SkillInfo(self.skill.name, self.skill.description)
 
-    async def keep_workspace(self, staged: StagedArm, key: str) -> None:
-        with contextlib.suppress(OSError, SandboxError):  # a broken sandbox has nothing to keep
-            await staged.sandbox.get_tree(WORKDIR, self.run_dir / "workspaces" / key)
+    async def keep_workspace(self, checker: Sandbox, key: str) -> list[str]:
+        """Copy a failed arm's /work into the run folder (capped, streamed); never fails the
+        session: what could not be kept becomes a note."""
+        cap = parse_size(self.settings.sandbox.keep_workspace)
+        try:
+            return await checker.get_tree(WORKDIR, self.run_dir / "workspaces" / key, cap=cap)
+        except (OSError, SandboxError) as exc:
+            return [f"workspace not kept: {exc}"]
 
     # rows --------------------------------------------------------------------------------
 

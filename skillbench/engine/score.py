@@ -46,7 +46,7 @@ def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:
     if record is None or record.outcome == "error":
         return ArmResult(False, True, [])
     checks = record.checks.get(unit.name, [])
-    return ArmResult(all(c.passed for c in checks), False, checks)
+    return ArmResult(all(c.passed for c in checks), False, checks, record.notes)
 
 
 def row_by_checks(

@@ -12,6 +12,10 @@ Errors:
 - `write_file` creates parent folders; a read-only place raises PermissionError.
 - `SandboxError` means the sandbox itself failed (could not start, its executor died, podman
   answered with an error): an infrastructure error, never the agent's fault.
+
+Users (design §9): commands and file operations run as the spec's `user` (the image's
+`agent`, uid 1000, by default), never as the root executor; the root filesystem is
+read-only; /work, HOME and /tmp are small fresh filesystems with kernel-enforced sizes.
 """
 
 from __future__ import annotations
@@ -24,8 +28,24 @@ import msgspec
 
 WORKDIR = "/work"
 SKILLS_DIR = "/skills"  # staged skills, read-only, one folder per skill
-CASE_DIR = "/case"  # the skill's evals/, read-only, only after the agent phase
+CASE_DIR = "/case"  # the skill's evals/, read-only, only in the checker
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
+# The image's users: the agent works as `agent`; checks run as `checker`, a user the agent
+# never was; `root` is the executor's own (used only to hand /work to the checker).
+AGENT, CHECKER, ROOT = "agent", "checker", "root"
+HOMES = {AGENT: "/home/agent", CHECKER: "/home/checker", ROOT: "/root"}
+UIDS = {AGENT: 1000, CHECKER: 1001, ROOT: 0}  # as the image creates them (image.py)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size like `512m` or `2g` (binary units); ValueError when malformed."""
+    value = text.strip().lower().removesuffix("ib").removesuffix("b") if text else ""
+    unit = value[-1:] if value[-1:] in _UNITS else ""
+    number = value[: len(value) - len(unit)]
+    if not number.replace(".", "", 1).isdigit():
+        raise ValueError(f"{text!r} is not a size (e.g. 512m, 2g)")
+    return int(float(number) * _UNITS[unit])
 
 
 class SandboxError(Exception):
@@ -56,11 +76,21 @@ class Mount(msgspec.Struct, frozen=True):
 
 
 class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """How to make a sandbox. The defaults are the isolation every arm gets."""
+    """How to make a sandbox. The defaults are the isolation every arm gets.
+
+    `disk`, `home` and `tmp` cap /work, HOME and /tmp (tmpfs: writes past them get ENOSPC).
+    Their pages live in memory, so the sandbox's memory limit is `memory` plus those caps:
+    a full disk is never an out-of-memory kill, and processes always get `memory`.
+    """
 
     image: str
+    user: str = AGENT
     network: bool = False
     memory: str = "2g"
+    disk: str = "2g"
+    home: str = "64m"
+    tmp: str = "256m"
+    workspace: str | None = None  # a Workspace's name: /work outlives the sandbox (checks)
     pids: int = 512
     cpus: float = 1.0
     nofile: int = 4096
@@ -84,8 +114,9 @@ class Sandbox(Protocol):
         env: Mapping[str, str] | None = None,
         stdin: str | bytes | None = None,
         output_cap: int = DEFAULT_OUTPUT_CAP,
+        user: str | None = None,
     ) -> ExecResult:
-        """Run `cmd` (a string for bash, or an argv list)."""
+        """Run `cmd` (a string for bash, or an argv list) as `user` (default: the spec's)."""
         ...
 
     async def read_file(self, path: str) -> bytes: ...
@@ -100,12 +131,10 @@ class Sandbox(Protocol):
         """Copy the host folder `src` into the sandbox folder `dest` (created if missing)."""
         ...
 
-    async def get_tree(self, src: str, dest: Path) -> None:
-        """Copy the sandbox folder `src` to the host folder `dest`."""
-        ...
-
-    async def reap(self) -> int:
-        """Kill every process the agent left behind; return how many."""
+    async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
+        """Copy the sandbox folder `src` to the host folder `dest`, streamed, at most `cap`
+        bytes of file content; symlinks stay links and are never followed. Returns notes on
+        what was left out (devices, FIFOs, hard links, unsafe names, the cut at `cap`)."""
         ...
 
     async def close(self) -> None:
@@ -113,9 +142,24 @@ class Sandbox(Protocol):
         ...
 
 
+class Workspace(Protocol):
+    """A /work that outlives the sandbox it was made for: the agent's sandbox writes it, then a
+    fresh checker sandbox mounts it. Its data lives while some sandbox holding it runs."""
+
+    name: str
+
+    async def close(self) -> None:
+        """Remove it; safe to call twice."""
+        ...
+
+
 class SandboxProvider(Protocol):
-    """Makes sandboxes."""
+    """Makes sandboxes and workspaces."""
 
     async def create(self, spec: SandboxSpec) -> Sandbox: ...
+
+    async def workspace(self, size: str, owner: str = AGENT) -> Workspace:
+        """A fresh, empty workspace of at most `size` bytes belonging to `owner`."""
+        ...
 
     async def aclose(self) -> None: ...

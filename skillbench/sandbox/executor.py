@@ -7,15 +7,24 @@ zombies never use up the pids limit. It listens on the socket path given with --
 folder bind-mounted from the host), takes exactly one connection and then removes the path.
 This file must stay standard-library only and run on the image's python3.
 
-Request: {"id": n, "op": "exec"|"read"|"write"|"exists"|"reap", ...}; reply: {"id": n, ...}.
+The executor stays root; everything it does for the host runs as the sandbox's user (--user,
+a name from the image's passwd): commands through setuid in the child, file operations in a
+forked child that drops to the user first. A user process has no capabilities, cannot
+signal, ptrace or read the memory of this root, non-dumpable process, and is the OOM
+killer's first choice.
+
+Request: {"id": n, "op": "exec"|"read"|"write"|"exists", ...}; reply: {"id": n, ...}.
+An "exec" may name another `user` (the host uses "root" to hand /work to the checker).
 Commands run in their own session so a timeout kills the whole process group from inside.
 """
 
 import base64
 import contextlib
+import ctypes
 import errno
 import json
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -29,6 +38,8 @@ _conn = None  # the host's connection
 # Children we wait for ourselves; the reaper must not take their exit status.
 _SPAWN = threading.Lock()
 _ACTIVE: set = set()
+_USER = None  # the pwd entry everything runs as (set in main)
+_VICTIM = 1000  # oom_score_adj of every user process: the OOM killer takes them first
 
 
 def _reply(message):
@@ -80,12 +91,31 @@ class _Capture:
         return base64.b64encode(head + marker + tail).decode(), True
 
 
+def _user(req):
+    name = req.get("user")
+    return pwd.getpwnam(name) if name else _USER
+
+
+def _env_for(user, extra):
+    """The container's environment (never the host's) with the user's own HOME and names."""
+    env = dict(os.environ)
+    env.update(HOME=user.pw_dir, USER=user.pw_name, LOGNAME=user.pw_name, TMPDIR="/tmp")
+    env.update(extra or {})
+    return env
+
+
 def _exec(req):
     started = time.monotonic()
-    env = dict(os.environ)
-    env.update(req.get("env") or {})
+    user = _user(req)
+    env = _env_for(user, req.get("env"))
     cmd = req["cmd"]
-    argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else cmd
+    argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+    drop = {}
+    if user.pw_uid != 0:
+        # choom: the OOM killer takes a user process before this one (which cannot lower
+        # its own score without CAP_SYS_RESOURCE on some hosts)
+        argv = ["choom", "-n", str(_VICTIM), "--", *argv]
+        drop = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
     stdin = base64.b64decode(req["stdin"]) if req.get("stdin") is not None else None
     cap = int(req.get("cap", 1 << 20))
     out_r, out_w = os.pipe()
@@ -112,6 +142,7 @@ def _exec(req):
                 stdout=out_w,
                 stderr=err_w,
                 start_new_session=True,
+                **drop,
             )
             _ACTIVE.add(proc.pid)
     finally:
@@ -159,6 +190,58 @@ def _path(req):
     return os.path.join("/work", req["path"])
 
 
+def _as_user(fn, req):
+    """Run a file operation in a forked child that has dropped to the user, so the kernel
+    checks it as the user (a symlink planted in /work leads nowhere root could reach)."""
+    user = _user(req)
+    if user.pw_uid == 0:
+        return fn(req)
+    r, w = os.pipe()
+    with _SPAWN:
+        pid = os.fork()
+        if pid == 0:  # the child: raw system calls only, then _exit
+            try:
+                os.close(r)
+                with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as fh:
+                    fh.write(str(_VICTIM))
+                os.setgroups([])
+                os.setresgid(user.pw_gid, user.pw_gid, user.pw_gid)
+                os.setresuid(user.pw_uid, user.pw_uid, user.pw_uid)
+                try:
+                    result = fn(req)
+                except OSError as exc:
+                    result = {
+                        "error": type(exc).__name__,
+                        "errno": exc.errno,
+                        "message": exc.strerror or str(exc),
+                    }
+                data = json.dumps(result).encode()
+                while data:
+                    data = data[os.write(w, data) :]
+            finally:
+                os._exit(0)
+        _ACTIVE.add(pid)
+    os.close(w)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+        with _SPAWN:
+            _ACTIVE.discard(pid)
+    if not chunks:
+        raise OSError(errno.EIO, "the file operation died")
+    result = json.loads(b"".join(chunks))
+    if result.get("errno"):
+        raise OSError(result["errno"], result["message"])
+    return result
+
+
 def _read(req):
     with open(_path(req), "rb") as fh:
         data = fh.read(int(req.get("limit", 64 << 20)) + 1)
@@ -181,26 +264,12 @@ def _exists(req):
     return {"exists": os.path.lexists(_path(req))}
 
 
-def _others():
-    me = os.getpid()
-    return [int(e) for e in os.listdir("/proc") if e.isdigit() and int(e) != me]
-
-
-def _reap(req):
-    """Kill every process but this executor (PID 1) before the checks run, so nothing the
-    agent left running can change what they see. kill(-1) from PID 1 reaches all the others;
-    it is repeated because a fork bomb can fork between rounds."""
-    killed = len(_others())
-    for _ in range(100):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)
-        time.sleep(0.01)
-        if not _others():
-            break
-    return {"killed": killed}
-
-
-OPS = {"exec": _exec, "read": _read, "write": _write, "exists": _exists, "reap": _reap}
+OPS = {
+    "exec": _exec,
+    "read": lambda req: _as_user(_read, req),
+    "write": lambda req: _as_user(_write, req),
+    "exists": lambda req: _as_user(_exists, req),
+}
 
 
 def _handle(req):
@@ -239,9 +308,30 @@ def _reap_orphans():
                         os.waitpid(int(entry), os.WNOHANG)
 
 
+def _harden(user):
+    """Make this root process one the sandbox's users cannot touch."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc/1/mem, even same-uid
+    # Lowering needs CAP_SYS_RESOURCE, which some hosts lack (these machines do); user
+    # processes start at +1000 so the OOM killer takes them first either way.
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as fh:
+        fh.write("-1000")
+    # As PID 1, a signal without a handler is dropped when sent from inside the container;
+    # Python's own SIGINT handler is the only one, so remove it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Fresh mounts (the workspace, HOME) belong to the user.
+    for place in ("/work", user.pw_dir):
+        with contextlib.suppress(OSError):
+            if os.stat(place).st_uid == 0 and user.pw_uid != 0:
+                os.chown(place, user.pw_uid, user.pw_gid)
+
+
 def main():
-    global _conn
+    global _conn, _USER
     path = sys.argv[sys.argv.index("--listen") + 1]
+    name = sys.argv[sys.argv.index("--user") + 1] if "--user" in sys.argv else "root"
+    _USER = pwd.getpwnam(name)
+    _harden(_USER)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -256,9 +346,6 @@ def main():
         if not line.strip():
             continue
         req = json.loads(line)
-        if req.get("op") == "reap":  # inline: it must work even when no thread can start
-            _handle(req)
-            continue
         try:
             threading.Thread(target=_handle, args=(req,), daemon=True).start()
         except RuntimeError:

@@ -9,6 +9,7 @@ the normal path for a machine that can pull.
 from __future__ import annotations
 
 import hashlib
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -17,11 +18,19 @@ from pathlib import Path
 PACKAGES = ("python3", "git", "ca-certificates", "procps")
 CONTAINERFILE = Path(__file__).parent / "files" / "Containerfile"
 _EXCLUDES = ("/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/usr/share/info/*")
+# The users of design §9: the agent runs as `agent`, checks as `checker`, a user the agent
+# never was; /work belongs to the agent. The Containerfile does the same.
+USERS_SCRIPT = (
+    "useradd -m -u 1000 -U -s /bin/bash agent && "
+    "useradd -m -u 1001 -U -s /bin/bash checker && "
+    "mkdir -p /work && chown 1000:1000 /work"
+)
 
 
 def _recipe_digest() -> str:
     h = hashlib.sha256()
     h.update(" ".join(PACKAGES).encode())
+    h.update(USERS_SCRIPT.encode())
     h.update(CONTAINERFILE.read_bytes())
     return h.hexdigest()[:12]
 
@@ -88,7 +97,7 @@ def _build_with_mmdebstrap(name: str, log: Callable[[str], None]) -> None:
         "--quiet",
         f"--include={','.join(PACKAGES)}",
         *[f"--dpkgopt=path-exclude={p}" for p in _EXCLUDES],
-        '--customize-hook=mkdir -p "$1/work"',
+        f'--customize-hook=chroot "$1" sh -c {shlex.quote(USERS_SCRIPT)}',
         suite,
         "-",
         *_host_sources(),

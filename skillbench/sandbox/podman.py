@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import errno
 import io
 import itertools
@@ -30,13 +31,18 @@ from podman import PodmanClient
 
 from skillbench.sandbox import executor
 from skillbench.sandbox.base import (
+    AGENT,
     DEFAULT_OUTPUT_CAP,
+    HOMES,
+    UIDS,
     WORKDIR,
     ExecResult,
     Mount,
     SandboxError,
     SandboxSpec,
+    parse_size,
 )
+from skillbench.sandbox.copyout import extract_capped
 from skillbench.sandbox.service import PodmanService, runtime_dir
 
 LABEL = "skillbench"
@@ -45,6 +51,7 @@ EXECUTOR_FILE = Path(executor.__file__)
 _IN_SANDBOX = "/opt/skillbench/executor.py"
 _SOCKET_DIR = "/run/skillbench"
 _REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
+_SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the other tmpfs
 
 
 def _owner() -> str:
@@ -69,6 +76,7 @@ class PodmanProvider:
         self._owns_service = service is None
         self._local = threading.local()
         self._live: set[PodmanSandbox] = set()
+        self._workspaces: set[PodmanWorkspace] = set()
         if sweep:
             self.sweep()
 
@@ -90,6 +98,12 @@ class PodmanProvider:
             if owner_host == host and pid.isdigit() and not _pid_alive(int(pid)):
                 ctr.remove(force=True, timeout=0)
                 removed += 1
+        for vol in self.client().volumes.list(filters={"label": LABEL}):
+            owner = (vol.attrs.get("Labels") or {}).get(OWNER_LABEL, "")
+            owner_host, _, pid = owner.rpartition(":")
+            if owner_host == host and pid.isdigit() and not _pid_alive(int(pid)):
+                with contextlib.suppress(Exception):  # still in use: the next sweep takes it
+                    vol.remove(force=True)
         # and the host-side files of those processes: socket folders, service sockets, logs
         for path in runtime_dir().iterdir():
             match = re.match(r"^(?:sb-|podman-)(\d+)", path.name)
@@ -117,15 +131,58 @@ class PodmanProvider:
             raise
         return sandbox
 
+    async def workspace(self, size: str, owner: str = AGENT) -> PodmanWorkspace:
+        """A tmpfs volume: a kernel-enforced size (ENOSPC past it) on rootful podman 4.3,
+        where neither `--storage-opt size` nor volume quotas work without XFS project quotas.
+        Its data lives while a container holding it runs (the checker starts before the
+        agent's sandbox is removed)."""
+        name = f"skillbench-ws-{os.getpid()}-{next(_WS_IDS)}-{os.urandom(3).hex()}"
+        blocks = max(1, parse_size(size) // os.sysconf("SC_PAGE_SIZE"))
+        uid = UIDS[owner]
+        # `size=` in a volume's options asks podman for a quota it refuses here; `nr_blocks`
+        # is the same tmpfs limit in pages, passed through to mount(2) untouched.
+        options = {
+            "type": "tmpfs",
+            "device": "tmpfs",
+            "o": f"nr_blocks={blocks},uid={uid},gid={uid},mode=0755,nosuid,nodev",
+        }
+        labels = {LABEL: "1", OWNER_LABEL: _owner()}
+
+        def make() -> None:
+            try:
+                self.client().volumes.create(name, driver="local", driver_opts=options,
+                                             labels=labels)  # fmt: skip
+            except Exception as exc:
+                raise SandboxError(f"could not create a workspace volume: {exc}") from exc
+
+        await asyncio.to_thread(make)
+        found = PodmanWorkspace(self, name)
+        self._workspaces.add(found)
+        return found
+
     def _create_container(self, spec: SandboxSpec, sock_dir: Path) -> str:
+        home = HOMES[spec.user]
+        tmpfs = [("/tmp", spec.tmp, "1777"), (home, spec.home, "0700")]
+        if spec.workspace is None:
+            tmpfs.append((WORKDIR, spec.disk, "0755"))
+        # tmpfs pages are charged to the container's memory: add the caps on top, so a full
+        # disk is ENOSPC rather than an OOM kill
+        memory = sum(parse_size(x) for x in (spec.memory, spec.disk, spec.home, spec.tmp, _SHM))
         kwargs: dict[str, Any] = dict(
             # The executor is PID 1: it reaps orphans (without an init, zombies use up the
             # pids limit) and cannot be killed from inside, not even by `kill -9 -1`.
-            command=["python3", "-u", _IN_SANDBOX, "--listen", f"{_SOCKET_DIR}/exec.sock"],
+            command=[
+                *("python3", "-u", _IN_SANDBOX),
+                *("--listen", f"{_SOCKET_DIR}/exec.sock", "--user", spec.user),
+            ],
             init=False,
             working_dir=WORKDIR,
             labels={LABEL: "1", OWNER_LABEL: _owner(), **spec.labels},
-            mem_limit=spec.memory,
+            mem_limit=memory,
+            # nothing the agent writes outside /work, HOME and /tmp; no setuid escalation
+            read_only=True,
+            read_write_tmpfs=False,
+            no_new_privileges=True,
             pids_limit=spec.pids,
             nano_cpus=int(spec.cpus * 1e9),
             ulimits=[  # both or neither: nofile alone resets nproc and start fails
@@ -136,19 +193,27 @@ class PodmanProvider:
             environment=dict(spec.env),
             mounts=[
                 # absolute: the podman service resolves a relative source against its own cwd
-                {
-                    "type": "bind",
-                    "source": os.path.abspath(m.source),
-                    "target": m.target,
-                    "read_only": m.read_only,
-                }
-                for m in (
-                    *spec.mounts,
-                    Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
-                    Mount(str(sock_dir), _SOCKET_DIR, read_only=False),
-                )
+                *(
+                    {
+                        "type": "bind",
+                        "source": os.path.abspath(m.source),
+                        "target": m.target,
+                        "read_only": m.read_only,
+                    }
+                    for m in (
+                        *spec.mounts,
+                        Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
+                        Mount(str(sock_dir), _SOCKET_DIR, read_only=False),
+                    )
+                ),
+                *(
+                    {"type": "tmpfs", "source": "tmpfs", "target": t, "size": n, "mode": m}
+                    for t, n, m in tmpfs
+                ),
             ],
         )
+        if spec.workspace is not None:
+            kwargs["volumes"] = {spec.workspace: {"bind": WORKDIR, "mode": "rw"}}
         if not spec.network:
             kwargs["network_mode"] = "none"
         try:
@@ -165,8 +230,38 @@ class PodmanProvider:
     async def aclose(self) -> None:
         """Close every sandbox still open, then stop the service if we started it."""
         await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
+        await asyncio.gather(*(w.close() for w in list(self._workspaces)),
+                             return_exceptions=True)  # fmt: skip
         if self._owns_service:
             self.service.stop()
+
+
+_WS_IDS = itertools.count(1)
+
+
+class PodmanWorkspace:
+    """A tmpfs volume used as /work by an arm's sandbox and then by its checker."""
+
+    def __init__(self, provider: PodmanProvider, name: str):
+        self.provider = provider
+        self.name = name
+        self._closed = False
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await asyncio.to_thread(self._remove)
+        finally:
+            self.provider._workspaces.discard(self)
+
+    def _remove(self) -> None:
+        try:
+            self.provider.client().volumes.remove(self.name, force=True)
+        except Exception as exc:  # already gone is fine; anything else is swept next start
+            if "no such volume" not in str(exc).lower() and "404" not in str(exc):
+                raise SandboxError(f"could not remove workspace {self.name}: {exc}") from exc
 
 
 class PodmanSandbox:
@@ -273,6 +368,7 @@ class PodmanSandbox:
         env: Mapping[str, str] | None = None,
         stdin: str | bytes | None = None,
         output_cap: int = DEFAULT_OUTPUT_CAP,
+        user: str | None = None,
     ) -> ExecResult:
         """Run a command; see base.Sandbox for the semantics."""
         data = stdin.encode() if isinstance(stdin, str) else stdin
@@ -285,6 +381,7 @@ class PodmanSandbox:
             env=dict(env or {}),
             stdin=None if data is None else base64.b64encode(data).decode(),
             cap=output_cap,
+            user=user,
         )
         self._raise_for(reply, cwd or "")
         return ExecResult(
@@ -315,37 +412,31 @@ class PodmanSandbox:
         self._raise_for(reply, path)
         return bool(reply["exists"])
 
-    async def reap(self) -> int:
-        reply = await self._call("reap", 30)
-        self._raise_for(reply)
-        return int(reply.get("killed", 0))
-
     async def put_tree(self, src: Path, dest: str) -> None:
-        mk = await self.exec(["mkdir", "-p", "--", dest], timeout=30)
-        if not mk.ok:
-            raise PermissionError(errno.EACCES, mk.stderr.strip(), dest)
+        # unpacked by the sandbox's user, so the files are theirs (never root's)
         data = await asyncio.to_thread(_tar_folder, src)
-        done = await asyncio.to_thread(self._put_archive, dest, data)
-        if not done:  # podman-py returns False instead of raising
-            raise SandboxError(f"sandbox {self.name}: could not copy {src} to {dest}")
+        done = await self.exec(["sh", "-c", 'mkdir -p -- "$1" && exec tar -x -C "$1" -f -',
+                                "put_tree", dest], stdin=data, timeout=120)  # fmt: skip
+        if not done.ok:
+            raise PermissionError(errno.EACCES, done.stderr.strip()[-500:], dest)
 
-    def _put_archive(self, dest: str, data: bytes) -> bool:
-        return bool(self.provider.client().containers.get(self.ctr_id).put_archive(dest, data))
-
-    async def get_tree(self, src: str, dest: Path) -> None:
+    async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
         if not await self.exists(src):
             raise FileNotFoundError(errno.ENOENT, "no such folder in the sandbox", src)
-        await asyncio.to_thread(self._get_archive, src, dest)
+        return await asyncio.to_thread(self._get_archive, src, dest, cap)
 
-    def _get_archive(self, src: str, dest: Path) -> None:
-        stream, _stat = self.provider.client().containers.get(self.ctr_id).get_archive(src)
-        buf = io.BytesIO(b"".join(stream))
-        with tempfile.TemporaryDirectory() as tmp, tarfile.open(fileobj=buf) as tar:
-            tar.extractall(tmp, filter="data")
-            (top,) = Path(tmp).iterdir()  # the archive holds the folder itself
-            dest.mkdir(parents=True, exist_ok=True)
-            for child in top.iterdir():
-                shutil.move(str(child), dest / child.name)
+    def _get_archive(self, src: str, dest: Path, cap: int) -> list[str]:
+        # Streamed (podman-py's own get_archive reads the whole tar into memory first).
+        api = self.provider.client().api
+        response = api.get(f"/containers/{self.ctr_id}/archive", params={"path": [src]},
+                           stream=True)  # fmt: skip
+        try:
+            if not response.ok:
+                raise SandboxError(f"sandbox {self.name}: could not copy {src} out "
+                                   f"({response.status_code})")  # fmt: skip
+            return extract_capped(response.iter_content(1 << 16), dest, cap)
+        finally:
+            response.close()
 
     async def close(self) -> None:
         if self._closed:

@@ -1,9 +1,12 @@
-"""Arm staging: seed a fresh sandbox for one arm in the order of design §2.
+"""Arm staging: seed a fresh sandbox for one arm in the order of design §2, then hand its
+workspace to a checker the agent could not touch (design §9).
 
-fixture → inline files → `setup` → the skill(s), read-only under /skills. The skill's
-`evals/` reaches the sandbox only after the agent phase, read-only under /case.
-Both folders are host folders bind-mounted read-only from the start and filled from the
-host at the right moment, so even root in the sandbox cannot write them.
+fixture → inline files → `setup` → the skill(s), read-only under /skills (a host folder
+bind-mounted read-only from the start and filled from the host). All of it runs as the
+agent user. After the agent phase, `check_phase` starts a fresh checker sandbox from the same
+image on the same /work, removes the agent's sandbox (every agent process with it), hands
+/work to the `checker` user and shows the skill's `evals/` read-only under /case. Only /work
+crosses over; the agent's sandbox never sees /case.
 """
 
 from __future__ import annotations
@@ -18,17 +21,28 @@ import msgspec
 
 from skillbench.sandbox.base import (
     CASE_DIR,
+    CHECKER,
+    ROOT,
     SKILLS_DIR,
     WORKDIR,
     Mount,
     Sandbox,
+    SandboxError,
     SandboxProvider,
     SandboxSpec,
+    Workspace,
 )
 from skillbench.skills import copy_for_staging
 from skillbench.spec.model import Session
 
 SETUP_TIMEOUT = 60.0
+# The checker's environment is fixed, not inherited: no user site-packages, a known PATH.
+CHECK_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "PYTHONNOUSERSITE": "1",
+    "LANG": "C.UTF-8",
+    "CASE": CASE_DIR,
+}
 
 
 class SetupFailed(Exception):
@@ -45,16 +59,22 @@ class ContaminationError(Exception):
 
 
 class StagedArm(msgspec.Struct):
-    """A sandbox seeded for one arm, and the host folders behind its read-only mounts."""
+    """A sandbox seeded for one arm, its workspace, and the host folders behind its
+    read-only mounts; after `check_phase`, also the checker sandbox."""
 
     sandbox: Sandbox
+    workspace: Workspace
     skills: tuple[str, ...]
     host_dir: str  # holds skills/ and case/, removed on close
+    checker: Sandbox | None = None
 
     async def close(self) -> None:
-        """Destroy the sandbox and the host folders."""
+        """Destroy the sandboxes, the workspace and the host folders."""
         try:
-            await self.sandbox.close()
+            for box in (self.sandbox, self.checker):
+                if box is not None:
+                    await box.close()
+            await self.workspace.close()
         finally:
             shutil.rmtree(self.host_dir, ignore_errors=True)
 
@@ -73,18 +93,19 @@ async def stage_arm(
         scratch.mkdir(parents=True, exist_ok=True)
     host_dir = Path(tempfile.mkdtemp(prefix="arm-", dir=scratch))
     (host_dir / "skills").mkdir()
-    (host_dir / "case").mkdir()
-    mounts = (
-        Mount(str(host_dir / "skills"), SKILLS_DIR, read_only=True),
-        Mount(str(host_dir / "case"), CASE_DIR, read_only=True),
-    )
+    mounts = (Mount(str(host_dir / "skills"), SKILLS_DIR, read_only=True),)
+    workspace = None
     try:
-        sandbox = await provider.create(msgspec.structs.replace(spec, mounts=spec.mounts + mounts))
+        workspace = await provider.workspace(spec.disk)
+        sandbox = await provider.create(msgspec.structs.replace(
+            spec, mounts=spec.mounts + mounts, workspace=workspace.name))  # fmt: skip
     except BaseException:
+        if workspace is not None:
+            await workspace.close()
         shutil.rmtree(host_dir, ignore_errors=True)
         raise
     names = tuple(sorted(skills))
-    arm = StagedArm(sandbox, names, str(host_dir))
+    arm = StagedArm(sandbox, workspace, names, str(host_dir))
     try:
         if session.fixture:
             await sandbox.put_tree(Path(session.fixture), WORKDIR)
@@ -115,18 +136,35 @@ async def guard_contamination(sandbox: Sandbox, expected: Sequence[str]) -> None
         )
 
 
-async def expose_case(arm: StagedArm, skill_dir: Path) -> dict[str, str]:
-    """After the agent phase: stop what the agent left running, show `evals/` at /case.
+async def check_phase(
+    provider: SandboxProvider, spec: SandboxSpec, arm: StagedArm, skill_dir: Path
+) -> Sandbox:
+    """After the agent phase: the checker sandbox, where checks run (design §9).
 
-    Returns the environment the checks run with (`CASE`).
+    A fresh sandbox from the same image mounts the arm's workspace and the skill's `evals/`
+    at /case, read-only; then the agent's sandbox is removed, so no agent process is left,
+    and /work is handed to the `checker` user. The checker's root filesystem, HOME and /tmp
+    are new; its environment is CHECK_ENV. The checker starts before the agent's sandbox
+    goes because the workspace lives only while a sandbox holds it.
     """
-    await arm.sandbox.reap()
+    case = Path(arm.host_dir) / "case"
     evals = skill_dir / "evals"
-    target = Path(arm.host_dir) / "case"
     if evals.is_dir():
         # links are followed: an eval may point at a script the skill ships
-        shutil.copytree(evals, target, dirs_exist_ok=True, symlinks=False)
-    return {"CASE": CASE_DIR}
+        shutil.copytree(evals, case, symlinks=False)
+    else:
+        case.mkdir()
+    checker_spec = msgspec.structs.replace(
+        spec, user=CHECKER, workspace=arm.workspace.name, env={**spec.env, **CHECK_ENV},
+        mounts=(*spec.mounts, Mount(str(case), CASE_DIR, read_only=True)),
+    )  # fmt: skip
+    arm.checker = await provider.create(checker_spec)
+    await arm.sandbox.close()
+    claim = await arm.checker.exec(["chown", "-R", "-h", f"{CHECKER}:{CHECKER}", WORKDIR],
+                                   user=ROOT, timeout=300)  # fmt: skip
+    if not claim.ok:
+        raise SandboxError(f"could not hand /work to the checker: {claim.stderr.strip()[-300:]}")
+    return arm.checker
 
 
 async def missing_requirements(sandbox: Sandbox, requires: Sequence[str]) -> list[str]:
