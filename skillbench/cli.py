@@ -179,8 +179,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for line in report_lines(summary):
             _out(line)
         _out(f"run: {result.run_dir}")
-    if summary["scored_rows"] == 0:
-        _err("skillbench: nothing could be scored (see the run folder's journal.jsonl)")
+    if summary["verdict"] == "NONE":
+        _err("skillbench: nothing could be scored (see the run folder's journal.jsonl); "
+             "the receipt says NONE and no gate accepts it")  # fmt: skip
         return EXIT_USAGE
     return EXIT_FAIL if summary["verdict"] == "FAIL" else EXIT_OK
 
@@ -322,7 +323,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     team = Path(loaded.settings.team) if loaded.settings.team else None
     flags = {"require": args.require, "min_recall": args.min_recall,
              "min_precision": args.min_precision,
-             "allow_incumbent_fail": True if args.allow_incumbent_fail else None}  # fmt: skip
+             "allow_incumbent_fail": True if args.allow_incumbent_fail else None,
+             "allow_partial": True if args.allow_partial else None}  # fmt: skip
     # the local config's gate table sits between the team repo's policy and the flags
     local = {k.replace("-", "_"): v for k, v in loaded.settings.gate.items()}
     flags = {**local, **{k: v for k, v in flags.items() if v is not None}}
@@ -501,9 +503,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "gate", cmd_gate, "pre-publish gate: exit 0 only when a receipt meets the policy",
-        "Find the newest receipt for the skill's exact current bytes (team repo and local "
-        "store) and check it against the policy: verdict vs baseline, not FAIL vs the "
-        "incumbent, trigger recall and precision minimums. Policy from flags, else "
+        "Find the newest receipt that measured the skill's exact current bytes (team repo and "
+        "local store; a run that scored nothing never counts) and check it against the "
+        "policy: made by a real model (not the scripted driver), complete (unless "
+        "--allow-partial), verdict vs baseline, not FAIL vs the incumbent, trigger recall and "
+        "precision minimums. Policy from flags, else "
         "[tool.skillbench.gate] in the team repo's pyproject.toml or [gate] in its "
         "skillbench.toml. Exit 0 pass, 1 refused (with a one-line reason).",
     )  # fmt: skip
@@ -516,6 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trigger precision floor")  # fmt: skip
     p.add_argument("--allow-incumbent-fail", action="store_true",
                    help="do not refuse a FAIL against the incumbent")  # fmt: skip
+    p.add_argument("--allow-partial", action="store_true",
+                   help="accept a receipt whose run did not score every row")  # fmt: skip
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
 
     p = command(

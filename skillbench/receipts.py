@@ -15,7 +15,8 @@ import msgspec
 
 from skillbench.scrub import scrub_obj
 
-SCHEMA_VERSION = 1
+NONE = "NONE"  # the verdict of a run that scored nothing
+SCHEMA_VERSION = 2  # 2: expected/scored rows say what was measured; complete, agent, driver
 
 
 class Provenance(msgspec.Struct, kw_only=True):
@@ -34,10 +35,17 @@ class Receipt(msgspec.Struct, kw_only=True):
     skill: str
     digest: str
     run_id: str
-    verdict: str
+    verdict: str  # PASS | NEUTRAL | FAIL, or NONE when nothing was scored
     why: str
     expected_rows: int
     scored_rows: int
+    # Every row that could be measured was (cases skipped for a tool the image lacks aside),
+    # and no --max-cost stop. Receipts older than schema 2 read as incomplete.
+    complete: bool = False
+    stopped: str | None = None
+    agent: str = ""  # what ran the arms: builtin, claude-code, codex
+    models: dict[str, str] = {}  # agent, judge
+    driver: str = ""  # "model", or "scripted" (a fixed script: shows the pipeline, not the skill)
     comparisons: dict[str, Any]
     rows: list[dict[str, Any]]
     triggers: dict[str, Any] | None

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from skillbench.receipts import Receipt, local_receipts, read_receipt
+from skillbench.receipts import NONE, Receipt, local_receipts, read_receipt
 from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
 
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
@@ -113,8 +113,11 @@ def publish(skill_dir: Path, repo: Path) -> str:
     evals = skill_dir / "evals"
     if evals.is_dir():  # add or modify, never remove
         shutil.copytree(evals, folder / "evals", dirs_exist_ok=True, symlinks=True)
-    attached = 0
-    for path, _ in local_receipts(skill.name, current):
+    attached = left_out = 0
+    for path, receipt in local_receipts(skill.name, current):
+        if not measured(receipt) or receipt.driver != "model":
+            left_out += 1  # a scripted or empty run says nothing a team should keep
+            continue
         dest = repo / "evals" / skill.name / version / path.name
         if not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -128,7 +131,9 @@ def publish(skill_dir: Path, repo: Path) -> str:
     message = (f"publish {skill.name} {version} ({current[:19]})\n\n{what}; "
                f"{attached} receipt{'s' * (attached != 1)} attached")  # fmt: skip
     _git(repo, "commit", "-q", "-m", message)
-    return f"published {skill.name} {version} ({current[:19]}): {what}, {attached} receipt(s)"
+    left = f" ({left_out} scripted or unscored left out)" if left_out else ""
+    return (f"published {skill.name} {version} ({current[:19]}): {what}, {attached} "
+            f"receipt(s){left}")  # fmt: skip
 
 
 # --- the gate -------------------------------------------------------------------------------
@@ -139,6 +144,7 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     require: str = "NEUTRAL"  # the weakest verdict vs baseline allowed: PASS or NEUTRAL
     allow_incumbent_fail: bool = False
+    allow_partial: bool = False  # accept a receipt whose run did not score every row
     min_recall: float | None = None
     min_precision: float | None = None
 
@@ -195,20 +201,45 @@ def known_receipts(name: str, repo: Path | None) -> list[tuple[str, Receipt]]:
     return sorted(found, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
 
 
-def newest_receipt(skill_dir: Path, repo: Path | None) -> tuple[str, Receipt] | None:
-    """The newest receipt for the exact current bytes, from the team repo and the local store."""
-    current = digest(skill_dir)
-    found = [pr for pr in known_receipts(skill_at(skill_dir).name, repo) if pr[1].digest == current]
-    return found[-1] if found else None
+def measured(r: Receipt) -> bool:
+    """The receipt scored something (its verdict is not NONE)."""
+    return r.scored_rows > 0 and r.verdict != NONE
 
 
 def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
-    """Does the newest receipt for these exact bytes meet the policy?"""
-    got = newest_receipt(skill_dir, repo)
-    if got is None:
-        return GateResult(False, f"no receipt for {digest(skill_dir)[:19]}: run "
+    """Does the newest receipt that measured these exact bytes meet the policy?
+
+    A later run that scored nothing (NONE) never shadows an earlier measured one; the
+    receipt used must come from a real model (not the scripted driver) and be complete
+    unless the policy allows partial runs.
+    """
+    current = digest(skill_dir)
+    found = [pr for pr in known_receipts(skill_at(skill_dir).name, repo) if pr[1].digest == current]
+    if not found:
+        return GateResult(False, f"no receipt for {current[:19]}: run "
                                  f"`skillbench eval {skill_dir}` first")  # fmt: skip
-    where, r = got
+    useful = [pr for pr in found if measured(pr[1])]
+    if not useful:
+        where, r = found[-1]
+        why = (f"no receipt for {current[:19]} measured anything: the newest (run {r.run_id}) "
+               f"scored {r.scored_rows}/{r.expected_rows} rows (verdict NONE: {r.why}); run "
+               "`skillbench eval` again")  # fmt: skip
+        return GateResult(False, why, where)
+    where, r = useful[-1]
+    if r.driver != "model":
+        what = (f"the scripted driver ({r.models.get('agent') or r.provenance.models.get('agent')}"
+                "), a fixed script, not a model: it shows the pipeline works, not that the "
+                "skill helps" if r.driver == "scripted" else
+                "a skillbench that did not record its driver")  # fmt: skip
+        why = (f"the newest measured receipt (run {r.run_id}) comes from {what}; run "
+               "`skillbench eval` with a real --model")  # fmt: skip
+        return GateResult(False, why, where)
+    if not r.complete and not policy.allow_partial:
+        stop = f", {r.stopped}" if r.stopped else ""
+        why = (f"the newest measured receipt (run {r.run_id}) is incomplete: {r.scored_rows}/"
+               f"{r.expected_rows} rows scored{stop}; resume or rerun the eval, or set "
+               "allow-partial = true")  # fmt: skip
+        return GateResult(False, why, where)
     reasons = []
     if r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
         reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")

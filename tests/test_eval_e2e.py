@@ -124,7 +124,14 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     assert summary["comparisons"]["baseline"] == {"win": 2, "loss": 0, "tie": 1,
                                                   "net_lift": pytest.approx(2 / 3), "sign_p": 0.5}  # fmt: skip
     assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (4, 3, "PASS")
-    assert summary["skipped"] == [{"case": "needs-codex", "reason": "missing codex"}]
+    assert summary["skipped"] == [
+        {"case": "needs-codex", "reason": "missing codex", "environment": True}
+    ]
+    # a case the image cannot run does not make the run incomplete; the receipt says so
+    receipt = json.loads((tmp_path / "run/receipt.json").read_text())
+    assert (receipt["complete"], receipt["driver"], receipt["agent"], receipt["models"]) == (
+        True, "model", "builtin", {"agent": MODEL, "judge": MODEL})  # fmt: skip
+    assert (receipt["expected_rows"], receipt["scored_rows"]) == (4, 3)
     assert (
         summary["why"] == "wins on execution checks and the judge's rubric; 1 tie (1 judge-split)"
     )
@@ -381,8 +388,13 @@ def test_max_cost_stops_scheduling_and_reports_partial(fake, tmp_path: Path, cap
     assert len(sessions) == 1 and sessions[0]["cost_usd"] > 0.000001  # the first one passed the cap
     assert summary["stopped"] == "spend reached the --max-cost cap $0.00"
     assert summary["scored_rows"] == 0 and summary["expected_rows"] == 3
-    assert lines[0] == "verdict: NEUTRAL [partial — 0/3 scored]"
-    assert lines[2] == "stopped: spend reached the --max-cost cap $0.00"
+    assert lines[:3] == [
+        "verdict: NONE (nothing scored)",
+        "why: nothing scored; spend reached the --max-cost cap $0.00",
+        "stopped: spend reached the --max-cost cap $0.00",
+    ]
+    receipt = json.loads((tmp_path / "run/receipt.json").read_text())
+    assert (receipt["verdict"], receipt["complete"]) == ("NONE", False)
 
 
 def test_ctrl_c_removes_sandboxes_and_points_at_resume(fake, tmp_path: Path) -> None:

@@ -51,12 +51,18 @@ def receipt(
     created: str = "2026-11-29T10:00:00+00:00",
     incumbent: dict[str, int] | None = None,
     triggers: dict[str, Any] | None = None,
+    scored: int = 3,
+    complete: bool = True,
+    driver: str = "model",
 ) -> Receipt:
     comparisons = {"baseline": {"win": 2, "loss": 0, "tie": 1, "net_lift": 0.67, "sign_p": 0.5}}
     if incumbent:
         comparisons["incumbent"] = {**incumbent, "net_lift": None, "sign_p": 1.0}
+    agent = MODEL if driver == "model" else "scripted/demo"
     r = Receipt(skill="greeter", digest=digest(skill), run_id=run_id, verdict=verdict, why="w",
-                expected_rows=3, scored_rows=3, comparisons=comparisons, rows=[], triggers=triggers,
+                expected_rows=3, scored_rows=scored, complete=complete, agent="builtin",
+                models={"agent": agent, "judge": agent}, driver=driver,
+                comparisons=comparisons, rows=[], triggers=triggers,
                 efficiency={}, provenance=Provenance(engine_version="0", models={"agent": MODEL},
                                                      k=1, seed=1, arms={}, created_at=created))  # fmt: skip
     run_dir = skill.parent.parent / "runs" / run_id
@@ -189,6 +195,55 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
     assert code == 1 and "no receipt for" in out
 
 
+def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) -> None:
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    receipt(skill, "run-1", "FAIL")
+    # a later run that scored nothing (--max-cost 0, an outage, a killed sandbox) is newer...
+    receipt(skill, "run-2", "NONE", created="2026-11-29T11:00:00+00:00", scored=0,
+            complete=False)  # fmt: skip
+    code, out = gate(capsys, skill, repo)
+    # ...but never shadows the measured FAIL
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: verdict vs baseline is FAIL (policy requires NEUTRAL)",
+    )
+
+    # a scripted driver's receipt says the pipeline works, not that the skill helps
+    receipt(skill, "run-3", "PASS", created="2026-11-29T12:00:00+00:00", driver="scripted")
+    code, out = gate(capsys, skill, repo)
+    assert code == 1 and "(run run-3) comes from the scripted driver (scripted/demo)" in out
+
+    # a partial run is refused unless the policy allows it
+    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00", scored=2,
+            complete=False)  # fmt: skip
+    code, out = gate(capsys, skill, repo)
+    assert (code, out) == (1, "gate refused: greeter: the newest measured receipt (run run-4) "
+                              "is incomplete: 2/3 rows scored; resume or rerun the eval, or set "
+                              "allow-partial = true")  # fmt: skip
+    assert gate(capsys, skill, repo, "--allow-partial") == (
+        0,
+        "gate passed: greeter: PASS (run run-4, 2/3 rows scored)",
+    )
+
+
+def test_gate_refuses_when_nothing_was_ever_measured(tmp_path: Path, capsys) -> None:
+    skill = greeter(tmp_path)
+    receipt(skill, "run-1", "NONE", scored=0, complete=False)
+    code, out = gate(capsys, skill, None)
+    assert code == 1
+    assert "measured anything: the newest (run run-1) scored 0/3 rows (verdict NONE" in out
+
+
+def test_publish_leaves_scripted_and_unscored_receipts_out(tmp_path: Path, capsys) -> None:
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    receipt(skill, "run-1")
+    receipt(skill, "run-2", "PASS", driver="scripted")
+    receipt(skill, "run-3", "NONE", scored=0, complete=False)
+    assert main(["publish", str(skill), "--team", str(repo)]) == 0
+    assert "1 receipt(s) (2 scripted or unscored left out)" in capsys.readouterr().out
+    assert sorted(p.name for p in (repo / "evals/greeter/v1").iterdir()) == ["run-1.json"]
+
+
 def test_receipts_listing(tmp_path: Path, capsys) -> None:
     skill = greeter(tmp_path)
     receipt(skill, "run-1")
@@ -250,7 +305,7 @@ def test_incumbent_arm_receipt_and_scrubbing(fake, tmp_path: Path, capsys) -> No
     assert "NEW-VERSION" in cand and "OLD-VERSION" not in cand
     # the receipt: in the run folder and the local store, for the new bytes
     written = json.loads((out / "receipt.json").read_text())
-    assert written["digest"] == digest(skill) and written["schema_version"] == 1
+    assert written["digest"] == digest(skill) and written["schema_version"] == 2
     assert written["provenance"]["arms"]["incumbent"][0].endswith("(v1)")
     assert [r.run_id for _, r in local_receipts("greeter", digest(skill))] == [plan["run_id"]]
     # no credential survives in anything written

@@ -8,6 +8,7 @@ from skillbench.checks import CheckResult
 from skillbench.models.base import Usage
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
+AGENT = "builtin"  # the agent that runs the arms (design §10: one of several, later)
 # Ties that say nothing about the skill: an arm errored, or the judge could not answer.
 UNSCORED = frozenset({"unscored", "judge-refused", "judge-unparseable", "judge-error"})
 

@@ -48,6 +48,7 @@ from skillbench.sandbox.stage import (
     missing_requirements,
     stage_arm,
 )
+from skillbench.scrub import scrub_obj
 from skillbench.skills import Skill, read_skill
 from skillbench.spec.model import Session, Suite
 from skillbench.triggers import TriggerReport, evaluate_all, targets_at
@@ -96,6 +97,7 @@ class _Run:
         self.spend = sum(r.cost_usd or 0.0 for r in self.done.values())
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         self.stopped: str | None = None
+        self.missing: set[str] = set()  # sessions skipped because the image lacks a tool
         self.judge_tasks: list[asyncio.Task[None]] = []
         self.judging: set[RowKey] = set()  # rows waiting for the judge
         # judge calls are light, but a burst of them would meet the provider's rate limits
@@ -300,7 +302,7 @@ class _Run:
                 await judge_model.aclose()
             self.journal.close()
             shutil.rmtree(self.run_dir / "tmp", ignore_errors=True)
-        skipped = [Skipped(n, r) for n, r in self.skipped.items()]
+        skipped = [Skipped(n, r, n in self.missing) for n, r in self.skipped.items()]
         return summarize(self.plan, self.done, list(self.rows.values()), skipped,
                          stopped=self.stopped)  # fmt: skip
 
@@ -316,6 +318,7 @@ class _Run:
                 missing = await missing_requirements(box, requires)
                 if missing:
                     self.skipped[name] = f"missing {', '.join(missing)}"
+                    self.missing.add(name)
         finally:
             await box.close()
 
@@ -343,6 +346,8 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
     if opts.triggers:
         report = await triggers_of(opts)
         summary["triggers"] = report.summary() if report else None
+    # checks saw the raw transcript; their details are printed and written, so scrub them
+    summary = scrub_obj(summary)
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
     write_receipt(receipt_of(plan, summary), run_dir)
     return EvalResult(str(run_dir), summary)
@@ -356,7 +361,9 @@ def receipt_of(plan: Plan, summary: dict[str, Any]) -> Receipt:
     return Receipt(
         skill=plan.skill, digest=plan.version, run_id=plan.run_id, verdict=summary["verdict"],
         why=summary["why"], expected_rows=summary["expected_rows"],
-        scored_rows=summary["scored_rows"], comparisons=summary["comparisons"],
+        scored_rows=summary["scored_rows"], complete=summary["complete"],
+        stopped=summary["stopped"], agent=summary["agent"], models=summary["models"],
+        driver=summary["driver"], comparisons=summary["comparisons"],
         rows=summary["rows"], triggers=summary.get("triggers"),
         efficiency=summary["efficiency"],
         provenance=Provenance(

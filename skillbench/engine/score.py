@@ -10,6 +10,7 @@ from collections.abc import Iterable
 import msgspec
 
 from skillbench.engine.records import (
+    AGENT,
     CANDIDATE,
     ArmResult,
     Plan,
@@ -18,6 +19,7 @@ from skillbench.engine.records import (
     Unit,
     session_key,
 )
+from skillbench.receipts import NONE
 
 
 class Comparison(msgspec.Struct):
@@ -39,6 +41,7 @@ class Efficiency(msgspec.Struct):
 class Skipped(msgspec.Struct):
     case: str
     reason: str
+    environment: bool = False  # the image lacks a `requires` tool: not the run's failing
 
 
 def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:
@@ -130,6 +133,18 @@ def why(rows: list[RowRecord]) -> str:
     return "; ".join(parts)
 
 
+def nothing_scored(rows: list[RowRecord], stopped: str | None) -> str:
+    """Why a run has verdict NONE."""
+    parts = ["nothing scored"]
+    unscored = sum(not r.scored for r in rows)
+    if unscored:
+        parts.append(f"{unscored} row{'s' * (unscored != 1)} unscored (infrastructure errors "
+                     "or the judge)")  # fmt: skip
+    if stopped:
+        parts.append(stopped)
+    return "; ".join(parts)
+
+
 def unit_runs(plan: Plan, skipped: set[str]) -> list[tuple[Unit, int]]:
     """Every (unit, rep) that is not skipped."""
     return [(u, rep) for u in plan.units if u.session not in skipped
@@ -202,6 +217,12 @@ def summarize(
     comparisons = {opp: compare(r for r in scored if r.opponent == opp) for opp in plan.opponents}
     baseline = comparisons[plan.opponents[0]]
     expected = len(plan.units) * plan.k * len(plan.opponents)
+    # Complete: every row that could be measured was (a case the image cannot run is not the
+    # run's failing; a failed setup, an error, a judge failure or a cost stop is).
+    measurable = {s.case for s in skipped if s.environment}
+    wanted = sum(u.session not in measurable for u in plan.units) * plan.k * len(plan.opponents)
+    complete = stopped is None and len(scored) == wanted
+    drivers = {plan.model.split("/", 1)[0], plan.judge_model.split("/", 1)[0]}
     names = [u.name for u in plan.units]
 
     def order(r: RowRecord) -> tuple[int, int, int]:
@@ -211,11 +232,14 @@ def summarize(
         "skill": plan.skill,
         "version": plan.version,
         "run_id": plan.run_id,
-        "verdict": verdict(baseline),
-        "why": why([r for r in rows if r.opponent == plan.opponents[0]]),
+        "verdict": verdict(baseline) if scored else NONE,
+        "why": why([r for r in rows if r.opponent == plan.opponents[0]])
+        if scored
+        else nothing_scored(rows, stopped),
         "expected_rows": expected,
         "scored_rows": len(scored),
         "partial": len(scored) < expected,
+        "complete": complete,
         "stopped": stopped,
         "comparisons": {k: msgspec.to_builtins(v) for k, v in comparisons.items()},
         "rows": [_row_summary(r) for r in sorted(rows, key=order)],
@@ -224,7 +248,9 @@ def summarize(
         "efficiency": {k: msgspec.to_builtins(v) for k, v in efficiency(plan, sessions).items()},
         "arm_scores": arm_scores(plan, sessions, skipped_names),
         "case_runs": case_runs_passed(plan, sessions, skipped_names),
+        "agent": AGENT,
         "models": {"agent": plan.model, "judge": plan.judge_model},
+        "driver": "scripted" if "scripted" in drivers else "model",
         "k": plan.k,
         "seed": plan.seed,
     }

@@ -16,13 +16,15 @@ def _num(x: float | None, fmt: str = ".2f") -> str:
 def report_lines(summary: dict[str, Any]) -> list[str]:
     """The report, line by line."""
     partial = ""
-    if summary["scored_rows"] < summary["expected_rows"]:
+    if summary["verdict"] == "NONE":
+        partial = " (nothing scored)"
+    elif summary["scored_rows"] < summary["expected_rows"]:
         partial = f" [partial — {summary['scored_rows']}/{summary['expected_rows']} scored]"
     lines = [f"verdict: {summary['verdict']}{partial}", f"why: {summary['why']}"]
     if summary.get("stopped"):
         lines.append(f"stopped: {summary['stopped']}")
     for skip in summary["skipped"]:
-        kind = "environment" if skip["reason"].startswith("missing ") else "setup failed"
+        kind = "environment" if skip.get("environment") else "setup failed"
         lines.append(f"skipped ({kind}): {skip['case']} — {skip['reason']}")
     for opponent, c in summary["comparisons"].items():
         n = c["win"] + c["loss"] + c["tie"]
