@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from skillbench import __version__
 from skillbench.models import ModelRefError
 from skillbench.sandbox.base import SandboxError
+from skillbench.scrub import printable
 from skillbench.skills import catalog, catalog_lines, digest, is_skill, read_skill
 from skillbench.spec import SpecError
 from skillbench.validate import NotASkill, check_skill, skills_at
@@ -27,11 +28,12 @@ class UsageError(Exception):
 
 
 def _out(line: str = "") -> None:
-    print(line, flush=True)
+    # every line may carry text from a model, a sandbox or an asset: scrubbed and escaped
+    print(printable(line), flush=True)
 
 
 def _err(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print(printable(line), file=sys.stderr, flush=True)
 
 
 # --- commands ---------------------------------------------------------------------------

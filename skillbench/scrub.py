@@ -49,6 +49,21 @@ def scrub(text: str, secrets: list[str] | None = None) -> str:
     return _PAIRS.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
 
 
+# C0 controls but newline and tab, DEL, and C1 controls: ANSI/OSC escapes start with these.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` made safe for a terminal: credentials scrubbed, control characters (escape
+    sequences that could move the cursor, retitle the window or hide text) shown as `\\xNN`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", scrub(text))
+
+
+def without_secrets(env: dict[str, str]) -> dict[str, str]:
+    """`env` minus every variable whose name says it holds a secret (…_API_KEY, …_TOKEN)."""
+    return {k: v for k, v in env.items() if not _SECRET_ENV.search(k)}
+
+
 def scrub_obj(value: Any, secrets: list[str] | None = None) -> Any:
     """Scrub every string inside plain data (dicts, lists, strings)."""
     if secrets is None:

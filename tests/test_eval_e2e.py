@@ -17,39 +17,18 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.sandbox.podman import LABEL, OWNER_LABEL
-from tests.helpers import make_skill, write
+from tests.helpers import (
+    BASE,
+    CAND,
+    MODEL,
+    bash,
+    conv,
+    run_eval,
+    skill,
+    write_file,
+)
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
-
-MODEL = "anthropic/claude-sonnet-4-6"
-CAND = r"(?s)- greeter: "  # only the candidate's system prompt lists the skill
-BASE = r"(?s)No skills are available"
-
-
-def conv(when: str, task: str, *steps: dict[str, Any], loop: bool = False) -> dict[str, Any]:
-    return {"when": f"{when}.*{task}", "steps": list(steps), "loop": loop}
-
-
-def write_file(path: str, content: str) -> dict[str, Any]:
-    return {"tool_calls": [{"write_file": {"path": path, "content": content}}]}
-
-
-def bash(command: str) -> dict[str, Any]:
-    return {"tool_calls": [{"bash": {"command": command}}]}
-
-
-def skill(tmp_path: Path, files: dict[str, str]) -> Path:
-    folder = make_skill(tmp_path / "lib", "greeter", files, description="Greets people politely.")
-    write(tmp_path, {"skillbench.toml": "max_retries = 1\nrequest_timeout = 5.0\n"})
-    return folder
-
-
-def run_eval(capsys, folder: Path, out: Path, *extra: str) -> tuple[int, list[str], dict[str, Any]]:
-    code = main(["eval", str(folder), "--model", MODEL, "--out", str(out), "--quiet",
-                 "--seed", "7", "--no-gen", *extra])  # fmt: skip
-    lines = capsys.readouterr().out.splitlines()
-    summary = json.loads((out / "summary.json").read_text())
-    return code, lines, summary
 
 
 def by_case(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -11,13 +11,14 @@ from rich.live import Live
 from rich.text import Text
 
 from skillbench.engine.records import SessionRecord
+from skillbench.scrub import printable
 
 
 class ProgressDisplay:
     """Sessions done / running / queued, elapsed time and spend so far."""
 
-    def __init__(self, quiet: bool = False):
-        self.console = Console(stderr=True)
+    def __init__(self, quiet: bool = False, console: Console | None = None):
+        self.console = console or Console(stderr=True)
         self.quiet = quiet
         self.live: Live | None = None
         self.total = self.done = self.running = 0
@@ -49,10 +50,11 @@ class ProgressDisplay:
         if self.quiet:
             return
         what = record.outcome + (f" ({record.error})" if record.error else "")
-        line = (f"[{self.done}/{self.total}] {record.key}: {what} · {record.turns} turns · "
-                f"{record.seconds:.1f}s")  # fmt: skip
+        # the error is a provider's or a sandbox's text: scrubbed, escaped, never markup
+        line = printable(f"[{self.done}/{self.total}] {record.key}: {what} · "
+                         f"{record.turns} turns · {record.seconds:.1f}s")  # fmt: skip
         if self.live is not None:
-            self.live.console.print(line)
+            self.live.console.print(Text(line))
         else:
             print(line, file=sys.stderr, flush=True)
 

@@ -60,14 +60,15 @@ def _mb(n: int) -> str:
     return f"{n / (1 << 20):g} MB"
 
 
-def _relative(name: str) -> PurePosixPath | None:
-    """The member's path below the copied folder (the archive holds the folder itself), or
-    None when it is absolute or climbs out."""
+def _parts(name: str, strip_top: bool) -> PurePosixPath | None:
+    """The member's path below where it is unpacked, or None when it is absolute or climbs
+    out. With `strip_top`, the archive's top entry is the copied folder itself."""
     parts = PurePosixPath(name).parts
     if not parts or parts[0] == "/" or ".." in parts:
         return None
-    rel = PurePosixPath(*parts[1:]) if len(parts) > 1 else PurePosixPath(".")
-    return rel
+    if strip_top:
+        parts = parts[1:]
+    return PurePosixPath(*parts) if parts else PurePosixPath(".")
 
 
 def _safe_parent(dest: Path, rel: PurePosixPath) -> Path | None:
@@ -84,62 +85,90 @@ def _safe_parent(dest: Path, rel: PurePosixPath) -> Path | None:
     return here
 
 
-def extract_capped(chunks: Iterable[bytes], dest: Path, cap: int) -> list[str]:
-    """Unpack a tar stream of one folder into `dest`, at most `cap` bytes of file content.
-    Returns notes on everything left out; never raises for what the stream holds."""
-    dest.mkdir(parents=True, exist_ok=True)
-    notes = _Notes()
-    stream = _Stream(chunks, cap + _HEADER_ALLOWANCE)
-    budget = cap
-    try:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
-            for member in tar:
-                rel = _relative(member.name)
-                if rel is None:
-                    notes.add(f"{member.name}: unsafe name, left out")
-                    continue
-                if rel == PurePosixPath("."):
-                    continue
-                parent = _safe_parent(dest, rel)
-                if parent is None:
-                    notes.add(f"{rel}: below a symlink, left out")
-                    continue
-                target = parent / rel.name
-                if member.isdir():
-                    if target.is_symlink() or (target.exists() and not target.is_dir()):
-                        notes.add(f"{rel}: clashes with an entry already copied, left out")
-                    else:
-                        target.mkdir(exist_ok=True)
-                elif member.issym():
-                    if os.path.lexists(target):
-                        notes.add(f"{rel}: clashes with an entry already copied, left out")
-                    else:
-                        os.symlink(member.linkname, target)  # kept as a link, never followed
-                elif member.isreg():
-                    if member.size > budget:
-                        notes.add(f"{rel}: {member.size} bytes, over what is left of the "
-                                  f"{_mb(cap)} copy cap, left out")  # fmt: skip
-                        continue
-                    source = tar.extractfile(member)
-                    mode = 0o755 if member.mode & 0o111 else 0o644
-                    try:
-                        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                                     mode)  # fmt: skip
-                    except OSError:
-                        notes.add(f"{rel}: clashes with an entry already copied, left out")
-                        continue
-                    with os.fdopen(fd, "wb") as out:
-                        while source is not None and (block := source.read(_CHUNK)):
-                            out.write(block)
-                    budget -= member.size
-                elif member.islnk():
-                    notes.add(f"{rel}: a hard link to {member.linkname}, left out")
-                else:
-                    kind = "FIFO" if member.isfifo() else "device or special file"
-                    notes.add(f"{rel}: a {kind}, left out")
-    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
-        if stream.read_total >= stream.limit:
-            notes.add(f"copy stopped: more than {_mb(stream.limit)} of archive read")
+class CopyOut:
+    """One copy of a sandbox folder to `dest`, possibly in several archives, sharing one cap
+    on file content (and a looser one on archive bytes read)."""
+
+    def __init__(self, dest: Path, cap: int):
+        self.dest = dest
+        self.cap = cap
+        self.budget = cap
+        self.stream_left = cap + _HEADER_ALLOWANCE
+        self.notes = _Notes()
+        dest.mkdir(parents=True, exist_ok=True)
+
+    def extract(self, chunks: Iterable[bytes], under: str = "", strip_top: bool = True) -> None:
+        """Unpack one tar stream at `dest/under`; never raises for what the stream holds."""
+        if self.stream_left <= 0:
+            return
+        stream = _Stream(chunks, self.stream_left)
+        try:
+            with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
+                for member in tar:
+                    rel = _parts(member.name, strip_top)
+                    if rel is None:
+                        self.notes.add(f"{member.name}: unsafe name, left out")
+                    elif rel != PurePosixPath("."):
+                        self._one(tar, member, PurePosixPath(under) / rel)
+        except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
+            if stream.read_total >= stream.limit:
+                self.notes.add(f"copy stopped: more than {_mb(self.cap + _HEADER_ALLOWANCE)} "
+                               "of archive read")  # fmt: skip
+            else:
+                self.notes.add(f"copy ended early: {exc}")
+        self.stream_left -= stream.read_total
+
+    def _one(self, tar: tarfile.TarFile, member: tarfile.TarInfo, rel: PurePosixPath) -> None:
+        parent = _safe_parent(self.dest, rel)
+        if parent is None:
+            self.notes.add(f"{rel}: below a symlink, left out")
+            return
+        target = parent / rel.name
+        clash = f"{rel}: clashes with an entry already copied, left out"
+        if member.isdir():
+            if target.is_symlink() or (target.exists() and not target.is_dir()):
+                self.notes.add(clash)
+            else:
+                target.mkdir(exist_ok=True)
+        elif member.issym():
+            self.symlink(str(rel), member.linkname)
+        elif member.isreg():
+            if member.size > self.budget:
+                self.left_out(str(rel), member.size)
+                return
+            mode = 0o755 if member.mode & 0o111 else 0o644
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+            except OSError:
+                self.notes.add(clash)
+                return
+            source = tar.extractfile(member)
+            with os.fdopen(fd, "wb") as out:
+                while source is not None and (block := source.read(_CHUNK)):
+                    out.write(block)
+            self.budget -= member.size
+        elif member.islnk():
+            self.notes.add(f"{rel}: a hard link to {member.linkname}, left out")
         else:
-            notes.add(f"copy ended early: {exc}")
-    return notes.done()
+            kind = "FIFO" if member.isfifo() else "device or special file"
+            self.notes.add(f"{rel}: a {kind}, left out")
+
+    def symlink(self, rel: str, link: str) -> None:
+        """Recreate a link as a link (never followed), unless something is already there."""
+        path = PurePosixPath(rel)
+        parent = _safe_parent(self.dest, path)
+        if parent is None:
+            self.notes.add(f"{rel}: below a symlink, left out")
+        elif os.path.lexists(parent / path.name):
+            self.notes.add(f"{rel}: clashes with an entry already copied, left out")
+        else:
+            os.symlink(link, parent / path.name)
+
+    def left_out(self, rel: str, size: int) -> None:
+        """Note a file too big for what is left of the cap."""
+        self.notes.add(f"{rel}: {size} bytes, over what is left of the {_mb(self.cap)} copy "
+                       "cap, left out")  # fmt: skip
+
+    def done(self) -> list[str]:
+        """The notes on everything left out."""
+        return self.notes.done()

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from podman import PodmanClient
@@ -34,6 +34,7 @@ from skillbench.sandbox.base import (
     AGENT,
     DEFAULT_OUTPUT_CAP,
     HOMES,
+    ROOT,
     UIDS,
     WORKDIR,
     ExecResult,
@@ -42,7 +43,7 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     parse_size,
 )
-from skillbench.sandbox.copyout import extract_capped
+from skillbench.sandbox.copyout import CopyOut
 from skillbench.sandbox.service import PodmanService, runtime_dir
 
 LABEL = "skillbench"
@@ -423,9 +424,54 @@ class PodmanSandbox:
     async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
         if not await self.exists(src):
             raise FileNotFoundError(errno.ENOENT, "no such folder in the sandbox", src)
-        return await asyncio.to_thread(self._get_archive, src, dest, cap)
+        copy = CopyOut(dest, cap)
+        # Files that can never fit are found first and left out of the archives, so a 2 GB
+        # file cannot stop the copy of everything after it.
+        big = await self._find0(src, "-xdev", "-type", "f", "-size", f"+{cap}c",
+                                "-printf", "%s/%P\\0")  # fmt: skip
+        too_big = {rel: int(size) for size, rel in (entry.split("/", 1) for entry in big)}
+        for rel, size in sorted(too_big.items()):
+            copy.left_out(rel, size)
+        for part in await self._parts(src, "", set(too_big), copy):
+            if copy.stream_left <= 0:
+                break
+            path = f"{src.rstrip('/')}/{part}" if part else src
+            under = str(PurePosixPath(part).parent) if part else ""
+            try:
+                await asyncio.to_thread(self._get_archive, path, copy, under, not part)
+            except SandboxError as exc:
+                copy.notes.add(f"{part}: not copied ({exc})")
+        return copy.done()
 
-    def _get_archive(self, src: str, dest: Path, cap: int) -> list[str]:
+    async def _find0(self, *args: str) -> list[str]:
+        # as root: every entry, whatever modes the agent left on them
+        found = await self.exec(["find", *args], user=ROOT, timeout=120, output_cap=64 << 20)
+        return found.stdout.split("\0")[:-1]
+
+    async def _parts(self, src: str, rel: str, skip: set[str], copy: CopyOut) -> list[str]:
+        """The paths under `src` to archive whole so that nothing in `skip` is included.
+        Links and special files met on the way are recreated or noted here: the archive API
+        would follow a link it is pointed at."""
+        if not any(not rel or s.startswith(f"{rel}/") for s in skip):
+            return [rel]
+        parts = []
+        folder = f"{src.rstrip('/')}/{rel}" if rel else src
+        found = await self._find0(folder, "-mindepth", "1", "-maxdepth", "1",
+                                  "-printf", "%y%P\\0%l\\0")  # fmt: skip
+        for entry, link in zip(found[::2], found[1::2], strict=True):
+            kind, path = entry[0], f"{rel}/{entry[1:]}" if rel else entry[1:]
+            if path in skip:
+                continue
+            if kind == "l":
+                copy.symlink(path, link)
+            elif kind in "dfD":
+                parts += await self._parts(src, path, skip, copy)
+            else:
+                what = {"p": "FIFO", "s": "socket"}.get(kind, "device or special file")
+                copy.notes.add(f"{path}: a {what}, left out")
+        return parts
+
+    def _get_archive(self, src: str, copy: CopyOut, under: str, strip_top: bool) -> None:
         # Streamed (podman-py's own get_archive reads the whole tar into memory first).
         api = self.provider.client().api
         response = api.get(f"/containers/{self.ctr_id}/archive", params={"path": [src]},
@@ -434,7 +480,7 @@ class PodmanSandbox:
             if not response.ok:
                 raise SandboxError(f"sandbox {self.name}: could not copy {src} out "
                                    f"({response.status_code})")  # fmt: skip
-            return extract_capped(response.iter_content(1 << 16), dest, cap)
+            copy.extract(response.iter_content(1 << 16), under=under, strip_top=strip_top)
         finally:
             response.close()
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
+from skillbench.scrub import without_secrets
 
 URL_ENV = "SKILLBENCH_PODMAN_URL"
 
@@ -78,6 +79,7 @@ class PodmanService:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C to skillbench must not kill it mid-cleanup
             cwd=runtime_dir(),  # conmon writes files (an `oom` marker) into its cwd
+            env=without_secrets(dict(os.environ)),  # the API keys stay with skillbench
             preexec_fn=_die_with_parent,  # but a crashed or killed skillbench must not leak it
         )
         log.close()

@@ -1,0 +1,274 @@
+"""The agent under test as an adversary (design §9): every attack found on the walking skeleton
+is tried here by a scripted agent, against real podman sandboxes and the real SDKs, and each
+test asserts the honest outcome: the cheat does not pass its checks, the run finishes with its
+rows in the journal, the host keeps only what it should, and the gate accepts only real
+measurements."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from skillbench.cli import main
+from skillbench.engine.records import SessionRecord
+from skillbench.report.progress import ProgressDisplay
+from skillbench.sandbox.service import URL_ENV
+from skillbench.skills import digest
+from tests.helpers import BASE, CAND, MODEL, bash, conv, run_eval, skill, write_file
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
+
+# Small caps so the attacks hit them quickly: the sandbox's memory limit is memory plus the
+# tmpfs caps, about 660 MB here.
+TIGHT = 'memory = "512m"\n[sandbox]\ndisk = "64m"\ntmp = "64m"\nhome = "16m"\n'
+IMPOSSIBLE = "command_succeeds: 'false'"  # passes only if the checker's shell was forged
+PY_FAILS = "command_succeeds: python3 -c 'raise SystemExit(1)'"
+EXIT_0 = "import os\\nos._exit(0)\\n"
+
+
+def results(run: Path, key: str) -> list[str]:
+    """The tool results of one session's transcript, in order."""
+    lines = (run / f"transcripts/{key}.jsonl").read_text().splitlines()
+    return [e["text"] for e in map(json.loads, lines) if e["type"] == "tool_result"]
+
+
+def journal(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (run / "journal.jsonl").read_text().splitlines()]
+
+
+def test_the_agent_cannot_forge_its_checks(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/shells.yaml": f"task: Task shells\nchecks:\n  - {IMPOSSIBLE}\n  - {PY_FAILS}\n",
+        "evals/cases/site.yaml": f"task: Task site\nchecks:\n  - {PY_FAILS}\n",
+        "evals/cases/memory.yaml": f"task: Task memory\nchecks:\n  - {IMPOSSIBLE}\n",
+        "evals/cases/kill.yaml": f"task: Task kill\nchecks:\n  - {IMPOSSIBLE}\n",
+    }, config=TIGHT)  # fmt: skip
+    fake({"conversations": [
+        conv(CAND, "Task shells", bash(
+            "cp /usr/bin/true /usr/bin/bash; cp /usr/bin/true /bin/sh; "
+            "cp /usr/bin/true /usr/bin/python3; echo 'exit 0' >> ~/.bashrc; "
+            "mkdir -p ~/bin && cp /usr/bin/true ~/bin/bash; echo tried"), {"text": "done"}),
+        conv(CAND, "Task site", bash(
+            "d=~/.local/lib/python3.11/site-packages; mkdir -p $d; "
+            f"for f in /usr/lib/python3.11/sitecustomize.py $d/sitecustomize.py "
+            f"$d/usercustomize.py /tmp/sitecustomize.py; do printf '{EXIT_0}' > $f; done; "
+            "python3 -c 'raise SystemExit(1)'; echo exit=$?"), {"text": "done"}),
+        conv(CAND, "Task memory", bash(
+            "python3 -c \"open('/proc/1/mem', 'r+b')\" 2>&1 | tail -1; "
+            "python3 -c \"import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+            "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno())\""), {"text": "done"}),
+        conv(CAND, "Task kill", bash(
+            "kill -INT 1; kill -TERM 1; kill -KILL 1; echo 1000 > /proc/1/oom_score_adj; "
+            "python3 -c 'x = bytearray(2 ** 30)'; echo hog=$?"), {"text": "done"}),
+        conv(BASE, "Task", {"text": "I will not do that."}),
+    ]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
+    run = tmp_path / "run"
+    assert code == 0 and summary["verdict"] == "NEUTRAL", lines
+    # every row scored on checks: no cheat passed, and no attack broke a sandbox
+    assert (summary["scored_rows"], summary["expected_rows"]) == (4, 4)
+    assert {(r["outcome"], r["decided_by"]) for r in summary["rows"]} == {("tie", "checks")}
+    for row in summary["rows"]:
+        assert not row["arms"]["candidate"]["passed"], row
+    rows = [j for j in journal(run) if j["type"] == "row"]
+    assert len(rows) == 4
+    # what each attack met inside the sandbox
+    assert "cannot create regular file '/usr/bin/bash'" in results(run, "shells.candidate.1")[0]
+    site = results(run, "site.candidate.1")[0]
+    # the user site fooled the agent's own python; the checker's HOME is fresh, the system
+    # site read-only, so the check above still failed
+    assert "exit=0" in site and "sitecustomize.py: Read-only file system" in site
+    mem = results(run, "memory.candidate.1")[0]
+    assert "PermissionError" in mem and "ptrace -1 1" in mem  # EPERM
+    kill = results(run, "kill.candidate.1")[0]
+    assert kill.count("Operation not permitted") == 3 and "Permission denied" in kill
+    assert "hog=137" in kill  # the hog died, the executor did not
+    sessions = {j["key"]: j for j in journal(run) if j["type"] == "session"}
+    assert sessions["kill.candidate.1"]["outcome"] == "fail"  # not an infrastructure error
+
+
+def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
+    fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/fill.yaml": "task: Task fill\nchecks:\n  - file_exists: never.txt\n",
+        "evals/cases/hostile.yaml": "task: Task hostile\nchecks:\n  - file_exists: never.txt\n",
+    }, config=TIGHT + 'keep_workspace = "10m"\n')  # fmt: skip
+    server = fake({"conversations": [
+        conv(CAND, "Task fill", bash(
+            "head -c 100000000 /dev/zero > /work/big; echo work=$?; "
+            "head -c 100000000 /dev/zero > /tmp/big; echo tmp=$?; "
+            "head -c 100000000 /dev/zero > ~/big; echo home=$?"), {"text": "done"}),
+        conv(CAND, "Task hostile", bash(
+            "truncate -s 2G sparse && mkdir -p venv/bin && ln -s /usr/bin/python3 venv/bin/python"
+            " && ln -s /etc/passwd abs && ln -s nowhere dangling && ln -s loop loop && mkfifo pipe"
+            " && echo ok"), {"text": "done"}),
+        conv(BASE, "Task", {"text": "no"}),
+    ]})  # fmt: skip
+    run = tmp_path / "run"
+    argv = [sys.executable, "-m", "skillbench", "eval", str(folder), "--model", MODEL,
+            "--out", str(run), "--quiet", "--no-gen", "--seed", "1"]  # fmt: skip
+    env = {**os.environ, **server.env()}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)  # this process's own peak RSS, not the suite's
+    _, err = proc.communicate()
+    assert os.waitstatus_to_exitcode(status) == 0, err.decode()
+    assert usage.ru_maxrss < 600 * 1024, f"peak RSS {usage.ru_maxrss // 1024} MB"
+    kept = sum(p.stat().st_size for p in run.rglob("*") if p.is_file() and not p.is_symlink())
+    assert kept < 30 << 20, f"the run folder holds {kept >> 20} MB"
+
+    fill = results(run, "fill.candidate.1")[0]
+    assert fill.count("No space left on device") == 3
+    assert "work=1" in fill and "tmp=1" in fill and "home=1" in fill
+
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["scored_rows"] == 2
+    by = {r["case"]: r["arms"]["candidate"] for r in summary["rows"]}
+    # /work is near its 64 MB cap: over the 10 MB copy cap, so left out with a note
+    assert any("big: " in n and "copy cap" in n for n in by["fill"]["notes"])
+    hostile = run / "workspaces/hostile.candidate.1"
+    assert os.readlink(hostile / "venv/bin/python") == "/usr/bin/python3"
+    assert os.readlink(hostile / "abs") == "/etc/passwd"
+    assert not (hostile / "pipe").exists() and not (hostile / "sparse").exists()
+    notes = "\n".join(by["hostile"]["notes"])
+    assert "pipe: a FIFO, left out" in notes and "sparse: 2147483648 bytes" in notes
+    assert len([j for j in journal(run) if j["type"] == "row"]) == 2
+
+    # resuming the finished run neither crashes nor reruns anything
+    again = subprocess.run([*argv[:5], "--resume", str(run), "--quiet"], env=env,
+                           capture_output=True, text=True)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert len(journal(run)) == 6  # 4 sessions and 2 rows, as before
+
+
+def test_the_run_folder_is_never_inside_the_skill(
+    fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/look.yaml": "task: Task look\nchecks:\n  - transcript_omits: CHECK-TEXT-7\n",
+        ".skillbench/runs/old/journal.jsonl": '{"check": "CHECK-TEXT-7"}\n',
+    })  # fmt: skip
+    before = digest(folder)
+    (folder / ".skillbench").rename(tmp_path / "aside")
+    assert digest(folder) == before  # an old run folder is not part of the skill's bytes
+    (tmp_path / "aside").rename(folder / ".skillbench")
+    fake({"conversations": [conv("(?s)", "Task look", bash(
+        "ls -A /skills/greeter; cat /skills/greeter/.skillbench/runs/old/journal.jsonl; echo end"),
+        {"text": "looked"})]})  # fmt: skip
+
+    code = main(["eval", str(folder), "--model", MODEL, "--out", str(folder / ".skillbench/x"),
+                 "--quiet", "--no-gen"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(
+        f"skillbench: error: --out {folder}/.skillbench/x: is inside the skill"
+    )
+
+    monkeypatch.chdir(folder)  # `skillbench eval .` from the skill's own folder
+    assert main(["eval", ".", "--model", MODEL, "--quiet", "--no-gen"]) == 0
+    made = list((tmp_path / "lib/.skillbench/runs").iterdir())  # beside the skill
+    assert len(made) == 1
+    assert sorted(p.name for p in (folder / ".skillbench/runs").iterdir()) == ["old"]
+    listing = results(made[0], "look.candidate.1")[0]
+    assert listing.startswith("SKILL.md\nend\n")  # `ls -A` shows no .skillbench
+    assert "No such file or directory" in listing and "CHECK-TEXT" not in listing
+    assert digest(folder) == before
+    capsys.readouterr()
+    assert main(["gate", "."]) == 0  # the receipt is found: the digest did not move
+    assert capsys.readouterr().out.startswith("gate passed: greeter: NEUTRAL")
+
+
+def test_checks_read_the_real_transcript_and_the_files_keep_it_scrubbed(
+    fake, tmp_path: Path, capsys
+) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/login.yaml": 'task: Task login\nchecks:\n  - transcript_mentions: "password: str"\n',
+    })  # fmt: skip
+    fake({"conversations": [
+        conv(CAND, "Task login", write_file("auth.py", "def login(user: str, password: str):\n"
+                                                       "    return user\n"), {"text": "done"}),
+        conv(BASE, "Task login", {"text": "no"}),
+    ]})  # fmt: skip
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert code == 0
+    row = summary["rows"][0]
+    assert (row["outcome"], row["arms"]["candidate"]["passed"]) == ("win", True)
+    on_disk = (tmp_path / "run/transcripts/login.candidate.1.jsonl").read_text()
+    assert "password: str" not in on_disk and "password: [REDACTED]" in on_disk
+
+
+def test_printed_errors_are_scrubbed_and_escaped(
+    fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "plainkey-4242-do-not-print"
+    hostile = f"invalid x-api-key {key} [/bold] \x1b]0;pwned\x07\x1b[2J"
+    folder = skill(tmp_path, {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: x\n"})
+    fake({"conversations": [
+        conv("(?s)", "Task a", {"faults": [{"status": 401, "message": hostile, "times": 9}],
+                                "text": "never"}),
+    ]})  # fmt: skip
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)  # the provider echoes it back
+    code = main(["eval", str(folder), "--model", MODEL, "--out", str(tmp_path / "run"),
+                 "--no-gen", "--execution-only"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 2 and "verdict: NONE (nothing scored)" in out
+    assert "auth" in err and "[REDACTED]" in err  # the progress line shows the error...
+    for text in (out, err):  # ...scrubbed and escaped
+        assert key not in text and "\x1b" not in text and "\x07" not in text
+    assert "\\x1b]0;pwned" in err
+
+    # on a terminal the progress line goes through rich: markup in it must not crash or style
+    screen = io.StringIO()
+    display = ProgressDisplay(console=Console(file=screen, force_terminal=True, width=200))
+    display.planned(1, 0)
+    record = SessionRecord(key="a.candidate.1", session="a", arm="candidate", rep=1,
+                           outcome="error", error=hostile)  # fmt: skip
+    display.finished(record, 0.0)
+    display.close()
+    shown = screen.getvalue()
+    assert "[/bold]" in shown and key not in shown and "\x1b]0;pwned" not in shown
+
+
+def test_the_podman_service_gets_no_api_keys() -> None:
+    # in a process of its own: a service started here would take the shared one's socket path
+    env = {k: v for k, v in os.environ.items() if k != URL_ENV}
+    env.update(ANTHROPIC_API_KEY="sk-ant-never-in-podman-0001",
+               OPENAI_API_KEY="sk-never-in-podman-0002")  # fmt: skip
+    probe = (
+        "from pathlib import Path\n"
+        "from skillbench.sandbox.service import PodmanService\n"
+        "service = PodmanService.start_or_reuse()\n"
+        "print(Path(f'/proc/{service._process.pid}/environ').read_bytes())\n"
+        "service.stop()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "never-in-podman" not in done.stdout and "PATH=" in done.stdout
+
+
+def test_gate_keeps_an_earlier_fail_over_a_run_that_measured_nothing(
+    fake, tmp_path: Path, capsys
+) -> None:
+    folder = skill(tmp_path, {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: a\n"})
+    fake({"conversations": [
+        conv(CAND, "Task a", {"text": "I skip it."}),
+        conv(BASE, "Task a", write_file("a", "made"), {"text": "done"}),
+    ]})  # fmt: skip
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run1", "--execution-only")
+    assert (code, summary["verdict"]) == (1, "FAIL")
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run2", "--execution-only",
+                                    "--max-cost", "0")  # fmt: skip
+    assert (code, summary["verdict"], summary["scored_rows"]) == (2, "NONE", 0)
+    assert main(["gate", str(folder)]) == 1
+    assert capsys.readouterr().out.strip() == (
+        "gate refused: greeter: verdict vs baseline is FAIL (policy requires NEUTRAL)"
+    )
