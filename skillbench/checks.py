@@ -33,7 +33,13 @@ async def run_checks(
     `sandbox` the checker holding the arm's /work (stage.check_phase)."""
     text = transcript.all_text.lower()
     commands = transcript.bash_commands
-    return [await _one(c, text, commands, sandbox) for c in checks]
+    results = []
+    for check in checks:
+        try:
+            results.append(await _one(check, text, commands, sandbox))
+        except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
+            results.append(CheckResult(check.name, False, f"could not run: {exc}"))
+    return results
 
 
 async def _one(

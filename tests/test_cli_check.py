@@ -124,6 +124,16 @@ def test_config_shows_values_and_sources(tmp_path: Path, capsys, monkeypatch) ->
     (tmp_path / "pyproject.toml").write_text("[tool.skillbench]\nparallel = 'many'\n")
     assert main(["config", str(tmp_path)]) == 2
     assert "Expected `int`, got `str`" in capsys.readouterr().err
+    # the sandbox's write caps are a table of sizes
+    (tmp_path / "pyproject.toml").write_text('[tool.skillbench.sandbox]\ndisk = "512m"\n')
+    assert main(["config", str(tmp_path)]) == 0
+    assert "disk': '512m'" in capsys.readouterr().out
+    (tmp_path / "pyproject.toml").write_text('[tool.skillbench.sandbox]\ndisk = "lots"\n')
+    assert main(["config", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"skillbench: error: {tmp_path / 'pyproject.toml'}: sandbox.disk = 'lots' is not a "
+        "size; write it like 512m or 2g"
+    )
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ def test_bundled_evals_use_every_feature() -> None:
 @pytest.mark.sandbox
 @pytest.mark.e2e
 @pytest.mark.usefixtures("podman_service")
-def test_offline_demo(tmp_path: Path) -> None:
+def test_offline_demo(tmp_path: Path, capsys) -> None:
     env = {k: v for k, v in os.environ.items()
            if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SKILLBENCH_MODEL",
                         "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")}  # fmt: skip
@@ -52,4 +52,8 @@ def test_offline_demo(tmp_path: Path) -> None:
     assert "confusion (who took each miss):" in out
     summary = json.loads((tmp_path / "demo/summary.json").read_text())
     assert summary["comparisons"]["baseline"]["win"] == 4
-    assert (tmp_path / "demo/receipt.json").is_file()
+    receipt = json.loads((tmp_path / "demo/receipt.json").read_text())
+    assert (receipt["driver"], receipt["complete"]) == ("scripted", True)
+    # the gate says the pipeline worked, not that the skill helps: it refuses
+    assert main(["gate", str(ROOT / "skills/diff-review")]) == 1
+    assert "comes from the scripted driver (scripted/demo)" in capsys.readouterr().out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skillbench.scrub import REDACTED, scrub, scrub_obj
+from skillbench.scrub import REDACTED, printable, scrub, scrub_obj, without_secrets
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,14 @@ def test_secret_environment_values_and_nested_data(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("HOME_DIRNAME", "plainvalue2")  # not a secret-looking name
     data = {"a": ["x plainvalue-without-shape y", {"b": "plainvalue2"}], "n": 3}
     assert scrub_obj(data) == {"a": [f"x {REDACTED} y", {"b": "plainvalue2"}], "n": 3}
+
+
+def test_printable_escapes_terminal_controls_and_scrubs() -> None:
+    shown = printable("title \x1b]0;pwned\x07 clear \x1b[2J back\r key sk-ant-api03-AbCdEf123456\n")
+    assert shown == ("title \\x1b]0;pwned\\x07 clear \\x1b[2J back\\x0d key [REDACTED]\n")
+    assert printable("tab\tand [bold]markup[/bold] stay") == "tab\tand [bold]markup[/bold] stay"
+
+
+def test_without_secrets_keeps_the_rest() -> None:
+    env = {"PATH": "/bin", "ANTHROPIC_API_KEY": "k", "GH_TOKEN": "t", "HOME": "/root"}
+    assert without_secrets(env) == {"PATH": "/bin", "HOME": "/root"}

@@ -57,7 +57,7 @@ class _Notes:
 
 
 def _mb(n: int) -> str:
-    return f"{n / (1 << 20):g} MB"
+    return f"{n / (1 << 20):g} MB" if n >= 1 << 20 else f"{n} bytes"
 
 
 def _parts(name: str, strip_top: bool) -> PurePosixPath | None:
