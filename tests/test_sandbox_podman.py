@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
 
-from skillbench.sandbox.base import SandboxError, SandboxSpec
-from skillbench.sandbox.podman import LABEL, PodmanProvider, PodmanSandbox
+from skillbench.sandbox.base import CHECKER, SandboxError, SandboxSpec
+from skillbench.sandbox.podman import LABEL, OWNER_LABEL, PodmanProvider, PodmanSandbox
 from skillbench.sandbox.service import runtime_dir
 from tests.sandbox_conformance import SandboxConformance
 
@@ -44,10 +45,33 @@ async def test_sweep_removes_leftovers_of_dead_processes(provider: PodmanProvide
     )
     leftover = runtime_dir() / "sb-999999-abc"
     leftover.mkdir(exist_ok=True)
+    volume = provider.client().volumes.create(
+        "skillbench-ws-999999-test", labels={LABEL: "1", OWNER_LABEL: f"{_host()}:999999"}
+    )
     assert provider.sweep() >= 1
     ids = [c.id for c in provider.client().containers.list(all=True, filters={"label": LABEL})]
     assert box.ctr_id not in ids
     assert not leftover.exists()  # host-side files of dead owners go too
+    assert not provider.client().volumes.exists(volume.name)  # and their workspaces
+
+
+@pytest.mark.anyio
+async def test_workspace_outlives_its_sandbox_has_a_cap_and_is_removed(
+    provider: PodmanProvider, spec: SandboxSpec
+) -> None:
+    workspace = await provider.workspace("8m")
+    first = await provider.create(msgspec.structs.replace(spec, workspace=workspace.name))
+    full = await first.exec("echo kept > a.txt; head -c 20000000 /dev/zero > big; echo $?")
+    assert full.stdout == "1\n" and "No space left on device" in full.stderr
+    second = await provider.create(
+        msgspec.structs.replace(spec, workspace=workspace.name, user=CHECKER)
+    )
+    await first.close()
+    assert (await second.exec("cat a.txt; id -un")).stdout == "kept\nchecker\n"
+    await second.close()
+    await workspace.close()
+    await workspace.close()  # idempotent
+    assert not provider.client().volumes.exists(workspace.name)
 
 
 def _host() -> str:
