@@ -9,8 +9,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +123,7 @@ def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
     _, status, usage = os.wait4(proc.pid, 0)  # this process's own peak RSS, not the suite's
     _, err = proc.communicate()
     assert os.waitstatus_to_exitcode(status) == 0, err.decode()
+    print(f"eval peak RSS {usage.ru_maxrss // 1024} MB")  # shown with -s
     assert usage.ru_maxrss < 600 * 1024, f"peak RSS {usage.ru_maxrss // 1024} MB"
     kept = sum(p.stat().st_size for p in run.rglob("*") if p.is_file() and not p.is_symlink())
     assert kept < 30 << 20, f"the run folder holds {kept >> 20} MB"
@@ -272,3 +275,36 @@ def test_gate_keeps_an_earlier_fail_over_a_run_that_measured_nothing(
     assert capsys.readouterr().out.strip() == (
         "gate refused: greeter: verdict vs baseline is FAIL (policy requires NEUTRAL)"
     )
+
+
+def test_a_sandbox_that_dies_mid_run_leaves_a_receipt_no_gate_accepts(
+    fake, tmp_path: Path, capsys
+) -> None:
+    folder = skill(tmp_path, {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: a\n"})
+    fake({"conversations": [conv("(?s)", "Task a", {"text": "thinking", "latency": 1.5,
+                                                    "tool_calls": [{"bash": {"command": "true"}}]},
+                                 {"text": "done"})]})  # fmt: skip
+    owner = f"label=skillbench.owner={socket.gethostname()}:{os.getpid()}"
+    stop = threading.Event()
+
+    def killer() -> None:  # what an executor killed from inside would look like to the host
+        while not stop.is_set():
+            ids = subprocess.run(["podman", "ps", "-q", "--filter", owner], capture_output=True,
+                                 text=True).stdout.split()  # fmt: skip
+            if ids:
+                subprocess.run(["podman", "kill", *ids], capture_output=True)
+            stop.wait(0.2)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    finally:
+        stop.set()
+        thread.join()
+    assert (code, summary["verdict"], summary["scored_rows"]) == (2, "NONE", 0)
+    assert lines[0] == "verdict: NONE (nothing scored)"
+    sessions = [j for j in journal(tmp_path / "run") if j["type"] == "session"]
+    assert {(s["outcome"], s["attempts"]) for s in sessions} == {("error", 2)}
+    assert main(["gate", str(folder)]) == 1
+    assert "measured anything" in capsys.readouterr().out

@@ -204,7 +204,7 @@ class _Run:
         cap = parse_size(self.settings.sandbox.keep_workspace)
         try:
             return await checker.get_tree(WORKDIR, self.run_dir / "workspaces" / key, cap=cap)
-        except (OSError, SandboxError) as exc:
+        except Exception as exc:  # a debugging aid: whatever goes wrong, the run goes on
             return [f"workspace not kept: {exc}"]
 
     # rows --------------------------------------------------------------------------------
