@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -120,22 +121,28 @@ def _settings(start: Path, args: argparse.Namespace, names: Sequence[str]):
 
 def cmd_eval(args: argparse.Namespace) -> int:
     import asyncio
+    import errno
     import json
+    import signal
 
     from skillbench.engine.plan import EvalError, EvalOptions, prepare
-    from skillbench.engine.run import execute
+    from skillbench.engine.run import EvalResult, execute
     from skillbench.report.progress import ProgressDisplay
     from skillbench.report.terminal import report_lines
 
+    if args.resume:
+        _resume_settings(args)
     skill_dir = args.skill
     if skill_dir is None:
-        if not args.resume:
-            raise UsageError("eval needs a SKILL folder (or --resume RUN_DIR)")
-        skill_dir = _plan_skill_dir(Path(args.resume))
+        raise UsageError("eval needs a SKILL folder (or --resume RUN_DIR)")
+    _check_runs(args)
     loaded = _settings(Path(skill_dir), args, ("model", "judge_model", "k", "parallel", "team"))
     if args.triggers_only and args.execution_only:
         raise UsageError("--triggers-only and --execution-only exclude each other")
-    _check_runs(args, parallel=False)
+    if args.max_cost is not None and args.max_cost < 0:
+        raise UsageError("--max-cost is a spend cap in USD: 0 or more")
+    if args.junit:
+        _check_output(Path(args.junit), "--junit")
     opts = EvalOptions(skill_dir=skill_dir, settings=loaded.settings, out=args.out,
                        resume=args.resume, case=args.case, max_cost=args.max_cost,
                        seed=args.seed, triggers=not args.execution_only, runs=args.runs,
@@ -143,7 +150,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not args.no_gen and not args.resume:
         kinds = ["triggers"] if args.triggers_only else (
             ["cases"] if args.execution_only else ["cases", "triggers"])  # fmt: skip
-        _generate(Path(skill_dir), loaded.settings, kinds, only_missing=True)
+        opts.spent_before = _generate(Path(skill_dir), loaded.settings, kinds, only_missing=True)
     if args.triggers_only:
         return _eval_triggers_only(opts, args.json)
     try:
@@ -158,29 +165,57 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _err(f"note: using the scripted driver ({loaded.settings.model}): a fixed script, not a "
              "model; the verdict shows the pipeline works, not that the skill helps")  # fmt: skip
     progress = ProgressDisplay(quiet=args.quiet)
+    terminated: list[bool] = []
+
+    async def until_signalled() -> EvalResult:
+        # SIGTERM (CI cancelling a job, `timeout`) stops the run the way Ctrl-C does
+        main_task = asyncio.current_task()
+        assert main_task is not None
+
+        def stop() -> None:
+            terminated.append(True)
+            main_task.cancel()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+        return await execute(prepared, opts, progress)
+
+    resume = f"skillbench eval --resume {run_dir}"
     try:
-        result = asyncio.run(execute(prepared, opts, progress))
-    except KeyboardInterrupt:
+        result = asyncio.run(until_signalled())
+    except (KeyboardInterrupt, asyncio.CancelledError):
         progress.close()
-        _err(f"interrupted; nothing finished is lost. Continue with: "
-             f"skillbench eval --resume {run_dir}")  # fmt: skip
-        return 130
+        _err(f"{'terminated' if terminated else 'interrupted'}; nothing finished is lost. "
+             f"Continue with: {resume}")  # fmt: skip
+        return 143 if terminated else 130
     except EvalError as exc:
         progress.close()
         _err(f"skillbench: error: {exc}")
         return EXIT_USAGE
+    except OSError as exc:  # the run folder could not be written: a full disk, most often
+        progress.close()
+        full = exc.errno == errno.ENOSPC
+        _err(f"skillbench: error: writing the run folder {run_dir} failed: "
+             f"{exc.strerror or exc}{' (the disk is full)' if full else ''}; nothing finished "
+             f"is lost: {'free some space' if full else 'fix that'}, then continue with: "
+             f"{resume}")  # fmt: skip
+        return EXIT_USAGE
     progress.close()
     summary = result.summary
-    if args.junit:
-        from skillbench.report.junit import eval_junit
-
-        Path(args.junit).write_text(eval_junit(summary), encoding="utf-8")
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         for line in report_lines(summary):
             _out(line)
         _out(f"run: {result.run_dir}")
+    if args.junit:  # after the report: a failed write must not hide the results
+        from skillbench.report.junit import eval_junit
+
+        try:
+            Path(args.junit).write_text(eval_junit(summary), encoding="utf-8")
+        except OSError as exc:
+            _err(f"skillbench: error: --junit {args.junit}: could not write it: "
+                 f"{exc.strerror or exc}")  # fmt: skip
+            return EXIT_USAGE
     if summary["verdict"] == "NONE":
         _err("skillbench: nothing could be scored (see the run folder's journal.jsonl); "
              "the receipt says NONE and no gate accepts it")  # fmt: skip
@@ -201,15 +236,15 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     targets = targets_at(path)
     if not targets:
         raise UsageError(f"{path}: no skill there has an evals/triggers.yaml")
-    loaded = _settings(path, args, ("model",))
     _check_runs(args)
+    loaded = _settings(path, args, ("model", "parallel"))
     model = resolve_model(loaded.settings.model, max_retries=loaded.settings.max_retries,
                           timeout=loaded.settings.request_timeout)  # fmt: skip
 
     async def go() -> list[TriggerReport]:
         try:
             return await evaluate_all(model, targets, runs=args.runs, threshold=args.threshold,
-                                      parallel=args.parallel)  # fmt: skip
+                                      parallel=loaded.settings.parallel)  # fmt: skip
         finally:
             await model.aclose()
 
@@ -230,13 +265,16 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_runs(args: argparse.Namespace, parallel: bool = True) -> None:
+def _check_runs(args: argparse.Namespace) -> None:
+    from skillbench.config import MAX_PARALLEL
+
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
     if not 0 < args.threshold <= 1:
         raise UsageError("--threshold is a trigger rate in (0, 1]")
-    if parallel and args.parallel < 1:
-        raise UsageError("--parallel must be at least 1")
+    if args.parallel is not None and not 1 <= args.parallel <= MAX_PARALLEL:
+        raise UsageError(f"--parallel must be between 1 and {MAX_PARALLEL} (each session is a "
+                         "sandbox; more than the machine can run only queues)")  # fmt: skip
 
 
 def _eval_triggers_only(opts: EvalOptions, as_json: bool) -> int:
@@ -266,7 +304,8 @@ def _eval_triggers_only(opts: EvalOptions, as_json: bool) -> int:
     return EXIT_OK
 
 
-def _generate(skill_dir: Path, settings: Settings, kinds: list[str], only_missing: bool) -> None:
+def _generate(skill_dir: Path, settings: Settings, kinds: list[str], only_missing: bool) -> float:
+    """Write the missing evals of `kinds` with the model; return what the calls cost."""
     import asyncio
 
     from skillbench.engine.gen import fill_missing, missing_kinds
@@ -278,10 +317,17 @@ def _generate(skill_dir: Path, settings: Settings, kinds: list[str], only_missin
     if only_missing:
         kinds = [k for k in kinds if k in missing_kinds(skill_dir)]
         if not kinds:
-            return
+            return 0.0
+    if settings.model.startswith("scripted/"):  # a fixed script cannot write evals
+        why = f"{settings.model} is a fixed script, not a model, and cannot write evals"
+        if not only_missing:
+            raise UsageError(f"{why}; use a real --model")
+        _err(f"note: {why}; not generating {' or '.join(kinds)} (write them, or use a real "
+             "--model)")  # fmt: skip
+        return 0.0
     try:
         check_credentials(settings.model)
-        asyncio.run(fill_missing(skill_dir, settings, kinds, _err))
+        return asyncio.run(fill_missing(skill_dir, settings, kinds, _err))
     except EvalError as exc:
         raise UsageError(str(exc)) from None
     except GenerationFailed as exc:
@@ -321,6 +367,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     skill_dir = Path(args.skill)
     if not is_skill(skill_dir):
         raise UsageError(f"{skill_dir}: not a skill folder (no SKILL.md)")
+    if args.junit:
+        _check_output(Path(args.junit), "--junit")
     loaded = _settings(skill_dir, args, ("team",))
     team = Path(loaded.settings.team) if loaded.settings.team else None
     flags = {"require": args.require, "min_recall": args.min_recall,
@@ -366,13 +414,31 @@ def cmd_receipts(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _plan_skill_dir(run_dir: Path) -> str:
+def _check_output(path: Path, flag: str) -> None:
+    """Refuse, before any work, an output file that could not be written at the end."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a folder; name a file")
+    folder = path.parent
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {path}: the folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{flag} {path}: the folder {folder} is not writable")
+
+
+def _resume_settings(args: argparse.Namespace) -> None:
+    """A resumed run keeps the settings it started with: the plan's skill folder, models,
+    repetitions and team, unless a flag names one explicitly (and a changed one is refused)."""
     import json
 
+    run_dir = Path(args.resume)
     try:
-        return str(json.loads((run_dir / "plan.json").read_text())["skill_dir"])
-    except (OSError, ValueError, KeyError):
+        plan = json.loads((run_dir / "plan.json").read_text())
+        args.skill = args.skill or str(plan["skill_dir"])
+    except (OSError, ValueError, KeyError, TypeError):
         raise UsageError(f"--resume {run_dir}: no readable plan.json there") from None
+    for name in ("model", "judge_model", "k", "team"):
+        if getattr(args, name) is None and plan.get(name) is not None:
+            setattr(args, name, plan[name])
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -445,7 +511,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
-    p.add_argument("--parallel", type=int, help="sessions at once (default 4)")
+    p.add_argument("--parallel", type=int,
+                   help="sessions (and trigger calls) at once, at most 64 (default 4)")  # fmt: skip
     p.add_argument("--case", metavar="STEM", help="run one case (or `suite`)")
     p.add_argument("--out", metavar="DIR", help="run folder")
     p.add_argument(
@@ -477,7 +544,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=1, help="ask each prompt N times (default 1)")
     p.add_argument("--threshold", type=float, default=0.5,
                    help="trigger rate that counts as fired (default 0.5)")  # fmt: skip
-    p.add_argument("--parallel", type=int, default=16, help="calls at once (default 16)")
+    p.add_argument("--parallel", type=int,
+                   help="calls at once, at most 64 (default: config `parallel`, or 4)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the results as JSON")
 
     p = command(

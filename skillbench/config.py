@@ -13,7 +13,9 @@ import msgspec
 
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
-from skillbench.sandbox.base import parse_size
+from skillbench.sandbox.base import SandboxSpec, parse_size
+
+MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
 
 
 class ConfigError(Exception):
@@ -105,8 +107,10 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
     except msgspec.ValidationError as exc:
         where = str(path) if path else "flags"
         raise ConfigError(f"{where}: {exc}") from None
-    if settings.parallel < 1 or settings.k < 1:
-        raise ConfigError("parallel and k must be at least 1")
+    if settings.k < 1:
+        raise ConfigError(f"{path or 'config'}: k must be at least 1")
+    if not 1 <= settings.parallel <= MAX_PARALLEL:
+        raise ConfigError(f"{path or 'config'}: parallel must be between 1 and {MAX_PARALLEL}")
     for key in ("disk", "home", "tmp", "keep_workspace"):
         value = getattr(settings.sandbox, key)
         try:
@@ -123,3 +127,10 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         settings.judge_model = settings.model
         sources["judge_model"] = f"{sources['model']} (same as model)"
     return Loaded(settings, sources, str(path) if path else None)
+
+
+def sandbox_spec(settings: Settings, image: str) -> SandboxSpec:
+    """The sandbox every arm (and every generated case's dry run) gets under these settings."""
+    box = settings.sandbox
+    return SandboxSpec(image=image, memory=settings.memory, pids=settings.pids,
+                       cpus=settings.cpus, disk=box.disk, home=box.home, tmp=box.tmp)  # fmt: skip

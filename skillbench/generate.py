@@ -18,7 +18,7 @@ import yaml
 
 from skillbench import __version__
 from skillbench.jsonreply import first_json_object
-from skillbench.models.base import Message, Model, ModelError, TextBlock
+from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.skills import Skill, catalog_lines, skill_files
 from skillbench.spec import SpecError, load_case, load_triggers
 from skillbench.spec.model import BUCKETS
@@ -39,10 +39,11 @@ class GenerationFailed(Exception):
 
 
 class Generated(msgspec.Struct, frozen=True):
-    """Files to write (relative to the skill folder) and how many calls it took."""
+    """Files to write (relative to the skill folder), how many calls it took, what they used."""
 
     files: dict[str, str]
     calls: int
+    usage: Usage = Usage()
 
 
 def header(model: str) -> str:
@@ -76,18 +77,20 @@ def _skill_brief(skill: Skill) -> str:
 
 async def _converse(
     model: Model, request: str, validate: Callable[[dict[str, Any]], Awaitable[list[str]]]
-) -> tuple[dict[str, Any], int]:
+) -> tuple[int, Usage]:
     messages = [Message("user", (TextBlock(request),))]
     problems: list[str] = []
+    usage = Usage()
     for call in range(1, MAX_CALLS + 1):
         try:
             done = await model.complete(system=SYSTEM, messages=messages, tools=[], max_tokens=4096)
         except ModelError as exc:
             raise GenerationFailed(f"model call failed: {exc}") from exc
+        usage = usage + done.usage
         data = first_json_object(done.text)
         problems = ["the reply holds no JSON object"] if data is None else await validate(data)
         if not problems and data is not None:
-            return data, call
+            return call, usage
         messages += [
             Message("assistant", (TextBlock(done.text or "(empty)"),)),
             Message("user", (TextBlock(
@@ -134,8 +137,8 @@ async def generate_triggers(model: Model, skill: Skill, siblings: list[Skill]) -
         rendered["evals/triggers.yaml"] = text
         return problems
 
-    _, calls = await _converse(model, triggers_request(skill, siblings), validate)
-    return Generated(rendered, calls)
+    calls, usage = await _converse(model, triggers_request(skill, siblings), validate)
+    return Generated(rendered, calls, usage)
 
 
 def _check_file(text: str, name: str, loader: Callable[[Path], tuple[Any, list[Any]]]) -> list[str]:
@@ -204,8 +207,8 @@ async def generate_cases(model: Model, skill: Skill, dry_run: SeedCheck | None =
             rendered[rel] = text
         return problems
 
-    _, calls = await _converse(model, cases_request(skill), validate)
-    return Generated(dict(rendered), calls)
+    calls, usage = await _converse(model, cases_request(skill), validate)
+    return Generated(dict(rendered), calls, usage)
 
 
 def _case_problems(i: int, case: Any, names: set[str]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from skillbench.config import Settings
+from skillbench.config import Settings, sandbox_spec
 from skillbench.generate import (
     Generated,
     SeedCheck,
@@ -14,6 +14,7 @@ from skillbench.generate import (
     write_new,
 )
 from skillbench.models import resolve_model
+from skillbench.models.pricing import cost_usd
 from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman import PodmanProvider
@@ -43,13 +44,15 @@ def _case_files(evals: Path) -> list[Path]:
 
 async def fill_missing(
     skill_dir: Path, settings: Settings, kinds: Sequence[str], log: Callable[[str], None]
-) -> None:
-    """Generate each kind in `kinds` that the skill lacks; existing files are left untouched."""
+) -> float:
+    """Generate each kind in `kinds` that the skill lacks; existing files are left untouched.
+    Returns what the calls cost (USD; 0 when the price is unknown)."""
     skill = read_skill(skill_dir)
     model = resolve_model(settings.model, max_retries=settings.max_retries,
                           timeout=settings.request_timeout)  # fmt: skip
     lacking = missing_kinds(skill_dir)
     provider: PodmanProvider | None = None
+    spent = 0.0
     try:
         for kind in kinds:
             if kind not in lacking:
@@ -60,14 +63,15 @@ async def fill_missing(
                 made = await generate_triggers(model, skill, siblings)
             else:
                 provider = provider or PodmanProvider()
-                spec = SandboxSpec(image=IMAGE, memory=settings.memory, pids=settings.pids,
-                                   cpus=settings.cpus)  # fmt: skip
+                spec = sandbox_spec(settings, IMAGE)
                 made = await generate_cases(model, skill, _dry_run(provider, spec))
             _write(skill_dir, made, settings.model, log)
+            spent += cost_usd(settings.model, made.usage, settings.prices) or 0.0
     finally:
         await model.aclose()
         if provider is not None:
             await provider.aclose()
+    return spent
 
 
 def _dry_run(provider: PodmanProvider, spec: SandboxSpec) -> SeedCheck:

@@ -16,6 +16,7 @@ from skillbench import __version__
 from skillbench.config import Settings
 from skillbench.engine.records import BASELINE, CANDIDATE, INCUMBENT, Incumbent, Plan, Unit
 from skillbench.models import ModelRefError, check_ref
+from skillbench.models.pricing import price_for
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.skills import RUNS_DIR, Skill, digest, evals_digest, read_skill, skill_files
 from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
@@ -47,6 +48,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     triggers: bool = True  # also measure triggers when the skill has a triggers file
     runs: int = 1
     threshold: float = 0.5
+    spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
 
 
 def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
@@ -117,6 +119,12 @@ def prepare(opts: EvalOptions) -> Prepared:
     skill, assets = validated(skill_dir)
     settings = opts.settings
     check_credentials(settings.model, settings.judge_model or settings.model)
+    if opts.max_cost is not None:
+        for ref in {settings.model, settings.judge_model or settings.model}:
+            if price_for(ref, settings.prices) is None:
+                raise EvalError(f"--max-cost: no price is known for {ref}, so its spend cannot "
+                                f'be counted; add [prices."{ref}"] with input and output (USD '
+                                "per million tokens) to skillbench.toml")  # fmt: skip
     if not image_exists(opts.image):
         raise EvalError(f"the sandbox image {opts.image} is missing: run `skillbench image "
                         "build` (or `make setup`)")  # fmt: skip
@@ -143,7 +151,11 @@ def prepare(opts: EvalOptions) -> Prepared:
     found = find_incumbent(opts, skill, version)
     run_id = new_run_id()
     run_dir = run_folder(skill_dir, opts.out, run_id)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EvalError(f"--out {run_dir}: cannot make the run folder there "
+                        f"({exc.strerror or exc}); choose another --out") from None  # fmt: skip
     if (run_dir / "journal.jsonl").exists():
         raise EvalError(
             f"--out {run_dir}: already holds a run; use --resume {run_dir} to continue it"
@@ -155,11 +167,15 @@ def prepare(opts: EvalOptions) -> Prepared:
         seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),
         arms=[BASELINE, CANDIDATE] + ([INCUMBENT] if found else []),
         opponents=[BASELINE] + ([INCUMBENT] if found else []), sessions=list(sessions),
-        incumbent=found,
+        incumbent=found, team=str(Path(opts.team).resolve()) if opts.team else None,
         units=units_of(sessions), engine_version=__version__,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"), case_filter=opts.case,
     )  # fmt: skip
-    (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
+    try:
+        (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
+    except OSError as exc:
+        raise EvalError(f"--out {run_dir}: cannot write the run folder ({exc.strerror or exc});"
+                        " choose another --out") from None  # fmt: skip
     return plan, run_dir, skill, sessions
 
 
@@ -174,6 +190,8 @@ def run_folder(skill_dir: Path, out: str | None, run_id: str) -> Path:
                 f"--out {out}: is inside the skill under test ({skill_dir}), where the agent "
                 "could read it; choose a folder outside the skill"
             )
+        if Path(out).exists() and not Path(out).is_dir():
+            raise EvalError(f"--out {out}: is a file, not a folder; name a new or empty folder")
         return Path(out)
     base = Path.cwd()
     if base.resolve().is_relative_to(skill):

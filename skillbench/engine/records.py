@@ -49,6 +49,7 @@ class Plan(msgspec.Struct, kw_only=True):
     created_at: str
     case_filter: str | None = None
     incumbent: Incumbent | None = None
+    team: str | None = None  # the team repo the incumbent came from (--resume keeps it)
 
 
 def session_key(session: str, arm: str, rep: int) -> str:

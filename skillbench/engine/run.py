@@ -21,7 +21,8 @@ from msgspec.structs import replace
 from skillbench.agent.loop import SkillInfo, run_agent
 from skillbench.agent.trace import TraceWriter, read_trace
 from skillbench.checks import run_checks
-from skillbench.engine.journal import Journal, RowKey, read_journal
+from skillbench.config import sandbox_spec
+from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
 from skillbench.engine.plan import SUITE, EvalError, EvalOptions, Prepared
 from skillbench.engine.records import (
     BASELINE,
@@ -39,7 +40,7 @@ from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, write_receipt
-from skillbench.sandbox.base import WORKDIR, Sandbox, SandboxError, SandboxSpec, parse_size
+from skillbench.sandbox.base import WORKDIR, Sandbox, SandboxError, parse_size
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import (
     ContaminationError,
@@ -83,7 +84,10 @@ class _Run:
         self.specs = sessions
         self.progress = progress
         self.settings = opts.settings
-        self.journal = Journal(run_dir / "journal.jsonl")
+        try:
+            self.journal = Journal(run_dir / "journal.jsonl")
+        except RunBusy as exc:
+            raise EvalError(str(exc)) from None
         self.done, self.rows = read_journal(run_dir / "journal.jsonl")
         # On --resume, what failed for infrastructure reasons is tried again: errored
         # sessions, and rows left unscored by them or by the judge.
@@ -94,7 +98,7 @@ class _Run:
             for r in self.done.values()
             if r.outcome == "skipped"
         }
-        self.spend = sum(r.cost_usd or 0.0 for r in self.done.values())
+        self.spend = opts.spent_before + sum(r.cost_usd or 0.0 for r in self.done.values())
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         self.stopped: str | None = None
         self.missing: set[str] = set()  # sessions skipped because the image lacks a tool
@@ -103,11 +107,7 @@ class _Run:
         # judge calls are light, but a burst of them would meet the provider's rate limits
         self.judge_gate = asyncio.Semaphore(max(4, opts.settings.parallel))
         self.closing: set[asyncio.Future[None]] = set()  # sandboxes being removed
-        box = self.settings.sandbox
-        self.sandbox_spec = SandboxSpec(
-            image=opts.image, memory=self.settings.memory, pids=self.settings.pids,
-            cpus=self.settings.cpus, disk=box.disk, home=box.home, tmp=box.tmp,
-        )  # fmt: skip
+        self.sandbox_spec = sandbox_spec(self.settings, opts.image)
 
     # sessions ----------------------------------------------------------------------------
 
@@ -332,7 +332,8 @@ async def triggers_of(opts: EvalOptions) -> TriggerReport | None:
     model = resolve_model(settings.model, max_retries=settings.max_retries,
                           timeout=settings.request_timeout)  # fmt: skip
     try:
-        (report,) = await evaluate_all(model, targets, runs=opts.runs, threshold=opts.threshold)
+        (report,) = await evaluate_all(model, targets, runs=opts.runs, threshold=opts.threshold,
+                                       parallel=settings.parallel)  # fmt: skip
     finally:
         await model.aclose()
     return report
@@ -344,8 +345,19 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
     runner = _Run(opts, plan, run_dir, skill, sessions, progress)
     summary = await runner.run()
     if opts.triggers:
-        report = await triggers_of(opts)
-        summary["triggers"] = report.summary() if report else None
+        summary["triggers"] = None
+        if opts.max_cost is not None and runner.spend >= opts.max_cost:
+            summary["triggers_note"] = "not measured: the --max-cost cap was reached"
+        else:
+            report = await triggers_of(opts)
+            if report is None:
+                summary["triggers_note"] = "not measured: the skill has no evals/triggers.yaml"
+            else:
+                summary["triggers"] = report.summary()
+                runner.spend += cost_usd(opts.settings.model, report.usage,
+                                         opts.settings.prices) or 0.0  # fmt: skip
+    # every call the run made: generation, sessions, the judge, triggers
+    summary["spend_usd"] = round(runner.spend, 6)
     # checks saw the raw transcript; their details are printed and written, so scrub them
     summary = scrub_obj(summary)
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))

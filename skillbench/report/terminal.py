@@ -40,6 +40,8 @@ def report_lines(summary: dict[str, Any]) -> list[str]:
     triggers = summary.get("triggers")
     if triggers:
         lines.extend(trigger_lines(triggers))
+    elif summary.get("triggers_note"):
+        lines.append(f"triggers: {summary['triggers_note']}")
     eff = summary["efficiency"]
     if eff:
         parts = []
