@@ -84,6 +84,7 @@ class FakeModelServer:
         self.player = Player(script)
         self.requests: list[LoggedRequest] = []
         self._lock = threading.Lock()
+        self.in_flight = self.peak_in_flight = 0  # requests being answered now / at most
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -134,6 +135,16 @@ class FakeModelServer:
     # --- answering ------------------------------------------------------------------------
 
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            self._answer(h)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, h: BaseHTTPRequestHandler) -> None:
         raw = h.rfile.read(int(h.headers.get("Content-Length") or 0))
         if h.path.rstrip("/").endswith("/v1/messages"):
             protocol, shape = "anthropic", anthropic_shape
