@@ -41,6 +41,7 @@ class Skill(msgspec.Struct, frozen=True):
     description: str
     path: str
     body_line: int  # first line of the markdown after the front matter
+    warnings: tuple[Problem, ...] = ()  # e.g. front matter only a lenient reader accepts
 
 
 class SkillFile(msgspec.Struct, frozen=True):
@@ -83,53 +84,91 @@ def read_skill(folder: Path, *, folder_name: str | None = None) -> Skill:
         raise SpecError(
             [Problem(shown, 1, "error", "front matter is not closed: add a `---` line after it")]
         )
-    doc = parse_yaml("\n".join(lines[1:end]), shown, first_line=2)
-    if not isinstance(doc.value, dict):
-        raise SpecError(
-            [
-                Problem(
-                    shown,
-                    2,
-                    "error",
-                    "front matter must be a mapping with `name` and `description`",
-                )
-            ]
-        )
+    warnings: tuple[Problem, ...] = ()
+    try:
+        doc = parse_yaml("\n".join(lines[1:end]), shown, first_line=2)
+    except SpecError as exc:
+        # Claude Code reads `key: value` lines when strict YAML fails (an unquoted `: ` in a
+        # description is the usual cause); accept what it accepts, and say so.
+        lenient = _lenient_front_matter(lines[1:end])
+        if lenient is None:
+            raise
+        meta, where = lenient
+        first = exc.problems[0]
+        warnings = (Problem(shown, first.line, "warning",
+                            f"front matter is not valid YAML ({first.message}); Claude Code "
+                            "reads it line by line and accepts it, but strict YAML readers "
+                            "(Codex, PyYAML, js-yaml) drop the skill: quote the value, e.g. "
+                            'description: "…"'),)  # fmt: skip
+    else:
+        if not isinstance(doc.value, dict):
+            raise SpecError([Problem(shown, 2, "error", "front matter must be a mapping with "
+                                     "`name` and `description`")])  # fmt: skip
+        meta = doc.value
+        where = {k: doc.line((k,)) for k in ("name", "description") if k in meta}
+
+    def problem(field: str, message: str) -> Problem:
+        return Problem(shown, where.get(field, 1), "error", message)
+
     problems: list[Problem] = []
-    meta = doc.value
     for field in ("name", "description"):
         if field not in meta:
             problems.append(Problem(shown, 1, "error", f"front matter is missing `{field}`"))
         elif not isinstance(meta[field], str) or not meta[field].strip():
-            problems.append(doc.problem((field,), f"`{field}` must be non-empty text"))
+            problems.append(problem(field, f"`{field}` must be non-empty text"))
     if not problems:
         name, description = meta["name"], meta["description"]
         if not NAME_RE.match(name):
             problems.append(
-                doc.problem(
-                    ("name",),
+                problem(
+                    "name",
                     f"skill name {name!r} must be lowercase "
                     "letters, digits and hyphens, at most 64 characters",
                 )
             )
         elif name != (folder_name or folder.resolve().name):
             problems.append(
-                doc.problem(
-                    ("name",),
+                problem(
+                    "name",
                     f"skill name {name!r} does not match its "
                     f"folder {folder_name or folder.resolve().name!r}; rename one",
                 )
             )
         if len(description) > MAX_DESCRIPTION:
             problems.append(
-                doc.problem(
-                    ("description",),
+                problem(
+                    "description",
                     f"description is {len(description)} characters; the limit is {MAX_DESCRIPTION}",
                 )
             )
     if problems:
         raise SpecError(problems)
-    return Skill(meta["name"], meta["description"], str(folder), end + 2)
+    return Skill(meta["name"], meta["description"], str(folder), end + 2, warnings)
+
+
+# A value that starts like YAML structure is broken YAML, not prose with a colon in it.
+_STRUCTURE = ("[", "{", "|", ">", "&", "*", "!")
+
+
+def _lenient_front_matter(lines: list[str]) -> tuple[dict[str, str], dict[str, int]] | None:
+    """Top-level `key: value` lines read as plain text, the way Claude Code recovers front
+    matter strict YAML rejects; None when something else is wrong with it."""
+    meta: dict[str, str] = {}
+    where: dict[str, int] = {}
+    for number, raw in enumerate(lines, start=2):
+        line = raw.rstrip("\r")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line[0] in " \t":
+            return None  # continuation or nesting: real YAML structure, and it is broken
+        key, sep, value = line.partition(":")
+        value = value.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z0-9_-]+", key) or value.startswith(_STRUCTURE):
+            return None
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        meta[key], where[key] = value, number
+    return (meta, where) if "name" in meta and "description" in meta else None
 
 
 def root_children(root: Path) -> list[Path]:
@@ -182,12 +221,17 @@ def _norm(rel: str) -> str:
     return unicodedata.normalize("NFC", rel.replace(os.sep, "/"))
 
 
-def skill_files(folder: Path, *, exclude_top: frozenset[str] = NOT_IN_DIGEST) -> list[SkillFile]:
-    """Every file of a skill, sorted by normalised path; symlinks are listed, not followed.
+def skill_files(
+    folder: Path, *, exclude_top: frozenset[str] = NOT_IN_DIGEST, skill: Path | None = None
+) -> list[SkillFile]:
+    """Every file under `folder` (a skill, or a folder of one), sorted by normalised path;
+    symlinks are listed, not followed.
 
-    Raises `SpecError` for a symlink that points outside the skill.
+    The one rule for links, for the skill's files and its evals alike: a link is fine when
+    it resolves inside the skill (`skill`, default `folder`); else `SpecError`.
     """
     root = folder.resolve()
+    inside = (skill or folder).resolve()
     out: list[SkillFile] = []
     problems: list[Problem] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -210,7 +254,7 @@ def skill_files(folder: Path, *, exclude_top: frozenset[str] = NOT_IN_DIGEST) ->
             if path.is_symlink():
                 target = os.readlink(path)
                 resolved = (here / target).resolve()
-                if not resolved.is_relative_to(root):
+                if not resolved.is_relative_to(inside):
                     problems.append(
                         Problem(
                             str(folder / rel),
@@ -238,10 +282,15 @@ def digest(folder: Path) -> str:
     return _hash_entries(skill_files(folder))
 
 
+def eval_files(folder: Path) -> list[SkillFile]:
+    """The files of a skill's `evals/` (links checked like the skill's own: inside the skill)."""
+    evals = folder / "evals"
+    return skill_files(evals, exclude_top=frozenset(), skill=folder) if evals.is_dir() else []
+
+
 def evals_digest(folder: Path) -> str:
     """Digest of a skill's `evals/` tree: what `--resume` compares to refuse changed assets."""
-    evals = folder / "evals"
-    return _hash_entries(skill_files(evals, exclude_top=frozenset()) if evals.is_dir() else [])
+    return _hash_entries(eval_files(folder))
 
 
 def _hash_entries(entries: list[SkillFile]) -> str:

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench.skills import is_library_root, is_skill, read_skill, root_children, skill_files
+from skillbench.skills import (
+    eval_files,
+    is_library_root,
+    is_skill,
+    read_skill,
+    root_children,
+    skill_files,
+)
 from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
 
 
@@ -50,13 +57,16 @@ def check_skill(folder: Path) -> SkillCheck:
     problems: list[Problem] = []
     name = None
     try:
-        name = read_skill(folder).name
+        skill = read_skill(folder)
+        name = skill.name
+        problems.extend(skill.warnings)
     except SpecError as exc:
         problems.extend(exc.problems)
-    try:
-        skill_files(folder)
-    except SpecError as exc:
-        problems.extend(exc.problems)
+    for files in (skill_files, eval_files):
+        try:
+            files(folder)
+        except SpecError as exc:
+            problems.extend(exc.problems)
     assets = load_assets(folder, name)
     problems.extend(assets.problems)
     problems.sort(key=lambda p: (p.path, p.line))

@@ -84,7 +84,7 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         "1",
     )
     assert [c.get("name") for c in suite] == ["hello rep 1 vs baseline", "polish rep 1 vs baseline",
-                                              "style rep 1 vs baseline", "needs-codex"]  # fmt: skip
+                                              "style rep 1 vs baseline", "needs-codex rep 1 vs baseline"]  # fmt: skip
     assert (rows["hello.baseline.1"]["outcome"], rows["hello.baseline.1"]["decided_by"]) == (
         "win",
         "checks",
@@ -104,7 +104,12 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
                                                   "net_lift": pytest.approx(2 / 3), "sign_p": 0.5}  # fmt: skip
     assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (4, 3, "PASS")
     assert summary["skipped"] == [
-        {"case": "needs-codex", "reason": "missing codex", "environment": True}
+        {
+            "case": "needs-codex",
+            "reason": "missing codex",
+            "environment": True,
+            "units": ["needs-codex"],
+        }
     ]
     # a case the image cannot run does not make the run incomplete; the receipt says so
     receipt = json.loads((tmp_path / "run/receipt.json").read_text())

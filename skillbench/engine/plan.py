@@ -18,7 +18,15 @@ from skillbench.engine.records import BASELINE, CANDIDATE, INCUMBENT, Incumbent,
 from skillbench.models import ModelRefError, check_ref
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.image import IMAGE, image_exists
-from skillbench.skills import RUNS_DIR, Skill, digest, evals_digest, read_skill, skill_files
+from skillbench.skills import (
+    RUNS_DIR,
+    Skill,
+    digest,
+    eval_files,
+    evals_digest,
+    read_skill,
+    skill_files,
+)
 from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
 from skillbench.spec.model import Session, Suite
 from skillbench.spec.problems import errors_in
@@ -57,9 +65,13 @@ def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
     skill = None
     try:
         skill = read_skill(skill_dir)
-        skill_files(skill_dir)
     except SpecError as exc:
         problems.extend(exc.problems)
+    for files in (skill_files, eval_files):
+        try:
+            files(skill_dir)
+        except SpecError as exc:
+            problems.extend(exc.problems)
     assets = load_assets(skill_dir, skill.name if skill else None)
     problems.extend(assets.problems)
     if skill is None or errors_in(problems):

@@ -302,7 +302,9 @@ class _Run:
                 await judge_model.aclose()
             self.journal.close()
             shutil.rmtree(self.run_dir / "tmp", ignore_errors=True)
-        skipped = [Skipped(n, r, n in self.missing) for n, r in self.skipped.items()]
+        skipped = [Skipped(n, r, n in self.missing,
+                           [u.name for u in self.plan.units if u.session == n])
+                   for n, r in self.skipped.items()]  # fmt: skip
         return summarize(self.plan, self.done, list(self.rows.values()), skipped,
                          stopped=self.stopped)  # fmt: skip
 

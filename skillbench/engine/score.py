@@ -42,6 +42,7 @@ class Skipped(msgspec.Struct):
     case: str
     reason: str
     environment: bool = False  # the image lacks a `requires` tool: not the run's failing
+    units: list[str] = []  # the scored units it would have had (a suite's sub-cases)
 
 
 def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:

@@ -25,8 +25,9 @@ def gate_junit(skill: str, passed: bool, reason: str) -> str:
 
 
 def eval_junit(summary: dict[str, Any]) -> str:
-    """One test case per row (a loss fails it, an unscored tie is skipped) and one per
-    skipped case, under a suite named for the skill and its verdict."""
+    """One test case per row (a loss fails it, an unscored tie is skipped), and one skipped
+    test case per row a skipped case or suite would have had, under a suite named for the
+    skill and its verdict."""
     cases, failures, skipped = [], 0, 0
     cls = quoteattr(f"skillbench.eval.{summary['skill']}")
     for row in summary["rows"]:
@@ -41,10 +42,15 @@ def eval_junit(summary: dict[str, Any]) -> str:
         else:
             body = f"<system-out>{escape(detail)}</system-out>"
         cases.append(f"<testcase classname={cls} name={quoteattr(name)}>{body}</testcase>")
-    for skip in summary["skipped"]:
-        skipped += 1
+    opponents = list(summary["comparisons"])
+    for skip in summary["skipped"]:  # the rows a skipped case (or suite) would have had
         reason = quoteattr(skip["reason"])
-        cases.append(f"<testcase classname={cls} name={quoteattr(skip['case'])}>"
-                     f"<skipped message={reason}/></testcase>")  # fmt: skip
+        for unit in skip.get("units") or [skip["case"]]:
+            for rep in range(1, summary["k"] + 1):
+                for opponent in opponents:
+                    skipped += 1
+                    name = quoteattr(f"{unit} rep {rep} vs {opponent}")
+                    cases.append(f"<testcase classname={cls} name={name}>"
+                                 f"<skipped message={reason}/></testcase>")  # fmt: skip
     name = f"skillbench eval {summary['skill']}: {summary['verdict']}"
     return _suite(name, cases, failures, skipped)

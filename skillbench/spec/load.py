@@ -427,6 +427,11 @@ def load_assets(skill_dir: Path, skill_name: str | None = None) -> EvalAssets:
     stems: dict[str, Path] = {}
     evals = skill_dir / "evals"
     for path in case_files(skill_dir):
+        if path.stem == "suite":
+            problems.append(Problem(str(path), 1, "error", "the case name `suite` is taken by "
+                                    "evals/suite.yaml (its rows are named suite/<name>); rename "
+                                    "this file"))  # fmt: skip
+            continue
         if path.stem in stems:
             problems.append(
                 Problem(
