@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on the bundled example skills: validate the library, run the paired-arm eval
-# of one skill, and measure triggers across the library. With ANTHROPIC_API_KEY or
+# of every skill, and measure triggers across the library. With ANTHROPIC_API_KEY or
 # OPENAI_API_KEY set it uses that provider; without, the scripted demo driver (offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,13 +24,17 @@ out="${DEMO_OUT:-.skillbench/demo/$(date -u +%Y%m%d-%H%M%S)}"
 echo
 echo "== skillbench check skills/"
 "$SB" check skills/
-echo
-echo "== skillbench eval skills/diff-review"
-status=0
-"$SB" eval skills/diff-review --model "$model" --out "$out" --no-gen || status=$?
-if [ "$status" -gt 1 ]; then exit "$status"; fi
+for dir in skills/*/; do
+  name=$(basename "$dir")
+  echo
+  echo "== skillbench eval skills/$name"
+  status=0
+  "$SB" eval "skills/$name" --model "$model" --out "$out/$name" --no-gen || status=$?
+  # 1 is a FAIL verdict, a result like any other; 2 or more means the run itself failed
+  if [ "$status" -gt 1 ]; then exit "$status"; fi
+done
 echo
 echo "== skillbench triggers skills/"
 "$SB" triggers skills/ --model "$model"
 echo
-echo "demo: done; the eval's transcripts, journal, summary and receipt are in $out"
+echo "demo: done; each eval's transcripts, journal, summary and receipt are in $out/<skill>"

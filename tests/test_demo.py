@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -43,17 +44,45 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     out = done.stdout.splitlines()
     assert out[0].startswith("demo: no ANTHROPIC_API_KEY or OPENAI_API_KEY set, so this run uses "
                              "the scripted demo driver")  # fmt: skip
-    assert "verdict: PASS [partial — 8/9 scored]" in out
+    skills = sorted(p.name for p in (ROOT / "skills").iterdir() if (p / "SKILL.md").is_file())
+    assert [line.removeprefix("== skillbench eval skills/") for line in out
+            if line.startswith("== skillbench eval ")] == skills  # every bundled skill  # fmt: skip
+    assert "verdict: PASS [partial — 8/9 scored]" in out  # diff-review
     assert "skipped (environment): codex-assisted — missing codex" in out
-    assert any(line.startswith("triggers: recall=") for line in out)
+    assert sum(line.startswith("triggers: recall=") for line in out) == len(skills)
     assert any(
         line.startswith("models: agent scripted/demo") and "not a model" in line for line in out
     )
+    # the triggers step shows every skill of the library
+    assert all(f"{name}:" in out for name in skills)
     assert "confusion (who took each miss):" in out
-    summary = json.loads((tmp_path / "demo/summary.json").read_text())
+    for name in skills:  # both arms of every case ran and every row that could was scored
+        summary = json.loads((tmp_path / f"demo/{name}/summary.json").read_text())
+        journal = (tmp_path / f"demo/{name}/journal.jsonl").read_text().splitlines()
+        outcomes = {json.loads(x)["outcome"] for x in journal if '"type":"session"' in x}
+        assert outcomes <= {"pass", "fail"}, (name, outcomes)
+        assert summary["complete"] and summary["scored_rows"] > 0, name
+    summary = json.loads((tmp_path / "demo/diff-review/summary.json").read_text())
     assert summary["comparisons"]["baseline"]["win"] == 4
-    receipt = json.loads((tmp_path / "demo/receipt.json").read_text())
+    receipt = json.loads((tmp_path / "demo/diff-review/receipt.json").read_text())
     assert (receipt["driver"], receipt["complete"]) == ("scripted", True)
     # the gate says the pipeline worked, not that the skill helps: it refuses
     assert main(["gate", str(ROOT / "skills/diff-review")]) == 1
     assert "comes from the scripted driver (scripted/demo)" in capsys.readouterr().out
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_a_model_that_cannot_generate_skips_generation_and_says_so(tmp_path: Path, capsys) -> None:
+    skill = tmp_path / "lib" / "eval-suite-converter"
+    shutil.copytree(ROOT / "skills/eval-suite-converter", skill, symlinks=True)
+    (skill / "evals/triggers.yaml").unlink()
+    code = main(["eval", str(skill), "--model", "scripted/demo", "--quiet",
+                 "--out", str(tmp_path / "run")])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert ("note: scripted/demo is a fixed script, not a model, and cannot write evals; not "
+            "generating triggers (write them, or use a real --model)") in err  # fmt: skip
+    assert "triggers: not measured: the skill has no evals/triggers.yaml" in out.splitlines()
+    assert not (skill / "evals/triggers.yaml").exists()
