@@ -64,6 +64,14 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         assert summary["complete"] and summary["scored_rows"] > 0, name
     summary = json.loads((tmp_path / "demo/diff-review/summary.json").read_text())
     assert summary["comparisons"]["baseline"]["win"] == 4
+    # the README's sample outputs are this run's, line for line
+    readme = (ROOT / "README.md").read_text()
+    sample = readme.split("a real model's run has the same shape):\n\n", 1)[1].split("\n\n")[0]
+    for line in sample.splitlines():
+        assert line.removeprefix("    ") in out, line
+    triggers = readme.split("From `make demo` (scripted driver):\n\n", 1)[1].split("\n\n")[0]
+    for line in triggers.splitlines():
+        assert line.strip() == "..." or line.removeprefix("    ") in out, line
     receipt = json.loads((tmp_path / "demo/diff-review/receipt.json").read_text())
     assert (receipt["driver"], receipt["complete"]) == ("scripted", True)
     # the gate says the pipeline worked, not that the skill helps: it refuses

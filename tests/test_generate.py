@@ -110,3 +110,18 @@ def test_eval_generates_missing_triggers_unless_no_gen(
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "triggers: recall=1.00 precision=0.50 (tp=5 fn=0 fp=5 tn=0)"
     assert len(server.log()) == 11
+
+
+@pytest.mark.anyio
+async def test_generation_reports_what_it_cost(rules_server, tmp_path: Path) -> None:
+    from skillbench.config import Settings
+    from skillbench.engine.gen import fill_missing
+
+    skill = library(tmp_path)
+    rules_server([{"when": "trigger prompts", "replies": [json.dumps(FOUR), json.dumps(GOOD)]}])
+    one = await fill_missing(skill, Settings(model=MODEL), ["triggers"], lambda _: None)
+    assert one > 0  # two calls at the model's price: counted toward --max-cost
+    (skill / "evals/triggers.yaml").unlink()
+    free = await fill_missing(skill, Settings(model=MODEL, prices={MODEL: {"input": 0, "output": 0}}),
+                              ["triggers"], lambda _: None)  # fmt: skip
+    assert free == 0.0
