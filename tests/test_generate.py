@@ -116,12 +116,13 @@ def test_eval_generates_missing_triggers_unless_no_gen(
 async def test_generation_reports_what_it_cost(rules_server, tmp_path: Path) -> None:
     from skillbench.config import Settings
     from skillbench.engine.gen import fill_missing
+    from skillbench.models.pricing import Price
 
     skill = library(tmp_path)
     rules_server([{"when": "trigger prompts", "replies": [json.dumps(FOUR), json.dumps(GOOD)]}])
     one = await fill_missing(skill, Settings(model=MODEL), ["triggers"], lambda _: None)
     assert one > 0  # two calls at the model's price: counted toward --max-cost
     (skill / "evals/triggers.yaml").unlink()
-    free = await fill_missing(skill, Settings(model=MODEL, prices={MODEL: {"input": 0, "output": 0}}),
-                              ["triggers"], lambda _: None)  # fmt: skip
+    free_price = Settings(model=MODEL, prices={MODEL: Price(0.0, 0.0)})
+    free = await fill_missing(skill, free_price, ["triggers"], lambda _: None)
     assert free == 0.0
