@@ -146,9 +146,10 @@ class FakeModelServer:
 
     def _answer(self, h: BaseHTTPRequestHandler) -> None:
         raw = h.rfile.read(int(h.headers.get("Content-Length") or 0))
-        if h.path.rstrip("/").endswith("/v1/messages"):
+        route = h.path.split("?", 1)[0].rstrip("/")  # Claude Code asks /v1/messages?beta=true
+        if route.endswith("/v1/messages"):
             protocol, shape = "anthropic", anthropic_shape
-        elif h.path.rstrip("/").endswith("/chat/completions"):
+        elif route.endswith("/chat/completions"):
             protocol, shape = "openai", openai_shape
         else:
             return self._send(h, 404, {"error": {"message": f"no route {h.path}"}})
@@ -175,7 +176,48 @@ class FakeModelServer:
             body, play, raw, turns
         )
         entry.usage = usage
+        if protocol == "anthropic" and body.get("stream"):
+            return self._stream(h, reply)
         self._send(h, 200, reply)
+
+    @staticmethod
+    def _stream(h: BaseHTTPRequestHandler, reply: dict[str, Any]) -> None:
+        """The reply as the Messages API streams it (server-sent events), block by block."""
+        content, usage = reply["content"], reply["usage"]
+        start = {**reply, "content": [], "stop_reason": None,
+                 "usage": {**usage, "output_tokens": 1}}  # fmt: skip
+        events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": start})]
+        for i, block in enumerate(content):
+            opened: dict[str, Any]
+            delta: dict[str, Any]
+            if block["type"] == "text":
+                opened = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": block["text"]}
+            else:
+                opened = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            events += [("content_block_start", {"index": i, "content_block": opened}),
+                       ("content_block_delta", {"index": i, "delta": delta}),
+                       ("content_block_stop", {"index": i})]  # fmt: skip
+        events += [
+            ("message_delta", {"delta": {"stop_reason": reply["stop_reason"],
+                                         "stop_sequence": None},
+                               "usage": {"output_tokens": usage["output_tokens"]}}),
+            ("message_stop", {}),
+        ]  # fmt: skip
+        try:
+            h.send_response(200)
+            h.send_header("Content-Type", "text/event-stream")
+            h.send_header("Cache-Control", "no-cache")
+            h.send_header("Connection", "close")  # the end of the stream is the end of the body
+            h.end_headers()
+            for name, data in events:
+                h.wfile.write(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
+                              .encode())  # fmt: skip
+                h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        h.close_connection = True
 
     def _fault(self, h: BaseHTTPRequestHandler, entry: LoggedRequest, play: Play) -> None:
         fault = play.fault
