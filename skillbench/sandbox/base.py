@@ -75,6 +75,15 @@ class Mount(msgspec.Struct, frozen=True):
     read_only: bool = True
 
 
+class Relay(msgspec.Struct, frozen=True):
+    """A loopback port inside the sandbox whose connections come out on the host, at
+    `host:target` (skillbench's model broker): the only way out of a sandbox with no network."""
+
+    port: int
+    host: str
+    target: int
+
+
 class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     """How to make a sandbox. The defaults are the isolation every arm gets.
 
@@ -91,6 +100,7 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     home: str = "64m"
     tmp: str = "256m"
     workspace: str | None = None  # a Workspace's name: /work outlives the sandbox (checks)
+    relay: Relay | None = None
     pids: int = 512
     cpus: float = 1.0
     nofile: int = 4096

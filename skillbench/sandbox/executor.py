@@ -25,6 +25,7 @@ import errno
 import json
 import os
 import pwd
+import queue
 import signal
 import socket
 import subprocess
@@ -308,6 +309,73 @@ def _reap_orphans():
                         os.waitpid(int(entry), os.WNOHANG)
 
 
+class _Relay:
+    """Connections to a loopback port inside the sandbox, carried over the host channel.
+
+    The sandbox has no network; a program in it (an agent CLI) talks to 127.0.0.1:<port>,
+    and its bytes travel as {"event": "open"|"data"|"close", "sid": n} messages to the host,
+    which answers with "relay_data" / "relay_close" requests. The host decides where they go
+    (skillbench's model broker); nothing else is reachable.
+    """
+
+    def __init__(self, port):
+        self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.server.bind(("127.0.0.1", port))  # before any user process can take the port
+        self.server.listen(64)
+        self.conns = {}
+        self.outboxes = {}  # per connection: what the host sent, written by its own thread
+        self.lock = threading.Lock()
+        self.ids = 0
+
+    def serve(self):
+        while True:
+            conn, _ = self.server.accept()
+            with self.lock:
+                self.ids += 1
+                sid = self.ids
+                self.conns[sid] = conn
+            outbox: queue.SimpleQueue = queue.SimpleQueue()
+            with self.lock:
+                self.outboxes[sid] = outbox
+            _reply({"event": "open", "sid": sid})
+            threading.Thread(target=self._pump, args=(sid, conn), daemon=True).start()
+            threading.Thread(target=self._deliver, args=(sid, conn, outbox), daemon=True).start()
+
+    def _pump(self, sid, conn):
+        while True:
+            try:
+                chunk = conn.recv(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            _reply({"event": "data", "sid": sid, "data": base64.b64encode(chunk).decode()})
+        _reply({"event": "close", "sid": sid})
+
+    def send(self, req):
+        """Queue what the host sent; a client that stops reading blocks only its own writer."""
+        with self.lock:
+            outbox = self.outboxes.get(req["sid"])
+        if outbox is not None:
+            outbox.put(req)
+
+    def _deliver(self, sid, conn, outbox):
+        try:
+            while True:
+                req = outbox.get()
+                if req["op"] == "relay_close":
+                    conn.shutdown(socket.SHUT_WR)
+                    break
+                conn.sendall(base64.b64decode(req["data"]))
+        except OSError:
+            pass
+        with self.lock:
+            self.conns.pop(sid, None)
+            self.outboxes.pop(sid, None)
+        conn.close()
+
+
 def _harden(user):
     """Make this root process one the sandbox's users cannot touch."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -332,6 +400,7 @@ def main():
     name = sys.argv[sys.argv.index("--user") + 1] if "--user" in sys.argv else "root"
     _USER = pwd.getpwnam(name)
     _harden(_USER)
+    relay = _Relay(int(sys.argv[sys.argv.index("--relay") + 1])) if "--relay" in sys.argv else None
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -341,11 +410,16 @@ def main():
     server.close()
     os.unlink(path)  # one client only: the host
     threading.Thread(target=_reap_orphans, daemon=True).start()
+    if relay is not None:
+        threading.Thread(target=relay.serve, daemon=True).start()
     _reply({"id": 0, "ready": True, "pid": os.getpid()})
     for line in _conn.makefile("rb"):
         if not line.strip():
             continue
         req = json.loads(line)
+        if relay is not None and req.get("op") in ("relay_data", "relay_close"):
+            relay.send(req)  # in order, no reply: a stream, not a request
+            continue
         try:
             threading.Thread(target=_handle, args=(req,), daemon=True).start()
         except RuntimeError:

@@ -39,6 +39,7 @@ from skillbench.sandbox.base import (
     WORKDIR,
     ExecResult,
     Mount,
+    Relay,
     SandboxError,
     SandboxSpec,
     parse_size,
@@ -123,7 +124,7 @@ class PodmanProvider:
         except BaseException:
             shutil.rmtree(sock_dir, ignore_errors=True)
             raise
-        sandbox = PodmanSandbox(self, ctr_id, sock_dir)
+        sandbox = PodmanSandbox(self, ctr_id, sock_dir, spec.relay)
         self._live.add(sandbox)
         try:
             await sandbox.connect()
@@ -175,6 +176,7 @@ class PodmanProvider:
             command=[
                 *("python3", "-u", _IN_SANDBOX),
                 *("--listen", f"{_SOCKET_DIR}/exec.sock", "--user", spec.user),
+                *(("--relay", str(spec.relay.port)) if spec.relay else ()),
             ],
             init=False,
             working_dir=WORKDIR,
@@ -268,11 +270,16 @@ class PodmanWorkspace:
 class PodmanSandbox:
     """One podman container and the connection to the executor inside it."""
 
-    def __init__(self, provider: PodmanProvider, ctr_id: str, sock_dir: Path):
+    def __init__(
+        self, provider: PodmanProvider, ctr_id: str, sock_dir: Path, relay: Relay | None = None
+    ):
         self.provider = provider
         self.name = ctr_id[:12]
         self.ctr_id = ctr_id
         self._sock_dir = sock_dir
+        self._relay = relay
+        self._inbound: dict[int, asyncio.Queue[bytes | None]] = {}  # relayed connections
+        self._bridges: set[asyncio.Task[None]] = set()
         self._writer: asyncio.StreamWriter | None = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -313,6 +320,9 @@ class PodmanSandbox:
             if not line:
                 break
             reply = json.loads(line)
+            if "event" in reply:
+                self._relayed(reply)
+                continue
             future = self._pending.pop(reply.get("id"), None)
             if future is not None and not future.done():
                 future.set_result(reply)
@@ -322,6 +332,55 @@ class PodmanSandbox:
         for future in pending.values():
             if not future.done():
                 future.set_exception(SandboxError(f"sandbox {self.name}: {self.broken}"))
+
+    # --- the relay: loopback connections in the sandbox, bridged to the host target ---------
+
+    def _relayed(self, event: dict[str, Any]) -> None:
+        sid = event["sid"]
+        if event["event"] == "open":
+            inbound: asyncio.Queue[bytes | None] = asyncio.Queue()
+            self._inbound[sid] = inbound
+            task = asyncio.get_running_loop().create_task(self._bridge(sid, inbound))
+            self._bridges.add(task)
+            task.add_done_callback(self._bridges.discard)
+        elif sid in self._inbound:
+            data = base64.b64decode(event["data"]) if event["event"] == "data" else None
+            self._inbound[sid].put_nowait(data)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        if self._writer is not None and not self._closed:
+            self._writer.write((json.dumps(message) + "\n").encode())
+
+    async def _bridge(self, sid: int, inbound: asyncio.Queue[bytes | None]) -> None:
+        assert self._relay is not None
+        try:
+            reader, writer = await asyncio.open_connection(self._relay.host, self._relay.target)
+        except OSError:
+            self._send({"op": "relay_close", "sid": sid})
+            return
+
+        async def up() -> None:  # sandbox -> host
+            while (chunk := await inbound.get()) is not None:
+                writer.write(chunk)
+                await writer.drain()
+            if writer.can_write_eof():
+                writer.write_eof()
+
+        async def down() -> None:  # host -> sandbox
+            while chunk := await reader.read(1 << 16):
+                self._send({"op": "relay_data", "sid": sid,
+                            "data": base64.b64encode(chunk).decode()})  # fmt: skip
+                if self._writer is not None:
+                    await self._writer.drain()
+            self._send({"op": "relay_close", "sid": sid})
+
+        try:
+            await asyncio.gather(up(), down())
+        except (OSError, RuntimeError):
+            self._send({"op": "relay_close", "sid": sid})
+        finally:
+            self._inbound.pop(sid, None)
+            writer.close()
 
     async def _call(self, op: str, wait: float, **fields: Any) -> dict[str, Any]:
         if self._closed:
@@ -496,6 +555,9 @@ class PodmanSandbox:
                 self._writer.close()
             if self._reader is not None:
                 await asyncio.gather(self._reader, return_exceptions=True)
+            for bridge in list(self._bridges):
+                bridge.cancel()
+            await asyncio.gather(*self._bridges, return_exceptions=True)
             shutil.rmtree(self._sock_dir, ignore_errors=True)
             self.provider._live.discard(self)
 
