@@ -99,11 +99,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_image_build(args: argparse.Namespace) -> int:
+    from skillbench.agents import AgentError, make_agent
     from skillbench.sandbox.image import ImageBuildError, build_image
 
     try:
-        build_image(force=args.force, log=_out)
-    except ImageBuildError as exc:
+        base = build_image(force=args.force, log=_out)
+        if args.agent:
+            loaded = _settings(Path.cwd(), args, ())
+            agent = make_agent(args.agent, **loaded.settings.agents.get(args.agent, {}))
+            _out(f"image {agent.image(base, _out)} ready")
+    except (ImageBuildError, AgentError) as exc:
         _err(f"skillbench: image build failed: {exc}")
         return EXIT_FAIL
     return EXIT_OK
@@ -136,7 +141,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if skill_dir is None:
         raise UsageError("eval needs a SKILL folder (or --resume RUN_DIR)")
     _check_runs(args)
-    loaded = _settings(Path(skill_dir), args, ("model", "judge_model", "k", "parallel", "team"))
+    loaded = _settings(Path(skill_dir), args,
+                       ("model", "judge_model", "k", "parallel", "team", "agent"))  # fmt: skip
     if args.triggers_only and args.execution_only:
         raise UsageError("--triggers-only and --execution-only exclude each other")
     if args.max_cost is not None and args.max_cost < 0:
@@ -154,7 +160,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.triggers_only:
         return _eval_triggers_only(opts, args.json)
     try:
-        prepared = prepare(opts)
+        prepared = prepare(opts, log=_err)
     except EvalError as exc:
         for problem in exc.problems:
             _err(str(problem))
@@ -436,7 +442,7 @@ def _resume_settings(args: argparse.Namespace) -> None:
         args.skill = args.skill or str(plan["skill_dir"])
     except (OSError, ValueError, KeyError, TypeError):
         raise UsageError(f"--resume {run_dir}: no readable plan.json there") from None
-    for name in ("model", "judge_model", "k", "team"):
+    for name in ("model", "judge_model", "k", "team", "agent"):
         if getattr(args, name) is None and plan.get(name) is not None:
             setattr(args, name, plan[name])
 
@@ -509,6 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("skill", nargs="?", metavar="SKILL", help="the skill folder")
     p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
+    p.add_argument("--agent", help="what runs in the arms: builtin (default) or claude-code "
+                   "(the real Claude Code CLI in the sandbox)")  # fmt: skip
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
     p.add_argument("--parallel", type=int,
@@ -628,6 +636,7 @@ def build_parser() -> argparse.ArgumentParser:
         "missing). Skips the build when the image exists, unless --force.",
     )  # fmt: skip
     p.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    p.add_argument("--agent", help="also build this agent's image variant (e.g. claude-code)")
     p.set_defaults(handler=cmd_image_build)
     return parser
 

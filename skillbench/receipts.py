@@ -44,6 +44,7 @@ class Receipt(msgspec.Struct, kw_only=True):
     complete: bool = False
     stopped: str | None = None
     agent: str = ""  # what ran the arms: builtin, claude-code, codex
+    agent_version: str = ""
     models: dict[str, str] = {}  # agent, judge
     driver: str = ""  # "model", or "scripted" (a fixed script: shows the pipeline, not the skill)
     comparisons: dict[str, Any]

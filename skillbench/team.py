@@ -145,6 +145,7 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     require: str = "NEUTRAL"  # the weakest verdict vs baseline allowed: PASS or NEUTRAL
     allow_incumbent_fail: bool = False
     allow_partial: bool = False  # accept a receipt whose run did not score every row
+    require_agent: str | None = None  # e.g. "claude-code": only measurements by that agent
     min_recall: float | None = None
     min_precision: float | None = None
 
@@ -241,6 +242,9 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
                "allow-partial = true")  # fmt: skip
         return GateResult(False, why, where)
     reasons = []
+    if policy.require_agent and r.agent != policy.require_agent:
+        reasons.append(f"measured with agent {r.agent or 'unknown'} (policy requires "
+                       f"{policy.require_agent})")  # fmt: skip
     if r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
         reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
     inc = r.comparisons.get("incumbent")

@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import random
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
 
 from skillbench import __version__
+from skillbench.agents import AgentError, make_agent
 from skillbench.config import Settings
 from skillbench.engine.records import BASELINE, CANDIDATE, INCUMBENT, Incumbent, Plan, Unit
 from skillbench.models import ModelRefError, check_ref
@@ -125,12 +126,18 @@ def find_incumbent(opts: EvalOptions, skill: Skill, version: str) -> Incumbent |
     return Incumbent(found.name, found.digest, found.path) if found else None
 
 
-def prepare(opts: EvalOptions) -> Prepared:
-    """Validate, then make a new run folder with its plan (or reopen one for --resume)."""
+def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> Prepared:
+    """Validate, then make a new run folder with its plan (or reopen one for --resume).
+    The agent's image is built here on first use (`log` tells the user)."""
     skill_dir = Path(opts.skill_dir)
     skill, assets = validated(skill_dir)
     settings = opts.settings
     check_credentials(settings.model, settings.judge_model or settings.model)
+    try:
+        agent = make_agent(settings.agent, **settings.agents.get(settings.agent, {}))
+        agent.check_model(settings.model)
+    except AgentError as exc:
+        raise EvalError(f"--agent {settings.agent}: {exc}") from None
     if opts.max_cost is not None:
         for ref in {settings.model, settings.judge_model or settings.model}:
             if price_for(ref, settings.prices) is None:
@@ -140,6 +147,10 @@ def prepare(opts: EvalOptions) -> Prepared:
     if not image_exists(opts.image):
         raise EvalError(f"the sandbox image {opts.image} is missing: run `skillbench image "
                         "build` (or `make setup`)")  # fmt: skip
+    try:
+        opts.image = agent.image(opts.image, log)  # the arms (and their checkers) run there
+    except AgentError as exc:
+        raise EvalError(f"--agent {settings.agent}: {exc}") from None
     version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
     if opts.resume:
         run_dir = Path(opts.resume)
@@ -152,6 +163,7 @@ def prepare(opts: EvalOptions) -> Prepared:
             ("the eval assets", plan.assets_digest, assets_digest),
             ("the model", plan.model, settings.model),
             ("the judge model", plan.judge_model, settings.judge_model),
+            ("the agent", plan.agent, settings.agent),
             ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
         ) if old != new]  # fmt: skip
         if changed:
@@ -180,7 +192,8 @@ def prepare(opts: EvalOptions) -> Prepared:
         arms=[BASELINE, CANDIDATE] + ([INCUMBENT] if found else []),
         opponents=[BASELINE] + ([INCUMBENT] if found else []), sessions=list(sessions),
         incumbent=found, team=str(Path(opts.team).resolve()) if opts.team else None,
-        units=units_of(sessions), engine_version=__version__,
+        units=units_of(sessions), engine_version=__version__, agent=settings.agent,
+        agent_version=agent.version(),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"), case_filter=opts.case,
     )  # fmt: skip
     try:

@@ -8,7 +8,6 @@ from skillbench.checks import CheckResult
 from skillbench.models.base import Usage
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
-AGENT = "builtin"  # the agent that runs the arms (design §10: one of several, later)
 # Ties that say nothing about the skill: an arm errored, or the judge could not answer.
 UNSCORED = frozenset({"unscored", "judge-refused", "judge-unparseable", "judge-error"})
 
@@ -50,6 +49,8 @@ class Plan(msgspec.Struct, kw_only=True):
     case_filter: str | None = None
     incumbent: Incumbent | None = None
     team: str | None = None  # the team repo the incumbent came from (--resume keeps it)
+    agent: str = "builtin"  # what runs in the arms (agents/)
+    agent_version: str = ""
 
 
 def session_key(session: str, arm: str, rep: int) -> str:

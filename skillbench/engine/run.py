@@ -18,8 +18,9 @@ from typing import Any, Protocol
 import msgspec
 from msgspec.structs import replace
 
-from skillbench.agent.loop import SkillInfo, run_agent
+from skillbench.agent.loop import SkillInfo
 from skillbench.agent.trace import TraceWriter, read_trace
+from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.checks import run_checks
 from skillbench.config import sandbox_spec
 from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
@@ -40,7 +41,7 @@ from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, write_receipt
-from skillbench.sandbox.base import WORKDIR, Sandbox, SandboxError, parse_size
+from skillbench.sandbox.base import WORKDIR, Sandbox, SandboxError, SandboxProvider, parse_size
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import (
     ContaminationError,
@@ -108,6 +109,9 @@ class _Run:
         self.judge_gate = asyncio.Semaphore(max(4, opts.settings.parallel))
         self.closing: set[asyncio.Future[None]] = set()  # sandboxes being removed
         self.sandbox_spec = sandbox_spec(self.settings, opts.image)
+        self.agent = make_agent(plan.agent, max_retries=self.settings.max_retries,
+                                timeout=self.settings.request_timeout,
+                                **self.settings.agents.get(plan.agent, {}))  # fmt: skip
 
     # sessions ----------------------------------------------------------------------------
 
@@ -120,16 +124,27 @@ class _Run:
                         todo.append((name, arm, rep))
         return todo
 
-    async def session(self, provider: PodmanProvider, model: Model, name: str, arm: str,
+    async def session(self, provider: SandboxProvider, name: str, arm: str,
                       rep: int) -> SessionRecord:  # fmt: skip
-        record = await self.attempt(provider, model, name, arm, rep, 1)
+        record = await self.attempt(provider, name, arm, rep, 1)
         if record.outcome == "error":  # infrastructure: once more in a fresh sandbox
-            record = await self.attempt(provider, model, name, arm, rep, 2)
+            record = await self.attempt(provider, name, arm, rep, 2)
         return record
 
-    async def attempt(self, provider: PodmanProvider, model: Model, name: str, arm: str,
-                      rep: int, attempt: int) -> SessionRecord:  # fmt: skip
-        spec = self.specs[name]
+    def request(self, name: str, arm: str, rep: int) -> SessionRequest:
+        """What the agent is asked to do in one arm session."""
+        spec, key = self.specs[name], session_key(name, arm, rep)
+        budget = None if self.opts.max_cost is None else max(0.0, self.opts.max_cost - self.spend)
+        return SessionRequest(
+            key=key, case=name, arm=arm, rep=rep, model=self.plan.model, task=spec.task,
+            skills=(self.skill_info(arm),) if self.arm_skills(arm) else (),
+            max_turns=spec.max_turns, timeout_s=spec.timeout_minutes * 60,
+            prices=self.settings.prices, budget=budget,
+            exchanges=self.run_dir / "exchanges" / f"{key}.jsonl",
+        )  # fmt: skip
+
+    async def attempt(self, provider: SandboxProvider, name: str, arm: str, rep: int,
+                      attempt: int) -> SessionRecord:  # fmt: skip
         key = session_key(name, arm, rep)
         transcript = self.run_dir / "transcripts" / f"{key}.jsonl"
         if attempt > 1 and transcript.exists():
@@ -138,24 +153,33 @@ class _Run:
                                attempts=attempt)  # fmt: skip
         skills = self.arm_skills(arm)
         started = time.monotonic()
+        session = await self.agent.session(self.request(name, arm, rep))
         try:
-            staged = await stage_arm(provider, self.sandbox_spec, spec, skills,
+            return await self.attempt_in(provider, session, record, skills, transcript, started)
+        finally:
+            await session.close()
+
+    async def attempt_in(self, provider: SandboxProvider, session: AgentSession,
+                         record: SessionRecord, skills: dict[str, Path], transcript: Path,
+                         started: float) -> SessionRecord:  # fmt: skip
+        name, key = record.session, record.key
+        spec = self.specs[name]
+        box = replace(self.sandbox_spec, relay=session.relay)
+        try:
+            staged = await stage_arm(provider, box, spec, skills,
                                      scratch=self.run_dir / "tmp")  # fmt: skip
         except SetupFailed as exc:
             return replace(record, outcome="skipped", error=str(exc))
         except ContaminationError as exc:
-            raise EvalError(f"run refused, arm {arm} of {name}: {exc}") from None
+            raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
         except SandboxError as exc:
             return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
         try:
             trace = TraceWriter(transcript)
             try:
-                result = await run_agent(
-                    model, staged.sandbox, task=spec.task,
-                    skills=[self.skill_info(arm)] if skills else [],
-                    trace=trace, max_turns=spec.max_turns, timeout_s=spec.timeout_minutes * 60,
-                    case=name, arm=arm, rep=rep, prices=self.settings.prices,
-                )  # fmt: skip
+                result = await session.run(staged.sandbox, trace)
+            except ContaminationError as exc:
+                raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
             finally:
                 trace.close()
             record = replace(
@@ -252,11 +276,8 @@ class _Run:
 
     async def run(self) -> dict[str, object]:
         provider = PodmanProvider()
-        model = resolve_model(self.plan.model, max_retries=self.settings.max_retries,
-                              timeout=self.settings.request_timeout)  # fmt: skip
-        judge_model = model if self.plan.judge_model == self.plan.model else resolve_model(
-            self.plan.judge_model, max_retries=self.settings.max_retries,
-            timeout=self.settings.request_timeout)  # fmt: skip
+        judge_model = resolve_model(self.plan.judge_model, max_retries=self.settings.max_retries,
+                                    timeout=self.settings.request_timeout)  # fmt: skip
         try:
             await self.probe_requires(provider)
             todo = self.pending()
@@ -274,7 +295,7 @@ class _Run:
                         self.stopped = f"spend reached the --max-cost cap ${self.opts.max_cost:.2f}"
                         return
                     self.progress.started(session_key(name, arm, rep))
-                    record = await self.session(provider, model, name, arm, rep)
+                    record = await self.session(provider, name, arm, rep)
                 self.done[record.key] = record
                 self.journal.append(record)
                 self.spend += record.cost_usd or 0.0
@@ -297,9 +318,8 @@ class _Run:
                 task.cancel()
             await asyncio.gather(*self.closing, return_exceptions=True)
             await provider.aclose()
-            await model.aclose()
-            if judge_model is not model:
-                await judge_model.aclose()
+            await self.agent.aclose()
+            await judge_model.aclose()
             self.journal.close()
             shutil.rmtree(self.run_dir / "tmp", ignore_errors=True)
         skipped = [Skipped(n, r, n in self.missing,
@@ -376,7 +396,8 @@ def receipt_of(plan: Plan, summary: dict[str, Any]) -> Receipt:
         skill=plan.skill, digest=plan.version, run_id=plan.run_id, verdict=summary["verdict"],
         why=summary["why"], expected_rows=summary["expected_rows"],
         scored_rows=summary["scored_rows"], complete=summary["complete"],
-        stopped=summary["stopped"], agent=summary["agent"], models=summary["models"],
+        stopped=summary["stopped"], agent=summary["agent"],
+        agent_version=summary["agent_version"], models=summary["models"],
         driver=summary["driver"], comparisons=summary["comparisons"],
         rows=summary["rows"], triggers=summary.get("triggers"),
         efficiency=summary["efficiency"],

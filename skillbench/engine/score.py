@@ -10,7 +10,6 @@ from collections.abc import Iterable
 import msgspec
 
 from skillbench.engine.records import (
-    AGENT,
     CANDIDATE,
     ArmResult,
     Plan,
@@ -249,7 +248,8 @@ def summarize(
         "efficiency": {k: msgspec.to_builtins(v) for k, v in efficiency(plan, sessions).items()},
         "arm_scores": arm_scores(plan, sessions, skipped_names),
         "case_runs": case_runs_passed(plan, sessions, skipped_names),
-        "agent": AGENT,
+        "agent": plan.agent,
+        "agent_version": plan.agent_version,
         "models": {"agent": plan.model, "judge": plan.judge_model},
         "driver": "scripted" if "scripted" in drivers else "model",
         "k": plan.k,

@@ -57,7 +57,11 @@ def report_lines(summary: dict[str, Any]) -> list[str]:
             if agent.startswith("scripted/")
             else ""
         )
-        lines.append(f"models: agent {agent} · judge {models.get('judge')}{note}")
+        if summary.get("agent", "builtin") != "builtin":
+            who = f"{summary['agent']} {summary.get('agent_version', '')}".strip()
+            lines.append(f"models: agent {who} · model {agent} · judge {models.get('judge')}")
+        else:
+            lines.append(f"models: agent {agent} · judge {models.get('judge')}{note}")
     return lines
 
 

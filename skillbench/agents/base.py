@@ -1,0 +1,81 @@
+"""The Agent seam (design §10): what runs inside an arm. One protocol, one registry
+(agents/__init__.py), one conformance suite (tests/test_agents.py) every agent passes.
+
+An agent is asked for a session; the session says whether the sandbox needs a relay to the
+host (a CLI agent's way to its model broker), then runs the task in the arm's staged sandbox
+and writes the one transcript schema (agent/trace.py) that every check reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+
+from skillbench.agent.loop import SessionResult, SkillInfo
+from skillbench.agent.trace import TraceWriter
+from skillbench.models.pricing import Price
+from skillbench.sandbox.base import Relay, Sandbox
+
+
+class AgentError(Exception):
+    """The agent cannot run as asked (a model it cannot use, an image it cannot build)."""
+
+
+class SessionRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One arm's session, as the engine asks for it."""
+
+    key: str  # <case>.<arm>.<rep>
+    case: str
+    arm: str
+    rep: int
+    model: str  # a model reference, e.g. anthropic/claude-sonnet-4-6
+    task: str
+    skills: tuple[SkillInfo, ...]  # staged under /skills/<name>; empty for the baseline
+    max_turns: int
+    timeout_s: float
+    prices: Mapping[str, Price] = {}
+    budget: float | None = None  # USD this session may still spend (--max-cost)
+    exchanges: Path | None = None  # where a broker writes the session's model exchanges
+
+
+class AgentSession(Protocol):
+    """A session being prepared: `relay` is set before the sandbox is made."""
+
+    relay: Relay | None
+
+    async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
+        """Run the task to its end in the staged sandbox, writing the transcript."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class Agent(Protocol):
+    """What runs in an arm: `builtin` (skillbench's loop, host side) or an agent CLI."""
+
+    name: str
+
+    def version(self) -> str:
+        """What provenance records, e.g. `2.1.332` for Claude Code."""
+        ...
+
+    def check_model(self, model: str) -> None:
+        """Raise AgentError when this agent cannot use `model`."""
+        ...
+
+    def image(self, base: str, log: Callable[[str], None]) -> str:
+        """The sandbox image this agent runs in (built from `base` on first use)."""
+        ...
+
+    async def session(self, request: SessionRequest) -> AgentSession: ...
+
+    async def aclose(self) -> None:
+        """Release what the agent holds for the whole run (model clients)."""
+        ...
+
+
+def skill_names(skills: Sequence[SkillInfo]) -> list[str]:
+    return [s.name for s in skills]

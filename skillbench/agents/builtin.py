@@ -1,0 +1,63 @@
+"""`builtin`: skillbench's own agent loop (agent/loop.py). The model is called from the host,
+so the sandbox needs no relay; the image is the plain sandbox image."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from skillbench.agent.loop import SessionResult, run_agent
+from skillbench.agent.trace import TraceWriter
+from skillbench.agents.base import SessionRequest
+from skillbench.models import resolve_model
+from skillbench.models.base import Model
+from skillbench.sandbox.base import Relay, Sandbox
+
+
+class BuiltinAgent:
+    name = "builtin"
+
+    def __init__(self, *, max_retries: int = 4, timeout: float = 600.0, **_: object):
+        self._retries, self._timeout = max_retries, timeout
+        self._models: dict[str, Model] = {}  # one client per model for the whole run
+
+    def version(self) -> str:
+        from skillbench import __version__
+
+        return __version__
+
+    def check_model(self, model: str) -> None:
+        pass  # any provider: anthropic, openai(-compatible) or scripted
+
+    def image(self, base: str, log: Callable[[str], None]) -> str:
+        return base
+
+    def model(self, ref: str) -> Model:
+        if ref not in self._models:
+            self._models[ref] = resolve_model(ref, max_retries=self._retries,
+                                              timeout=self._timeout)  # fmt: skip
+        return self._models[ref]
+
+    async def session(self, request: SessionRequest) -> _Session:
+        return _Session(self.model(request.model), request)
+
+    async def aclose(self) -> None:
+        for model in self._models.values():
+            await model.aclose()
+
+
+class _Session:
+    relay: Relay | None = None
+
+    def __init__(self, model: Model, request: SessionRequest):
+        self.model, self.request = model, request
+
+    async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
+        r = self.request
+        return await run_agent(
+            self.model, sandbox, task=r.task, skills=list(r.skills), trace=trace,
+            max_turns=r.max_turns, timeout_s=r.timeout_s, case=r.case, arm=r.arm, rep=r.rep,
+            prices=r.prices,
+        )  # fmt: skip
+
+    async def close(self) -> None:
+        pass
