@@ -2,7 +2,7 @@
 
 The CLI comes from the npm registry (the native binary ships in
 `@anthropic-ai/claude-code-linux-x64`; no node at run time), pinned and cached by version
-under $SKILLBENCH_HOME/agents/, and baked into an image variant of the sandbox image. It runs
+under ~/.cache/skillbench/agents/, and baked into an image variant of the sandbox image. It runs
 as the unprivileged `agent` user with a fresh config dir (no ambient skills) holding the
 staged skill as a real Claude Code skill, and reaches its model only through the session's
 broker (the sandbox holds a placeholder key). Its stream-json events become the one
@@ -28,7 +28,6 @@ from skillbench.agent.trace import TraceWriter
 from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.broker import Broker
 from skillbench.models.base import Usage
-from skillbench.receipts import home
 from skillbench.sandbox.base import HOMES, SKILLS_DIR, WORKDIR, Relay, Sandbox, SandboxError
 from skillbench.sandbox.image import image_exists
 from skillbench.sandbox.stage import ContaminationError
@@ -40,6 +39,12 @@ CONFIG_DIR = f"{HOMES['agent']}/.claude"
 PLACEHOLDER_KEY = "sk-ant-placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 OUTPUT_CAP = 256 << 20  # the CLI's whole event stream is the transcript
+
+
+def cache_dir() -> Path:
+    """Where downloaded agent CLIs are kept: $XDG_CACHE_HOME/skillbench (~/.cache/skillbench)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "skillbench"
 
 
 class ClaudeCodeAgent:
@@ -76,7 +81,7 @@ class ClaudeCodeAgent:
 
     def _binary(self, log: Callable[[str], None]) -> Path:
         """The CLI's native binary, fetched from the npm registry once per version."""
-        folder = home() / "agents" / "claude-code" / self._version
+        folder = cache_dir() / "agents" / "claude-code" / self._version
         binary = folder / "claude"
         if binary.is_file():
             return binary
