@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 image: host venv
-	@$(BIN)/skillbench image build
+	@$(BIN)/skillbench image build --agent claude-code
 
 lint: venv
 	$(BIN)/ruff check

@@ -8,7 +8,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 need=()
-for pair in podman:podman runc:runc mmdebstrap:mmdebstrap git:git; do
+# npm fetches agent CLIs (Claude Code) from the npm registry; no node is needed at run time.
+for pair in podman:podman runc:runc mmdebstrap:mmdebstrap git:git npm:npm; do
   bin=${pair%%:*}; pkg=${pair##*:}
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/bin/$bin" ] || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
 done

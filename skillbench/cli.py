@@ -90,6 +90,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from skillbench.sandbox.doctor import diagnose
 
     findings = diagnose()
+    from skillbench.agents import AGENTS, make_agent
+    from skillbench.sandbox.image import IMAGE, image_exists
+
+    for name in AGENTS:  # agent image variants are optional: built on first use
+        variant = make_agent(name).image_name(IMAGE)
+        if variant != IMAGE:
+            found = "built" if image_exists(variant) else "not built yet (built on first use)"
+            _out(f"{'note':8}agent {name}: {variant} {found}; `skillbench image build "
+                 f"--agent {name}` builds it now")  # fmt: skip
     for f in findings:
         mark = "ok " if f.ok else "MISSING"
         _out(f"{mark:8}{f.name}: {f.detail}" + ("" if f.ok else f"\n        fix: {f.fix}"))

@@ -66,8 +66,12 @@ class Agent(Protocol):
         """Raise AgentError when this agent cannot use `model`."""
         ...
 
+    def image_name(self, base: str) -> str:
+        """The name of the sandbox image this agent runs in."""
+        ...
+
     def image(self, base: str, log: Callable[[str], None]) -> str:
-        """The sandbox image this agent runs in (built from `base` on first use)."""
+        """The sandbox image this agent runs in, built from `base` on first use."""
         ...
 
     async def session(self, request: SessionRequest) -> AgentSession: ...

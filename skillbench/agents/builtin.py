@@ -28,6 +28,9 @@ class BuiltinAgent:
     def check_model(self, model: str) -> None:
         pass  # any provider: anthropic, openai(-compatible) or scripted
 
+    def image_name(self, base: str) -> str:
+        return base
+
     def image(self, base: str, log: Callable[[str], None]) -> str:
         return base
 

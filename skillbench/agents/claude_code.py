@@ -50,8 +50,9 @@ def cache_dir() -> Path:
 class ClaudeCodeAgent:
     name = "claude-code"
 
-    def __init__(self, *, version: str = VERSION, **_: object):
+    def __init__(self, *, version: str = VERSION, max_retries: int = 4, **_: object):
         self._version = version
+        self.max_retries = max_retries  # the CLI's own retries of a failed model call
 
     def version(self) -> str:
         return self._version
@@ -63,9 +64,11 @@ class ClaudeCodeAgent:
 
     # --- the image variant ----------------------------------------------------------------
 
+    def image_name(self, base: str) -> str:
+        return f"localhost/skillbench-claude-code:{base.rsplit(':', 1)[-1]}-{self._version}"
+
     def image(self, base: str, log: Callable[[str], None]) -> str:
-        tag = base.rsplit(":", 1)[-1]
-        name = f"localhost/skillbench-claude-code:{tag}-{self._version}"
+        name = self.image_name(base)
         if not image_exists(name):
             binary = self._binary(log)
             log(f"building {name} (the sandbox image plus Claude Code {self._version})")
@@ -152,6 +155,7 @@ class _Session:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "IS_SANDBOX": "1",
+            "CLAUDE_CODE_MAX_RETRIES": str(self.agent.max_retries),
         }
         try:
             done = await sandbox.exec(argv, cwd=WORKDIR, env=env, timeout=r.timeout_s,
@@ -167,7 +171,7 @@ class _Session:
             stop = "timeout"
         elif self.broker.exhausted:
             stop = "budget"
-        elif stop is None:  # no result event: the CLI died or could not reach its model
+        elif stop in (None, "error"):  # no result, or the CLI gave up: infrastructure
             why = "the model could not be reached" if self.broker.failures else (
                 f"the CLI exited {done.exit_code}: {done.stderr.strip()[-300:]}")  # fmt: skip
             return self._end(trace, started, "error", turns, why)
@@ -221,7 +225,9 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[int, str | None, list[str]
                                 text=_text(block.get("content")),
                                 is_error=bool(block.get("is_error")), exit_code=None)  # fmt: skip
         elif kind == "result":
-            stop = _STOPS.get(str(event.get("subtype")), "error")
+            # a CLI that gave up on its model says so with is_error (its retries spent)
+            stop = "error" if event.get("is_error") else _STOPS.get(str(event.get("subtype")),
+                                                                       "error")  # fmt: skip
     return len(messages), stop, skills
 
 

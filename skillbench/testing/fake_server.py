@@ -48,6 +48,7 @@ class LoggedRequest(msgspec.Struct):
     step: int = 0
     usage: dict[str, int] = {}
     at: float = 0.0
+    api_key: str = ""  # the credential the client sent (x-api-key, or a bearer token)
 
 
 def _text(content: Any) -> str:
@@ -159,7 +160,10 @@ class FakeModelServer:
             return self._send(h, 400, {"error": {"type": "invalid_request_error",
                                                   "message": "body is not JSON"}})  # fmt: skip
         system, first, last, turns = shape(body)
-        entry = LoggedRequest(protocol, h.path, body, 200, at=time.time())
+        key = h.headers.get("x-api-key") or h.headers.get("Authorization", "").removeprefix(
+            "Bearer "
+        )
+        entry = LoggedRequest(protocol, h.path, body, 200, at=time.time(), api_key=key)
         with self._lock:
             self.requests.append(entry)
         try:

@@ -1,0 +1,140 @@
+"""The agent conformance suite (design §10): every agent runs the same case against the same
+scripted behaviour and must give the same check results, see its staged skill (and the
+baseline none), keep the real API key out of the sandbox and the run folder, and turn a
+provider outage into an infrastructure error. Real podman, the fake model server, and for
+`claude-code` the real Claude Code CLI from npm."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import conv, run_eval, skill
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
+
+AGENTS = ["builtin", "claude-code"]
+REAL_KEY = "sk-ant-api03-REALKEY-never-in-a-sandbox-7731"
+# Where each agent finds a staged skill's files, and what its tools are called.
+SKILL_HOME = {"builtin": "/skills/greeter", "claude-code": "~/.claude/skills/greeter"}
+BASH = {"builtin": "bash", "claude-code": "Bash"}
+GREETER = {
+    "SKILL.md": "---\nname: greeter\ndescription: Greets people politely.\n---\n"
+                "# greeter\nRun scripts/greet.sh from this skill's folder.\n",
+    "scripts/greet.sh": "echo 'hello from the skill' > hello.txt\n",
+    "evals/cases/hello.yaml": (
+        "task: Create hello.txt with a greeting\nchecks:\n"
+        "  - file_exists: hello.txt\n  - command_matching: 'greet\\.sh'\n"
+        "  - command_succeeds: grep -q 'from the skill' hello.txt\n"
+        "  - transcript_mentions: greeted\n"
+    ),
+}  # fmt: skip
+
+
+def bash(agent: str, command: str) -> dict[str, Any]:
+    return {"tool_calls": [{BASH[agent]: {"command": command}}]}
+
+
+def load_skill(agent: str) -> dict[str, Any]:
+    call = {"skill": {"name": "greeter"}} if agent == "builtin" else {"Skill": {"skill": "greeter"}}
+    return {"tool_calls": [call]}
+
+
+def greeter(tmp_path: Path, agent: str) -> Path:
+    files = {k: v for k, v in GREETER.items() if k != "SKILL.md"}
+    folder = skill(tmp_path, files, config=f'agent = "{agent}"\n')
+    (folder / "SKILL.md").write_text(GREETER["SKILL.md"])
+    return folder
+
+
+def rows(summary: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [(r["case"], r["outcome"], r["decided_by"],
+             tuple((a, tuple(c["passed"] for c in r["arms"][a]["checks"]))
+                   for a in sorted(r["arms"])))
+            for r in summary["rows"]]  # fmt: skip
+
+
+def transcript(run: Path, key: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (run / f"transcripts/{key}.jsonl").read_text().splitlines()]
+
+
+def test_every_agent_gives_the_same_results_for_the_same_behaviour(
+    fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = {}
+    for agent in AGENTS:
+        here = tmp_path / agent
+        folder = greeter(here, agent)
+        server = fake({"conversations": [
+            conv("(?s)greeter", "Create hello.txt", load_skill(agent),
+                 bash(agent, f"sh {SKILL_HOME[agent]}/scripts/greet.sh && cat hello.txt"),
+                 {"text": "I greeted everyone."}),
+            conv("(?s)", "Create hello.txt", bash(agent, "echo hi > hello.txt"),
+                 {"text": "I greeted everyone."}),
+        ]})  # fmt: skip
+        monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
+        code, lines, summary = run_eval(capsys, folder, here / "run", "--execution-only")
+        assert code == 0, lines
+        results[agent] = rows(summary)
+        assert summary["agent"] == agent and summary["verdict"] == "PASS"
+        cand = transcript(here / "run", "hello.candidate.1")
+        calls = [e for e in cand if e["type"] == "tool_call"]
+        assert [c["name"] for c in calls] == ["skill" if agent == "builtin" else "Skill", "bash"]
+        outputs = [e["text"] for e in cand if e["type"] == "tool_result"]
+        assert "hello from the skill" in outputs[1]  # the skill's own script ran
+        # the real key reached the provider only through skillbench, never the run folder
+        assert {r.api_key for r in server.log()} == {REAL_KEY}
+        leaked = [p for p in (here / "run").rglob("*") if p.is_file()
+                  and REAL_KEY.encode() in p.read_bytes()]  # fmt: skip
+        assert leaked == []
+    assert results["builtin"] == results["claude-code"]
+    assert results["builtin"] == [
+        (
+            "hello",
+            "win",
+            "checks",
+            (("baseline", (True, False, False, True)), ("candidate", (True, True, True, True))),
+        )
+    ]
+
+
+def test_claude_code_holds_only_a_placeholder_and_reaches_only_its_broker(
+    fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = greeter(tmp_path, "claude-code")
+    # (the pattern is built in the shell: the command's own text must not hold it)
+    probe = (
+        "k=REAL; k=${k}KEY; echo key=${ANTHROPIC_API_KEY#sk-ant-}; cat /proc/[0-9]*/environ "
+        "2>/dev/null | tr '\\0' '\\n' | grep -c $k; grep -rl $k / --exclude-dir=proc "
+        '--exclude-dir=sys 2>/dev/null; python3 -c "import socket; '
+        "socket.create_connection(('127.0.0.1', 22), timeout=2)\" 2>&1 | tail -1; echo probed"
+    )
+    fake({"conversations": [conv("(?s)", "Create hello.txt", bash("claude-code", probe),
+                                 {"text": "done"})]})  # fmt: skip
+    monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert code == 0
+    seen = next(e["text"] for e in transcript(tmp_path / "run", "hello.baseline.1")
+                if e["type"] == "tool_result")  # fmt: skip
+    assert seen.startswith("key=placeholder-the-broker-holds-the-key\n0\n")  # nowhere in env
+    assert "REALKEY" not in seen  # nor in any file
+    assert "Connection refused" in seen and "probed" in seen  # no other port answers
+    # the baseline's Claude Code saw no skill of ours; the candidate's listed it
+    assert summary["rows"][0]["decided_by"] == "checks"
+
+
+def test_a_provider_outage_under_claude_code_is_an_infrastructure_error(
+    fake, tmp_path: Path, capsys
+) -> None:
+    folder = greeter(tmp_path, "claude-code")
+    fake({"conversations": [conv("(?s)", "Create hello.txt",
+                                 {"faults": [{"status": 500, "times": 99}], "text": "never"})]})  # fmt: skip
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert code == 2 and summary["verdict"] == "NONE"
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    sessions = [j for j in journal if j["type"] == "session"]
+    assert {(s["outcome"], s["attempts"]) for s in sessions} == {("error", 2)}  # retried once
+    assert all("model could not be reached" in s["error"] for s in sessions)
