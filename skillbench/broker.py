@@ -50,6 +50,7 @@ class Broker:
         self.budget = budget
         self.usage = Usage()
         self.requests = 0
+        self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx
         self.exhausted = False  # a request was refused because the budget was spent
         self._key = api_key
@@ -135,6 +136,8 @@ class Broker:
             self.usage = self.usage + usage
             if status >= 500 or status == 429:
                 self.failures += 1
+            elif 200 <= status < 300:
+                self.answered += 1
         self._record(h.path, body, status, seen.text(), usage)
 
     def _reply_error(self, h: BaseHTTPRequestHandler, status: int, kind: str, msg: str) -> None:

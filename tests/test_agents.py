@@ -138,3 +138,37 @@ def test_a_provider_outage_under_claude_code_is_an_infrastructure_error(
     sessions = [j for j in journal if j["type"] == "session"]
     assert {(s["outcome"], s["attempts"]) for s in sessions} == {("error", 2)}  # retried once
     assert all("model could not be reached" in s["error"] for s in sessions)
+
+
+def test_max_cost_stops_a_claude_code_session_at_the_broker(fake, tmp_path: Path, capsys) -> None:
+    folder = greeter(tmp_path, "claude-code")
+    step = bash("claude-code", "echo working")
+    fake({"conversations": [conv("(?s)", "Create hello.txt", step, step, step,
+                                 {"text": "done"})]})  # fmt: skip
+    # one call of ~15k input tokens costs ~$0.05 at the Sonnet price: the cap allows one
+    _, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
+                             "--parallel", "1", "--max-cost", "0.01")  # fmt: skip
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    sessions = [j for j in journal if j["type"] == "session"]
+    assert len(sessions) == 1 and sessions[0]["stop_reason"] == "budget"
+    assert sessions[0]["turns"] == 1  # the second model call was refused at the broker
+    assert summary["stopped"] == "spend reached the --max-cost cap $0.01"
+    exchanges = (tmp_path / f"run/exchanges/{sessions[0]['key']}.jsonl").read_text().splitlines()
+    statuses = [json.loads(x)["status"] for x in exchanges]
+    assert statuses[0] == 200 and set(statuses[1:]) == {400}  # every later call refused
+
+
+def test_a_wall_timeout_kills_claude_code(fake, tmp_path: Path, capsys) -> None:
+    folder = greeter(tmp_path, "claude-code")
+    (folder / "evals/cases/hello.yaml").write_text(
+        "task: Create hello.txt with a greeting\ntimeout_minutes: 1\nchecks: [{file_exists: x}]\n"
+    )
+    fake({"conversations": [conv("(?s)", "Create hello.txt",
+                                 bash("claude-code", "python3 -c 'import time; time.sleep(90)'"),
+                                 {"text": "done"})]})  # fmt: skip
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
+                                "--case", "hello")  # fmt: skip
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    stops = {j["stop_reason"] for j in journal if j["type"] == "session"}
+    assert stops == {"timeout"}  # the agent's fault: scored, not retried
+    assert summary["scored_rows"] == 1 and code == 0

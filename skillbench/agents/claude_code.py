@@ -162,7 +162,8 @@ class _Session:
                                       output_cap=OUTPUT_CAP)  # fmt: skip
         except SandboxError as exc:
             return self._end(trace, started, "error", 0, f"sandbox: {exc}")
-        turns, stop, seen = _replay(done.stdout, trace)
+        stop, seen = _replay(done.stdout, trace)
+        turns = self.broker.answered  # model calls the provider answered, counted at the broker
         missing = {s.name for s in r.skills} - set(seen or [])
         if seen is not None and missing:  # the guard reads what the agent itself reports
             raise ContaminationError(f"Claude Code's init event lists {sorted(seen)}, not the "
@@ -190,11 +191,10 @@ class _Session:
 _STOPS = {"success": "end_turn", "error_max_turns": "max_turns"}
 
 
-def _replay(stdout: str, trace: TraceWriter) -> tuple[int, str | None, list[str] | None]:
-    """Map Claude Code's stream-json onto the transcript. Returns (turns, stop reason or None
-    when the stream has no result, the skills its init event listed)."""
+def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | None]:
+    """Map Claude Code's stream-json onto the transcript. Returns (the stop reason, None when
+    the stream has no result; the skills its init event listed)."""
     names: dict[str, str] = {}  # tool_use id -> our name
-    messages: set[str] = set()
     stop: str | None = None
     skills: list[str] | None = None
     for line in stdout.splitlines():
@@ -207,7 +207,6 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[int, str | None, list[str]
             skills = [str(s) for s in event.get("skills") or []]
         elif kind == "assistant":
             message = event.get("message") or {}
-            messages.add(str(message.get("id")))
             for block in message.get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
                     trace.event("message", role="assistant", text=block["text"],
@@ -228,7 +227,7 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[int, str | None, list[str]
             # a CLI that gave up on its model says so with is_error (its retries spent)
             stop = "error" if event.get("is_error") else _STOPS.get(str(event.get("subtype")),
                                                                        "error")  # fmt: skip
-    return len(messages), stop, skills
+    return stop, skills
 
 
 def _usage(raw: Any) -> Usage | None:
