@@ -87,21 +87,20 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from skillbench.sandbox.doctor import diagnose
-
-    findings = diagnose()
     from skillbench.agents import AGENTS, make_agent
+    from skillbench.sandbox.doctor import diagnose
     from skillbench.sandbox.image import IMAGE, image_exists
 
+    findings = diagnose()
+    for f in findings:
+        mark = "ok " if f.ok else "MISSING"
+        _out(f"{mark:8}{f.name}: {f.detail}" + ("" if f.ok else f"\n        fix: {f.fix}"))
     for name in AGENTS:  # agent image variants are optional: built on first use
         variant = make_agent(name).image_name(IMAGE)
         if variant != IMAGE:
             found = "built" if image_exists(variant) else "not built yet (built on first use)"
             _out(f"{'note':8}agent {name}: {variant} {found}; `skillbench image build "
                  f"--agent {name}` builds it now")  # fmt: skip
-    for f in findings:
-        mark = "ok " if f.ok else "MISSING"
-        _out(f"{mark:8}{f.name}: {f.detail}" + ("" if f.ok else f"\n        fix: {f.fix}"))
     bad = sum(not f.ok for f in findings)
     _out("all set" if not bad else f"{bad} problem{'s' * (bad != 1)}; run the fixes above")
     return EXIT_OK if not bad else EXIT_FAIL
