@@ -226,6 +226,17 @@ def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) ->
     )
 
 
+def test_gate_can_require_an_agent(tmp_path: Path, capsys) -> None:
+    skill = greeter(tmp_path)
+    receipt(skill, "run-1")  # measured by the builtin loop
+    code, out = gate(capsys, skill, None)
+    assert code == 0
+    (skill.parent.parent / "skillbench.toml").write_text('[gate]\nrequire-agent = "claude-code"\n')
+    code, out = gate(capsys, skill, None)
+    assert (code, out) == (1, "gate refused: greeter: measured with agent builtin (policy "
+                              "requires claude-code)")  # fmt: skip
+
+
 def test_gate_refuses_when_nothing_was_ever_measured(tmp_path: Path, capsys) -> None:
     skill = greeter(tmp_path)
     receipt(skill, "run-1", "NONE", scored=0, complete=False)

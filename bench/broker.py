@@ -1,0 +1,90 @@
+"""Model broker latency: what the broker (and the sandbox relay in front of it) adds to a
+streamed Messages request, against the fake server in its own process with zero latency.
+
+    .venv/bin/python bench/broker.py [--requests N]
+
+Figures, not assertions. The ideal is the direct request; the target is at most 5 ms added
+per request. "relay + broker" is a request made inside a real podman sandbox (no network) to
+its loopback port, carried by the executor to the broker on the host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from skillbench.broker import Broker
+from skillbench.sandbox.base import Relay, SandboxSpec
+from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.podman import PodmanProvider
+from skillbench.testing.fake_server import SpawnedServer
+
+BODY = {"model": "claude-sonnet-4-6", "max_tokens": 64, "stream": True,
+        "messages": [{"role": "user", "content": "hello"}]}  # fmt: skip
+HEADERS = {"x-api-key": "placeholder", "anthropic-version": "2023-06-01"}
+IN_SANDBOX = """
+import json, sys, time, urllib.request
+body = json.dumps({body}).encode()
+times = []
+for _ in range({n}):
+    t = time.perf_counter()
+    req = urllib.request.Request("http://127.0.0.1:8377/v1/messages", data=body, method="POST",
+                                 headers={headers})
+    urllib.request.urlopen(req).read()
+    times.append(time.perf_counter() - t)
+print(json.dumps(times))
+"""
+
+
+def timed(url: str, n: int) -> list[float]:
+    out = []
+    with httpx.Client() as client:
+        for _ in range(n):
+            t = time.perf_counter()
+            client.post(f"{url}/v1/messages", json=BODY, headers=HEADERS).read()
+            out.append(time.perf_counter() - t)
+    return out
+
+
+def ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+async def main(n: int) -> None:
+    server = SpawnedServer({"conversations": [{"when": "(?s)hello", "loop": True,
+                                               "steps": [{"text": "hi there"}]}]})  # fmt: skip
+    log = Path(tempfile.mkdtemp()) / "bench.jsonl"
+    broker = Broker(upstream=server.url, api_key="sk-ant-bench",
+                    model="anthropic/claude-sonnet-4-6", exchanges=log).start()  # fmt: skip
+    provider = PodmanProvider()
+    try:
+        direct = timed(server.url, n)
+        brokered = timed(f"http://127.0.0.1:{broker.port}", n)
+        relay = Relay(8377, "127.0.0.1", broker.port)
+        box = await provider.create(SandboxSpec(image=IMAGE, relay=relay))
+        script = IN_SANDBOX.format(body=BODY, n=n, headers=HEADERS)
+        done = await box.exec(["python3", "-c", script], timeout=300)
+        relayed = [float(x) for x in done.stdout.strip().strip("[]").split(",")]
+        await box.close()
+        print(f"broker benchmark  {n} streamed requests each, medians")
+        print(f"  direct to the fake server     {ms(direct):6.2f} ms   (ideal)")
+        print(f"  through the broker            {ms(brokered):6.2f} ms   "
+              f"added {ms(brokered) - ms(direct):5.2f} ms (target <= 5)")  # fmt: skip
+        print(f"  sandbox relay + broker        {ms(relayed):6.2f} ms   "
+              f"added {ms(relayed) - ms(direct):5.2f} ms")  # fmt: skip
+    finally:
+        await provider.aclose()
+        broker.stop()
+        server.stop()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=50)
+    asyncio.run(main(parser.parse_args().requests))
