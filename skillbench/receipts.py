@@ -15,7 +15,6 @@ import msgspec
 
 from skillbench.scrub import scrub_obj
 
-NONE = "NONE"  # the verdict of a run that scored nothing
 SCHEMA_VERSION = 2  # 2: expected/scored rows say what was measured; complete, agent, driver
 
 

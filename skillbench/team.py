@@ -17,8 +17,9 @@ from typing import Any
 
 import msgspec
 
-from skillbench.receipts import NONE, Receipt, local_receipts, read_receipt
+from skillbench.receipts import Receipt, local_receipts, read_receipt
 from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
+from skillbench.verdict import NONE, verdict_of
 
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
 
@@ -248,10 +249,9 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
     if r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
         reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
     inc = r.comparisons.get("incumbent")
-    if inc and not policy.allow_incumbent_fail:
-        total = inc["win"] + inc["loss"] + inc["tie"]
-        if total and 3 * (inc["win"] - inc["loss"]) <= -total:
-            reasons.append("FAIL vs the incumbent (the published version does better)")
+    lost = inc and verdict_of(inc["win"], inc["loss"], inc["tie"]) == "FAIL"
+    if lost and not policy.allow_incumbent_fail:
+        reasons.append("FAIL vs the incumbent (the published version does better)")
     t = r.triggers or {}
     for key, minimum in (("recall", policy.min_recall), ("precision", policy.min_precision)):
         if minimum is None:

@@ -15,9 +15,9 @@ from skillbench.generate import (
 )
 from skillbench.models import resolve_model
 from skillbench.models.pricing import cost_usd
-from skillbench.sandbox.base import SandboxError, SandboxSpec
+from skillbench.sandbox import make_provider
+from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import SetupFailed, stage_arm
 from skillbench.skills import catalog, read_skill
 from skillbench.spec import load_assets, load_case
@@ -51,7 +51,7 @@ async def fill_missing(
     model = resolve_model(settings.model, max_retries=settings.max_retries,
                           timeout=settings.request_timeout)  # fmt: skip
     lacking = missing_kinds(skill_dir)
-    provider: PodmanProvider | None = None
+    provider: SandboxProvider | None = None
     spent = 0.0
     try:
         for kind in kinds:
@@ -62,7 +62,7 @@ async def fill_missing(
                 siblings = catalog(skill_dir.resolve().parent, include=skill)
                 made = await generate_triggers(model, skill, siblings)
             else:
-                provider = provider or PodmanProvider()
+                provider = provider or make_provider()
                 spec = sandbox_spec(settings, IMAGE)
                 made = await generate_cases(model, skill, _dry_run(provider, spec))
             _write(skill_dir, made, settings.model, log)
@@ -74,7 +74,7 @@ async def fill_missing(
     return spent
 
 
-def _dry_run(provider: PodmanProvider, spec: SandboxSpec) -> SeedCheck:
+def _dry_run(provider: SandboxProvider, spec: SandboxSpec) -> SeedCheck:
     async def seed(case_file: Path, skill_dir: Path) -> str | None:
         case, _ = load_case(case_file, skill_dir)
         try:

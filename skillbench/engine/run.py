@@ -41,8 +41,8 @@ from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, write_receipt
+from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import WORKDIR, Sandbox, SandboxError, SandboxProvider, parse_size
-from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
@@ -275,7 +275,7 @@ class _Run:
     # the whole run -----------------------------------------------------------------------
 
     async def run(self) -> dict[str, object]:
-        provider = PodmanProvider()
+        provider = make_provider()
         judge_model = resolve_model(self.plan.judge_model, max_retries=self.settings.max_retries,
                                     timeout=self.settings.request_timeout)  # fmt: skip
         try:
@@ -328,7 +328,7 @@ class _Run:
         return summarize(self.plan, self.done, list(self.rows.values()), skipped,
                          stopped=self.stopped)  # fmt: skip
 
-    async def probe_requires(self, provider: PodmanProvider) -> None:
+    async def probe_requires(self, provider: SandboxProvider) -> None:
         wanted = {
             n: s.requires for n, s in self.specs.items() if s.requires and n not in self.skipped
         }

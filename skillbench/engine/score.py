@@ -18,7 +18,7 @@ from skillbench.engine.records import (
     Unit,
     session_key,
 )
-from skillbench.receipts import NONE
+from skillbench.verdict import NONE, verdict_of
 
 
 class Comparison(msgspec.Struct):
@@ -89,15 +89,9 @@ def compare(rows: Iterable[RowRecord]) -> Comparison:
 
 
 def verdict(c: Comparison) -> str:
-    """PASS if lift >= +1/3, FAIL if <= -1/3, else NEUTRAL, in integers (design §3)."""
-    total = c.win + c.loss + c.tie
-    if total == 0:
-        return "NEUTRAL"
-    if 3 * (c.win - c.loss) >= total:
-        return "PASS"
-    if 3 * (c.win - c.loss) <= -total:
-        return "FAIL"
-    return "NEUTRAL"
+    """The verdict against one opponent (design §3); NEUTRAL when nothing was compared."""
+    found = verdict_of(c.win, c.loss, c.tie)
+    return "NEUTRAL" if found == NONE else found
 
 
 def why(rows: list[RowRecord]) -> str:

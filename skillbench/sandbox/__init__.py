@@ -1,1 +1,32 @@
-"""Sandboxes: the protocol, the podman provider, the image, arm staging."""
+"""Sandboxes: the protocol (base.py), its providers by name, the image, arm staging.
+
+The engine asks `make_provider()` for a provider and sees only the protocol; a new provider
+(design §15: remote podman hosts, Kubernetes) is one module and one line in PROVIDERS, and
+must pass tests/sandbox_conformance.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+from skillbench.sandbox.base import SandboxError, SandboxProvider
+
+
+def _podman() -> SandboxProvider:
+    from skillbench.sandbox.podman import PodmanProvider
+
+    return PodmanProvider()
+
+
+PROVIDERS: dict[str, Callable[[], SandboxProvider]] = {"podman": _podman}
+
+
+def make_provider(name: str = "podman") -> SandboxProvider:
+    """A started provider called `name`; SandboxError (with a did-you-mean) for others."""
+    if name not in PROVIDERS:
+        near = difflib.get_close_matches(name, PROVIDERS, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise SandboxError(f"no sandbox provider {name!r} (providers: {', '.join(PROVIDERS)})"
+                           f"{hint}")  # fmt: skip
+    return PROVIDERS[name]()
