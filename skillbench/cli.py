@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillbench import __version__
-from skillbench.models import ModelRefError
+from skillbench.models import ModelRefError, parse_model
 from skillbench.sandbox.base import SandboxError
 from skillbench.scrub import printable
 from skillbench.skills import catalog, catalog_lines, digest, is_skill, read_skill
@@ -175,7 +175,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _err(f"skillbench: error: {exc}")
         return EXIT_USAGE
     run_dir = prepared[1]
-    if loaded.settings.model.startswith("scripted/"):
+    if parse_model(loaded.settings.model).scripted:
         _err(f"note: using the scripted driver ({loaded.settings.model}): a fixed script, not a "
              "model; the verdict shows the pipeline works, not that the skill helps")  # fmt: skip
     progress = ProgressDisplay(quiet=args.quiet)
@@ -332,7 +332,7 @@ def _generate(skill_dir: Path, settings: Settings, kinds: list[str], only_missin
         kinds = [k for k in kinds if k in missing_kinds(skill_dir)]
         if not kinds:
             return 0.0
-    if settings.model.startswith("scripted/"):  # a fixed script cannot write evals
+    if parse_model(settings.model).scripted:  # a fixed script cannot write evals
         why = f"{settings.model} is a fixed script, not a model, and cannot write evals"
         if not only_missing:
             raise UsageError(f"{why}; use a real --model")

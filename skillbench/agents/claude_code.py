@@ -27,6 +27,7 @@ from skillbench.agent.loop import UNATTENDED_NOTE, SessionResult
 from skillbench.agent.trace import TraceWriter
 from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.broker import Broker
+from skillbench.models import parse_model
 from skillbench.models.base import Usage
 from skillbench.sandbox.base import HOMES, SKILLS_DIR, WORKDIR, Relay, Sandbox, SandboxError
 from skillbench.sandbox.image import image_exists
@@ -58,7 +59,7 @@ class ClaudeCodeAgent:
         return self._version
 
     def check_model(self, model: str) -> None:
-        if not model.startswith("anthropic/"):
+        if parse_model(model).provider != "anthropic":
             raise AgentError(f"--agent claude-code speaks the Anthropic API: use --model "
                              f"anthropic/<model>, not {model}")  # fmt: skip
 
@@ -145,7 +146,7 @@ class _Session:
             return self._end(trace, started, "error", 0, f"staging the skills: {staged.stderr}")
         argv = [
             *("claude", "-p", r.task, "--output-format", "stream-json", "--verbose"),
-            *("--dangerously-skip-permissions", "--model", r.model.split("/", 1)[1]),
+            *("--dangerously-skip-permissions", "--model", parse_model(r.model).name),
             *("--max-turns", str(r.max_turns), "--append-system-prompt", UNATTENDED_NOTE),
         ]
         env = {

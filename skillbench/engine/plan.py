@@ -16,7 +16,7 @@ from skillbench import __version__
 from skillbench.agents import AgentError, make_agent
 from skillbench.config import Settings
 from skillbench.engine.records import BASELINE, CANDIDATE, INCUMBENT, Incumbent, Plan, Unit
-from skillbench.models import ModelRefError, check_ref
+from skillbench.models import ModelRefError, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.skills import (
@@ -229,11 +229,9 @@ def check_credentials(*refs: str) -> None:
     provider or script, or a provider without its API key."""
     for ref in refs:
         try:
-            check_ref(ref)
+            var = parse_model(ref).key_var
         except ModelRefError as exc:
             raise EvalError(str(exc)) from None
-        provider = ref.split("/", 1)[0]
-        var = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
         if var and not os.environ.get(var):
             raise EvalError(f"{var} is not set, and the model {ref} needs it: export it, or "
                             "use --model scripted/<name> for an offline run")  # fmt: skip

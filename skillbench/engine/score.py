@@ -18,6 +18,7 @@ from skillbench.engine.records import (
     Unit,
     session_key,
 )
+from skillbench.models import parse_model
 from skillbench.verdict import NONE, verdict_of
 
 
@@ -216,7 +217,7 @@ def summarize(
     measurable = {s.case for s in skipped if s.environment}
     wanted = sum(u.session not in measurable for u in plan.units) * plan.k * len(plan.opponents)
     complete = stopped is None and len(scored) == wanted
-    drivers = {plan.model.split("/", 1)[0], plan.judge_model.split("/", 1)[0]}
+    scripted = any(parse_model(ref).scripted for ref in (plan.model, plan.judge_model))
     names = [u.name for u in plan.units]
 
     def order(r: RowRecord) -> tuple[int, int, int]:
@@ -245,7 +246,7 @@ def summarize(
         "agent": plan.agent,
         "agent_version": plan.agent_version,
         "models": {"agent": plan.model, "judge": plan.judge_model},
-        "driver": "scripted" if "scripted" in drivers else "model",
+        "driver": "scripted" if scripted else "model",
         "k": plan.k,
         "seed": plan.seed,
     }

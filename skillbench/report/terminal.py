@@ -54,7 +54,7 @@ def report_lines(summary: dict[str, Any]) -> list[str]:
         agent = models.get("agent", "")
         note = (
             " (scripted driver: a fixed script, not a model)"
-            if agent.startswith("scripted/")
+            if summary.get("driver") == "scripted"
             else ""
         )
         if summary.get("agent", "builtin") != "builtin":
