@@ -20,7 +20,6 @@ from pathlib import Path
 import msgspec
 
 from skillbench.agent.loop import run_agent
-from skillbench.agent.trace import TraceWriter, read_trace
 from skillbench.models import resolve_model
 from skillbench.models.base import Completion, Message, Model, ToolSpec
 from skillbench.models.script import parse_script
@@ -28,6 +27,7 @@ from skillbench.sandbox.base import ExecResult, SandboxSpec
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.testing.fake_server import SpawnedServer
+from skillbench.transcript import TraceWriter, read_trace
 
 
 class TimedModel:

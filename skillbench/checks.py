@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 import msgspec
 
-from skillbench.agent.trace import Transcript
 from skillbench.sandbox.base import WORKDIR, Sandbox
 from skillbench.spec.load import path_escape
 from skillbench.spec.model import CHECK_KINDS, Check
+from skillbench.transcript import Transcript
 
 COMMAND_TIMEOUT = 120.0
 

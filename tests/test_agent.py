@@ -11,12 +11,12 @@ import pytest
 import yaml
 
 from skillbench.agent.loop import SessionResult, SkillInfo, run_agent, system_prompt
-from skillbench.agent.trace import TraceWriter, read_trace
 from skillbench.models import resolve_model
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import StagedArm, stage_arm
 from skillbench.spec import load_case
+from skillbench.transcript import TraceWriter, read_trace
 from tests.helpers import make_skill
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]

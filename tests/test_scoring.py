@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from skillbench.agent.trace import Transcript
 from skillbench.checks import CheckResult, run_checks
 from skillbench.engine.records import RowRecord, SessionRecord, Unit
 from skillbench.engine.score import compare, row_by_checks, sign_test, verdict, why
@@ -16,6 +15,7 @@ from skillbench.jsonreply import first_json_object
 from skillbench.judge import judge, tail
 from skillbench.models import resolve_model
 from skillbench.spec.model import Check
+from skillbench.transcript import Transcript
 
 
 def rows(*spec: tuple[str, str]) -> list[RowRecord]:

@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 import msgspec
 
 from skillbench.agent.tools import TOOLS, run_tool
-from skillbench.agent.trace import TraceWriter
 from skillbench.models.base import Message, Model, ModelError, TextBlock, ToolResult, Usage
 from skillbench.models.pricing import Price, cost_usd
 from skillbench.sandbox.base import SKILLS_DIR, Sandbox, SandboxError
 from skillbench.skills import catalog_lines
+from skillbench.transcript import TraceWriter
 
 UNATTENDED_NOTE = (
     "You are working on your own in a sandboxed Linux machine; your workspace is /work and "

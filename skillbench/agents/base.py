@@ -3,7 +3,7 @@
 
 An agent is asked for a session; the session says whether the sandbox needs a relay to the
 host (a CLI agent's way to its model broker), then runs the task in the arm's staged sandbox
-and writes the one transcript schema (agent/trace.py) that every check reads.
+and writes the one transcript schema (transcript.py) that every check reads.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Protocol
 import msgspec
 
 from skillbench.agent.loop import SessionResult, SkillInfo
-from skillbench.agent.trace import TraceWriter
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import Relay, Sandbox
+from skillbench.transcript import TraceWriter
 
 
 class AgentError(Exception):

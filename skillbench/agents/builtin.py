@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from skillbench.agent.loop import SessionResult, run_agent
-from skillbench.agent.trace import TraceWriter
 from skillbench.agents.base import SessionRequest
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.sandbox.base import Relay, Sandbox
+from skillbench.transcript import TraceWriter
 
 
 class BuiltinAgent:

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.agent.loop import UNATTENDED_NOTE, SessionResult
-from skillbench.agent.trace import TraceWriter
 from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.broker import Broker
 from skillbench.models import parse_model
@@ -32,6 +31,7 @@ from skillbench.models.base import Usage
 from skillbench.sandbox.base import HOMES, SKILLS_DIR, WORKDIR, Relay, Sandbox, SandboxError
 from skillbench.sandbox.image import image_exists
 from skillbench.sandbox.stage import ContaminationError
+from skillbench.transcript import TraceWriter
 
 VERSION = "2.1.332"  # pinned: the version the tests ran; `[agents.claude-code] version`
 PACKAGE = "@anthropic-ai/claude-code-linux-x64"

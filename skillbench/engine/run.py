@@ -19,7 +19,6 @@ import msgspec
 from msgspec.structs import replace
 
 from skillbench.agent.loop import SkillInfo
-from skillbench.agent.trace import TraceWriter, read_trace
 from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.checks import run_checks
 from skillbench.config import sandbox_spec
@@ -53,6 +52,7 @@ from skillbench.sandbox.stage import (
 from skillbench.scrub import scrub_obj
 from skillbench.skills import Skill, read_skill
 from skillbench.spec.model import Session, Suite
+from skillbench.transcript import TraceWriter, read_trace
 from skillbench.triggers import TriggerReport, evaluate_all, targets_at
 
 
