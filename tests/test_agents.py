@@ -107,6 +107,7 @@ def test_claude_code_holds_only_a_placeholder_and_reaches_only_its_broker(
     folder = greeter(tmp_path, "claude-code")
     # (the pattern is built in the shell: the command's own text must not hold it)
     probe = (
+        "echo skills=$(ls ~/.claude/skills | tr '\\n' ,); "
         "k=REAL; k=${k}KEY; echo key=${ANTHROPIC_API_KEY#sk-ant-}; cat /proc/[0-9]*/environ "
         "2>/dev/null | tr '\\0' '\\n' | grep -c $k; grep -rl $k / --exclude-dir=proc "
         '--exclude-dir=sys 2>/dev/null; python3 -c "import socket; '
@@ -119,7 +120,9 @@ def test_claude_code_holds_only_a_placeholder_and_reaches_only_its_broker(
     assert code == 0
     seen = next(e["text"] for e in transcript(tmp_path / "run", "hello.baseline.1")
                 if e["type"] == "tool_result")  # fmt: skip
-    assert seen.startswith("key=placeholder-the-broker-holds-the-key\n0\n")  # nowhere in env
+    lines = seen.splitlines()
+    assert lines[0] == "skills="  # the baseline's config dir holds no skill
+    assert lines[1:3] == ["key=placeholder-the-broker-holds-the-key", "0"]  # nowhere in env
     assert "REALKEY" not in seen  # nor in any file
     assert "Connection refused" in seen and "probed" in seen  # no other port answers
     # the baseline's Claude Code saw no skill of ours; the candidate's listed it
