@@ -138,6 +138,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import json
     import signal
 
+    import msgspec
+
     from skillbench.engine.plan import EvalError, EvalOptions, prepare
     from skillbench.engine.run import EvalResult, execute
     from skillbench.report.progress import ProgressDisplay
@@ -216,7 +218,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     progress.close()
     summary = result.summary
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(msgspec.to_builtins(summary), indent=2))
     else:
         for line in report_lines(summary):
             _out(line)
@@ -230,11 +232,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             _err(f"skillbench: error: --junit {args.junit}: could not write it: "
                  f"{exc.strerror or exc}")  # fmt: skip
             return EXIT_USAGE
-    if summary["verdict"] == "NONE":
+    if summary.verdict == "NONE":
         _err("skillbench: nothing could be scored (see the run folder's journal.jsonl); "
              "the receipt says NONE and no gate accepts it")  # fmt: skip
         return EXIT_USAGE
-    return EXIT_FAIL if summary["verdict"] == "FAIL" else EXIT_OK
+    return EXIT_FAIL if summary.verdict == "FAIL" else EXIT_OK
 
 
 def cmd_triggers(args: argparse.Namespace) -> int:

@@ -8,9 +8,11 @@ import os
 from pathlib import Path
 from xml.etree import ElementTree
 
+import msgspec
 import pytest
 
 from skillbench.cli import main
+from skillbench.engine.score import Summary
 from skillbench.report.junit import eval_junit
 from skillbench.skills import evals_digest, read_skill
 from tests.helpers import make_skill
@@ -80,14 +82,19 @@ def test_front_matter_that_is_really_broken_stays_an_error(bad: str, tmp_path: P
 
 
 def test_junit_lists_every_row_of_a_skipped_suite(tmp_path: Path) -> None:
-    summary = {
-        "skill": "demo", "verdict": "PASS", "k": 2,
-        "comparisons": {"baseline": {}, "incumbent": {}},
-        "rows": [{"case": "a", "rep": r, "opponent": o, "outcome": "win", "decided_by": "checks"}
-                 for r in (1, 2) for o in ("baseline", "incumbent")],
+    tally = {"win": 2, "loss": 0, "tie": 0, "net_lift": 1.0, "sign_p": 0.5}
+    summary = msgspec.convert({
+        "skill": "demo", "version": "sha256:0", "run_id": "r", "verdict": "PASS", "why": "w",
+        "expected_rows": 12, "scored_rows": 4, "partial": True, "complete": True,
+        "stopped": None, "k": 2, "seed": 1, "comparisons": {"baseline": tally,
+                                                             "incumbent": tally},
+        "rows": [{"case": "a", "rep": r, "opponent": o, "outcome": "win", "decided_by": "checks",
+                  "arms": {}} for r in (1, 2) for o in ("baseline", "incumbent")],
         "skipped": [{"case": "suite", "reason": "missing codex", "environment": True,
                      "units": ["suite/one", "suite/two"]}],
-    }  # fmt: skip
+        "efficiency": {}, "arm_scores": {}, "case_runs": {}, "agent": "builtin",
+        "agent_version": "0", "models": {}, "driver": "model",
+    }, Summary)  # fmt: skip
     suite = ElementTree.fromstring(eval_junit(summary))
     assert (suite.get("tests"), suite.get("skipped")) == ("12", "8")
     skipped = [c.get("name") for c in suite if c.find("skipped") is not None]

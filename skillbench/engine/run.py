@@ -13,7 +13,7 @@ import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import msgspec
 from msgspec.structs import replace
@@ -34,7 +34,7 @@ from skillbench.engine.records import (
     Unit,
     session_key,
 )
-from skillbench.engine.score import Skipped, arm_result, row_by_checks, summarize
+from skillbench.engine.score import Skipped, Summary, arm_result, row_by_checks, summarize
 from skillbench.judge import judge
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
@@ -68,7 +68,7 @@ class Progress(Protocol):
 
 class EvalResult(msgspec.Struct):
     run_dir: str
-    summary: dict[str, object]
+    summary: Summary
 
 
 # --- planning -------------------------------------------------------------------------------
@@ -274,7 +274,7 @@ class _Run:
 
     # the whole run -----------------------------------------------------------------------
 
-    async def run(self) -> dict[str, object]:
+    async def run(self) -> Summary:
         provider = make_provider()
         judge_model = resolve_model(self.plan.judge_model, max_retries=self.settings.max_retries,
                                     timeout=self.settings.request_timeout)  # fmt: skip
@@ -367,40 +367,37 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
     runner = _Run(opts, plan, run_dir, skill, sessions, progress)
     summary = await runner.run()
     if opts.triggers:
-        summary["triggers"] = None
         if opts.max_cost is not None and runner.spend >= opts.max_cost:
-            summary["triggers_note"] = "not measured: the --max-cost cap was reached"
+            summary.triggers_note = "not measured: the --max-cost cap was reached"
         else:
             report = await triggers_of(opts)
             if report is None:
-                summary["triggers_note"] = "not measured: the skill has no evals/triggers.yaml"
+                summary.triggers_note = "not measured: the skill has no evals/triggers.yaml"
             else:
-                summary["triggers"] = report.summary()
+                summary.triggers = report.summary()
                 runner.spend += cost_usd(opts.settings.model, report.usage,
                                          opts.settings.prices) or 0.0  # fmt: skip
-    # every call the run made: generation, sessions, the judge, triggers
-    summary["spend_usd"] = round(runner.spend, 6)
+    summary.spend_usd = round(runner.spend, 6)
     # checks saw the raw transcript; their details are printed and written, so scrub them
-    summary = scrub_obj(summary)
+    summary = msgspec.convert(scrub_obj(msgspec.to_builtins(summary)), Summary)
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
     write_receipt(receipt_of(plan, summary), run_dir)
     return EvalResult(str(run_dir), summary)
 
 
-def receipt_of(plan: Plan, summary: dict[str, Any]) -> Receipt:
+def receipt_of(plan: Plan, summary: Summary) -> Receipt:
     """The receipt of a finished run: the summary's results plus where they came from."""
     arms: dict[str, list[str]] = {BASELINE: [], CANDIDATE: [f"{plan.skill}@{plan.version}"]}
     if plan.incumbent is not None:
         arms[INCUMBENT] = [f"{plan.skill}@{plan.incumbent.digest} ({plan.incumbent.version})"]
     return Receipt(
-        skill=plan.skill, digest=plan.version, run_id=plan.run_id, verdict=summary["verdict"],
-        why=summary["why"], expected_rows=summary["expected_rows"],
-        scored_rows=summary["scored_rows"], complete=summary["complete"],
-        stopped=summary["stopped"], agent=summary["agent"],
-        agent_version=summary["agent_version"], models=summary["models"],
-        driver=summary["driver"], comparisons=summary["comparisons"],
-        rows=summary["rows"], triggers=summary.get("triggers"),
-        efficiency=summary["efficiency"],
+        skill=plan.skill, digest=plan.version, run_id=plan.run_id, verdict=summary.verdict,
+        why=summary.why, expected_rows=summary.expected_rows, scored_rows=summary.scored_rows,
+        complete=summary.complete, stopped=summary.stopped, agent=summary.agent,
+        agent_version=summary.agent_version, models=summary.models, driver=summary.driver,
+        comparisons=msgspec.to_builtins(summary.comparisons),
+        rows=msgspec.to_builtins(summary.rows), triggers=summary.triggers,
+        efficiency=msgspec.to_builtins(summary.efficiency),
         provenance=Provenance(
             engine_version=plan.engine_version,
             models={"agent": plan.model, "judge": plan.judge_model}, k=plan.k, seed=plan.seed,

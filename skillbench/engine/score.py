@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 
@@ -197,16 +198,57 @@ def efficiency(plan: Plan, sessions: dict[str, SessionRecord]) -> dict[str, Effi
     return out
 
 
+class RowSummary(msgspec.Struct):
+    """One row as the summary shows it."""
+
+    case: str
+    rep: int
+    opponent: str
+    outcome: str
+    decided_by: str
+    arms: dict[str, ArmResult]
+
+
+class Summary(msgspec.Struct, kw_only=True):
+    """What a run established (design §7 summary keys, plus arm scores, case runs and
+    provenance): summary.json, `--json`, the report, JUnit and the receipt all read this."""
+
+    skill: str
+    version: str
+    run_id: str
+    verdict: str  # PASS | NEUTRAL | FAIL | NONE
+    why: str
+    expected_rows: int
+    scored_rows: int
+    partial: bool
+    complete: bool
+    stopped: str | None
+    comparisons: dict[str, Comparison]
+    rows: list[RowSummary]
+    skipped: list[Skipped]
+    triggers: dict[str, Any] | None = None  # TriggerReport.summary()
+    efficiency: dict[str, Efficiency]
+    arm_scores: dict[str, float | None]
+    case_runs: dict[str, list[int]]  # arm -> [passed, expected]
+    agent: str
+    agent_version: str
+    models: dict[str, str]  # agent, judge
+    driver: str  # model | scripted
+    k: int
+    seed: int
+    triggers_note: str | None = None  # why the triggers were not measured
+    spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
+
+
 def summarize(
     plan: Plan,
     sessions: dict[str, SessionRecord],
     rows: list[RowRecord],
     skipped: list[Skipped],
     *,
-    triggers: dict[str, object] | None = None,
     stopped: str | None = None,
-) -> dict[str, object]:
-    """The summary of design §7 (summary.json and `--json`), plus arm scores and case runs."""
+) -> Summary:
+    """The summary of a run from its records."""
     skipped_names = {s.case for s in skipped}
     scored = [r for r in rows if r.scored]
     comparisons = {opp: compare(r for r in scored if r.opponent == opp) for opp in plan.opponents}
@@ -216,48 +258,26 @@ def summarize(
     # run's failing; a failed setup, an error, a judge failure or a cost stop is).
     measurable = {s.case for s in skipped if s.environment}
     wanted = sum(u.session not in measurable for u in plan.units) * plan.k * len(plan.opponents)
-    complete = stopped is None and len(scored) == wanted
     scripted = any(parse_model(ref).scripted for ref in (plan.model, plan.judge_model))
     names = [u.name for u in plan.units]
 
     def order(r: RowRecord) -> tuple[int, int, int]:
         return names.index(r.case), r.rep, plan.opponents.index(r.opponent)
 
-    return {
-        "skill": plan.skill,
-        "version": plan.version,
-        "run_id": plan.run_id,
-        "verdict": verdict(baseline) if scored else NONE,
-        "why": why([r for r in rows if r.opponent == plan.opponents[0]])
-        if scored
+    return Summary(
+        skill=plan.skill, version=plan.version, run_id=plan.run_id,
+        verdict=verdict(baseline) if scored else NONE,
+        why=why([r for r in rows if r.opponent == plan.opponents[0]]) if scored
         else nothing_scored(rows, stopped),
-        "expected_rows": expected,
-        "scored_rows": len(scored),
-        "partial": len(scored) < expected,
-        "complete": complete,
-        "stopped": stopped,
-        "comparisons": {k: msgspec.to_builtins(v) for k, v in comparisons.items()},
-        "rows": [_row_summary(r) for r in sorted(rows, key=order)],
-        "skipped": [msgspec.to_builtins(s) for s in skipped],
-        "triggers": triggers,
-        "efficiency": {k: msgspec.to_builtins(v) for k, v in efficiency(plan, sessions).items()},
-        "arm_scores": arm_scores(plan, sessions, skipped_names),
-        "case_runs": case_runs_passed(plan, sessions, skipped_names),
-        "agent": plan.agent,
-        "agent_version": plan.agent_version,
-        "models": {"agent": plan.model, "judge": plan.judge_model},
-        "driver": "scripted" if scripted else "model",
-        "k": plan.k,
-        "seed": plan.seed,
-    }
-
-
-def _row_summary(r: RowRecord) -> dict[str, object]:
-    return {
-        "case": r.case,
-        "rep": r.rep,
-        "opponent": r.opponent,
-        "outcome": r.outcome,
-        "decided_by": r.decided_by,
-        "arms": msgspec.to_builtins(r.arms),
-    }
+        expected_rows=expected, scored_rows=len(scored), partial=len(scored) < expected,
+        complete=stopped is None and len(scored) == wanted, stopped=stopped,
+        comparisons=comparisons,
+        rows=[RowSummary(r.case, r.rep, r.opponent, r.outcome, r.decided_by, r.arms)
+              for r in sorted(rows, key=order)],
+        skipped=skipped, efficiency=efficiency(plan, sessions),
+        arm_scores=arm_scores(plan, sessions, skipped_names),
+        case_runs=case_runs_passed(plan, sessions, skipped_names),
+        agent=plan.agent, agent_version=plan.agent_version,
+        models={"agent": plan.model, "judge": plan.judge_model},
+        driver="scripted" if scripted else "model", k=plan.k, seed=plan.seed,
+    )  # fmt: skip

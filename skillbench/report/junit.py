@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from skillbench.engine.records import UNSCORED
+from skillbench.engine.score import Summary
 
 
 def _suite(name: str, cases: list[str], failures: int, skipped: int = 0) -> str:
@@ -24,33 +24,31 @@ def gate_junit(skill: str, passed: bool, reason: str) -> str:
     return _suite("skillbench-gate", [case], 0 if passed else 1)
 
 
-def eval_junit(summary: dict[str, Any]) -> str:
+def eval_junit(summary: Summary) -> str:
     """One test case per row (a loss fails it, an unscored tie is skipped), and one skipped
     test case per row a skipped case or suite would have had, under a suite named for the
     skill and its verdict."""
     cases, failures, skipped = [], 0, 0
-    cls = quoteattr(f"skillbench.eval.{summary['skill']}")
-    for row in summary["rows"]:
-        name = f"{row['case']} rep {row['rep']} vs {row['opponent']}"
-        detail = f"{row['outcome']} ({row['decided_by']})"
-        if row["outcome"] == "loss":
+    cls = quoteattr(f"skillbench.eval.{summary.skill}")
+    for row in summary.rows:
+        name = f"{row.case} rep {row.rep} vs {row.opponent}"
+        detail = f"{row.outcome} ({row.decided_by})"
+        if row.outcome == "loss":
             failures += 1
             body = f"<failure message={quoteattr(detail)}/>"
-        elif row["decided_by"] in UNSCORED:
+        elif row.decided_by in UNSCORED:
             skipped += 1
             body = f"<skipped message={quoteattr(detail)}/>"
         else:
             body = f"<system-out>{escape(detail)}</system-out>"
         cases.append(f"<testcase classname={cls} name={quoteattr(name)}>{body}</testcase>")
-    opponents = list(summary["comparisons"])
-    for skip in summary["skipped"]:  # the rows a skipped case (or suite) would have had
-        reason = quoteattr(skip["reason"])
-        for unit in skip.get("units") or [skip["case"]]:
-            for rep in range(1, summary["k"] + 1):
-                for opponent in opponents:
+    for skip in summary.skipped:  # the rows a skipped case (or suite) would have had
+        reason = quoteattr(skip.reason)
+        for unit in skip.units or [skip.case]:
+            for rep in range(1, summary.k + 1):
+                for opponent in summary.comparisons:
                     skipped += 1
                     name = quoteattr(f"{unit} rep {rep} vs {opponent}")
                     cases.append(f"<testcase classname={cls} name={name}>"
                                  f"<skipped message={reason}/></testcase>")  # fmt: skip
-    name = f"skillbench eval {summary['skill']}: {summary['verdict']}"
-    return _suite(name, cases, failures, skipped)
+    return _suite(f"skillbench eval {summary.skill}: {summary.verdict}", cases, failures, skipped)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from skillbench.engine.score import Summary
+
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.0f}%"
@@ -13,55 +15,46 @@ def _num(x: float | None, fmt: str = ".2f") -> str:
     return "n/a" if x is None else format(x, fmt)
 
 
-def report_lines(summary: dict[str, Any]) -> list[str]:
+def report_lines(summary: Summary) -> list[str]:
     """The report, line by line."""
     partial = ""
-    if summary["verdict"] == "NONE":
+    if summary.verdict == "NONE":
         partial = " (nothing scored)"
-    elif summary["scored_rows"] < summary["expected_rows"]:
-        partial = f" [partial — {summary['scored_rows']}/{summary['expected_rows']} scored]"
-    lines = [f"verdict: {summary['verdict']}{partial}", f"why: {summary['why']}"]
-    if summary.get("stopped"):
-        lines.append(f"stopped: {summary['stopped']}")
-    for skip in summary["skipped"]:
-        kind = "environment" if skip.get("environment") else "setup failed"
-        lines.append(f"skipped ({kind}): {skip['case']} — {skip['reason']}")
-    for opponent, c in summary["comparisons"].items():
-        n = c["win"] + c["loss"] + c["tie"]
+    elif summary.scored_rows < summary.expected_rows:
+        partial = f" [partial — {summary.scored_rows}/{summary.expected_rows} scored]"
+    lines = [f"verdict: {summary.verdict}{partial}", f"why: {summary.why}"]
+    if summary.stopped:
+        lines.append(f"stopped: {summary.stopped}")
+    for skip in summary.skipped:
+        kind = "environment" if skip.environment else "setup failed"
+        lines.append(f"skipped ({kind}): {skip.case} — {skip.reason}")
+    for opponent, c in summary.comparisons.items():
+        n = c.win + c.loss + c.tie
         lines.append(
-            f"candidate-vs-{opponent}: {_pct(c['net_lift'])} net lift ({c['win']}W / {c['loss']}L"
-            f" / {c['tie']}T over {n} comparison{'s' * (n != 1)}, sign test p={c['sign_p']:.3f})"
+            f"candidate-vs-{opponent}: {_pct(c.net_lift)} net lift ({c.win}W / {c.loss}L"
+            f" / {c.tie}T over {n} comparison{'s' * (n != 1)}, sign test p={c.sign_p:.3f})"
         )
-    arms = list(summary["case_runs"])
-    scores = summary["arm_scores"]
+    arms = list(summary.case_runs)
+    scores, runs = summary.arm_scores, summary.case_runs
     lines.append("arm scores: " + " · ".join(f"{a} {_num(scores.get(a))}" for a in arms))
-    runs = summary["case_runs"]
     lines.append("case-runs passed: " + " · ".join(f"{a} {runs[a][0]}/{runs[a][1]}" for a in arms))
-    triggers = summary.get("triggers")
-    if triggers:
-        lines.extend(trigger_lines(triggers))
-    elif summary.get("triggers_note"):
-        lines.append(f"triggers: {summary['triggers_note']}")
-    eff = summary["efficiency"]
-    if eff:
+    if summary.triggers:
+        lines.extend(trigger_lines(summary.triggers))
+    elif summary.triggers_note:
+        lines.append(f"triggers: {summary.triggers_note}")
+    if summary.efficiency:
         parts = []
-        for arm, e in eff.items():
-            cost = "$n/a" if e["cost_usd"] is None else f"${e['cost_usd']:.2f}"
-            parts.append(f"{arm} {e['turns']:.1f} turns · {e['seconds']:.1f}s · {cost}")
+        for arm, e in summary.efficiency.items():
+            cost = "$n/a" if e.cost_usd is None else f"${e.cost_usd:.2f}"
+            parts.append(f"{arm} {e.turns:.1f} turns · {e.seconds:.1f}s · {cost}")
         lines.append("efficiency: " + " | ".join(parts))
-    models = summary.get("models") or {}
-    if models:
-        agent = models.get("agent", "")
-        note = (
-            " (scripted driver: a fixed script, not a model)"
-            if summary.get("driver") == "scripted"
-            else ""
-        )
-        if summary.get("agent", "builtin") != "builtin":
-            who = f"{summary['agent']} {summary.get('agent_version', '')}".strip()
-            lines.append(f"models: agent {who} · model {agent} · judge {models.get('judge')}")
-        else:
-            lines.append(f"models: agent {agent} · judge {models.get('judge')}{note}")
+    agent, judge = summary.models.get("agent", ""), summary.models.get("judge")
+    if summary.agent != "builtin":
+        who = f"{summary.agent} {summary.agent_version}".strip()
+        lines.append(f"models: agent {who} · model {agent} · judge {judge}")
+    else:
+        note = " (scripted driver: a fixed script, not a model)" * (summary.driver == "scripted")
+        lines.append(f"models: agent {agent} · judge {judge}{note}")
     return lines
 
 
