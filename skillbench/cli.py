@@ -297,21 +297,17 @@ def _eval_triggers_only(opts: EvalOptions, as_json: bool) -> int:
     import asyncio
     import json
 
-    from skillbench.engine.plan import EvalError, check_credentials, validated
-    from skillbench.engine.run import triggers_of
+    from skillbench.engine.plan import EvalError
+    from skillbench.engine.run import triggers_only
     from skillbench.report.terminal import trigger_lines
 
     try:
-        validated(Path(opts.skill_dir))
-        check_credentials(opts.settings.model)
+        report = asyncio.run(triggers_only(opts))
     except EvalError as exc:
         for problem in exc.problems:
             _err(str(problem))
         _err(f"skillbench: error: {exc}")
         return EXIT_USAGE
-    report = asyncio.run(triggers_of(opts))
-    if report is None:
-        raise UsageError(f"{opts.skill_dir}: --triggers-only needs evals/triggers.yaml")
     if as_json:
         print(json.dumps({"triggers": report.summary()}, indent=2))
     else:
@@ -321,35 +317,15 @@ def _eval_triggers_only(opts: EvalOptions, as_json: bool) -> int:
 
 
 def _generate(skill_dir: Path, settings: Settings, kinds: list[str], only_missing: bool) -> float:
-    """Write the missing evals of `kinds` with the model; return what the calls cost."""
-    import asyncio
-
-    from skillbench.engine.gen import fill_missing, missing_kinds
-    from skillbench.engine.plan import EvalError, check_credentials
-    from skillbench.generate import GenerationFailed
+    from skillbench.engine.gen import generate_missing
+    from skillbench.engine.plan import EvalError
 
     if not is_skill(skill_dir):
         raise UsageError(f"{skill_dir}: not a skill folder (no SKILL.md)")
-    if only_missing:
-        kinds = [k for k in kinds if k in missing_kinds(skill_dir)]
-        if not kinds:
-            return 0.0
-    if parse_model(settings.model).scripted:  # a fixed script cannot write evals
-        why = f"{settings.model} is a fixed script, not a model, and cannot write evals"
-        if not only_missing:
-            raise UsageError(f"{why}; use a real --model")
-        _err(f"note: {why}; not generating {' or '.join(kinds)} (write them, or use a real "
-             "--model)")  # fmt: skip
-        return 0.0
     try:
-        check_credentials(settings.model)
-        return asyncio.run(fill_missing(skill_dir, settings, kinds, _err))
+        return generate_missing(skill_dir, settings, kinds, _err, only_missing=only_missing)
     except EvalError as exc:
         raise UsageError(str(exc)) from None
-    except GenerationFailed as exc:
-        raise UsageError(
-            f"generating evals failed: {exc}; write them by hand, or pass --no-gen"
-        ) from None
 
 
 def cmd_gen(args: argparse.Namespace) -> int:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from skillbench.config import Settings, sandbox_spec
+from skillbench.engine.plan import EvalError, check_credentials
 from skillbench.generate import (
     Generated,
+    GenerationFailed,
     SeedCheck,
     generate_cases,
     generate_triggers,
     write_new,
 )
-from skillbench.models import resolve_model
+from skillbench.models import parse_model, resolve_model
 from skillbench.models.pricing import cost_usd
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
@@ -94,3 +97,35 @@ def _write(skill_dir: Path, made: Generated, model: str, log: Callable[[str], No
                 f"{'s' * (made.calls != 1)}); review it before trusting it")  # fmt: skip
         else:
             log(f"{skill_dir / rel} exists, left untouched")
+
+
+def generate_missing(
+    skill_dir: Path,
+    settings: Settings,
+    kinds: Sequence[str],
+    log: Callable[[str], None],
+    *,
+    only_missing: bool,
+) -> float:
+    """Write the evals of `kinds` with the model (only those the skill lacks, when
+    `only_missing`); return what the calls cost. EvalError when that cannot be done. A
+    scripted driver cannot write evals: asked explicitly, that is an error; implicitly (an
+    eval filling gaps), generation is skipped with a note."""
+    if only_missing:
+        kinds = [k for k in kinds if k in missing_kinds(skill_dir)]
+        if not kinds:
+            return 0.0
+    if parse_model(settings.model).scripted:
+        why = f"{settings.model} is a fixed script, not a model, and cannot write evals"
+        if not only_missing:
+            raise EvalError(f"{why}; use a real --model")
+        log(f"note: {why}; not generating {' or '.join(kinds)} (write them, or use a real "
+            "--model)")  # fmt: skip
+        return 0.0
+    check_credentials(settings.model)
+    try:
+        return asyncio.run(fill_missing(skill_dir, settings, kinds, log))
+    except GenerationFailed as exc:
+        raise EvalError(
+            f"generating evals failed: {exc}; write them by hand, or pass --no-gen"
+        ) from None

@@ -23,7 +23,14 @@ from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.checks import run_checks
 from skillbench.config import sandbox_spec
 from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
-from skillbench.engine.plan import SUITE, EvalError, EvalOptions, Prepared
+from skillbench.engine.plan import (
+    SUITE,
+    EvalError,
+    EvalOptions,
+    Prepared,
+    check_credentials,
+    validated,
+)
 from skillbench.engine.records import (
     BASELINE,
     CANDIDATE,
@@ -358,6 +365,16 @@ async def triggers_of(opts: EvalOptions) -> TriggerReport | None:
                                        parallel=settings.parallel)  # fmt: skip
     finally:
         await model.aclose()
+    return report
+
+
+async def triggers_only(opts: EvalOptions) -> TriggerReport:
+    """`eval --triggers-only`: validate, then measure the skill's triggers (no sandboxes)."""
+    validated(Path(opts.skill_dir))
+    check_credentials(opts.settings.model)
+    report = await triggers_of(opts)
+    if report is None:
+        raise EvalError(f"{opts.skill_dir}: --triggers-only needs evals/triggers.yaml")
     return report
 
 
