@@ -134,7 +134,7 @@ class Broker:
         usage = seen.usage()
         with self._lock:
             self.usage = self.usage + usage
-            if status >= 500 or status == 429:
+            if status >= 500 or status == 429 or seen.cut():
                 self.failures += 1
             elif 200 <= status < 300:
                 self.answered += 1
@@ -185,6 +185,11 @@ class _Seen:
 
     def text(self) -> str:
         return b"".join(self._parts).decode(errors="replace")
+
+    def cut(self) -> bool:
+        """An event stream that ended before its `message_stop`: the provider broke off."""
+        text = self.text()
+        return "event: message_start" in text and "message_stop" not in text
 
     def usage(self) -> Usage:
         text = self.text()

@@ -175,3 +175,15 @@ def test_a_wall_timeout_kills_claude_code(fake, tmp_path: Path, capsys) -> None:
     stops = {j["stop_reason"] for j in journal if j["type"] == "session"}
     assert stops == {"timeout"}  # the agent's fault: scored, not retried
     assert summary["scored_rows"] == 1 and code == 0
+
+
+def test_a_stream_cut_mid_response_is_an_infrastructure_error(fake, tmp_path: Path, capsys) -> None:
+    folder = greeter(tmp_path, "claude-code")
+    fake({"conversations": [conv("(?s)", "Create hello.txt",
+                                 {"faults": [{"midstream": True, "times": 99}], "text": "never"})]})  # fmt: skip
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert code == 2 and summary["verdict"] == "NONE"
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    sessions = [j for j in journal if j["type"] == "session"]
+    assert {(s["outcome"], s["attempts"]) for s in sessions} == {("error", 2)}
+    assert all("model could not be reached" in s["error"] for s in sessions)

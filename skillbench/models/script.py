@@ -39,12 +39,14 @@ class ScriptError(Exception):
 
 
 class Fault(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One injected failure: an HTTP status (with Retry-After), a stall, or a bad body."""
+    """One injected failure: an HTTP status (with Retry-After), a stall, a bad body, or a
+    stream cut off after its first event."""
 
     status: int | None = None
     retry_after: float | None = None
     stall: float | None = None
     malformed: bool = False
+    midstream: bool = False
     message: str | None = None  # the error message of a status fault
     times: int = 1
 

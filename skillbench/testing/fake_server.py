@@ -231,6 +231,23 @@ class FakeModelServer:
         if fault.malformed:
             entry.status = 200
             return self._send_raw(h, 200, b'{"id": "msg_broken", "content": [', {})
+        if fault.midstream:  # a 200 whose event stream stops after message_start
+            entry.status = 200
+            start = {"type": "message_start", "message": {
+                "id": "msg_cut", "type": "message", "role": "assistant", "content": [],
+                "model": "fake", "stop_reason": None, "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1}}}  # fmt: skip
+            try:
+                h.send_response(200)
+                h.send_header("Content-Type", "text/event-stream")
+                h.send_header("Connection", "close")
+                h.end_headers()
+                h.wfile.write(f"event: message_start\ndata: {json.dumps(start)}\n\n".encode())
+                h.wfile.flush()
+            except OSError:
+                pass
+            h.close_connection = True
+            return None
         status = fault.status or 500
         entry.status = status
         headers = {}
