@@ -47,6 +47,7 @@ class Receipt(msgspec.Struct, kw_only=True):
     models: dict[str, str] = {}  # agent, judge
     driver: str = ""  # "model", or "scripted" (a fixed script: shows the pipeline, not the skill)
     comparisons: dict[str, Any]
+    stats: dict[str, Any] = {}  # per opponent: decided, needed, underpowered, intervals
     rows: list[dict[str, Any]]
     triggers: dict[str, Any] | None
     efficiency: dict[str, Any]

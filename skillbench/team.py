@@ -147,6 +147,7 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     allow_incumbent_fail: bool = False
     allow_partial: bool = False  # accept a receipt whose run did not score every row
     require_agent: str | None = None  # e.g. "claude-code": only measurements by that agent
+    require_power: bool = False  # refuse a verdict resting on too few decided comparisons
     min_recall: float | None = None
     min_precision: float | None = None
 
@@ -246,6 +247,12 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
     if policy.require_agent and r.agent != policy.require_agent:
         reasons.append(f"measured with agent {r.agent or 'unknown'} (policy requires "
                        f"{policy.require_agent})")  # fmt: skip
+    power = r.stats.get("baseline") or {}
+    if policy.require_power and power.get("underpowered", True):
+        needs = power.get("needed")
+        reasons.append(f"underpowered: {power.get('decided', 0)} decided comparisons, "
+                       f"{needs if needs is not None else 'more than any run'} needed for "
+                       "p <= 0.05")  # fmt: skip
     if r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
         reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
     inc = r.comparisons.get("incumbent")

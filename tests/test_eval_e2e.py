@@ -103,6 +103,11 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     assert summary["comparisons"]["baseline"] == {"win": 2, "loss": 0, "tie": 1,
                                                   "net_lift": pytest.approx(2 / 3), "sign_p": 0.5}  # fmt: skip
     assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (4, 3, "PASS")
+    power = summary["stats"]["baseline"]
+    assert (power["decided"], power["needed"], power["underpowered"]) == (2, 6, True)
+    assert power["pass_rate"]["candidate"]["value"] == 1.0  # 3 of 3 unit runs
+    assert power["net_lift_ci"]["value"] == pytest.approx(2 / 3)
+    assert power["pass_at_k"] is None  # k = 1
     assert summary["skipped"] == [
         {
             "case": "needs-codex",
@@ -120,7 +125,7 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         summary["why"] == "wins on execution checks and the judge's rubric; 1 tie (1 judge-split)"
     )
     assert lines[:5] == [
-        "verdict: PASS [partial — 3/4 scored]",
+        "verdict: PASS [partial — 3/4 scored] (underpowered: 2 decided, 6 needed)",
         "why: wins on execution checks and the judge's rubric; 1 tie (1 judge-split)",
         "skipped (environment): needs-codex — missing codex",
         "candidate-vs-baseline: +67% net lift (2W / 0L / 1T over 3 comparisons, sign test p=0.500)",
@@ -188,7 +193,7 @@ cases:
         r for r in server.log() if not any(m["role"] == "assistant" for m in r.body["messages"])
     ]
     assert len(first_turns) == 2  # one session per arm
-    assert lines[0] == "verdict: PASS"
+    assert lines[0] == "verdict: PASS (underpowered: 3 decided, 6 needed)"
     assert lines[2:5] == [
         "candidate-vs-baseline: +50% net lift (3W / 0L / 3T over 6 comparisons, sign test p=0.250)",
         "arm scores: baseline 0.50 · candidate 1.00",
@@ -318,7 +323,7 @@ def test_sigkill_mid_run_then_resume_reruns_only_what_is_missing(fake, tmp_path:
         summary["scored_rows"],
         summary["comparisons"]["baseline"]["win"],
     ) == ("PASS", 4, 4)
-    assert resumed.stdout.splitlines()[0] == "verdict: PASS"
+    assert resumed.stdout.splitlines()[0] == "verdict: PASS (underpowered: 4 decided, 6 needed)"
     # the killed run's sandboxes were swept by the resumed one
     from podman import PodmanClient
 
@@ -418,7 +423,7 @@ def test_relative_out_and_skill_paths(fake, tmp_path: Path, capsys, monkeypatch)
     code = main(["eval", str(folder.relative_to(tmp_path)), "--model", MODEL, "--out", "runs/rel",
                  "--quiet", "--no-gen"])  # fmt: skip
     lines = capsys.readouterr().out.splitlines()
-    assert code == 0 and lines[0] == "verdict: PASS"
+    assert code == 0 and lines[0] == "verdict: PASS (underpowered: 1 decided, 6 needed)"
     assert json.loads((tmp_path / "runs/rel/summary.json").read_text())["scored_rows"] == 1
 
 
@@ -437,7 +442,8 @@ def test_resume_retries_errored_sessions(fake, tmp_path: Path, capsys) -> None:
     code = main(
         ["eval", "--resume", str(tmp_path / "run"), "--model", MODEL, "--quiet", "--no-gen"]
     )
-    assert code == 0 and capsys.readouterr().out.splitlines()[0] == "verdict: PASS"
+    first = capsys.readouterr().out.splitlines()[0]
+    assert code == 0 and first == "verdict: PASS (underpowered: 1 decided, 6 needed)"
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     keys = [j["key"] for j in journal if j["type"] == "session"]
     assert (

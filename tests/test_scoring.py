@@ -10,7 +10,8 @@ import yaml
 
 from skillbench.checks import CheckResult, run_checks
 from skillbench.engine.records import RowRecord, SessionRecord, Unit
-from skillbench.engine.score import compare, row_by_checks, sign_test, verdict, why
+from skillbench.engine.score import compare, row_by_checks, verdict, why
+from skillbench.engine.stats import sign_test
 from skillbench.jsonreply import first_json_object
 from skillbench.judge import judge, tail
 from skillbench.models import resolve_model

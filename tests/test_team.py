@@ -54,6 +54,7 @@ def receipt(
     scored: int = 3,
     complete: bool = True,
     driver: str = "model",
+    stats: dict[str, Any] | None = None,
 ) -> Receipt:
     comparisons = {"baseline": {"win": 2, "loss": 0, "tie": 1, "net_lift": 0.67, "sign_p": 0.5}}
     if incumbent:
@@ -61,7 +62,7 @@ def receipt(
     agent = MODEL if driver == "model" else "scripted/demo"
     r = Receipt(skill="greeter", digest=digest(skill), run_id=run_id, verdict=verdict, why="w",
                 expected_rows=3, scored_rows=scored, complete=complete, agent="builtin",
-                models={"agent": agent, "judge": agent}, driver=driver,
+                models={"agent": agent, "judge": agent}, driver=driver, stats=stats or {},
                 comparisons=comparisons, rows=[], triggers=triggers,
                 efficiency={}, provenance=Provenance(engine_version="0", models={"agent": MODEL},
                                                      k=1, seed=1, arms={}, created_at=created))  # fmt: skip
@@ -235,6 +236,18 @@ def test_gate_can_require_an_agent(tmp_path: Path, capsys) -> None:
     code, out = gate(capsys, skill, None)
     assert (code, out) == (1, "gate refused: greeter: measured with agent builtin (policy "
                               "requires claude-code)")  # fmt: skip
+
+
+def test_gate_can_require_power(tmp_path: Path, capsys) -> None:
+    skill = greeter(tmp_path)
+    receipt(skill, "run-1", stats={"baseline": {"decided": 2, "needed": 6, "underpowered": True}})
+    assert gate(capsys, skill, None)[0] == 0  # not asked for: a PASS on 2 decided passes
+    code, out = gate(capsys, skill, None, "--require-power")
+    assert (code, out) == (1, "gate refused: greeter: underpowered: 2 decided comparisons, 6 "
+                              "needed for p <= 0.05")  # fmt: skip
+    receipt(skill, "run-2", created="2026-11-29T11:00:00+00:00",
+            stats={"baseline": {"decided": 8, "needed": 6, "underpowered": False}})  # fmt: skip
+    assert gate(capsys, skill, None, "--require-power")[0] == 0
 
 
 def test_gate_refuses_when_nothing_was_ever_measured(tmp_path: Path, capsys) -> None:

@@ -413,6 +413,7 @@ def receipt_of(plan: Plan, summary: Summary) -> Receipt:
         complete=summary.complete, stopped=summary.stopped, agent=summary.agent,
         agent_version=summary.agent_version, models=summary.models, driver=summary.driver,
         comparisons=msgspec.to_builtins(summary.comparisons),
+        stats=msgspec.to_builtins(summary.stats),
         rows=msgspec.to_builtins(summary.rows), triggers=summary.triggers,
         efficiency=msgspec.to_builtins(summary.efficiency),
         provenance=Provenance(

@@ -3,7 +3,6 @@ sign test, arm scores, case-runs passed and efficiency. Pure functions over reco
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -18,6 +17,15 @@ from skillbench.engine.records import (
     SessionRecord,
     Unit,
     session_key,
+)
+from skillbench.engine.stats import (
+    Stats,
+    needed,
+    net_lift_ci,
+    pass_at_k,
+    pass_pow_k,
+    sign_test,
+    wilson,
 )
 from skillbench.models import parse_model
 from skillbench.verdict import NONE, verdict_of
@@ -71,16 +79,6 @@ def row_by_checks(
         return RowRecord(case=unit.name, rep=rep, opponent=opponent, outcome="tie",
                          decided_by="checks", arms=arms)  # fmt: skip
     return None
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact sign test over decisive rows (ties dropped)."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    k = min(wins, losses)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2 * tail)
 
 
 def compare(rows: Iterable[RowRecord]) -> Comparison:
@@ -236,6 +234,7 @@ class Summary(msgspec.Struct, kw_only=True):
     driver: str  # model | scripted
     k: int
     seed: int
+    stats: dict[str, Stats] = {}  # per opponent: power and intervals (design §11)
     triggers_note: str | None = None  # why the triggers were not measured
     spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
 
@@ -280,4 +279,30 @@ def summarize(
         agent=plan.agent, agent_version=plan.agent_version,
         models={"agent": plan.model, "judge": plan.judge_model},
         driver="scripted" if scripted else "model", k=plan.k, seed=plan.seed,
+        stats={opp: stats_of(plan, sessions, [r for r in scored if r.opponent == opp], opp,
+                             comparisons[opp], skipped_names)
+               for opp in plan.opponents},
+    )  # fmt: skip
+
+
+def stats_of(plan: Plan, sessions: dict[str, SessionRecord], rows: list[RowRecord],
+             opponent: str, c: Comparison, skipped: set[str]) -> Stats:  # fmt: skip
+    """Power and intervals for the candidate against one opponent."""
+    need = needed(c.win, c.loss)
+    decided = c.win + c.loss
+    runs = case_runs_passed(plan, sessions, skipped)
+    arms = (CANDIDATE, opponent)
+    at_k = pow_k = None
+    if plan.k > 1:
+        units = [u for u in plan.units if u.session not in skipped]
+        passes = {arm: [sum(arm_result(u, sessions.get(session_key(u.session, arm, rep))).passed
+                            for rep in range(1, plan.k + 1)) for u in units]
+                  for arm in arms}  # fmt: skip
+        if units:
+            at_k = {arm: pass_at_k(passes[arm], plan.k) for arm in arms}
+            pow_k = {arm: pass_pow_k(passes[arm], plan.k) for arm in arms}
+    return Stats(
+        decided=decided, needed=need, underpowered=need is None or decided < need,
+        sign_p=c.sign_p, net_lift_ci=net_lift_ci([r.outcome for r in rows], plan.seed),
+        pass_rate={arm: wilson(*runs[arm]) for arm in arms}, pass_at_k=at_k, pass_pow_k=pow_k,
     )  # fmt: skip

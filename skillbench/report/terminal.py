@@ -22,7 +22,7 @@ def report_lines(summary: Summary) -> list[str]:
         partial = " (nothing scored)"
     elif summary.scored_rows < summary.expected_rows:
         partial = f" [partial — {summary.scored_rows}/{summary.expected_rows} scored]"
-    lines = [f"verdict: {summary.verdict}{partial}", f"why: {summary.why}"]
+    lines = [f"verdict: {summary.verdict}{partial}{_power(summary)}", f"why: {summary.why}"]
     if summary.stopped:
         lines.append(f"stopped: {summary.stopped}")
     for skip in summary.skipped:
@@ -56,6 +56,16 @@ def report_lines(summary: Summary) -> list[str]:
         note = " (scripted driver: a fixed script, not a model)" * (summary.driver == "scripted")
         lines.append(f"models: agent {agent} · judge {judge}{note}")
     return lines
+
+
+def _power(summary: Summary) -> str:
+    """The note that a verdict rests on too few decided comparisons to mean much."""
+    first = next(iter(summary.stats.values()), None)
+    if summary.verdict == "NONE" or first is None or not first.underpowered:
+        return ""
+    if first.needed is None:
+        return f" (underpowered: {first.decided} decided, more than 200 needed at this split)"
+    return f" (underpowered: {first.decided} decided, {first.needed} needed)"
 
 
 def trigger_lines(t: dict[str, Any]) -> list[str]:
