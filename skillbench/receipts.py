@@ -51,6 +51,7 @@ class Receipt(msgspec.Struct, kw_only=True):
     rows: list[dict[str, Any]]
     triggers: dict[str, Any] | None
     efficiency: dict[str, Any]
+    spend_usd: float = 0.0  # every call of the run: sessions, judge, triggers, generation
     provenance: Provenance
 
 

@@ -135,6 +135,10 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     assert lines[6:8] == ["triggers: recall=1.00 precision=0.50 (tp=1 fn=0 fp=1 tn=0)",
                           '  FALSE-FIRE: "rename this variable"']  # fmt: skip
     assert lines[8].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[8]
+    # the run total includes the judge's and the trigger calls, beyond the arms' sessions
+    assert lines[8].endswith(f"· run total ${summary['spend_usd']:.2f}")
+    receipt_spend = json.loads((tmp_path / "run/receipt.json").read_text())["spend_usd"]
+    assert receipt_spend == summary["spend_usd"] > 0
     assert {k: summary["triggers"][k] for k in ("recall", "precision", "tp", "fn", "fp", "tn", "misses", "false_fires")} == {
         "recall": 1.0, "precision": 0.5, "tp": 1, "fn": 0, "fp": 1, "tn": 0, "misses": [],
         "false_fires": ["rename this variable"]}  # fmt: skip

@@ -415,7 +415,7 @@ def receipt_of(plan: Plan, summary: Summary) -> Receipt:
         comparisons=msgspec.to_builtins(summary.comparisons),
         stats=msgspec.to_builtins(summary.stats),
         rows=msgspec.to_builtins(summary.rows), triggers=summary.triggers,
-        efficiency=msgspec.to_builtins(summary.efficiency),
+        efficiency=msgspec.to_builtins(summary.efficiency), spend_usd=summary.spend_usd,
         provenance=Provenance(
             engine_version=plan.engine_version,
             models={"agent": plan.model, "judge": plan.judge_model}, k=plan.k, seed=plan.seed,

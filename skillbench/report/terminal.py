@@ -47,7 +47,9 @@ def report_lines(summary: Summary) -> list[str]:
         for arm, e in summary.efficiency.items():
             cost = "$n/a" if e.cost_usd is None else f"${e.cost_usd:.2f}"
             parts.append(f"{arm} {e.turns:.1f} turns · {e.seconds:.1f}s · {cost}")
-        lines.append("efficiency: " + " | ".join(parts))
+        # the arms' cost per session, then what the whole run spent (judge, triggers and
+        # generation included)
+        lines.append("efficiency: " + " | ".join(parts) + f" · run total ${summary.spend_usd:.2f}")
     agent, judge = summary.models.get("agent", ""), summary.models.get("judge")
     if summary.agent != "builtin":
         who = f"{summary.agent} {summary.agent_version}".strip()
