@@ -103,6 +103,11 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     assert summary["comparisons"]["baseline"] == {"win": 2, "loss": 0, "tie": 1,
                                                   "net_lift": pytest.approx(2 / 3), "sign_p": 0.5}  # fmt: skip
     assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (4, 3, "PASS")
+    # both arms mention "greeting" in polish and style: those checks cannot discriminate
+    assert {(d["kind"], d["case"], d["check"]) for d in summary["diagnostics"]} == {
+        ("non-discriminating", "polish", "transcript_mentions: greeting"),
+        ("non-discriminating", "style", "transcript_mentions: greeting"),
+    }
     power = summary["stats"]["baseline"]
     assert (power["decided"], power["needed"], power["underpowered"]) == (2, 6, True)
     assert power["pass_rate"]["candidate"]["value"] == 1.0  # 3 of 3 unit runs

@@ -158,3 +158,37 @@ def test_tail_keeps_the_last_6000_characters() -> None:
     assert (
         tail(text).endswith("END") and len(tail(text)) == len("[... earlier part cut ...]\n") + 6000
     )
+
+
+def test_diagnostics_name_checks_that_cannot_discriminate_gaps_and_flaky_cases() -> None:
+    from skillbench.checks import CheckResult
+    from skillbench.engine.records import Plan, SessionRecord, Unit
+    from skillbench.engine.score import diagnostics
+
+    plan = Plan(run_id="r", skill="s", skill_dir="/s", version="v", assets_digest="a",
+                model="scripted/demo", judge_model="scripted/demo", k=2, seed=1,
+                arms=["baseline", "candidate"], opponents=["baseline"], sessions=["a", "b"],
+                units=[Unit("a", "a"), Unit("b", "b")], engine_version="0", created_at="now")  # fmt: skip
+
+    def session(case: str, arm: str, rep: int, works: bool) -> SessionRecord:
+        checks = [CheckResult("file_exists: out.txt", works, "exists" if works else "missing")]
+        if case == "a":
+            checks += [CheckResult("no_command_matching: rm -rf", True, "no match"),
+                       CheckResult("command_succeeds: node grade.js", False,
+                                   "exit 127: node: not found")]  # fmt: skip
+        passed = all(c.passed for c in checks)
+        return SessionRecord(key=f"{case}.{arm}.{rep}", session=case, arm=arm, rep=rep,
+                             outcome="pass" if passed else "fail", checks={case: checks})  # fmt: skip
+
+    records = [session(case, arm, rep, arm == "candidate" and (case == "a" or rep == 1))
+               for case in ("a", "b") for arm in ("baseline", "candidate") for rep in (1, 2)]  # fmt: skip
+    found = [(d.kind, d.case, d.check, d.detail) for d in
+             diagnostics(plan, {r.key: r for r in records}, set())]  # fmt: skip
+    assert found == [
+        ("non-discriminating", "a", "no_command_matching: rm -rf",
+         "passed in every arm and repetition: it cannot tell the arms apart"),
+        ("environment-gap", "a", "command_succeeds: node grade.js",
+         "failed with exit 126/127 in every arm: the image lacks what it runs, so this reads "
+         "as a tie, not a result"),
+        ("flaky", "b", None, "candidate passed 1 of 2 repetitions"),
+    ]  # fmt: skip

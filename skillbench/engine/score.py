@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from skillbench.checks import CheckResult
 from skillbench.engine.records import (
     CANDIDATE,
     ArmResult,
@@ -196,6 +197,48 @@ def efficiency(plan: Plan, sessions: dict[str, SessionRecord]) -> dict[str, Effi
     return out
 
 
+class Diagnostic(msgspec.Struct, frozen=True):
+    """Something about the eval itself worth fixing (design §11): a check that cannot tell the
+    arms apart, an environment gap read as a result, a flaky case."""
+
+    kind: str  # non-discriminating | environment-gap | flaky
+    case: str
+    detail: str
+    check: str | None = None
+
+
+def diagnostics(plan: Plan, sessions: dict[str, SessionRecord],
+                skipped: set[str]) -> list[Diagnostic]:  # fmt: skip
+    """What the finished sessions say about the eval's own quality."""
+    found: list[Diagnostic] = []
+    for unit in (u for u in plan.units if u.session not in skipped):
+        ran = [(arm, rep, r) for arm in plan.arms for rep in range(1, plan.k + 1)
+               if (r := sessions.get(session_key(unit.session, arm, rep))) is not None
+               and r.outcome in ("pass", "fail")]  # fmt: skip
+        results: dict[str, list[CheckResult]] = {}
+        for _, _, record in ran:
+            for check in record.checks.get(unit.name, []):
+                results.setdefault(check.name, []).append(check)
+        for name, seen in results.items():
+            if len(seen) < 2 or len({c.passed for c in seen}) != 1:
+                continue
+            if all(c.detail.startswith(("exit 126", "exit 127")) for c in seen):
+                found.append(Diagnostic("environment-gap", unit.name, "failed with exit "
+                                        "126/127 in every arm: the image lacks what it runs, so "
+                                        "this reads as a tie, not a result", name))  # fmt: skip
+            else:
+                state = "passed" if seen[0].passed else "failed"
+                found.append(Diagnostic("non-discriminating", unit.name, f"{state} in every "
+                                        "arm and repetition: it cannot tell the arms apart",
+                                        name))  # fmt: skip
+        for arm in plan.arms:
+            flags = [arm_result(unit, r).passed for a, _, r in ran if a == arm]
+            if len(set(flags)) > 1:
+                found.append(Diagnostic("flaky", unit.name, f"{arm} passed {sum(flags)} of "
+                                        f"{len(flags)} repetitions"))  # fmt: skip
+    return found
+
+
 class RowSummary(msgspec.Struct):
     """One row as the summary shows it."""
 
@@ -235,6 +278,7 @@ class Summary(msgspec.Struct, kw_only=True):
     k: int
     seed: int
     stats: dict[str, Stats] = {}  # per opponent: power and intervals (design §11)
+    diagnostics: list[Diagnostic] = []
     triggers_note: str | None = None  # why the triggers were not measured
     spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
 
@@ -282,6 +326,7 @@ def summarize(
         stats={opp: stats_of(plan, sessions, [r for r in scored if r.opponent == opp], opp,
                              comparisons[opp], skipped_names)
                for opp in plan.opponents},
+        diagnostics=diagnostics(plan, sessions, skipped_names),
     )  # fmt: skip
 
 

@@ -57,6 +57,11 @@ def report_lines(summary: Summary) -> list[str]:
     else:
         note = " (scripted driver: a fixed script, not a model)" * (summary.driver == "scripted")
         lines.append(f"models: agent {agent} · judge {judge}{note}")
+    if summary.diagnostics:
+        lines.append("diagnostics (the eval itself):")
+        for d in summary.diagnostics:
+            what = f"{d.case}: {d.check}" if d.check else d.case
+            lines.append(f"  {d.kind.upper()}: {what} — {d.detail}")
     return lines
 
 
