@@ -49,7 +49,6 @@ class Broker:
         self.prices = prices
         self.budget = budget
         self.usage = Usage()
-        self.requests = 0
         self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx
         self.exhausted = False  # a request was refused because the budget was spent
@@ -104,8 +103,6 @@ class Broker:
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _DROP}
         headers["x-api-key"] = self._key
         headers["accept-encoding"] = "identity"  # the usage is read from the stream as it passes
-        with self._lock:
-            self.requests += 1
         seen, status = _Seen(), 502
         try:
             with self._client.stream("POST", self.upstream + h.path, content=body,

@@ -187,3 +187,19 @@ def test_a_stream_cut_mid_response_is_an_infrastructure_error(fake, tmp_path: Pa
     sessions = [j for j in journal if j["type"] == "session"]
     assert {(s["outcome"], s["attempts"]) for s in sessions} == {("error", 2)}
     assert all("model could not be reached" in s["error"] for s in sessions)
+
+
+def test_the_turn_cap_is_the_agents_own_end_not_an_error(fake, tmp_path: Path, capsys) -> None:
+    folder = greeter(tmp_path, "claude-code")
+    (folder / "evals/cases/hello.yaml").write_text(
+        "task: Create hello.txt with a greeting\nmax_turns: 1\nchecks: [{file_exists: x}]\n"
+    )
+    step = bash("claude-code", "echo again")
+    fake({"conversations": [conv("(?s)", "Create hello.txt", step, step, step,
+                                 {"text": "done"})]})  # fmt: skip
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    sessions = [j for j in journal if j["type"] == "session"]
+    assert {(s["stop_reason"], s["outcome"], s["attempts"]) for s in sessions} == {
+        ("max_turns", "fail", 1)}  # fmt: skip
+    assert code == 0 and summary["scored_rows"] == 1

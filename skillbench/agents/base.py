@@ -8,7 +8,7 @@ and writes the one transcript schema (transcript.py) that every check reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -79,7 +79,3 @@ class Agent(Protocol):
     async def aclose(self) -> None:
         """Release what the agent holds for the whole run (model clients)."""
         ...
-
-
-def skill_names(skills: Sequence[SkillInfo]) -> list[str]:
-    return [s.name for s in skills]

@@ -189,7 +189,7 @@ class _Session:
         return SessionResult(stop, turns, duration_ms, usage, cost, error)
 
 
-_STOPS = {"success": "end_turn", "error_max_turns": "max_turns"}
+_STOPS = {"success": "end_turn"}
 
 
 def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | None]:
@@ -225,9 +225,13 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | No
                                 text=_text(block.get("content")),
                                 is_error=bool(block.get("is_error")), exit_code=None)  # fmt: skip
         elif kind == "result":
-            # a CLI that gave up on its model says so with is_error (its retries spent)
-            stop = "error" if event.get("is_error") else _STOPS.get(str(event.get("subtype")),
-                                                                       "error")  # fmt: skip
+            # the turn cap is the agent's own end; otherwise a CLI that gave up on its model
+            # (its retries spent) says so with is_error: infrastructure
+            subtype = str(event.get("subtype"))
+            if subtype == "error_max_turns":
+                stop = "max_turns"
+            else:
+                stop = "error" if event.get("is_error") else _STOPS.get(subtype, "error")
     return stop, skills
 
 
