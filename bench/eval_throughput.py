@@ -65,7 +65,7 @@ async def main(latency: float, levels: list[int]) -> None:
             t = time.perf_counter()
             result = await execute(prepared, opts, Quiet())
             wall = time.perf_counter() - t
-            assert result.summary["scored_rows"] == SESSIONS // 2
+            assert result.summary.scored_rows == SESSIONS // 2
             ideal = SESSIONS / parallel * TURNS * latency
             overhead = (wall - ideal) * parallel / SESSIONS
             ratio = wall / ideal
