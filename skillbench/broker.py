@@ -103,7 +103,7 @@ class Broker:
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _DROP}
         headers["x-api-key"] = self._key
         headers["accept-encoding"] = "identity"  # the usage is read from the stream as it passes
-        seen, status = _Seen(), 502
+        seen, status = bytearray(), 502  # what passed through
         try:
             with self._client.stream("POST", self.upstream + h.path, content=body,
                                      headers=headers) as resp:  # fmt: skip
@@ -116,7 +116,7 @@ class Broker:
                 h.end_headers()
                 h.close_connection = True
                 for chunk in resp.iter_raw():
-                    seen.feed(chunk)
+                    seen += chunk
                     h.wfile.write(chunk)
                     h.wfile.flush()
         except httpx.HTTPError as exc:
@@ -128,14 +128,15 @@ class Broker:
             return
         except OSError:
             pass  # the CLI went away mid-stream: what it used still counts
-        usage = seen.usage()
+        text = seen.decode(errors="replace")
+        usage = _usage(text)
         with self._lock:
             self.usage = self.usage + usage
-            if status >= 500 or status == 429 or seen.cut():
+            if status >= 500 or status == 429 or _cut(text):
                 self.failures += 1
             elif 200 <= status < 300:
                 self.answered += 1
-        self._record(h.path, body, status, seen.text(), usage)
+        self._record(h.path, body, status, text, usage)
 
     def _reply_error(self, h: BaseHTTPRequestHandler, status: int, kind: str, msg: str) -> None:
         data = json.dumps({"type": "error", "error": {"type": kind, "message": msg}}).encode()
@@ -168,44 +169,30 @@ def _plain(usage: Usage) -> dict[str, int]:
             "cache_write_tokens": usage.cache_write_tokens}  # fmt: skip
 
 
-class _Seen:
-    """What passed through: the response text, and the usage in it (a JSON body, or the
-    `message_start` / `message_delta` events of a stream)."""
+def _cut(text: str) -> bool:
+    """An event stream that ended before its `message_stop`: the provider broke off."""
+    return "event: message_start" in text and "message_stop" not in text
 
-    def __init__(self) -> None:
-        self._parts: list[bytes] = []
-        self._size = 0
 
-    def feed(self, chunk: bytes) -> None:
-        self._parts.append(chunk)
-        self._size += len(chunk)
-
-    def text(self) -> str:
-        return b"".join(self._parts).decode(errors="replace")
-
-    def cut(self) -> bool:
-        """An event stream that ended before its `message_stop`: the provider broke off."""
-        text = self.text()
-        return "event: message_start" in text and "message_stop" not in text
-
-    def usage(self) -> Usage:
-        text = self.text()
-        found: dict[str, int] = {}
-        payloads = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
-        for payload in payloads or [text]:
-            try:
-                event = json.loads(payload)
-            except ValueError:
-                continue
-            if not isinstance(event, dict):
-                continue
-            raw = event.get("usage") or (event.get("message") or {}).get("usage") or {}
-            for key, value in raw.items():
-                if isinstance(value, int):
-                    found[key] = value  # later events carry the running totals
-        return Usage(
-            input_tokens=found.get("input_tokens", 0),
-            output_tokens=found.get("output_tokens", 0),
-            cache_read_tokens=found.get("cache_read_input_tokens", 0),
-            cache_write_tokens=found.get("cache_creation_input_tokens", 0),
-        )
+def _usage(text: str) -> Usage:
+    """The usage in a response: a JSON body, or the `message_start` / `message_delta`
+    events of a stream (later events carry the running totals)."""
+    found: dict[str, int] = {}
+    payloads = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+    for payload in payloads or [text]:
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        raw = event.get("usage") or (event.get("message") or {}).get("usage") or {}
+        for key, value in raw.items():
+            if isinstance(value, int):
+                found[key] = value
+    return Usage(
+        input_tokens=found.get("input_tokens", 0),
+        output_tokens=found.get("output_tokens", 0),
+        cache_read_tokens=found.get("cache_read_input_tokens", 0),
+        cache_write_tokens=found.get("cache_creation_input_tokens", 0),
+    )

@@ -38,7 +38,7 @@ class SessionRequest(msgspec.Struct, frozen=True, kw_only=True):
     timeout_s: float
     prices: Mapping[str, Price] = {}
     budget: float | None = None  # USD this session may still spend (--max-cost)
-    exchanges: Path | None = None  # where a broker writes the session's model exchanges
+    exchanges: Path  # where a broker writes the session's model exchanges
 
 
 class AgentSession(Protocol):

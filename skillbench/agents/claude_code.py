@@ -116,8 +116,8 @@ class ClaudeCodeAgent:
     async def session(self, request: SessionRequest) -> _Session:
         key = os.environ.get("ANTHROPIC_API_KEY", "")
         upstream = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
-        exchanges = request.exchanges or Path(tempfile.mkdtemp()) / f"{request.key}.jsonl"
-        broker = Broker(upstream=upstream, api_key=key, model=request.model, exchanges=exchanges,
+        broker = Broker(upstream=upstream, api_key=key, model=request.model,
+                        exchanges=request.exchanges,
                         prices=request.prices, budget=request.budget).start()  # fmt: skip
         return _Session(self, request, broker)
 

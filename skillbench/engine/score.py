@@ -302,6 +302,7 @@ def summarize(
     measurable = {s.case for s in skipped if s.environment}
     wanted = sum(u.session not in measurable for u in plan.units) * plan.k * len(plan.opponents)
     scripted = any(parse_model(ref).scripted for ref in (plan.model, plan.judge_model))
+    runs = case_runs_passed(plan, sessions, skipped_names)
     names = [u.name for u in plan.units]
 
     def order(r: RowRecord) -> tuple[int, int, int]:
@@ -319,23 +320,23 @@ def summarize(
               for r in sorted(rows, key=order)],
         skipped=skipped, efficiency=efficiency(plan, sessions),
         arm_scores=arm_scores(plan, sessions, skipped_names),
-        case_runs=case_runs_passed(plan, sessions, skipped_names),
+        case_runs=runs,
         agent=plan.agent, agent_version=plan.agent_version,
         models={"agent": plan.model, "judge": plan.judge_model},
         driver="scripted" if scripted else "model", k=plan.k, seed=plan.seed,
         stats={opp: stats_of(plan, sessions, [r for r in scored if r.opponent == opp], opp,
-                             comparisons[opp], skipped_names)
+                             comparisons[opp], skipped_names, runs)
                for opp in plan.opponents},
         diagnostics=diagnostics(plan, sessions, skipped_names),
     )  # fmt: skip
 
 
 def stats_of(plan: Plan, sessions: dict[str, SessionRecord], rows: list[RowRecord],
-             opponent: str, c: Comparison, skipped: set[str]) -> Stats:  # fmt: skip
+             opponent: str, c: Comparison, skipped: set[str],
+             runs: dict[str, list[int]]) -> Stats:  # fmt: skip
     """Power and intervals for the candidate against one opponent."""
     need = needed(c.win, c.loss)
     decided = c.win + c.loss
-    runs = case_runs_passed(plan, sessions, skipped)
     arms = (CANDIDATE, opponent)
     at_k = pow_k = None
     if plan.k > 1:

@@ -70,6 +70,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _owner_gone(labels: dict[str, str] | None, host: str) -> bool:
+    """Labelled by a skillbench process on this host that no longer runs."""
+    owner_host, _, pid = (labels or {}).get(OWNER_LABEL, "").rpartition(":")
+    return owner_host == host and pid.isdigit() and not _pid_alive(int(pid))
+
+
 class PodmanProvider:
     """Creates podman sandboxes through one podman service; sweeps our own leftovers."""
 
@@ -95,15 +101,11 @@ class PodmanProvider:
         removed = 0
         host = socket.gethostname()
         for ctr in self.client().containers.list(all=True, filters={"label": LABEL}):
-            owner = (ctr.labels or {}).get(OWNER_LABEL, "")
-            owner_host, _, pid = owner.rpartition(":")
-            if owner_host == host and pid.isdigit() and not _pid_alive(int(pid)):
+            if _owner_gone(ctr.labels, host):
                 ctr.remove(force=True, timeout=0)
                 removed += 1
         for vol in self.client().volumes.list(filters={"label": LABEL}):
-            owner = (vol.attrs.get("Labels") or {}).get(OWNER_LABEL, "")
-            owner_host, _, pid = owner.rpartition(":")
-            if owner_host == host and pid.isdigit() and not _pid_alive(int(pid)):
+            if _owner_gone(vol.attrs.get("Labels"), host):
                 with contextlib.suppress(Exception):  # still in use: the next sweep takes it
                     vol.remove(force=True)
         # and the host-side files of those processes: socket folders, service sockets, logs
