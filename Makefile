@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 image: host venv
-	@$(BIN)/skillbench image build --agent claude-code
+	@$(BIN)/skillbench image build --agent claude-code --agent codex
 
 lint: venv
 	$(BIN)/ruff check

@@ -11,15 +11,17 @@ requests once the session's budget is spent, and writes every exchange, scrubbed
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
+import msgspec
 
 from skillbench.models.base import Usage
 from skillbench.models.pricing import Price, cost_usd
@@ -41,10 +43,14 @@ class Broker:
         api_key: str,
         model: str,
         exchanges: Path,
+        wire: str = "anthropic",
         prices: Mapping[str, Price] | None = None,
         budget: float | None = None,
+        max_requests: int | None = None,
     ):
         self.upstream = upstream.rstrip("/")
+        self.wire = WIRES[wire]
+        self.max_requests = max_requests  # the session's model-call cap, where the CLI has none
         self.model = model  # the reference prices are looked up by
         self.prices = prices
         self.budget = budget
@@ -52,6 +58,8 @@ class Broker:
         self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx
         self.exhausted = False  # a request was refused because the budget was spent
+        self.capped = False  # a request was refused because max_requests were answered
+        self.first_request: dict[str, Any] | None = None  # what the CLI first asked (its prompt)
         self._key = api_key
         self._lock = threading.Lock()
         exchanges.parent.mkdir(parents=True, exist_ok=True)
@@ -93,6 +101,9 @@ class Broker:
 
     def _forward(self, h: BaseHTTPRequestHandler) -> None:
         body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        if self.first_request is None:
+            with contextlib.suppress(ValueError):
+                self.first_request = json.loads(body)
         spent = self.cost
         if self.budget is not None and spent is not None and spent >= self.budget:
             self.exhausted = True
@@ -100,8 +111,14 @@ class Broker:
             self._reply_error(h, 400, "invalid_request_error", why)
             self._record(h.path, body, 400, "budget")
             return
+        if self.max_requests is not None and self.answered >= self.max_requests:
+            self.capped = True
+            why = f"skillbench: this session's cap of {self.max_requests} model calls is reached"
+            self._reply_error(h, 400, "invalid_request_error", why)
+            self._record(h.path, body, 400, "cap")
+            return
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _DROP}
-        headers["x-api-key"] = self._key
+        headers.update(self.wire.auth(self._key))
         headers["accept-encoding"] = "identity"  # the usage is read from the stream as it passes
         seen, status = bytearray(), 502  # what passed through
         try:
@@ -129,17 +146,17 @@ class Broker:
         except OSError:
             pass  # the CLI went away mid-stream: what it used still counts
         text = seen.decode(errors="replace")
-        usage = _usage(text)
+        usage = self.wire.usage(text)
         with self._lock:
             self.usage = self.usage + usage
-            if status >= 500 or status == 429 or _cut(text):
+            if status >= 500 or status == 429 or self.wire.cut(text):
                 self.failures += 1
             elif 200 <= status < 300:
                 self.answered += 1
         self._record(h.path, body, status, text, usage)
 
     def _reply_error(self, h: BaseHTTPRequestHandler, status: int, kind: str, msg: str) -> None:
-        data = json.dumps({"type": "error", "error": {"type": kind, "message": msg}}).encode()
+        data = json.dumps(self.wire.error(kind, msg)).encode()
         try:
             h.send_response(status)
             h.send_header("Content-Type", "application/json")
@@ -169,23 +186,25 @@ def _plain(usage: Usage) -> dict[str, int]:
             "cache_write_tokens": usage.cache_write_tokens}  # fmt: skip
 
 
-def _cut(text: str) -> bool:
-    """An event stream that ended before its `message_stop`: the provider broke off."""
-    return "event: message_start" in text and "message_stop" not in text
-
-
-def _usage(text: str) -> Usage:
-    """The usage in a response: a JSON body, or the `message_start` / `message_delta`
-    events of a stream (later events carry the running totals)."""
-    found: dict[str, int] = {}
+def _events(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a response: the `data:` lines of an event stream, or the body."""
     payloads = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+    out = []
     for payload in payloads or [text]:
         try:
             event = json.loads(payload)
         except ValueError:
             continue
-        if not isinstance(event, dict):
-            continue
+        if isinstance(event, dict):
+            out.append(event)
+    return out
+
+
+def _anthropic_usage(text: str) -> Usage:
+    """From a Messages body, or the `message_start` / `message_delta` events of a stream
+    (later events carry the running totals)."""
+    found: dict[str, int] = {}
+    for event in _events(text):
         raw = event.get("usage") or (event.get("message") or {}).get("usage") or {}
         for key, value in raw.items():
             if isinstance(value, int):
@@ -196,3 +215,53 @@ def _usage(text: str) -> Usage:
         cache_read_tokens=found.get("cache_read_input_tokens", 0),
         cache_write_tokens=found.get("cache_creation_input_tokens", 0),
     )
+
+
+def _openai_usage(text: str) -> Usage:
+    """From a Responses body or its stream's `response.completed` event (or a Chat
+    Completions body); OpenAI counts cached tokens inside the input tokens."""
+    usage = Usage()
+    for event in _events(text):
+        raw = (event.get("response") or {}).get("usage") or event.get("usage")
+        if not isinstance(raw, dict):
+            continue
+        details = raw.get("input_tokens_details") or raw.get("prompt_tokens_details") or {}
+        cached = int(details.get("cached_tokens") or 0)
+        total_in = int(raw.get("input_tokens") or raw.get("prompt_tokens") or 0)
+        usage = Usage(input_tokens=max(0, total_in - cached),
+                      output_tokens=int(raw.get("output_tokens")
+                                        or raw.get("completion_tokens") or 0),
+                      cache_read_tokens=cached)  # fmt: skip
+    return usage
+
+
+class Wire(msgspec.Struct, frozen=True):
+    """What differs between providers' APIs for a broker: how the key is sent, where usage
+    is, what a stream cut off mid-response looks like, and the shape of an error."""
+
+    auth: Callable[[str], dict[str, str]]
+    usage: Callable[[str], Usage]
+    cut: Callable[[str], bool]
+    error: Callable[[str, str], dict[str, Any]]
+
+
+WIRES: dict[str, Wire] = {
+    "anthropic": Wire(
+        auth=lambda key: {"x-api-key": key},
+        usage=_anthropic_usage,
+        cut=lambda text: "event: message_start" in text and "message_stop" not in text,
+        error=lambda kind, msg: {"type": "error", "error": {"type": kind, "message": msg}},
+    ),
+    "openai": Wire(
+        auth=lambda key: {"authorization": f"Bearer {key}"},
+        usage=_openai_usage,
+        cut=lambda text: (
+            "response.created" in text
+            and not any(
+                end in text
+                for end in ("response.completed", "response.failed", "response.incomplete")
+            )
+        ),
+        error=lambda kind, msg: {"error": {"type": kind, "message": msg, "code": kind}},
+    ),
+}

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from skillbench import __version__
 from skillbench.models import ModelRefError, parse_model
@@ -112,9 +112,9 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 
     try:
         base = build_image(force=args.force, log=_out)
-        if args.agent:
+        for name in args.agent or ():
             loaded = _settings(Path.cwd(), args, ())
-            agent = make_agent(args.agent, **loaded.settings.agents.get(args.agent, {}))
+            agent = make_agent(name, **loaded.settings.agents.get(name, {}))
             _out(f"image {agent.image(base, _out)} ready")
     except (ImageBuildError, AgentError) as exc:
         _err(f"skillbench: image build failed: {exc}")
@@ -162,7 +162,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     opts = EvalOptions(skill_dir=skill_dir, settings=loaded.settings, out=args.out,
                        resume=args.resume, case=args.case, max_cost=args.max_cost,
                        seed=args.seed, triggers=not args.execution_only, runs=args.runs,
-                       threshold=args.threshold, team=loaded.settings.team)  # fmt: skip
+                       threshold=args.threshold, team=loaded.settings.team,
+                       trigger_method=args.trigger_method)  # fmt: skip
     if not args.no_gen and not args.resume:
         kinds = ["triggers"] if args.triggers_only else (
             ["cases"] if args.execution_only else ["cases", "triggers"])  # fmt: skip
@@ -243,9 +244,9 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     import asyncio
     import json
 
-    from skillbench.models import resolve_model
+    from skillbench.engine.routing import RoutingError, measure
     from skillbench.report.terminal import trigger_lines
-    from skillbench.triggers import TriggerReport, evaluate_all, steals, targets_at
+    from skillbench.triggers import TriggerReport, disagreements, steals, targets_at
 
     path = Path(args.path)
     skills_at(path)
@@ -253,32 +254,56 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     if not targets:
         raise UsageError(f"{path}: no skill there has an evals/triggers.yaml")
     _check_runs(args)
-    loaded = _settings(path, args, ("model", "parallel"))
-    model = resolve_model(loaded.settings.model, max_retries=loaded.settings.max_retries,
-                          timeout=loaded.settings.request_timeout)  # fmt: skip
+    loaded = _settings(path, args, ("model", "parallel", "agent"))
+    settings = loaded.settings
+    method = args.method or ("agent" if args.agent else "catalog")
+    methods = ["catalog", "agent"] if method == "both" else [method]
 
-    async def go() -> list[TriggerReport]:
-        try:
-            return await evaluate_all(model, targets, runs=args.runs, threshold=args.threshold,
-                                      parallel=loaded.settings.parallel)  # fmt: skip
-        finally:
-            await model.aclose()
+    async def go() -> list[list[TriggerReport]]:
+        return list(await asyncio.gather(*(
+            measure(settings, targets, method=m, agent=settings.agent, runs=args.runs,
+                    threshold=args.threshold, log=_err)
+            for m in methods
+        )))  # fmt: skip
 
-    reports = asyncio.run(go())
+    try:
+        by_method = asyncio.run(go())
+    except RoutingError as exc:
+        raise UsageError(str(exc)) from None
     if args.json:
-        print(json.dumps({r.skill: r.summary() for r in reports}, indent=2))
+        out: dict[str, Any] = {}
+        for pair in zip(*by_method, strict=True):  # both methods: keyed by method
+            shown = {m: r.summary() for m, r in zip(methods, pair, strict=True)}
+            out[pair[0].skill] = shown if len(pair) == 2 else pair[0].summary()
+        print(json.dumps(out, indent=2))
         return EXIT_OK
-    for report in reports:
-        if len(reports) > 1:
-            _out(f"{report.skill}:")
-        for line in trigger_lines(report.summary()):
-            _out(("  " if len(reports) > 1 else "") + line)
-    stolen = steals(reports)
-    if len(reports) > 1 and stolen:
-        _out("confusion (who took each miss):")
-        for skill, prompt, by in stolen:
-            _out(f'  {skill}: "{prompt}" -> {", ".join(by) or "nothing selected"}')
+    many = len(targets) > 1
+    for reports in zip(*by_method, strict=True):
+        if many:
+            _out(f"{reports[0].skill}:")
+        for report in reports:
+            for line in trigger_lines(report.summary()):
+                _out(("  " if many else "") + line)
+        if len(reports) == 2:
+            differ = disagreements(*reports)
+            pad = "  " if many else ""
+            _out(f"{pad}methods disagree on {len(differ)} prompt(s)" + (":" if differ else ""))
+            for prompt, expected, first, second in differ:
+                _out(f'{pad}  "{prompt}" (should{"" if expected else " not"} trigger): '
+                     f"{reports[0].method} {_fired(first)}, "
+                     f"{reports[1].method} {_fired(second)}")  # fmt: skip
+    for one in by_method:
+        stolen = steals(one)
+        if many and stolen:
+            label = f", {one[0].method}" if len(by_method) > 1 else ""
+            _out(f"confusion (who took each miss{label}):")
+            for skill, prompt, by in stolen:
+                _out(f'  {skill}: "{prompt}" -> {", ".join(by) or "nothing selected"}')
     return EXIT_OK
+
+
+def _fired(fired: bool | None) -> str:
+    return {True: "fired", False: "did not fire", None: "errored"}[fired]
 
 
 def _check_runs(args: argparse.Namespace) -> None:
@@ -502,8 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("skill", nargs="?", metavar="SKILL", help="the skill folder")
     p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
-    p.add_argument("--agent", help="what runs in the arms: builtin (default) or claude-code "
-                   "(the real Claude Code CLI in the sandbox)")  # fmt: skip
+    p.add_argument("--agent", help="what runs in the arms: builtin (default), claude-code or "
+                   "codex (the real CLI in the sandbox)")  # fmt: skip
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
     p.add_argument("--parallel", type=int,
@@ -523,19 +548,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--execution-only", action="store_true", help="skip the trigger measurement")
     p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
     p.add_argument("--threshold", type=float, default=0.5, help="trigger rate that counts as fired")
+    p.add_argument("--trigger-method", dest="trigger_method", choices=["catalog", "agent"],
+                   help="how triggers are measured (default: agent with a CLI --agent, else "
+                   "catalog)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print summary.json instead of the report")
     p.add_argument("--junit", metavar="FILE", help="also write the rows as JUnit XML")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
     p = command(
         "triggers", cmd_triggers, "measure trigger recall and precision",
-        "For every prompt in evals/triggers.yaml, ask the model (no tools) which skills of "
-        "the library's catalog it would load for that request, and count how often the skill "
-        "is picked when it should be (recall) and only then (precision). Given a library root, "
-        "evaluate every skill with a triggers file and show which sibling took each miss.",
+        "For every prompt in evals/triggers.yaml, find which skills of the library get picked "
+        "for that request, and count how often the skill is picked when it should be (recall) "
+        "and only then (precision). Two methods: the catalog call (the model, no tools, is "
+        "shown the library's catalog and asked which skills it would load) and the agent (the "
+        "real agent CLI runs the request in a sandbox with every skill of the library staged; "
+        "what it loads is what it picked; a canary prompt naming the skill must fire first). "
+        "Given a library root, evaluate every skill with a triggers file and show which "
+        "sibling took each miss.",
     )  # fmt: skip
     p.add_argument("path", metavar="SKILL|ROOT", help="a skill folder or a library root")
     p.add_argument("--model", help="anthropic/<m>, openai/<m> or scripted/<name>")
+    p.add_argument("--agent", help="measure by this agent's own routing: claude-code or codex "
+                   "(implies --method agent)")  # fmt: skip
+    p.add_argument("--method", choices=["catalog", "agent", "both"],
+                   help="catalog call (default without --agent), agent routing, or both side "
+                   "by side with the prompts they disagree on")  # fmt: skip
     p.add_argument("--runs", type=int, default=1, help="ask each prompt N times (default 1)")
     p.add_argument("--threshold", type=float, default=0.5,
                    help="trigger rate that counts as fired (default 0.5)")  # fmt: skip
@@ -625,7 +662,11 @@ def build_parser() -> argparse.ArgumentParser:
         "missing). Skips the build when the image exists, unless --force.",
     )  # fmt: skip
     p.add_argument("--force", action="store_true", help="rebuild even if the image exists")
-    p.add_argument("--agent", help="also build this agent's image variant (e.g. claude-code)")
+    p.add_argument(
+        "--agent",
+        action="append",
+        help="also build this agent's image (claude-code, codex); repeatable",
+    )
     p.set_defaults(handler=cmd_image_build)
     return parser
 

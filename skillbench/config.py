@@ -37,7 +37,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     model: str = DEFAULT_MODEL
     judge_model: str | None = None  # defaults to `model`
-    agent: str = "builtin"  # what runs in the arms: builtin, claude-code
+    agent: str = "builtin"  # what runs in the arms: builtin, claude-code, codex
     agents: dict[str, dict[str, str]] = {}  # [agents.claude-code] version = "2.1.332"
     parallel: int = 4
     k: int = 1

@@ -1,15 +1,24 @@
 """The trigger engine (design §4): does the skill get picked for the right requests?
 
-For every prompt of `evals/triggers.yaml`: one tool-free model call showing the catalog of the
-library root that holds the skill (the skill under test always in it) and the request, asking
-for `{"selected": [...]}`. The skill fired when `selected` holds its exact name.
+Every prompt of `evals/triggers.yaml` is routed against the library the skill lives in (the
+skill under test always in it), by one of two methods, each a `Router`:
+
+- the catalog call (here): one tool-free model call showing the catalog and the request,
+  asking for `{"selected": [...]}`; cheap, a proxy;
+- the agent (engine/routing.py): the real agent CLI, every skill of the library staged as a
+  real skill, run on the request; what it loads is what it selected. A canary prompt naming
+  the skill runs first: if even that does not fire, the setup cannot measure routing and the
+  report says invalid, never 0 % recall.
+
+The skill fired on a prompt when its rate over `--runs` reaches `--threshold`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import msgspec
 
@@ -50,6 +59,7 @@ class PromptResult(msgspec.Struct, frozen=True):
 
 class TriggerReport(msgspec.Struct, frozen=True):
     skill: str
+    method: str  # "catalog call" or "agent <name>": what produced the numbers
     recall: float | None
     precision: float | None
     tp: int
@@ -61,17 +71,32 @@ class TriggerReport(msgspec.Struct, frozen=True):
     errored: list[str]
     results: list[PromptResult]
     usage: Usage = Usage()
+    invalid: str | None = None  # why the numbers mean nothing (the canary did not fire)
 
     def summary(self) -> dict[str, object]:
-        """The `triggers` object of summary.json (design §7)."""
-        return {"recall": self.recall, "precision": self.precision, "tp": self.tp,
+        """The `triggers` object of summary.json (design §7), with the method that
+        measured it."""
+        return {"method": self.method, "invalid": self.invalid, "recall": self.recall,
+                "precision": self.precision, "tp": self.tp,
                 "fn": self.fn, "fp": self.fp, "tn": self.tn, "misses": self.misses,
                 "false_fires": self.false_fires, "errored": self.errored,
                 "details": msgspec.to_builtins(self.results)}  # fmt: skip
 
 
+class Router(Protocol):
+    """A trigger method: which skills of `library` are selected for `prompt` (run `run`)."""
+
+    method: str
+    canary: bool  # whether a canary must fire before the numbers count
+
+    def call(self, library: Sequence[Skill], prompt: str, run: int) -> Awaitable[Call]: ...
+
+
 class TriggerCaller:
-    """Makes trigger calls concurrently, each identical call once per run."""
+    """The catalog method: trigger calls made concurrently, each identical call once."""
+
+    method = "catalog call"
+    canary = False
 
     def __init__(self, model: Model, parallel: int = 16):
         self.model = model
@@ -79,10 +104,10 @@ class TriggerCaller:
         self.cache: dict[tuple[str, int], asyncio.Task[Call]] = {}
         self.calls = 0
 
-    def call(self, text: str, run: int) -> asyncio.Task[Call]:
-        key = (text, run)
+    def call(self, library: Sequence[Skill], prompt: str, run: int) -> asyncio.Task[Call]:
+        key = (trigger_prompt(catalog_lines(library), prompt), run)
         if key not in self.cache:
-            self.cache[key] = asyncio.ensure_future(self._call(text))
+            self.cache[key] = asyncio.ensure_future(self._call(key[0]))
         return self.cache[key]
 
     async def _call(self, text: str) -> Call:
@@ -106,8 +131,14 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
+def canary_prompt(skill: Skill, triggers: Triggers) -> str:
+    """A request that names the skill: any agent that can route at all loads it."""
+    example = triggers.should_trigger[0] if triggers.should_trigger else skill.description
+    return f"Use the {skill.name} skill for this: {example}"
+
+
 async def evaluate(
-    caller: TriggerCaller,
+    router: Router,
     skill: Skill,
     catalog: Sequence[Skill],
     triggers: Triggers,
@@ -116,14 +147,21 @@ async def evaluate(
     threshold: float = 0.5,
 ) -> TriggerReport:
     """Score one skill's trigger prompts (design §4 counting rules)."""
-    lines = catalog_lines(
-        sorted({s.name: s for s in (*catalog, skill)}.values(), key=lambda s: s.name)
-    )
+    library = sorted({s.name: s for s in (*catalog, skill)}.values(), key=lambda s: s.name)
+    usage = Usage()
+    if router.canary:
+        canary = canary_prompt(skill, triggers)
+        probe = await router.call(library, canary, 0)
+        usage = usage + probe.usage
+        if probe.selected is None or skill.name not in probe.selected:
+            why = probe.error or f"the agent loaded {', '.join(probe.selected or ()) or 'nothing'}"
+            return _invalid(router.method, skill.name, usage,
+                            f'the canary "{canary}" did not fire ({why}): this setup cannot '
+                            "measure routing, so no recall or precision is given")  # fmt: skip
     prompts = [(p, True) for p in triggers.should_trigger]
     prompts += [(p, False) for p in triggers.should_not_trigger]
-    tasks = [[caller.call(trigger_prompt(lines, p), r) for r in range(runs)] for p, _ in prompts]
+    tasks = [[router.call(library, p, r) for r in range(runs)] for p, _ in prompts]
     results = []
-    usage = Usage()
     for (prompt, expected), calls in zip(prompts, tasks, strict=True):
         done = [await t for t in calls]
         for c in done:
@@ -142,12 +180,19 @@ async def evaluate(
     fp = sum(not r.should_trigger and r.fired is True for r in results)
     tn = sum(not r.should_trigger and r.fired is False for r in results)
     return TriggerReport(
-        skill=skill.name, recall=_ratio(tp, tp + fn), precision=_ratio(tp, tp + fp),
+        skill=skill.name, method=router.method,
+        recall=_ratio(tp, tp + fn), precision=_ratio(tp, tp + fp),
         tp=tp, fn=fn, fp=fp, tn=tn,
         misses=[r.prompt for r in results if r.should_trigger and r.fired is not True],
         false_fires=[r.prompt for r in results if not r.should_trigger and r.fired is True],
         errored=[r.prompt for r in results if r.fired is None], results=results, usage=usage,
     )  # fmt: skip
+
+
+def _invalid(method: str, skill: str, usage: Usage, why: str) -> TriggerReport:
+    return TriggerReport(skill=skill, method=method, recall=None, precision=None, tp=0, fn=0,
+                         fp=0, tn=0, misses=[], false_fires=[], errored=[], results=[],
+                         usage=usage, invalid=why)  # fmt: skip
 
 
 class TriggerTarget(msgspec.Struct, frozen=True):
@@ -185,19 +230,26 @@ def targets_at(path: Path) -> list[TriggerTarget]:
 
 
 async def evaluate_all(
-    model: Model,
+    router: Router,
     targets: Sequence[TriggerTarget],
     *,
     runs: int = 1,
     threshold: float = 0.5,
-    parallel: int = 16,
 ) -> list[TriggerReport]:
-    """Evaluate every target concurrently through one caller (identical calls made once)."""
-    caller = TriggerCaller(model, parallel)
+    """Evaluate every target concurrently through one router (identical calls made once)."""
     return list(await asyncio.gather(*(
-        evaluate(caller, t.skill, t.catalog, t.triggers, runs=runs, threshold=threshold)
+        evaluate(router, t.skill, t.catalog, t.triggers, runs=runs, threshold=threshold)
         for t in targets
     )))  # fmt: skip
+
+
+def disagreements(a: TriggerReport, b: TriggerReport) -> list[tuple[str, bool, bool | None,
+                                                                    bool | None]]:  # fmt: skip
+    """(prompt, expected, fired by a, fired by b) for every prompt the two methods decided
+    differently."""
+    theirs = {r.prompt: r.fired for r in b.results}
+    return [(r.prompt, r.should_trigger, r.fired, theirs.get(r.prompt)) for r in a.results
+            if r.prompt in theirs and theirs[r.prompt] != r.fired]  # fmt: skip
 
 
 def steals(reports: Sequence[TriggerReport]) -> list[tuple[str, str, tuple[str, ...]]]:

@@ -2,7 +2,7 @@
 scripted behaviour and must give the same check results, see its staged skill (and the
 baseline none), keep the real API key out of the sandbox and the run folder, and turn a
 provider outage into an infrastructure error. Real podman, the fake model server, and for
-`claude-code` the real Claude Code CLI from npm."""
+`claude-code` and `codex` the real CLIs from npm."""
 
 from __future__ import annotations
 
@@ -16,11 +16,17 @@ from tests.helpers import conv, run_eval, skill
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
 
-AGENTS = ["builtin", "claude-code"]
+AGENTS = ["builtin", "claude-code", "codex"]
 REAL_KEY = "sk-ant-api03-REALKEY-never-in-a-sandbox-7731"
+KEY_VAR = {"builtin": "ANTHROPIC_API_KEY", "claude-code": "ANTHROPIC_API_KEY",
+           "codex": "OPENAI_API_KEY"}  # fmt: skip
+MODEL = {"builtin": "anthropic/claude-sonnet-4-6", "claude-code": "anthropic/claude-sonnet-4-6",
+         "codex": "openai/gpt-5.1"}  # fmt: skip
 # Where each agent finds a staged skill's files, and what its tools are called.
-SKILL_HOME = {"builtin": "/skills/greeter", "claude-code": "~/.claude/skills/greeter"}
-BASH = {"builtin": "bash", "claude-code": "Bash"}
+SKILL_HOME = {"builtin": "/skills/greeter", "claude-code": "~/.claude/skills/greeter",
+              "codex": "~/.codex/skills/greeter"}  # fmt: skip
+BASH = {"builtin": "bash", "claude-code": "Bash", "codex": "exec_command"}
+ARG = {"builtin": "command", "claude-code": "command", "codex": "cmd"}
 GREETER = {
     "SKILL.md": "---\nname: greeter\ndescription: Greets people politely.\n---\n"
                 "# greeter\nRun scripts/greet.sh from this skill's folder.\n",
@@ -35,10 +41,13 @@ GREETER = {
 
 
 def bash(agent: str, command: str) -> dict[str, Any]:
-    return {"tool_calls": [{BASH[agent]: {"command": command}}]}
+    return {"tool_calls": [{BASH[agent]: {ARG[agent]: command}}]}
 
 
 def load_skill(agent: str) -> dict[str, Any]:
+    """The agent's own way to load a skill: a tool, or (Codex) reading its SKILL.md."""
+    if agent == "codex":
+        return bash(agent, f"cat {SKILL_HOME[agent]}/SKILL.md")
     call = {"skill": {"name": "greeter"}} if agent == "builtin" else {"Skill": {"skill": "greeter"}}
     return {"tool_calls": [call]}
 
@@ -75,14 +84,16 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
             conv("(?s)", "Create hello.txt", bash(agent, "echo hi > hello.txt"),
                  {"text": "I greeted everyone."}),
         ]})  # fmt: skip
-        monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
-        code, lines, summary = run_eval(capsys, folder, here / "run", "--execution-only")
+        monkeypatch.setenv(KEY_VAR[agent], REAL_KEY)
+        code, lines, summary = run_eval(capsys, folder, here / "run", "--execution-only",
+                                        "--model", MODEL[agent])  # fmt: skip
         assert code == 0, lines
         results[agent] = rows(summary)
         assert summary["agent"] == agent and summary["verdict"] == "PASS"
         cand = transcript(here / "run", "hello.candidate.1")
         calls = [e for e in cand if e["type"] == "tool_call"]
-        assert [c["name"] for c in calls] == ["skill" if agent == "builtin" else "Skill", "bash"]
+        loader = {"builtin": "skill", "claude-code": "Skill", "codex": "bash"}[agent]
+        assert [c["name"] for c in calls] == [loader, "bash"]
         outputs = [e["text"] for e in cand if e["type"] == "tool_result"]
         assert "hello from the skill" in outputs[1]  # the skill's own script ran
         # the real key reached the provider only through skillbench, never the run folder
@@ -90,7 +101,7 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
         leaked = [p for p in (here / "run").rglob("*") if p.is_file()
                   and REAL_KEY.encode() in p.read_bytes()]  # fmt: skip
         assert leaked == []
-    assert results["builtin"] == results["claude-code"]
+    assert results["builtin"] == results["claude-code"] == results["codex"]
     assert results["builtin"] == [
         (
             "hello",
@@ -101,41 +112,49 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
     ]
 
 
-def test_claude_code_holds_only_a_placeholder_and_reaches_only_its_broker(
-    fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+CONFIG_HOME = {"claude-code": "~/.claude", "codex": "~/.codex"}
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_cli_agent_holds_only_a_placeholder_and_reaches_only_its_broker(
+    agent: str, fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = greeter(tmp_path, "claude-code")
+    folder = greeter(tmp_path, agent)
+    var = KEY_VAR[agent]
     # (the pattern is built in the shell: the command's own text must not hold it)
     probe = (
-        "echo skills=$(ls ~/.claude/skills | tr '\\n' ,); "
-        "k=REAL; k=${k}KEY; echo key=${ANTHROPIC_API_KEY#sk-ant-}; cat /proc/[0-9]*/environ "
+        f"echo skills=$(ls {CONFIG_HOME[agent]}/skills | tr '\\n' ,); "
+        f"k=REAL; k=${{k}}KEY; p=${{{var}#sk-}}; echo key=${{p#ant-}}; cat /proc/[0-9]*/environ "
         "2>/dev/null | tr '\\0' '\\n' | grep -c $k; grep -rl $k / --exclude-dir=proc "
         '--exclude-dir=sys 2>/dev/null; python3 -c "import socket; '
         "socket.create_connection(('127.0.0.1', 22), timeout=2)\" 2>&1 | tail -1; echo probed"
     )
-    fake({"conversations": [conv("(?s)", "Create hello.txt", bash("claude-code", probe),
+    fake({"conversations": [conv("(?s)", "Create hello.txt", bash(agent, probe),
                                  {"text": "done"})]})  # fmt: skip
-    monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
-    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    monkeypatch.setenv(KEY_VAR[agent], REAL_KEY)
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
+                                "--model", MODEL[agent])  # fmt: skip
     assert code == 0
     seen = next(e["text"] for e in transcript(tmp_path / "run", "hello.baseline.1")
                 if e["type"] == "tool_result")  # fmt: skip
     lines = seen.splitlines()
-    assert lines[0] == "skills="  # the baseline's config dir holds no skill
+    # the baseline's config dir holds no skill of ours (Codex keeps its own in .system)
+    assert lines[0] in ("skills=", "skills=.system,"), lines
     assert lines[1:3] == ["key=placeholder-the-broker-holds-the-key", "0"]  # nowhere in env
     assert "REALKEY" not in seen  # nor in any file
     assert "Connection refused" in seen and "probed" in seen  # no other port answers
-    # the baseline's Claude Code saw no skill of ours; the candidate's listed it
     assert summary["rows"][0]["decided_by"] == "checks"
 
 
-def test_a_provider_outage_under_claude_code_is_an_infrastructure_error(
-    fake, tmp_path: Path, capsys
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_provider_outage_under_a_cli_agent_is_an_infrastructure_error(
+    agent: str, fake, tmp_path: Path, capsys
 ) -> None:
-    folder = greeter(tmp_path, "claude-code")
+    folder = greeter(tmp_path, agent)
     fake({"conversations": [conv("(?s)", "Create hello.txt",
                                  {"faults": [{"status": 500, "times": 99}], "text": "never"})]})  # fmt: skip
-    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
+                                "--model", MODEL[agent])  # fmt: skip
     assert code == 2 and summary["verdict"] == "NONE"
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
@@ -177,11 +196,15 @@ def test_a_wall_timeout_kills_claude_code(fake, tmp_path: Path, capsys) -> None:
     assert summary["scored_rows"] == 1 and code == 0
 
 
-def test_a_stream_cut_mid_response_is_an_infrastructure_error(fake, tmp_path: Path, capsys) -> None:
-    folder = greeter(tmp_path, "claude-code")
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_stream_cut_mid_response_is_an_infrastructure_error(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    folder = greeter(tmp_path, agent)
     fake({"conversations": [conv("(?s)", "Create hello.txt",
                                  {"faults": [{"midstream": True, "times": 99}], "text": "never"})]})  # fmt: skip
-    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
+                                "--model", MODEL[agent])  # fmt: skip
     assert code == 2 and summary["verdict"] == "NONE"
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
@@ -189,15 +212,19 @@ def test_a_stream_cut_mid_response_is_an_infrastructure_error(fake, tmp_path: Pa
     assert all("model could not be reached" in s["error"] for s in sessions)
 
 
-def test_the_turn_cap_is_the_agents_own_end_not_an_error(fake, tmp_path: Path, capsys) -> None:
-    folder = greeter(tmp_path, "claude-code")
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_the_turn_cap_is_the_agents_own_end_not_an_error(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    folder = greeter(tmp_path, agent)
     (folder / "evals/cases/hello.yaml").write_text(
         "task: Create hello.txt with a greeting\nmax_turns: 1\nchecks: [{file_exists: x}]\n"
     )
-    step = bash("claude-code", "echo again")
+    step = bash(agent, "echo again")
     fake({"conversations": [conv("(?s)", "Create hello.txt", step, step, step,
                                  {"text": "done"})]})  # fmt: skip
-    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
+                                "--model", MODEL[agent])  # fmt: skip
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
     assert {(s["stop_reason"], s["outcome"], s["attempts"]) for s in sessions} == {

@@ -50,7 +50,7 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
             if line.startswith("== skillbench eval ")] == skills  # every bundled skill  # fmt: skip
     assert "verdict: PASS [partial — 8/9 scored] (underpowered: 4 decided, 6 needed)" in out
     assert "skipped (environment): codex-assisted — missing codex" in out
-    assert sum(line.startswith("triggers: recall=") for line in out) == len(skills)
+    assert sum(line.startswith("triggers (catalog call): recall=") for line in out) == len(skills)
     assert any(
         line.startswith("models: agent scripted/demo") and "not a model" in line for line in out
     )

@@ -137,7 +137,7 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         "arm scores: baseline 0.67 · candidate 1.00",
     ]
     assert lines[5] == "case-runs passed: baseline 2/3 · candidate 3/3"
-    assert lines[6:8] == ["triggers: recall=1.00 precision=0.50 (tp=1 fn=0 fp=1 tn=0)",
+    assert lines[6:8] == ["triggers (catalog call): recall=1.00 precision=0.50 (tp=1 fn=0 fp=1 tn=0)",
                           '  FALSE-FIRE: "rename this variable"']  # fmt: skip
     assert lines[8].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[8]
     # the run total includes the judge's and the trigger calls, beyond the arms' sessions
@@ -362,7 +362,7 @@ def test_triggers_only_and_exclusive_flags(fake, tmp_path: Path, capsys) -> None
     assert main(["eval", str(folder), "--model", MODEL, "--triggers-only"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [
-        "triggers: recall=0.00 precision=n/a (tp=0 fn=1 fp=0 tn=0)",
+        "triggers (catalog call): recall=0.00 precision=n/a (tp=0 fn=1 fp=0 tn=0)",
         '  MISS: "greet everyone"',
     ]
     assert len(server.log()) == 1

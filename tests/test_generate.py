@@ -108,7 +108,7 @@ def test_eval_generates_missing_triggers_unless_no_gen(
     assert server.log() == []
     assert main(["eval", str(skill), "--model", MODEL, "--triggers-only"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "triggers: recall=1.00 precision=0.50 (tp=5 fn=0 fp=5 tn=0)"
+    assert out[0] == "triggers (catalog call): recall=1.00 precision=0.50 (tp=5 fn=0 fp=5 tn=0)"
     assert len(server.log()) == 11
 
 

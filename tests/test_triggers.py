@@ -55,7 +55,7 @@ def test_exact_counts_for_one_skill(rules_server, tmp_path: Path, capsys) -> Non
     code = main(["triggers", str(library(tmp_path) / "greeter"), "--model", MODEL])
     out = capsys.readouterr().out.splitlines()
     assert code == 0
-    assert out[0] == "triggers: recall=0.60 precision=0.75 (tp=3 fn=2 fp=1 tn=3)"
+    assert out[0] == "triggers (catalog call): recall=0.60 precision=0.75 (tp=3 fn=2 fp=1 tn=3)"
     assert sorted(out[1:]) == sorted([
         '  MISS: "welcome message please" (no usable JSON in the reply)',
         '  MISS: "wave at the visitors"',
@@ -95,7 +95,7 @@ def test_runs_and_threshold_use_the_trigger_rate(rules_server, tmp_path: Path, c
     server = rules_server([{"when": "say hi", "replies": two_of_three}])
     assert main(["triggers", str(root / "greeter"), "--model", MODEL, "--runs", "3"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "triggers: recall=1.00 precision=1.00 (tp=1 fn=0 fp=0 tn=0)"
+        "triggers (catalog call): recall=1.00 precision=1.00 (tp=1 fn=0 fp=0 tn=0)"
     ]
     assert len(server.log()) == 3
     server = rules_server([{"when": "say hi", "replies": two_of_three}])
@@ -115,7 +115,7 @@ def test_runs_and_threshold_use_the_trigger_rate(rules_server, tmp_path: Path, c
         == 0
     )
     assert capsys.readouterr().out.splitlines() == [
-        "triggers: recall=0.00 precision=n/a (tp=0 fn=1 fp=0 tn=0)",
+        "triggers (catalog call): recall=0.00 precision=n/a (tp=0 fn=1 fp=0 tn=0)",
         '  MISS: "say hi" [rate 0.67]',
     ]
 
@@ -127,7 +127,7 @@ def test_library_root_with_steal_summary_and_shared_calls(
     assert main(["triggers", str(library(tmp_path)), "--model", MODEL]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "farewell:"
-    assert out[1] == "  triggers: recall=0.50 precision=1.00 (tp=1 fn=1 fp=0 tn=0)"
+    assert out[1] == "  triggers (catalog call): recall=0.50 precision=1.00 (tp=1 fn=1 fp=0 tn=0)"
     assert out[2] == '    MISS: "bid farewell"'
     assert out[3] == "greeter:"
     assert out[-3:] == [
@@ -160,7 +160,7 @@ def test_failed_calls_count_as_misses_only_for_should_trigger(
     (tmp_path / "skillbench.toml").write_text("max_retries = 0\n")
     assert main(["triggers", str(root / "greeter"), "--model", MODEL]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "triggers: recall=0.00 precision=n/a (tp=0 fn=1 fp=0 tn=0)"
+    assert out[0] == "triggers (catalog call): recall=0.00 precision=n/a (tp=0 fn=1 fp=0 tn=0)"
     assert out[1].startswith(
         '  MISS: "say hi" (call failed: infrastructure: InternalServerError (500)'
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -39,6 +39,7 @@ class SessionRequest(msgspec.Struct, frozen=True, kw_only=True):
     prices: Mapping[str, Price] = {}
     budget: float | None = None  # USD this session may still spend (--max-cost)
     exchanges: Path  # where a broker writes the session's model exchanges
+    routing: bool = False  # a trigger session: only the agent's way to load a skill, no work
 
 
 class AgentSession(Protocol):
@@ -75,6 +76,10 @@ class Agent(Protocol):
         ...
 
     async def session(self, request: SessionRequest) -> AgentSession: ...
+
+    def invoked(self, events: list[dict[str, Any]]) -> set[str]:
+        """The skills the agent loaded, by name, in a session's raw transcript events."""
+        ...
 
     async def aclose(self) -> None:
         """Release what the agent holds for the whole run (model clients)."""

@@ -4,6 +4,7 @@ so the sandbox needs no relay; the image is the plain sandbox image."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from skillbench.agent.loop import SessionResult, run_agent
 from skillbench.agents.base import SessionRequest
@@ -42,6 +43,12 @@ class BuiltinAgent:
 
     async def session(self, request: SessionRequest) -> _Session:
         return _Session(self.model(request.model), request)
+
+    def invoked(self, events: list[dict[str, Any]]) -> set[str]:
+        """The skills the loop's `skill` tool loaded."""
+        return {str(e["arguments"].get("name", "")) for e in events
+                if e.get("type") == "tool_call" and e.get("name") == "skill"
+                and isinstance(e.get("arguments"), dict)}  # fmt: skip
 
     async def aclose(self) -> None:
         for model in self._models.values():

@@ -11,13 +11,7 @@ transcript schema; its `Bash` calls are `bash` commands for the checks.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import subprocess
-import tarfile
-import tempfile
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,11 +19,11 @@ from typing import Any
 
 from skillbench.agent.loop import UNATTENDED_NOTE, SessionResult
 from skillbench.agents.base import AgentError, SessionRequest
+from skillbench.agents.cli import BrokeredSession, Upstream, build_variant, fetch_binary
 from skillbench.broker import Broker
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
-from skillbench.sandbox.base import HOMES, SKILLS_DIR, WORKDIR, Relay, Sandbox, SandboxError
-from skillbench.sandbox.image import image_exists
+from skillbench.sandbox.base import HOMES, SKILLS_DIR, WORKDIR, Sandbox, SandboxError
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter
 
@@ -42,97 +36,57 @@ DEFAULT_UPSTREAM = "https://api.anthropic.com"
 OUTPUT_CAP = 256 << 20  # the CLI's whole event stream is the transcript
 
 
-def cache_dir() -> Path:
-    """Where downloaded agent CLIs are kept: $XDG_CACHE_HOME/skillbench (~/.cache/skillbench)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "skillbench"
-
-
 class ClaudeCodeAgent:
     name = "claude-code"
 
     def __init__(self, *, version: str = VERSION, max_retries: int = 4, **_: object):
         self._version = version
         self.max_retries = max_retries  # the CLI's own retries of a failed model call
+        self.upstream = Upstream("ANTHROPIC_BASE_URL", DEFAULT_UPSTREAM, "ANTHROPIC_API_KEY")
 
     def version(self) -> str:
         return self._version
 
     def check_model(self, model: str) -> None:
-        if parse_model(model).provider != "anthropic":
+        if parse_model(model).provider not in ("anthropic", "scripted"):
             raise AgentError(f"--agent claude-code speaks the Anthropic API: use --model "
                              f"anthropic/<model>, not {model}")  # fmt: skip
-
-    # --- the image variant ----------------------------------------------------------------
 
     def image_name(self, base: str) -> str:
         return f"localhost/skillbench-claude-code:{base.rsplit(':', 1)[-1]}-{self._version}"
 
     def image(self, base: str, log: Callable[[str], None]) -> str:
-        name = self.image_name(base)
-        if not image_exists(name):
-            binary = self._binary(log)
-            log(f"building {name} (the sandbox image plus Claude Code {self._version})")
-            recipe = f"FROM {base}\nCOPY claude /usr/local/bin/claude\n"
-            done = subprocess.run(
-                ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-",
-                 str(binary.parent)], input=recipe.encode(), capture_output=True,
-            )  # fmt: skip
-            if done.returncode != 0:
-                raise AgentError(f"could not build {name}: "
-                                 f"{done.stderr.decode(errors='replace')[-500:]}")  # fmt: skip
-        return name
+        def binary() -> Path:
+            return fetch_binary(self.name, f"{PACKAGE}@{self._version}", "package/claude",
+                                "190 MB", log)  # fmt: skip
 
-    def _binary(self, log: Callable[[str], None]) -> Path:
-        """The CLI's native binary, fetched from the npm registry once per version."""
-        folder = cache_dir() / "agents" / "claude-code" / self._version
-        binary = folder / "claude"
-        if binary.is_file():
-            return binary
-        log(f"fetching {PACKAGE}@{self._version} from the npm registry (~190 MB)")
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=folder) as tmp:
-            done = subprocess.run(["npm", "pack", f"{PACKAGE}@{self._version}", "--silent"],
-                                  cwd=tmp, capture_output=True, text=True)  # fmt: skip
-            if done.returncode != 0:
-                raise AgentError(f"npm pack {PACKAGE}@{self._version} failed (is npm installed "
-                                 f"and the registry reachable?): {done.stderr[-300:]}")  # fmt: skip
-            (tgz,) = Path(tmp).glob("*.tgz")
-            with tarfile.open(tgz) as tar:
-                member = tar.getmember("package/claude")
-                source = tar.extractfile(member)
-                assert source is not None
-                partial = folder / "claude.partial"
-                partial.write_bytes(source.read())
-            partial.chmod(0o755)
-            partial.replace(binary)
-        return binary
+        return build_variant(self.image_name(base), base, binary,
+                             f"Claude Code {self._version}", log)  # fmt: skip
 
     async def aclose(self) -> None:
-        pass  # each session's broker is stopped with the session
-
-    # --- a session ------------------------------------------------------------------------
+        self.upstream.close()  # each session's broker is stopped with the session
 
     async def session(self, request: SessionRequest) -> _Session:
-        key = os.environ.get("ANTHROPIC_API_KEY", "")
-        upstream = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
-        broker = Broker(upstream=upstream, api_key=key, model=request.model,
-                        exchanges=request.exchanges,
-                        prices=request.prices, budget=request.budget).start()  # fmt: skip
+        url, key = self.upstream.resolve(request.model)
+        broker = Broker(upstream=url, api_key=key, model=request.model,
+                        exchanges=request.exchanges, prices=request.prices,
+                        budget=request.budget).start()  # fmt: skip
         return _Session(self, request, broker)
 
+    def invoked(self, events: list[dict[str, Any]]) -> set[str]:
+        """The skills the agent loaded in a transcript: its `Skill` tool calls."""
+        return {str(e["arguments"].get("skill", "")).rsplit(":", 1)[-1] for e in events
+                if e.get("type") == "tool_call" and e.get("name") == "Skill"
+                and isinstance(e.get("arguments"), dict)}  # fmt: skip
 
-class _Session:
+
+class _Session(BrokeredSession):
     def __init__(self, agent: ClaudeCodeAgent, request: SessionRequest, broker: Broker):
-        self.agent, self.request, self.broker = agent, request, broker
-        self.relay: Relay | None = Relay(RELAY_PORT, "127.0.0.1", broker.port)
-
-    async def close(self) -> None:
-        await asyncio.to_thread(self.broker.stop)
+        super().__init__(request, broker, RELAY_PORT)
+        self.agent = agent
 
     async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
         r = self.request
-        started = time.monotonic()
         trace.event("trace_start", case=r.case, arm=r.arm, rep=r.rep, model=r.model,
                     agent=f"claude-code {self.agent.version()}",
                     started_at=datetime.now(UTC).isoformat(timespec="seconds"))  # fmt: skip
@@ -143,11 +97,14 @@ class _Session:
         )
         staged = await sandbox.exec(stage, timeout=60)
         if not staged.ok:
-            return self._end(trace, started, "error", 0, f"staging the skills: {staged.stderr}")
+            return self.end(trace, "error", f"staging the skills: {staged.stderr}")
+        # routing: only the Skill tool, so a prompt shows where it goes and nothing runs
+        tools = ("--tools", "Skill") if r.routing else ()
         argv = [
             *("claude", "-p", r.task, "--output-format", "stream-json", "--verbose"),
-            *("--dangerously-skip-permissions", "--model", parse_model(r.model).name),
-            *("--max-turns", str(r.max_turns), "--append-system-prompt", UNATTENDED_NOTE),
+            *("--dangerously-skip-permissions", *tools),
+            *("--model", parse_model(r.model).name, "--max-turns", str(r.max_turns)),
+            *("--append-system-prompt", UNATTENDED_NOTE),
         ]
         env = {
             "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{RELAY_PORT}",
@@ -162,9 +119,8 @@ class _Session:
             done = await sandbox.exec(argv, cwd=WORKDIR, env=env, timeout=r.timeout_s,
                                       output_cap=OUTPUT_CAP)  # fmt: skip
         except SandboxError as exc:
-            return self._end(trace, started, "error", 0, f"sandbox: {exc}")
+            return self.end(trace, "error", f"sandbox: {exc}")
         stop, seen = _replay(done.stdout, trace)
-        turns = self.broker.answered  # model calls the provider answered, counted at the broker
         missing = {s.name for s in r.skills} - set(seen or [])
         if seen is not None and missing:  # the guard reads what the agent itself reports
             raise ContaminationError(f"Claude Code's init event lists {sorted(seen)}, not the "
@@ -174,19 +130,8 @@ class _Session:
         elif self.broker.exhausted:
             stop = "budget"
         elif stop in (None, "error"):  # no result, or the CLI gave up: infrastructure
-            why = "the model could not be reached" if self.broker.failures else (
-                f"the CLI exited {done.exit_code}: {done.stderr.strip()[-300:]}")  # fmt: skip
-            return self._end(trace, started, "error", turns, why)
-        return self._end(trace, started, stop, turns, None)
-
-    def _end(self, trace: TraceWriter, started: float, stop: str, turns: int,
-             error: str | None) -> SessionResult:  # fmt: skip
-        duration_ms = int((time.monotonic() - started) * 1000)
-        usage, cost = self.broker.usage, self.broker.cost  # what the provider counted
-        extra = {"error": error} if error else {}
-        trace.event("trace_end", stop_reason=stop, turns=turns, duration_ms=duration_ms,
-                    usage=usage, cost_usd=cost, **extra)  # fmt: skip
-        return SessionResult(stop, turns, duration_ms, usage, cost, error)
+            return self.end(trace, "error", self.infrastructure(done.exit_code, done.stderr))
+        return self.end(trace, stop)
 
 
 _STOPS = {"success": "end_turn"}

@@ -57,7 +57,16 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     triggers: bool = True  # also measure triggers when the skill has a triggers file
     runs: int = 1
     threshold: float = 0.5
+    trigger_method: str | None = None  # "catalog" or "agent"; None: agent for a CLI agent
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
+
+
+def trigger_method(opts: EvalOptions) -> str:
+    """How the run measures triggers: as asked, else by the real agent's routing when the
+    arms run an agent CLI, else by the catalog call."""
+    if opts.trigger_method:
+        return opts.trigger_method
+    return "catalog" if opts.settings.agent == "builtin" else "agent"
 
 
 def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:

@@ -29,6 +29,7 @@ from skillbench.engine.plan import (
     EvalOptions,
     Prepared,
     check_credentials,
+    trigger_method,
     validated,
 )
 from skillbench.engine.records import (
@@ -41,6 +42,7 @@ from skillbench.engine.records import (
     Unit,
     session_key,
 )
+from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.score import Skipped, Summary, arm_result, row_by_checks, summarize
 from skillbench.judge import judge
 from skillbench.models import resolve_model
@@ -60,7 +62,7 @@ from skillbench.scrub import scrub_obj
 from skillbench.skills import Skill, read_skill
 from skillbench.spec.model import Session, Suite
 from skillbench.transcript import TraceWriter, read_trace
-from skillbench.triggers import TriggerReport, evaluate_all, targets_at
+from skillbench.triggers import TriggerReport, targets_at
 
 
 class Progress(Protocol):
@@ -352,19 +354,18 @@ class _Run:
             await box.close()
 
 
-async def triggers_of(opts: EvalOptions) -> TriggerReport | None:
-    """The skill's trigger report, or None when it has no triggers file."""
+async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerReport | None:
+    """The skill's trigger report, or None when it has no triggers file. The agent method
+    keeps its sessions under `folder`."""
     targets = targets_at(Path(opts.skill_dir))
     if not targets:
         return None
-    settings = opts.settings
-    model = resolve_model(settings.model, max_retries=settings.max_retries,
-                          timeout=settings.request_timeout)  # fmt: skip
     try:
-        (report,) = await evaluate_all(model, targets, runs=opts.runs, threshold=opts.threshold,
-                                       parallel=settings.parallel)  # fmt: skip
-    finally:
-        await model.aclose()
+        (report,) = await measure(opts.settings, targets, method=trigger_method(opts),
+                                  agent=opts.settings.agent, runs=opts.runs,
+                                  threshold=opts.threshold, folder=folder)  # fmt: skip
+    except RoutingError as exc:
+        raise EvalError(str(exc)) from None
     return report
 
 
@@ -387,7 +388,7 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
         if opts.max_cost is not None and runner.spend >= opts.max_cost:
             summary.triggers_note = "not measured: the --max-cost cap was reached"
         else:
-            report = await triggers_of(opts)
+            report = await triggers_of(opts, run_dir / "triggers")
             if report is None:
                 summary.triggers_note = "not measured: the skill has no evals/triggers.yaml"
             else:

@@ -81,7 +81,10 @@ def trigger_lines(t: dict[str, Any]) -> list[str]:
     def ratio(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.2f}"
 
-    lines = [f"triggers: recall={ratio(t['recall'])} precision={ratio(t['precision'])} "
+    head = f"triggers ({t['method']})" if t.get("method") else "triggers"
+    if t.get("invalid"):
+        return [f"{head}: INVALID: {t['invalid']}"]
+    lines = [f"{head}: recall={ratio(t['recall'])} precision={ratio(t['precision'])} "
              f"(tp={t['tp']} fn={t['fn']} fp={t['fp']} tn={t['tn']})"]  # fmt: skip
     for d in t.get("details") or []:
         rate = d.get("rate")

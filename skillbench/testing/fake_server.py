@@ -1,9 +1,10 @@
-"""A fake model server speaking both wire protocols, driven by a script.
+"""A fake model server speaking the providers' wire protocols, driven by a script.
 
-`POST /v1/messages` (Anthropic Messages) and `POST /v1/chat/completions` (OpenAI Chat
-Completions). Tests point the real SDKs at it through ANTHROPIC_BASE_URL / OPENAI_BASE_URL;
-nothing is patched. The script (skillbench.models.script) decides each reply, including
-faults: a status with Retry-After, a stall past the client's timeout, a malformed body.
+`POST /v1/messages` (Anthropic Messages, JSON or streamed), `POST /v1/chat/completions` (OpenAI
+Chat Completions) and `POST /v1/responses` (OpenAI Responses, streamed: what Codex speaks).
+Tests point the real SDKs and agent CLIs at it through their base URLs; nothing is patched.
+The script (skillbench.models.script) decides each reply, including faults: a status with
+Retry-After, a stall past the client's timeout, a malformed body, a stream cut off.
 Every request is logged for tests to assert on.
 
     python -m skillbench.testing.fake_server SCRIPT.yaml [--port N]
@@ -40,7 +41,7 @@ def sdk_env(url: str) -> dict[str, str]:
 class LoggedRequest(msgspec.Struct):
     """One request the server answered, and how."""
 
-    protocol: str  # "anthropic" | "openai"
+    protocol: str  # "anthropic" | "openai" | "responses"
     path: str
     body: dict[str, Any]
     status: int
@@ -71,6 +72,31 @@ def openai_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
     system = "".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
     users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
     turns = sum(m.get("role") == "assistant" for m in messages)
+    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
+
+
+_OUTPUT_ITEMS = {"function_call", "custom_tool_call", "reasoning", "local_shell_call"}
+_CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md")
+
+
+def responses_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
+    """A Responses request: the instructions and developer messages are the system prompt;
+    the user messages the harness adds about its environment are not the user's."""
+    items = [i for i in body.get("input", []) if isinstance(i, dict)]
+    system = _text(body.get("instructions", "")) + "".join(
+        _text(i.get("content")) for i in items if i.get("role") in ("developer", "system")
+    )
+    users = [
+        t
+        for i in items
+        if i.get("role") == "user"
+        if not (t := _text(i.get("content"))).lstrip().startswith(_CONTEXT_TAGS)
+    ]
+    turns, was_output = 0, False
+    for item in items:  # one assistant turn is a run of output items
+        output = item.get("type") in _OUTPUT_ITEMS or item.get("role") == "assistant"
+        turns += output and not was_output
+        was_output = output
     return system, (users[0] if users else ""), (users[-1] if users else ""), turns
 
 
@@ -152,6 +178,8 @@ class FakeModelServer:
             protocol, shape = "anthropic", anthropic_shape
         elif route.endswith("/chat/completions"):
             protocol, shape = "openai", openai_shape
+        elif route.endswith("/responses"):
+            protocol, shape = "responses", responses_shape
         else:
             return self._send(h, 404, {"error": {"message": f"no route {h.path}"}})
         try:
@@ -176,44 +204,22 @@ class FakeModelServer:
             return self._fault(h, entry, play)
         if play.latency:
             time.sleep(play.latency)
-        reply, usage = (_anthropic_reply if protocol == "anthropic" else _openai_reply)(
-            body, play, raw, turns
-        )
+        reply, usage = _REPLIES[protocol](body, play, raw, turns)
         entry.usage = usage
+        if protocol == "responses":
+            return self._stream_events(h, _response_events(reply))
         if protocol == "anthropic" and body.get("stream"):
-            return self._stream(h, reply)
+            return self._stream_events(h, _message_events(reply))
         self._send(h, 200, reply)
 
     @staticmethod
-    def _stream(h: BaseHTTPRequestHandler, reply: dict[str, Any]) -> None:
-        """The reply as the Messages API streams it (server-sent events), block by block."""
-        content, usage = reply["content"], reply["usage"]
-        start = {**reply, "content": [], "stop_reason": None,
-                 "usage": {**usage, "output_tokens": 1}}  # fmt: skip
-        events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": start})]
-        for i, block in enumerate(content):
-            opened: dict[str, Any]
-            delta: dict[str, Any]
-            if block["type"] == "text":
-                opened = {"type": "text", "text": ""}
-                delta = {"type": "text_delta", "text": block["text"]}
-            else:
-                opened = {**block, "input": {}}
-                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-            events += [("content_block_start", {"index": i, "content_block": opened}),
-                       ("content_block_delta", {"index": i, "delta": delta}),
-                       ("content_block_stop", {"index": i})]  # fmt: skip
-        events += [
-            ("message_delta", {"delta": {"stop_reason": reply["stop_reason"],
-                                         "stop_sequence": None},
-                               "usage": {"output_tokens": usage["output_tokens"]}}),
-            ("message_stop", {}),
-        ]  # fmt: skip
+    def _stream_events(h: BaseHTTPRequestHandler, events: list[tuple[str, dict[str, Any]]]):
+        """Server-sent events, one write each; the end of the stream is the end of the body."""
         try:
             h.send_response(200)
             h.send_header("Content-Type", "text/event-stream")
             h.send_header("Cache-Control", "no-cache")
-            h.send_header("Connection", "close")  # the end of the stream is the end of the body
+            h.send_header("Connection", "close")
             h.end_headers()
             for name, data in events:
                 h.wfile.write(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
@@ -231,23 +237,17 @@ class FakeModelServer:
         if fault.malformed:
             entry.status = 200
             return self._send_raw(h, 200, b'{"id": "msg_broken", "content": [', {})
-        if fault.midstream:  # a 200 whose event stream stops after message_start
+        if fault.midstream:  # a 200 whose event stream stops after its first event
             entry.status = 200
-            start = {"type": "message_start", "message": {
-                "id": "msg_cut", "type": "message", "role": "assistant", "content": [],
-                "model": "fake", "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1}}}  # fmt: skip
-            try:
-                h.send_response(200)
-                h.send_header("Content-Type", "text/event-stream")
-                h.send_header("Connection", "close")
-                h.end_headers()
-                h.wfile.write(f"event: message_start\ndata: {json.dumps(start)}\n\n".encode())
-                h.wfile.flush()
-            except OSError:
-                pass
-            h.close_connection = True
-            return None
+            cut: dict[str, Any] = {"id": "msg_cut", "type": "message", "role": "assistant",
+                                   "content": [], "model": "fake", "stop_reason": None,
+                                   "stop_sequence": None,
+                                   "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
+            first = ("message_start", {"message": cut})
+            if entry.protocol == "responses":
+                first = ("response.created", {"response": {"id": "resp_cut", "output": [],
+                                                           "status": "in_progress"}})  # fmt: skip
+            return self._stream_events(h, [first])
         status = fault.status or 500
         entry.status = status
         headers = {}
@@ -278,6 +278,51 @@ class FakeModelServer:
 
 _ERROR_KINDS = {429: "rate_limit_error", 401: "authentication_error", 403: "permission_error",
                 400: "invalid_request_error"}  # fmt: skip
+
+
+def _message_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A Messages reply as the API streams it, block by block."""
+    content, usage = reply["content"], reply["usage"]
+    start = {**reply, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": start})]
+    for i, block in enumerate(content):
+        opened: dict[str, Any]
+        delta: dict[str, Any]
+        if block["type"] == "text":
+            opened = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            opened = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [("content_block_start", {"index": i, "content_block": opened}),
+                   ("content_block_delta", {"index": i, "delta": delta}),
+                   ("content_block_stop", {"index": i})]  # fmt: skip
+    events += [
+        ("message_delta", {"delta": {"stop_reason": reply["stop_reason"], "stop_sequence": None},
+                           "usage": {"output_tokens": usage["output_tokens"]}}),
+        ("message_stop", {}),
+    ]  # fmt: skip
+    return events
+
+
+def _response_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A Responses reply as the API streams it: created, each output item added, its text
+    delta, done, then completed with the usage."""
+    opened = {**reply, "status": "in_progress", "output": [], "usage": None}
+    events: list[tuple[str, dict[str, Any]]] = [("response.created", {"response": opened})]
+    for i, item in enumerate(reply["output"]):
+        events.append(("response.output_item.added", {"output_index": i, "item": item}))
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            events.append(
+                (
+                    "response.output_text.delta",
+                    {"item_id": item["id"], "output_index": i, "content_index": 0, "delta": text},
+                )
+            )
+        events.append(("response.output_item.done", {"output_index": i, "item": item}))
+    events.append(("response.completed", {"response": reply}))
+    return events
 
 
 def _error(protocol: str, kind: str, message: str) -> dict[str, Any]:
@@ -344,6 +389,37 @@ def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
     usage = {"input_tokens": prompt - cached, "output_tokens": completion,
              "cache_read_input_tokens": cached}  # fmt: skip
     return reply, usage
+
+
+def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+    output: list[dict[str, Any]] = []
+    if play.text:
+        output.append({"type": "message", "id": f"msg_{turns}", "role": "assistant",
+                       "status": "completed",
+                       "content": [{"type": "output_text", "text": play.text,
+                                    "annotations": []}]})  # fmt: skip
+    for j, (name, args) in enumerate(play.tool_calls):
+        output.append({"type": "function_call", "id": f"fc_{turns}_{j}", "status": "completed",
+                       "call_id": f"call_{turns}_{j}", "name": name,
+                       "arguments": json.dumps(args)})  # fmt: skip
+    system, _, _, _ = responses_shape(body)
+    cached = _tokens(system) if turns > 0 else 0
+    prompt = _tokens(raw.decode(errors="replace"))
+    completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
+    reply = {
+        "id": f"resp_fake_{turns}", "object": "response", "created_at": int(time.time()),
+        "status": "completed", "model": body.get("model", "fake"), "output": output,
+        "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached},
+                  "output_tokens": completion,
+                  "output_tokens_details": {"reasoning_tokens": 0},
+                  "total_tokens": prompt + completion},
+    }  # fmt: skip
+    usage = {"input_tokens": prompt - cached, "output_tokens": completion,
+             "cache_read_input_tokens": cached}  # fmt: skip
+    return reply, usage
+
+
+_REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": _responses_reply}
 
 
 class SpawnedServer:

@@ -1,0 +1,139 @@
+"""What the agent CLIs (claude-code, codex) share: the native binary fetched from the npm
+registry once per version, the image variant that bakes it into the sandbox image, the
+upstream their broker forwards to, and a session's broker and ending.
+
+A `scripted/<name>` model is served to a CLI the way a provider would serve it: by a fake
+model server on the host (skillbench.testing), so an offline run drives the real CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from skillbench.agent.loop import SessionResult
+from skillbench.agents.base import AgentError, SessionRequest
+from skillbench.broker import Broker
+from skillbench.models import parse_model
+from skillbench.sandbox.image import image_exists
+from skillbench.transcript import TraceWriter
+
+
+def cache_dir() -> Path:
+    """Where downloaded agent CLIs are kept: $XDG_CACHE_HOME/skillbench (~/.cache/skillbench)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "skillbench"
+
+
+def fetch_binary(agent: str, spec: str, member: str, size: str,
+                 log: Callable[[str], None]) -> Path:  # fmt: skip
+    """The native binary `member` of the npm package `spec` (name@version), fetched with
+    `npm pack` once and kept under cache_dir()/agents/<agent>/<version>/."""
+    version = spec.rsplit("@", 1)[-1]
+    folder = cache_dir() / "agents" / agent / version
+    binary = folder / Path(member).name
+    if binary.is_file():
+        return binary
+    log(f"fetching {spec} from the npm registry (~{size})")
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        done = subprocess.run(["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True,
+                              text=True)  # fmt: skip
+        if done.returncode != 0:
+            raise AgentError(f"npm pack {spec} failed (is npm installed and the registry "
+                             f"reachable?): {done.stderr[-300:]}")  # fmt: skip
+        (tgz,) = Path(tmp).glob("*.tgz")
+        partial = folder / f"{binary.name}.partial"
+        with tarfile.open(tgz) as tar:
+            source = tar.extractfile(tar.getmember(member))
+            assert source is not None
+            with partial.open("wb") as out:
+                while chunk := source.read(1 << 20):
+                    out.write(chunk)
+        partial.chmod(0o755)
+        partial.replace(binary)
+    return binary
+
+
+def build_variant(name: str, base: str, binary: Callable[[], Path], what: str,
+                  log: Callable[[str], None]) -> str:  # fmt: skip
+    """The image `name`: `base` plus the CLI at /usr/local/bin/<binary name>, built once."""
+    if image_exists(name):
+        return name
+    path = binary()
+    log(f"building {name} (the sandbox image plus {what})")
+    recipe = f"FROM {base}\nCOPY {path.name} /usr/local/bin/{path.name}\n"
+    argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(path.parent)]
+    done = subprocess.run(argv, input=recipe.encode(), capture_output=True)
+    if done.returncode != 0:
+        raise AgentError(f"could not build {name}: {done.stderr.decode(errors='replace')[-500:]}")
+    return name
+
+
+class Upstream:
+    """Where a CLI agent's broker forwards, and with which key: the provider's base URL
+    (`<PROVIDER>_BASE_URL` or its default) and key, or, for a scripted model, a fake model
+    server playing the script, started on first use and stopped by close()."""
+
+    def __init__(self, base_var: str, default: str, key_var: str):
+        self.base_var, self.default, self.key_var = base_var, default, key_var
+        self._servers: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def resolve(self, model: str) -> tuple[str, str]:
+        """(base URL, key) for the model reference `model`."""
+        ref = parse_model(model)
+        if not ref.scripted:
+            return os.environ.get(self.base_var) or self.default, os.environ.get(self.key_var, "")
+        from skillbench.models.script import load_script
+        from skillbench.models.scripted import find_script
+        from skillbench.testing.fake_server import FakeModelServer
+
+        with self._lock:
+            if ref.name not in self._servers:
+                script = load_script(find_script(ref.name))
+                self._servers[ref.name] = FakeModelServer(script).start()
+            return self._servers[ref.name].url, "scripted-no-key"
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.stop()
+        self._servers.clear()
+
+
+class BrokeredSession:
+    """A CLI agent's session: a broker of its own, reached through the sandbox's relay."""
+
+    def __init__(self, request: SessionRequest, broker: Broker, relay_port: int):
+        from skillbench.sandbox.base import Relay
+
+        self.request, self.broker = request, broker
+        self.relay: Relay | None = Relay(relay_port, "127.0.0.1", broker.port)
+        self.started = time.monotonic()
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.broker.stop)
+
+    def end(self, trace: TraceWriter, stop: str, error: str | None = None) -> SessionResult:
+        """Write the transcript's end and return the result; turns and usage are what the
+        provider answered and counted, at the broker."""
+        duration_ms = int((time.monotonic() - self.started) * 1000)
+        usage, cost, turns = self.broker.usage, self.broker.cost, self.broker.answered
+        extra = {"error": error} if error else {}
+        trace.event("trace_end", stop_reason=stop, turns=turns, duration_ms=duration_ms,
+                    usage=usage, cost_usd=cost, **extra)  # fmt: skip
+        return SessionResult(stop, turns, duration_ms, usage, cost, error)
+
+    def infrastructure(self, exit_code: int | None, stderr: str) -> str:
+        """Why a CLI that ended without a result failed."""
+        if self.broker.failures:
+            return "the model could not be reached"
+        return f"the CLI exited {exit_code}: {stderr.strip()[-300:]}"

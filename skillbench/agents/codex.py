@@ -1,0 +1,224 @@
+"""`codex`: the real Codex CLI inside the arm's sandbox (design §10).
+
+The CLI is a static binary in the npm package `@openai/codex@<version>-linux-x64`, pinned and
+cached like Claude Code's, baked into its own image variant. It runs as the unprivileged
+`agent` user with a fresh CODEX_HOME holding the staged skills where Codex discovers them
+(`$CODEX_HOME/skills/<name>/SKILL.md`) and a config whose only model provider is the
+session's broker (Responses API over HTTP, no WebSockets; the sandbox holds a placeholder key).
+Its approvals and its own sandbox are off: our sandbox is the boundary. `codex exec --json`
+events become the one transcript schema: a command is a `bash` call, a patch an `apply_patch`.
+
+Codex has no turn cap of its own, so the broker enforces it (max_requests), and it has no
+event listing its skills, so the contamination guard reads the skills list in the first
+request Codex sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from skillbench.agent.loop import UNATTENDED_NOTE, SessionResult
+from skillbench.agents.base import AgentError, SessionRequest
+from skillbench.agents.cli import BrokeredSession, Upstream, build_variant, fetch_binary
+from skillbench.broker import Broker
+from skillbench.models import parse_model
+from skillbench.sandbox.base import HOMES, SKILLS_DIR, WORKDIR, Sandbox, SandboxError
+from skillbench.sandbox.stage import ContaminationError
+from skillbench.transcript import TraceWriter
+
+VERSION = "0.169.0"  # pinned: the version the tests ran; `[agents.codex] version`
+PACKAGE = "@openai/codex"
+MEMBER = "package/vendor/x86_64-unknown-linux-musl/bin/codex"
+RELAY_PORT = 8378
+CODEX_HOME = f"{HOMES['agent']}/.codex"
+PLACEHOLDER_KEY = "sk-placeholder-the-broker-holds-the-key"
+DEFAULT_UPSTREAM = "https://api.openai.com/v1"
+OUTPUT_CAP = 256 << 20
+# the skill list in Codex's prompt: "- name: description (file: r0/name/SKILL.md)"
+_LISTED = re.compile(r"^- ([^:\n]+): .*\(file: (r\d+)/[^\n]*SKILL\.md\)$", re.M)
+_ROOT = re.compile(r"^- `(r\d+)` = `([^`]+)`$", re.M)
+_READS = re.compile(r"skills/([A-Za-z0-9_.-]+)/SKILL\.md")
+
+
+def _config(retries: int) -> str:
+    """CODEX_HOME/config.toml: the broker as the only provider, the unattended note, and
+    nothing that reaches for the network on its own (each such attempt stalls the exit on
+    a DNS timeout in a sandbox without network)."""
+    return (
+        'model_provider = "skillbench"\n'
+        f"developer_instructions = {json.dumps(UNATTENDED_NOTE)}\n"
+        'web_search = "disabled"\n'
+        "check_for_update_on_startup = false\n"
+        "[analytics]\nenabled = false\n"
+        "[features]\nplugins = false\nremote_plugin = false\napps = false\n"
+        "in_app_updates = false\nplugin_sharing = false\n"
+        "[model_providers.skillbench]\n"
+        'name = "skillbench broker"\n'
+        f'base_url = "http://127.0.0.1:{RELAY_PORT}/v1"\n'
+        'env_key = "OPENAI_API_KEY"\n'
+        'wire_api = "responses"\n'
+        "supports_websockets = false\n"
+        f"request_max_retries = {retries}\n"
+        f"stream_max_retries = {retries}\n"
+    )
+
+
+class CodexAgent:
+    name = "codex"
+
+    def __init__(self, *, version: str = VERSION, max_retries: int = 4, **_: object):
+        self._version = version
+        self.max_retries = max_retries  # the CLI's own retries of a failed model call
+        self.upstream = Upstream("OPENAI_BASE_URL", DEFAULT_UPSTREAM, "OPENAI_API_KEY")
+
+    def version(self) -> str:
+        return self._version
+
+    def check_model(self, model: str) -> None:
+        if parse_model(model).provider not in ("openai", "scripted"):
+            raise AgentError(f"--agent codex speaks the OpenAI Responses API: use --model "
+                             f"openai/<model>, not {model}")  # fmt: skip
+
+    def image_name(self, base: str) -> str:
+        return f"localhost/skillbench-codex:{base.rsplit(':', 1)[-1]}-{self._version}"
+
+    def image(self, base: str, log: Callable[[str], None]) -> str:
+        def binary() -> Path:
+            spec = f"{PACKAGE}@{self._version}-linux-x64"
+            return fetch_binary(self.name, spec, MEMBER, "170 MB", log)
+
+        return build_variant(self.image_name(base), base, binary, f"Codex {self._version}", log)
+
+    async def aclose(self) -> None:
+        self.upstream.close()
+
+    async def session(self, request: SessionRequest) -> _Session:
+        url, key = self.upstream.resolve(request.model)
+        broker = Broker(upstream=url, api_key=key, model=request.model, wire="openai",
+                        exchanges=request.exchanges, prices=request.prices,
+                        budget=request.budget, max_requests=request.max_turns).start()  # fmt: skip
+        return _Session(self, request, broker)
+
+    def invoked(self, events: list[dict[str, Any]]) -> set[str]:
+        """The skills the agent loaded: Codex reads a skill's SKILL.md with a command."""
+        commands = [str((e.get("arguments") or {}).get("command", "")) for e in events
+                    if e.get("type") == "tool_call" and e.get("name") == "bash"]  # fmt: skip
+        return {name for command in commands for name in _READS.findall(command)}
+
+
+class _Session(BrokeredSession):
+    def __init__(self, agent: CodexAgent, request: SessionRequest, broker: Broker):
+        super().__init__(request, broker, RELAY_PORT)
+        self.agent = agent
+
+    async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
+        r = self.request
+        trace.event("trace_start", case=r.case, arm=r.arm, rep=r.rep, model=r.model,
+                    agent=f"codex {self.agent.version()}",
+                    started_at=datetime.now(UTC).isoformat(timespec="seconds"))  # fmt: skip
+        trace.event("message", role="user", text=r.task, usage=None)
+        await sandbox.write_file(f"{CODEX_HOME}/config.toml", _config(self.agent.max_retries))
+        stage = " && ".join(
+            [f"mkdir -p {CODEX_HOME}/skills"]
+            + [f"cp -rL {SKILLS_DIR}/{s.name} {CODEX_HOME}/skills/" for s in r.skills]
+        )
+        staged = await sandbox.exec(stage, timeout=60)
+        if not staged.ok:
+            return self.end(trace, "error", f"staging the skills: {staged.stderr}")
+        argv = [
+            *("codex", "exec", "--json", "--strict-config", "--skip-git-repo-check", "--ephemeral"),
+            *("--dangerously-bypass-approvals-and-sandbox", "--color", "never"),
+            *("-m", parse_model(r.model).name, "-C", WORKDIR, r.task),
+        ]
+        env = {"CODEX_HOME": CODEX_HOME, "OPENAI_API_KEY": PLACEHOLDER_KEY, "NO_COLOR": "1"}
+        try:
+            done = await sandbox.exec(argv, cwd=WORKDIR, env=env, timeout=r.timeout_s,
+                                      output_cap=OUTPUT_CAP)  # fmt: skip
+        except SandboxError as exc:
+            return self.end(trace, "error", f"sandbox: {exc}")
+        stop = _replay(done.stdout, trace)
+        listed = _user_skills(self.broker.first_request)
+        staged_names = {s.name for s in r.skills}
+        if listed is not None and listed != staged_names:  # what Codex itself was shown
+            raise ContaminationError(f"Codex listed the skills {sorted(listed)}, not the "
+                                     f"staged {sorted(staged_names)}")  # fmt: skip
+        if done.timed_out:
+            stop = "timeout"
+        elif self.broker.exhausted:
+            stop = "budget"
+        elif self.broker.capped:
+            stop = "max_turns"
+        elif stop in (None, "error"):
+            return self.end(trace, "error", self.infrastructure(done.exit_code, done.stderr))
+        return self.end(trace, stop)
+
+
+def _user_skills(request: dict[str, Any] | None) -> set[str] | None:
+    """The skills of Codex's prompt outside its own bundled (`.system`) ones; None when
+    Codex sent no request."""
+    if request is None:
+        return None
+    text = _plain_text(request)
+    roots = {key: path for key, path in _ROOT.findall(text)}
+    return {name for name, root in _LISTED.findall(text)
+            if not roots.get(root, "").rstrip("/").endswith("/.system")}  # fmt: skip
+
+
+def _plain_text(request: dict[str, Any]) -> str:
+    parts = [str(request.get("instructions") or "")]
+    for item in request.get("input") or []:
+        if isinstance(item, dict) and isinstance(item.get("content"), list):
+            parts += [str(c.get("text", "")) for c in item["content"] if isinstance(c, dict)]
+    return "\n".join(parts)
+
+
+def _command(raw: str) -> str:
+    """The command the model wrote: Codex runs it as `/bin/bash -lc '<command>'`."""
+    try:
+        words = shlex.split(raw)
+    except ValueError:
+        return raw
+    if len(words) == 3 and words[0].endswith(("bash", "sh")) and words[1] in ("-lc", "-c"):
+        return words[2]
+    return raw
+
+
+def _replay(stdout: str, trace: TraceWriter) -> str | None:
+    """Map `codex exec --json` events onto the transcript; the stop reason (None when the
+    stream has no end of turn)."""
+    stop: str | None = None
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        kind = event.get("type")
+        item = event.get("item") or {}
+        if kind == "item.completed" and item.get("type") == "agent_message":
+            trace.event("message", role="assistant", text=str(item.get("text", "")), usage=None)
+        elif kind == "item.completed" and item.get("type") == "command_execution":
+            tid = str(item.get("id"))
+            trace.event("tool_call", id=tid, name="bash",
+                        arguments={"command": _command(str(item.get("command", "")))})  # fmt: skip
+            code = item.get("exit_code")
+            trace.event("tool_result", id=tid, name="bash",
+                        text=str(item.get("aggregated_output", "")),
+                        is_error=code not in (0, None), exit_code=code)  # fmt: skip
+        elif kind == "item.completed" and item.get("type") == "file_change":
+            tid = str(item.get("id"))
+            trace.event("tool_call", id=tid, name="apply_patch",
+                        arguments={"changes": item.get("changes") or []})  # fmt: skip
+            trace.event("tool_result", id=tid, name="apply_patch",
+                        text=str(item.get("status", "")),
+                        is_error=item.get("status") == "failed", exit_code=None)  # fmt: skip
+        elif kind == "turn.completed":  # (its usage is counted at the broker)
+            stop = "end_turn"
+        elif kind == "turn.failed":
+            stop = "error"
+    return stop

@@ -1,0 +1,142 @@
+"""Trigger measurement, by either method (design §4, issue 14): the catalog call, or the real
+agent's own routing.
+
+The agent method runs the agent CLI once per (prompt, run) in a fresh sandbox with every skill
+of the library staged as a real skill in a clean config dir, only its way of loading a skill
+useful (Claude Code gets only its `Skill` tool) and a small turn cap. The skills it loaded, at
+any turn, are the ones it selected. Sessions are cached, so a library's targets, which share
+one library, share the sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from msgspec.structs import replace
+
+from skillbench.agent.loop import SkillInfo
+from skillbench.agents import Agent, AgentError, SessionRequest, make_agent
+from skillbench.config import Settings, sandbox_spec
+from skillbench.models import resolve_model
+from skillbench.sandbox import make_provider
+from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
+from skillbench.sandbox.image import IMAGE, image_exists
+from skillbench.sandbox.stage import ContaminationError, stage_arm
+from skillbench.skills import Skill
+from skillbench.spec.model import Session
+from skillbench.transcript import TraceWriter
+from skillbench.triggers import Call, TriggerCaller, TriggerReport, TriggerTarget, evaluate_all
+
+ROUTING_TURNS = 3  # room to load a skill (and say so) before the session is cut
+ROUTING_TIMEOUT = 300.0
+METHODS = ("catalog", "agent", "both")
+
+
+class RoutingError(Exception):
+    """The agent method cannot run here (no image, an agent that cannot use the model)."""
+
+
+class AgentRouter:
+    """The agent method: one sandboxed agent session per (library, prompt, run)."""
+
+    canary = True
+
+    def __init__(self, agent: Agent, provider: SandboxProvider, spec: SandboxSpec, *,
+                 model: str, settings: Settings, folder: Path):  # fmt: skip
+        self.agent, self.provider, self.spec = agent, provider, spec
+        self.model, self.settings, self.folder = model, settings, folder
+        self.method = f"agent {agent.name}"
+        self.gate = asyncio.Semaphore(settings.parallel)
+        self.cache: dict[tuple[tuple[str, ...], str, int], asyncio.Task[Call]] = {}
+        self.sessions = 0
+
+    def call(self, library: Sequence[Skill], prompt: str, run: int) -> asyncio.Task[Call]:
+        key = (tuple(s.path for s in library), prompt, run)
+        if key not in self.cache:
+            self.cache[key] = asyncio.ensure_future(self._route(library, prompt, run))
+        return self.cache[key]
+
+    async def _route(self, library: Sequence[Skill], prompt: str, run: int) -> Call:
+        async with self.gate:
+            self.sessions += 1
+            key = f"route-{self.sessions:04d}"
+            request = SessionRequest(
+                key=key, case="triggers", arm="router", rep=run, model=self.model, task=prompt,
+                skills=tuple(SkillInfo(s.name, s.description) for s in library),
+                max_turns=ROUTING_TURNS, timeout_s=ROUTING_TIMEOUT,
+                prices=self.settings.prices, routing=True,
+                exchanges=self.folder / "exchanges" / f"{key}.jsonl",
+            )  # fmt: skip
+            session = await self.agent.session(request)
+            trace = TraceWriter(self.folder / "transcripts" / f"{key}.jsonl")
+            try:
+                staged = await stage_arm(
+                    self.provider, replace(self.spec, relay=session.relay),
+                    Session(name="triggers", path="", task=prompt),
+                    {s.name: Path(s.path) for s in library}, scratch=self.folder / "tmp",
+                )  # fmt: skip
+                try:
+                    result = await session.run(staged.sandbox, trace)
+                finally:
+                    await staged.close()
+            except (SandboxError, ContaminationError) as exc:
+                return Call(None, f"sandbox: {exc}")
+            finally:
+                trace.close()
+                await session.close()
+        loaded = tuple(sorted(self.agent.invoked(trace.events)))
+        if result.errored and not loaded:  # a skill loaded before a failure still fired
+            return Call(None, result.error, result.usage)
+        return Call(loaded, None, result.usage)
+
+
+async def measure(
+    settings: Settings,
+    targets: Sequence[TriggerTarget],
+    *,
+    method: str,
+    agent: str,
+    runs: int,
+    threshold: float,
+    folder: Path | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> list[TriggerReport]:
+    """Every target's trigger report by `method` ("catalog" or "agent"). The agent method
+    keeps its sessions' transcripts and exchanges under `folder` (a temporary folder when
+    None)."""
+    if method == "catalog":
+        model = resolve_model(settings.model, max_retries=settings.max_retries,
+                              timeout=settings.request_timeout)  # fmt: skip
+        try:
+            return await evaluate_all(TriggerCaller(model, settings.parallel), targets,
+                                      runs=runs, threshold=threshold)  # fmt: skip
+        finally:
+            await model.aclose()
+    try:
+        runner = make_agent(agent, max_retries=settings.max_retries,
+                            timeout=settings.request_timeout,
+                            **settings.agents.get(agent, {}))  # fmt: skip
+        runner.check_model(settings.model)
+        if not image_exists(IMAGE):
+            raise RoutingError(f"the sandbox image {IMAGE} is missing: run `skillbench image "
+                               "build` (or `make setup`)")  # fmt: skip
+        image = await asyncio.to_thread(runner.image, IMAGE, log)
+    except AgentError as exc:
+        raise RoutingError(f"--agent {agent}: {exc}") from None
+    scratch = None
+    if folder is None:
+        folder = scratch = Path(tempfile.mkdtemp(prefix="skillbench-routing-"))
+    provider = make_provider()
+    router = AgentRouter(runner, provider, sandbox_spec(settings, image), model=settings.model,
+                         settings=settings, folder=folder)  # fmt: skip
+    try:
+        return await evaluate_all(router, targets, runs=runs, threshold=threshold)
+    finally:
+        await runner.aclose()
+        await provider.aclose()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
