@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the bundled example skills: validate the library, run the paired-arm eval
-# of every skill, and measure triggers across the library. With ANTHROPIC_API_KEY or
-# OPENAI_API_KEY set it uses that provider; without, the scripted demo driver (offline).
+# of every skill, and measure triggers across the library both ways (the catalog call, and the
+# real agent CLI routing each prompt itself: Claude Code, or Codex for an OpenAI model). With
+# ANTHROPIC_API_KEY or OPENAI_API_KEY set it uses that provider; without, the scripted demo
+# driver (offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SB=.venv/bin/skillbench
@@ -33,8 +35,9 @@ for dir in skills/*/; do
   # 1 is a FAIL verdict, a result like any other; 2 or more means the run itself failed
   if [ "$status" -gt 1 ]; then exit "$status"; fi
 done
+case "$model" in openai/*) agent=codex ;; *) agent=claude-code ;; esac
 echo
-echo "== skillbench triggers skills/"
-"$SB" triggers skills/ --model "$model"
+echo "== skillbench triggers skills/ --method both --agent $agent"
+"$SB" triggers skills/ --model "$model" --method both --agent "$agent"
 echo
 echo "demo: done; each eval's transcripts, journal, summary and receipt are in $out/<skill>"

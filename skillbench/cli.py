@@ -392,7 +392,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
              "min_precision": args.min_precision,
              "allow_incumbent_fail": True if args.allow_incumbent_fail else None,
              "allow_partial": True if args.allow_partial else None,
-             "require_power": True if args.require_power else None}  # fmt: skip
+             "require_power": True if args.require_power else None,
+             "trigger_method": args.trigger_method}  # fmt: skip
     # the local config's gate table sits between the team repo's policy and the flags
     local = {k.replace("-", "_"): v for k, v in loaded.settings.gate.items()}
     flags = {**local, **{k: v for k, v in flags.items() if v is not None}}
@@ -626,6 +627,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept a receipt whose run did not score every row")  # fmt: skip
     p.add_argument("--require-power", action="store_true",
                    help="refuse a verdict the sign test could not make significant")  # fmt: skip
+    p.add_argument("--trigger-method", dest="trigger_method", choices=["agent", "catalog"],
+                   help="accept trigger numbers only from this method")  # fmt: skip
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
 
     p = command(

@@ -148,6 +148,8 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     allow_partial: bool = False  # accept a receipt whose run did not score every row
     require_agent: str | None = None  # e.g. "claude-code": only measurements by that agent
     require_power: bool = False  # refuse a verdict resting on too few decided comparisons
+    trigger_method: str | None = None  # "agent" (real routing) or "catalog": how triggers
+    # must have been measured for min-recall / min-precision to count
     min_recall: float | None = None
     min_precision: float | None = None
 
@@ -173,6 +175,8 @@ def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
         raise TeamError(f"gate policy: {exc}") from None
     if policy.require not in ("PASS", "NEUTRAL"):
         raise TeamError("gate policy: `require` is PASS or NEUTRAL")
+    if policy.trigger_method not in (None, "agent", "catalog"):
+        raise TeamError("gate policy: `trigger-method` is agent or catalog")
     return policy
 
 
@@ -260,6 +264,16 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
     if lost and not policy.allow_incumbent_fail:
         reasons.append("FAIL vs the incumbent (the published version does better)")
     t = r.triggers or {}
+    method = str(t.get("method") or "catalog call")  # receipts before methods: the catalog
+    if (
+        policy.trigger_method
+        and r.triggers is not None
+        and not method.startswith(policy.trigger_method)
+    ):
+        reasons.append(f"triggers measured by {method} (policy requires trigger-method = "
+                       f'"{policy.trigger_method}")')  # fmt: skip
+    if t.get("invalid"):
+        reasons.append(f"the trigger measurement is invalid: {t['invalid']}")
     for key, minimum in (("recall", policy.min_recall), ("precision", policy.min_precision)):
         if minimum is None:
             continue

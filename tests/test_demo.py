@@ -50,13 +50,19 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
             if line.startswith("== skillbench eval ")] == skills  # every bundled skill  # fmt: skip
     assert "verdict: PASS [partial — 8/9 scored] (underpowered: 4 decided, 6 needed)" in out
     assert "skipped (environment): codex-assisted — missing codex" in out
-    assert sum(line.startswith("triggers (catalog call): recall=") for line in out) == len(skills)
+    # each eval's triggers line, then the library both ways: the catalog call, and Claude
+    # Code routing each prompt itself
+    for method, times in (("catalog call", 2), ("agent claude-code", 1)):
+        found = sum(line.strip().startswith(f"triggers ({method}): recall=") for line in out)
+        assert found == times * len(skills), method
+    assert ('    "can you look over this diff for bugs?" (should trigger): catalog call fired, '
+            "agent claude-code did not fire") in out  # fmt: skip
     assert any(
         line.startswith("models: agent scripted/demo") and "not a model" in line for line in out
     )
     # the triggers step shows every skill of the library
     assert all(f"{name}:" in out for name in skills)
-    assert "confusion (who took each miss):" in out
+    assert "confusion (who took each miss, agent claude-code):" in out
     for name in skills:  # both arms of every case ran and every row that could was scored
         summary = json.loads((tmp_path / f"demo/{name}/summary.json").read_text())
         journal = (tmp_path / f"demo/{name}/journal.jsonl").read_text().splitlines()

@@ -125,3 +125,27 @@ def test_an_agent_that_cannot_use_the_model_is_a_clear_error(tmp_path: Path, cap
     assert code == 2
     assert "--agent codex speaks the OpenAI Responses API" in err
     assert "Traceback" not in err
+
+
+def test_eval_with_a_cli_agent_measures_triggers_by_its_routing(
+    fake, tmp_path: Path, capsys
+) -> None:
+    root = library(tmp_path)
+    write(root / "greeter", {"evals/cases/hello.yaml": (
+        "task: Create hello.txt with a greeting\nchecks:\n  - file_exists: hello.txt\n")})  # fmt: skip
+    make = {"tool_calls": [{"Bash": {"command": "echo hi > hello.txt"}}]}
+    server = script("claude-code")
+    server["conversations"].append(
+        {"when": "(?s)Create hello.txt", "steps": [make, {"text": "ok"}]}
+    )
+    fake(server)
+    out = tmp_path / "run"
+    code = main(["eval", str(root / "greeter"), "--agent", "claude-code", "--model",
+                 MODEL["claude-code"], "--out", str(out), "--quiet", "--no-gen"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert "triggers (agent claude-code): recall=0.50 precision=0.50" in capsys.readouterr().out
+    receipt = json.loads((out / "receipt.json").read_text())
+    assert receipt["triggers"]["method"] == "agent claude-code"
+    assert receipt["spend_usd"] > 0  # the routing sessions' calls count toward the spend
+    # the routing sessions are kept with the run: the canary and four prompts
+    assert len(list((out / "triggers/transcripts").glob("*.jsonl"))) == 5

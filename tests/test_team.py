@@ -238,6 +238,27 @@ def test_gate_can_require_an_agent(tmp_path: Path, capsys) -> None:
                               "requires claude-code)")  # fmt: skip
 
 
+def test_gate_can_require_the_trigger_method(tmp_path: Path, capsys) -> None:
+    skill = greeter(tmp_path)
+    counts = {"recall": 0.9, "precision": 1.0, "tp": 9, "fn": 1, "fp": 0, "tn": 5}
+    receipt(skill, "run-1", triggers={"method": "catalog call", "invalid": None, **counts})
+    assert gate(capsys, skill, None, "--min-recall", "0.8")[0] == 0
+    (skill.parent.parent / "skillbench.toml").write_text('[gate]\ntrigger-method = "agent"\n')
+    code, out = gate(capsys, skill, None)
+    assert (code, out) == (1, "gate refused: greeter: triggers measured by catalog call (policy "
+                              'requires trigger-method = "agent")')  # fmt: skip
+    receipt(skill, "run-2", created="2026-11-29T11:00:00+00:00",
+            triggers={"method": "agent codex", "invalid": None, **counts})  # fmt: skip
+    assert gate(capsys, skill, None)[0] == 0
+    # an invalid measurement (the canary did not fire) never passes a trigger floor
+    receipt(skill, "run-3", created="2026-11-29T12:00:00+00:00",
+            triggers={"method": "agent codex", "invalid": "the canary did not fire",
+                      **counts, "recall": None, "precision": None})  # fmt: skip
+    code, out = gate(capsys, skill, None, "--min-recall", "0.8")
+    assert code == 1 and "the trigger measurement is invalid: the canary did not fire" in out
+    assert "trigger recall n/a is under 0.80" in out
+
+
 def test_gate_can_require_power(tmp_path: Path, capsys) -> None:
     skill = greeter(tmp_path)
     receipt(skill, "run-1", stats={"baseline": {"decided": 2, "needed": 6, "underpowered": True}})
