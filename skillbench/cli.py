@@ -163,7 +163,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        resume=args.resume, case=args.case, max_cost=args.max_cost,
                        seed=args.seed, triggers=not args.execution_only, runs=args.runs,
                        threshold=args.threshold, team=loaded.settings.team,
-                       trigger_method=args.trigger_method)  # fmt: skip
+                       trigger_method=args.trigger_method,
+                       fresh_baseline=args.fresh_baseline)  # fmt: skip
     if not args.no_gen and not args.resume:
         kinds = ["triggers"] if args.triggers_only else (
             ["cases"] if args.execution_only else ["cases", "triggers"])  # fmt: skip
@@ -549,6 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--execution-only", action="store_true", help="skip the trigger measurement")
     p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
     p.add_argument("--threshold", type=float, default=0.5, help="trigger rate that counts as fired")
+    p.add_argument("--fresh-baseline", dest="fresh_baseline", action="store_true",
+                   help="run baseline and incumbent sessions again instead of reusing "
+                   "identical ones from earlier runs")  # fmt: skip
     p.add_argument("--trigger-method", dest="trigger_method", choices=["catalog", "agent"],
                    help="how triggers are measured (default: agent with a CLI --agent, else "
                    "catalog)")  # fmt: skip

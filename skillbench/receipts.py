@@ -52,6 +52,7 @@ class Receipt(msgspec.Struct, kw_only=True):
     triggers: dict[str, Any] | None
     efficiency: dict[str, Any]
     spend_usd: float = 0.0  # every call of the run: sessions, judge, triggers, generation
+    reused: dict[str, Any] | None = None  # baseline/incumbent sessions taken from earlier runs
     provenance: Provenance
 
 

@@ -293,6 +293,11 @@ def evals_digest(folder: Path) -> str:
     return _hash_entries(eval_files(folder))
 
 
+def tree_digest(folder: Path, skill: Path) -> str:
+    """Digest of any folder of a skill (a fixture): its files and links, as `digest` hashes."""
+    return _hash_entries(skill_files(folder, exclude_top=frozenset(), skill=skill))
+
+
 def _hash_entries(entries: list[SkillFile]) -> str:
     h = hashlib.sha256()
     for entry in entries:

@@ -58,6 +58,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     runs: int = 1
     threshold: float = 0.5
     trigger_method: str | None = None  # "catalog" or "agent"; None: agent for a CLI agent
+    fresh_baseline: bool = False  # rerun baseline and incumbent sessions, never reuse them
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
 
 

@@ -75,6 +75,7 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     transcript: str | None = None
     checks: dict[str, list[CheckResult]] = {}  # unit name -> results
     notes: list[str] = []  # what the kept workspace left out (workspaces/<key>)
+    reused_from: str | None = None  # the run whose identical session this is (not rerun)
 
 
 class ArmResult(msgspec.Struct, omit_defaults=True):

@@ -42,6 +42,7 @@ from skillbench.engine.records import (
     Unit,
     session_key,
 )
+from skillbench.engine.reuse import Reused, SessionCache, cache_key, session_inputs
 from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.score import Skipped, Summary, arm_result, row_by_checks, summarize
 from skillbench.judge import judge
@@ -108,7 +109,8 @@ class _Run:
             for r in self.done.values()
             if r.outcome == "skipped"
         }
-        self.spend = opts.spent_before + sum(r.cost_usd or 0.0 for r in self.done.values())
+        self.spend = opts.spent_before + sum(r.cost_usd or 0.0 for r in self.done.values()
+                                             if r.reused_from is None)  # fmt: skip
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         self.stopped: str | None = None
         self.missing: set[str] = set()  # sessions skipped because the image lacks a tool
@@ -121,6 +123,7 @@ class _Run:
         self.agent = make_agent(plan.agent, max_retries=self.settings.max_retries,
                                 timeout=self.settings.request_timeout,
                                 **self.settings.agents.get(plan.agent, {}))  # fmt: skip
+        self.cache = SessionCache()
 
     # sessions ----------------------------------------------------------------------------
 
@@ -135,10 +138,44 @@ class _Run:
 
     async def session(self, provider: SandboxProvider, name: str, arm: str,
                       rep: int) -> SessionRecord:  # fmt: skip
+        key = self.reuse_key(name, arm, rep)
+        hit = self.cache.get(key) if key else None
+        if hit is not None:
+            return self.reused(hit, name, arm, rep)
         record = await self.attempt(provider, name, arm, rep, 1)
         if record.outcome == "error":  # infrastructure: once more in a fresh sandbox
             record = await self.attempt(provider, name, arm, rep, 2)
+        if key:
+            transcript = self.run_dir / record.transcript if record.transcript else None
+            self.cache.put(key, record, self.plan.run_id, transcript)
         return record
+
+    def reuse_key(self, name: str, arm: str, rep: int) -> str | None:
+        """The cache key of a session that does not depend on the candidate (None for the
+        candidate, and under --fresh-baseline)."""
+        if arm == CANDIDATE or self.opts.fresh_baseline:
+            return None
+        who = arm
+        if arm == INCUMBENT and self.plan.incumbent is not None:
+            who = f"incumbent {self.plan.incumbent.digest}"
+        return cache_key(session_inputs(
+            self.specs[name], self.skill_dir, arm=who, agent=self.plan.agent,
+            agent_version=self.plan.agent_version, model=self.plan.model,
+            sandbox=self.sandbox_spec, rep=rep))  # fmt: skip
+
+    def reused(self, hit: Reused, name: str, arm: str, rep: int) -> SessionRecord:
+        """A cached session as this run's: its transcript copied into the run folder."""
+        key = session_key(name, arm, rep)
+        transcript = None
+        if hit.transcript is not None:
+            dest = self.run_dir / "transcripts" / f"{key}.jsonl"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(hit.transcript, dest)
+            transcript = str(dest.relative_to(self.run_dir))
+        notes = [f"reused from run {hit.run_id} (its workspace is kept there)"]
+        return replace(hit.record, key=key, session=name, arm=arm, rep=rep,
+                       transcript=transcript, reused_from=hit.run_id,
+                       notes=notes if hit.record.notes else [])  # fmt: skip
 
     def request(self, name: str, arm: str, rep: int) -> SessionRequest:
         """What the agent is asked to do in one arm session."""
@@ -307,7 +344,8 @@ class _Run:
                     record = await self.session(provider, name, arm, rep)
                 self.done[record.key] = record
                 self.journal.append(record)
-                self.spend += record.cost_usd or 0.0
+                if record.reused_from is None:  # a reused session cost this run nothing
+                    self.spend += record.cost_usd or 0.0
                 if record.outcome == "skipped":
                     self.skipped[name] = record.error or "setup failed"
                 self.progress.finished(record, self.spend)
@@ -417,6 +455,7 @@ def receipt_of(plan: Plan, summary: Summary) -> Receipt:
         stats=msgspec.to_builtins(summary.stats),
         rows=msgspec.to_builtins(summary.rows), triggers=summary.triggers,
         efficiency=msgspec.to_builtins(summary.efficiency), spend_usd=summary.spend_usd,
+        reused=msgspec.to_builtins(summary.reused),
         provenance=Provenance(
             engine_version=plan.engine_version,
             models={"agent": plan.model, "judge": plan.judge_model}, k=plan.k, seed=plan.seed,

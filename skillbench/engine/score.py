@@ -250,6 +250,14 @@ class RowSummary(msgspec.Struct):
     arms: dict[str, ArmResult]
 
 
+class Reuse(msgspec.Struct, frozen=True):
+    """Baseline and incumbent sessions taken from earlier runs instead of run again."""
+
+    sessions: int  # reused
+    of: int  # baseline and incumbent sessions of the run
+    runs: list[str]  # where they came from
+
+
 class Summary(msgspec.Struct, kw_only=True):
     """What a run established (design §7 summary keys, plus arm scores, case runs and
     provenance): summary.json, `--json`, the report, JUnit and the receipt all read this."""
@@ -281,6 +289,16 @@ class Summary(msgspec.Struct, kw_only=True):
     diagnostics: list[Diagnostic] = []
     triggers_note: str | None = None  # why the triggers were not measured
     spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
+    reused: Reuse | None = None
+
+
+def reuse_of(sessions: dict[str, SessionRecord]) -> Reuse | None:
+    """How many of the run's baseline and incumbent sessions came from earlier runs."""
+    opponents = [r for r in sessions.values() if r.arm != CANDIDATE]
+    reused = [r for r in opponents if r.reused_from]
+    if not reused:
+        return None
+    return Reuse(len(reused), len(opponents), sorted({str(r.reused_from) for r in reused}))
 
 
 def summarize(
@@ -321,7 +339,7 @@ def summarize(
         skipped=skipped, efficiency=efficiency(plan, sessions),
         arm_scores=arm_scores(plan, sessions, skipped_names),
         case_runs=runs,
-        agent=plan.agent, agent_version=plan.agent_version,
+        agent=plan.agent, agent_version=plan.agent_version, reused=reuse_of(sessions),
         models={"agent": plan.model, "judge": plan.judge_model},
         driver="scripted" if scripted else "model", k=plan.k, seed=plan.seed,
         stats={opp: stats_of(plan, sessions, [r for r in scored if r.opponent == opp], opp,

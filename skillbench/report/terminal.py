@@ -50,6 +50,10 @@ def report_lines(summary: Summary) -> list[str]:
         # the arms' cost per session, then what the whole run spent (judge, triggers and
         # generation included)
         lines.append("efficiency: " + " | ".join(parts) + f" · run total ${summary.spend_usd:.2f}")
+    if summary.reused:
+        r = summary.reused
+        lines.append(f"baseline: {r.sessions} of {r.of} sessions reused from run "
+                     f"{', '.join(r.runs)} (--fresh-baseline reruns them)")  # fmt: skip
     agent, judge = summary.models.get("agent", ""), summary.models.get("judge")
     if summary.agent != "builtin":
         who = f"{summary.agent} {summary.agent_version}".strip()

@@ -1,0 +1,105 @@
+"""Baseline reuse (design §11): baseline and incumbent sessions do not depend on the candidate,
+so a finished one is kept and reused by later runs of any version of the skill.
+
+An entry is keyed by a digest of everything the session does depend on: the case as loaded
+(task, checks, files, setup, limits, and the fixture's bytes, not its path), which arm it was
+(the baseline, the A/A twin, or the incumbent's digest), the agent and its version, the model,
+the sandbox image and limits, the repetition, and skillbench's own version. Any change to any
+of them is another key, so an entry never crosses an input change. Entries live under
+$SKILLBENCH_HOME/sessions/; only scored sessions (pass or fail) are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from skillbench import __version__
+from skillbench.engine.records import SessionRecord
+from skillbench.receipts import home
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.skills import tree_digest
+from skillbench.spec.model import Session
+
+
+class SessionInputs(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a baseline or incumbent session depends on."""
+
+    session: Session
+    fixture_digest: str | None
+    arm: str  # "baseline", "aa", or "incumbent <digest>"
+    agent: str
+    agent_version: str
+    model: str
+    sandbox: SandboxSpec
+    rep: int
+    engine_version: str = __version__
+
+
+def session_inputs(session: Session, skill_dir: Path, *, arm: str, agent: str,
+                   agent_version: str, model: str, sandbox: SandboxSpec,
+                   rep: int) -> SessionInputs:  # fmt: skip
+    """The inputs of one session; the case's file path is left out, its fixture's bytes in."""
+    fixture = tree_digest(Path(session.fixture), skill_dir) if session.fixture else None
+    bare = msgspec.structs.replace(session, path="", fixture=None)
+    return SessionInputs(session=bare, fixture_digest=fixture, arm=arm, agent=agent,
+                         agent_version=agent_version, model=model, sandbox=sandbox,
+                         rep=rep)  # fmt: skip
+
+
+def cache_key(inputs: SessionInputs) -> str:
+    return hashlib.sha256(msgspec.json.encode(inputs)).hexdigest()
+
+
+class Reused(msgspec.Struct, frozen=True):
+    """A cached session: its record (as its run journaled it), transcript and run."""
+
+    record: SessionRecord
+    run_id: str
+    transcript: Path | None
+
+
+class SessionCache:
+    """Finished baseline and incumbent sessions, by cache_key()."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = root or home() / "sessions"
+
+    def _folder(self, key: str) -> Path:
+        return self.root / key[:2] / key
+
+    def get(self, key: str) -> Reused | None:
+        folder = self._folder(key)
+        try:
+            entry = msgspec.json.decode((folder / "entry.json").read_bytes(), type=_Entry)
+        except (OSError, msgspec.DecodeError):
+            return None
+        transcript = folder / "transcript.jsonl"
+        return Reused(entry.record, entry.run_id, transcript if transcript.is_file() else None)
+
+    def put(self, key: str, record: SessionRecord, run_id: str, transcript: Path | None) -> None:
+        """Keep a scored session (atomically: a reader sees all of an entry or none)."""
+        if record.outcome not in ("pass", "fail"):
+            return
+        folder = self._folder(key)
+        if folder.is_dir():
+            return
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".new-", dir=folder.parent))
+        try:
+            if transcript is not None and transcript.is_file():
+                shutil.copyfile(transcript, tmp / "transcript.jsonl")
+            (tmp / "entry.json").write_bytes(msgspec.json.encode(_Entry(record, run_id)))
+            os.rename(tmp, folder)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)  # another run kept it first, or no space
+
+
+class _Entry(msgspec.Struct, frozen=True):
+    record: SessionRecord
+    run_id: str
