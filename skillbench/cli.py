@@ -145,6 +145,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from skillbench.report.progress import ProgressDisplay
     from skillbench.report.terminal import report_lines
 
+    if args.resume and args.plan:
+        raise UsageError("--plan and --resume exclude each other (the plan is in the run folder)")
     if args.resume:
         _resume_settings(args)
     skill_dir = args.skill
@@ -165,6 +167,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        threshold=args.threshold, team=loaded.settings.team,
                        trigger_method=args.trigger_method,
                        fresh_baseline=args.fresh_baseline)  # fmt: skip
+    if not args.resume and (args.plan or args.max_cost is not None):
+        from skillbench.engine.estimate import estimate, over_budget, plan_lines
+
+        try:
+            planned = estimate(opts)
+        except EvalError as exc:
+            for problem in exc.problems:
+                _err(str(problem))
+            _err(f"skillbench: error: {exc}")
+            return EXIT_USAGE
+        if args.plan:
+            for line in plan_lines(planned, args.max_cost, loaded.settings.parallel):
+                _out(line)
+            _out("nothing was started (--plan)")
+            return EXIT_OK
+        warning = over_budget(planned, args.max_cost)
+        if warning:
+            _err(f"note: {warning}")
     if not args.no_gen and not args.resume:
         kinds = ["triggers"] if args.triggers_only else (
             ["cases"] if args.execution_only else ["cases", "triggers"])  # fmt: skip
@@ -550,6 +570,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--execution-only", action="store_true", help="skip the trigger measurement")
     p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
     p.add_argument("--threshold", type=float, default=0.5, help="trigger rate that counts as fired")
+    p.add_argument("--plan", action="store_true",
+                   help="print the sessions, model calls, estimated cost and time, and exit "
+                   "without starting anything")  # fmt: skip
     p.add_argument("--fresh-baseline", dest="fresh_baseline", action="store_true",
                    help="run baseline and incumbent sessions again instead of reusing "
                    "identical ones from earlier runs")  # fmt: skip

@@ -52,6 +52,11 @@ def session_inputs(session: Session, skill_dir: Path, *, arm: str, agent: str,
                          rep=rep)  # fmt: skip
 
 
+def arm_identity(arm: str, incumbent_digest: str | None) -> str:
+    """What an arm is, for the key: the incumbent arm is the bytes it ran."""
+    return f"incumbent {incumbent_digest}" if arm == "incumbent" and incumbent_digest else arm
+
+
 def cache_key(inputs: SessionInputs) -> str:
     return hashlib.sha256(msgspec.json.encode(inputs)).hexdigest()
 

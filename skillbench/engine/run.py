@@ -42,7 +42,13 @@ from skillbench.engine.records import (
     Unit,
     session_key,
 )
-from skillbench.engine.reuse import Reused, SessionCache, cache_key, session_inputs
+from skillbench.engine.reuse import (
+    Reused,
+    SessionCache,
+    arm_identity,
+    cache_key,
+    session_inputs,
+)
 from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.score import Skipped, Summary, arm_result, row_by_checks, summarize
 from skillbench.judge import judge
@@ -155,11 +161,10 @@ class _Run:
         candidate, and under --fresh-baseline)."""
         if arm == CANDIDATE or self.opts.fresh_baseline:
             return None
-        who = arm
-        if arm == INCUMBENT and self.plan.incumbent is not None:
-            who = f"incumbent {self.plan.incumbent.digest}"
+        incumbent = self.plan.incumbent.digest if self.plan.incumbent else None
         return cache_key(session_inputs(
-            self.specs[name], self.skill_dir, arm=who, agent=self.plan.agent,
+            self.specs[name], self.skill_dir, arm=arm_identity(arm, incumbent),
+            agent=self.plan.agent,
             agent_version=self.plan.agent_version, model=self.plan.model,
             sandbox=self.sandbox_spec, rep=rep))  # fmt: skip
 

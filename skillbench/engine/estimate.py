@@ -1,0 +1,171 @@
+"""Cost before spending (design §11): what a run would do and roughly cost, with no sandbox
+started and no model called.
+
+Sessions are counted from the plan (cases x arms x k), less the baseline and incumbent
+sessions the reuse cache already holds. Per-session turns, tokens and seconds come from the
+newest earlier receipt of the same skill with the same agent and model; without one, from
+stated defaults. The cost is those tokens at the price table's rates.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import msgspec
+
+from skillbench.agents import AgentError, make_agent
+from skillbench.config import sandbox_spec
+from skillbench.engine.plan import (
+    EvalError,
+    EvalOptions,
+    find_incumbent,
+    sessions_of,
+    trigger_method,
+    units_of,
+    validated,
+)
+from skillbench.engine.records import BASELINE, CANDIDATE, INCUMBENT
+from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
+from skillbench.models.base import Usage
+from skillbench.models.pricing import cost_usd
+from skillbench.receipts import local_receipts
+from skillbench.skills import digest
+
+# Without an earlier receipt: per model call in a session, and per session.
+DEFAULT_CALLS = 6.0
+DEFAULT_INPUT, DEFAULT_OUTPUT = 12_000.0, 600.0  # tokens per call
+DEFAULT_SECONDS = 90.0
+JUDGE_INPUT, JUDGE_OUTPUT = 6_000.0, 200.0  # tokens per judge call (one order)
+TRIGGER_INPUT, TRIGGER_OUTPUT = 800.0, 30.0  # tokens per catalog call
+ROUTING_CALLS = 2  # an agent routing session: load the skill, answer
+
+
+class Estimate(msgspec.Struct, kw_only=True):
+    skill: str
+    version: str
+    cases: int
+    arms: list[str]
+    k: int
+    sessions: int  # that will run
+    reused: int  # baseline and incumbent sessions the cache holds
+    session_calls: float
+    judge_calls: int  # at most: only check ties go to the judge, in both orders
+    trigger_calls: int
+    trigger_method: str | None  # None: no triggers file, or --execution-only
+    cost_usd: float | None  # None: the model has no known price
+    seconds: float
+    basis: str  # where the per-session figures came from
+
+
+def estimate(opts: EvalOptions) -> Estimate:
+    """The plan of a run like `opts` and its estimated calls, cost and time."""
+    skill_dir = Path(opts.skill_dir)
+    skill, assets = validated(skill_dir)
+    settings = opts.settings
+    try:
+        agent = make_agent(settings.agent, **settings.agents.get(settings.agent, {}))
+        agent.check_model(settings.model)
+    except AgentError as exc:
+        raise EvalError(f"--agent {settings.agent}: {exc}") from None
+    version = digest(skill_dir)
+    sessions = sessions_of(assets, opts.case)
+    found = find_incumbent(opts, skill, version)
+    arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else [])
+    box = sandbox_spec(settings, agent.image_name(opts.image))
+    cache = SessionCache()
+    reused = 0
+    if not opts.fresh_baseline:
+        for spec in sessions.values():
+            for arm in (a for a in arms if a != CANDIDATE):
+                for rep in range(1, settings.k + 1):
+                    key = cache_key(session_inputs(
+                        spec, skill_dir, arm=arm_identity(arm, found.digest if found else None),
+                        agent=agent.name, agent_version=agent.version(), model=settings.model,
+                        sandbox=box, rep=rep))  # fmt: skip
+                    reused += cache.get(key) is not None
+    to_run = len(sessions) * len(arms) * settings.k - reused
+    calls, tokens_in, tokens_out, seconds, basis = _per_session(skill.name, settings.model,
+                                                                settings.agent)  # fmt: skip
+    judged = sum(u.judge for u in units_of(sessions))
+    judge_calls = judged * settings.k * (len(arms) - 1) * 2
+    method, trigger_calls = None, 0
+    if opts.triggers and assets.triggers is not None:
+        method = trigger_method(opts)
+        prompts = len(assets.triggers.should_trigger) + len(assets.triggers.should_not_trigger)
+        trigger_calls = prompts * opts.runs
+        if method == "agent":  # one session per prompt and run, plus the canary
+            trigger_calls = (trigger_calls + 1) * ROUTING_CALLS
+    usage = Usage(
+        input_tokens=int(to_run * tokens_in + judge_calls * JUDGE_INPUT
+                         + trigger_calls * TRIGGER_INPUT),
+        output_tokens=int(to_run * tokens_out + judge_calls * JUDGE_OUTPUT
+                          + trigger_calls * TRIGGER_OUTPUT),
+    )  # fmt: skip
+    parallel = max(1, settings.parallel)
+    wall = math.ceil(to_run / parallel) * seconds + math.ceil(trigger_calls / parallel) * 5.0
+    return Estimate(
+        skill=skill.name, version=version, cases=len(sessions), arms=arms, k=settings.k,
+        sessions=to_run, reused=reused, session_calls=to_run * calls, judge_calls=judge_calls,
+        trigger_calls=trigger_calls, trigger_method=method,
+        cost_usd=cost_usd(settings.model, usage, settings.prices), seconds=wall, basis=basis,
+    )  # fmt: skip
+
+
+def _per_session(skill: str, model: str, agent: str) -> tuple[float, float, float, float, str]:
+    """(model calls, input tokens, output tokens, seconds) per session, and their source."""
+    earlier = [
+        r for _, r in local_receipts(skill)
+        if r.models.get("agent") == model and (r.agent or "builtin") == agent and r.efficiency
+    ]  # fmt: skip
+    if earlier:
+        r = max(earlier, key=lambda r: (r.provenance.created_at, r.run_id))
+        arms = list(r.efficiency.values())
+
+        def mean(key: str) -> float:
+            return sum(float(e.get(key) or 0.0) for e in arms) / len(arms)
+
+        turns = max(1.0, mean("turns"))
+        return (turns, mean("input_tokens"), mean("output_tokens"), mean("seconds"),
+                f"per-session figures from run {r.run_id} of {skill}")  # fmt: skip
+    return (DEFAULT_CALLS, DEFAULT_CALLS * DEFAULT_INPUT, DEFAULT_CALLS * DEFAULT_OUTPUT,
+            DEFAULT_SECONDS, f"no earlier run of {skill} with {model}: a default of "
+            f"{DEFAULT_CALLS:g} calls x {DEFAULT_INPUT:,.0f} input + {DEFAULT_OUTPUT:,.0f} output "
+            f"tokens and {DEFAULT_SECONDS:g} s per session")  # fmt: skip
+
+
+def plan_lines(e: Estimate, max_cost: float | None, parallel: int) -> list[str]:
+    """The `eval --plan` report."""
+    arms = ", ".join(e.arms)
+    lines = [f"plan: {e.skill} ({e.version[:19]}…): {e.cases} case(s) x {len(e.arms)} arms "
+             f"({arms}) x k={e.k}"]  # fmt: skip
+    reused = f" ({e.reused} baseline/incumbent session(s) reused from earlier runs)" * bool(
+        e.reused
+    )
+    lines.append(f"  sessions: {e.sessions} to run{reused}")
+    triggers = ""
+    if e.trigger_method:
+        method = "catalog call" if e.trigger_method == "catalog" else "agent routing"
+        triggers = f", {e.trigger_calls} trigger call(s) ({method})"
+    lines.append(f"  model calls: ~{e.session_calls:.0f} in sessions, up to {e.judge_calls} "
+                 f"judge call(s){triggers}")  # fmt: skip
+    cost = "unknown (no price for the model: add [prices] to skillbench.toml)" if (
+        e.cost_usd is None) else f"~${e.cost_usd:.2f}"  # fmt: skip
+    lines.append(f"  estimated cost: {cost}; {e.basis}")
+    lines.append(f"  estimated time: ~{_duration(e.seconds)} at --parallel {parallel}")
+    over = over_budget(e, max_cost)
+    if over:
+        lines.append(f"  {over}")
+    return lines
+
+
+def over_budget(e: Estimate, max_cost: float | None) -> str | None:
+    """The warning when the estimate exceeds --max-cost."""
+    if max_cost is None or e.cost_usd is None or e.cost_usd <= max_cost:
+        return None
+    return (f"the estimated cost ~${e.cost_usd:.2f} exceeds --max-cost ${max_cost:.2f}: the run "
+            "will stop at the cap with some rows unscored")  # fmt: skip
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
