@@ -166,7 +166,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        seed=args.seed, triggers=not args.execution_only, runs=args.runs,
                        threshold=args.threshold, team=loaded.settings.team,
                        trigger_method=args.trigger_method,
-                       fresh_baseline=args.fresh_baseline)  # fmt: skip
+                       fresh_baseline=args.fresh_baseline, aa=args.aa)  # fmt: skip
     if not args.resume and (args.plan or args.max_cost is not None):
         from skillbench.engine.estimate import estimate, over_budget, plan_lines
 
@@ -570,6 +570,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--execution-only", action="store_true", help="skip the trigger measurement")
     p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
     p.add_argument("--threshold", type=float, default=0.5, help="trigger rate that counts as fired")
+    p.add_argument("--aa", action="store_true",
+                   help="also run a second baseline arm and report how often the two differ: "
+                   "the noise floor a real lift must clear")  # fmt: skip
     p.add_argument("--plan", action="store_true",
                    help="print the sessions, model calls, estimated cost and time, and exit "
                    "without starting anything")  # fmt: skip

@@ -30,6 +30,7 @@ class JudgeResult(msgspec.Struct, frozen=True):
     reasons: tuple[str, ...] = ()
     candidate_first: bool = True
     usage: Usage = Usage()
+    winners: tuple[str, ...] = ()  # each order's answer: A | B | tie (for position bias)
 
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
@@ -90,10 +91,11 @@ async def judge(
     for problem in ("error", "refused", "unparseable"):
         if any(a.problem == problem for a in answers):
             return JudgeResult("tie", f"judge-{problem}", reasons, candidate_first, usage)
+    winners = tuple(str(a.winner) for a in answers)
     sides = [_side(a.winner, cand_is_a) for a, cand_is_a in zip(answers, orders, strict=True)]
     if sides[0] != sides[1]:
-        return JudgeResult("tie", "judge-split", reasons, candidate_first, usage)
-    return JudgeResult(sides[0], "judge", reasons, candidate_first, usage)
+        return JudgeResult("tie", "judge-split", reasons, candidate_first, usage, winners)
+    return JudgeResult(sides[0], "judge", reasons, candidate_first, usage, winners)
 
 
 def _side(winner: str | None, cand_is_a: bool) -> str:

@@ -53,6 +53,7 @@ class Receipt(msgspec.Struct, kw_only=True):
     efficiency: dict[str, Any]
     spend_usd: float = 0.0  # every call of the run: sessions, judge, triggers, generation
     reused: dict[str, Any] | None = None  # baseline/incumbent sessions taken from earlier runs
+    noise_floor: dict[str, Any] | None = None  # eval --aa: flips between two baseline arms
     provenance: Provenance
 
 

@@ -107,7 +107,12 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     assert {(d["kind"], d["case"], d["check"]) for d in summary["diagnostics"]} == {
         ("non-discriminating", "polish", "transcript_mentions: greeting"),
         ("non-discriminating", "style", "transcript_mentions: greeting"),
+        ("judge-position", "", None),
     }
+    # the marked-preferring judge named the candidate wherever it stood (one A, one B); the
+    # always-A judge named the first attempt twice: 3 of 4 answers went to the first position
+    position = next(d for d in summary["diagnostics"] if d["kind"] == "judge-position")
+    assert position["detail"] == "the judge picked the attempt shown first in 3 of 4 answers (75%)"
     power = summary["stats"]["baseline"]
     assert (power["decided"], power["needed"], power["underpowered"]) == (2, 6, True)
     assert power["pass_rate"]["candidate"]["value"] == 1.0  # 3 of 3 unit runs

@@ -157,3 +157,31 @@ def test_a_second_eval_of_an_edited_skill_starts_no_baseline_session(
     code, _, fourth = run_eval(capsys, folder, tmp_path / "run4", "--execution-only",
                                "--fresh-baseline")  # fmt: skip
     assert baseline_calls() == 5 and fourth["reused"] is None
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_aa_runs_two_baselines_and_reports_their_flip_rate(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/hello.yaml": "task: Say hello\nchecks:\n  - transcript_mentions: hello\n",
+        "evals/cases/bye.yaml": "task: Say bye\nchecks:\n  - transcript_mentions: bye\n",
+    })  # fmt: skip
+    # with --parallel 1 the sessions run in plan order (baseline, candidate, baseline-b per
+    # case), and a rule's replies are used in turn: the two baselines differ on hello only
+    fake({"rules": [
+        {"when": "Say hello", "replies": ["hello there", "hello!", "I cannot."]},
+        {"when": "Say bye", "replies": ["bye", "bye!", "bye now"]},
+    ]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
+                                    "--aa", "--parallel", "1")  # fmt: skip
+    assert code == 0
+    assert summary["noise_floor"] == {"flips": 1, "compared": 2, "flip_rate": 0.5}
+    assert ("noise floor (A/A): the two baseline arms differ on 1 of 2 comparisons (50%): a "
+            "lift must clear it") in lines  # fmt: skip
+    # the twin is not an opponent: the verdict still compares the candidate with the baseline
+    assert {r["opponent"] for r in summary["rows"]} == {"baseline"}
+    receipt = json.loads((tmp_path / "run/receipt.json").read_text())
+    assert receipt["noise_floor"]["flip_rate"] == 0.5
+    plan = json.loads((tmp_path / "run/plan.json").read_text())
+    assert plan["arms"] == ["baseline", "candidate", "baseline-b"]

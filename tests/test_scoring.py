@@ -192,3 +192,71 @@ def test_diagnostics_name_checks_that_cannot_discriminate_gaps_and_flaky_cases()
          "as a tie, not a result"),
         ("flaky", "b", None, "candidate passed 1 of 2 repetitions"),
     ]  # fmt: skip
+
+
+def _plan(arms: list[str], units: list[tuple[str, str]], k: int = 1):
+    from skillbench.engine.records import Plan, Unit
+
+    return Plan(run_id="r", skill="s", skill_dir="/s", version="v", assets_digest="a",
+                model="scripted/demo", judge_model="scripted/demo", k=k, seed=1, arms=arms,
+                opponents=["baseline"], sessions=sorted({s for _, s in units}),
+                units=[Unit(n, s) for n, s in units], engine_version="0", created_at="now")  # fmt: skip
+
+
+def test_a_suite_distractor_every_arm_passes_is_named() -> None:
+    from skillbench.checks import CheckResult
+    from skillbench.engine.records import SessionRecord
+    from skillbench.engine.score import diagnostics
+
+    plan = _plan(["baseline", "candidate"], [("suite/bug", "suite"), ("suite/refactor", "suite")])
+
+    def session(arm: str) -> SessionRecord:
+        checks = {"suite/bug": [CheckResult("transcript_mentions: off-by-one", arm == "candidate",
+                                            "")],
+                  "suite/refactor": [CheckResult("transcript_omits: rename", True, "")]}  # fmt: skip
+        return SessionRecord(key=f"suite.{arm}.1", session="suite", arm=arm, rep=1,
+                             outcome="fail", checks=checks)  # fmt: skip
+
+    found = {(d.kind, d.case) for d in diagnostics(plan, {f"suite.{a}.1": session(a)
+                                                        for a in ("baseline", "candidate")}, set())}  # fmt: skip
+    assert ("suite-distractor", "suite/refactor") in found
+    assert ("suite-distractor", "suite/bug") not in found
+
+
+def test_the_judges_first_position_rate_counts_answers_not_rows() -> None:
+    from skillbench.engine.records import RowRecord
+    from skillbench.engine.score import diagnostics, judge_position
+
+    def row(*winners: str) -> RowRecord:
+        return RowRecord(case="c", rep=1, opponent="baseline", outcome="tie", decided_by="judge",
+                         arms={}, judge_winners=list(winners))  # fmt: skip
+
+    rows = [row("A", "A"), row("A", "B"), row("tie", "A"), row()]
+    assert judge_position(rows) == (4, 5)  # ties name no position; unjudged rows add nothing
+    assert judge_position([row()]) is None
+    (d,) = diagnostics(_plan(["baseline", "candidate"], []), {}, set(), rows)
+    assert d.detail.startswith("the judge picked the attempt shown first in 4 of 5 answers (80%)"
+                               " (position bias")  # fmt: skip
+    (d,) = diagnostics(_plan(["baseline", "candidate"], []), {}, set(), [row("A", "B")] * 2)
+    assert d.detail == "the judge picked the attempt shown first in 2 of 4 answers (50%)"
+
+
+def test_the_noise_floor_counts_flips_between_the_two_baselines() -> None:
+    from skillbench.checks import CheckResult
+    from skillbench.engine.records import SessionRecord
+    from skillbench.engine.score import noise_floor
+
+    plan = _plan(["baseline", "candidate", "baseline-b"], [("a", "a"), ("b", "b")], k=2)
+    passes = {("a", "baseline", 1): True, ("a", "baseline-b", 1): False,
+              ("a", "baseline", 2): True, ("a", "baseline-b", 2): True,
+              ("b", "baseline", 1): False, ("b", "baseline-b", 1): False,
+              ("b", "baseline", 2): False}  # (b, baseline-b, 2) errored: not compared  # fmt: skip
+    sessions = {f"{c}.{a}.{r}": SessionRecord(
+        key=f"{c}.{a}.{r}", session=c, arm=a, rep=r, outcome="pass" if ok else "fail",
+        checks={c: [CheckResult("file_exists: x", ok, "")]}) for (c, a, r), ok in passes.items()}  # fmt: skip
+    sessions["b.baseline-b.2"] = SessionRecord(key="b.baseline-b.2", session="b",
+                                               arm="baseline-b", rep=2, outcome="error")  # fmt: skip
+    floor = noise_floor(plan, sessions)
+    assert floor is not None and (floor.flips, floor.compared) == (1, 3)
+    assert floor.flip_rate == pytest.approx(1 / 3)
+    assert noise_floor(_plan(["baseline", "candidate"], [("a", "a")]), sessions) is None

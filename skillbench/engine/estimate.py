@@ -25,7 +25,7 @@ from skillbench.engine.plan import (
     units_of,
     validated,
 )
-from skillbench.engine.records import BASELINE, CANDIDATE, INCUMBENT
+from skillbench.engine.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
@@ -71,7 +71,7 @@ def estimate(opts: EvalOptions) -> Estimate:
     version = digest(skill_dir)
     sessions = sessions_of(assets, opts.case)
     found = find_incumbent(opts, skill, version)
-    arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else [])
+    arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else [])
     box = sandbox_spec(settings, agent.image_name(opts.image))
     cache = SessionCache()
     reused = 0
@@ -88,7 +88,7 @@ def estimate(opts: EvalOptions) -> Estimate:
     calls, tokens_in, tokens_out, seconds, basis = _per_session(skill.name, settings.model,
                                                                 settings.agent)  # fmt: skip
     judged = sum(u.judge for u in units_of(sessions))
-    judge_calls = judged * settings.k * (len(arms) - 1) * 2
+    judge_calls = judged * settings.k * len([a for a in arms if a not in (CANDIDATE, AA)]) * 2
     method, trigger_calls = None, 0
     if opts.triggers and assets.triggers is not None:
         method = trigger_method(opts)

@@ -15,7 +15,16 @@ import msgspec
 from skillbench import __version__
 from skillbench.agents import AgentError, make_agent
 from skillbench.config import Settings
-from skillbench.engine.records import BASELINE, CANDIDATE, INCUMBENT, Incumbent, Plan, Unit
+from skillbench.engine.records import (
+    AA,
+    BASELINE,
+    CANDIDATE,
+    INCUMBENT,
+    SUITE,
+    Incumbent,
+    Plan,
+    Unit,
+)
 from skillbench.models import ModelRefError, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.image import IMAGE, image_exists
@@ -32,8 +41,6 @@ from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
 from skillbench.spec.model import Session, Suite
 from skillbench.spec.problems import errors_in
 from skillbench.team import TeamError, incumbent
-
-SUITE = "suite"
 
 
 class EvalError(Exception):
@@ -59,6 +66,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     threshold: float = 0.5
     trigger_method: str | None = None  # "catalog" or "agent"; None: agent for a CLI agent
     fresh_baseline: bool = False  # rerun baseline and incumbent sessions, never reuse them
+    aa: bool = False  # also run a second baseline arm: the A/A noise floor
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
 
 
@@ -199,7 +207,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         assets_digest=assets_digest, model=settings.model,
         judge_model=settings.judge_model or settings.model, k=settings.k,
         seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),
-        arms=[BASELINE, CANDIDATE] + ([INCUMBENT] if found else []),
+        arms=[BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else []),
         opponents=[BASELINE] + ([INCUMBENT] if found else []), sessions=list(sessions),
         incumbent=found, team=str(Path(opts.team).resolve()) if opts.team else None,
         units=units_of(sessions), engine_version=__version__, agent=settings.agent,

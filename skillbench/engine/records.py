@@ -8,6 +8,8 @@ from skillbench.checks import CheckResult
 from skillbench.models.base import Usage
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
+SUITE = "suite"  # the session name of evals/suite.yaml
+AA = "baseline-b"  # eval --aa: a second, independent baseline arm (the noise floor)
 # Ties that say nothing about the skill: an arm errored, or the judge could not answer.
 UNSCORED = frozenset({"unscored", "judge-refused", "judge-unparseable", "judge-error"})
 
@@ -97,6 +99,7 @@ class RowRecord(msgspec.Struct, tag="row", kw_only=True):
     judge_reasons: list[str] = []
     judge_candidate_first: bool | None = None
     judge_cost_usd: float | None = None
+    judge_winners: list[str] = []  # the judge's answer in each order: A | B | tie
 
     @property
     def scored(self) -> bool:

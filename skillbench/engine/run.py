@@ -317,7 +317,8 @@ class _Run:
         self.add_row(RowRecord(
             case=unit.name, rep=rep, opponent=opponent, outcome=verdict.outcome,
             decided_by=verdict.decided_by, arms=arms, judge_reasons=list(verdict.reasons),
-            judge_candidate_first=verdict.candidate_first, judge_cost_usd=cost))  # fmt: skip
+            judge_candidate_first=verdict.candidate_first, judge_cost_usd=cost,
+            judge_winners=list(verdict.winners)))  # fmt: skip
 
     def add_row(self, row: RowRecord) -> None:
         self.rows[(row.case, row.rep, row.opponent)] = row
@@ -461,6 +462,7 @@ def receipt_of(plan: Plan, summary: Summary) -> Receipt:
         rows=msgspec.to_builtins(summary.rows), triggers=summary.triggers,
         efficiency=msgspec.to_builtins(summary.efficiency), spend_usd=summary.spend_usd,
         reused=msgspec.to_builtins(summary.reused),
+        noise_floor=msgspec.to_builtins(summary.noise_floor),
         provenance=Provenance(
             engine_version=plan.engine_version,
             models={"agent": plan.model, "judge": plan.judge_model}, k=plan.k, seed=plan.seed,

@@ -4,14 +4,17 @@ sign test, arm scores, case-runs passed and efficiency. Pure functions over reco
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
 
 from skillbench.checks import CheckResult
 from skillbench.engine.records import (
+    AA,
+    BASELINE,
     CANDIDATE,
+    SUITE,
     ArmResult,
     Plan,
     RowRecord,
@@ -207,9 +210,9 @@ class Diagnostic(msgspec.Struct, frozen=True):
     check: str | None = None
 
 
-def diagnostics(plan: Plan, sessions: dict[str, SessionRecord],
-                skipped: set[str]) -> list[Diagnostic]:  # fmt: skip
-    """What the finished sessions say about the eval's own quality."""
+def diagnostics(plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str],
+                rows: Sequence[RowRecord] = ()) -> list[Diagnostic]:  # fmt: skip
+    """What the finished sessions and rows say about the eval's own quality."""
     found: list[Diagnostic] = []
     for unit in (u for u in plan.units if u.session not in skipped):
         ran = [(arm, rep, r) for arm in plan.arms for rep in range(1, plan.k + 1)
@@ -236,7 +239,55 @@ def diagnostics(plan: Plan, sessions: dict[str, SessionRecord],
             if len(set(flags)) > 1:
                 found.append(Diagnostic("flaky", unit.name, f"{arm} passed {sum(flags)} of "
                                         f"{len(flags)} repetitions"))  # fmt: skip
+        everyone = {a for a, _, _ in ran} == set(plan.arms)
+        if unit.session == SUITE and everyone and all(arm_result(unit, r).passed
+                                                      for _, _, r in ran):  # fmt: skip
+            found.append(Diagnostic("suite-distractor", unit.name, "every arm passed it in "
+                                    "every repetition: a trap no arm falls for measures "
+                                    "nothing; make it tempting or drop it"))  # fmt: skip
+    position = judge_position(rows)
+    if position is not None:
+        first, answers = position
+        bias = (
+            " (position bias: swap-order ties hide it, but a rubric this vague decides little)"
+            if answers >= 4 and not 0.25 <= first / answers <= 0.75
+            else ""
+        )
+        found.append(Diagnostic("judge-position", "", f"the judge picked the attempt shown "
+                                f"first in {first} of {answers} answers "
+                                f"({first / answers:.0%}){bias}"))  # fmt: skip
     return found
+
+
+def judge_position(rows: Sequence[RowRecord]) -> tuple[int, int] | None:
+    """(answers naming the attempt shown first, answers naming either) over the judge's
+    calls; None when the judge named no winner."""
+    answers = [w for r in rows for w in r.judge_winners if w in ("A", "B")]
+    return (answers.count("A"), len(answers)) if answers else None
+
+
+class NoiseFloor(msgspec.Struct, frozen=True):
+    """eval --aa: how often two independent baseline arms disagree on a unit."""
+
+    flips: int
+    compared: int
+    flip_rate: float | None
+
+
+def noise_floor(plan: Plan, sessions: dict[str, SessionRecord]) -> NoiseFloor | None:
+    """Units and repetitions where the baseline and its A/A twin differ (pass vs fail)."""
+    if AA not in plan.arms:
+        return None
+    flips = compared = 0
+    for unit in plan.units:
+        for rep in range(1, plan.k + 1):
+            pair = [sessions.get(session_key(unit.session, arm, rep)) for arm in (BASELINE, AA)]
+            if any(r is None or r.outcome not in ("pass", "fail") for r in pair):
+                continue
+            compared += 1
+            a, b = (arm_result(unit, r).passed for r in pair if r is not None)
+            flips += a != b
+    return NoiseFloor(flips, compared, flips / compared if compared else None)
 
 
 class RowSummary(msgspec.Struct):
@@ -290,6 +341,7 @@ class Summary(msgspec.Struct, kw_only=True):
     triggers_note: str | None = None  # why the triggers were not measured
     spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
     reused: Reuse | None = None
+    noise_floor: NoiseFloor | None = None  # eval --aa
 
 
 def reuse_of(sessions: dict[str, SessionRecord]) -> Reuse | None:
@@ -345,7 +397,8 @@ def summarize(
         stats={opp: stats_of(plan, sessions, [r for r in scored if r.opponent == opp], opp,
                              comparisons[opp], skipped_names, runs)
                for opp in plan.opponents},
-        diagnostics=diagnostics(plan, sessions, skipped_names),
+        diagnostics=diagnostics(plan, sessions, skipped_names, rows),
+        noise_floor=noise_floor(plan, sessions),
     )  # fmt: skip
 
 

@@ -50,6 +50,11 @@ def report_lines(summary: Summary) -> list[str]:
         # the arms' cost per session, then what the whole run spent (judge, triggers and
         # generation included)
         lines.append("efficiency: " + " | ".join(parts) + f" · run total ${summary.spend_usd:.2f}")
+    if summary.noise_floor is not None:
+        n = summary.noise_floor
+        rate = "n/a" if n.flip_rate is None else f"{n.flip_rate:.0%}"
+        lines.append(f"noise floor (A/A): the two baseline arms differ on {n.flips} of "
+                     f"{n.compared} comparisons ({rate}): a lift must clear it")  # fmt: skip
     if summary.reused:
         r = summary.reused
         lines.append(f"baseline: {r.sessions} of {r.of} sessions reused from run "
@@ -65,7 +70,8 @@ def report_lines(summary: Summary) -> list[str]:
         lines.append("diagnostics (the eval itself):")
         for d in summary.diagnostics:
             what = f"{d.case}: {d.check}" if d.check else d.case
-            lines.append(f"  {d.kind.upper()}: {what} — {d.detail}")
+            lines.append(f"  {d.kind.upper()}: {what} — {d.detail}" if what
+                         else f"  {d.kind.upper()}: {d.detail}")  # fmt: skip
     return lines
 
 
