@@ -51,10 +51,10 @@ def report_lines(summary: Summary) -> list[str]:
         # generation included)
         lines.append("efficiency: " + " | ".join(parts) + f" · run total ${summary.spend_usd:.2f}")
     if summary.noise_floor is not None:
-        n = summary.noise_floor
-        rate = "n/a" if n.flip_rate is None else f"{n.flip_rate:.0%}"
-        lines.append(f"noise floor (A/A): the two baseline arms differ on {n.flips} of "
-                     f"{n.compared} comparisons ({rate}): a lift must clear it")  # fmt: skip
+        floor = summary.noise_floor
+        rate = "n/a" if floor.flip_rate is None else f"{floor.flip_rate:.0%}"
+        lines.append(f"noise floor (A/A): the two baseline arms differ on {floor.flips} of "
+                     f"{floor.compared} comparisons ({rate}): a lift must clear it")  # fmt: skip
     if summary.reused:
         r = summary.reused
         lines.append(f"baseline: {r.sessions} of {r.of} sessions reused from run "
