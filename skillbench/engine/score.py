@@ -218,6 +218,15 @@ def diagnostics(plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str
         ran = [(arm, rep, r) for arm in plan.arms for rep in range(1, plan.k + 1)
                if (r := sessions.get(session_key(unit.session, arm, rep))) is not None
                and r.outcome in ("pass", "fail")]  # fmt: skip
+        everyone = {a for a, _, _ in ran} == set(plan.arms)
+        if unit.session == SUITE and everyone and all(arm_result(unit, r).passed
+                                                      for _, _, r in ran):  # fmt: skip
+            # one line for the sub-case, not one per check: a distractor (or any sub-case)
+            # no arm ever fails measures nothing
+            found.append(Diagnostic("suite-distractor", unit.name, "every arm passed all its "
+                                    "checks in every repetition: it cannot tell the arms "
+                                    "apart; make the trap tempting, or drop it"))  # fmt: skip
+            continue
         results: dict[str, list[CheckResult]] = {}
         for _, _, record in ran:
             for check in record.checks.get(unit.name, []):
@@ -239,17 +248,12 @@ def diagnostics(plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str
             if len(set(flags)) > 1:
                 found.append(Diagnostic("flaky", unit.name, f"{arm} passed {sum(flags)} of "
                                         f"{len(flags)} repetitions"))  # fmt: skip
-        everyone = {a for a, _, _ in ran} == set(plan.arms)
-        if unit.session == SUITE and everyone and all(arm_result(unit, r).passed
-                                                      for _, _, r in ran):  # fmt: skip
-            found.append(Diagnostic("suite-distractor", unit.name, "every arm passed it in "
-                                    "every repetition: a trap no arm falls for measures "
-                                    "nothing; make it tempting or drop it"))  # fmt: skip
     position = judge_position(rows)
     if position is not None:
         first, answers = position
         bias = (
-            " (position bias: swap-order ties hide it, but a rubric this vague decides little)"
+            " (position bias: it favours what it reads first, so swapped orders split and its "
+            "rows tie; sharpen the rubric)"
             if answers >= 4 and not 0.25 <= first / answers <= 0.75
             else ""
         )
