@@ -40,4 +40,6 @@ echo
 echo "== skillbench triggers skills/ --method both --agent $agent"
 "$SB" triggers skills/ --model "$model" --method both --agent "$agent"
 echo
-echo "demo: done; each eval's transcripts, journal, summary and receipt are in $out/<skill>"
+echo "demo: done; each eval's transcripts, journal, summary, receipt and report.html are in"
+echo "$out/<skill>. Read one in a browser (skillbench view $out/diff-review serves it):"
+echo "$out/diff-review/report.html"

@@ -239,12 +239,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     progress.close()
     summary = result.summary
+    page = _write_page(Path(result.run_dir))
     if args.json:
         print(json.dumps(msgspec.to_builtins(summary), indent=2))
     else:
         for line in report_lines(summary):
             _out(line)
         _out(f"run: {result.run_dir}")
+        if page is not None:
+            _out(f"report: {page}")
     if args.junit:  # after the report: a failed write must not hide the results
         from skillbench.report.junit import eval_junit
 
@@ -259,6 +262,101 @@ def cmd_eval(args: argparse.Namespace) -> int:
              "the receipt says NONE and no gate accepts it")  # fmt: skip
         return EXIT_USAGE
     return EXIT_FAIL if summary.verdict == "FAIL" else EXIT_OK
+
+
+def _write_page(run_dir: Path) -> Path | None:
+    """report.html in the run folder; a page that cannot be written is a warning, not a
+    lost run (everything it shows is in the folder)."""
+    from skillbench.report.html import write_report
+    from skillbench.report.run_folder import RunFolderError
+
+    try:
+        return write_report(run_dir)
+    except (OSError, RunFolderError) as exc:
+        _err(f"skillbench: warning: report.html not written: {exc}")
+        return None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import json
+
+    import msgspec
+
+    from skillbench.report.html import render
+    from skillbench.report.junit import eval_junit
+    from skillbench.report.markdown import markdown
+    from skillbench.report.run_folder import RunFolderError, load_run
+    from skillbench.report.terminal import report_lines
+
+    try:
+        run = load_run(Path(args.run))
+    except RunFolderError as exc:
+        raise UsageError(str(exc)) from None
+    if args.format == "terminal":
+        for line in report_lines(run.summary):
+            _out(line)
+    elif args.format == "json":
+        print(json.dumps(msgspec.to_builtins(run.summary), indent=2))
+    elif args.format == "junit":
+        sys.stdout.write(eval_junit(run.summary))
+    elif args.format == "markdown":
+        sys.stdout.write(markdown(run))
+    else:
+        sys.stdout.write(render(run))
+    return EXIT_OK
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    import webbrowser
+
+    from skillbench.report.run_folder import RunFolderError, load_run
+    from skillbench.report.serve import report_url, server_for
+
+    run_dir = Path(args.run)
+    try:
+        load_run(run_dir)
+    except RunFolderError as exc:
+        raise UsageError(str(exc)) from None
+    if _write_page(run_dir) is None:
+        return EXIT_USAGE
+    try:
+        server = server_for(run_dir, args.port)
+    except OSError as exc:
+        raise UsageError(f"--port {args.port}: cannot listen there ({exc.strerror or exc}); "
+                         "leave --port out for a free one") from None  # fmt: skip
+    url = report_url(server)
+    _out(f"serving {run_dir} at {url} (Ctrl-C to stop)")
+    if args.open and not webbrowser.open(url):
+        _err("note: no browser could be opened here; open the address yourself")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from skillbench.report.compare import compare_html, compare_lines, compare_runs
+    from skillbench.report.run_folder import RunFolderError, load_run
+
+    try:
+        a, b = load_run(Path(args.run_a)), load_run(Path(args.run_b))
+    except RunFolderError as exc:
+        raise UsageError(str(exc)) from None
+    diff = compare_runs(a, b)
+    for line in compare_lines(diff):
+        _out(line)
+    if args.html:
+        _check_output(Path(args.html), "--html")
+        try:
+            Path(args.html).write_text(compare_html(diff), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--html {args.html}: could not write it: "
+                             f"{exc.strerror or exc}") from None  # fmt: skip
+        _out(f"html: {args.html}")
+    return EXIT_OK
 
 
 def cmd_triggers(args: argparse.Namespace) -> int:
@@ -660,6 +758,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trigger-method", dest="trigger_method", choices=["agent", "catalog"],
                    help="accept trigger numbers only from this method")  # fmt: skip
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+
+    p = command(
+        "report", cmd_report, "render a finished run in any format",
+        "Render a finished run folder as the terminal report, summary JSON, JUnit XML, a "
+        "markdown PR comment (verdict, why, the rows that are not ties) or the self-contained "
+        "report.html, on stdout. Built from the run folder alone.",
+    )  # fmt: skip
+    p.add_argument("run", metavar="RUN", help="a run folder")
+    p.add_argument("--format", choices=["terminal", "json", "junit", "markdown", "html"],
+                   default="terminal", help="what to render (default terminal)")  # fmt: skip
+
+    p = command(
+        "view", cmd_view, "serve a run's report.html on 127.0.0.1",
+        "Build the run folder's report.html if needed and serve the folder on 127.0.0.1 (a "
+        "free port unless --port) until Ctrl-C; the address is printed.",
+    )  # fmt: skip
+    p.add_argument("run", metavar="RUN", help="a run folder")
+    p.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    p.add_argument("--open", action="store_true", help="open a browser too, when there is one")
+
+    p = command(
+        "compare", cmd_compare, "what changed between two runs, row by row",
+        "Show the verdicts of two runs side by side and every row whose outcome changed "
+        "(e.g. v3 and v4 of a skill, or two models), and the rows only one run has.",
+    )  # fmt: skip
+    p.add_argument("run_a", metavar="RUN_A", help="the earlier run folder")
+    p.add_argument("run_b", metavar="RUN_B", help="the later run folder")
+    p.add_argument("--html", metavar="FILE", help="also write the comparison as HTML")
 
     p = command(
         "receipts", cmd_receipts, "list the receipts known for a skill's versions",

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from skillbench.cli import main
 from skillbench.engine.records import SessionRecord
 from skillbench.engine.reuse import SessionCache, cache_key, session_inputs
 from skillbench.sandbox.base import SandboxSpec
@@ -148,6 +149,12 @@ def test_a_second_eval_of_an_edited_skill_starts_no_baseline_session(
     journal = [json.loads(x) for x in (tmp_path / "run2/journal.jsonl").read_text().splitlines()]
     reused = [j for j in journal if j.get("reused_from")]
     assert {j["arm"] for j in reused} == {"baseline"} and len(reused) == 2
+    # what changed between the two versions, and the PR comment of the second
+    assert main(["compare", str(tmp_path / "run1"), str(tmp_path / "run2")]) == 0
+    compared = capsys.readouterr().out.splitlines()
+    assert compared[2:4] == ["verdict: PASS -> PASS", "rows: 0 changed, 2 the same"]
+    assert main(["report", str(tmp_path / "run2"), "--format", "markdown"]) == 0
+    assert "#### Rows that are not ties (2 of 2)" in capsys.readouterr().out
     # editing a case's task is another input: that case's baseline runs again, the other not
     (folder / "evals/cases/bye.yaml").write_text(CASES["evals/cases/bye.yaml"].replace(
         "Create bye.txt", "Create bye.txt now"))  # fmt: skip

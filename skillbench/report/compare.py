@@ -1,0 +1,102 @@
+"""`skillbench compare RUN_A RUN_B`: the rows whose outcome changed between two runs (two
+versions of a skill, or two models), with both verdicts, in the terminal and as HTML."""
+
+from __future__ import annotations
+
+import html
+
+import msgspec
+
+from skillbench.report.run_folder import RunFolder
+
+RowKey = tuple[str, int, str]  # case, rep, opponent
+
+
+class Side(msgspec.Struct, frozen=True):
+    run_id: str
+    skill: str
+    version: str
+    verdict: str
+    why: str
+    model: str
+    agent: str
+
+
+class Change(msgspec.Struct, frozen=True):
+    case: str
+    rep: int
+    opponent: str
+    before: str | None  # outcome (decided_by) in A; None: the row is not in A
+    after: str | None
+
+
+class Comparison(msgspec.Struct, frozen=True):
+    a: Side
+    b: Side
+    changed: list[Change]
+    same: int  # rows with the same outcome in both
+
+
+def _side(run: RunFolder) -> Side:
+    s = run.summary
+    return Side(s.run_id, s.skill, s.version, s.verdict, s.why, s.models.get("agent", ""),
+                f"{s.agent} {s.agent_version}".strip())  # fmt: skip
+
+
+def compare_runs(a: RunFolder, b: RunFolder) -> Comparison:
+    """Row by row: what changed outcome, and what only one run has."""
+
+    def rows(run: RunFolder) -> dict[RowKey, str]:
+        return {(r.case, r.rep, r.opponent): f"{r.outcome} ({r.decided_by})"
+                for r in run.summary.rows}  # fmt: skip
+
+    before, after = rows(a), rows(b)
+    changed, same = [], 0
+    for key in sorted(before.keys() | after.keys()):
+        x, y = before.get(key), after.get(key)
+        if x is not None and y is not None and x.split()[0] == y.split()[0]:
+            same += 1
+        else:
+            changed.append(Change(key[0], key[1], key[2], x, y))
+    return Comparison(_side(a), _side(b), changed, same)
+
+
+def compare_lines(c: Comparison) -> list[str]:
+    """The comparison for the terminal."""
+    lines = []
+    for label, side in (("A", c.a), ("B", c.b)):
+        lines.append(f"{label}: run {side.run_id} · {side.skill} {side.version[:19]}… · "
+                     f"{side.agent} · {side.model} · verdict {side.verdict}")  # fmt: skip
+    lines.append(f"verdict: {c.a.verdict} -> {c.b.verdict}")
+    lines.append(f"rows: {len(c.changed)} changed, {c.same} the same")
+    for ch in c.changed:
+        lines.append(f"  {ch.case} #{ch.rep} vs {ch.opponent}: {ch.before or '(not in A)'} -> "
+                     f"{ch.after or '(not in B)'}")  # fmt: skip
+    return lines
+
+
+def compare_html(c: Comparison) -> str:
+    """The comparison as a self-contained page."""
+    e = html.escape
+    sides = "".join(
+        f"<tr><th>{label}</th><td>{e(s.run_id)}</td><td>{e(s.skill)} {e(s.version[:19])}…</td>"
+        f"<td>{e(s.agent)} · {e(s.model)}</td><td class='v'>{e(s.verdict)}</td>"
+        f"<td>{e(s.why)}</td></tr>"
+        for label, s in (("A", c.a), ("B", c.b))
+    )  # fmt: skip
+    rows = "".join(
+        f"<tr><td>{e(ch.case)}</td><td>{ch.rep}</td><td>{e(ch.opponent)}</td>"
+        f"<td>{e(ch.before or '(not in A)')}</td><td>{e(ch.after or '(not in B)')}</td></tr>"
+        for ch in c.changed
+    )  # fmt: skip
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>skillbench compare"
+        "</title><style>body{font:14px system-ui,sans-serif;margin:24px}table{border-collapse:"
+        "collapse}td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left}"
+        ".v{font-weight:600}</style></head><body><h1>skillbench compare</h1>"
+        "<table><tr><th></th><th>run</th><th>skill</th><th>agent · model</th><th>verdict</th>"
+        f"<th>why</th></tr>{sides}</table>"
+        f"<h2>{len(c.changed)} row(s) changed, {c.same} the same</h2>"
+        "<table id='changed'><tr><th>case</th><th>rep</th><th>vs</th><th>A</th><th>B</th></tr>"
+        f"{rows}</table></body></html>\n"
+    )

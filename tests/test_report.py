@@ -1,0 +1,167 @@
+"""The review artifacts (issue 16) built from a fixed run folder, no browser: report.html's
+data and its escaping, `report --format` for every format, `compare` and `view`."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import httpx
+import msgspec
+
+from skillbench.checks import CheckResult
+from skillbench.cli import main
+from skillbench.engine.records import ArmResult, Plan, RowRecord, SessionRecord, Unit
+from skillbench.engine.score import summarize
+from skillbench.report.html import render
+from skillbench.report.run_folder import load_run
+
+ATTACK = "</script><script>window.pwned = 1</script><!-- <img src=x onerror=alert(1)>"
+
+
+def fixed_run(folder: Path, outcomes: dict[str, str], run_id: str = "run-a") -> Path:
+    """A finished run folder written from records (as the engine writes them): one session
+    per case and arm, rows with the given outcome, and a transcript each."""
+    cases = list(outcomes)
+    plan = Plan(run_id=run_id, skill="greeter", skill_dir="/x/greeter", version="sha256:" + "a" * 64,
+                assets_digest="d", model="scripted/demo", judge_model="scripted/demo", k=1, seed=1,
+                arms=["baseline", "candidate", "baseline-b"], opponents=["baseline"],
+                sessions=cases, units=[Unit(c, c) for c in cases], engine_version="0",
+                created_at="2026-11-30T00:00:00+00:00")  # fmt: skip
+    folder.mkdir(parents=True)
+    (folder / "transcripts").mkdir()
+    sessions, rows, journal = {}, [], []
+    for case, outcome in outcomes.items():
+        for arm in plan.arms:
+            passed = (outcome == "win") == (arm == "candidate") if outcome != "tie" else True
+            check = CheckResult("file_exists: hello.txt", passed,
+                                "exists" if passed else f"hello.txt is missing in {arm}")  # fmt: skip
+            key = f"{case}.{arm}.1"
+            events = [
+                {"type": "trace_start", "case": case, "arm": arm, "rep": 1, "agent": "builtin"},
+                {"type": "message", "role": "user", "text": f"Create hello.txt ({case})"},
+                {"type": "tool_call", "id": "t1", "name": "bash", "arguments": {"command": "ls"}},
+                {"type": "tool_result", "id": "t1", "name": "bash", "text": ATTACK,
+                 "is_error": False, "exit_code": 0},
+                {"type": "message", "role": "assistant", "text": f"{arm} done"},
+                {"type": "trace_end", "stop_reason": "end_turn", "turns": 2, "duration_ms": 900},
+            ]  # fmt: skip
+            (folder / "transcripts" / f"{key}.jsonl").write_text(
+                "".join(json.dumps(e) + "\n" for e in events))  # fmt: skip
+            record = SessionRecord(key=key, session=case, arm=arm, rep=1,
+                                   outcome="pass" if passed else "fail", stop_reason="end_turn",
+                                   turns=2, seconds=0.9, transcript=f"transcripts/{key}.jsonl",
+                                   checks={case: [check]})  # fmt: skip
+            sessions[key] = record
+            journal.append(record)
+        arms = {a: ArmResult(sessions[f"{case}.{a}.1"].outcome == "pass", False,
+                             sessions[f"{case}.{a}.1"].checks[case]) for a in ("candidate", "baseline")}  # fmt: skip
+        row = RowRecord(case=case, rep=1, opponent="baseline", outcome=outcome,
+                        decided_by="judge" if outcome == "tie" else "checks", arms=arms,
+                        judge_reasons=["A is clearer", "B is clearer"] if outcome == "tie" else [],
+                        judge_winners=["A", "B"] if outcome == "tie" else [])  # fmt: skip
+        rows.append(row)
+        journal.append(row)
+    summary = summarize(plan, sessions, rows, [])
+    (folder / "plan.json").write_bytes(msgspec.json.encode(plan))
+    (folder / "summary.json").write_bytes(msgspec.json.encode(summary))
+    (folder / "journal.jsonl").write_bytes(
+        b"".join(msgspec.json.encode(r) + b"\n" for r in journal)
+    )
+    return folder
+
+
+OUTCOMES = {"alpha": "tie", "bravo": "win", "charlie": "loss", "delta": "win"}
+
+
+def data_of(page: str) -> dict:
+    block = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
+    assert block is not None
+    return json.loads(block.group(1))
+
+
+def test_the_page_holds_every_row_regressions_first_and_escapes_the_agents_text(
+    tmp_path: Path,
+) -> None:
+    page = render(load_run(fixed_run(tmp_path / "run", OUTCOMES)))
+    data = data_of(page)
+    assert [(r["case"], r["outcome"]) for r in data["rows"]] == [
+        ("charlie", "loss"), ("bravo", "win"), ("delta", "win"), ("alpha", "tie")]  # fmt: skip
+    assert data["arms"] == ["baseline", "candidate", "baseline-b"]
+    # one data block per transcript, parsed only when its row opens
+    blocks = re.findall(r'<script type="application/json" id="t(\d+)">', page)
+    assert len(blocks) == len(OUTCOMES) * 3
+    # the agent's text cannot close a block, open a script or a comment
+    assert "window.pwned" in page and ATTACK not in page
+    assert page.count("<script") == 1 + len(blocks) + 1  # data, transcripts, the page's own JS
+    assert "<!--" not in page and "<img" not in page
+    # nothing is fetched: no URL in any src or href
+    assert not re.search(r"""(src|href)=["']?https?:""", page)
+
+
+def test_report_renders_every_format_from_the_run_folder(tmp_path: Path, capsys) -> None:
+    run = fixed_run(tmp_path / "run", OUTCOMES)
+    assert main(["report", str(run), "--format", "terminal"]) == 0
+    assert capsys.readouterr().out.startswith("verdict: NEUTRAL")
+    assert main(["report", str(run), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads((run / "summary.json").read_text())
+    assert main(["report", str(run), "--format", "junit"]) == 0
+    suite = ElementTree.fromstring(capsys.readouterr().out)
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
+    assert main(["report", str(run), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("### skillbench: `greeter` — NEUTRAL")
+    table = [line for line in md.splitlines() if line.startswith("| ") and "case" not in line]
+    assert table == ["| charlie | 1 | baseline | **loss** | checks |",
+                     "| bravo | 1 | baseline | win | checks |",
+                     "| delta | 1 | baseline | win | checks |"]  # fmt: skip
+    assert "http" not in md  # a PR comment links nowhere
+    assert main(["report", str(run), "--format", "html"]) == 0
+    assert data_of(capsys.readouterr().out)["rows"][0]["case"] == "charlie"
+
+
+def test_report_of_a_folder_that_is_not_a_finished_run_is_one_clear_line(
+    tmp_path: Path, capsys
+) -> None:
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "no readable plan.json" in err and "Traceback" not in err
+    run = fixed_run(tmp_path / "run", OUTCOMES)
+    (run / "summary.json").unlink()
+    assert main(["report", str(run)]) == 2
+    assert f"finish it with `skillbench eval --resume {run}`" in capsys.readouterr().err
+
+
+def test_compare_shows_the_rows_that_changed_and_both_verdicts(tmp_path: Path, capsys) -> None:
+    a = fixed_run(tmp_path / "a", OUTCOMES, "run-a")
+    b = fixed_run(tmp_path / "b", {**OUTCOMES, "charlie": "win", "alpha": "win"}, "run-b")
+    page = tmp_path / "compare.html"
+    assert main(["compare", str(a), str(b), "--html", str(page)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "verdict: NEUTRAL -> PASS"
+    assert lines[3] == "rows: 2 changed, 2 the same"
+    assert lines[4:6] == ["  alpha #1 vs baseline: tie (judge) -> win (checks)",
+                          "  charlie #1 vs baseline: loss (checks) -> win (checks)"]  # fmt: skip
+    assert page.read_text().count("<td>charlie</td>") == 1
+
+
+def test_view_serves_the_report_on_loopback_until_interrupted(tmp_path: Path) -> None:
+    run = fixed_run(tmp_path / "run", OUTCOMES)
+    proc = subprocess.Popen([sys.executable, "-m", "skillbench", "view", str(run)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        url = line.split(" at ", 1)[1].split(" ", 1)[0]
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/report.html")
+        reply = httpx.get(url, timeout=10)
+        assert reply.status_code == 200 and data_of(reply.text)["rows"][0]["case"] == "charlie"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+    assert (run / "report.html").is_file()

@@ -1,0 +1,83 @@
+"""report.html in a real browser (issue 16): headless Chromium from Debian's packages, driven
+by its chromedriver, loads the report of a real end-to-end run (real sandboxes, the fake model
+server) and is asserted on from the DOM. A screenshot is kept in .artifacts/."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from tests.helpers import BASE, CAND, bash, conv, run_eval, skill, write_file
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"
+# Chromium without a network to reach: the background services would only log refusals.
+FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--window-size=1400,1800"]  # fmt: skip
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in [*FLAGS, f"--user-data-dir={tmp_path / 'chromium'}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_a_real_runs_report_in_chromium(fake, tmp_path: Path, capsys, browser: Any) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/hello.yaml": "task: Create hello.txt\nchecks:\n  - file_exists: hello.txt\n",
+        "evals/cases/bye.yaml": "task: Create bye.txt\nchecks:\n  - file_exists: bye.txt\n",
+    })  # fmt: skip
+    fake({"conversations": [
+        conv(CAND, "Create hello", write_file("hello.txt", "hi\n"), {"text": "hello written"}),
+        conv(CAND, "Create bye", bash("echo '<b>not markup</b>'"), {"text": "skipped it"}),
+        conv(BASE, "Create hello", {"text": "cannot"}),
+        conv(BASE, "Create bye", write_file("bye.txt", "bye\n"), {"text": "bye written"}),
+    ]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only", "--aa")
+    page = tmp_path / "run/report.html"
+    assert code == 0 and f"report: {page}" in lines
+    browser.get(page.as_uri())
+    rows = browser.find_elements(By.CSS_SELECTOR, "#rows tbody tr.row")
+    # every row is there, the regression first
+    assert len(rows) == len(summary["rows"]) == 2
+    assert [r.get_attribute("data-outcome") for r in rows] == ["loss", "win"]
+    assert rows[0].find_elements(By.TAG_NAME, "td")[0].text == "bye"
+    # a row opens to its three arms, each with its transcript
+    rows[0].click()
+    arms = browser.find_elements(By.CSS_SELECTOR, "tr.detail .arm")
+    assert [a.get_attribute("data-arm") for a in arms] == ["baseline", "candidate", "baseline-b"]
+    for arm in arms:
+        assert arm.find_elements(By.CSS_SELECTOR, ".transcript .ev")
+    candidate = arms[1]
+    # the failed check shows its text
+    failed = candidate.find_element(By.CSS_SELECTOR, ".check.fail")
+    assert failed.text.splitlines() == ["file_exists: bye.txt", "missing"]
+    # the agent's output is text on the page, never markup
+    assert "<b>not markup</b>" in candidate.find_element(By.CSS_SELECTOR, ".transcript").text
+    assert not browser.find_elements(By.CSS_SELECTOR, ".transcript b")
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert browser.save_screenshot(str(ARTIFACTS / "report.png"))
+    # opening it again closes it; the filter shows only wins
+    rows[0].click()
+    assert not browser.find_elements(By.CSS_SELECTOR, "tr.detail")
+    browser.find_element(By.CSS_SELECTOR, ".filters button[data-filter='win']").click()
+    assert [r.is_displayed() for r in rows] == [False, True]
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == [], json.dumps(errors)
