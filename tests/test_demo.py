@@ -80,6 +80,9 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     triggers = readme.split("From `make demo` (scripted driver):\n\n", 1)[1].split("\n\n")[0]
     for line in triggers.splitlines():
         assert line.strip() == "..." or line.removeprefix("    ") in out, line
+    # the demo ends with the path of a report.html a person can open
+    assert out[-1] == str(tmp_path / "demo/diff-review/report.html")
+    assert "<html" in Path(out[-1]).read_text()[:200]
     receipt = json.loads((tmp_path / "demo/diff-review/receipt.json").read_text())
     assert (receipt["driver"], receipt["complete"]) == ("scripted", True)
     # the gate says the pipeline worked, not that the skill helps: it refuses
