@@ -385,10 +385,19 @@ def cmd_triggers(args: argparse.Namespace) -> int:
             for m in methods
         )))  # fmt: skip
 
+    if args.html:
+        _check_output(Path(args.html), "--html")
     try:
         by_method = asyncio.run(go())
     except RoutingError as exc:
         raise UsageError(str(exc)) from None
+    if args.html:
+        from skillbench.report.html import render_triggers
+
+        page = render_triggers({reports[0].method: [r.summary() | {"skill": r.skill}
+                                                    for r in reports]
+                                for reports in by_method})  # fmt: skip
+        Path(args.html).write_text(page, encoding="utf-8")
     if args.json:
         out: dict[str, Any] = {}
         for pair in zip(*by_method, strict=True):  # both methods: keyed by method
@@ -708,6 +717,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=int,
                    help="calls at once, at most 64 (default: config `parallel`, or 4)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--html", metavar="FILE", help="also write the results as a page, with the "
+                   "library's confusion matrix (who took each skill's prompts)")  # fmt: skip
 
     p = command(
         "gen", cmd_gen, "generate missing evals with the model",

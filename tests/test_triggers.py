@@ -124,7 +124,8 @@ def test_library_root_with_steal_summary_and_shared_calls(
     rules_server, tmp_path: Path, capsys
 ) -> None:
     server = rules_server(rules_for_all())
-    assert main(["triggers", str(library(tmp_path)), "--model", MODEL]) == 0
+    page = tmp_path / "triggers.html"
+    assert main(["triggers", str(library(tmp_path)), "--model", MODEL, "--html", str(page)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "farewell:"
     assert out[1] == "  triggers (catalog call): recall=0.50 precision=1.00 (tp=1 fn=1 fp=0 tn=0)"
@@ -137,6 +138,12 @@ def test_library_root_with_steal_summary_and_shared_calls(
     ]
     # "say goodbye" is in both files with the same catalog: asked once
     assert len(server.log()) == 11
+    # the page draws who took each skill's should-trigger prompts
+    matrix = page.read_text().split("<table class='matrix'>", 1)[1].split("</table>", 1)[0]
+    cells = {row.split("</th>", 1)[0]: re.findall(r"<td class='m [a-z]+'[^>]*>(\d*)</td>", row)
+             for row in matrix.split("<tr><th>")[2:]}  # fmt: skip
+    # columns: farewell, greeter, (errored); "welcome message please" got no usable answer
+    assert cells == {"farewell": ["1", "1", ""], "greeter": ["1", "3", "1"]}
 
 
 def test_failed_calls_count_as_misses_only_for_should_trigger(

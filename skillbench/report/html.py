@@ -98,14 +98,14 @@ def render(run: RunFolder) -> str:
         _triggers(s.triggers),
         _efficiency(run),
     ]
-    parts = {
-        "TITLE": _e(title),
-        "CSS": (FILES / "report.css").read_text(),
-        "BODY": "\n".join(b for b in body if b),
-        "DATA": _json_block("data", data),
-        "BLOCKS": "\n".join(blocks),
-        "JS": (FILES / "report.js").read_text(),
-    }
+    return _page(_e(title), "\n".join(b for b in body if b),
+                 _json_block("data", data) + "\n" + "\n".join(blocks),
+                 (FILES / "report.js").read_text())  # fmt: skip
+
+
+def _page(title: str, body: str, data: str, js: str) -> str:
+    parts = {"TITLE": title, "CSS": (FILES / "report.css").read_text(), "BODY": body,
+             "DATA": data, "JS": js}  # fmt: skip
     page = _PAGE
     for name, value in parts.items():  # (not str.format: the CSS and JS are full of braces)
         page = page.replace(f"@@{name}@@", value, 1)
@@ -176,6 +176,7 @@ def _rows_shell(rows: list[RowRecord]) -> str:
 
 
 def _triggers(t: dict[str, Any] | None) -> str:
+    """The triggers section: method, recall and precision, the 2x2 grid, every prompt."""
     if not t:
         return ""
     head = f"<p>method: <b>{_e(t.get('method') or 'catalog call')}</b></p>"
@@ -207,6 +208,57 @@ def _triggers(t: dict[str, Any] | None) -> str:
     stats = (f"<p>recall {ratio(t.get('recall'))} · precision "
              f"{ratio(t.get('precision'))}</p>")  # fmt: skip
     return _section("Triggers", head + stats + grid + table)
+
+
+def confusion_matrix(reports: list[dict[str, Any]]) -> str:
+    """Who took each skill's should-trigger prompts, across a library: a row per skill, a
+    column per skill that was picked (and one for nothing), counts shaded by share."""
+    names = [str(r["skill"]) for r in reports]
+    counts: dict[str, dict[str, int]] = {n: {} for n in names}
+    for r in reports:
+        for d in r.get("details") or []:
+            if not d["should_trigger"]:
+                continue
+            if d.get("fired") is None:
+                took = ["(errored)"]
+            else:
+                took = [r["skill"]] if d["fired"] else list(d.get("stolen_by") or [])
+                took = took or ["(nothing)"]
+            for t in took:
+                counts[r["skill"]][t] = counts[r["skill"]].get(t, 0) + 1
+    columns = names + sorted({t for c in counts.values() for t in c} - set(names))
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = []
+    for n in names:
+        total = sum(counts[n].values()) or 1
+        cells = []
+        for c in columns:
+            v = counts[n].get(c, 0)
+            tone = "mine" if c == n else "other"
+            cells.append(f"<td class='m {tone}' style='--share:{v / total:.2f}'>{v or ''}</td>")
+        body.append(f"<tr><th>{_e(n)}</th>{''.join(cells)}</tr>")
+    return (
+        f"<table class='matrix'><thead><tr><th>prompts of ↓ taken by →</th>{head}</tr>"
+        f"</thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def render_triggers(by_method: dict[str, list[dict[str, Any]]]) -> str:
+    """`skillbench triggers ROOT --html`: per method, the library's confusion matrix and each
+    skill's prompts."""
+    sections = []
+    for method, reports in by_method.items():
+        inner = [confusion_matrix(reports)] if len(reports) > 1 else []
+        for r in reports:
+            inner.append(f"<h3>{_e(r['skill'])}</h3>" + _triggers(r).split("</h2>", 1)[1]
+                         .removesuffix("</section>"))  # fmt: skip
+        sections.append(_section(f"Triggers ({method})", "".join(inner)))
+    return _page(
+        "skillbench triggers",
+        "<header><h1>skillbench triggers</h1></header>" + "".join(sections),
+        "",
+        "",
+    )
 
 
 def _efficiency(run: RunFolder) -> str:
@@ -249,7 +301,6 @@ _PAGE = """<!doctype html>
 <body>
 @@BODY@@
 @@DATA@@
-@@BLOCKS@@
 <script>@@JS@@</script>
 </body></html>
 """
