@@ -12,18 +12,14 @@ transcript schema; its `Bash` calls are `bash` commands for the checks.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from skillbench.agent.loop import UNATTENDED_NOTE, SessionResult
-from skillbench.agents.base import AgentError, SessionRequest
-from skillbench.agents.cli import BrokeredSession, Upstream, build_variant, fetch_binary
-from skillbench.broker import Broker
+from skillbench.agent.loop import UNATTENDED_NOTE
+from skillbench.agents.base import SessionRequest
+from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
-from skillbench.sandbox.base import HOMES, SKILLS_DIR, WORKDIR, Sandbox, SandboxError
+from skillbench.sandbox.base import HOMES
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter
 
@@ -33,45 +29,21 @@ RELAY_PORT = 8377  # the broker's address inside the sandbox: http://127.0.0.1:8
 CONFIG_DIR = f"{HOMES['agent']}/.claude"
 PLACEHOLDER_KEY = "sk-ant-placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
-OUTPUT_CAP = 256 << 20  # the CLI's whole event stream is the transcript
 
 
-class ClaudeCodeAgent:
+class ClaudeCodeAgent(CliAgent):
     name = "claude-code"
+    default_version = VERSION
+    provider, wire = "anthropic", "anthropic"
+    api = "the Anthropic API"
+    label, size = "Claude Code", "190 MB"
+    upstream_vars = ("ANTHROPIC_BASE_URL", DEFAULT_UPSTREAM, "ANTHROPIC_API_KEY")
 
-    def __init__(self, *, version: str = VERSION, max_retries: int = 4, **_: object):
-        self._version = version
-        self.max_retries = max_retries  # the CLI's own retries of a failed model call
-        self.upstream = Upstream("ANTHROPIC_BASE_URL", DEFAULT_UPSTREAM, "ANTHROPIC_API_KEY")
-
-    def version(self) -> str:
-        return self._version
-
-    def check_model(self, model: str) -> None:
-        if parse_model(model).provider not in ("anthropic", "scripted"):
-            raise AgentError(f"--agent claude-code speaks the Anthropic API: use --model "
-                             f"anthropic/<model>, not {model}")  # fmt: skip
-
-    def image_name(self, base: str) -> str:
-        return f"localhost/skillbench-claude-code:{base.rsplit(':', 1)[-1]}-{self._version}"
-
-    def image(self, base: str, log: Callable[[str], None]) -> str:
-        def binary() -> Path:
-            return fetch_binary(self.name, f"{PACKAGE}@{self._version}", "package/claude",
-                                "190 MB", log)  # fmt: skip
-
-        return build_variant(self.image_name(base), base, binary,
-                             f"Claude Code {self._version}", log)  # fmt: skip
-
-    async def aclose(self) -> None:
-        self.upstream.close()  # each session's broker is stopped with the session
+    def package(self) -> tuple[str, str]:
+        return f"{PACKAGE}@{self._version}", "package/claude"
 
     async def session(self, request: SessionRequest) -> _Session:
-        url, key = self.upstream.resolve(request.model)
-        broker = Broker(upstream=url, api_key=key, model=request.model,
-                        exchanges=request.exchanges, prices=request.prices,
-                        budget=request.budget).start()  # fmt: skip
-        return _Session(self, request, broker)
+        return _Session(self, request, self.broker(request), RELAY_PORT)
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the agent loaded in a transcript: its `Skill` tool calls."""
@@ -81,32 +53,21 @@ class ClaudeCodeAgent:
 
 
 class _Session(BrokeredSession):
-    def __init__(self, agent: ClaudeCodeAgent, request: SessionRequest, broker: Broker):
-        super().__init__(request, broker, RELAY_PORT)
-        self.agent = agent
+    config_dir = CONFIG_DIR
 
-    async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
+    def argv(self) -> list[str]:
         r = self.request
-        trace.event("trace_start", case=r.case, arm=r.arm, rep=r.rep, model=r.model,
-                    agent=f"claude-code {self.agent.version()}",
-                    started_at=datetime.now(UTC).isoformat(timespec="seconds"))  # fmt: skip
-        trace.event("message", role="user", text=r.task, usage=None)
-        stage = " && ".join(
-            [f"mkdir -p {CONFIG_DIR}/skills"]
-            + [f"cp -rL {SKILLS_DIR}/{s.name} {CONFIG_DIR}/skills/" for s in r.skills]
-        )
-        staged = await sandbox.exec(stage, timeout=60)
-        if not staged.ok:
-            return self.end(trace, "error", f"staging the skills: {staged.stderr}")
         # routing: only the Skill tool, so a prompt shows where it goes and nothing runs
         tools = ("--tools", "Skill") if r.routing else ()
-        argv = [
+        return [
             *("claude", "-p", r.task, "--output-format", "stream-json", "--verbose"),
             *("--dangerously-skip-permissions", *tools),
             *("--model", parse_model(r.model).name, "--max-turns", str(r.max_turns)),
             *("--append-system-prompt", UNATTENDED_NOTE),
         ]
-        env = {
+
+    def env(self) -> dict[str, str]:
+        return {
             "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{RELAY_PORT}",
             "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
             "CLAUDE_CONFIG_DIR": CONFIG_DIR,
@@ -115,23 +76,14 @@ class _Session(BrokeredSession):
             "IS_SANDBOX": "1",
             "CLAUDE_CODE_MAX_RETRIES": str(self.agent.max_retries),
         }
-        try:
-            done = await sandbox.exec(argv, cwd=WORKDIR, env=env, timeout=r.timeout_s,
-                                      output_cap=OUTPUT_CAP)  # fmt: skip
-        except SandboxError as exc:
-            return self.end(trace, "error", f"sandbox: {exc}")
-        stop, seen = _replay(done.stdout, trace)
-        missing = {s.name for s in r.skills} - set(seen or [])
+
+    def replay(self, stdout: str, trace: TraceWriter) -> str | None:
+        stop, seen = _replay(stdout, trace)
+        missing = {s.name for s in self.request.skills} - set(seen or [])
         if seen is not None and missing:  # the guard reads what the agent itself reports
             raise ContaminationError(f"Claude Code's init event lists {sorted(seen)}, not the "
                                      f"staged skill(s) {sorted(missing)}")  # fmt: skip
-        if done.timed_out:
-            stop = "timeout"
-        elif self.broker.exhausted:
-            stop = "budget"
-        elif stop in (None, "error"):  # no result, or the CLI gave up: infrastructure
-            return self.end(trace, "error", self.infrastructure(done.exit_code, done.stderr))
-        return self.end(trace, stop)
+        return stop
 
 
 _STOPS = {"success": "end_turn"}

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from skillbench.agent.loop import SessionResult
 from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.broker import Broker
 from skillbench.models import parse_model
+from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
 from skillbench.sandbox.image import image_exists
 from skillbench.transcript import TraceWriter
 
@@ -109,15 +111,121 @@ class Upstream:
         self._servers.clear()
 
 
-class BrokeredSession:
-    """A CLI agent's session: a broker of its own, reached through the sandbox's relay."""
+class CliAgent:
+    """What both CLI agents are: a pinned CLI in an image variant, speaking one provider's
+    API through a broker per session. A subclass names its CLI and runs its sessions."""
 
-    def __init__(self, request: SessionRequest, broker: Broker, relay_port: int):
+    name: str
+    default_version: str
+    provider: str  # the model provider it speaks: "anthropic" | "openai"
+    api: str  # for messages: "the Anthropic API"
+    wire: str  # the broker's wire (broker.WIRES)
+    upstream_vars: tuple[str, str, str]  # base URL variable, its default, key variable
+    label: str  # "Claude Code"
+    size: str  # of the npm package, for the fetch message
+    cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
+
+    def __init__(self, *, version: str | None = None, max_retries: int = 4, **_: object):
+        self._version = version or self.default_version
+        self.max_retries = max_retries  # the CLI's own retries of a failed model call
+        self.upstream = Upstream(*self.upstream_vars)
+
+    def version(self) -> str:
+        return self._version
+
+    def check_model(self, model: str) -> None:
+        if parse_model(model).provider not in (self.provider, "scripted"):
+            raise AgentError(f"--agent {self.name} speaks {self.api}: use --model "
+                             f"{self.provider}/<model>, not {model}")  # fmt: skip
+
+    def image_name(self, base: str) -> str:
+        return f"localhost/skillbench-{self.name}:{base.rsplit(':', 1)[-1]}-{self._version}"
+
+    def package(self) -> tuple[str, str]:
+        """The npm package spec (name@version) and the binary's path inside its tarball."""
+        raise NotImplementedError
+
+    def image(self, base: str, log: Callable[[str], None]) -> str:
+        def binary() -> Path:
+            spec, member = self.package()
+            return fetch_binary(self.name, spec, member, self.size, log)
+
+        return build_variant(self.image_name(base), base, binary,
+                             f"{self.label} {self._version}", log)  # fmt: skip
+
+    def broker(self, request: SessionRequest) -> Broker:
+        """A started broker for one session, forwarding to the model's upstream."""
+        url, key = self.upstream.resolve(request.model)
+        cap = request.max_turns if self.cap_at_broker else None
+        return Broker(upstream=url, api_key=key, model=request.model, wire=self.wire,
+                      exchanges=request.exchanges, prices=request.prices,
+                      budget=request.budget, max_requests=cap).start()  # fmt: skip
+
+    async def aclose(self) -> None:
+        self.upstream.close()  # each session's broker is stopped with the session
+
+
+class BrokeredSession:
+    """A CLI agent's session: a broker of its own, reached through the sandbox's relay.
+
+    `run` is the same for every CLI: open the transcript, copy the staged skills where the CLI
+    discovers them (`<config_dir>/skills/`), run the CLI once as the agent user, map its event
+    stream onto the transcript, and end. A subclass says where its config lives, what to write
+    there first, how to call the CLI and how to read its events (and runs the contamination
+    guard on what the CLI itself reports)."""
+
+    config_dir: str
+    output_cap = 256 << 20  # the CLI's whole event stream is the transcript
+
+    def __init__(self, agent: CliAgent, request: SessionRequest, broker: Broker, relay_port: int):
         from skillbench.sandbox.base import Relay
 
-        self.request, self.broker = request, broker
+        self.agent, self.request, self.broker = agent, request, broker
         self.relay: Relay | None = Relay(relay_port, "127.0.0.1", broker.port)
         self.started = time.monotonic()
+
+    async def prepare(self, sandbox: Sandbox) -> None:
+        """Write what the CLI needs in its config dir before it starts."""
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def env(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def replay(self, stdout: str, trace: TraceWriter) -> str | None:
+        """Map the CLI's events onto the transcript; its stop reason (None: no end seen)."""
+        raise NotImplementedError
+
+    async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
+        r = self.request
+        trace.event("trace_start", case=r.case, arm=r.arm, rep=r.rep, model=r.model,
+                    agent=f"{self.agent.name} {self.agent.version()}",
+                    started_at=datetime.now(UTC).isoformat(timespec="seconds"))  # fmt: skip
+        trace.event("message", role="user", text=r.task, usage=None)
+        await self.prepare(sandbox)
+        stage = " && ".join(
+            [f"mkdir -p {self.config_dir}/skills"]
+            + [f"cp -rL {SKILLS_DIR}/{s.name} {self.config_dir}/skills/" for s in r.skills]
+        )
+        staged = await sandbox.exec(stage, timeout=60)
+        if not staged.ok:
+            return self.end(trace, "error", f"staging the skills: {staged.stderr}")
+        try:
+            done = await sandbox.exec(self.argv(), cwd=WORKDIR, env=self.env(),
+                                      timeout=r.timeout_s, output_cap=self.output_cap)  # fmt: skip
+        except SandboxError as exc:
+            return self.end(trace, "error", f"sandbox: {exc}")
+        stop = self.replay(done.stdout, trace)
+        if done.timed_out:
+            stop = "timeout"
+        elif self.broker.exhausted:
+            stop = "budget"
+        elif self.broker.capped:
+            stop = "max_turns"
+        elif stop in (None, "error"):  # no end, or the CLI gave up: infrastructure
+            return self.end(trace, "error", self.infrastructure(done.exit_code, done.stderr))
+        return self.end(trace, stop)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.broker.stop)

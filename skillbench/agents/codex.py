@@ -18,17 +18,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from skillbench.agent.loop import UNATTENDED_NOTE, SessionResult
-from skillbench.agents.base import AgentError, SessionRequest
-from skillbench.agents.cli import BrokeredSession, Upstream, build_variant, fetch_binary
-from skillbench.broker import Broker
+from skillbench.agent.loop import UNATTENDED_NOTE
+from skillbench.agents.base import SessionRequest
+from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.models import parse_model
-from skillbench.sandbox.base import HOMES, SKILLS_DIR, WORKDIR, Sandbox, SandboxError
+from skillbench.sandbox.base import HOMES, WORKDIR, Sandbox
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter
 
@@ -39,7 +35,6 @@ RELAY_PORT = 8378
 CODEX_HOME = f"{HOMES['agent']}/.codex"
 PLACEHOLDER_KEY = "sk-placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://api.openai.com/v1"
-OUTPUT_CAP = 256 << 20
 # the skill list in Codex's prompt: "- name: description (file: r0/name/SKILL.md)"
 _LISTED = re.compile(r"^- ([^:\n]+): .*\(file: (r\d+)/[^\n]*SKILL\.md\)$", re.M)
 _ROOT = re.compile(r"^- `(r\d+)` = `([^`]+)`$", re.M)
@@ -69,41 +64,20 @@ def _config(retries: int) -> str:
     )
 
 
-class CodexAgent:
+class CodexAgent(CliAgent):
     name = "codex"
+    default_version = VERSION
+    provider, wire = "openai", "openai"
+    api = "the OpenAI Responses API"
+    label, size = "Codex", "170 MB"
+    upstream_vars = ("OPENAI_BASE_URL", DEFAULT_UPSTREAM, "OPENAI_API_KEY")
+    cap_at_broker = True
 
-    def __init__(self, *, version: str = VERSION, max_retries: int = 4, **_: object):
-        self._version = version
-        self.max_retries = max_retries  # the CLI's own retries of a failed model call
-        self.upstream = Upstream("OPENAI_BASE_URL", DEFAULT_UPSTREAM, "OPENAI_API_KEY")
-
-    def version(self) -> str:
-        return self._version
-
-    def check_model(self, model: str) -> None:
-        if parse_model(model).provider not in ("openai", "scripted"):
-            raise AgentError(f"--agent codex speaks the OpenAI Responses API: use --model "
-                             f"openai/<model>, not {model}")  # fmt: skip
-
-    def image_name(self, base: str) -> str:
-        return f"localhost/skillbench-codex:{base.rsplit(':', 1)[-1]}-{self._version}"
-
-    def image(self, base: str, log: Callable[[str], None]) -> str:
-        def binary() -> Path:
-            spec = f"{PACKAGE}@{self._version}-linux-x64"
-            return fetch_binary(self.name, spec, MEMBER, "170 MB", log)
-
-        return build_variant(self.image_name(base), base, binary, f"Codex {self._version}", log)
-
-    async def aclose(self) -> None:
-        self.upstream.close()
+    def package(self) -> tuple[str, str]:
+        return f"{PACKAGE}@{self._version}-linux-x64", MEMBER
 
     async def session(self, request: SessionRequest) -> _Session:
-        url, key = self.upstream.resolve(request.model)
-        broker = Broker(upstream=url, api_key=key, model=request.model, wire="openai",
-                        exchanges=request.exchanges, prices=request.prices,
-                        budget=request.budget, max_requests=request.max_turns).start()  # fmt: skip
-        return _Session(self, request, broker)
+        return _Session(self, request, self.broker(request), RELAY_PORT)
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the agent loaded: Codex reads a skill's SKILL.md with a command."""
@@ -113,50 +87,30 @@ class CodexAgent:
 
 
 class _Session(BrokeredSession):
-    def __init__(self, agent: CodexAgent, request: SessionRequest, broker: Broker):
-        super().__init__(request, broker, RELAY_PORT)
-        self.agent = agent
+    config_dir = CODEX_HOME
 
-    async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
-        r = self.request
-        trace.event("trace_start", case=r.case, arm=r.arm, rep=r.rep, model=r.model,
-                    agent=f"codex {self.agent.version()}",
-                    started_at=datetime.now(UTC).isoformat(timespec="seconds"))  # fmt: skip
-        trace.event("message", role="user", text=r.task, usage=None)
+    async def prepare(self, sandbox: Sandbox) -> None:
         await sandbox.write_file(f"{CODEX_HOME}/config.toml", _config(self.agent.max_retries))
-        stage = " && ".join(
-            [f"mkdir -p {CODEX_HOME}/skills"]
-            + [f"cp -rL {SKILLS_DIR}/{s.name} {CODEX_HOME}/skills/" for s in r.skills]
-        )
-        staged = await sandbox.exec(stage, timeout=60)
-        if not staged.ok:
-            return self.end(trace, "error", f"staging the skills: {staged.stderr}")
-        argv = [
+
+    def argv(self) -> list[str]:
+        r = self.request
+        return [
             *("codex", "exec", "--json", "--strict-config", "--skip-git-repo-check", "--ephemeral"),
             *("--dangerously-bypass-approvals-and-sandbox", "--color", "never"),
             *("-m", parse_model(r.model).name, "-C", WORKDIR, r.task),
         ]
-        env = {"CODEX_HOME": CODEX_HOME, "OPENAI_API_KEY": PLACEHOLDER_KEY, "NO_COLOR": "1"}
-        try:
-            done = await sandbox.exec(argv, cwd=WORKDIR, env=env, timeout=r.timeout_s,
-                                      output_cap=OUTPUT_CAP)  # fmt: skip
-        except SandboxError as exc:
-            return self.end(trace, "error", f"sandbox: {exc}")
-        stop = _replay(done.stdout, trace)
+
+    def env(self) -> dict[str, str]:
+        return {"CODEX_HOME": CODEX_HOME, "OPENAI_API_KEY": PLACEHOLDER_KEY, "NO_COLOR": "1"}
+
+    def replay(self, stdout: str, trace: TraceWriter) -> str | None:
+        stop = _replay(stdout, trace)
         listed = _user_skills(self.broker.first_request)
-        staged_names = {s.name for s in r.skills}
-        if listed is not None and listed != staged_names:  # what Codex itself was shown
+        staged = {s.name for s in self.request.skills}
+        if listed is not None and listed != staged:  # what Codex itself was shown
             raise ContaminationError(f"Codex listed the skills {sorted(listed)}, not the "
-                                     f"staged {sorted(staged_names)}")  # fmt: skip
-        if done.timed_out:
-            stop = "timeout"
-        elif self.broker.exhausted:
-            stop = "budget"
-        elif self.broker.capped:
-            stop = "max_turns"
-        elif stop in (None, "error"):
-            return self.end(trace, "error", self.infrastructure(done.exit_code, done.stderr))
-        return self.end(trace, stop)
+                                     f"staged {sorted(staged)}")  # fmt: skip
+        return stop
 
 
 def _user_skills(request: dict[str, Any] | None) -> set[str] | None:
