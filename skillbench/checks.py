@@ -3,12 +3,15 @@ path escaping the workspace makes that check fail with a reason; it never errors
 
 from __future__ import annotations
 
+import json
+import posixpath
 import re
 from collections.abc import Sequence
 
 import msgspec
 
-from skillbench.sandbox.base import WORKDIR, Sandbox
+from skillbench.jsonreply import first_json_object
+from skillbench.sandbox.base import CASE_DIR, WORKDIR, Sandbox
 from skillbench.spec.load import path_escape
 from skillbench.spec.model import CHECK_KINDS, Check
 from skillbench.transcript import Transcript
@@ -17,29 +20,105 @@ COMMAND_TIMEOUT = 120.0
 
 
 class CheckResult(msgspec.Struct, frozen=True):
-    """One check's outcome: its name as written, whether it passed, and why."""
+    """One check's outcome: its name as written, whether it passed, and why; a grader's or a
+    reward's score; `infrastructure` when a verifier could give no verdict (exit 2)."""
 
     name: str
     passed: bool
     detail: str = ""
+    score: float | None = None
+    infrastructure: bool = False
 
 
 async def run_checks(
     checks: Sequence[Check],
     transcript: Transcript,
     sandbox: Sandbox | None,
+    case_dir: str = CASE_DIR,
 ) -> list[CheckResult]:
     """Evaluate checks against a finished session: `transcript` as it happened (unscrubbed),
-    `sandbox` the checker holding the arm's /work (stage.check_phase)."""
+    `sandbox` the checker holding the arm's /work (stage.check_phase), `case_dir` the case's
+    own folder there ($CASE for verifiers and graders)."""
     text = transcript.all_text.lower()
     commands = transcript.bash_commands
     results = []
     for check in checks:
         try:
-            results.append(await _one(check, text, commands, sandbox))
+            if check.kind in SCRIPTED and sandbox is not None:
+                results.append(await _scripted(check, transcript, sandbox, case_dir))
+            else:
+                results.append(await _one(check, text, commands, sandbox))
         except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
             results.append(CheckResult(check.name, False, f"could not run: {exc}"))
     return results
+
+
+SCRIPTED = frozenset({"verifier", "reward", "grader"})
+SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
+RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl
+
+
+async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
+                    case_dir: str) -> CheckResult:  # fmt: skip
+    """The check kinds that run the eval's own programs in the checker (design §13)."""
+    name, arg = check.name, check.arg or ""
+    env = {"CASE": case_dir, "WORK": WORKDIR}
+    if check.kind == "verifier":
+        script = f"{CASE_DIR}/{check.script or arg}"
+        done = await sandbox.exec(["bash", script], cwd=WORKDIR, timeout=SCRIPT_TIMEOUT,
+                                  env={**env, "TESTS": posixpath.dirname(script)})  # fmt: skip
+        tail = (done.stderr or done.stdout).strip()[-300:]
+        if done.timed_out:
+            return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
+        if done.exit_code == 2:  # the verifier could not judge: not the agent's failing
+            return CheckResult(name, False, f"exit 2 (no verdict): {tail}", infrastructure=True)
+        detail = f"exit {done.exit_code}" + (f": {tail}" if done.exit_code and tail else "")
+        return CheckResult(name, done.exit_code == 0, detail)
+    if check.kind == "reward":
+        if check.script:  # Harbor's test.sh: its exit code says nothing, its reward file does
+            script = f"{CASE_DIR}/{check.script}"
+            done = await sandbox.exec(["bash", script], cwd=WORKDIR, timeout=SCRIPT_TIMEOUT,
+                                      env={**env, "TESTS": posixpath.dirname(script)})  # fmt: skip
+            if done.timed_out:
+                return CheckResult(name, False, f"{check.script} timed out after "
+                                                f"{SCRIPT_TIMEOUT:g} s")  # fmt: skip
+        path = arg if arg.startswith("/") else f"{WORKDIR}/{arg}"
+        if not await sandbox.exists(path):
+            return CheckResult(name, False, f"no reward file at {path}")
+        value = _reward_value(await sandbox.read_text(path))
+        if value is None:
+            return CheckResult(name, False, f"{path} holds no number (or no `reward` in JSON)")
+        least = 1.0 if check.min is None else check.min
+        return CheckResult(name, value >= least, f"reward {value:g} (min {least:g})", score=value)
+    # grader: a command printing {"pass", "score", "evidence"}, or its exit code
+    await sandbox.write_file(f"{RESULTS}/trace.jsonl",
+                             "".join(json.dumps(e) + "\n" for e in transcript.events))  # fmt: skip
+    done = await sandbox.exec(["bash", "-c", arg], cwd=WORKDIR, timeout=SCRIPT_TIMEOUT,
+                              env={**env, "RESULTS": RESULTS})  # fmt: skip
+    if done.timed_out:
+        return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
+    verdict = first_json_object(done.stdout)
+    if verdict is None or "pass" not in verdict:
+        tail = (done.stderr or done.stdout).strip()[-300:]
+        return CheckResult(name, done.exit_code == 0, f"exit {done.exit_code} (no JSON verdict)"
+                           + (f": {tail}" if done.exit_code else ""))  # fmt: skip
+    score = verdict.get("score")
+    evidence = verdict.get("evidence") or []
+    evidence = [str(e) for e in evidence] if isinstance(evidence, list) else [str(evidence)]
+    shown = f"score {score:g}" if isinstance(score, int | float) else "no score"
+    return CheckResult(name, bool(verdict["pass"]), "; ".join([shown, *evidence])[:1000],
+                       score=float(score) if isinstance(score, int | float) else None)  # fmt: skip
+
+
+def _reward_value(text: str) -> float | None:
+    """reward.txt's number, or reward.json's `reward` (or the JSON number itself)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        data = data.get("reward")
+    return float(data) if isinstance(data, int | float) and not isinstance(data, bool) else None
 
 
 async def _one(

@@ -57,7 +57,14 @@ from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, write_receipt
 from skillbench.sandbox import make_provider
-from skillbench.sandbox.base import WORKDIR, Sandbox, SandboxError, SandboxProvider, parse_size
+from skillbench.sandbox.base import (
+    CASE_DIR,
+    WORKDIR,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    parse_size,
+)
 from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
@@ -243,12 +250,17 @@ class _Run:
             checker = await check_phase(provider, self.sandbox_spec, staged, self.skill_dir)
             text = trace.transcript()  # what happened, not the scrubbed copy on disk
             checks = {}
+            home = case_home(spec, self.skill_dir)
             if isinstance(spec, Suite):
                 for sub in spec.cases:
                     checks[f"{SUITE}/{sub.name}"] = await run_checks(
-                        (*spec.checks, *sub.checks), text, checker)  # fmt: skip
+                        (*spec.checks, *sub.checks), text, checker, home)  # fmt: skip
             else:
-                checks[name] = await run_checks(spec.checks, text, checker)
+                checks[name] = await run_checks(spec.checks, text, checker, home)
+            unjudged = [c for results in checks.values() for c in results if c.infrastructure]
+            if unjudged:  # a verifier that could not judge: the arm's rows go unscored
+                return replace(record, checks=checks, error=f"{unjudged[0].name} gave no "
+                               f"verdict: {unjudged[0].detail}")  # fmt: skip
             passed = all(c.passed for results in checks.values() for c in results)
             notes = [] if passed else await self.keep_workspace(checker, key)
             return replace(record, outcome="pass" if passed else "fail", checks=checks,
@@ -445,6 +457,20 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
     write_receipt(receipt_of(plan, summary), run_dir)
     return EvalResult(str(run_dir), summary)
+
+
+def case_home(spec: Session, skill_dir: Path) -> str:
+    """$CASE for a session's verifiers and graders: its own folder beside its file
+    (`evals/cases/<name>/`, where imported cases keep their support files) when there is one,
+    else its file's folder, as the checker sees it under /case."""
+    evals = (skill_dir / "evals").resolve()
+    case_file = Path(spec.path).resolve()
+    own = case_file.with_suffix("")
+    folder = own if own.is_dir() else case_file.parent
+    if not folder.is_relative_to(evals):
+        return CASE_DIR
+    rel = folder.relative_to(evals).as_posix()
+    return CASE_DIR if rel == "." else f"{CASE_DIR}/{rel}"
 
 
 def receipt_of(plan: Plan, summary: Summary) -> Receipt:

@@ -100,6 +100,7 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     home: str = "64m"
     tmp: str = "256m"
     workspace: str | None = None  # a Workspace's name: /work outlives the sandbox (checks)
+    logs: bool = False  # a writable /logs (tmpfs): where imported verifiers write rewards
     relay: Relay | None = None
     pids: int = 512
     cpus: float = 1.0

@@ -53,6 +53,7 @@ EXECUTOR_FILE = Path(executor.__file__)
 _IN_SANDBOX = "/opt/skillbench/executor.py"
 _SOCKET_DIR = "/run/skillbench"
 _REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
+_LOGS = "16m"  # /logs, for verifiers that write a reward file (Harbor's /logs/verifier)
 _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the other tmpfs
 
 
@@ -169,9 +170,12 @@ class PodmanProvider:
         tmpfs = [("/tmp", spec.tmp, "1777"), (home, spec.home, "0700")]
         if spec.workspace is None:
             tmpfs.append((WORKDIR, spec.disk, "0755"))
+        if spec.logs:
+            tmpfs.append(("/logs", _LOGS, "1777"))
         # tmpfs pages are charged to the container's memory: add the caps on top, so a full
         # disk is ENOSPC rather than an OOM kill
         memory = sum(parse_size(x) for x in (spec.memory, spec.disk, spec.home, spec.tmp, _SHM))
+        memory += parse_size(_LOGS) if spec.logs else 0
         kwargs: dict[str, Any] = dict(
             # The executor is PID 1: it reaps orphans (without an init, zombies use up the
             # pids limit) and cannot be killed from inside, not even by `kill -9 -1`.

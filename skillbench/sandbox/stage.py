@@ -155,7 +155,7 @@ async def check_phase(
     else:
         case.mkdir()
     checker_spec = msgspec.structs.replace(
-        spec, user=CHECKER, workspace=arm.workspace.name, env={**spec.env, **CHECK_ENV},
+        spec, user=CHECKER, workspace=arm.workspace.name, env={**spec.env, **CHECK_ENV}, logs=True,
         mounts=(*spec.mounts, Mount(str(case), CASE_DIR, read_only=True)),
     )  # fmt: skip
     arm.checker = await provider.create(checker_spec)

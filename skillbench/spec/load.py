@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from skillbench.spec.model import (
     BUCKETS,
     CHECK_KINDS,
@@ -110,8 +112,10 @@ def _root_mapping(doc: Doc, what: str, example: str) -> dict[str, Any]:
 # --- checks -----------------------------------------------------------------------------
 
 
-def parse_checks(rep: _Report, at: KeyPath, value: Any) -> tuple[Check, ...]:
-    """Read a `checks` list; unknown kinds and bad regexes are warnings, shape errors errors."""
+def parse_checks(rep: _Report, at: KeyPath, value: Any,
+                 case_file: Path | None = None) -> tuple[Check, ...]:  # fmt: skip
+    """Read a `checks` list; unknown kinds and bad regexes are warnings, shape errors errors.
+    A script a check runs is resolved against `case_file`'s folder and must be in evals/."""
     if not rep.expect(at, value, list, "checks"):
         return ()
     out: list[Check] = []
@@ -120,6 +124,11 @@ def parse_checks(rep: _Report, at: KeyPath, value: Any) -> tuple[Check, ...]:
         line = rep.doc.line(where)
         if isinstance(item, str):
             check = Check(item, None, line)
+        elif isinstance(item, dict) and len(item) == 1 and "reward" in item:
+            found = _reward(rep, where, item["reward"], line, case_file)
+            if found is None:
+                continue
+            check = found
         elif isinstance(item, dict) and len(item) == 1:
             kind, arg = next(iter(item.items()))
             if not isinstance(arg, str):
@@ -134,9 +143,63 @@ def parse_checks(rep: _Report, at: KeyPath, value: Any) -> tuple[Check, ...]:
                 + (f" with {len(item)} keys" if isinstance(item, dict) else ""),
             )
             continue
+        if check.kind == "verifier" and check.arg:
+            check = msgspec.structs.replace(check, script=_script(
+                rep, where, check.arg, case_file, "verifier"))  # fmt: skip
         _lint_check(rep, where, check)
         out.append(check)
     return tuple(out)
+
+
+def _script(rep: _Report, at: KeyPath, value: str, case_file: Path | None,
+            field: str) -> str | None:  # fmt: skip
+    """A script's path under evals/ (relative to the case file's folder), or None (reported)."""
+    if case_file is None:
+        return value
+    evals = next((p for p in case_file.resolve().parents if p.name == "evals"), None)
+    target = (case_file.parent / value).resolve()
+    if evals is None or not target.is_relative_to(evals):
+        rep.error(at, f"`{field}` script {value!r} is outside the skill's evals/ folder; "
+                      "keep it with the case (the checker sees only evals/)")  # fmt: skip
+        return None
+    if not target.is_file():
+        rep.error(at, f"`{field}` script {value!r} does not exist (looked for {target}); "
+                      "scripts are relative to the case file")  # fmt: skip
+        return None
+    return str(target.relative_to(evals))
+
+
+def _reward(rep: _Report, at: KeyPath, value: Any, line: int,
+            case_file: Path | None) -> Check | None:  # fmt: skip
+    """`reward: FILE` or `reward: {file: FILE, min: N, run: SCRIPT}`."""
+    if isinstance(value, str):
+        value = {"file": value}
+    if not isinstance(value, dict):
+        rep.error(at, f"`reward` is a file or a mapping {{file, min, run}}, got "
+                      f"{_type_name(value)}")  # fmt: skip
+        return None
+    unknown = sorted(set(value) - {"file", "min", "run"})
+    if unknown:
+        rep.error(at, f"`reward` has unknown field(s) {', '.join(unknown)}; it takes file, "
+                      "min and run")  # fmt: skip
+        return None
+    file, least, run = value.get("file"), value.get("min", 1), value.get("run")
+    if not isinstance(file, str) or not file.strip():
+        rep.error(at, "`reward` needs `file`: the reward file the verifier writes "
+                      "(e.g. /logs/verifier/reward.txt)")  # fmt: skip
+        return None
+    if isinstance(least, bool) or not isinstance(least, int | float):
+        rep.error(at, f"`reward` `min` must be a number, got {_type_name(least)}")
+        return None
+    script = None
+    if run is not None:
+        if not isinstance(run, str):
+            rep.error(at, f"`reward` `run` must be a script path, got {_type_name(run)}")
+            return None
+        script = _script(rep, at, run, case_file, "reward run")
+        if script is None:
+            return None
+    return Check("reward", file, line, script=script, min=float(least))
 
 
 def _lint_check(rep: _Report, at: KeyPath, check: Check) -> None:
@@ -165,8 +228,8 @@ def _lint_check(rep: _Report, at: KeyPath, check: Check) -> None:
         rep.warn(at, "`transcript_omits` of empty text always fails; it cannot pass")
     if check.kind in PATH_KINDS and posixpath.normpath(arg) == "." and not path_escape(arg):
         rep.warn(at, f"`{check.kind}` of the workspace itself does not depend on the agent")
-    if check.kind == "command_succeeds" and not arg.strip():
-        rep.error(at, "`command_succeeds` needs a command")
+    if check.kind in ("command_succeeds", "grader") and not arg.strip():
+        rep.error(at, f"`{check.kind}` needs a command")
 
 
 def path_escape(path: str) -> str | None:
@@ -202,7 +265,7 @@ def _session_fields(
                     "evals, so do not describe how it is scored",
                 )
     if "checks" in data:
-        out["checks"] = parse_checks(rep, ("checks",), data["checks"])
+        out["checks"] = parse_checks(rep, ("checks",), data["checks"], case_file)
     for field in ("judge", "setup"):
         if field in data and rep.expect((field,), data[field], str, field):
             if data[field].strip():
@@ -327,7 +390,7 @@ def load_suite(path: Path, skill_dir: Path) -> tuple[Suite, list[Problem]]:
             rep.error(("cases",), "`cases` is empty; a suite needs at least one sub-case")
         seen: dict[str, int] = {}
         for i, item in enumerate(data["cases"]):
-            sub = _subcase(rep, ("cases", i), item)
+            sub = _subcase(rep, ("cases", i), item, path)
             if sub is None:
                 continue
             if sub.name in seen:
@@ -343,7 +406,7 @@ def load_suite(path: Path, skill_dir: Path) -> tuple[Suite, list[Problem]]:
     return suite, rep.warnings()
 
 
-def _subcase(rep: _Report, at: KeyPath, item: Any) -> SubCase | None:
+def _subcase(rep: _Report, at: KeyPath, item: Any, path: Path) -> SubCase | None:
     if not isinstance(item, dict):
         rep.error(at, f"a suite sub-case is a mapping {{name, checks}}, got {_type_name(item)}")
         return None
@@ -361,7 +424,7 @@ def _subcase(rep: _Report, at: KeyPath, item: Any) -> SubCase | None:
             "`-`, starting with a letter or digit",
         )
         return None
-    checks = parse_checks(rep, (*at, "checks"), item["checks"]) if "checks" in item else ()
+    checks = parse_checks(rep, (*at, "checks"), item["checks"], path) if "checks" in item else ()
     if not checks:
         rep.warn(at, f"sub-case {name!r} has no checks: it passes in every arm")
     return SubCase(name, checks, rep.doc.line(at))

@@ -19,7 +19,14 @@ CHECK_KINDS: dict[str, str] = {
     "file_exists": "the path (relative to the workspace) exists after the session",
     "file_absent": "the path does not exist after the session",
     "command_succeeds": "the shell command exits 0 in the sandbox within 120 s",
+    "verifier": "the script (relative to the case file) exits 0 pass, 1 fail, 2 infrastructure "
+    "(the arm's rows unscored)",
+    "reward": "{file, min, run}: after `run` (a script, its exit code ignored), the number in "
+    "`file` (reward.txt, or reward.json's `reward`) is at least `min` (default 1)",
+    "grader": "the command prints {pass, score, evidence} JSON (or exits 0); $CASE, $WORK and "
+    "$RESULTS (trace.jsonl) are set",
 }
+SCRIPT_KINDS = frozenset({"verifier", "reward"})  # their script is resolved at load time
 REGEX_KINDS = frozenset({"command_matching", "no_command_matching"})
 PATH_KINDS = frozenset({"file_exists", "file_absent"})
 
@@ -33,10 +40,14 @@ class Check(msgspec.Struct, frozen=True):
     kind: str
     arg: str | None = None
     line: int = 0
+    script: str | None = None  # verifier / reward `run`: the script's path under evals/
+    min: float | None = None  # reward: the smallest passing reward
 
     @property
     def name(self) -> str:
         """How the check is shown in reports: `kind: argument`."""
+        if self.kind == "reward":
+            return f"reward: {self.arg} >= {self.min if self.min is not None else 1:g}"
         return self.kind if self.arg is None else f"{self.kind}: {self.arg}"
 
 

@@ -1,0 +1,106 @@
+"""The check kinds other eval formats need (issue 17, part 1): a `verifier` script (exit 0
+pass, 1 fail, 2 no verdict: the arm's rows unscored, not a loss), a `reward` file written by a
+script whose exit code says nothing (Harbor), and a `grader` printing {pass, score, evidence}
+(skill-optimizer). End to end with real sandboxes and the fake model server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
+
+CASES = {
+    # Harbor style: test.sh always exits 0; the reward file decides
+    "evals/cases/answer.yaml": (
+        "task: Put the answer in answer.txt\n"
+        "checks:\n  - reward: {file: /logs/verifier/reward.txt, min: 1, run: answer/tests/test.sh}\n"
+    ),
+    "evals/cases/answer/tests/test.sh": (
+        "mkdir -p /logs/verifier\n"
+        'if grep -qx 42 answer.txt 2>/dev/null; then echo 1 > /logs/verifier/reward.txt; '
+        "else echo 0 > /logs/verifier/reward.txt; fi\nexit 0\n"
+    ),
+    # a verifier whose dependency is missing: no verdict, whatever the agent did
+    "evals/cases/broken.yaml": "task: Write notes.txt\nchecks:\n  - verifier: broken/verify.sh\n",
+    "evals/cases/broken/verify.sh": "command -v no-such-grader >/dev/null || exit 2\nexit 0\n",
+    # a verifier that judges: 0 pass, 1 fail
+    "evals/cases/count.yaml": "task: Write count.txt\nchecks:\n  - verifier: count/verify.sh\n",
+    "evals/cases/count/verify.sh": 'test "$(cat count.txt)" = 3 || exit 1\n',
+    # skill-optimizer style: a grader printing its verdict, with $CASE, $WORK and $RESULTS
+    "evals/cases/poem.yaml": (
+        "task: Write poem.txt\nchecks:\n  - grader: python3 $CASE/checks/grade.py\n"
+    ),
+    "evals/cases/poem/checks/grade.py": (
+        "import json, os\n"
+        "lines = open(os.path.join(os.environ['WORK'], 'poem.txt')).read().split()\n"
+        "trace = open(os.path.join(os.environ['RESULTS'], 'trace.jsonl')).read()\n"
+        "print('grading...')\n"
+        "print(json.dumps({'pass': len(lines) >= 3, 'score': len(lines) / 4,\n"
+        "                  'evidence': [f'{len(lines)} of 4 words', f'trace {len(trace) > 0}']}))\n"
+    ),
+}  # fmt: skip
+
+
+def test_verifier_reward_and_grader_decide_rows(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, CASES)
+    fake({"conversations": [
+        conv(CAND, "answer", write_file("answer.txt", "42\n"), {"text": "done"}),
+        conv(BASE, "answer", write_file("answer.txt", "41\n"), {"text": "done"}),
+        conv("(?s)", "notes", write_file("notes.txt", "n\n"), {"text": "done"}),
+        conv(CAND, "count", write_file("count.txt", "3\n"), {"text": "done"}),
+        conv(BASE, "count", write_file("count.txt", "4\n"), {"text": "done"}),
+        conv(CAND, "poem", write_file("poem.txt", "roses are red today\n"), {"text": "done"}),
+        conv(BASE, "poem", write_file("poem.txt", "roses\n"), {"text": "done"}),
+    ]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert code == 0, lines
+    rows = {r["case"]: r for r in summary["rows"]}
+    # the reward file decided, though test.sh exited 0 in both arms
+    assert (rows["answer"]["outcome"], rows["answer"]["decided_by"]) == ("win", "checks")
+    reward = rows["answer"]["arms"]["baseline"]["checks"][0]
+    assert reward["name"] == "reward: /logs/verifier/reward.txt >= 1"
+    assert (reward["passed"], reward["detail"], reward["score"]) == (False, "reward 0 (min 1)", 0)
+    # exit 2 is no verdict: unscored, not a loss, and said why
+    assert rows["broken"]["decided_by"] == "unscored"
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    broken = [j for j in journal if j.get("session") == "broken" and j["type"] == "session"]
+    assert broken and all(j["outcome"] == "error" for j in broken)
+    assert "verifier: broken/verify.sh gave no verdict: exit 2" in broken[0]["error"]
+    assert (rows["count"]["outcome"], rows["count"]["decided_by"]) == ("win", "checks")
+    assert rows["count"]["arms"]["baseline"]["checks"][0]["detail"] == "exit 1"
+    # the grader's score and evidence reach the row
+    grade = rows["poem"]["arms"]["candidate"]["checks"][0]
+    assert (grade["passed"], grade["score"]) == (True, 1.0)
+    assert grade["detail"] == "score 1; 4 of 4 words; trace True"
+    assert rows["poem"]["arms"]["baseline"]["checks"][0]["detail"].startswith("score 0.25")
+    assert summary["comparisons"]["baseline"]["win"] == 3
+    # and the page shows them
+    assert main(["report", str(tmp_path / "run"), "--format", "html"]) == 0
+    assert "score 1; 4 of 4 words" in capsys.readouterr().out
+
+
+def test_check_names_a_missing_or_escaping_script_with_its_line(tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/a.yaml": "task: Do it\nchecks:\n  - file_exists: x\n  - verifier: a/nope.sh\n",
+        "evals/cases/b.yaml": "task: Do it\nchecks:\n  - reward: {file: r.txt, run: ../../../x.sh}\n",
+        "evals/cases/c.yaml": "task: Do it\nchecks:\n  - reward: {file: r.txt, min: high}\n",
+    })  # fmt: skip
+    assert main(["check", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"{folder}/evals/cases/a.yaml:4: error: `verifier` script 'a/nope.sh' does not exist" in out
+    )
+    assert (
+        f"{folder}/evals/cases/b.yaml:3: error: `reward run` script '../../../x.sh' is outside"
+        in out
+    )
+    assert (
+        f"{folder}/evals/cases/c.yaml:3: error: `reward` `min` must be a number, got a string"
+        in out
+    )
