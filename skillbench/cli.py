@@ -167,6 +167,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        threshold=args.threshold, team=loaded.settings.team,
                        trigger_method=args.trigger_method,
                        fresh_baseline=args.fresh_baseline, aa=args.aa)  # fmt: skip
+    if args.oracle:  # the checks against the reference solutions: no model, no generation
+        return _eval_oracle(opts)
     if not args.resume and (args.plan or args.max_cost is not None):
         from skillbench.engine.estimate import estimate, over_budget, plan_lines
 
@@ -359,6 +361,38 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from skillbench.importers import IMPORTERS, ImportError_, check_import, write_import
+
+    src, skill = Path(args.src), Path(args.into)
+    if not src.exists():
+        raise UsageError(f"{src}: no such file or folder")
+    if not is_skill(skill):
+        raise UsageError(f"--into {skill}: not a skill folder (no SKILL.md)")
+    try:
+        result = IMPORTERS[args.format](src)
+        problems = check_import(result, skill)
+        written = [] if args.check else write_import(result, skill)
+    except ImportError_ as exc:
+        raise UsageError(str(exc)) from None
+    verb = "would import" if args.check else "imported"
+    _out(f"{verb} {len(result.cases)} case(s) from {result.source} into {skill}/evals: "
+         f"{', '.join(result.cases)}")  # fmt: skip
+    if result.unmapped:
+        _out(f"not mapped ({len(result.unmapped)}):")
+        for note in result.unmapped:
+            _out(f"  {note}")
+    for problem in problems:
+        _out(str(problem))
+    errors = [p for p in problems if p.severity == "error"]
+    if args.check:
+        _out("check: the imported evals load cleanly (nothing written: --check)" if not errors
+             else f"check: {len(errors)} error(s) (nothing written: --check)")  # fmt: skip
+    else:
+        _out(f"wrote {len(written)} file(s); each says where it came from in its first lines")
+    return EXIT_FAIL if errors else EXIT_OK
+
+
 def cmd_triggers(args: argparse.Namespace) -> int:
     import asyncio
     import json
@@ -444,6 +478,27 @@ def _check_runs(args: argparse.Namespace) -> None:
     if args.parallel is not None and not 1 <= args.parallel <= MAX_PARALLEL:
         raise UsageError(f"--parallel must be between 1 and {MAX_PARALLEL} (each session is a "
                          "sandbox; more than the machine can run only queues)")  # fmt: skip
+
+
+def _eval_oracle(opts: EvalOptions) -> int:
+    import asyncio
+
+    from skillbench.engine.oracle import oracle_lines, oracle_run
+    from skillbench.engine.plan import EvalError
+
+    try:
+        results = asyncio.run(oracle_run(opts))
+    except EvalError as exc:
+        for problem in exc.problems:
+            _err(str(problem))
+        _err(f"skillbench: error: {exc}")
+        return EXIT_USAGE
+    for line in oracle_lines(results):
+        _out(line)
+    if not any(r.passed is not None for r in results):
+        _err("skillbench: no case has a reference solution (`oracle:` in its case file)")
+        return EXIT_USAGE
+    return EXIT_FAIL if any(r.passed is False for r in results) else EXIT_OK
 
 
 def _eval_triggers_only(opts: EvalOptions, as_json: bool) -> int:
@@ -677,6 +732,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--execution-only", action="store_true", help="skip the trigger measurement")
     p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
     p.add_argument("--threshold", type=float, default=0.5, help="trigger rate that counts as fired")
+    p.add_argument("--oracle", action="store_true",
+                   help="run each case's reference solution (`oracle:`) instead of an agent "
+                   "and report whether every check passes; no model is called")  # fmt: skip
     p.add_argument("--aa", action="store_true",
                    help="also run a second baseline arm and report how often the two differ: "
                    "the noise floor a real lift must clear")  # fmt: skip
@@ -719,6 +777,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--html", metavar="FILE", help="also write the results as a page, with the "
                    "library's confusion matrix (who took each skill's prompts)")  # fmt: skip
+
+    p = command(
+        "import", cmd_import, "turn eval suites in other formats into native evals",
+        "Write native cases (with their verifier, reward or grader scripts and support files) "
+        "into the skill's evals/ from a Harbor task or dataset, a Margin Eval suite or a "
+        "skill-optimizer suite. Each file is headed with where it came from; nothing existing "
+        "is overwritten; every source field that could not be mapped is listed with why. "
+        "--check imports into a scratch copy and validates it, writing nothing.",
+    )  # fmt: skip
+    p.add_argument("format", choices=["harbor", "margin", "skill-optimizer"],
+                   help="the source's format")  # fmt: skip
+    p.add_argument("src", metavar="SRC", help="the task, dataset, suite folder or suite file")
+    p.add_argument("--into", required=True, metavar="SKILL", help="the skill to add evals to")
+    p.add_argument("--check", action="store_true", help="validate only; write nothing")
 
     p = command(
         "gen", cmd_gen, "generate missing evals with the model",

@@ -27,6 +27,7 @@ from skillbench.engine.records import (
 )
 from skillbench.models import ModelRefError, parse_model
 from skillbench.models.pricing import price_for
+from skillbench.sandbox.base import CASE_DIR
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.skills import (
     RUNS_DIR,
@@ -76,6 +77,20 @@ def trigger_method(opts: EvalOptions) -> str:
     if opts.trigger_method:
         return opts.trigger_method
     return "catalog" if opts.settings.agent == "builtin" else "agent"
+
+
+def case_home(spec: Session, skill_dir: Path) -> str:
+    """$CASE for a session's verifiers and graders: its own folder beside its file
+    (`evals/cases/<name>/`, where imported cases keep their support files) when there is one,
+    else its file's folder, as the checker sees it under /case."""
+    evals = (skill_dir / "evals").resolve()
+    case_file = Path(spec.path).resolve()
+    own = case_file.with_suffix("")
+    folder = own if own.is_dir() else case_file.parent
+    if not folder.is_relative_to(evals):
+        return CASE_DIR
+    rel = folder.relative_to(evals).as_posix()
+    return CASE_DIR if rel == "." else f"{CASE_DIR}/{rel}"
 
 
 def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:

@@ -28,6 +28,7 @@ from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
     Prepared,
+    case_home,
     check_credentials,
     trigger_method,
     validated,
@@ -58,7 +59,6 @@ from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, write_receipt
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import (
-    CASE_DIR,
     WORKDIR,
     Sandbox,
     SandboxError,
@@ -457,20 +457,6 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
     write_receipt(receipt_of(plan, summary), run_dir)
     return EvalResult(str(run_dir), summary)
-
-
-def case_home(spec: Session, skill_dir: Path) -> str:
-    """$CASE for a session's verifiers and graders: its own folder beside its file
-    (`evals/cases/<name>/`, where imported cases keep their support files) when there is one,
-    else its file's folder, as the checker sees it under /case."""
-    evals = (skill_dir / "evals").resolve()
-    case_file = Path(spec.path).resolve()
-    own = case_file.with_suffix("")
-    folder = own if own.is_dir() else case_file.parent
-    if not folder.is_relative_to(evals):
-        return CASE_DIR
-    rel = folder.relative_to(evals).as_posix()
-    return CASE_DIR if rel == "." else f"{CASE_DIR}/{rel}"
 
 
 def receipt_of(plan: Plan, summary: Summary) -> Receipt:

@@ -32,7 +32,7 @@ from skillbench.spec.yamlsrc import Doc, KeyPath, load_yaml_file
 
 SESSION_FIELDS = (
     "task", "checks", "judge", "files", "fixture", "setup", "bucket", "requires",
-    "timeout_minutes", "max_turns",
+    "timeout_minutes", "max_turns", "oracle",
 )  # fmt: skip
 SUITE_FIELDS = (*SESSION_FIELDS, "cases")
 SUBCASE_FIELDS = ("name", "checks")
@@ -276,6 +276,8 @@ def _session_fields(
         out["files"] = _files(rep, data["files"])
     if "fixture" in data and rep.expect(("fixture",), data["fixture"], str, "fixture"):
         out["fixture"] = _fixture(rep, data["fixture"], case_file, skill_dir)
+    if "oracle" in data and rep.expect(("oracle",), data["oracle"], str, "oracle"):
+        out["oracle"] = _script(rep, ("oracle",), data["oracle"], case_file, "oracle")
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:

@@ -74,6 +74,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     requires: tuple[str, ...] = ()
     timeout_minutes: int = MAX_TIMEOUT_MINUTES
     max_turns: int = DEFAULT_MAX_TURNS
+    oracle: str | None = None  # a reference solution's script, its path under evals/
 
 
 class Case(Session, frozen=True, kw_only=True):

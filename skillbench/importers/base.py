@@ -1,0 +1,131 @@
+"""What every importer produces (design §13): native eval files for a skill's `evals/`, each
+headed with where it came from, and every source field that could not be mapped, with why.
+
+`write_import` refuses to overwrite anything; `check_import` writes into a scratch copy of the
+skill and validates it with the same loader `skillbench check` uses (a dry import).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from skillbench.spec import SpecError, load_assets
+from skillbench.spec.problems import Problem
+
+
+class ImportError_(Exception):
+    """The source is not what the importer reads (named with its path and what is missing)."""
+
+
+class NewFile(msgspec.Struct, frozen=True):
+    rel: str  # under evals/
+    content: bytes
+    executable: bool = False
+
+
+class Imported(msgspec.Struct):
+    """An importer's result: files to write, and what it could not map."""
+
+    source: str  # "harbor task <path>", for headers and reports
+    files: list[NewFile] = []
+    unmapped: list[str] = []  # "<where>: <field> — <why>"
+    cases: list[str] = []
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(name: str) -> str:
+    """A filesystem-safe case name (letters, digits, `.`, `_`, `-`)."""
+    return _SAFE.sub("-", name).strip("-.") or "case"
+
+
+def headed(text: str, source: str, comment: str = "#") -> bytes:
+    """`text` with a first line (after a shebang) saying where it came from."""
+    head = f"{comment} imported by `skillbench import` from {source}\n"
+    if text.startswith("#!"):
+        first, _, rest = text.partition("\n")
+        return (first + "\n" + head + rest).encode()
+    return (head + text).encode()
+
+
+def yaml_str(text: str) -> str:
+    """A YAML block scalar for `text` (kept exactly, trailing newline included)."""
+    body = text if text.endswith("\n") else text + "\n"
+    lines = "".join(f"  {line}\n" if line else "\n" for line in body.splitlines())
+    return "|\n" + lines if body.strip() else '""\n'
+
+
+def support(src: Path, dest_rel: str, source: str, rewrite: dict[str, str] | None = None,
+            ) -> list[NewFile]:  # fmt: skip
+    """Every file under `src` as files under `dest_rel`; scripts get a header, and text files
+    the `rewrite` replacements (e.g. Harbor's absolute /tests/ paths)."""
+    out = []
+    for path in sorted(p for p in src.rglob("*") if p.is_file()):
+        rel = f"{dest_rel}/{path.relative_to(src).as_posix()}"
+        data = path.read_bytes()
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            out.append(NewFile(rel, data, _executable(path)))
+            continue
+        for old, new in (rewrite or {}).items():
+            text = text.replace(old, new)
+        if path.suffix in (".sh", ".py", ".bash") or text.startswith("#!"):
+            data = headed(text, source)
+        else:
+            data = text.encode()
+        out.append(NewFile(rel, data, _executable(path) or path.suffix == ".sh"))
+    return out
+
+
+def _executable(path: Path) -> bool:
+    return bool(path.stat().st_mode & 0o111)
+
+
+def write_import(result: Imported, skill: Path) -> list[str]:
+    """Write the files into the skill's evals/; refuses (before writing anything) when any
+    exists. Returns the paths written."""
+    evals = skill / "evals"
+    clash = [f.rel for f in result.files if (evals / f.rel).exists()]
+    if clash:
+        raise ImportError_(f"{evals}: would overwrite {', '.join(clash[:5])}"
+                           f"{' …' if len(clash) > 5 else ''}; move them away or import into "
+                           "another skill")  # fmt: skip
+    written = []
+    for f in result.files:
+        path = evals / f.rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(f.content)
+        if f.executable:
+            path.chmod(0o755)
+        written.append(str(path))
+    return written
+
+
+def check_import(result: Imported, skill: Path) -> list[Problem]:
+    """Problems the imported evals would have (none: they load cleanly), without touching
+    the skill: the import is written into a scratch copy and loaded there."""
+    with tempfile.TemporaryDirectory(prefix="skillbench-import-") as tmp:
+        copy = Path(tmp) / skill.name
+        shutil.copytree(skill, copy, symlinks=True,
+                        ignore=shutil.ignore_patterns(".skillbench"))  # fmt: skip
+        try:
+            write_import(result, copy)
+        except ImportError_ as exc:
+            return [Problem(str(skill / "evals"), 1, "error", str(exc))]
+        try:
+            assets = load_assets(copy)
+        except SpecError as exc:
+            return [_home(p, copy, skill) for p in exc.problems]
+        return [_home(p, copy, skill) for p in assets.problems]
+
+
+def _home(problem: Problem, copy: Path, skill: Path) -> Problem:
+    """A problem found in the scratch copy, named where the file would be written."""
+    return msgspec.structs.replace(problem, path=problem.path.replace(str(copy), str(skill)))

@@ -1,0 +1,323 @@
+"""The three foreign formats (design §13; facts in shared/formats.md), each mapped onto native
+cases: a Margin Eval suite, Harbor tasks, a skill-optimizer suite.
+
+What cannot be mapped is said, never dropped silently. The one gap common to all three:
+skillbench runs every case in its own sandbox image, so a per-case image or Dockerfile is
+reported (with what it would have built) rather than used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from skillbench.importers.base import (
+    Imported,
+    ImportError_,
+    NewFile,
+    headed,
+    safe_name,
+    support,
+    yaml_str,
+)
+
+_IMAGE_GAP = ("skillbench runs every case in its sandbox image (no per-case images yet): what "
+              "the verifier needs must be there (declare it with `requires:`)")  # fmt: skip
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ImportError_(f"{path}: cannot read it as TOML: {exc}") from None
+
+
+def _case_yaml(source: str, task: str, checks: list[str], extra: dict[str, str],
+               notes: list[str]) -> bytes:  # fmt: skip
+    lines = [f"# imported by `skillbench import` from {source}"]
+    lines += [f"# {n}" for n in notes]
+    lines.append("task: " + yaml_str(task).rstrip("\n"))
+    lines += [f"{k}: {v}" for k, v in extra.items()]
+    lines.append("checks:")
+    lines += [f"  - {c}" for c in checks]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _minutes(seconds: Any) -> int | None:
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
+        return min(120, max(1, math.ceil(seconds / 60)))
+    return None
+
+
+# --- Margin Eval --------------------------------------------------------------------------
+
+
+def import_margin(src: Path) -> Imported:
+    """A Margin suite: suite.toml and cases/<id>/{case.toml, prompt.md, tests/test.sh}."""
+    suite = _toml(src / "suite.toml") if (src / "suite.toml").is_file() else None
+    if suite is None:
+        raise ImportError_(f"{src}: no suite.toml; a Margin suite holds suite.toml and "
+                           "cases/<id>/case.toml")  # fmt: skip
+    out = Imported(source=f"margin suite {src}")
+    listed = suite.get("cases")
+    folders = sorted(p.name for p in (src / "cases").iterdir() if p.is_dir()) if (
+        src / "cases").is_dir() else []  # fmt: skip
+    names = [str(n) for n in listed] if isinstance(listed, list) else folders
+    for extra in sorted(set(folders) - set(names)):
+        out.unmapped.append(f"cases/{extra}: not listed in suite.toml `cases` — skipped")
+    for key in sorted(set(suite) - {"kind", "name", "description", "cases"}):
+        out.unmapped.append(f"suite.toml: `{key}` — not a Margin suite field; ignored")
+    for case in names:
+        _margin_case(src / "cases" / case, out)
+    return out
+
+
+def _margin_case(folder: Path, out: Imported) -> None:
+    where = f"cases/{folder.name}"
+    meta = _toml(folder / "case.toml") if (folder / "case.toml").is_file() else None
+    if meta is None:
+        raise ImportError_(f"{folder}: no case.toml")
+    if meta.get("name") != folder.name:
+        raise ImportError_(f"{folder / 'case.toml'}: name {meta.get('name')!r} must equal the "
+                           f"folder name {folder.name!r}")  # fmt: skip
+    prompt = (folder / "prompt.md").read_text(encoding="utf-8") if (
+        folder / "prompt.md").is_file() else ""  # fmt: skip
+    if not prompt.strip():
+        raise ImportError_(f"{folder / 'prompt.md'}: missing or empty (the agent's whole task)")
+    if not (folder / "tests" / "test.sh").is_file():
+        raise ImportError_(f"{folder / 'tests' / 'test.sh'}: missing (the verifier)")
+    name = safe_name(folder.name)
+    source = f"margin case {folder}"
+    notes = [f"description: {meta['description']}"] if meta.get("description") else []
+    extra: dict[str, str] = {}
+    if (folder / "oracle" / "solve.sh").is_file():
+        extra["oracle"] = f"{name}/oracle/solve.sh"
+        out.files += support(folder / "oracle", f"cases/{name}/oracle", source)
+    cwd = {meta.get(k) for k in ("agent_cwd", "test_cwd")} - {None}
+    if cwd:
+        out.unmapped.append(f"{where}: agent_cwd/test_cwd {', '.join(sorted(map(str, cwd)))} — "
+                            "the agent starts and the verifier runs in /work")  # fmt: skip
+    if "test_timeout_seconds" in meta:
+        out.unmapped.append(f"{where}: test_timeout_seconds — a verifier gets 600 s here")
+    if "image" in meta:
+        out.unmapped.append(f"{where}: image {meta['image']} — {_IMAGE_GAP}")
+    if (folder / "env" / "Dockerfile").is_file():
+        out.unmapped.append(f"{where}: env/Dockerfile — {_IMAGE_GAP}")
+    if "metadata" in meta:
+        notes.append(f"metadata: {meta['metadata']}")
+    # Margin stages tests/ at test_cwd after the agent and runs test.sh there: so does this
+    wrapper = ('#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd, then run '
+               "its verifier (exit 0 pass, 1 fail, 2 no verdict)\n"
+               'rm -rf /work/tests && cp -r "$CASE/tests" /work/tests && cd /work && '
+               "exec bash tests/test.sh\n")  # fmt: skip
+    out.files += [
+        NewFile(
+            f"cases/{name}.yaml",
+            _case_yaml(source, prompt, [f"verifier: {name}/verify.sh"], extra, notes),
+        ),
+        NewFile(f"cases/{name}/verify.sh", headed(wrapper, source), executable=True),
+        *support(folder / "tests", f"cases/{name}/tests", source),
+    ]
+    out.cases.append(name)
+
+
+# --- Harbor ---------------------------------------------------------------------------------
+
+
+def _harbor_tasks(src: Path) -> list[tuple[Path, str | None]]:
+    """(task folder, its dataset UUID folder name or None) for a task or a dataset."""
+    if (src / "task.toml").is_file():
+        return [(src, None)]
+    found: list[tuple[Path, str | None]] = []
+    for child in sorted(p for p in src.iterdir() if p.is_dir()):
+        if (child / "task.toml").is_file():
+            found.append((child, None))
+            continue
+        inner = [p for p in child.iterdir() if p.is_dir() and (p / "task.toml").is_file()]
+        if len(inner) == 1:  # a downloaded dataset: <uuid>/<task-name>/
+            found.append((inner[0], child.name))
+    if not found:
+        raise ImportError_(
+            f"{src}: no Harbor task here (a task folder holds task.toml, "
+            "instruction.md, tests/test.sh; a dataset <uuid>/<task>/)"
+        )
+    return found
+
+
+def import_harbor(src: Path) -> Imported:
+    """One Harbor task folder, a folder of them, or a downloaded dataset of UUID folders."""
+    out = Imported(source=f"harbor {src}")
+    tasks = _harbor_tasks(src)
+    taken: dict[str, int] = {}
+    for folder, _ in tasks:
+        taken[safe_name(folder.name)] = taken.get(safe_name(folder.name), 0) + 1
+    for folder, uuid in tasks:
+        name = safe_name(folder.name)
+        if taken[name] > 1:  # a collision after sanitising: a stable suffix from the UUID
+            seed = uuid or str(folder.relative_to(src))
+            name = f"{name}-{hashlib.sha256(seed.encode()).hexdigest()[:8]}"
+        _harbor_task(folder, name, out)
+    return out
+
+
+_DROPPED = {("version",): "the task format's version", ("environment", "build_timeout_sec"):
+            "no image is built", ("environment", "allow_internet"): "sandboxes have no network",
+            ("environment", "mcp_servers"): "no MCP servers in the sandbox",
+            ("verifier", "env"): "the checker's environment is fixed",
+            ("solution", "env"): "the oracle runs with the agent's environment"}  # fmt: skip
+_METADATA = (("environment", "cpus"), ("environment", "memory_mb"), ("environment", "gpus"))
+
+
+def _harbor_task(folder: Path, name: str, out: Imported) -> None:
+    where, source = folder.name, f"harbor task {folder}"
+    task = _toml(folder / "task.toml")
+    instruction = (folder / "instruction.md").read_text(encoding="utf-8") if (
+        folder / "instruction.md").is_file() else ""  # fmt: skip
+    if not instruction.strip():
+        raise ImportError_(f"{folder / 'instruction.md'}: missing or empty (the agent's task)")
+    test = folder / "tests" / "test.sh"
+    if not test.is_file():
+        raise ImportError_(f"{test}: missing (the verifier that writes the reward)")
+
+    def get(*keys: str) -> Any:
+        value: Any = task
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    extra: dict[str, str] = {}
+    minutes = _minutes(get("agent", "timeout_sec"))
+    if minutes:
+        extra["timeout_minutes"] = str(minutes)
+    notes = [f"{'.'.join(k)} = {get(*k)}" for k in _METADATA if get(*k) is not None]
+    notes += [f"metadata: {task['metadata']}"] if "metadata" in task else []
+    for keys, why in _DROPPED.items():
+        if get(*keys) is not None:
+            out.unmapped.append(f"{where}: {'.'.join(keys)} — dropped: {why}")
+    if get("verifier", "timeout_sec") is not None:
+        out.unmapped.append(f"{where}: verifier.timeout_sec — a verifier gets 600 s here")
+    docker = folder / "environment" / "Dockerfile"
+    if get("environment", "docker_image") or docker.is_file():
+        what = get("environment", "docker_image") or "environment/Dockerfile"
+        workdirs = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (
+            docker.is_file()) else []  # fmt: skip
+        at = f"; its WORKDIR {workdirs[-1]} is /work here" if workdirs else ""
+        out.unmapped.append(f"{where}: {what} — {_IMAGE_GAP}{at}")
+    tests = test.read_text(encoding="utf-8", errors="replace")
+    reward = "/logs/verifier/reward.json" if "reward.json" in tests else (
+        "/logs/verifier/reward.txt")  # fmt: skip
+    # the tests read their assets at /tests/...: they are staged at /tmp/tests, and the
+    # absolute paths rewritten to match
+    staged = {"/tests/": "/tmp/tests/", "/tests ": "/tmp/tests "}
+    wrapper = ("#!/bin/sh\n# stage tests/ where the rewritten paths expect them, run the "
+               "verifier; the reward file, not the exit code, is the verdict\n"
+               'rm -rf /tmp/tests && cp -r "$CASE/tests" /tmp/tests && cd /work && '
+               "bash /tmp/tests/test.sh\nexit 0\n")  # fmt: skip
+    if (folder / "solution" / "solve.sh").is_file():
+        extra["oracle"] = f"{name}/oracle/solve.sh"
+        out.files += support(folder / "solution", f"cases/{name}/oracle", source, staged)
+    check = f"reward: {{file: {reward}, min: 1, run: {name}/run-tests.sh}}"
+    out.files += [
+        NewFile(f"cases/{name}.yaml", _case_yaml(source, instruction, [check], extra, notes)),
+        NewFile(f"cases/{name}/run-tests.sh", headed(wrapper, source), executable=True),
+        *support(folder / "tests", f"cases/{name}/tests", source, staged),
+    ]
+    out.cases.append(name)
+
+
+# --- skill-optimizer -----------------------------------------------------------------------
+
+_SUITE_DROPPED = {"models": "the model is skillbench's --model",
+                  "env": "host variables never enter a sandbox",
+                  "cleanup": "every case gets a fresh sandbox",
+                  "appendSystemPrompt": "the agent's prompt is the agent's own",
+                  "mcpServers": "no MCP servers in the sandbox",
+                  "mcpServices": "no MCP services in the sandbox",
+                  "model": "the model is skillbench's --model"}  # fmt: skip
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ImportError_(f"{path}: cannot read it: {exc}") from None
+
+
+def import_skill_optimizer(src: Path) -> Imported:
+    """A skill-optimizer suite: suite.yml (or the file given) with inline or file cases,
+    graders printing {pass, score, evidence}, and the checks/, bin/, workspace/ folders."""
+    path = src / "suite.yml" if src.is_dir() else src
+    if not path.is_file():
+        raise ImportError_(f"{src}: no suite.yml (a skill-optimizer suite file)")
+    suite = _load_yaml(path)
+    if not isinstance(suite, dict) or not isinstance(suite.get("cases"), list):
+        raise ImportError_(f"{path}: a suite is a mapping with a `cases` list")
+    out = Imported(source=f"skill-optimizer suite {path}")
+    for key, why in _SUITE_DROPPED.items():
+        if key in suite:
+            out.unmapped.append(f"{path.name}: `{key}` — dropped: {why}")
+    for i, item in enumerate(suite["cases"]):
+        if isinstance(item, str):  # a case file: it does not inherit the suite's defaults
+            file = path.parent / item
+            case = _load_yaml(file)
+            base, root = {}, file.parent
+        else:
+            case, base, root = item, suite, path.parent
+        if not isinstance(case, dict) or not case.get("name") or not case.get("task"):
+            raise ImportError_(f"{path}: case {i + 1} needs `name` and `task`")
+        _optimizer_case({**{k: base[k] for k in ("timeoutSeconds", "setup", "references")
+                            if k in base}, **case}, root, path.parent, out)  # fmt: skip
+    return out
+
+
+def _optimizer_case(case: dict[str, Any], root: Path, suite_dir: Path, out: Imported) -> None:
+    name = safe_name(str(case["name"]))
+    where, source = f"case {case['name']}", f"skill-optimizer case {case['name']} ({root})"
+    graders = case.get("graders") or []
+    if not graders:
+        raise ImportError_(f"{root}: {where} has no graders")
+    checks = []
+    for g in graders:
+        command = g.get("command") if isinstance(g, dict) else None
+        if not isinstance(command, str):
+            raise ImportError_(f"{root}: {where}: a grader is {{name, command}}")
+        checks.append("grader: " + json.dumps(command))  # a JSON string is a YAML scalar
+    extra: dict[str, str] = {}
+    minutes = _minutes(case.get("timeoutSeconds"))
+    if minutes:
+        extra["timeout_minutes"] = str(minutes)
+    setup = case.get("setup")
+    if setup:
+        text = "\n".join(setup) if isinstance(setup, list) else str(setup)
+        extra["setup"] = yaml_str(text).rstrip("\n")
+    # references, then workspace/, then bin/ make the seed of /work: the fixture
+    seed: list[NewFile] = []
+    refs = case.get("references")
+    if refs:
+        seed += support(root / str(refs), f"cases/{name}/fixture", source)
+    if (suite_dir / "workspace").is_dir():
+        seed += support(suite_dir / "workspace", f"cases/{name}/fixture", source)
+    if (suite_dir / "bin").is_dir():
+        seed += support(suite_dir / "bin", f"cases/{name}/fixture/bin", source)
+    if seed:
+        extra["fixture"] = f"{name}/fixture"
+        out.files += list({f.rel: f for f in seed}.values())  # later folders win, as copied
+    if (suite_dir / "checks").is_dir():
+        out.files += support(suite_dir / "checks", f"cases/{name}/checks", source)
+    for key, why in _SUITE_DROPPED.items():
+        if key in case:
+            out.unmapped.append(f"{where}: `{key}` — dropped: {why}")
+    out.files.append(NewFile(f"cases/{name}.yaml", _case_yaml(source, str(case["task"]), checks,
+                                                             extra, [])))  # fmt: skip
+    out.cases.append(name)
+
+
+IMPORTERS = {"harbor": import_harbor, "margin": import_margin,
+             "skill-optimizer": import_skill_optimizer}  # fmt: skip

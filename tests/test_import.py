@@ -1,0 +1,175 @@
+"""`skillbench import` (issue 17): small tasks of our own in each foreign format (none copied
+from public suites), imported into a skill and run end to end with the fake model server; the
+reward file, the verifier's exit code and the grader's JSON decide rows, and the reference
+solutions pass every check under `eval --oracle`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from tests.helpers import BASE, CAND, conv, run_eval, skill, write, write_file
+
+MARGIN = {
+    "suite.toml": 'kind = "test_suite"\nname = "arith"\ndescription = "d"\ncases = ["add-two"]\n',
+    "cases/add-two/case.toml": (
+        'kind = "test_case"\nname = "add-two"\ndescription = "adds"\nagent_cwd = "/work"\n'
+        'test_cwd = "/work"\ntest_timeout_seconds = 60\n[metadata]\ndifficulty = "easy"\n'
+    ),
+    "cases/add-two/prompt.md": "Write the sum of 2 and 3 to sum.txt.\n",
+    "cases/add-two/env/Dockerfile": "FROM debian:12\n",
+    "cases/add-two/tests/test.sh": (
+        "#!/bin/bash\ncommand -v python3 >/dev/null || exit 2\npython3 tests/check.py || exit 1\n"
+    ),
+    "cases/add-two/tests/check.py": "import sys\nsys.exit(open('sum.txt').read().strip() != '5')\n",
+    "cases/add-two/oracle/solve.sh": "#!/bin/bash\necho 5 > sum.txt\n",
+}
+HARBOR = {  # a downloaded dataset: <uuid>/<task>/; the second name collides once sanitised
+    "0b1c/hello task/task.toml": (
+        'version = "1.0"\n[agent]\ntimeout_sec = 300\n[environment]\nallow_internet = false\n'
+        "cpus = 1\n[verifier]\ntimeout_sec = 120\n"
+    ),
+    "0b1c/hello task/instruction.md": "Create hello.txt saying hi.\n",
+    "0b1c/hello task/environment/Dockerfile": "FROM debian:12\nWORKDIR /app\n",
+    "0b1c/hello task/tests/test.sh": (
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        "if python3 /tests/test_hello.py; then echo 1 > /logs/verifier/reward.txt; "
+        "else echo 0 > /logs/verifier/reward.txt; fi\n"
+    ),
+    "0b1c/hello task/tests/test_hello.py": (
+        "import sys\nsys.exit(open('hello.txt').read().strip() != 'hi')\n"
+    ),
+    "0b1c/hello task/solution/solve.sh": "#!/bin/bash\necho hi > hello.txt\n",
+    "9f8e/hello-task/task.toml": 'version = "1.0"\n',
+    "9f8e/hello-task/instruction.md": "Create hello.txt saying hello.\n",
+    "9f8e/hello-task/tests/test.sh": "echo 0 > /logs/verifier/reward.txt\n",
+}
+OPTIMIZER = {
+    "suite.yml": (
+        "name: poems\nmodels: [gpt-x]\nenv: [HOME]\ntimeoutSeconds: 600\n"
+        "appendSystemPrompt: be brief\ncases:\n"
+        "  - name: haiku\n    task: Write a three-line haiku to poem.txt.\n"
+        "    graders:\n      - name: lines\n        command: python3 $CASE/checks/lines.py\n"
+        "  - cases/limerick.yml\n"
+    ),
+    "cases/limerick.yml": (
+        "name: limerick\ntask: Write a five-line limerick to poem.txt.\n"
+        "graders:\n  - name: exists\n    command: test -s poem.txt\n"
+    ),
+    "checks/lines.py": (
+        "import json, os\n"
+        "n = len(open(os.path.join(os.environ['WORK'], 'poem.txt')).read().splitlines())\n"
+        "print(json.dumps({'pass': n == 3, 'score': n / 3, 'evidence': [f'{n} lines']}))\n"
+    ),
+    "workspace/README": "poems go in poem.txt\n",
+}
+
+
+def target(tmp_path: Path) -> Path:
+    return skill(tmp_path, {})
+
+
+def imported(capsys, fmt: str, src: Path, into: Path, *extra: str) -> tuple[int, list[str]]:
+    """Exit code and output lines (stderr's error line appended)."""
+    code = main(["import", fmt, str(src), "--into", str(into), *extra])
+    out = capsys.readouterr()
+    return code, out.out.splitlines() + out.err.splitlines()
+
+
+def test_margin_imports_with_a_header_and_says_what_it_could_not_map(
+    tmp_path: Path, capsys
+) -> None:
+    src, into = write(tmp_path / "margin", MARGIN), target(tmp_path)
+    code, out = imported(capsys, "margin", src, into, "--check")
+    assert code == 0
+    assert out[0] == f"would import 1 case(s) from margin suite {src} into {into}/evals: add-two"
+    assert out[-1] == "check: the imported evals load cleanly (nothing written: --check)"
+    assert not (into / "evals/cases").exists()
+    code, out = imported(capsys, "margin", src, into)
+    assert code == 0
+    assert any("env/Dockerfile — skillbench runs every case in its sandbox image" in x for x in out)
+    assert any("agent_cwd/test_cwd /work — the agent starts and the verifier runs in /work" in x
+               for x in out)  # fmt: skip
+    case = (into / "evals/cases/add-two.yaml").read_text()
+    assert case.startswith(
+        f"# imported by `skillbench import` from margin case {src}/cases/add-two"
+    )
+    assert "verifier: add-two/verify.sh" in case and "oracle: add-two/oracle/solve.sh" in case
+    test = (into / "evals/cases/add-two/tests/test.sh").read_text().splitlines()
+    assert test[0] == "#!/bin/bash" and test[1].startswith("# imported by `skillbench import`")
+    # a second import refuses to overwrite, and writes nothing
+    code, out = imported(capsys, "margin", src, into)
+    assert code == 2
+    assert "would overwrite" in out[-1] and "cases/add-two.yaml" in out[-1]
+
+
+def test_harbor_names_tasks_stably_and_maps_its_fields(tmp_path: Path, capsys) -> None:
+    src, into = write(tmp_path / "dataset", HARBOR), target(tmp_path)
+    code, out = imported(capsys, "harbor", src, into)
+    assert code == 0, out
+    names = out[0].split(": ", 1)[1].split(", ")
+    assert len(names) == 2 and all(n.startswith("hello-task-") for n in names)
+    again_into = skill(tmp_path / "again", {})
+    assert imported(capsys, "harbor", src, again_into)[1][0].endswith(", ".join(names))  # stable
+    first = next(n for n in names if (into / f"evals/cases/{n}/oracle").is_dir())
+    case = (into / f"evals/cases/{first}.yaml").read_text()
+    assert f"reward: {{file: /logs/verifier/reward.txt, min: 1, run: {first}/run-tests.sh}}" in case
+    assert "timeout_minutes: 5" in case and "environment.cpus = 1" in case
+    joined = "\n".join(out)
+    assert "version — dropped" in joined and "environment.allow_internet — dropped" in joined
+    assert "its WORKDIR /app is /work here" in joined
+    # the tests' absolute /tests/ paths point where the wrapper stages them
+    assert "python3 /tmp/tests/test_hello.py" in (
+        into / f"evals/cases/{first}/tests/test.sh").read_text()  # fmt: skip
+
+
+def test_a_source_in_the_wrong_shape_is_one_clear_line(tmp_path: Path, capsys) -> None:
+    into = target(tmp_path)
+    (tmp_path / "empty").mkdir()
+    for fmt, why in (("harbor", "no Harbor task here"), ("margin", "no suite.toml"),
+                     ("skill-optimizer", "no suite.yml")):  # fmt: skip
+        assert main(["import", fmt, str(tmp_path / "empty"), "--into", str(into)]) == 2
+        err = capsys.readouterr().err
+        assert why in err and "Traceback" not in err
+    broken = write(tmp_path / "m", {**MARGIN, "cases/add-two/prompt.md": ""})
+    assert main(["import", "margin", str(broken), "--into", str(into)]) == 2
+    assert "prompt.md: missing or empty" in capsys.readouterr().err
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_imported_suites_run_end_to_end_and_their_oracles_pass(
+    fake, tmp_path: Path, capsys
+) -> None:
+    into = target(tmp_path)
+    for fmt, files in (("margin", MARGIN), ("harbor", HARBOR), ("skill-optimizer", OPTIMIZER)):
+        assert imported(capsys, fmt, write(tmp_path / fmt, files), into)[0] == 0
+    fake({"conversations": [
+        conv(CAND, "sum of 2 and 3", write_file("sum.txt", "5\n"), {"text": "done"}),
+        conv(BASE, "sum of 2 and 3", write_file("sum.txt", "6\n"), {"text": "done"}),
+        conv(CAND, "saying hi", write_file("hello.txt", "hi\n"), {"text": "done"}),
+        conv(BASE, "saying hi", write_file("hello.txt", "yo\n"), {"text": "done"}),
+        conv("(?s)", "saying hello", {"text": "no"}),
+        conv(CAND, "haiku", write_file("poem.txt", "a\nb\nc\n"), {"text": "done"}),
+        conv(BASE, "haiku", write_file("poem.txt", "a\nb\n"), {"text": "done"}),
+        conv("(?s)", "limerick", write_file("poem.txt", "x\n"), {"text": "done"}),
+    ]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, into, tmp_path / "run", "--execution-only")
+    assert code == 0, lines
+    rows = {r["case"]: r for r in summary["rows"]}
+    assert rows["add-two"]["outcome"] == "win"  # Margin: the verifier's exit code
+    hello = next(k for k in rows if k.startswith("hello-task-") and rows[k]["outcome"] == "win")
+    reward = rows[hello]["arms"]["baseline"]["checks"][0]
+    assert (reward["passed"], reward["score"]) == (False, 0.0)  # Harbor: the reward file
+    haiku = rows["haiku"]["arms"]
+    assert haiku["candidate"]["checks"][0]["detail"] == "score 1; 3 lines"  # the grader's JSON
+    assert haiku["baseline"]["checks"][0]["detail"].startswith("score 0.666")
+    assert rows["limerick"]["outcome"] == "tie"  # exit-code grader, passed in both arms
+    # the reference solutions make every check pass; cases without one are skipped
+    assert main(["eval", str(into), "--oracle", "--model", "scripted/demo"]) == 0
+    report = capsys.readouterr().out.splitlines()
+    assert "oracle PASS: add-two" in report and f"oracle PASS: {hello}" in report
+    assert "oracle: 2 of 2 reference solution(s) pass every check; 3 case(s) skipped" in report
