@@ -487,7 +487,7 @@ def _eval_oracle(opts: EvalOptions) -> int:
     from skillbench.engine.plan import EvalError
 
     try:
-        results = asyncio.run(oracle_run(opts))
+        results = asyncio.run(oracle_run(opts, log=_err))
     except EvalError as exc:
         for problem in exc.problems:
             _err(str(problem))

@@ -19,7 +19,8 @@ MARGIN = {
         'test_cwd = "/work"\ntest_timeout_seconds = 60\n[metadata]\ndifficulty = "easy"\n'
     ),
     "cases/add-two/prompt.md": "Write the sum of 2 and 3 to sum.txt.\n",
-    "cases/add-two/env/Dockerfile": "FROM debian:12\n",
+    # offline, the case's own image builds on the sandbox image
+    "cases/add-two/env/Dockerfile": "FROM skillbench-sandbox\nRUN echo margin > /opt/env-marker\n",
     "cases/add-two/tests/test.sh": (
         "#!/bin/bash\ncommand -v python3 >/dev/null || exit 2\npython3 tests/check.py || exit 1\n"
     ),
@@ -32,7 +33,7 @@ HARBOR = {  # a downloaded dataset: <uuid>/<task>/; the second name collides onc
         "cpus = 1\n[verifier]\ntimeout_sec = 120\n"
     ),
     "0b1c/hello task/instruction.md": "Create hello.txt saying hi.\n",
-    "0b1c/hello task/environment/Dockerfile": "FROM debian:12\nWORKDIR /app\n",
+    "0b1c/hello task/environment/Dockerfile": "FROM skillbench-sandbox\nWORKDIR /app\n",
     "0b1c/hello task/tests/test.sh": (
         "#!/bin/bash\nmkdir -p /logs/verifier\n"
         "if python3 /tests/test_hello.py; then echo 1 > /logs/verifier/reward.txt; "
@@ -89,7 +90,7 @@ def test_margin_imports_with_a_header_and_says_what_it_could_not_map(
     assert not (into / "evals/cases").exists()
     code, out = imported(capsys, "margin", src, into)
     assert code == 0
-    assert any("env/Dockerfile — skillbench runs every case in its sandbox image" in x for x in out)
+    assert not any("not a local image" in x for x in out)
     assert any("agent_cwd/test_cwd /work — the agent starts and the verifier runs in /work" in x
                for x in out)  # fmt: skip
     case = (into / "evals/cases/add-two.yaml").read_text()
@@ -97,6 +98,8 @@ def test_margin_imports_with_a_header_and_says_what_it_could_not_map(
         f"# imported by `skillbench import` from margin case {src}/cases/add-two"
     )
     assert "verifier: add-two/verify.sh" in case and "oracle: add-two/oracle/solve.sh" in case
+    assert "containerfile: add-two/env/Dockerfile" in case
+    assert (into / "evals/cases/add-two/env/Dockerfile").is_file()
     test = (into / "evals/cases/add-two/tests/test.sh").read_text().splitlines()
     assert test[0] == "#!/bin/bash" and test[1].startswith("# imported by `skillbench import`")
     # a second import refuses to overwrite, and writes nothing
@@ -119,10 +122,19 @@ def test_harbor_names_tasks_stably_and_maps_its_fields(tmp_path: Path, capsys) -
     assert "timeout_minutes: 5" in case and "environment.cpus = 1" in case
     joined = "\n".join(out)
     assert "version — dropped" in joined and "environment.allow_internet — dropped" in joined
-    assert "its WORKDIR /app is /work here" in joined
+    assert "WORKDIR /app — the agent starts and the tests run in /work" in joined
+    assert "containerfile: " in case
     # the tests' absolute /tests/ paths point where the wrapper stages them
     assert "python3 /tmp/tests/test_hello.py" in (
         into / f"evals/cases/{first}/tests/test.sh").read_text()  # fmt: skip
+
+
+def test_a_base_image_missing_here_is_said_at_import(tmp_path: Path, capsys) -> None:
+    src = write(tmp_path / "m", {**MARGIN, "cases/add-two/env/Dockerfile": "FROM debian:12\n"})
+    code, out = imported(capsys, "margin", src, target(tmp_path))
+    assert code == 0
+    assert any("cases/add-two: env/Dockerfile FROM debian:12 — not a local image here: the eval "
+               "refuses the case until it is" in x for x in out)  # fmt: skip
 
 
 def test_a_source_in_the_wrong_shape_is_one_clear_line(tmp_path: Path, capsys) -> None:

@@ -104,3 +104,32 @@ def test_check_names_a_missing_or_escaping_script_with_its_line(tmp_path: Path, 
         f"{folder}/evals/cases/c.yaml:3: error: `reward` `min` must be a number, got a string"
         in out
     )
+
+
+def test_a_case_runs_in_the_image_its_containerfile_builds(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/tool.yaml": (
+            "task: Use the tool\ncontainerfile: tool/Containerfile\n"
+            "checks:\n  - command_succeeds: test \"$(cat /opt/marker)\" = built\n"
+            "  - transcript_mentions: marker says built\n"
+        ),
+        # offline, FROM names a local image: skillbench-sandbox is the sandbox image
+        "evals/cases/tool/Containerfile": "FROM skillbench-sandbox\nRUN echo built > /opt/marker\n",
+    })  # fmt: skip
+    fake({"conversations": [conv("(?s)", "Use the tool",
+                                 {"tool_calls": [{"bash": {"command": "cat /opt/marker"}}]},
+                                 {"text": "the marker says built"})]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert code == 0, lines
+    # the agent saw the image's file, and so did the checker
+    checks = summary["rows"][0]["arms"]["baseline"]["checks"]
+    assert [c["passed"] for c in checks] == [True, True]
+    # a case whose image is not there is refused before anything runs, naming the file
+    (folder / "evals/cases/tool.yaml").write_text(
+        "task: Use the tool\nimage: localhost/no-such-image:1\nchecks:\n  - file_exists: x\n")  # fmt: skip
+    code = main(["eval", str(folder), "--model", "anthropic/claude-sonnet-4-6", "--no-gen",
+                 "--execution-only", "--out", str(tmp_path / "run2")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{folder}/evals/cases/tool.yaml: the case's image: image " in err
+    assert "'localhost/no-such-image:1' is not a local image" in err

@@ -6,13 +6,22 @@ arm, and then every check must pass in the checker. No model is called."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
+from skillbench.agents.builtin import BuiltinAgent
 from skillbench.checks import CheckResult, run_checks
 from skillbench.config import sandbox_spec
-from skillbench.engine.plan import EvalError, EvalOptions, case_home, sessions_of, validated
+from skillbench.engine.plan import (
+    EvalError,
+    EvalOptions,
+    build_case_images,
+    case_home,
+    sessions_of,
+    validated,
+)
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import WORKDIR, SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import image_exists
@@ -30,7 +39,9 @@ class OracleResult(msgspec.Struct, frozen=True):
     note: str = ""
 
 
-async def oracle_run(opts: EvalOptions) -> list[OracleResult]:
+async def oracle_run(
+    opts: EvalOptions, log: Callable[[str], None] = lambda _: None
+) -> list[OracleResult]:
     """Run every case's reference solution and its checks; one result per case."""
     skill_dir = Path(opts.skill_dir)
     _, assets = validated(skill_dir)
@@ -38,6 +49,7 @@ async def oracle_run(opts: EvalOptions) -> list[OracleResult]:
         raise EvalError(f"the sandbox image {opts.image} is missing: run `skillbench image "
                         "build` (or `make setup`)")  # fmt: skip
     sessions = sessions_of(assets, opts.case)
+    images = await asyncio.to_thread(build_case_images, sessions, opts.image, BuiltinAgent(), log)
     provider = make_provider()
     spec = sandbox_spec(opts.settings, opts.image)
     gate = asyncio.Semaphore(opts.settings.parallel)
@@ -45,8 +57,9 @@ async def oracle_run(opts: EvalOptions) -> list[OracleResult]:
     async def one(name: str, session: Session) -> OracleResult:
         if session.oracle is None:
             return OracleResult(name, None, note="no reference solution (`oracle:`)")
+        own = msgspec.structs.replace(spec, image=images.get(name, spec.image))
         async with gate:
-            return await _solve(provider, spec, skill_dir, name, session)
+            return await _solve(provider, own, skill_dir, name, session)
 
     try:
         return list(await asyncio.gather(*(one(n, s) for n, s in sessions.items())))

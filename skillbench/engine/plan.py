@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from skillbench import __version__
-from skillbench.agents import AgentError, make_agent
+from skillbench.agents import Agent, AgentError, make_agent
 from skillbench.config import Settings
 from skillbench.engine.records import (
     AA,
@@ -28,6 +28,7 @@ from skillbench.engine.records import (
 from skillbench.models import ModelRefError, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR
+from skillbench.sandbox.case_image import CaseImageError, case_image
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.skills import (
     RUNS_DIR,
@@ -68,6 +69,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     trigger_method: str | None = None  # "catalog" or "agent"; None: agent for a CLI agent
     fresh_baseline: bool = False  # rerun baseline and incumbent sessions, never reuse them
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
+    case_images: dict[str, str] = {}  # session -> the image it runs in, when it has its own
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
 
 
@@ -91,6 +93,23 @@ def case_home(spec: Session, skill_dir: Path) -> str:
         return CASE_DIR
     rel = folder.relative_to(evals).as_posix()
     return CASE_DIR if rel == "." else f"{CASE_DIR}/{rel}"
+
+
+def build_case_images(sessions: dict[str, Session], base: str, agent: Agent,
+                      log: Callable[[str], None]) -> dict[str, str]:  # fmt: skip
+    """The image of every session that has its own (with the agent's CLI added, for a CLI
+    agent); EvalError naming the case file when one cannot be built."""
+    images = {}
+    for name, spec in sessions.items():
+        if spec.image is None and spec.containerfile is None:
+            continue
+        try:
+            own = case_image(image=spec.image, containerfile=Path(spec.containerfile) if
+                             spec.containerfile else None, base=base, log=log)  # fmt: skip
+            images[name] = agent.image(own, log)
+        except (CaseImageError, AgentError) as exc:
+            raise EvalError(f"{spec.path}: the case's image: {exc}") from None
+    return images
 
 
 def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
@@ -180,10 +199,12 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     if not image_exists(opts.image):
         raise EvalError(f"the sandbox image {opts.image} is missing: run `skillbench image "
                         "build` (or `make setup`)")  # fmt: skip
+    base = opts.image
     try:
-        opts.image = agent.image(opts.image, log)  # the arms (and their checkers) run there
+        opts.image = agent.image(base, log)  # the arms (and their checkers) run there
     except AgentError as exc:
         raise EvalError(f"--agent {settings.agent}: {exc}") from None
+    opts.case_images = build_case_images(sessions_of(assets, opts.case), base, agent, log)
     version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
     if opts.resume:
         run_dir = Path(opts.resume)

@@ -46,7 +46,8 @@ def session_inputs(session: Session, skill_dir: Path, *, arm: str, agent: str,
                    rep: int) -> SessionInputs:  # fmt: skip
     """The inputs of one session; the case's file path is left out, its fixture's bytes in."""
     fixture = tree_digest(Path(session.fixture), skill_dir) if session.fixture else None
-    bare = msgspec.structs.replace(session, path="", fixture=None)
+    # where the files are is not an input; what is in them is (the image is in `sandbox`)
+    bare = msgspec.structs.replace(session, path="", fixture=None, containerfile=None)
     return SessionInputs(session=bare, fixture_digest=fixture, arm=arm, agent=agent,
                          agent_version=agent_version, model=model, sandbox=sandbox,
                          rep=rep)  # fmt: skip

@@ -63,6 +63,7 @@ from skillbench.sandbox.base import (
     Sandbox,
     SandboxError,
     SandboxProvider,
+    SandboxSpec,
     parse_size,
 )
 from skillbench.sandbox.stage import (
@@ -171,9 +172,8 @@ class _Run:
         incumbent = self.plan.incumbent.digest if self.plan.incumbent else None
         return cache_key(session_inputs(
             self.specs[name], self.skill_dir, arm=arm_identity(arm, incumbent),
-            agent=self.plan.agent,
-            agent_version=self.plan.agent_version, model=self.plan.model,
-            sandbox=self.sandbox_spec, rep=rep))  # fmt: skip
+            agent=self.plan.agent, sandbox=self.spec_for(name),
+            agent_version=self.plan.agent_version, model=self.plan.model, rep=rep))  # fmt: skip
 
     def reused(self, hit: Reused, name: str, arm: str, rep: int) -> SessionRecord:
         """A cached session as this run's: its transcript copied into the run folder."""
@@ -222,7 +222,7 @@ class _Run:
                          started: float) -> SessionRecord:  # fmt: skip
         name, key = record.session, record.key
         spec = self.specs[name]
-        box = replace(self.sandbox_spec, relay=session.relay)
+        box = replace(self.spec_for(name), relay=session.relay)
         try:
             staged = await stage_arm(provider, box, spec, skills,
                                      scratch=self.run_dir / "tmp")  # fmt: skip
@@ -247,7 +247,7 @@ class _Run:
             )  # fmt: skip
             if result.errored:
                 return replace(record, error=result.error)
-            checker = await check_phase(provider, self.sandbox_spec, staged, self.skill_dir)
+            checker = await check_phase(provider, self.spec_for(name), staged, self.skill_dir)
             text = trace.transcript()  # what happened, not the scrubbed copy on disk
             checks = {}
             home = case_home(spec, self.skill_dir)
@@ -393,21 +393,26 @@ class _Run:
         return summarize(self.plan, self.done, list(self.rows.values()), skipped,
                          stopped=self.stopped)  # fmt: skip
 
+    def spec_for(self, name: str) -> SandboxSpec:
+        """The sandbox a session's arms and checker run in: its own image, if it has one."""
+        image = self.opts.case_images.get(name)
+        return replace(self.sandbox_spec, image=image) if image else self.sandbox_spec
+
     async def probe_requires(self, provider: SandboxProvider) -> None:
-        wanted = {
-            n: s.requires for n, s in self.specs.items() if s.requires and n not in self.skipped
-        }
-        if not wanted:
-            return
-        box = await provider.create(self.sandbox_spec)
-        try:
-            for name, requires in wanted.items():
-                missing = await missing_requirements(box, requires)
-                if missing:
-                    self.skipped[name] = f"missing {', '.join(missing)}"
-                    self.missing.add(name)
-        finally:
-            await box.close()
+        by_image: dict[str, dict[str, tuple[str, ...]]] = {}
+        for n, s in self.specs.items():
+            if s.requires and n not in self.skipped:
+                by_image.setdefault(self.spec_for(n).image, {})[n] = s.requires
+        for image, wanted in by_image.items():  # one probe sandbox per image
+            box = await provider.create(replace(self.sandbox_spec, image=image))
+            try:
+                for name, requires in wanted.items():
+                    missing = await missing_requirements(box, requires)
+                    if missing:
+                        self.skipped[name] = f"missing {', '.join(missing)}"
+                        self.missing.add(name)
+            finally:
+                await box.close()
 
 
 async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerReport | None:

@@ -1,9 +1,9 @@
 """The three foreign formats (design §13; facts in shared/formats.md), each mapped onto native
 cases: a Margin Eval suite, Harbor tasks, a skill-optimizer suite.
 
-What cannot be mapped is said, never dropped silently. The one gap common to all three:
-skillbench runs every case in its own sandbox image, so a per-case image or Dockerfile is
-reported (with what it would have built) rather than used.
+What cannot be mapped is said, never dropped silently. A case's own image or Dockerfile
+becomes its `image:` / `containerfile:`; offline, a base image that is not on this machine is
+said at import time (the eval refuses the case until it is there).
 """
 
 from __future__ import annotations
@@ -27,9 +27,30 @@ from skillbench.importers.base import (
     support,
     yaml_str,
 )
+from skillbench.sandbox.case_image import SANDBOX_FROM
+from skillbench.sandbox.image import image_exists
 
-_IMAGE_GAP = ("skillbench runs every case in its sandbox image (no per-case images yet): what "
-              "the verifier needs must be there (declare it with `requires:`)")  # fmt: skip
+
+def _containerfile(dockerfile: Path, name: str, where: str, source: str,
+                   out: Imported) -> dict[str, str]:  # fmt: skip
+    """The case's `containerfile:` field, with its build context copied beside the case; a
+    note when its base image is not on this machine (offline, nothing is pulled)."""
+    context = dockerfile.parent
+    out.files += support(context, f"cases/{name}/{context.name}", source)
+    bases = re.findall(r"(?im)^\s*FROM\s+(\S+)", dockerfile.read_text(errors="replace"))
+    missing = [b for b in bases if b != SANDBOX_FROM and not image_exists(b)]
+    if missing:
+        out.unmapped.append(f"{where}: {context.name}/{dockerfile.name} FROM {missing[0]} — not a "
+                            "local image here: the eval refuses the case until it is (podman "
+                            f"pull or load it), or make it FROM {SANDBOX_FROM}")  # fmt: skip
+    return {"containerfile": f"{name}/{context.name}/{dockerfile.name}"}
+
+
+def _image(ref: str, where: str, out: Imported) -> dict[str, str]:
+    if not image_exists(ref):
+        out.unmapped.append(f"{where}: image {ref} — not a local image here: the eval refuses "
+                            "the case until it is (podman pull or load it)")  # fmt: skip
+    return {"image": ref}
 
 
 def _toml(path: Path) -> dict[str, Any]:
@@ -107,9 +128,9 @@ def _margin_case(folder: Path, out: Imported) -> None:
     if "test_timeout_seconds" in meta:
         out.unmapped.append(f"{where}: test_timeout_seconds — a verifier gets 600 s here")
     if "image" in meta:
-        out.unmapped.append(f"{where}: image {meta['image']} — {_IMAGE_GAP}")
-    if (folder / "env" / "Dockerfile").is_file():
-        out.unmapped.append(f"{where}: env/Dockerfile — {_IMAGE_GAP}")
+        extra.update(_image(str(meta["image"]), where, out))
+    elif (folder / "env" / "Dockerfile").is_file():
+        extra.update(_containerfile(folder / "env" / "Dockerfile", name, where, source, out))
     if "metadata" in meta:
         notes.append(f"metadata: {meta['metadata']}")
     # Margin stages tests/ at test_cwd after the agent and runs test.sh there: so does this
@@ -204,12 +225,15 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     if get("verifier", "timeout_sec") is not None:
         out.unmapped.append(f"{where}: verifier.timeout_sec — a verifier gets 600 s here")
     docker = folder / "environment" / "Dockerfile"
-    if get("environment", "docker_image") or docker.is_file():
-        what = get("environment", "docker_image") or "environment/Dockerfile"
-        workdirs = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (
-            docker.is_file()) else []  # fmt: skip
-        at = f"; its WORKDIR {workdirs[-1]} is /work here" if workdirs else ""
-        out.unmapped.append(f"{where}: {what} — {_IMAGE_GAP}{at}")
+    if get("environment", "docker_image"):
+        extra.update(_image(str(get("environment", "docker_image")), where, out))
+    elif docker.is_file():
+        extra.update(_containerfile(docker, name, where, source, out))
+    workdirs = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (
+        docker.is_file()) else []  # fmt: skip
+    if workdirs:
+        out.unmapped.append(f"{where}: WORKDIR {workdirs[-1]} — the agent starts and the "
+                            "tests run in /work")  # fmt: skip
     tests = test.read_text(encoding="utf-8", errors="replace")
     reward = "/logs/verifier/reward.json" if "reward.json" in tests else (
         "/logs/verifier/reward.txt")  # fmt: skip

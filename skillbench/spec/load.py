@@ -32,7 +32,7 @@ from skillbench.spec.yamlsrc import Doc, KeyPath, load_yaml_file
 
 SESSION_FIELDS = (
     "task", "checks", "judge", "files", "fixture", "setup", "bucket", "requires",
-    "timeout_minutes", "max_turns", "oracle",
+    "timeout_minutes", "max_turns", "oracle", "image", "containerfile",
 )  # fmt: skip
 SUITE_FIELDS = (*SESSION_FIELDS, "cases")
 SUBCASE_FIELDS = ("name", "checks")
@@ -278,6 +278,25 @@ def _session_fields(
         out["fixture"] = _fixture(rep, data["fixture"], case_file, skill_dir)
     if "oracle" in data and rep.expect(("oracle",), data["oracle"], str, "oracle"):
         out["oracle"] = _script(rep, ("oracle",), data["oracle"], case_file, "oracle")
+    if "image" in data and "containerfile" in data:
+        rep.error(("containerfile",), "give `image` or `containerfile`, not both")
+    elif "image" in data and rep.expect(("image",), data["image"], str, "image"):
+        if data["image"].strip():
+            out["image"] = data["image"].strip()
+        else:
+            rep.error(("image",), "`image` is empty; name a local image or remove the line")
+    elif "containerfile" in data and rep.expect(("containerfile",), data["containerfile"], str,
+                                                  "containerfile"):  # fmt: skip
+        target = (case_file.parent / data["containerfile"]).resolve()
+        if not target.is_file():
+            rep.error(("containerfile",), f"containerfile {data['containerfile']!r} does not "
+                                          f"exist (looked for {target}); it is relative to the "
+                                          "case file")  # fmt: skip
+        elif not target.is_relative_to(skill_dir.resolve()):
+            rep.error(("containerfile",), f"containerfile {data['containerfile']!r} is outside "
+                                          "the skill folder")  # fmt: skip
+        else:
+            out["containerfile"] = str(target)
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:

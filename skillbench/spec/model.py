@@ -75,6 +75,8 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     timeout_minutes: int = MAX_TIMEOUT_MINUTES
     max_turns: int = DEFAULT_MAX_TURNS
     oracle: str | None = None  # a reference solution's script, its path under evals/
+    image: str | None = None  # a local image the case runs in (with the sandbox's users added)
+    containerfile: str | None = None  # absolute path of the Containerfile its image is built from
 
 
 class Case(Session, frozen=True, kw_only=True):

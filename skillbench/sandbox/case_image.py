@@ -1,0 +1,93 @@
+"""Per-case images (design §13): a case may run in its own local image (`image:`) or one built
+from its own Containerfile (`containerfile:`), as imported Harbor and Margin tasks do.
+
+Offline, a Containerfile must start FROM a local image; `FROM skillbench-sandbox` builds on
+the sandbox image. Either way a thin layer is added that the sandbox needs (the `agent` and
+`checker` users, /work), and the build refuses an image without python3 (the executor runs on
+it). Images are named by the digest of everything that went in, so an edit rebuilds and an
+unchanged case reuses its image (and its cached baseline sessions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from skillbench.sandbox.image import USERS_SCRIPT, image_exists
+
+SANDBOX_FROM = "skillbench-sandbox"  # `FROM skillbench-sandbox`: the sandbox image
+_FROM = re.compile(r"(?im)^(\s*FROM\s+)skillbench-sandbox(\s|$)")
+# Each user only when the image lacks it (an image may ship its own uid 1000 user: the
+# build then says so rather than renaming it).
+_LAYER = (
+    "FROM {base}\nUSER root\n"
+    "RUN command -v python3 >/dev/null || {{ echo 'skillbench: this image has no python3, "
+    "which the sandbox executor runs on: install it in the image' >&2; exit 1; }}\n"
+    "RUN (id agent >/dev/null 2>&1 && id checker >/dev/null 2>&1 && mkdir -p /work && "
+    "chown 1000:1000 /work) || ({users})\n"
+)
+
+
+class CaseImageError(Exception):
+    """A case's image could not be found or built; the message says what to do."""
+
+
+def _tree_digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _build(name: str, recipe: str, context: Path) -> None:
+    done = subprocess.run(["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-",
+                           str(context)], input=recipe.encode(), capture_output=True)  # fmt: skip
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip()[-800:]
+        raise CaseImageError(f"podman build failed: {tail}")
+
+
+def _image_id(ref: str) -> str:
+    done = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", ref],
+                          capture_output=True, text=True)  # fmt: skip
+    return done.stdout.strip()
+
+
+def case_image(*, image: str | None, containerfile: Path | None, base: str,
+               log: Callable[[str], None]) -> str:  # fmt: skip
+    """The image a case runs in, built on first use."""
+    if containerfile is not None:
+        recipe = _FROM.sub(lambda m: m.group(1) + base + m.group(2), containerfile.read_text())
+        source = hashlib.sha256(recipe.encode() + _tree_digest(containerfile.parent).encode())
+        own = f"localhost/skillbench-case-src:{source.hexdigest()[:12]}"
+        if not image_exists(own):
+            log(f"building {own} from {containerfile}")
+            try:
+                _build(own, recipe, containerfile.parent)
+            except CaseImageError as exc:
+                raise CaseImageError(f"{containerfile}: {exc}; offline, FROM must name a local "
+                                     f"image (`FROM {SANDBOX_FROM}` is the sandbox "
+                                     "image)") from None  # fmt: skip
+    else:
+        assert image is not None
+        if not image_exists(image):
+            raise CaseImageError(
+                f"image {image!r} is not a local image: build or load it "
+                "(`podman images` lists them), or use a containerfile"
+            )
+        own = image
+    layer = _LAYER.format(base=own, users=USERS_SCRIPT)
+    digest = hashlib.sha256((_image_id(own) + layer).encode()).hexdigest()[:12]
+    name = f"localhost/skillbench-case:{digest}"
+    if not image_exists(name):
+        log(f"adding the sandbox users to {own} as {name}")
+        with tempfile.TemporaryDirectory() as empty:  # the layer copies nothing
+            try:
+                _build(name, layer, Path(empty))
+            except CaseImageError as exc:
+                raise CaseImageError(f"{own}: {exc}") from None
+    return name
