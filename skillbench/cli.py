@@ -362,11 +362,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    import shutil
+
     from skillbench.importers import IMPORTERS, ImportError_, check_import, write_import
 
-    src, skill = Path(args.src), Path(args.into)
+    src = Path(args.src)
     if not src.exists():
         raise UsageError(f"{src}: no such file or folder")
+    if args.into is None and not args.check:
+        raise UsageError("import needs --into SKILL (or --check alone, to validate the source)")
+    skill = Path(args.into) if args.into else _scratch_skill()
     if not is_skill(skill):
         raise UsageError(f"--into {skill}: not a skill folder (no SKILL.md)")
     try:
@@ -375,8 +380,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         written = [] if args.check else write_import(result, skill)
     except ImportError_ as exc:
         raise UsageError(str(exc)) from None
+    finally:
+        if args.into is None:
+            shutil.rmtree(skill.parent, ignore_errors=True)
     verb = "would import" if args.check else "imported"
-    _out(f"{verb} {len(result.cases)} case(s) from {result.source} into {skill}/evals: "
+    where = f"{skill}/evals" if args.into else "a scratch skill"
+    _out(f"{verb} {len(result.cases)} case(s) from {result.source} into {where}: "
          f"{', '.join(result.cases)}")  # fmt: skip
     if result.unmapped:
         _out(f"not mapped ({len(result.unmapped)}):")
@@ -391,6 +400,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         _out(f"wrote {len(written)} file(s); each says where it came from in its first lines")
     return EXIT_FAIL if errors else EXIT_OK
+
+
+def _scratch_skill() -> Path:
+    """An empty skill to validate an import against (`import --check` without --into)."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="skillbench-import-")) / "imported"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: imported\ndescription: A scratch skill that "
+                                     "holds an import being checked.\n---\n")  # fmt: skip
+    return folder
 
 
 def cmd_triggers(args: argparse.Namespace) -> int:
@@ -789,7 +809,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("format", choices=["harbor", "margin", "skill-optimizer"],
                    help="the source's format")  # fmt: skip
     p.add_argument("src", metavar="SRC", help="the task, dataset, suite folder or suite file")
-    p.add_argument("--into", required=True, metavar="SKILL", help="the skill to add evals to")
+    p.add_argument("--into", metavar="SKILL",
+                   help="the skill to add evals to (with --check alone: an empty one)")  # fmt: skip
     p.add_argument("--check", action="store_true", help="validate only; write nothing")
 
     p = command(

@@ -91,8 +91,12 @@ def import_margin(src: Path) -> Imported:
     folders = sorted(p.name for p in (src / "cases").iterdir() if p.is_dir()) if (
         src / "cases").is_dir() else []  # fmt: skip
     names = [str(n) for n in listed] if isinstance(listed, list) else folders
-    for extra in sorted(set(folders) - set(names)):
-        out.unmapped.append(f"cases/{extra}: not listed in suite.toml `cases` — skipped")
+    unlisted = sorted(set(folders) - set(names))
+    if unlisted:  # a Margin suite lists every case folder
+        raise ImportError_(f"{src / 'suite.toml'}: `cases` does not list {', '.join(unlisted)} "
+                           "(a suite lists every folder under cases/)")  # fmt: skip
+    if suite.get("kind") != "test_suite":
+        raise ImportError_(f'{src / "suite.toml"}: kind must be "test_suite"')
     for key in sorted(set(suite) - {"kind", "name", "description", "cases"}):
         out.unmapped.append(f"suite.toml: `{key}` — not a Margin suite field; ignored")
     for case in names:
@@ -105,6 +109,8 @@ def _margin_case(folder: Path, out: Imported) -> None:
     meta = _toml(folder / "case.toml") if (folder / "case.toml").is_file() else None
     if meta is None:
         raise ImportError_(f"{folder}: no case.toml")
+    if meta.get("kind") != "test_case":
+        raise ImportError_(f'{folder / "case.toml"}: kind must be "test_case"')
     if meta.get("name") != folder.name:
         raise ImportError_(f"{folder / 'case.toml'}: name {meta.get('name')!r} must equal the "
                            f"folder name {folder.name!r}")  # fmt: skip

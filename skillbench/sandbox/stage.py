@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,13 +37,42 @@ from skillbench.skills import copy_for_staging
 from skillbench.spec.model import Session
 
 SETUP_TIMEOUT = 60.0
-# The checker's environment is fixed, not inherited: no user site-packages, a known PATH.
+TOOLS_DIR = "/opt/skillbench"  # skillbench itself, read-only, for checks that call it
+# The checker's environment is fixed, not inherited: no user site-packages, a known PATH
+# (with `skillbench` on it).
 CHECK_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "PATH": f"/usr/local/bin:/usr/bin:/bin:{TOOLS_DIR}/bin",
     "PYTHONNOUSERSITE": "1",
     "LANG": "C.UTF-8",
     "CASE": CASE_DIR,
 }
+# `skillbench` in the checker: the host's own package and its dependencies, mounted
+# read-only; it runs on the image's python3 when that is the host's Python version.
+_WRAPPER = f"""#!/bin/sh
+if ! PYTHONPATH={TOOLS_DIR}/src:{TOOLS_DIR}/site python3 -c 'import msgspec' 2>/dev/null; then
+  echo "skillbench: not usable in this checker (its python3 is not the host's Python %s)" >&2
+  exit 2
+fi
+PYTHONPATH={TOOLS_DIR}/src:{TOOLS_DIR}/site exec python3 -m skillbench "$@"
+"""
+
+
+def _tool_mounts(host_dir: Path) -> tuple[Mount, ...]:
+    """The mounts that put `skillbench` on the checker's PATH."""
+    import msgspec as _msgspec
+
+    import skillbench
+
+    bin_dir = host_dir / "tools-bin"
+    bin_dir.mkdir(exist_ok=True)
+    wrapper = bin_dir / "skillbench"
+    wrapper.write_text(_WRAPPER % ".".join(map(str, sys.version_info[:2])))
+    wrapper.chmod(0o755)
+    package = Path(skillbench.__file__).resolve().parent
+    site = Path(_msgspec.__file__).resolve().parent.parent
+    return (Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),
+            Mount(str(package), f"{TOOLS_DIR}/src/skillbench", read_only=True),
+            Mount(str(site), f"{TOOLS_DIR}/site", read_only=True))  # fmt: skip
 
 
 class SetupFailed(Exception):
@@ -156,7 +186,8 @@ async def check_phase(
         case.mkdir()
     checker_spec = msgspec.structs.replace(
         spec, user=CHECKER, workspace=arm.workspace.name, env={**spec.env, **CHECK_ENV}, logs=True,
-        mounts=(*spec.mounts, Mount(str(case), CASE_DIR, read_only=True)),
+        mounts=(*spec.mounts, Mount(str(case), CASE_DIR, read_only=True),
+                *_tool_mounts(Path(arm.host_dir))),
     )  # fmt: skip
     arm.checker = await provider.create(checker_spec)
     await arm.sandbox.close()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Create the skeleton of one case in a container-task eval suite (never overwrites).
+"""Create the skeleton of one case in a Margin Eval suite (never overwrites).
 
 Usage: new_case.py SUITE_DIR CASE_ID [--title TITLE] [--difficulty easy|medium|hard]
 """
@@ -53,8 +53,9 @@ def main() -> int:
     title = args.title or args.case.replace("-", " ").capitalize()
     write_new(
         case / "case.toml",
-        f'id = "{args.case}"\ntitle = "{title}"\n'
-        f'difficulty = "{args.difficulty}"\ntimeout_seconds = 600\n',
+        f'kind = "test_case"\nname = "{args.case}"\ndescription = "{title}"\n'
+        'agent_cwd = "/work"\ntest_cwd = "/work"\ntest_timeout_seconds = 600\n'
+        f'\n[metadata]\ndifficulty = "{args.difficulty}"\n',
     )
     write_new(case / "prompt.md", f"# {title}\n\nTODO: the task, as the user would ask it.\n")
     write_new(case / "env" / "Dockerfile", DOCKERFILE)
@@ -62,7 +63,9 @@ def main() -> int:
     write_new(case / "oracle" / "solve.sh", SOLVE_SH, 0o755)
     manifest = suite / "suite.toml"
     if not manifest.exists():
-        manifest.write_text(f'name = "{suite.resolve().name}"\ndescription = ""\ncases = []\n')
+        manifest.write_text(
+            f'kind = "test_suite"\nname = "{suite.resolve().name}"\ndescription = ""\ncases = []\n'
+        )
     text = manifest.read_text()
     match = re.search(r"^cases\s*=\s*\[(.*?)\]", text, re.S | re.M)
     listed = re.findall(r'"([^"]+)"', match.group(1)) if match else []

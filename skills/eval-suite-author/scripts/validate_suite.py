@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Validate a container-task eval suite's layout. Exit 0 valid, 1 problems, 2 unusable.
+"""Validate a Margin Eval suite's layout. Exit 0 valid, 1 problems, 2 unusable.
 
 Usage: validate_suite.py SUITE_DIR
 """
@@ -9,8 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-REQUIRED = ("case.toml", "prompt.md", "env/Dockerfile", "tests/test.sh")
-CASE_KEYS = {"id", "title", "difficulty", "timeout_seconds"}
+REQUIRED = ("case.toml", "prompt.md", "tests/test.sh")
+CASE_KEYS = {"kind", "name", "description", "agent_cwd", "test_cwd", "test_timeout_seconds"}
 
 
 def problems_of(suite: Path) -> list[str]:
@@ -19,6 +19,8 @@ def problems_of(suite: Path) -> list[str]:
         manifest = tomllib.loads((suite / "suite.toml").read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         return [f"suite.toml: {exc}"]
+    if manifest.get("kind") != "test_suite":
+        out.append('suite.toml: kind must be "test_suite"')
     listed = manifest.get("cases")
     if not isinstance(listed, list) or not all(isinstance(c, str) for c in listed):
         return ["suite.toml: `cases` must be a list of case ids"]
@@ -47,8 +49,15 @@ def problems_of(suite: Path) -> list[str]:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             out.append(f"cases/{case}/case.toml: {exc}")
             continue
-        if meta.get("id") != case:
-            out.append(f"cases/{case}/case.toml: id must be {case!r}")
+        if meta.get("kind") != "test_case":
+            out.append(f'cases/{case}/case.toml: kind must be "test_case"')
+        if meta.get("name") != case:
+            out.append(f"cases/{case}/case.toml: name must be {case!r} (the folder name)")
+        if not (root / "prompt.md").is_file() or not (root / "prompt.md").read_text().strip():
+            out.append(f"cases/{case}/prompt.md is empty")
+        has_image, has_env = "image" in meta, (root / "env" / "Dockerfile").is_file()
+        if has_image == has_env:
+            out.append(f"cases/{case}: give exactly one of `image` in case.toml or env/Dockerfile")
         for key in sorted(CASE_KEYS - set(meta)):
             out.append(f"cases/{case}/case.toml: missing {key}")
     return out

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Convert a task dataset (task.toml, instruction.md, environment/, tests/, solution/ per
-task) into a container-task eval suite. Never overwrites an existing case.
+"""Convert Harbor tasks (task.toml, instruction.md, environment/, tests/, solution/ per task)
+into a Margin Eval suite. Never overwrites an existing case.
 
 Usage: convert.py DATASET_DIR SUITE_DIR
 """
@@ -11,18 +11,35 @@ import sys
 import tomllib
 from pathlib import Path
 
+# Harbor's tests read their files at /tests/ and write the verdict to a reward file; Margin
+# stages tests/ at {test_cwd}/tests and reads test.sh's exit code. So test_cwd is "/" (the
+# tests land at /tests, where they expect to be) and test.sh turns the reward into 0/1/2.
 WRAPPER = """#!/usr/bin/env bash
-# Wraps the dataset's verifier (tests/verify.sh, unchanged) in the suite's exit-code contract:
-# 0 solved, 1 not solved, 2 the verifier could not run.
+# Wraps the Harbor verifier (tests/verify.sh, unchanged) in Margin's exit-code contract:
+# 0 solved (reward >= 1), 1 not solved, 2 the verifier could not give a verdict.
 here="$(cd "$(dirname "$0")" && pwd)"
 [ -f "$here/verify.sh" ] || exit 2
-command -v bash >/dev/null || exit 2
+rm -f /logs/verifier/reward.txt /logs/verifier/reward.json
 bash "$here/verify.sh"
 status=$?
-[ "$status" -eq 0 ] && exit 0
 [ "$status" -eq 126 ] || [ "$status" -eq 127 ] && exit 2
-exit 1
+if [ -f /logs/verifier/reward.txt ]; then
+  reward=$(cat /logs/verifier/reward.txt)
+elif [ -f /logs/verifier/reward.json ]; then
+  reward=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["reward"])' \\
+    /logs/verifier/reward.json) || exit 2
+else
+  exit 2  # no reward written: no verdict
+fi
+python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 1 else 1)' "$reward" 2>/dev/null
+status=$?
+[ "$status" -le 1 ] && exit "$status"
+exit 2
 """
+
+
+def _toml_str(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def convert_task(src: Path, dest: Path) -> str:
@@ -32,12 +49,27 @@ def convert_task(src: Path, dest: Path) -> str:
     if case.exists():
         return f"{task_id}: exists, left untouched"
     (case / "tests").mkdir(parents=True)
-    title = meta.get("description") or meta.get("name") or task_id
-    timeout = int(meta.get("verifier", {}).get("timeout_sec", 600))
-    (case / "case.toml").write_text(
-        f'id = "{task_id}"\ntitle = {title!r}\n'.replace("'", '"')
-        + f'difficulty = "{meta.get("difficulty", "medium")}"\ntimeout_seconds = {timeout}\n'
+    instruction = (src / "instruction.md").read_text()
+    first = next(
+        (line.strip("# ").strip() for line in instruction.splitlines() if line.strip()), task_id
     )
+    timeout = int(meta.get("verifier", {}).get("timeout_sec", 600))
+    lines = [
+        'kind = "test_case"',
+        f'name = "{task_id}"',
+        f"description = {_toml_str(first)}",
+        'agent_cwd = "/work"',
+        'test_cwd = "/"',
+        f"test_timeout_seconds = {timeout}",
+    ]
+    extra = dict(meta.get("metadata", {}))
+    if "agent" in meta and "timeout_sec" in meta["agent"]:
+        extra["agent_timeout_sec"] = meta["agent"]["timeout_sec"]
+    if extra:
+        lines.append("\n[metadata]")
+        for key, value in extra.items():
+            lines.append(f"{key} = {_toml_str(value) if isinstance(value, str) else value}")
+    (case / "case.toml").write_text("\n".join(lines) + "\n")
     shutil.copyfile(src / "instruction.md", case / "prompt.md")
     if (src / "environment").is_dir():
         shutil.copytree(src / "environment", case / "env")
@@ -67,7 +99,8 @@ def main() -> int:
         print(convert_task(task, dest))
     ids = sorted(p.name for p in (dest / "cases").iterdir() if p.is_dir())
     (dest / "suite.toml").write_text(
-        f'name = "{dest.resolve().name}"\ndescription = "converted from {src.name}"\n'
+        f'kind = "test_suite"\nname = "{dest.resolve().name}"\n'
+        f'description = "converted from {src.name}"\n'
         "cases = [" + ", ".join(f'"{i}"' for i in ids) + "]\n"
     )
     return 0
