@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import msgspec
 
 from skillbench.jsonreply import first_json_object
-from skillbench.sandbox.base import CASE_DIR, WORKDIR, Sandbox
+from skillbench.sandbox.base import CASE_DIR, Sandbox
 from skillbench.spec.load import path_escape
 from skillbench.spec.model import CHECK_KINDS, Check
 from skillbench.transcript import Transcript
@@ -62,10 +62,11 @@ async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
                     case_dir: str) -> CheckResult:  # fmt: skip
     """The check kinds that run the eval's own programs in the checker (design §13)."""
     name, arg = check.name, check.arg or ""
-    env = {"CASE": case_dir, "WORK": WORKDIR}
+    work = sandbox.workdir
+    env = {"CASE": case_dir, "WORK": work}
     if check.kind == "verifier":
         script = f"{CASE_DIR}/{check.script or arg}"
-        done = await sandbox.exec(["bash", script], cwd=WORKDIR, timeout=SCRIPT_TIMEOUT,
+        done = await sandbox.exec(["bash", script], cwd=work, timeout=SCRIPT_TIMEOUT,
                                   env={**env, "TESTS": posixpath.dirname(script)})  # fmt: skip
         tail = (done.stderr or done.stdout).strip()[-300:]
         if done.timed_out:
@@ -77,12 +78,12 @@ async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
     if check.kind == "reward":
         if check.script:  # Harbor's test.sh: its exit code says nothing, its reward file does
             script = f"{CASE_DIR}/{check.script}"
-            done = await sandbox.exec(["bash", script], cwd=WORKDIR, timeout=SCRIPT_TIMEOUT,
+            done = await sandbox.exec(["bash", script], cwd=work, timeout=SCRIPT_TIMEOUT,
                                       env={**env, "TESTS": posixpath.dirname(script)})  # fmt: skip
             if done.timed_out:
                 return CheckResult(name, False, f"{check.script} timed out after "
                                                 f"{SCRIPT_TIMEOUT:g} s")  # fmt: skip
-        path = arg if arg.startswith("/") else f"{WORKDIR}/{arg}"
+        path = arg if arg.startswith("/") else f"{work}/{arg}"
         if not await sandbox.exists(path):
             return CheckResult(name, False, f"no reward file at {path}")
         value = _reward_value(await sandbox.read_text(path))
@@ -93,7 +94,7 @@ async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
     # grader: a command printing {"pass", "score", "evidence"}, or its exit code
     await sandbox.write_file(f"{RESULTS}/trace.jsonl",
                              "".join(json.dumps(e) + "\n" for e in transcript.events))  # fmt: skip
-    done = await sandbox.exec(["bash", "-c", arg], cwd=WORKDIR, timeout=SCRIPT_TIMEOUT,
+    done = await sandbox.exec(["bash", "-c", arg], cwd=work, timeout=SCRIPT_TIMEOUT,
                               env={**env, "RESULTS": RESULTS})  # fmt: skip
     if done.timed_out:
         return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
@@ -153,12 +154,12 @@ async def _one(
         reason = path_escape(arg)
         if reason:
             return CheckResult(name, False, f"path {reason}")
-        exists = await sandbox.exists(f"{WORKDIR}/{arg}")
+        exists = await sandbox.exists(f"{sandbox.workdir}/{arg}")
         if check.kind == "file_exists":
             return CheckResult(name, exists, "exists" if exists else "missing")
         return CheckResult(name, not exists, "exists" if exists else "absent")
     # command_succeeds
-    done = await sandbox.exec(arg, timeout=COMMAND_TIMEOUT, cwd=WORKDIR)
+    done = await sandbox.exec(arg, timeout=COMMAND_TIMEOUT, cwd=sandbox.workdir)
     if done.timed_out:
         return CheckResult(name, False, f"timed out after {COMMAND_TIMEOUT:g} s")
     tail = (done.stderr or done.stdout).strip()[-300:]

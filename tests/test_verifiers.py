@@ -133,3 +133,41 @@ def test_a_case_runs_in_the_image_its_containerfile_builds(fake, tmp_path: Path,
     assert code == 2
     assert f"{folder}/evals/cases/tool.yaml: the case's image: image " in err
     assert "'localhost/no-such-image:1' is not a local image" in err
+
+
+def test_a_workdir_holds_the_workspace_seeded_from_the_image(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(tmp_path, {
+        "evals/cases/app.yaml": (
+            "task: Finish the app\ncontainerfile: app/Containerfile\nworkdir: /app\n"
+            "checks:\n  - file_exists: done.txt\n  - verifier: app/verify.sh\n"
+            "  - command_succeeds: test \"$(pwd)\" = /app && grep -q seeded /app/seed.txt\n"
+        ),
+        # the image's /app (a Harbor-style WORKDIR with files COPYed in) seeds the workspace
+        "evals/cases/app/Containerfile": (
+            "FROM skillbench-sandbox\nRUN mkdir -p /app && echo seeded > /app/seed.txt\n"
+            "WORKDIR /app\n"
+        ),
+        "evals/cases/app/verify.sh": (
+            'test "$WORK" = /app || exit 2\ngrep -qs "seen: seeded" done.txt || exit 1\n'
+        ),
+    })  # fmt: skip
+    fake({"conversations": [
+        conv(CAND, "Finish the app",
+             {"tool_calls": [{"bash": {"command": "pwd; echo \"seen: $(cat seed.txt)\" > done.txt"}}]},
+             {"text": "done"}),
+        conv(BASE, "Finish the app", {"text": "no"}),
+    ]})  # fmt: skip
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert code == 0, lines
+    row = summary["rows"][0]
+    assert row["outcome"] == "win"
+    assert [c["passed"] for c in row["arms"]["candidate"]["checks"]] == [True, True, True]
+    transcript = (tmp_path / "run/transcripts/app.candidate.1.jsonl").read_text()
+    assert '"text": "/app\\n' in transcript  # the agent started in /app
+    # a workdir the sandbox needs is refused with its line
+    (folder / "evals/cases/app.yaml").write_text(
+        "task: t\nworkdir: /tmp\nchecks: [{file_exists: x}]\n"
+    )
+    assert main(["check", str(folder)]) == 1
+    assert "app.yaml:2: error: `workdir` '/tmp' is a folder the sandbox or the system needs" in (
+        capsys.readouterr().out)  # fmt: skip

@@ -15,7 +15,7 @@ import msgspec
 from skillbench.agent.tools import TOOLS, run_tool
 from skillbench.models.base import Message, Model, ModelError, TextBlock, ToolResult, Usage
 from skillbench.models.pricing import Price, cost_usd
-from skillbench.sandbox.base import SKILLS_DIR, Sandbox, SandboxError
+from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
 from skillbench.skills import catalog_lines
 from skillbench.transcript import TraceWriter
 
@@ -25,6 +25,13 @@ UNATTENDED_NOTE = (
     "choices or review a plan. Do not ask; decide on your own judgment, finish the task "
     "completely, then stop and reply with a short summary of what you did."
 )
+
+
+def unattended_note(workdir: str = WORKDIR) -> str:
+    """The note for a session whose workspace is `workdir`."""
+    return UNATTENDED_NOTE.replace("/work", workdir, 1)
+
+
 MAX_TOKENS = 8192
 # How providers say a request no longer fits the model's context window.
 _CONTEXT_FULL = re.compile(
@@ -56,7 +63,7 @@ class SessionResult(msgspec.Struct, frozen=True):
         return self.stop_reason in ("error", "auth")
 
 
-def system_prompt(skills: Sequence[SkillInfo]) -> str:
+def system_prompt(skills: Sequence[SkillInfo], workdir: str = WORKDIR) -> str:
     """The unattended note and the catalog of staged skills (empty in the baseline)."""
     if not skills:
         catalog = "No skills are available."
@@ -66,7 +73,7 @@ def system_prompt(skills: Sequence[SkillInfo]) -> str:
             "Skills available (call the `skill` tool with a name to load one; its files are "
             f"under {SKILLS_DIR}/<name>):\n{lines}"
         )
-    return f"{UNATTENDED_NOTE}\n\n{catalog}"
+    return f"{unattended_note(workdir)}\n\n{catalog}"
 
 
 async def run_agent(
@@ -131,7 +138,7 @@ async def _turns(
     max_turns: int,
     state: _State,
 ) -> str:
-    system = system_prompt(skills)
+    system = system_prompt(skills, sandbox.workdir)
     names = [s.name for s in skills]
     messages = [Message("user", (TextBlock(task),))]
     trace.event("message", role="user", text=task, usage=None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from skillbench.agent.loop import UNATTENDED_NOTE
+from skillbench.agent.loop import unattended_note
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.models import parse_model
@@ -63,7 +63,7 @@ class _Session(BrokeredSession):
             *("claude", "-p", r.task, "--output-format", "stream-json", "--verbose"),
             *("--dangerously-skip-permissions", *tools),
             *("--model", parse_model(r.model).name, "--max-turns", str(r.max_turns)),
-            *("--append-system-prompt", UNATTENDED_NOTE),
+            *("--append-system-prompt", unattended_note(self.workdir)),
         ]
 
     def env(self) -> dict[str, str]:

@@ -183,6 +183,7 @@ class BrokeredSession:
         self.agent, self.request, self.broker = agent, request, broker
         self.relay: Relay | None = Relay(relay_port, "127.0.0.1", broker.port)
         self.started = time.monotonic()
+        self.workdir = WORKDIR  # the sandbox's, once `run` has it
 
     async def prepare(self, sandbox: Sandbox) -> None:
         """Write what the CLI needs in its config dir before it starts."""
@@ -199,6 +200,7 @@ class BrokeredSession:
 
     async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
         r = self.request
+        self.workdir = sandbox.workdir
         trace.event("trace_start", case=r.case, arm=r.arm, rep=r.rep, model=r.model,
                     agent=f"{self.agent.name} {self.agent.version()}",
                     started_at=datetime.now(UTC).isoformat(timespec="seconds"))  # fmt: skip
@@ -212,7 +214,7 @@ class BrokeredSession:
         if not staged.ok:
             return self.end(trace, "error", f"staging the skills: {staged.stderr}")
         try:
-            done = await sandbox.exec(self.argv(), cwd=WORKDIR, env=self.env(),
+            done = await sandbox.exec(self.argv(), cwd=sandbox.workdir, env=self.env(),
                                       timeout=r.timeout_s, output_cap=self.output_cap)  # fmt: skip
         except SandboxError as exc:
             return self.end(trace, "error", f"sandbox: {exc}")

@@ -20,11 +20,11 @@ import re
 import shlex
 from typing import Any
 
-from skillbench.agent.loop import UNATTENDED_NOTE
+from skillbench.agent.loop import unattended_note
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.models import parse_model
-from skillbench.sandbox.base import HOMES, WORKDIR, Sandbox
+from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter
 
@@ -41,13 +41,13 @@ _ROOT = re.compile(r"^- `(r\d+)` = `([^`]+)`$", re.M)
 _READS = re.compile(r"skills/([A-Za-z0-9_.-]+)/SKILL\.md")
 
 
-def _config(retries: int) -> str:
+def _config(retries: int, workdir: str) -> str:
     """CODEX_HOME/config.toml: the broker as the only provider, the unattended note, and
     nothing that reaches for the network on its own (each such attempt stalls the exit on
     a DNS timeout in a sandbox without network)."""
     return (
         'model_provider = "skillbench"\n'
-        f"developer_instructions = {json.dumps(UNATTENDED_NOTE)}\n"
+        f"developer_instructions = {json.dumps(unattended_note(workdir))}\n"
         'web_search = "disabled"\n'
         "check_for_update_on_startup = false\n"
         "[analytics]\nenabled = false\n"
@@ -90,14 +90,15 @@ class _Session(BrokeredSession):
     config_dir = CODEX_HOME
 
     async def prepare(self, sandbox: Sandbox) -> None:
-        await sandbox.write_file(f"{CODEX_HOME}/config.toml", _config(self.agent.max_retries))
+        await sandbox.write_file(f"{CODEX_HOME}/config.toml",
+                                 _config(self.agent.max_retries, self.workdir))  # fmt: skip
 
     def argv(self) -> list[str]:
         r = self.request
         return [
             *("codex", "exec", "--json", "--strict-config", "--skip-git-repo-check", "--ephemeral"),
             *("--dangerously-bypass-approvals-and-sandbox", "--color", "never"),
-            *("-m", parse_model(r.model).name, "-C", WORKDIR, r.task),
+            *("-m", parse_model(r.model).name, "-C", self.workdir, r.task),
         ]
 
     def env(self) -> dict[str, str]:

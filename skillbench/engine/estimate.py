@@ -19,6 +19,7 @@ from skillbench.config import sandbox_spec
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
+    case_spec,
     find_incumbent,
     sessions_of,
     trigger_method,
@@ -82,7 +83,7 @@ def estimate(opts: EvalOptions) -> Estimate:
                     key = cache_key(session_inputs(
                         spec, skill_dir, arm=arm_identity(arm, found.digest if found else None),
                         agent=agent.name, agent_version=agent.version(), model=settings.model,
-                        sandbox=box, rep=rep))  # fmt: skip
+                        sandbox=case_spec(box, spec, None), rep=rep))  # fmt: skip
                     reused += cache.get(key) is not None
     to_run = len(sessions) * len(arms) * settings.k - reused
     calls, tokens_in, tokens_out, seconds, basis = _per_session(skill.name, settings.model,

@@ -19,11 +19,12 @@ from skillbench.engine.plan import (
     EvalOptions,
     build_case_images,
     case_home,
+    case_spec,
     sessions_of,
     validated,
 )
 from skillbench.sandbox import make_provider
-from skillbench.sandbox.base import WORKDIR, SandboxError, SandboxProvider, SandboxSpec
+from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import image_exists
 from skillbench.sandbox.stage import SetupFailed, check_phase, stage_arm
 from skillbench.spec.model import Session, Suite
@@ -57,7 +58,7 @@ async def oracle_run(
     async def one(name: str, session: Session) -> OracleResult:
         if session.oracle is None:
             return OracleResult(name, None, note="no reference solution (`oracle:`)")
-        own = msgspec.structs.replace(spec, image=images.get(name, spec.image))
+        own = case_spec(spec, session, images.get(name))
         async with gate:
             return await _solve(provider, own, skill_dir, name, session)
 
@@ -79,7 +80,8 @@ async def _solve(provider: SandboxProvider, spec: SandboxSpec, skill_dir: Path, 
         return OracleResult(name, None, note=f"sandbox: {exc}")
     try:
         await staged.sandbox.put_tree(script.parent, ORACLE_DIR)
-        done = await staged.sandbox.exec(["bash", f"{ORACLE_DIR}/{script.name}"], cwd=WORKDIR,
+        done = await staged.sandbox.exec(["bash", f"{ORACLE_DIR}/{script.name}"],
+                                         cwd=staged.sandbox.workdir,
                                          timeout=session.timeout_minutes * 60)  # fmt: skip
         output = (done.stdout + done.stderr).strip()[-2000:]
         # what the checks read: the task, the oracle as one command, and its output

@@ -27,7 +27,7 @@ from skillbench.engine.records import (
 )
 from skillbench.models import ModelRefError, parse_model
 from skillbench.models.pricing import price_for
-from skillbench.sandbox.base import CASE_DIR
+from skillbench.sandbox.base import CASE_DIR, SandboxSpec
 from skillbench.sandbox.case_image import CaseImageError, case_image
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.skills import (
@@ -93,6 +93,12 @@ def case_home(spec: Session, skill_dir: Path) -> str:
         return CASE_DIR
     rel = folder.relative_to(evals).as_posix()
     return CASE_DIR if rel == "." else f"{CASE_DIR}/{rel}"
+
+
+def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
+    """The sandbox a session runs in: `base` with the session's own image and workdir."""
+    return msgspec.structs.replace(base, image=image or base.image,
+                                   workdir=session.workdir or base.workdir)  # fmt: skip
 
 
 def build_case_images(sessions: dict[str, Session], base: str, agent: Agent,

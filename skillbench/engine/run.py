@@ -29,6 +29,7 @@ from skillbench.engine.plan import (
     EvalOptions,
     Prepared,
     case_home,
+    case_spec,
     check_credentials,
     trigger_method,
     validated,
@@ -59,7 +60,6 @@ from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, write_receipt
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import (
-    WORKDIR,
     Sandbox,
     SandboxError,
     SandboxProvider,
@@ -290,7 +290,8 @@ class _Run:
         session: what could not be kept becomes a note."""
         cap = parse_size(self.settings.sandbox.keep_workspace)
         try:
-            return await checker.get_tree(WORKDIR, self.run_dir / "workspaces" / key, cap=cap)
+            return await checker.get_tree(checker.workdir, self.run_dir / "workspaces" / key,
+                                          cap=cap)  # fmt: skip
         except Exception as exc:  # a debugging aid: whatever goes wrong, the run goes on
             return [f"workspace not kept: {exc}"]
 
@@ -394,9 +395,9 @@ class _Run:
                          stopped=self.stopped)  # fmt: skip
 
     def spec_for(self, name: str) -> SandboxSpec:
-        """The sandbox a session's arms and checker run in: its own image, if it has one."""
-        image = self.opts.case_images.get(name)
-        return replace(self.sandbox_spec, image=image) if image else self.sandbox_spec
+        """The sandbox a session's arms and checker run in: its own image and workdir, if it
+        has them."""
+        return case_spec(self.sandbox_spec, self.specs[name], self.opts.case_images.get(name))
 
     async def probe_requires(self, provider: SandboxProvider) -> None:
         by_image: dict[str, dict[str, tuple[str, ...]]] = {}

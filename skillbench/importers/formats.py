@@ -29,6 +29,7 @@ from skillbench.importers.base import (
 )
 from skillbench.sandbox.case_image import SANDBOX_FROM
 from skillbench.sandbox.image import image_exists
+from skillbench.spec.load import workdir_problem
 
 
 def _containerfile(dockerfile: Path, name: str, where: str, source: str,
@@ -128,9 +129,17 @@ def _margin_case(folder: Path, out: Imported) -> None:
         extra["oracle"] = f"{name}/oracle/solve.sh"
         out.files += support(folder / "oracle", f"cases/{name}/oracle", source)
     cwd = {meta.get(k) for k in ("agent_cwd", "test_cwd")} - {None}
-    if cwd:
+    if len(cwd) == 1 and str(next(iter(cwd))) not in ("/work", "/work/"):
+        why = workdir_problem(str(next(iter(cwd))))
+        if why is None:
+            extra["workdir"] = str(next(iter(cwd)))
+        else:
+            out.unmapped.append(f"{where}: agent_cwd/test_cwd {next(iter(cwd))} — {why}; /work "
+                                "is used")  # fmt: skip
+    elif len(cwd) > 1:
         out.unmapped.append(f"{where}: agent_cwd/test_cwd {', '.join(sorted(map(str, cwd)))} — "
-                            "the agent starts and the verifier runs in /work")  # fmt: skip
+                            "one workdir here: the agent starts and the verifier runs in "
+                            f"{extra.get('workdir', '/work')}")  # fmt: skip
     if "test_timeout_seconds" in meta:
         out.unmapped.append(f"{where}: test_timeout_seconds — a verifier gets 600 s here")
     if "image" in meta:
@@ -142,7 +151,7 @@ def _margin_case(folder: Path, out: Imported) -> None:
     # Margin stages tests/ at test_cwd after the agent and runs test.sh there: so does this
     wrapper = ('#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd, then run '
                "its verifier (exit 0 pass, 1 fail, 2 no verdict)\n"
-               'rm -rf /work/tests && cp -r "$CASE/tests" /work/tests && cd /work && '
+               'rm -rf "$WORK/tests" && cp -r "$CASE/tests" "$WORK/tests" && cd "$WORK" && '
                "exec bash tests/test.sh\n")  # fmt: skip
     out.files += [
         NewFile(
@@ -237,9 +246,13 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         extra.update(_containerfile(docker, name, where, source, out))
     workdirs = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (
         docker.is_file()) else []  # fmt: skip
-    if workdirs:
-        out.unmapped.append(f"{where}: WORKDIR {workdirs[-1]} — the agent starts and the "
-                            "tests run in /work")  # fmt: skip
+    if workdirs and workdirs[-1] not in ("/work", "/work/"):
+        # the Dockerfile's last WORKDIR: where the task's files are and its tests run
+        problem = workdir_problem(workdirs[-1])
+        if problem is None:
+            extra["workdir"] = workdirs[-1]
+        else:
+            out.unmapped.append(f"{where}: WORKDIR {workdirs[-1]} — {problem}; /work is used")
     tests = test.read_text(encoding="utf-8", errors="replace")
     reward = "/logs/verifier/reward.json" if "reward.json" in tests else (
         "/logs/verifier/reward.txt")  # fmt: skip
@@ -248,7 +261,7 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     staged = {"/tests/": "/tmp/tests/", "/tests ": "/tmp/tests "}
     wrapper = ("#!/bin/sh\n# stage tests/ where the rewritten paths expect them, run the "
                "verifier; the reward file, not the exit code, is the verdict\n"
-               'rm -rf /tmp/tests && cp -r "$CASE/tests" /tmp/tests && cd /work && '
+               'rm -rf /tmp/tests && cp -r "$CASE/tests" /tmp/tests && cd "$WORK" && '
                "bash /tmp/tests/test.sh\nexit 0\n")  # fmt: skip
     if (folder / "solution" / "solve.sh").is_file():
         extra["oracle"] = f"{name}/oracle/solve.sh"

@@ -100,6 +100,7 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     home: str = "64m"
     tmp: str = "256m"
     workspace: str | None = None  # a Workspace's name: /work outlives the sandbox (checks)
+    workdir: str = WORKDIR  # where the workspace is mounted, the agent starts and checks run
     logs: bool = False  # a writable /logs (tmpfs): where imported verifiers write rewards
     relay: Relay | None = None
     pids: int = 512
@@ -115,6 +116,7 @@ class Sandbox(Protocol):
     """One isolated place where an arm's commands run."""
 
     name: str
+    workdir: str  # the workspace: commands start there, relative file paths resolve there
 
     async def exec(
         self,

@@ -40,6 +40,7 @@ _conn = None  # the host's connection
 _SPAWN = threading.Lock()
 _ACTIVE: set = set()
 _USER = None  # the pwd entry everything runs as (set in main)
+_WORKDIR = "/work"  # the workspace: where commands start and file paths resolve (--workdir)
 _VICTIM = 1000  # oom_score_adj of every user process: the OOM killer takes them first
 
 
@@ -137,7 +138,7 @@ def _exec(req):
         with _SPAWN:
             proc = subprocess.Popen(
                 argv,
-                cwd=req.get("cwd") or "/work",
+                cwd=req.get("cwd") or _WORKDIR,
                 env=env,
                 stdin=in_r if in_r is not None else subprocess.DEVNULL,
                 stdout=out_w,
@@ -188,7 +189,7 @@ def _kill_group(pgid):
 
 
 def _path(req):
-    return os.path.join("/work", req["path"])
+    return os.path.join(_WORKDIR, req["path"])
 
 
 def _as_user(fn, req):
@@ -388,15 +389,17 @@ def _harden(user):
     # Python's own SIGINT handler is the only one, so remove it.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     # Fresh mounts (the workspace, HOME) belong to the user.
-    for place in ("/work", user.pw_dir):
+    for place in (_WORKDIR, user.pw_dir):
         with contextlib.suppress(OSError):
             if os.stat(place).st_uid == 0 and user.pw_uid != 0:
                 os.chown(place, user.pw_uid, user.pw_gid)
 
 
 def main():
-    global _conn, _USER
+    global _conn, _USER, _WORKDIR
     path = sys.argv[sys.argv.index("--listen") + 1]
+    if "--workdir" in sys.argv:
+        _WORKDIR = sys.argv[sys.argv.index("--workdir") + 1]
     name = sys.argv[sys.argv.index("--user") + 1] if "--user" in sys.argv else "root"
     _USER = pwd.getpwnam(name)
     _harden(_USER)

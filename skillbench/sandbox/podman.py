@@ -127,7 +127,7 @@ class PodmanProvider:
         except BaseException:
             shutil.rmtree(sock_dir, ignore_errors=True)
             raise
-        sandbox = PodmanSandbox(self, ctr_id, sock_dir, spec.relay)
+        sandbox = PodmanSandbox(self, ctr_id, sock_dir, spec.relay, spec.workdir)
         self._live.add(sandbox)
         try:
             await sandbox.connect()
@@ -169,7 +169,7 @@ class PodmanProvider:
         home = HOMES[spec.user]
         tmpfs = [("/tmp", spec.tmp, "1777"), (home, spec.home, "0700")]
         if spec.workspace is None:
-            tmpfs.append((WORKDIR, spec.disk, "0755"))
+            tmpfs.append((spec.workdir, spec.disk, "0755"))
         if spec.logs:
             tmpfs.append(("/logs", _LOGS, "1777"))
         # tmpfs pages are charged to the container's memory: add the caps on top, so a full
@@ -182,10 +182,11 @@ class PodmanProvider:
             command=[
                 *("python3", "-u", _IN_SANDBOX),
                 *("--listen", f"{_SOCKET_DIR}/exec.sock", "--user", spec.user),
+                *("--workdir", spec.workdir),
                 *(("--relay", str(spec.relay.port)) if spec.relay else ()),
             ],
             init=False,
-            working_dir=WORKDIR,
+            working_dir=spec.workdir,
             labels={LABEL: "1", OWNER_LABEL: _owner(), **spec.labels},
             mem_limit=memory,
             # nothing the agent writes outside /work, HOME and /tmp; no setuid escalation
@@ -222,7 +223,9 @@ class PodmanProvider:
             ],
         )
         if spec.workspace is not None:
-            kwargs["volumes"] = {spec.workspace: {"bind": WORKDIR, "mode": "rw"}}
+            # (a volume mounted over a folder of the image starts with its files: podman
+            # copies them in, so an image's /app seeds a case whose workdir is /app)
+            kwargs["volumes"] = {spec.workspace: {"bind": spec.workdir, "mode": "rw"}}
         if not spec.network:
             kwargs["network_mode"] = "none"
         try:
@@ -277,10 +280,16 @@ class PodmanSandbox:
     """One podman container and the connection to the executor inside it."""
 
     def __init__(
-        self, provider: PodmanProvider, ctr_id: str, sock_dir: Path, relay: Relay | None = None
+        self,
+        provider: PodmanProvider,
+        ctr_id: str,
+        sock_dir: Path,
+        relay: Relay | None = None,
+        workdir: str = WORKDIR,
     ):
         self.provider = provider
         self.name = ctr_id[:12]
+        self.workdir = workdir
         self.ctr_id = ctr_id
         self._sock_dir = sock_dir
         self._relay = relay

@@ -137,12 +137,18 @@ async def stage_arm(
     names = tuple(sorted(skills))
     arm = StagedArm(sandbox, workspace, names, str(host_dir))
     try:
+        if sandbox.workdir != WORKDIR:  # what the image had there came in as root's
+            owned = await sandbox.exec(["chown", "-R", "-h", "agent:agent", sandbox.workdir],
+                                       user=ROOT, timeout=120)  # fmt: skip
+            if not owned.ok:
+                raise SandboxError(f"could not hand {sandbox.workdir} to the agent: "
+                                   f"{owned.stderr.strip()[-300:]}")  # fmt: skip
         if session.fixture:
-            await sandbox.put_tree(Path(session.fixture), WORKDIR)
+            await sandbox.put_tree(Path(session.fixture), sandbox.workdir)
         for rel, content in session.files.items():
             await sandbox.write_file(rel, content)
         if session.setup:
-            done = await sandbox.exec(["/bin/sh", "-ce", session.setup], cwd=WORKDIR,
+            done = await sandbox.exec(["/bin/sh", "-ce", session.setup], cwd=sandbox.workdir,
                                       timeout=SETUP_TIMEOUT)  # fmt: skip
             if not done.ok:
                 raise SetupFailed(session.name, done.exit_code, done.stderr, done.timed_out)
@@ -191,10 +197,11 @@ async def check_phase(
     )  # fmt: skip
     arm.checker = await provider.create(checker_spec)
     await arm.sandbox.close()
-    claim = await arm.checker.exec(["chown", "-R", "-h", f"{CHECKER}:{CHECKER}", WORKDIR],
+    claim = await arm.checker.exec(["chown", "-R", "-h", f"{CHECKER}:{CHECKER}", spec.workdir],
                                    user=ROOT, timeout=300)  # fmt: skip
     if not claim.ok:
-        raise SandboxError(f"could not hand /work to the checker: {claim.stderr.strip()[-300:]}")
+        raise SandboxError(f"could not hand {spec.workdir} to the checker: "
+                           f"{claim.stderr.strip()[-300:]}")  # fmt: skip
     return arm.checker
 
 

@@ -32,8 +32,11 @@ from skillbench.spec.yamlsrc import Doc, KeyPath, load_yaml_file
 
 SESSION_FIELDS = (
     "task", "checks", "judge", "files", "fixture", "setup", "bucket", "requires",
-    "timeout_minutes", "max_turns", "oracle", "image", "containerfile",
+    "timeout_minutes", "max_turns", "oracle", "image", "containerfile", "workdir",
 )  # fmt: skip
+# Where a workspace may not go: the sandbox's own mounts and the system's folders.
+_RESERVED = ("/proc", "/sys", "/dev", "/tmp", "/home", "/skills", "/case", "/logs", "/run",
+             "/opt/skillbench", "/etc", "/usr", "/bin", "/sbin", "/lib", "/var")  # fmt: skip
 SUITE_FIELDS = (*SESSION_FIELDS, "cases")
 SUBCASE_FIELDS = ("name", "checks")
 TRIGGER_FIELDS = ("should_trigger", "should_not_trigger")
@@ -278,6 +281,12 @@ def _session_fields(
         out["fixture"] = _fixture(rep, data["fixture"], case_file, skill_dir)
     if "oracle" in data and rep.expect(("oracle",), data["oracle"], str, "oracle"):
         out["oracle"] = _script(rep, ("oracle",), data["oracle"], case_file, "oracle")
+    if "workdir" in data and rep.expect(("workdir",), data["workdir"], str, "workdir"):
+        problem = workdir_problem(data["workdir"])
+        if problem:
+            rep.error(("workdir",), problem)
+        else:
+            out["workdir"] = data["workdir"]
     if "image" in data and "containerfile" in data:
         rep.error(("containerfile",), "give `image` or `containerfile`, not both")
     elif "image" in data and rep.expect(("image",), data["image"], str, "image"):
@@ -347,6 +356,16 @@ def _files(rep: _Report, value: Any) -> dict[str, str]:
         else:
             out[str(path)] = content
     return out
+
+
+def workdir_problem(value: str) -> str | None:
+    """Why `value` cannot be a case's workdir, or None when it can."""
+    if not value.startswith("/") or posixpath.normpath(value) != value or value == "/":
+        return f"`workdir` {value!r} must be an absolute folder such as /app (not /, no "
+        "trailing slash or ..)"
+    if any(value == r or value.startswith(r + "/") for r in _RESERVED):
+        return f"`workdir` {value!r} is a folder the sandbox or the system needs; use your own"
+    return None
 
 
 def _bad_file_path(path: str) -> str | None:
