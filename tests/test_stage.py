@@ -84,6 +84,12 @@ async def test_baseline_sees_no_skill(
         # ... and one where a skill it did stage is missing
         with pytest.raises(ContaminationError, match=r"none differ from those staged \['other'\]"):
             await guard_contamination(arm.sandbox, ["other"])
+        # a listing that fails (a sandbox being killed, say) is no evidence of contamination:
+        # an infrastructure error, retried, never a refused run
+        (Path(arm.host_dir) / "skills").chmod(0o000)
+        with pytest.raises(SandboxError, match="could not list /skills"):
+            await guard_contamination(arm.sandbox, [])
+        (Path(arm.host_dir) / "skills").chmod(0o755)
     finally:
         await arm.close()
 

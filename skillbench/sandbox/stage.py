@@ -164,8 +164,11 @@ async def stage_arm(
 async def guard_contamination(sandbox: Sandbox, expected: Sequence[str]) -> None:
     """Refuse the arm unless exactly the expected skills are visible (design §2)."""
     listing = await sandbox.exec(["ls", "-1A", SKILLS_DIR], timeout=30)
+    if not listing.ok:  # the sandbox failed (killed, say): no evidence either way
+        raise SandboxError(f"could not list {SKILLS_DIR}: exit {listing.exit_code} "
+                           f"{listing.stderr.strip()[-200:]}")  # fmt: skip
     seen = sorted(listing.stdout.split())
-    if not listing.ok or seen != sorted(expected):
+    if seen != sorted(expected):
         raise ContaminationError(
             f"skills visible in the sandbox {seen or 'none'} differ from those staged "
             f"{sorted(expected) or 'none'}"
