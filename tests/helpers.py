@@ -62,6 +62,8 @@ def run_eval(capsys, folder: Path, out: Path, *extra: str) -> tuple[int, list[st
     """`skillbench eval` in-process against the fake server: exit code, report, summary."""
     code = main(["eval", str(folder), "--model", MODEL, "--out", str(out), "--quiet",
                  "--seed", "7", "--no-gen", *extra])  # fmt: skip
-    lines = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert (out / "summary.json").is_file(), f"no summary.json (exit {code}): {captured.err}"
     summary = json.loads((out / "summary.json").read_text())
     return code, lines, summary

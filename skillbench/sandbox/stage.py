@@ -59,8 +59,6 @@ PYTHONPATH={TOOLS_DIR}/src:{TOOLS_DIR}/site exec python3 -m skillbench "$@"
 
 def _tool_mounts(host_dir: Path) -> tuple[Mount, ...]:
     """The mounts that put `skillbench` on the checker's PATH."""
-    import msgspec as _msgspec
-
     import skillbench
 
     bin_dir = host_dir / "tools-bin"
@@ -69,7 +67,7 @@ def _tool_mounts(host_dir: Path) -> tuple[Mount, ...]:
     wrapper.write_text(_WRAPPER % ".".join(map(str, sys.version_info[:2])))
     wrapper.chmod(0o755)
     package = Path(skillbench.__file__).resolve().parent
-    site = Path(_msgspec.__file__).resolve().parent.parent
+    site = Path(msgspec.__file__).resolve().parent.parent  # the installed dependencies
     return (Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),
             Mount(str(package), f"{TOOLS_DIR}/src/skillbench", read_only=True),
             Mount(str(site), f"{TOOLS_DIR}/site", read_only=True))  # fmt: skip
