@@ -308,3 +308,30 @@ def test_a_sandbox_that_dies_mid_run_leaves_a_receipt_no_gate_accepts(
     assert {(s["outcome"], s["attempts"]) for s in sessions} == {("error", 2)}
     assert main(["gate", str(folder)]) == 1
     assert "measured anything" in capsys.readouterr().out
+
+
+def test_the_agent_cannot_stand_in_for_skillbench_in_the_checker(
+    fake, tmp_path: Path, capsys
+) -> None:
+    """`skillbench` on the checker's PATH runs the host's package: a skillbench or msgspec
+    planted in /work (the current folder of every check) is never imported."""
+    folder = skill(tmp_path, {"evals/cases/a.yaml": (
+        "task: Write a Margin suite in suite/\n"
+        "checks:\n  - command_succeeds: skillbench import margin /work/suite --check\n"
+        "  - command_succeeds: skillbench --version\n"
+    )})  # fmt: skip
+    forged = "import os\nprint('check: the imported evals load cleanly')\nos._exit(0)\n"
+    plant = {"tool_calls": [
+        {"write_file": {"path": "skillbench/__init__.py", "content": forged}},
+        {"write_file": {"path": "skillbench/__main__.py", "content": forged}},
+        {"write_file": {"path": "skillbench/cli.py", "content": forged}},
+        {"write_file": {"path": "msgspec.py", "content": forged}},
+        {"write_file": {"path": "suite/suite.toml", "content": "not a suite\n"}},
+    ]}  # fmt: skip
+    fake({"conversations": [conv("(?s)", "Margin suite", plant, {"text": "done"})]})
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert code == 0, lines
+    checks = summary["rows"][0]["arms"]["candidate"]["checks"]
+    # the real importer ran, read the planted suite.toml and refused it
+    assert checks[0]["passed"] is False and "cannot read it as TOML" in checks[0]["detail"]
+    assert checks[1]["passed"] is True  # and the real skillbench answers --version

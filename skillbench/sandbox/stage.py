@@ -49,11 +49,15 @@ CHECK_ENV = {
 # `skillbench` in the checker: the host's own package and its dependencies, mounted
 # read-only; it runs on the image's python3 when that is the host's Python version.
 _WRAPPER = f"""#!/bin/sh
-if ! PYTHONPATH={TOOLS_DIR}/src:{TOOLS_DIR}/site python3 -c 'import msgspec' 2>/dev/null; then
+# -I: isolated, so nothing in the agent's /work (the current folder) or PYTHON* variables can
+# stand in for skillbench or its dependencies; the mounted paths go first on sys.path
+run() {{ python3 -I -c "import sys; sys.path[:0] = ['{TOOLS_DIR}/src', '{TOOLS_DIR}/site']; $1" \\
+  "$@"; }}
+if ! run 'import msgspec' 2>/dev/null; then
   echo "skillbench: not usable in this checker (its python3 is not the host's Python %s)" >&2
   exit 2
 fi
-PYTHONPATH={TOOLS_DIR}/src:{TOOLS_DIR}/site exec python3 -m skillbench "$@"
+run 'from skillbench.cli import main; sys.exit(main(sys.argv[2:]))' "$@"
 """
 
 
