@@ -45,9 +45,9 @@ def safe_name(name: str) -> str:
     return _SAFE.sub("-", name).strip("-.") or "case"
 
 
-def headed(text: str, source: str, comment: str = "#") -> bytes:
-    """`text` with a first line (after a shebang) saying where it came from."""
-    head = f"{comment} imported by `skillbench import` from {source}\n"
+def headed(text: str, source: str) -> bytes:
+    """`text` with a first comment line (after a shebang) saying where it came from."""
+    head = f"# imported by `skillbench import` from {source}\n"
     if text.startswith("#!"):
         first, _, rest = text.partition("\n")
         return (first + "\n" + head + rest).encode()

@@ -63,13 +63,13 @@ def _toml(path: Path) -> dict[str, Any]:
 
 def _case_yaml(source: str, task: str, checks: list[str], extra: dict[str, str],
                notes: list[str]) -> bytes:  # fmt: skip
-    lines = [f"# imported by `skillbench import` from {source}"]
-    lines += [f"# {n}" for n in notes]
+    """A native case file: the task, the mapped fields, the checks; notes as comments."""
+    lines = [f"# {n}" for n in notes]
     lines.append("task: " + yaml_str(task).rstrip("\n"))
     lines += [f"{k}: {v}" for k, v in extra.items()]
     lines.append("checks:")
     lines += [f"  - {c}" for c in checks]
-    return ("\n".join(lines) + "\n").encode()
+    return headed("\n".join(lines) + "\n", source)
 
 
 def _minutes(seconds: Any) -> int | None:
