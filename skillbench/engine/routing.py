@@ -33,7 +33,6 @@ from skillbench.triggers import Call, TriggerCaller, TriggerReport, TriggerTarge
 
 ROUTING_TURNS = 3  # room to load a skill (and say so) before the session is cut
 ROUTING_TIMEOUT = 300.0
-METHODS = ("catalog", "agent", "both")
 
 
 class RoutingError(Exception):

@@ -26,7 +26,6 @@ CHECK_KINDS: dict[str, str] = {
     "grader": "the command prints {pass, score, evidence} JSON (or exits 0); $CASE, $WORK and "
     "$RESULTS (trace.jsonl) are set",
 }
-SCRIPT_KINDS = frozenset({"verifier", "reward"})  # their script is resolved at load time
 REGEX_KINDS = frozenset({"command_matching", "no_command_matching"})
 PATH_KINDS = frozenset({"file_exists", "file_absent"})
 
