@@ -230,7 +230,8 @@ class _Run:
             return replace(record, outcome="skipped", error=str(exc))
         except ContaminationError as exc:
             raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
-        except SandboxError as exc:
+        except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
+            # its channel: never a run-folder write, which fails with ENOSPC and the like)
             return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
         try:
             trace = TraceWriter(transcript)
@@ -265,7 +266,8 @@ class _Run:
             notes = [] if passed else await self.keep_workspace(checker, key)
             return replace(record, outcome="pass" if passed else "fail", checks=checks,
                            notes=notes)  # fmt: skip
-        except SandboxError as exc:
+        except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
+            # its channel: never a run-folder write, which fails with ENOSPC and the like)
             return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
         finally:
             # Removing the containers (~0.1 s each) need not hold the session's slot.

@@ -321,7 +321,7 @@ class PodmanSandbox:
         try:
             first = await asyncio.wait_for(reader.readline(), timeout)
             ready = json.loads(first or b"{}").get("ready")
-        except (TimeoutError, ValueError):
+        except (TimeoutError, ValueError, OSError):  # OSError: killed as it answered
             ready = False
         if not ready:
             writer.close()
@@ -331,7 +331,10 @@ class PodmanSandbox:
 
     async def _read_replies(self, reader: asyncio.StreamReader) -> None:
         while True:
-            line = await reader.readline()
+            try:
+                line = await reader.readline()
+            except OSError:  # reset: the container was killed mid-reply
+                break
             if not line:
                 break
             reply = json.loads(line)
