@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import msgspec
 
 from skillbench.jsonreply import first_json_object
-from skillbench.sandbox.base import CASE_DIR, Sandbox
+from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox
 from skillbench.spec.load import path_escape
 from skillbench.spec.model import CHECK_KINDS, Check
 from skillbench.transcript import Transcript
@@ -64,10 +64,14 @@ async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
     name, arg = check.name, check.arg or ""
     work = sandbox.workdir
     env = {"CASE": case_dir, "WORK": work}
-    if check.kind == "verifier":
-        script = f"{CASE_DIR}/{check.script or arg}"
-        done = await sandbox.exec(["bash", script], cwd=work, timeout=SCRIPT_TIMEOUT,
+
+    async def run_script(rel: str) -> ExecResult:  # a script of the evals, by its path there
+        script = f"{CASE_DIR}/{rel}"
+        return await sandbox.exec(["bash", script], cwd=work, timeout=SCRIPT_TIMEOUT,
                                   env={**env, "TESTS": posixpath.dirname(script)})  # fmt: skip
+
+    if check.kind == "verifier":
+        done = await run_script(check.script or arg)
         tail = (done.stderr or done.stdout).strip()[-300:]
         if done.timed_out:
             return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
@@ -77,9 +81,7 @@ async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
         return CheckResult(name, done.exit_code == 0, detail)
     if check.kind == "reward":
         if check.script:  # Harbor's test.sh: its exit code says nothing, its reward file does
-            script = f"{CASE_DIR}/{check.script}"
-            done = await sandbox.exec(["bash", script], cwd=work, timeout=SCRIPT_TIMEOUT,
-                                      env={**env, "TESTS": posixpath.dirname(script)})  # fmt: skip
+            done = await run_script(check.script)
             if done.timed_out:
                 return CheckResult(name, False, f"{check.script} timed out after "
                                                 f"{SCRIPT_TIMEOUT:g} s")  # fmt: skip
