@@ -27,6 +27,7 @@ image: host venv
 lint: venv
 	$(BIN)/ruff check
 	$(BIN)/ruff format --check
+	@bash scripts/check-fmt-markers.sh
 	$(BIN)/mypy
 
 test: setup lint

@@ -19,14 +19,14 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench.agent.loop import run_agent
+from skillbench.agents.builtin.loop import run_agent
 from skillbench.models import resolve_model
 from skillbench.models.base import Completion, Message, Model, ToolSpec
+from skillbench.models.fake_server import SpawnedServer
 from skillbench.models.script import parse_script
 from skillbench.sandbox.base import ExecResult, SandboxSpec
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman import PodmanProvider
-from skillbench.testing.fake_server import SpawnedServer
 from skillbench.transcript import TraceWriter, read_trace
 
 
@@ -36,12 +36,14 @@ class TimedModel:
     def __init__(self, inner: Model):
         self.inner, self.ref, self.spent = inner, inner.ref, 0.0
 
-    async def complete(self, *, system: str, messages: list[Message], tools: list[ToolSpec],
-                       max_tokens: int) -> Completion:  # fmt: skip
+    async def complete(
+        self, *, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
+    ) -> Completion:
         t = time.perf_counter()
         try:
-            return await self.inner.complete(system=system, messages=messages, tools=tools,
-                                             max_tokens=max_tokens)  # fmt: skip
+            return await self.inner.complete(
+                system=system, messages=messages, tools=tools, max_tokens=max_tokens
+            )
         finally:
             self.spent += time.perf_counter() - t
 
@@ -61,8 +63,16 @@ def _recording(exec_fn, sink: list[ExecResult]):
 
 
 async def main(sessions: int, turns: int) -> None:
-    script = parse_script({"conversations": [{"loop": True, "steps": [
-        {"text": "step", "tool_calls": [{"bash": {"command": "echo hi"}}]}]}]})  # fmt: skip
+    script = parse_script(
+        {
+            "conversations": [
+                {
+                    "loop": True,
+                    "steps": [{"text": "step", "tool_calls": [{"bash": {"command": "echo hi"}}]}],
+                }
+            ]
+        }
+    )
     server = SpawnedServer(msgspec.to_builtins(script))  # its own process: no shared GIL
     os.environ.update(server.env())
     provider = PodmanProvider()
@@ -84,8 +94,9 @@ async def main(sessions: int, turns: int) -> None:
                 box.exec = _recording(box.exec, durations)  # type: ignore[method-assign]
                 trace = TraceWriter(tmp / f"{i}.jsonl")
                 t = time.perf_counter()
-                result = await run_agent(model, box, task="loop", skills=[], trace=trace,
-                                         max_turns=turns, timeout_s=600)  # fmt: skip
+                result = await run_agent(
+                    model, box, task="loop", skills=[], trace=trace, max_turns=turns, timeout_s=600
+                )
                 wall = time.perf_counter() - t
                 trace.close()
                 await box.close()
@@ -98,8 +109,10 @@ async def main(sessions: int, turns: int) -> None:
                 model_share.append(model.spent / turns)
             med = statistics.median(per_turn) * 1000
             call = statistics.median(model_share) * 1000
-            print(f"  {ref:32} overhead/turn median {med:6.2f} ms   "
-                  f"(model call incl. HTTP {call:6.2f} ms/turn)")  # fmt: skip
+            print(
+                f"  {ref:32} overhead/turn median {med:6.2f} ms   "
+                f"(model call incl. HTTP {call:6.2f} ms/turn)"
+            )
     finally:
         await provider.aclose()
         server.stop()

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from skillbench.testing.fake_server import SpawnedServer
+from skillbench.models.fake_server import SpawnedServer
 
 BASH = {"builtin": "bash", "claude-code": "Bash"}
 
@@ -38,16 +38,36 @@ def skill(root: Path, agent: str) -> Path:
 
 def run(agent: str, k: int, root: Path) -> tuple[list[float], float]:
     step = {"tool_calls": [{BASH[agent]: {"command": "echo x > out.txt"}}]}
-    server = SpawnedServer({"conversations": [{"when": "(?s)Write out.txt",
-                                               "steps": [step, {"text": "done"}]}]})  # fmt: skip
+    server = SpawnedServer(
+        {"conversations": [{"when": "(?s)Write out.txt", "steps": [step, {"text": "done"}]}]}
+    )
     try:
         out = root / agent / "run"
         env = {**os.environ, **server.env()}
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "skillbench", "eval", str(skill(root, agent)),
-                        "--model", "anthropic/claude-sonnet-4-6", "--k", str(k), "--no-gen",
-                        "--quiet", "--parallel", "1", "--execution-only", "--out", str(out)],
-                       env=env, check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "skillbench",
+                "eval",
+                str(skill(root, agent)),
+                "--model",
+                "anthropic/claude-sonnet-4-6",
+                "--k",
+                str(k),
+                "--no-gen",
+                "--quiet",
+                "--parallel",
+                "1",
+                "--execution-only",
+                "--out",
+                str(out),
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         wall = time.perf_counter() - started
     finally:
         server.stop()
@@ -64,8 +84,10 @@ def main() -> None:
     print(f"agents benchmark  {2 * k} one-turn sessions each, parallel 1, instant model")
     for agent in ("builtin", "claude-code"):
         seconds, per_session = run(agent, k, root)
-        print(f"  {agent:12} agent session median {statistics.median(seconds) * 1000:7.0f} ms   "
-              f"whole run per session {per_session * 1000:7.0f} ms")  # fmt: skip
+        print(
+            f"  {agent:12} agent session median {statistics.median(seconds) * 1000:7.0f} ms   "
+            f"whole run per session {per_session * 1000:7.0f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -20,13 +20,17 @@ from pathlib import Path
 import httpx
 
 from skillbench.broker import Broker
+from skillbench.models.fake_server import SpawnedServer
 from skillbench.sandbox.base import Relay, SandboxSpec
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman import PodmanProvider
-from skillbench.testing.fake_server import SpawnedServer
 
-BODY = {"model": "claude-sonnet-4-6", "max_tokens": 64, "stream": True,
-        "messages": [{"role": "user", "content": "hello"}]}  # fmt: skip
+BODY = {
+    "model": "claude-sonnet-4-6",
+    "max_tokens": 64,
+    "stream": True,
+    "messages": [{"role": "user", "content": "hello"}],
+}
 HEADERS = {"x-api-key": "placeholder", "anthropic-version": "2023-06-01"}
 IN_SANDBOX = """
 import json, sys, time, urllib.request
@@ -57,11 +61,16 @@ def ms(samples: list[float]) -> float:
 
 
 async def main(n: int) -> None:
-    server = SpawnedServer({"conversations": [{"when": "(?s)hello", "loop": True,
-                                               "steps": [{"text": "hi there"}]}]})  # fmt: skip
+    server = SpawnedServer(
+        {"conversations": [{"when": "(?s)hello", "loop": True, "steps": [{"text": "hi there"}]}]}
+    )
     log = Path(tempfile.mkdtemp()) / "bench.jsonl"
-    broker = Broker(upstream=server.url, api_key="sk-ant-bench",
-                    model="anthropic/claude-sonnet-4-6", exchanges=log).start()  # fmt: skip
+    broker = Broker(
+        upstream=server.url,
+        api_key="sk-ant-bench",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=log,
+    ).start()
     provider = PodmanProvider()
     try:
         direct = timed(server.url, n)
@@ -74,10 +83,14 @@ async def main(n: int) -> None:
         await box.close()
         print(f"broker benchmark  {n} streamed requests each, medians")
         print(f"  direct to the fake server     {ms(direct):6.2f} ms   (ideal)")
-        print(f"  through the broker            {ms(brokered):6.2f} ms   "
-              f"added {ms(brokered) - ms(direct):5.2f} ms (target <= 5)")  # fmt: skip
-        print(f"  sandbox relay + broker        {ms(relayed):6.2f} ms   "
-              f"added {ms(relayed) - ms(direct):5.2f} ms")  # fmt: skip
+        print(
+            f"  through the broker            {ms(brokered):6.2f} ms   "
+            f"added {ms(brokered) - ms(direct):5.2f} ms (target <= 5)"
+        )
+        print(
+            f"  sandbox relay + broker        {ms(relayed):6.2f} ms   "
+            f"added {ms(relayed) - ms(direct):5.2f} ms"
+        )
     finally:
         await provider.aclose()
         broker.stop()

@@ -22,8 +22,8 @@ from skillbench.config import Settings
 from skillbench.engine.plan import EvalOptions, prepare
 from skillbench.engine.records import SessionRecord
 from skillbench.engine.run import execute
+from skillbench.models.fake_server import SpawnedServer
 from skillbench.models.script import parse_script
-from skillbench.testing.fake_server import SpawnedServer
 
 SESSIONS, TURNS = 32, 5
 
@@ -48,8 +48,9 @@ def make_skill(root: Path) -> Path:
 
 async def main(latency: float, levels: list[int]) -> None:
     steps = [{"tool_calls": [{"bash": {"command": "echo step >> out.txt"}}]}] * (TURNS - 1)
-    script = parse_script({"latency": latency,
-                           "conversations": [{"steps": [*steps, {"text": "done"}]}]})  # fmt: skip
+    script = parse_script(
+        {"latency": latency, "conversations": [{"steps": [*steps, {"text": "done"}]}]}
+    )
     server = SpawnedServer(msgspec.to_builtins(script))  # its own process: no shared GIL
     os.environ.update(server.env())
     root = Path(tempfile.mkdtemp(prefix="skillbench-bench-eval-"))
@@ -57,10 +58,15 @@ async def main(latency: float, levels: list[int]) -> None:
     print(f"eval throughput: {SESSIONS} sessions x {TURNS} turns, model latency {latency:g} s/call")
     try:
         for parallel in levels:
-            settings = Settings(model="anthropic/claude-sonnet-4-6", parallel=parallel,
-                                max_retries=0, request_timeout=30)  # fmt: skip
-            opts = EvalOptions(skill_dir=str(skill), settings=settings,
-                               out=str(root / f"run-{parallel}"), seed=1)  # fmt: skip
+            settings = Settings(
+                model="anthropic/claude-sonnet-4-6",
+                parallel=parallel,
+                max_retries=0,
+                request_timeout=30,
+            )
+            opts = EvalOptions(
+                skill_dir=str(skill), settings=settings, out=str(root / f"run-{parallel}"), seed=1
+            )
             prepared = prepare(opts)
             t = time.perf_counter()
             result = await execute(prepared, opts, Quiet())
@@ -69,8 +75,10 @@ async def main(latency: float, levels: list[int]) -> None:
             ideal = SESSIONS / parallel * TURNS * latency
             overhead = (wall - ideal) * parallel / SESSIONS
             ratio = wall / ideal
-            print(f"  --parallel {parallel:2d}: wall {wall:6.2f} s   ideal {ideal:6.2f} s   "
-                  f"ratio {ratio:5.2f}   harness overhead/session {overhead:5.2f} s")  # fmt: skip
+            print(
+                f"  --parallel {parallel:2d}: wall {wall:6.2f} s   ideal {ideal:6.2f} s   "
+                f"ratio {ratio:5.2f}   harness overhead/session {overhead:5.2f} s"
+            )
     finally:
         server.stop()
 

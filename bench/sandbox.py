@@ -21,11 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm
-from skillbench.spec import load_case
 
 
 def fmt(samples: list[float]) -> str:
@@ -110,8 +110,10 @@ async def main(reps: int) -> None:
         print(f"  get 1 MB tree           {fmt(get)}")
         print(f"  destroy                 {fmt(destroy)}")
         print(f"  check phase             {fmt(checks)}")
-        print(f"    (checker create+start, agent sandbox removed, chown /work; "
-              f"{check_phase_median / statistics.median(cycles):.0%} of a cycle)")  # fmt: skip
+        print(
+            f"    (checker create+start, agent sandbox removed, chown /work; "
+            f"{check_phase_median / statistics.median(cycles):.0%} of a cycle)"
+        )
         print(f"  full staged arm cycle   {fmt(cycles)}")
         single = statistics.median(cycles)
         for conc in (1, 4, 8):
@@ -126,8 +128,10 @@ async def main(reps: int) -> None:
             await asyncio.gather(*(gated() for _ in range(n)))
             wall = time.perf_counter() - t0
             ideal = n * single / min(conc, os.cpu_count() or 1)  # a cycle is CPU-bound
-            print(f"  throughput @{conc}: {n / wall:5.2f} cycles/s   wall {wall:5.2f} s   "
-                  f"ideal {ideal:5.2f} s   ratio {wall / ideal:4.2f}")  # fmt: skip
+            print(
+                f"  throughput @{conc}: {n / wall:5.2f} cycles/s   wall {wall:5.2f} s   "
+                f"ideal {ideal:5.2f} s   ratio {wall / ideal:4.2f}"
+            )
     finally:
         await provider.aclose()
 

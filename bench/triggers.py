@@ -21,10 +21,10 @@ from pathlib import Path
 
 from skillbench.config import Settings
 from skillbench.engine.routing import measure
+from skillbench.evals.model import Triggers
 from skillbench.models import resolve_model
+from skillbench.models.fake_server import SpawnedServer
 from skillbench.skills import Skill, read_skill
-from skillbench.spec.model import Triggers
-from skillbench.testing.fake_server import SpawnedServer
 from skillbench.triggers import TriggerCaller, TriggerTarget, evaluate
 
 MODELS = {"claude-code": "anthropic/claude-sonnet-4-6", "codex": "openai/gpt-5.1"}
@@ -33,8 +33,12 @@ MODELS = {"claude-code": "anthropic/claude-sonnet-4-6", "codex": "openai/gpt-5.1
 async def main(latency: float, prompts: int, levels: list[int], ref: str) -> None:
     # The fake server runs in its own process so it does not share our GIL: what is
     # measured is the client side (SDK + trigger engine), as against a real API.
-    server = SpawnedServer({"latency": latency, "rules": [
-        {"when": "User request", "replies": ['{"selected": ["s"]}']}]})  # fmt: skip
+    server = SpawnedServer(
+        {
+            "latency": latency,
+            "rules": [{"when": "User request", "replies": ['{"selected": ["s"]}']}],
+        }
+    )
     os.environ.update(server.env())
     skill = Skill("s", "A benchmark skill.", "/nonexistent", 1)
     others = [Skill(f"o{i}", f"Other skill {i}.", "/nonexistent", 1) for i in range(8)]
@@ -50,8 +54,10 @@ async def main(latency: float, prompts: int, levels: list[int], ref: str) -> Non
             await model.aclose()
             assert report.tp == prompts and caller.calls == prompts, report.errored[:3]
             ideal = prompts / parallel * latency
-            print(f"  --parallel {parallel:3d}: wall {wall:6.2f} s   ideal {ideal:6.2f} s   "
-                  f"ratio {wall / ideal:5.2f}   {prompts / wall:6.1f} calls/s")  # fmt: skip
+            print(
+                f"  --parallel {parallel:3d}: wall {wall:6.2f} s   ideal {ideal:6.2f} s   "
+                f"ratio {wall / ideal:5.2f}   {prompts / wall:6.1f} calls/s"
+            )
     finally:
         server.stop()
 
@@ -67,31 +73,41 @@ def routing(latency: float, prompts: int, agents: list[str], levels: list[int]) 
     root = Path(tempfile.mkdtemp(prefix="bench-routing-"))
     for name in ("s", "o1", "o2"):
         (root / name).mkdir()
-        (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Skill {name} "
-                                               "for the benchmark.\n---\nDo it.\n")  # fmt: skip
+        (root / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Skill {name} for the benchmark.\n---\nDo it.\n"
+        )
     library = [read_skill(root / n) for n in ("o1", "o2")]
-    target = TriggerTarget(read_skill(root / "s"), Triggers(
-        "bench", tuple(f"routed request {i}" for i in range(prompts))), library)  # fmt: skip
-    print(f"\nreal routing: {prompts} prompts (+1 canary), model latency {latency:g} s/call; "
-          f"the catalog call is 1 call = {latency:g} s per prompt")  # fmt: skip
+    target = TriggerTarget(
+        read_skill(root / "s"),
+        Triggers("bench", tuple(f"routed request {i}" for i in range(prompts))),
+        library,
+    )
+    print(
+        f"\nreal routing: {prompts} prompts (+1 canary), model latency {latency:g} s/call; "
+        f"the catalog call is 1 call = {latency:g} s per prompt"
+    )
     for agent in agents:
         steps = [{"tool_calls": [_load(agent, "s")]}, {"text": "Done."}]
-        server = SpawnedServer({"latency": latency,
-                                "conversations": [{"when": "(?s)", "steps": steps}]})  # fmt: skip
+        server = SpawnedServer(
+            {"latency": latency, "conversations": [{"when": "(?s)", "steps": steps}]}
+        )
         os.environ.update(server.env())
         try:
             for parallel in levels:
                 settings = Settings(model=MODELS[agent], parallel=parallel, max_retries=0)
                 t = time.perf_counter()
-                (report,) = asyncio.run(measure(settings, [target], method="agent", agent=agent,
-                                                runs=1, threshold=0.5))  # fmt: skip
+                (report,) = asyncio.run(
+                    measure(settings, [target], method="agent", agent=agent, runs=1, threshold=0.5)
+                )
                 wall = time.perf_counter() - t
                 assert report.invalid is None and report.tp == prompts, report
                 sessions = prompts + 1
                 per = wall / sessions * parallel  # seconds a prompt holds one of the slots
-                print(f"  {agent:11s} --parallel {parallel}: {sessions} sessions, "
-                      f"{2 * sessions} model calls, wall {wall:6.2f} s, {per:5.2f} s per prompt "
-                      f"per slot = {per / latency:4.1f}x the catalog call's")  # fmt: skip
+                print(
+                    f"  {agent:11s} --parallel {parallel}: {sessions} sessions, "
+                    f"{2 * sessions} model calls, wall {wall:6.2f} s, {per:5.2f} s per prompt "
+                    f"per slot = {per / latency:4.1f}x the catalog call's"
+                )
         finally:
             server.stop()
 

@@ -28,8 +28,17 @@ from skillbench.models.pricing import Price, cost_usd
 from skillbench.scrub import scrub_obj
 
 # Headers that belong to one hop, or carry credentials the sandbox must not choose.
-_DROP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive",
-         "x-api-key", "authorization", "accept-encoding", "proxy-authorization"}  # fmt: skip
+_DROP = {
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    "keep-alive",
+    "x-api-key",
+    "authorization",
+    "accept-encoding",
+    "proxy-authorization",
+}
 _KEEP_LOG = 1 << 20  # characters of a response kept in the exchange log
 
 
@@ -122,8 +131,9 @@ class Broker:
         headers["accept-encoding"] = "identity"  # the usage is read from the stream as it passes
         seen, status = bytearray(), 502  # what passed through
         try:
-            with self._client.stream("POST", self.upstream + h.path, content=body,
-                                     headers=headers) as resp:  # fmt: skip
+            with self._client.stream(
+                "POST", self.upstream + h.path, content=body, headers=headers
+            ) as resp:
                 status = resp.status_code
                 h.send_response(status)
                 for key, value in resp.headers.items():
@@ -139,8 +149,12 @@ class Broker:
         except httpx.HTTPError as exc:
             with self._lock:
                 self.failures += 1
-            self._reply_error(h, 502, "api_error", f"skillbench broker: provider unreachable: "
-                                                   f"{type(exc).__name__}")  # fmt: skip
+            self._reply_error(
+                h,
+                502,
+                "api_error",
+                f"skillbench broker: provider unreachable: {type(exc).__name__}",
+            )
             self._record(h.path, body, 502, str(exc))
             return
         except OSError:
@@ -166,24 +180,33 @@ class Broker:
         except OSError:
             pass
 
-    def _record(self, path: str, body: bytes, status: int, response: str,
-                usage: Usage | None = None) -> None:  # fmt: skip
+    def _record(
+        self, path: str, body: bytes, status: int, response: str, usage: Usage | None = None
+    ) -> None:
         try:
             request: Any = json.loads(body)
         except ValueError:
             request = body.decode(errors="replace")
-        line = {"at": time.time(), "path": path, "status": status, "request": request,
-                "response": response[-_KEEP_LOG:],
-                "usage": None if usage is None else _plain(usage)}  # fmt: skip
+        line = {
+            "at": time.time(),
+            "path": path,
+            "status": status,
+            "request": request,
+            "response": response[-_KEEP_LOG:],
+            "usage": None if usage is None else _plain(usage),
+        }
         with self._lock:
             self._log.write(json.dumps(scrub_obj(line), ensure_ascii=False) + "\n")
             self._log.flush()
 
 
 def _plain(usage: Usage) -> dict[str, int]:
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens,
-            "cache_write_tokens": usage.cache_write_tokens}  # fmt: skip
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+    }
 
 
 def _events(text: str) -> list[dict[str, Any]]:
@@ -228,10 +251,11 @@ def _openai_usage(text: str) -> Usage:
         details = raw.get("input_tokens_details") or raw.get("prompt_tokens_details") or {}
         cached = int(details.get("cached_tokens") or 0)
         total_in = int(raw.get("input_tokens") or raw.get("prompt_tokens") or 0)
-        usage = Usage(input_tokens=max(0, total_in - cached),
-                      output_tokens=int(raw.get("output_tokens")
-                                        or raw.get("completion_tokens") or 0),
-                      cache_read_tokens=cached)  # fmt: skip
+        usage = Usage(
+            input_tokens=max(0, total_in - cached),
+            output_tokens=int(raw.get("output_tokens") or raw.get("completion_tokens") or 0),
+            cache_read_tokens=cached,
+        )
     return usage
 
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import msgspec
 
+from skillbench.evals.load import path_escape
+from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.jsonreply import first_json_object
 from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox
-from skillbench.spec.load import path_escape
-from skillbench.spec.model import CHECK_KINDS, Check
 from skillbench.transcript import Transcript
 
 COMMAND_TIMEOUT = 120.0
@@ -58,8 +58,9 @@ SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl
 
 
-async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
-                    case_dir: str) -> CheckResult:  # fmt: skip
+async def _scripted(
+    check: Check, transcript: Transcript, sandbox: Sandbox, case_dir: str
+) -> CheckResult:
     """The check kinds that run the eval's own programs in the checker (design §13)."""
     name, arg = check.name, check.arg or ""
     work = sandbox.workdir
@@ -67,8 +68,12 @@ async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
 
     async def run_script(rel: str) -> ExecResult:  # a script of the evals, by its path there
         script = f"{CASE_DIR}/{rel}"
-        return await sandbox.exec(["bash", script], cwd=work, timeout=SCRIPT_TIMEOUT,
-                                  env={**env, "TESTS": posixpath.dirname(script)})  # fmt: skip
+        return await sandbox.exec(
+            ["bash", script],
+            cwd=work,
+            timeout=SCRIPT_TIMEOUT,
+            env={**env, "TESTS": posixpath.dirname(script)},
+        )
 
     if check.kind == "verifier":
         done = await run_script(check.script or arg)
@@ -83,8 +88,9 @@ async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
         if check.script:  # Harbor's test.sh: its exit code says nothing, its reward file does
             done = await run_script(check.script)
             if done.timed_out:
-                return CheckResult(name, False, f"{check.script} timed out after "
-                                                f"{SCRIPT_TIMEOUT:g} s")  # fmt: skip
+                return CheckResult(
+                    name, False, f"{check.script} timed out after {SCRIPT_TIMEOUT:g} s"
+                )
         path = arg if arg.startswith("/") else f"{work}/{arg}"
         if not await sandbox.exists(path):
             return CheckResult(name, False, f"no reward file at {path}")
@@ -94,23 +100,32 @@ async def _scripted(check: Check, transcript: Transcript, sandbox: Sandbox,
         least = 1.0 if check.min is None else check.min
         return CheckResult(name, value >= least, f"reward {value:g} (min {least:g})", score=value)
     # grader: a command printing {"pass", "score", "evidence"}, or its exit code
-    await sandbox.write_file(f"{RESULTS}/trace.jsonl",
-                             "".join(json.dumps(e) + "\n" for e in transcript.events))  # fmt: skip
-    done = await sandbox.exec(["bash", "-c", arg], cwd=work, timeout=SCRIPT_TIMEOUT,
-                              env={**env, "RESULTS": RESULTS})  # fmt: skip
+    await sandbox.write_file(
+        f"{RESULTS}/trace.jsonl", "".join(json.dumps(e) + "\n" for e in transcript.events)
+    )
+    done = await sandbox.exec(
+        ["bash", "-c", arg], cwd=work, timeout=SCRIPT_TIMEOUT, env={**env, "RESULTS": RESULTS}
+    )
     if done.timed_out:
         return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
     verdict = first_json_object(done.stdout)
     if verdict is None or "pass" not in verdict:
         tail = (done.stderr or done.stdout).strip()[-300:]
-        return CheckResult(name, done.exit_code == 0, f"exit {done.exit_code} (no JSON verdict)"
-                           + (f": {tail}" if done.exit_code else ""))  # fmt: skip
+        return CheckResult(
+            name,
+            done.exit_code == 0,
+            f"exit {done.exit_code} (no JSON verdict)" + (f": {tail}" if done.exit_code else ""),
+        )
     score = verdict.get("score")
     evidence = verdict.get("evidence") or []
     evidence = [str(e) for e in evidence] if isinstance(evidence, list) else [str(evidence)]
     shown = f"score {score:g}" if isinstance(score, int | float) else "no score"
-    return CheckResult(name, bool(verdict["pass"]), "; ".join([shown, *evidence])[:1000],
-                       score=float(score) if isinstance(score, int | float) else None)  # fmt: skip
+    return CheckResult(
+        name,
+        bool(verdict["pass"]),
+        "; ".join([shown, *evidence])[:1000],
+        score=float(score) if isinstance(score, int | float) else None,
+    )
 
 
 def _reward_value(text: str) -> float | None:

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillbench import __version__
+from skillbench.evals import SpecError
 from skillbench.models import ModelRefError, parse_model
 from skillbench.sandbox.base import SandboxError
 from skillbench.scrub import printable
 from skillbench.skills import catalog, catalog_lines, digest, is_skill, read_skill
-from skillbench.spec import SpecError
 from skillbench.validate import NotASkill, check_skill, skills_at
 
 if TYPE_CHECKING:
@@ -99,8 +99,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         variant = make_agent(name).image_name(IMAGE)
         if variant != IMAGE:
             found = "built" if image_exists(variant) else "not built yet (built on first use)"
-            _out(f"{'note':8}agent {name}: {variant} {found}; `skillbench image build "
-                 f"--agent {name}` builds it now")  # fmt: skip
+            _out(
+                f"{'note':8}agent {name}: {variant} {found}; `skillbench image build "
+                f"--agent {name}` builds it now"
+            )
     bad = sum(not f.ok for f in findings)
     _out("all set" if not bad else f"{bad} problem{'s' * (bad != 1)}; run the fixes above")
     return EXIT_OK if not bad else EXIT_FAIL
@@ -153,20 +155,31 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if skill_dir is None:
         raise UsageError("eval needs a SKILL folder (or --resume RUN_DIR)")
     _check_runs(args)
-    loaded = _settings(Path(skill_dir), args,
-                       ("model", "judge_model", "k", "parallel", "team", "agent"))  # fmt: skip
+    loaded = _settings(
+        Path(skill_dir), args, ("model", "judge_model", "k", "parallel", "team", "agent")
+    )
     if args.triggers_only and args.execution_only:
         raise UsageError("--triggers-only and --execution-only exclude each other")
     if args.max_cost is not None and args.max_cost < 0:
         raise UsageError("--max-cost is a spend cap in USD: 0 or more")
     if args.junit:
         _check_output(Path(args.junit), "--junit")
-    opts = EvalOptions(skill_dir=skill_dir, settings=loaded.settings, out=args.out,
-                       resume=args.resume, case=args.case, max_cost=args.max_cost,
-                       seed=args.seed, triggers=not args.execution_only, runs=args.runs,
-                       threshold=args.threshold, team=loaded.settings.team,
-                       trigger_method=args.trigger_method,
-                       fresh_baseline=args.fresh_baseline, aa=args.aa)  # fmt: skip
+    opts = EvalOptions(
+        skill_dir=skill_dir,
+        settings=loaded.settings,
+        out=args.out,
+        resume=args.resume,
+        case=args.case,
+        max_cost=args.max_cost,
+        seed=args.seed,
+        triggers=not args.execution_only,
+        runs=args.runs,
+        threshold=args.threshold,
+        team=loaded.settings.team,
+        trigger_method=args.trigger_method,
+        fresh_baseline=args.fresh_baseline,
+        aa=args.aa,
+    )
     if args.oracle:  # the checks against the reference solutions: no model, no generation
         return _eval_oracle(opts)
     if not args.resume and (args.plan or args.max_cost is not None):
@@ -188,8 +201,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if warning:
             _err(f"note: {warning}")
     if not args.no_gen and not args.resume:
-        kinds = ["triggers"] if args.triggers_only else (
-            ["cases"] if args.execution_only else ["cases", "triggers"])  # fmt: skip
+        kinds = (
+            ["triggers"]
+            if args.triggers_only
+            else (["cases"] if args.execution_only else ["cases", "triggers"])
+        )
         opts.spent_before = _generate(Path(skill_dir), loaded.settings, kinds, only_missing=True)
     if args.triggers_only:
         return _eval_triggers_only(opts, args.json)
@@ -202,8 +218,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     run_dir = prepared[1]
     if parse_model(loaded.settings.model).scripted:
-        _err(f"note: using the scripted driver ({loaded.settings.model}): a fixed script, not a "
-             "model; the verdict shows the pipeline works, not that the skill helps")  # fmt: skip
+        _err(
+            f"note: using the scripted driver ({loaded.settings.model}): a fixed script, not a "
+            "model; the verdict shows the pipeline works, not that the skill helps"
+        )
     progress = ProgressDisplay(quiet=args.quiet)
     terminated: list[bool] = []
 
@@ -224,8 +242,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         result = asyncio.run(until_signalled())
     except (KeyboardInterrupt, asyncio.CancelledError):
         progress.close()
-        _err(f"{'terminated' if terminated else 'interrupted'}; nothing finished is lost. "
-             f"Continue with: {resume}")  # fmt: skip
+        _err(
+            f"{'terminated' if terminated else 'interrupted'}; nothing finished is lost. "
+            f"Continue with: {resume}"
+        )
         return 143 if terminated else 130
     except EvalError as exc:
         progress.close()
@@ -234,10 +254,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except OSError as exc:  # the run folder could not be written: a full disk, most often
         progress.close()
         full = exc.errno == errno.ENOSPC
-        _err(f"skillbench: error: writing the run folder {run_dir} failed: "
-             f"{exc.strerror or exc}{' (the disk is full)' if full else ''}; nothing finished "
-             f"is lost: {'free some space' if full else 'fix that'}, then continue with: "
-             f"{resume}")  # fmt: skip
+        _err(
+            f"skillbench: error: writing the run folder {run_dir} failed: "
+            f"{exc.strerror or exc}{' (the disk is full)' if full else ''}; nothing finished "
+            f"is lost: {'free some space' if full else 'fix that'}, then continue with: "
+            f"{resume}"
+        )
         return EXIT_USAGE
     progress.close()
     summary = result.summary
@@ -256,12 +278,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         try:
             Path(args.junit).write_text(eval_junit(summary), encoding="utf-8")
         except OSError as exc:
-            _err(f"skillbench: error: --junit {args.junit}: could not write it: "
-                 f"{exc.strerror or exc}")  # fmt: skip
+            _err(
+                f"skillbench: error: --junit {args.junit}: could not write it: "
+                f"{exc.strerror or exc}"
+            )
             return EXIT_USAGE
     if summary.verdict == "NONE":
-        _err("skillbench: nothing could be scored (see the run folder's journal.jsonl); "
-             "the receipt says NONE and no gate accepts it")  # fmt: skip
+        _err(
+            "skillbench: nothing could be scored (see the run folder's journal.jsonl); "
+            "the receipt says NONE and no gate accepts it"
+        )
         return EXIT_USAGE
     return EXIT_FAIL if summary.verdict == "FAIL" else EXIT_OK
 
@@ -324,8 +350,10 @@ def cmd_view(args: argparse.Namespace) -> int:
     try:
         server = server_for(run_dir, args.port)
     except OSError as exc:
-        raise UsageError(f"--port {args.port}: cannot listen there ({exc.strerror or exc}); "
-                         "leave --port out for a free one") from None  # fmt: skip
+        raise UsageError(
+            f"--port {args.port}: cannot listen there ({exc.strerror or exc}); "
+            "leave --port out for a free one"
+        ) from None
     url = report_url(server)
     _out(f"serving {run_dir} at {url} (Ctrl-C to stop)")
     if args.open and not webbrowser.open(url):
@@ -355,8 +383,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         try:
             Path(args.html).write_text(compare_html(diff), encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"--html {args.html}: could not write it: "
-                             f"{exc.strerror or exc}") from None  # fmt: skip
+            raise UsageError(
+                f"--html {args.html}: could not write it: {exc.strerror or exc}"
+            ) from None
         _out(f"html: {args.html}")
     return EXIT_OK
 
@@ -385,8 +414,10 @@ def cmd_import(args: argparse.Namespace) -> int:
             shutil.rmtree(skill.parent, ignore_errors=True)
     verb = "would import" if args.check else "imported"
     where = f"{skill}/evals" if args.into else "a scratch skill"
-    _out(f"{verb} {len(result.cases)} case(s) from {result.source} into {where}: "
-         f"{', '.join(result.cases)}")  # fmt: skip
+    _out(
+        f"{verb} {len(result.cases)} case(s) from {result.source} into {where}: "
+        f"{', '.join(result.cases)}"
+    )
     if result.unmapped:
         _out(f"not mapped ({len(result.unmapped)}):")
         for note in result.unmapped:
@@ -395,8 +426,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         _out(str(problem))
     errors = [p for p in problems if p.severity == "error"]
     if args.check:
-        _out("check: the imported evals load cleanly (nothing written: --check)" if not errors
-             else f"check: {len(errors)} error(s) (nothing written: --check)")  # fmt: skip
+        _out(
+            "check: the imported evals load cleanly (nothing written: --check)"
+            if not errors
+            else f"check: {len(errors)} error(s) (nothing written: --check)"
+        )
     else:
         _out(f"wrote {len(written)} file(s); each says where it came from in its first lines")
     return EXIT_FAIL if errors else EXIT_OK
@@ -408,8 +442,10 @@ def _scratch_skill() -> Path:
 
     folder = Path(tempfile.mkdtemp(prefix="skillbench-import-")) / "imported"
     folder.mkdir()
-    (folder / "SKILL.md").write_text("---\nname: imported\ndescription: A scratch skill that "
-                                     "holds an import being checked.\n---\n")  # fmt: skip
+    (folder / "SKILL.md").write_text(
+        "---\nname: imported\ndescription: A scratch skill that "
+        "holds an import being checked.\n---\n"
+    )
     return folder
 
 
@@ -433,11 +469,22 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     methods = ["catalog", "agent"] if method == "both" else [method]
 
     async def go() -> list[list[TriggerReport]]:
-        return list(await asyncio.gather(*(
-            measure(settings, targets, method=m, agent=settings.agent, runs=args.runs,
-                    threshold=args.threshold, log=_err)
-            for m in methods
-        )))  # fmt: skip
+        return list(
+            await asyncio.gather(
+                *(
+                    measure(
+                        settings,
+                        targets,
+                        method=m,
+                        agent=settings.agent,
+                        runs=args.runs,
+                        threshold=args.threshold,
+                        log=_err,
+                    )
+                    for m in methods
+                )
+            )
+        )
 
     if args.html:
         _check_output(Path(args.html), "--html")
@@ -448,9 +495,12 @@ def cmd_triggers(args: argparse.Namespace) -> int:
     if args.html:
         from skillbench.report.html import render_triggers
 
-        page = render_triggers({reports[0].method: [r.summary() | {"skill": r.skill}
-                                                    for r in reports]
-                                for reports in by_method})  # fmt: skip
+        page = render_triggers(
+            {
+                reports[0].method: [r.summary() | {"skill": r.skill} for r in reports]
+                for reports in by_method
+            }
+        )
         Path(args.html).write_text(page, encoding="utf-8")
     if args.json:
         out: dict[str, Any] = {}
@@ -471,9 +521,11 @@ def cmd_triggers(args: argparse.Namespace) -> int:
             pad = "  " if many else ""
             _out(f"{pad}methods disagree on {len(differ)} prompt(s)" + (":" if differ else ""))
             for prompt, expected, first, second in differ:
-                _out(f'{pad}  "{prompt}" (should{"" if expected else " not"} trigger): '
-                     f"{reports[0].method} {_fired(first)}, "
-                     f"{reports[1].method} {_fired(second)}")  # fmt: skip
+                _out(
+                    f'{pad}  "{prompt}" (should{"" if expected else " not"} trigger): '
+                    f"{reports[0].method} {_fired(first)}, "
+                    f"{reports[1].method} {_fired(second)}"
+                )
     for one in by_method:
         stolen = steals(one)
         if many and stolen:
@@ -496,8 +548,10 @@ def _check_runs(args: argparse.Namespace) -> None:
     if not 0 < args.threshold <= 1:
         raise UsageError("--threshold is a trigger rate in (0, 1]")
     if args.parallel is not None and not 1 <= args.parallel <= MAX_PARALLEL:
-        raise UsageError(f"--parallel must be between 1 and {MAX_PARALLEL} (each session is a "
-                         "sandbox; more than the machine can run only queues)")  # fmt: skip
+        raise UsageError(
+            f"--parallel must be between 1 and {MAX_PARALLEL} (each session is a "
+            "sandbox; more than the machine can run only queues)"
+        )
 
 
 def _eval_oracle(opts: EvalOptions) -> int:
@@ -591,12 +645,15 @@ def cmd_gate(args: argparse.Namespace) -> int:
         _check_output(Path(args.junit), "--junit")
     loaded = _settings(skill_dir, args, ("team",))
     team = Path(loaded.settings.team) if loaded.settings.team else None
-    flags = {"require": args.require, "min_recall": args.min_recall,
-             "min_precision": args.min_precision,
-             "allow_incumbent_fail": True if args.allow_incumbent_fail else None,
-             "allow_partial": True if args.allow_partial else None,
-             "require_power": True if args.require_power else None,
-             "trigger_method": args.trigger_method}  # fmt: skip
+    flags = {
+        "require": args.require,
+        "min_recall": args.min_recall,
+        "min_precision": args.min_precision,
+        "allow_incumbent_fail": True if args.allow_incumbent_fail else None,
+        "allow_partial": True if args.allow_partial else None,
+        "require_power": True if args.require_power else None,
+        "trigger_method": args.trigger_method,
+    }
     # the local config's gate table sits between the team repo's policy and the flags
     local = {k.replace("-", "_"): v for k, v in loaded.settings.gate.items()}
     flags = {**local, **{k: v for k, v in flags.items() if v is not None}}
@@ -697,82 +754,121 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = command(
-        "check", cmd_check, "validate skills and their eval assets (no model calls)",
+        "check",
+        cmd_check,
+        "validate skills and their eval assets (no model calls)",
         "Validate SKILL.md, the skill's files and its eval assets (evals/cases/*.yaml, "
         "evals/suite.yaml, evals/triggers.yaml). Every problem is one line "
         "`path:line: severity: message`. Exit 0 when clean or only warnings, 1 when errors "
         "were found, 2 when a path is neither a skill nor a library root.",
-    )  # fmt: skip
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a skill folder or a library root")
 
     p = command(
-        "digest", cmd_digest, "print a skill's version digest",
+        "digest",
+        cmd_digest,
+        "print a skill's version digest",
         "Print the skill's content digest (sha256:<hex>): its version identity. It covers "
         "every file except the top-level evals/, .git and OS litter, so editing evals never "
         "changes the version.",
-    )  # fmt: skip
+    )
     p.add_argument("skill", metavar="SKILL", help="a skill folder")
 
     p = command(
-        "catalog", cmd_catalog, "print the catalog a trigger call shows",
+        "catalog",
+        cmd_catalog,
+        "print the catalog a trigger call shows",
         "Print one `- name: description` line per skill of a library root, sorted by name: "
         "exactly what a trigger call shows the model. Given a skill, show the catalog of the "
         "library root that holds it.",
-    )  # fmt: skip
+    )
     p.add_argument("root", metavar="ROOT", help="a library root (or a skill inside one)")
 
     p = command(
-        "eval", cmd_eval, "run the paired-arm eval of a skill",
+        "eval",
+        cmd_eval,
+        "run the paired-arm eval of a skill",
         "Run every case (and the suite) with the skill (candidate) and without it (baseline), "
         "each arm in its own podman sandbox, score the checks, send ties with a rubric to the "
         "judge, and print the verdict. Everything lands in the run folder (--out, default "
         ".skillbench/runs/<run_id>/); a run cut short continues with --resume. Exit 0 done, "
         "1 verdict FAIL, 2 bad input or nothing scored.",
-    )  # fmt: skip
+    )
     p.add_argument("skill", nargs="?", metavar="SKILL", help="the skill folder")
     p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
-    p.add_argument("--agent", help="what runs in the arms: builtin (default), claude-code or "
-                   "codex (the real CLI in the sandbox)")  # fmt: skip
+    p.add_argument(
+        "--agent",
+        help="what runs in the arms: builtin (default), claude-code or "
+        "codex (the real CLI in the sandbox)",
+    )
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
-    p.add_argument("--parallel", type=int,
-                   help="sessions (and trigger calls) at once, at most 64 (default 4)")  # fmt: skip
+    p.add_argument(
+        "--parallel", type=int, help="sessions (and trigger calls) at once, at most 64 (default 4)"
+    )
     p.add_argument("--case", metavar="STEM", help="run one case (or `suite`)")
     p.add_argument("--out", metavar="DIR", help="run folder")
     p.add_argument(
         "--resume", metavar="RUN_DIR", help="continue a run; reruns only what is missing"
     )
-    p.add_argument("--max-cost", dest="max_cost", type=float, metavar="USD",
-                   help="stop starting sessions once spend passes this")  # fmt: skip
+    p.add_argument(
+        "--max-cost",
+        dest="max_cost",
+        type=float,
+        metavar="USD",
+        help="stop starting sessions once spend passes this",
+    )
     p.add_argument("--seed", type=int, help="seed for the judge's order (default random)")
     p.add_argument("--team", metavar="REPO", help="team repo: adds the incumbent arm")
-    p.add_argument("--no-gen", dest="no_gen", action="store_true",
-                   help="do not generate missing evals with the model")  # fmt: skip
+    p.add_argument(
+        "--no-gen",
+        dest="no_gen",
+        action="store_true",
+        help="do not generate missing evals with the model",
+    )
     p.add_argument("--triggers-only", action="store_true", help="measure triggers only")
     p.add_argument("--execution-only", action="store_true", help="skip the trigger measurement")
     p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
     p.add_argument("--threshold", type=float, default=0.5, help="trigger rate that counts as fired")
-    p.add_argument("--oracle", action="store_true",
-                   help="run each case's reference solution (`oracle:`) instead of an agent "
-                   "and report whether every check passes; no model is called")  # fmt: skip
-    p.add_argument("--aa", action="store_true",
-                   help="also run a second baseline arm and report how often the two differ: "
-                   "the noise floor a real lift must clear")  # fmt: skip
-    p.add_argument("--plan", action="store_true",
-                   help="print the sessions, model calls, estimated cost and time, and exit "
-                   "without starting anything")  # fmt: skip
-    p.add_argument("--fresh-baseline", dest="fresh_baseline", action="store_true",
-                   help="run baseline and incumbent sessions again instead of reusing "
-                   "identical ones from earlier runs")  # fmt: skip
-    p.add_argument("--trigger-method", dest="trigger_method", choices=["catalog", "agent"],
-                   help="how triggers are measured (default: agent with a CLI --agent, else "
-                   "catalog)")  # fmt: skip
+    p.add_argument(
+        "--oracle",
+        action="store_true",
+        help="run each case's reference solution (`oracle:`) instead of an agent "
+        "and report whether every check passes; no model is called",
+    )
+    p.add_argument(
+        "--aa",
+        action="store_true",
+        help="also run a second baseline arm and report how often the two differ: "
+        "the noise floor a real lift must clear",
+    )
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the sessions, model calls, estimated cost and time, and exit "
+        "without starting anything",
+    )
+    p.add_argument(
+        "--fresh-baseline",
+        dest="fresh_baseline",
+        action="store_true",
+        help="run baseline and incumbent sessions again instead of reusing "
+        "identical ones from earlier runs",
+    )
+    p.add_argument(
+        "--trigger-method",
+        dest="trigger_method",
+        choices=["catalog", "agent"],
+        help="how triggers are measured (default: agent with a CLI --agent, else catalog)",
+    )
     p.add_argument("--json", action="store_true", help="print summary.json instead of the report")
     p.add_argument("--junit", metavar="FILE", help="also write the rows as JUnit XML")
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
     p = command(
-        "triggers", cmd_triggers, "measure trigger recall and precision",
+        "triggers",
+        cmd_triggers,
+        "measure trigger recall and precision",
         "For every prompt in evals/triggers.yaml, find which skills of the library get picked "
         "for that request, and count how often the skill is picked when it should be (recall) "
         "and only then (precision). Two methods: the catalog call (the model, no tools, is "
@@ -781,63 +877,89 @@ def build_parser() -> argparse.ArgumentParser:
         "what it loads is what it picked; a canary prompt naming the skill must fire first). "
         "Given a library root, evaluate every skill with a triggers file and show which "
         "sibling took each miss.",
-    )  # fmt: skip
+    )
     p.add_argument("path", metavar="SKILL|ROOT", help="a skill folder or a library root")
     p.add_argument("--model", help="anthropic/<m>, openai/<m> or scripted/<name>")
-    p.add_argument("--agent", help="measure by this agent's own routing: claude-code or codex "
-                   "(implies --method agent)")  # fmt: skip
-    p.add_argument("--method", choices=["catalog", "agent", "both"],
-                   help="catalog call (default without --agent), agent routing, or both side "
-                   "by side with the prompts they disagree on")  # fmt: skip
+    p.add_argument(
+        "--agent",
+        help="measure by this agent's own routing: claude-code or codex (implies --method agent)",
+    )
+    p.add_argument(
+        "--method",
+        choices=["catalog", "agent", "both"],
+        help="catalog call (default without --agent), agent routing, or both side "
+        "by side with the prompts they disagree on",
+    )
     p.add_argument("--runs", type=int, default=1, help="ask each prompt N times (default 1)")
-    p.add_argument("--threshold", type=float, default=0.5,
-                   help="trigger rate that counts as fired (default 0.5)")  # fmt: skip
-    p.add_argument("--parallel", type=int,
-                   help="calls at once, at most 64 (default: config `parallel`, or 4)")  # fmt: skip
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.5,
+        help="trigger rate that counts as fired (default 0.5)",
+    )
+    p.add_argument(
+        "--parallel", type=int, help="calls at once, at most 64 (default: config `parallel`, or 4)"
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--html", metavar="FILE", help="also write the results as a page, with the "
-                   "library's confusion matrix (who took each skill's prompts)")  # fmt: skip
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the results as a page, with the "
+        "library's confusion matrix (who took each skill's prompts)",
+    )
 
     p = command(
-        "import", cmd_import, "turn eval suites in other formats into native evals",
+        "import",
+        cmd_import,
+        "turn eval suites in other formats into native evals",
         "Write native cases (with their verifier, reward or grader scripts and support files) "
         "into the skill's evals/ from a Harbor task or dataset, a Margin Eval suite or a "
         "skill-optimizer suite. Each file is headed with where it came from; nothing existing "
         "is overwritten; every source field that could not be mapped is listed with why. "
         "--check imports into a scratch copy and validates it, writing nothing.",
-    )  # fmt: skip
-    p.add_argument("format", choices=["harbor", "margin", "skill-optimizer"],
-                   help="the source's format")  # fmt: skip
+    )
+    p.add_argument(
+        "format", choices=["harbor", "margin", "skill-optimizer"], help="the source's format"
+    )
     p.add_argument("src", metavar="SRC", help="the task, dataset, suite folder or suite file")
-    p.add_argument("--into", metavar="SKILL",
-                   help="the skill to add evals to (with --check alone: an empty one)")  # fmt: skip
+    p.add_argument(
+        "--into",
+        metavar="SKILL",
+        help="the skill to add evals to (with --check alone: an empty one)",
+    )
     p.add_argument("--check", action="store_true", help="validate only; write nothing")
 
     p = command(
-        "gen", cmd_gen, "generate missing evals with the model",
+        "gen",
+        cmd_gen,
+        "generate missing evals with the model",
         "Write evals the skill lacks with the model: 3-7 execution cases covering the buckets "
         "(at least one adversarial, declarative checks only, each dry-run seeded in a "
         "sandbox) and/or a triggers file with 5 should-trigger and 5 near-miss "
         "should-not-trigger prompts. Files carry a header saying they were generated; an "
         "existing file is never replaced.",
-    )  # fmt: skip
+    )
     p.add_argument("skill", metavar="SKILL", help="the skill folder")
     p.add_argument("--kind", choices=["cases", "triggers"], help="only this kind")
     p.add_argument("--model", help="anthropic/<m>, openai/<m> or scripted/<name>")
 
     p = command(
-        "publish", cmd_publish, "publish the skill into a team repo",
+        "publish",
+        cmd_publish,
+        "publish the skill into a team repo",
         "Copy the skill's bytes into the team repo as skills/<name>/v<N>/ (identical bytes "
         "reuse their version; version folders are never modified), update skills/<name>/evals/ "
         "(add or modify, never remove), attach the local receipts for these exact bytes under "
         "evals/<name>/v<N>/, and make one commit. Refuses a repo with uncommitted changes or a "
         "version folder edited by hand.",
-    )  # fmt: skip
+    )
     p.add_argument("skill", metavar="SKILL", help="the skill folder")
     p.add_argument("--team", metavar="REPO", help="the team repo (a git work tree)")
 
     p = command(
-        "gate", cmd_gate, "pre-publish gate: exit 0 only when a receipt meets the policy",
+        "gate",
+        cmd_gate,
+        "pre-publish gate: exit 0 only when a receipt meets the policy",
         "Find the newest receipt that measured the skill's exact current bytes (team repo and "
         "local store; a run that scored nothing never counts) and check it against the "
         "policy: made by a real model (not the scripted driver), complete (unless "
@@ -845,85 +967,117 @@ def build_parser() -> argparse.ArgumentParser:
         "precision minimums. Policy from flags, else "
         "[tool.skillbench.gate] in the team repo's pyproject.toml or [gate] in its "
         "skillbench.toml. Exit 0 pass, 1 refused (with a one-line reason).",
-    )  # fmt: skip
-    p.add_argument("skill", metavar="SKILL",
-                   help="the skill folder, or a published skills/<name>/v<N> folder")  # fmt: skip
+    )
+    p.add_argument(
+        "skill", metavar="SKILL", help="the skill folder, or a published skills/<name>/v<N> folder"
+    )
     p.add_argument("--team", metavar="REPO", help="the team repo")
     p.add_argument("--require", choices=["PASS", "NEUTRAL"], help="weakest verdict allowed")
     p.add_argument("--min-recall", dest="min_recall", type=float, help="trigger recall floor")
-    p.add_argument("--min-precision", dest="min_precision", type=float,
-                   help="trigger precision floor")  # fmt: skip
-    p.add_argument("--allow-incumbent-fail", action="store_true",
-                   help="do not refuse a FAIL against the incumbent")  # fmt: skip
-    p.add_argument("--allow-partial", action="store_true",
-                   help="accept a receipt whose run did not score every row")  # fmt: skip
-    p.add_argument("--require-power", action="store_true",
-                   help="refuse a verdict the sign test could not make significant")  # fmt: skip
-    p.add_argument("--trigger-method", dest="trigger_method", choices=["agent", "catalog"],
-                   help="accept trigger numbers only from this method")  # fmt: skip
+    p.add_argument(
+        "--min-precision", dest="min_precision", type=float, help="trigger precision floor"
+    )
+    p.add_argument(
+        "--allow-incumbent-fail",
+        action="store_true",
+        help="do not refuse a FAIL against the incumbent",
+    )
+    p.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="accept a receipt whose run did not score every row",
+    )
+    p.add_argument(
+        "--require-power",
+        action="store_true",
+        help="refuse a verdict the sign test could not make significant",
+    )
+    p.add_argument(
+        "--trigger-method",
+        dest="trigger_method",
+        choices=["agent", "catalog"],
+        help="accept trigger numbers only from this method",
+    )
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
 
     p = command(
-        "report", cmd_report, "render a finished run in any format",
+        "report",
+        cmd_report,
+        "render a finished run in any format",
         "Render a finished run folder as the terminal report, summary JSON, JUnit XML, a "
         "markdown PR comment (verdict, why, the rows that are not ties) or the self-contained "
         "report.html, on stdout. Built from the run folder alone.",
-    )  # fmt: skip
+    )
     p.add_argument("run", metavar="RUN", help="a run folder")
-    p.add_argument("--format", choices=["terminal", "json", "junit", "markdown", "html"],
-                   default="terminal", help="what to render (default terminal)")  # fmt: skip
+    p.add_argument(
+        "--format",
+        choices=["terminal", "json", "junit", "markdown", "html"],
+        default="terminal",
+        help="what to render (default terminal)",
+    )
 
     p = command(
-        "view", cmd_view, "serve a run's report.html on 127.0.0.1",
+        "view",
+        cmd_view,
+        "serve a run's report.html on 127.0.0.1",
         "Build the run folder's report.html if needed and serve the folder on 127.0.0.1 (a "
         "free port unless --port) until Ctrl-C; the address is printed.",
-    )  # fmt: skip
+    )
     p.add_argument("run", metavar="RUN", help="a run folder")
     p.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
     p.add_argument("--open", action="store_true", help="open a browser too, when there is one")
 
     p = command(
-        "compare", cmd_compare, "what changed between two runs, row by row",
+        "compare",
+        cmd_compare,
+        "what changed between two runs, row by row",
         "Show the verdicts of two runs side by side and every row whose outcome changed "
         "(e.g. v3 and v4 of a skill, or two models), and the rows only one run has.",
-    )  # fmt: skip
+    )
     p.add_argument("run_a", metavar="RUN_A", help="the earlier run folder")
     p.add_argument("run_b", metavar="RUN_B", help="the later run folder")
     p.add_argument("--html", metavar="FILE", help="also write the comparison as HTML")
 
     p = command(
-        "receipts", cmd_receipts, "list the receipts known for a skill's versions",
+        "receipts",
+        cmd_receipts,
+        "list the receipts known for a skill's versions",
         "List receipts from the local store ($SKILLBENCH_HOME, default ~/.skillbench) and, "
         "with --team, from the team repo; the skill's current bytes are starred.",
-    )  # fmt: skip
+    )
     p.add_argument("skill", metavar="SKILL", help="the skill folder")
     p.add_argument("--team", metavar="REPO", help="the team repo")
 
     p = command(
-        "config", cmd_config, "show the effective settings and where each came from",
+        "config",
+        cmd_config,
+        "show the effective settings and where each came from",
         "Show every setting's effective value and its source: a flag, SKILLBENCH_MODEL, "
         "skillbench.toml or [tool.skillbench] in pyproject.toml (the nearest enclosing one), "
         "or the built-in default.",
-    )  # fmt: skip
+    )
     p.add_argument("path", nargs="?", default=".", help="where to look for config (default .)")
 
     command(
-        "doctor", cmd_doctor, "check podman, the runtime and the sandbox image",
+        "doctor",
+        cmd_doctor,
+        "check podman, the runtime and the sandbox image",
         "Check everything the sandboxes need (podman, runc, mmdebstrap, the containers.conf "
         "drop-in, the sandbox image) and print the exact command that fixes each gap. "
         "Exit 0 when all is set, 1 otherwise.",
-    )  # fmt: skip
+    )
 
     image = sub.add_parser(
         "image", help="manage the sandbox image", description="Manage the sandbox image."
     )
     image_sub = image.add_subparsers(dest="image_command", required=True, metavar="ACTION")
     p = image_sub.add_parser(
-        "build", help="build the sandbox image",
+        "build",
+        help="build the sandbox image",
         description="Build the sandbox image locally (mmdebstrap from the host's Debian "
         "sources, imported into podman; or the bundled Containerfile where mmdebstrap is "
         "missing). Skips the build when the image exists, unless --force.",
-    )  # fmt: skip
+    )
     p.add_argument("--force", action="store_true", help="rebuild even if the image exists")
     p.add_argument(
         "--agent",

@@ -118,13 +118,17 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         try:
             parse_size(value)
         except ValueError:
-            raise ConfigError(f"{path or 'config'}: sandbox.{key} = {value!r} is not a size; "
-                              "write it like 512m or 2g") from None  # fmt: skip
+            raise ConfigError(
+                f"{path or 'config'}: sandbox.{key} = {value!r} is not a size; "
+                "write it like 512m or 2g"
+            ) from None
     try:
         parse_size(settings.memory)
     except ValueError:
-        raise ConfigError(f"{path or 'config'}: memory = {settings.memory!r} is not a size; "
-                          "write it like 512m or 2g") from None  # fmt: skip
+        raise ConfigError(
+            f"{path or 'config'}: memory = {settings.memory!r} is not a size; "
+            "write it like 512m or 2g"
+        ) from None
     if settings.judge_model is None:
         settings.judge_model = settings.model
         sources["judge_model"] = f"{sources['model']} (same as model)"
@@ -134,5 +138,12 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
 def sandbox_spec(settings: Settings, image: str) -> SandboxSpec:
     """The sandbox every arm (and every generated case's dry run) gets under these settings."""
     box = settings.sandbox
-    return SandboxSpec(image=image, memory=settings.memory, pids=settings.pids,
-                       cpus=settings.cpus, disk=box.disk, home=box.home, tmp=box.tmp)  # fmt: skip
+    return SandboxSpec(
+        image=image,
+        memory=settings.memory,
+        pids=settings.pids,
+        cpus=settings.cpus,
+        disk=box.disk,
+        home=box.home,
+        tmp=box.tmp,
+    )

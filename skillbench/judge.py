@@ -60,9 +60,11 @@ async def _ask(model: Model, text: str) -> _Answer:
     for _ in range(1 + UNPARSEABLE_RETRIES):
         try:
             done = await model.complete(
-                system=SYSTEM, messages=[Message("user", (TextBlock(text),))], tools=[],
+                system=SYSTEM,
+                messages=[Message("user", (TextBlock(text),))],
+                tools=[],
                 max_tokens=1024,
-            )  # fmt: skip
+            )
         except ModelError as exc:
             return _Answer(None, "error", str(exc), usage)
         usage = usage + done.usage

@@ -89,8 +89,11 @@ def read_receipt(path: Path) -> Receipt:
 def local_receipts(skill: str, digest: str | None = None) -> list[tuple[Path, Receipt]]:
     """Receipts in the local store for a skill (one version, or all), oldest first."""
     base = home() / "receipts" / skill
-    folders = [base / digest.removeprefix("sha256:")] if digest else (
-        sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else [])  # fmt: skip
+    folders = (
+        [base / digest.removeprefix("sha256:")]
+        if digest
+        else (sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else [])
+    )
     found = []
     for folder in folders:
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:

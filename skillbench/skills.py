@@ -18,8 +18,8 @@ from typing import Protocol
 
 import msgspec
 
-from skillbench.spec.problems import Problem, SpecError
-from skillbench.spec.yamlsrc import parse_yaml, read_text
+from skillbench.evals.problems import Problem, SpecError
+from skillbench.evals.yamlsrc import parse_yaml, read_text
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
@@ -95,15 +95,29 @@ def read_skill(folder: Path, *, folder_name: str | None = None) -> Skill:
             raise
         meta, where = lenient
         first = exc.problems[0]
-        warnings = (Problem(shown, first.line, "warning",
-                            f"front matter is not valid YAML ({first.message}); Claude Code "
-                            "reads it line by line and accepts it, but strict YAML readers "
-                            "(Codex, PyYAML, js-yaml) drop the skill: quote the value, e.g. "
-                            'description: "…"'),)  # fmt: skip
+        warnings = (
+            Problem(
+                shown,
+                first.line,
+                "warning",
+                f"front matter is not valid YAML ({first.message}); Claude Code "
+                "reads it line by line and accepts it, but strict YAML readers "
+                "(Codex, PyYAML, js-yaml) drop the skill: quote the value, e.g. "
+                'description: "…"',
+            ),
+        )
     else:
         if not isinstance(doc.value, dict):
-            raise SpecError([Problem(shown, 2, "error", "front matter must be a mapping with "
-                                     "`name` and `description`")])  # fmt: skip
+            raise SpecError(
+                [
+                    Problem(
+                        shown,
+                        2,
+                        "error",
+                        "front matter must be a mapping with `name` and `description`",
+                    )
+                ]
+            )
         meta = doc.value
         where = {k: doc.line((k,)) for k in ("name", "description") if k in meta}
 

@@ -129,12 +129,13 @@ def publish(skill_dir: Path, repo: Path) -> str:
     if not _git(repo, "status", "--porcelain").strip():
         return f"{skill.name} {version} ({current[:19]}) is already published; nothing to do"
     what = "new version" if same is None else "same bytes as the published version"
-    message = (f"publish {skill.name} {version} ({current[:19]})\n\n{what}; "
-               f"{attached} receipt{'s' * (attached != 1)} attached")  # fmt: skip
+    message = (
+        f"publish {skill.name} {version} ({current[:19]})\n\n{what}; "
+        f"{attached} receipt{'s' * (attached != 1)} attached"
+    )
     _git(repo, "commit", "-q", "-m", message)
     left = f" ({left_out} scripted or unscored left out)" if left_out else ""
-    return (f"published {skill.name} {version} ({current[:19]}): {what}, {attached} "
-            f"receipt(s){left}")  # fmt: skip
+    return f"published {skill.name} {version} ({current[:19]}): {what}, {attached} receipt(s){left}"
 
 
 # --- the gate -------------------------------------------------------------------------------
@@ -160,8 +161,10 @@ def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
 
     data: dict[str, Any] = {}
     if repo is not None:
-        for name, table in (("pyproject.toml", ("tool", "skillbench", "gate")),
-                            ("skillbench.toml", ("gate",))):  # fmt: skip
+        for name, table in (
+            ("pyproject.toml", ("tool", "skillbench", "gate")),
+            ("skillbench.toml", ("gate",)),
+        ):
             path = repo / name
             if path.is_file():
                 found: Any = tomllib.loads(path.read_text())
@@ -223,40 +226,53 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
     current = digest(skill_dir)
     found = [pr for pr in known_receipts(skill_at(skill_dir).name, repo) if pr[1].digest == current]
     if not found:
-        return GateResult(False, f"no receipt for {current[:19]}: run "
-                                 f"`skillbench eval {skill_dir}` first")  # fmt: skip
+        return GateResult(
+            False, f"no receipt for {current[:19]}: run `skillbench eval {skill_dir}` first"
+        )
     useful = [pr for pr in found if measured(pr[1])]
     if not useful:
         where, r = found[-1]
-        why = (f"no receipt for {current[:19]} measured anything: the newest (run {r.run_id}) "
-               f"scored {r.scored_rows}/{r.expected_rows} rows (verdict NONE: {r.why}); run "
-               "`skillbench eval` again")  # fmt: skip
+        why = (
+            f"no receipt for {current[:19]} measured anything: the newest (run {r.run_id}) "
+            f"scored {r.scored_rows}/{r.expected_rows} rows (verdict NONE: {r.why}); run "
+            "`skillbench eval` again"
+        )
         return GateResult(False, why, where)
     where, r = useful[-1]
     if r.driver != "model":
-        what = (f"the scripted driver ({r.models.get('agent') or r.provenance.models.get('agent')}"
-                "), a fixed script, not a model: it shows the pipeline works, not that the "
-                "skill helps" if r.driver == "scripted" else
-                "a skillbench that did not record its driver")  # fmt: skip
-        why = (f"the newest measured receipt (run {r.run_id}) comes from {what}; run "
-               "`skillbench eval` with a real --model")  # fmt: skip
+        what = (
+            f"the scripted driver ({r.models.get('agent') or r.provenance.models.get('agent')}"
+            "), a fixed script, not a model: it shows the pipeline works, not that the "
+            "skill helps"
+            if r.driver == "scripted"
+            else "a skillbench that did not record its driver"
+        )
+        why = (
+            f"the newest measured receipt (run {r.run_id}) comes from {what}; run "
+            "`skillbench eval` with a real --model"
+        )
         return GateResult(False, why, where)
     if not r.complete and not policy.allow_partial:
         stop = f", {r.stopped}" if r.stopped else ""
-        why = (f"the newest measured receipt (run {r.run_id}) is incomplete: {r.scored_rows}/"
-               f"{r.expected_rows} rows scored{stop}; resume or rerun the eval, or set "
-               "allow-partial = true")  # fmt: skip
+        why = (
+            f"the newest measured receipt (run {r.run_id}) is incomplete: {r.scored_rows}/"
+            f"{r.expected_rows} rows scored{stop}; resume or rerun the eval, or set "
+            "allow-partial = true"
+        )
         return GateResult(False, why, where)
     reasons = []
     if policy.require_agent and r.agent != policy.require_agent:
-        reasons.append(f"measured with agent {r.agent or 'unknown'} (policy requires "
-                       f"{policy.require_agent})")  # fmt: skip
+        reasons.append(
+            f"measured with agent {r.agent or 'unknown'} (policy requires {policy.require_agent})"
+        )
     power = r.stats.get("baseline") or {}
     if policy.require_power and power.get("underpowered", True):
         needs = power.get("needed")
-        reasons.append(f"underpowered: {power.get('decided', 0)} decided comparisons, "
-                       f"{needs if needs is not None else 'more than any run'} needed for "
-                       "p <= 0.05")  # fmt: skip
+        reasons.append(
+            f"underpowered: {power.get('decided', 0)} decided comparisons, "
+            f"{needs if needs is not None else 'more than any run'} needed for "
+            "p <= 0.05"
+        )
     if r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
         reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
     inc = r.comparisons.get("incumbent")
@@ -270,8 +286,10 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
         and r.triggers is not None
         and not method.startswith(policy.trigger_method)
     ):
-        reasons.append(f"triggers measured by {method} (policy requires trigger-method = "
-                       f'"{policy.trigger_method}")')  # fmt: skip
+        reasons.append(
+            f"triggers measured by {method} (policy requires trigger-method = "
+            f'"{policy.trigger_method}")'
+        )
     if t.get("invalid"):
         reasons.append(f"the trigger measurement is invalid: {t['invalid']}")
     for key, minimum in (("recall", policy.min_recall), ("precision", policy.min_precision)):
@@ -283,5 +301,6 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
             reasons.append(f"trigger {key} {shown} is under {minimum:.2f}")
     if reasons:
         return GateResult(False, "; ".join(reasons), where)
-    return GateResult(True, f"{r.verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} "
-                            "rows scored)", where)  # fmt: skip
+    return GateResult(
+        True, f"{r.verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} rows scored)", where
+    )

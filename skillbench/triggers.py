@@ -22,11 +22,11 @@ from typing import Protocol
 
 import msgspec
 
+from skillbench.evals import SpecError, load_triggers
+from skillbench.evals.model import Triggers
 from skillbench.jsonreply import first_json_object
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.skills import Skill, catalog, catalog_lines, is_skill, read_skill, root_children
-from skillbench.spec import SpecError, load_triggers
-from skillbench.spec.model import Triggers
 
 SYSTEM = (
     "You decide which skills an AI coding agent should load before it answers a user's "
@@ -76,11 +76,20 @@ class TriggerReport(msgspec.Struct, frozen=True):
     def summary(self) -> dict[str, object]:
         """The `triggers` object of summary.json (design §7), with the method that
         measured it."""
-        return {"method": self.method, "invalid": self.invalid, "recall": self.recall,
-                "precision": self.precision, "tp": self.tp,
-                "fn": self.fn, "fp": self.fp, "tn": self.tn, "misses": self.misses,
-                "false_fires": self.false_fires, "errored": self.errored,
-                "details": msgspec.to_builtins(self.results)}  # fmt: skip
+        return {
+            "method": self.method,
+            "invalid": self.invalid,
+            "recall": self.recall,
+            "precision": self.precision,
+            "tp": self.tp,
+            "fn": self.fn,
+            "fp": self.fp,
+            "tn": self.tn,
+            "misses": self.misses,
+            "false_fires": self.false_fires,
+            "errored": self.errored,
+            "details": msgspec.to_builtins(self.results),
+        }
 
 
 class Router(Protocol):
@@ -115,9 +124,11 @@ class TriggerCaller:
             self.calls += 1
             try:
                 done = await self.model.complete(
-                    system=SYSTEM, messages=[Message("user", (TextBlock(text),))], tools=[],
+                    system=SYSTEM,
+                    messages=[Message("user", (TextBlock(text),))],
+                    tools=[],
                     max_tokens=512,
-                )  # fmt: skip
+                )
             except ModelError as exc:
                 return Call(None, f"call failed: {exc}")
         reply = first_json_object(done.text)
@@ -155,9 +166,13 @@ async def evaluate(
         usage = usage + probe.usage
         if probe.selected is None or skill.name not in probe.selected:
             why = probe.error or f"the agent loaded {', '.join(probe.selected or ()) or 'nothing'}"
-            return _invalid(router.method, skill.name, usage,
-                            f'the canary "{canary}" did not fire ({why}): this setup cannot '
-                            "measure routing, so no recall or precision is given")  # fmt: skip
+            return _invalid(
+                router.method,
+                skill.name,
+                usage,
+                f'the canary "{canary}" did not fire ({why}): this setup cannot '
+                "measure routing, so no recall or precision is given",
+            )
     prompts = [(p, True) for p in triggers.should_trigger]
     prompts += [(p, False) for p in triggers.should_not_trigger]
     tasks = [[router.call(library, p, r) for r in range(runs)] for p, _ in prompts]
@@ -173,26 +188,49 @@ async def evaluate(
         rate = sum(skill.name in (c.selected or ()) for c in ok) / len(ok)
         fired = rate >= threshold
         stolen = sorted({s for c in ok for s in (c.selected or ()) if s != skill.name})
-        results.append(PromptResult(prompt, expected, fired, rate,
-                                    tuple(stolen) if expected and not fired else ()))  # fmt: skip
+        results.append(
+            PromptResult(
+                prompt, expected, fired, rate, tuple(stolen) if expected and not fired else ()
+            )
+        )
     tp = sum(r.should_trigger and r.fired is True for r in results)
     fn = sum(r.should_trigger and r.fired is not True for r in results)  # a failed call misses
     fp = sum(not r.should_trigger and r.fired is True for r in results)
     tn = sum(not r.should_trigger and r.fired is False for r in results)
     return TriggerReport(
-        skill=skill.name, method=router.method,
-        recall=_ratio(tp, tp + fn), precision=_ratio(tp, tp + fp),
-        tp=tp, fn=fn, fp=fp, tn=tn,
+        skill=skill.name,
+        method=router.method,
+        recall=_ratio(tp, tp + fn),
+        precision=_ratio(tp, tp + fp),
+        tp=tp,
+        fn=fn,
+        fp=fp,
+        tn=tn,
         misses=[r.prompt for r in results if r.should_trigger and r.fired is not True],
         false_fires=[r.prompt for r in results if not r.should_trigger and r.fired is True],
-        errored=[r.prompt for r in results if r.fired is None], results=results, usage=usage,
-    )  # fmt: skip
+        errored=[r.prompt for r in results if r.fired is None],
+        results=results,
+        usage=usage,
+    )
 
 
 def _invalid(method: str, skill: str, usage: Usage, why: str) -> TriggerReport:
-    return TriggerReport(skill=skill, method=method, recall=None, precision=None, tp=0, fn=0,
-                         fp=0, tn=0, misses=[], false_fires=[], errored=[], results=[],
-                         usage=usage, invalid=why)  # fmt: skip
+    return TriggerReport(
+        skill=skill,
+        method=method,
+        recall=None,
+        precision=None,
+        tp=0,
+        fn=0,
+        fp=0,
+        tn=0,
+        misses=[],
+        false_fires=[],
+        errored=[],
+        results=[],
+        usage=usage,
+        invalid=why,
+    )
 
 
 class TriggerTarget(msgspec.Struct, frozen=True):
@@ -237,22 +275,34 @@ async def evaluate_all(
     threshold: float = 0.5,
 ) -> list[TriggerReport]:
     """Evaluate every target concurrently through one router (identical calls made once)."""
-    return list(await asyncio.gather(*(
-        evaluate(router, t.skill, t.catalog, t.triggers, runs=runs, threshold=threshold)
-        for t in targets
-    )))  # fmt: skip
+    return list(
+        await asyncio.gather(
+            *(
+                evaluate(router, t.skill, t.catalog, t.triggers, runs=runs, threshold=threshold)
+                for t in targets
+            )
+        )
+    )
 
 
-def disagreements(a: TriggerReport, b: TriggerReport) -> list[tuple[str, bool, bool | None,
-                                                                    bool | None]]:  # fmt: skip
+def disagreements(
+    a: TriggerReport, b: TriggerReport
+) -> list[tuple[str, bool, bool | None, bool | None]]:
     """(prompt, expected, fired by a, fired by b) for every prompt the two methods decided
     differently."""
     theirs = {r.prompt: r.fired for r in b.results}
-    return [(r.prompt, r.should_trigger, r.fired, theirs.get(r.prompt)) for r in a.results
-            if r.prompt in theirs and theirs[r.prompt] != r.fired]  # fmt: skip
+    return [
+        (r.prompt, r.should_trigger, r.fired, theirs.get(r.prompt))
+        for r in a.results
+        if r.prompt in theirs and theirs[r.prompt] != r.fired
+    ]
 
 
 def steals(reports: Sequence[TriggerReport]) -> list[tuple[str, str, tuple[str, ...]]]:
     """(skill, missed prompt, the skills selected instead) for every miss in a library."""
-    return [(r.skill, p.prompt, p.stolen_by) for r in reports for p in r.results
-            if p.should_trigger and p.fired is False]  # fmt: skip
+    return [
+        (r.skill, p.prompt, p.stolen_by)
+        for r in reports
+        for p in r.results
+        if p.should_trigger and p.fired is False
+    ]

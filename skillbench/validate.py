@@ -6,6 +6,7 @@ from pathlib import Path
 
 import msgspec
 
+from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.skills import (
     eval_files,
     is_library_root,
@@ -14,7 +15,6 @@ from skillbench.skills import (
     root_children,
     skill_files,
 )
-from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
 
 
 class NotASkill(Exception):

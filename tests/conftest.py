@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.service import URL_ENV, PodmanService
-from skillbench.testing.fake_server import FakeModelServer
 
 
 @pytest.fixture

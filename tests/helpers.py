@@ -60,8 +60,21 @@ def skill(tmp_path: Path, files: dict[str, str], config: str = "") -> Path:
 
 def run_eval(capsys, folder: Path, out: Path, *extra: str) -> tuple[int, list[str], dict[str, Any]]:
     """`skillbench eval` in-process against the fake server: exit code, report, summary."""
-    code = main(["eval", str(folder), "--model", MODEL, "--out", str(out), "--quiet",
-                 "--seed", "7", "--no-gen", *extra])  # fmt: skip
+    code = main(
+        [
+            "eval",
+            str(folder),
+            "--model",
+            MODEL,
+            "--out",
+            str(out),
+            "--quiet",
+            "--seed",
+            "7",
+            "--no-gen",
+            *extra,
+        ]
+    )
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert (out / "summary.json").is_file(), f"no summary.json (exit {code}): {captured.err}"

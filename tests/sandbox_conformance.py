@@ -53,8 +53,9 @@ class SandboxConformance:
         assert (await sandbox.exec("wc -c < /tmp/b.bin")).stdout.strip() == str(len(data))
 
     async def test_large_output_is_capped_with_a_marker(self, sandbox: Sandbox) -> None:
-        r = await sandbox.exec("head -c 5000000 /dev/zero | tr '\\0' a; echo; echo END",
-                               output_cap=10_000)  # fmt: skip
+        r = await sandbox.exec(
+            "head -c 5000000 /dev/zero | tr '\\0' a; echo; echo END", output_cap=10_000
+        )
         assert r.truncated and r.exit_code == 0
         assert len(r.stdout) < 10_100
         assert r.stdout.startswith("a" * 4000) and r.stdout.endswith("END\n")
@@ -133,8 +134,16 @@ class SandboxConformance:
         who = await sandbox.exec(
             "id -u; id -g; id -G; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; echo $HOME"
         )
-        assert who.stdout.split() == ["1000", "1000", "1000", "CapEff:", "0000000000000000",
-                                      "NoNewPrivs:", "1", "/home/agent"]  # fmt: skip
+        assert who.stdout.split() == [
+            "1000",
+            "1000",
+            "1000",
+            "CapEff:",
+            "0000000000000000",
+            "NoNewPrivs:",
+            "1",
+            "/home/agent",
+        ]
         with pytest.raises(PermissionError):
             await sandbox.read_file("/etc/shadow")
         await sandbox.exec("ln -s /etc/hostname /work/host-link")

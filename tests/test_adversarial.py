@@ -47,31 +47,63 @@ def journal(run: Path) -> list[dict[str, Any]]:
 
 
 def test_the_agent_cannot_forge_its_checks(fake, tmp_path: Path, capsys) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/shells.yaml": f"task: Task shells\nchecks:\n  - {IMPOSSIBLE}\n  - {PY_FAILS}\n",
-        "evals/cases/site.yaml": f"task: Task site\nchecks:\n  - {PY_FAILS}\n",
-        "evals/cases/memory.yaml": f"task: Task memory\nchecks:\n  - {IMPOSSIBLE}\n",
-        "evals/cases/kill.yaml": f"task: Task kill\nchecks:\n  - {IMPOSSIBLE}\n",
-    }, config=TIGHT)  # fmt: skip
-    fake({"conversations": [
-        conv(CAND, "Task shells", bash(
-            "cp /usr/bin/true /usr/bin/bash; cp /usr/bin/true /bin/sh; "
-            "cp /usr/bin/true /usr/bin/python3; echo 'exit 0' >> ~/.bashrc; "
-            "mkdir -p ~/bin && cp /usr/bin/true ~/bin/bash; echo tried"), {"text": "done"}),
-        conv(CAND, "Task site", bash(
-            "d=~/.local/lib/python3.11/site-packages; mkdir -p $d; "
-            f"for f in /usr/lib/python3.11/sitecustomize.py $d/sitecustomize.py "
-            f"$d/usercustomize.py /tmp/sitecustomize.py; do printf '{EXIT_0}' > $f; done; "
-            "python3 -c 'raise SystemExit(1)'; echo exit=$?"), {"text": "done"}),
-        conv(CAND, "Task memory", bash(
-            "python3 -c \"open('/proc/1/mem', 'r+b')\" 2>&1 | tail -1; "
-            "python3 -c \"import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
-            "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno())\""), {"text": "done"}),
-        conv(CAND, "Task kill", bash(
-            "kill -INT 1; kill -TERM 1; kill -KILL 1; echo 1000 > /proc/1/oom_score_adj; "
-            "python3 -c 'x = bytearray(2 ** 30)'; echo hog=$?"), {"text": "done"}),
-        conv(BASE, "Task", {"text": "I will not do that."}),
-    ]})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/shells.yaml": f"task: Task shells\nchecks:\n  - {IMPOSSIBLE}\n  - {PY_FAILS}\n",
+            "evals/cases/site.yaml": f"task: Task site\nchecks:\n  - {PY_FAILS}\n",
+            "evals/cases/memory.yaml": f"task: Task memory\nchecks:\n  - {IMPOSSIBLE}\n",
+            "evals/cases/kill.yaml": f"task: Task kill\nchecks:\n  - {IMPOSSIBLE}\n",
+        },
+        config=TIGHT,
+    )
+    fake(
+        {
+            "conversations": [
+                conv(
+                    CAND,
+                    "Task shells",
+                    bash(
+                        "cp /usr/bin/true /usr/bin/bash; cp /usr/bin/true /bin/sh; "
+                        "cp /usr/bin/true /usr/bin/python3; echo 'exit 0' >> ~/.bashrc; "
+                        "mkdir -p ~/bin && cp /usr/bin/true ~/bin/bash; echo tried"
+                    ),
+                    {"text": "done"},
+                ),
+                conv(
+                    CAND,
+                    "Task site",
+                    bash(
+                        "d=~/.local/lib/python3.11/site-packages; mkdir -p $d; "
+                        f"for f in /usr/lib/python3.11/sitecustomize.py $d/sitecustomize.py "
+                        f"$d/usercustomize.py /tmp/sitecustomize.py; do printf '{EXIT_0}' > $f; done; "
+                        "python3 -c 'raise SystemExit(1)'; echo exit=$?"
+                    ),
+                    {"text": "done"},
+                ),
+                conv(
+                    CAND,
+                    "Task memory",
+                    bash(
+                        "python3 -c \"open('/proc/1/mem', 'r+b')\" 2>&1 | tail -1; "
+                        'python3 -c "import ctypes; libc = ctypes.CDLL(None, use_errno=True); '
+                        "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno())\""
+                    ),
+                    {"text": "done"},
+                ),
+                conv(
+                    CAND,
+                    "Task kill",
+                    bash(
+                        "kill -INT 1; kill -TERM 1; kill -KILL 1; echo 1000 > /proc/1/oom_score_adj; "
+                        "python3 -c 'x = bytearray(2 ** 30)'; echo hog=$?"
+                    ),
+                    {"text": "done"},
+                ),
+                conv(BASE, "Task", {"text": "I will not do that."}),
+            ]
+        }
+    )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
     run = tmp_path / "run"
     assert code == 0 and summary["verdict"] == "NEUTRAL", lines
@@ -100,24 +132,57 @@ def test_the_agent_cannot_forge_its_checks(fake, tmp_path: Path, capsys) -> None
 def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
     fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/fill.yaml": "task: Task fill\nchecks:\n  - file_exists: never.txt\n",
-        "evals/cases/hostile.yaml": "task: Task hostile\nchecks:\n  - file_exists: never.txt\n",
-    }, config=TIGHT + 'keep_workspace = "10m"\n')  # fmt: skip
-    server = fake({"conversations": [
-        conv(CAND, "Task fill", bash(
-            "head -c 100000000 /dev/zero > /work/big; echo work=$?; "
-            "head -c 100000000 /dev/zero > /tmp/big; echo tmp=$?; "
-            "head -c 100000000 /dev/zero > ~/big; echo home=$?"), {"text": "done"}),
-        conv(CAND, "Task hostile", bash(
-            "truncate -s 2G sparse && mkdir -p venv/bin && ln -s /usr/bin/python3 venv/bin/python"
-            " && ln -s /etc/passwd abs && ln -s nowhere dangling && ln -s loop loop && mkfifo pipe"
-            " && echo ok"), {"text": "done"}),
-        conv(BASE, "Task", {"text": "no"}),
-    ]})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/fill.yaml": "task: Task fill\nchecks:\n  - file_exists: never.txt\n",
+            "evals/cases/hostile.yaml": "task: Task hostile\nchecks:\n  - file_exists: never.txt\n",
+        },
+        config=TIGHT + 'keep_workspace = "10m"\n',
+    )
+    server = fake(
+        {
+            "conversations": [
+                conv(
+                    CAND,
+                    "Task fill",
+                    bash(
+                        "head -c 100000000 /dev/zero > /work/big; echo work=$?; "
+                        "head -c 100000000 /dev/zero > /tmp/big; echo tmp=$?; "
+                        "head -c 100000000 /dev/zero > ~/big; echo home=$?"
+                    ),
+                    {"text": "done"},
+                ),
+                conv(
+                    CAND,
+                    "Task hostile",
+                    bash(
+                        "truncate -s 2G sparse && mkdir -p venv/bin && ln -s /usr/bin/python3 venv/bin/python"
+                        " && ln -s /etc/passwd abs && ln -s nowhere dangling && ln -s loop loop && mkfifo pipe"
+                        " && echo ok"
+                    ),
+                    {"text": "done"},
+                ),
+                conv(BASE, "Task", {"text": "no"}),
+            ]
+        }
+    )
     run = tmp_path / "run"
-    argv = [sys.executable, "-m", "skillbench", "eval", str(folder), "--model", MODEL,
-            "--out", str(run), "--quiet", "--no-gen", "--seed", "1"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "skillbench",
+        "eval",
+        str(folder),
+        "--model",
+        MODEL,
+        "--out",
+        str(run),
+        "--quiet",
+        "--no-gen",
+        "--seed",
+        "1",
+    ]
     env = {**os.environ, **server.env()}
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)  # this process's own peak RSS, not the suite's
@@ -146,8 +211,9 @@ def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
     assert len([j for j in journal(run) if j["type"] == "row"]) == 2
 
     # resuming the finished run neither crashes nor reruns anything
-    again = subprocess.run([*argv[:5], "--resume", str(run), "--quiet"], env=env,
-                           capture_output=True, text=True)  # fmt: skip
+    again = subprocess.run(
+        [*argv[:5], "--resume", str(run), "--quiet"], env=env, capture_output=True, text=True
+    )
     assert again.returncode == 0, again.stderr
     assert len(journal(run)) == 6  # 4 sessions and 2 rows, as before
 
@@ -155,20 +221,44 @@ def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
 def test_the_run_folder_is_never_inside_the_skill(
     fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/look.yaml": "task: Task look\nchecks:\n  - transcript_omits: CHECK-TEXT-7\n",
-        ".skillbench/runs/old/journal.jsonl": '{"check": "CHECK-TEXT-7"}\n',
-    })  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/look.yaml": "task: Task look\nchecks:\n  - transcript_omits: CHECK-TEXT-7\n",
+            ".skillbench/runs/old/journal.jsonl": '{"check": "CHECK-TEXT-7"}\n',
+        },
+    )
     before = digest(folder)
     (folder / ".skillbench").rename(tmp_path / "aside")
     assert digest(folder) == before  # an old run folder is not part of the skill's bytes
     (tmp_path / "aside").rename(folder / ".skillbench")
-    fake({"conversations": [conv("(?s)", "Task look", bash(
-        "ls -A /skills/greeter; cat /skills/greeter/.skillbench/runs/old/journal.jsonl; echo end"),
-        {"text": "looked"})]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)",
+                    "Task look",
+                    bash(
+                        "ls -A /skills/greeter; cat /skills/greeter/.skillbench/runs/old/journal.jsonl; echo end"
+                    ),
+                    {"text": "looked"},
+                )
+            ]
+        }
+    )
 
-    code = main(["eval", str(folder), "--model", MODEL, "--out", str(folder / ".skillbench/x"),
-                 "--quiet", "--no-gen"])  # fmt: skip
+    code = main(
+        [
+            "eval",
+            str(folder),
+            "--model",
+            MODEL,
+            "--out",
+            str(folder / ".skillbench/x"),
+            "--quiet",
+            "--no-gen",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert err[0].startswith(
@@ -192,14 +282,27 @@ def test_the_run_folder_is_never_inside_the_skill(
 def test_checks_read_the_real_transcript_and_the_files_keep_it_scrubbed(
     fake, tmp_path: Path, capsys
 ) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/login.yaml": 'task: Task login\nchecks:\n  - transcript_mentions: "password: str"\n',
-    })  # fmt: skip
-    fake({"conversations": [
-        conv(CAND, "Task login", write_file("auth.py", "def login(user: str, password: str):\n"
-                                                       "    return user\n"), {"text": "done"}),
-        conv(BASE, "Task login", {"text": "no"}),
-    ]})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/login.yaml": 'task: Task login\nchecks:\n  - transcript_mentions: "password: str"\n',
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(
+                    CAND,
+                    "Task login",
+                    write_file(
+                        "auth.py", "def login(user: str, password: str):\n    return user\n"
+                    ),
+                    {"text": "done"},
+                ),
+                conv(BASE, "Task login", {"text": "no"}),
+            ]
+        }
+    )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run")
     assert code == 0
     row = summary["rows"][0]
@@ -214,13 +317,30 @@ def test_printed_errors_are_scrubbed_and_escaped(
     key = "plainkey-4242-do-not-print"
     hostile = f"invalid x-api-key {key} [/bold] \x1b]0;pwned\x07\x1b[2J"
     folder = skill(tmp_path, {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: x\n"})
-    fake({"conversations": [
-        conv("(?s)", "Task a", {"faults": [{"status": 401, "message": hostile, "times": 9}],
-                                "text": "never"}),
-    ]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)",
+                    "Task a",
+                    {"faults": [{"status": 401, "message": hostile, "times": 9}], "text": "never"},
+                ),
+            ]
+        }
+    )
     monkeypatch.setenv("ANTHROPIC_API_KEY", key)  # the provider echoes it back
-    code = main(["eval", str(folder), "--model", MODEL, "--out", str(tmp_path / "run"),
-                 "--no-gen", "--execution-only"])  # fmt: skip
+    code = main(
+        [
+            "eval",
+            str(folder),
+            "--model",
+            MODEL,
+            "--out",
+            str(tmp_path / "run"),
+            "--no-gen",
+            "--execution-only",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 2 and "verdict: NONE (nothing scored)" in out
     assert "auth" in err and "[REDACTED]" in err  # the progress line shows the error...
@@ -232,8 +352,9 @@ def test_printed_errors_are_scrubbed_and_escaped(
     screen = io.StringIO()
     display = ProgressDisplay(console=Console(file=screen, force_terminal=True, width=200))
     display.planned(1, 0)
-    record = SessionRecord(key="a.candidate.1", session="a", arm="candidate", rep=1,
-                           outcome="error", error=hostile)  # fmt: skip
+    record = SessionRecord(
+        key="a.candidate.1", session="a", arm="candidate", rep=1, outcome="error", error=hostile
+    )
     display.finished(record, 0.0)
     display.close()
     shown = screen.getvalue()
@@ -243,8 +364,9 @@ def test_printed_errors_are_scrubbed_and_escaped(
 def test_the_podman_service_gets_no_api_keys() -> None:
     # in a process of its own: a service started here would take the shared one's socket path
     env = {k: v for k, v in os.environ.items() if k != URL_ENV}
-    env.update(ANTHROPIC_API_KEY="sk-ant-never-in-podman-0001",
-               OPENAI_API_KEY="sk-never-in-podman-0002")  # fmt: skip
+    env.update(
+        ANTHROPIC_API_KEY="sk-ant-never-in-podman-0001", OPENAI_API_KEY="sk-never-in-podman-0002"
+    )
     probe = (
         "from pathlib import Path\n"
         "from skillbench.sandbox.service import PodmanService\n"
@@ -252,8 +374,9 @@ def test_the_podman_service_gets_no_api_keys() -> None:
         "print(Path(f'/proc/{service._process.pid}/environ').read_bytes())\n"
         "service.stop()\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "never-in-podman" not in done.stdout and "PATH=" in done.stdout
 
@@ -262,14 +385,19 @@ def test_gate_keeps_an_earlier_fail_over_a_run_that_measured_nothing(
     fake, tmp_path: Path, capsys
 ) -> None:
     folder = skill(tmp_path, {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: a\n"})
-    fake({"conversations": [
-        conv(CAND, "Task a", {"text": "I skip it."}),
-        conv(BASE, "Task a", write_file("a", "made"), {"text": "done"}),
-    ]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Task a", {"text": "I skip it."}),
+                conv(BASE, "Task a", write_file("a", "made"), {"text": "done"}),
+            ]
+        }
+    )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run1", "--execution-only")
     assert (code, summary["verdict"]) == (1, "FAIL")
-    code, _, summary = run_eval(capsys, folder, tmp_path / "run2", "--execution-only",
-                                    "--max-cost", "0")  # fmt: skip
+    code, _, summary = run_eval(
+        capsys, folder, tmp_path / "run2", "--execution-only", "--max-cost", "0"
+    )
     assert (code, summary["verdict"], summary["scored_rows"]) == (2, "NONE", 0)
     assert main(["gate", str(folder)]) == 1
     assert capsys.readouterr().out.strip() == (
@@ -281,16 +409,30 @@ def test_a_sandbox_that_dies_mid_run_leaves_a_receipt_no_gate_accepts(
     fake, tmp_path: Path, capsys
 ) -> None:
     folder = skill(tmp_path, {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: a\n"})
-    fake({"conversations": [conv("(?s)", "Task a", {"text": "thinking", "latency": 1.5,
-                                                    "tool_calls": [{"bash": {"command": "true"}}]},
-                                 {"text": "done"})]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)",
+                    "Task a",
+                    {
+                        "text": "thinking",
+                        "latency": 1.5,
+                        "tool_calls": [{"bash": {"command": "true"}}],
+                    },
+                    {"text": "done"},
+                )
+            ]
+        }
+    )
     owner = f"label=skillbench.owner={socket.gethostname()}:{os.getpid()}"
     stop = threading.Event()
 
     def killer() -> None:  # what an executor killed from inside would look like to the host
         while not stop.is_set():
-            ids = subprocess.run(["podman", "ps", "-q", "--filter", owner], capture_output=True,
-                                 text=True).stdout.split()  # fmt: skip
+            ids = subprocess.run(
+                ["podman", "ps", "-q", "--filter", owner], capture_output=True, text=True
+            ).stdout.split()
             if ids:
                 subprocess.run(["podman", "kill", *ids], capture_output=True)
             stop.wait(0.2)
@@ -315,19 +457,26 @@ def test_the_agent_cannot_stand_in_for_skillbench_in_the_checker(
 ) -> None:
     """`skillbench` on the checker's PATH runs the host's package: a skillbench or msgspec
     planted in /work (the current folder of every check) is never imported."""
-    folder = skill(tmp_path, {"evals/cases/a.yaml": (
-        "task: Write a Margin suite in suite/\n"
-        "checks:\n  - command_succeeds: skillbench import margin /work/suite --check\n"
-        "  - command_succeeds: skillbench --version\n"
-    )})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/a.yaml": (
+                "task: Write a Margin suite in suite/\n"
+                "checks:\n  - command_succeeds: skillbench import margin /work/suite --check\n"
+                "  - command_succeeds: skillbench --version\n"
+            )
+        },
+    )
     forged = "import os\nprint('check: the imported evals load cleanly')\nos._exit(0)\n"
-    plant = {"tool_calls": [
-        {"write_file": {"path": "skillbench/__init__.py", "content": forged}},
-        {"write_file": {"path": "skillbench/__main__.py", "content": forged}},
-        {"write_file": {"path": "skillbench/cli.py", "content": forged}},
-        {"write_file": {"path": "msgspec.py", "content": forged}},
-        {"write_file": {"path": "suite/suite.toml", "content": "not a suite\n"}},
-    ]}  # fmt: skip
+    plant = {
+        "tool_calls": [
+            {"write_file": {"path": "skillbench/__init__.py", "content": forged}},
+            {"write_file": {"path": "skillbench/__main__.py", "content": forged}},
+            {"write_file": {"path": "skillbench/cli.py", "content": forged}},
+            {"write_file": {"path": "msgspec.py", "content": forged}},
+            {"write_file": {"path": "suite/suite.toml", "content": "not a suite\n"}},
+        ]
+    }
     fake({"conversations": [conv("(?s)", "Margin suite", plant, {"text": "done"})]})
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
     assert code == 0, lines

@@ -10,35 +10,57 @@ from typing import Any
 import pytest
 import yaml
 
-from skillbench.agent.loop import SessionResult, SkillInfo, run_agent, system_prompt
+from skillbench.agents.builtin.loop import SessionResult, SkillInfo, run_agent, system_prompt
+from skillbench.evals import load_case
 from skillbench.models import resolve_model
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import StagedArm, stage_arm
-from skillbench.spec import load_case
 from skillbench.transcript import TraceWriter, read_trace
 from tests.helpers import make_skill
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
 
-FULL_SESSION = {"conversations": [{"steps": [
-    {"text": "I will write the script.",
-     "tool_calls": [{"write_file": {"path": "hello.py", "content": "print('hello')\n"}}]},
-    {"tool_calls": [{"edit_file": {"path": "hello.py", "old_string": "hello",
-                                   "new_string": "hello, world"}}]},
-    {"tool_calls": [{"bash": {"command": "python3 hello.py"}}]},
-    {"text": "Let me check the skill.", "tool_calls": [{"skill": {"name": "greeter"}}]},
-    {"text": "All done: hello.py prints hello, world."},
-]}]}  # fmt: skip
+FULL_SESSION = {
+    "conversations": [
+        {
+            "steps": [
+                {
+                    "text": "I will write the script.",
+                    "tool_calls": [
+                        {"write_file": {"path": "hello.py", "content": "print('hello')\n"}}
+                    ],
+                },
+                {
+                    "tool_calls": [
+                        {
+                            "edit_file": {
+                                "path": "hello.py",
+                                "old_string": "hello",
+                                "new_string": "hello, world",
+                            }
+                        }
+                    ]
+                },
+                {"tool_calls": [{"bash": {"command": "python3 hello.py"}}]},
+                {"text": "Let me check the skill.", "tool_calls": [{"skill": {"name": "greeter"}}]},
+                {"text": "All done: hello.py prints hello, world."},
+            ]
+        }
+    ]
+}
 
 
 @pytest.fixture
 async def arm(
     provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
 ) -> AsyncIterator[StagedArm]:
-    skill = make_skill(tmp_path, "greeter", {"evals/cases/c.yaml": "task: t\n",
-                                             "scripts/greet.sh": "echo hi\n"},
-                       description="Greets people politely.")  # fmt: skip
+    skill = make_skill(
+        tmp_path,
+        "greeter",
+        {"evals/cases/c.yaml": "task: t\n", "scripts/greet.sh": "echo hi\n"},
+        description="Greets people politely.",
+    )
     case, _ = load_case(skill / "evals/cases/c.yaml", skill)
     staged = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     yield staged
@@ -53,10 +75,18 @@ async def session(ref: str, arm: StagedArm, tmp_path: Path, **kw: Any) -> tuple[
     trace = TraceWriter(tmp_path / "trace.jsonl")
     try:
         result = await run_agent(
-            model, arm.sandbox, task="Write hello.py", skills=kw.pop("skills", SKILLS),
-            trace=trace, max_turns=kw.pop("max_turns", 20), timeout_s=kw.pop("timeout_s", 60),
-            case="c", arm="candidate", rep=1, **kw,
-        )  # fmt: skip
+            model,
+            arm.sandbox,
+            task="Write hello.py",
+            skills=kw.pop("skills", SKILLS),
+            trace=trace,
+            max_turns=kw.pop("max_turns", 20),
+            timeout_s=kw.pop("timeout_s", 60),
+            case="c",
+            arm="candidate",
+            rep=1,
+            **kw,
+        )
     finally:
         trace.close()
         await model.aclose()
@@ -73,9 +103,24 @@ async def test_full_session_through_each_sdk(
     assert await arm.sandbox.read_text("hello.py") == "print('hello, world')\n"
 
     types = [e["type"] for e in transcript.events]
-    assert types == ["trace_start", "message", "message", "tool_call", "tool_result",
-                     "message", "tool_call", "tool_result", "message", "tool_call", "tool_result",
-                     "message", "tool_call", "tool_result", "message", "trace_end"]  # fmt: skip
+    assert types == [
+        "trace_start",
+        "message",
+        "message",
+        "tool_call",
+        "tool_result",
+        "message",
+        "tool_call",
+        "tool_result",
+        "message",
+        "tool_call",
+        "tool_result",
+        "message",
+        "tool_call",
+        "tool_result",
+        "message",
+        "trace_end",
+    ]
     start = transcript.events[0]
     assert (start["case"], start["arm"], start["rep"], start["model"]) == ("c", "candidate", 1, ref)
     assert "note" not in start  # only a stand-in for a model carries a note
@@ -110,8 +155,9 @@ async def test_full_session_through_each_sdk(
     assert end["cost_usd"] == pytest.approx(result.cost_usd) and result.cost_usd > 0
 
 
-async def test_scripted_provider_plays_the_same_session(arm: StagedArm, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+async def test_scripted_provider_plays_the_same_session(
+    arm: StagedArm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts/full.yaml").write_text(yaml.safe_dump(FULL_SESSION))
     monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(tmp_path / "scripts"))
@@ -124,21 +170,51 @@ async def test_scripted_provider_plays_the_same_session(arm: StagedArm, tmp_path
 
 
 async def test_baseline_has_no_skill(arm: StagedArm, fake, tmp_path: Path) -> None:
-    fake({"conversations": [{"steps": [
-        {"tool_calls": [{"skill": {"name": "greeter"}}]}, {"text": "ok"}]}]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                {"steps": [{"tool_calls": [{"skill": {"name": "greeter"}}]}, {"text": "ok"}]}
+            ]
+        }
+    )
     _, transcript = await session("openai/gpt-4.1", arm, tmp_path, skills=[])
     result = next(e for e in transcript.events if e["type"] == "tool_result")
     assert result["is_error"] and result["text"] == "no such skill: 'greeter' (available: none)"
 
 
 async def test_edit_errors_are_told_to_the_model(arm: StagedArm, fake, tmp_path: Path) -> None:
-    fake({"conversations": [{"steps": [
-        {"tool_calls": [{"write_file": {"path": "a.txt", "content": "x x"}},
-                        {"edit_file": {"path": "a.txt", "old_string": "x", "new_string": "y"}},
-                        {"edit_file": {"path": "a.txt", "old_string": "z", "new_string": "y"}},
-                        {"read_file": {"path": "missing.txt"}},
-                        {"bash": {"command": "exit 3"}}]},
-        {"text": "ok"}]}]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                {
+                    "steps": [
+                        {
+                            "tool_calls": [
+                                {"write_file": {"path": "a.txt", "content": "x x"}},
+                                {
+                                    "edit_file": {
+                                        "path": "a.txt",
+                                        "old_string": "x",
+                                        "new_string": "y",
+                                    }
+                                },
+                                {
+                                    "edit_file": {
+                                        "path": "a.txt",
+                                        "old_string": "z",
+                                        "new_string": "y",
+                                    }
+                                },
+                                {"read_file": {"path": "missing.txt"}},
+                                {"bash": {"command": "exit 3"}},
+                            ]
+                        },
+                        {"text": "ok"},
+                    ]
+                }
+            ]
+        }
+    )
     _, transcript = await session("anthropic/claude-sonnet-4-6", arm, tmp_path)
     texts = [(e["is_error"], e["text"]) for e in transcript.events if e["type"] == "tool_result"]
     assert texts == [
@@ -156,8 +232,13 @@ async def test_edit_errors_are_told_to_the_model(arm: StagedArm, fake, tmp_path:
 async def test_model_that_never_stops_is_cut_at_max_turns(
     arm: StagedArm, fake, tmp_path: Path
 ) -> None:
-    server = fake({"conversations": [{"loop": True, "steps": [
-        {"tool_calls": [{"bash": {"command": "echo again"}}]}]}]})  # fmt: skip
+    server = fake(
+        {
+            "conversations": [
+                {"loop": True, "steps": [{"tool_calls": [{"bash": {"command": "echo again"}}]}]}
+            ]
+        }
+    )
     result, transcript = await session("openai/gpt-4.1", arm, tmp_path, max_turns=4)
     assert (result.stop_reason, result.turns) == ("max_turns", 4)
     assert len(server.log()) == 4 and transcript.end["stop_reason"] == "max_turns"
@@ -180,8 +261,18 @@ async def test_wall_clock_cap_ends_the_session(arm: StagedArm, fake, tmp_path: P
 async def test_tool_that_never_returns_is_cut_and_the_model_told(
     arm: StagedArm, fake, tmp_path: Path
 ) -> None:
-    fake({"conversations": [{"steps": [
-        {"tool_calls": [{"bash": {"command": "sleep 600", "timeout": 1}}]}, {"text": "gave up"}]}]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                {
+                    "steps": [
+                        {"tool_calls": [{"bash": {"command": "sleep 600", "timeout": 1}}]},
+                        {"text": "gave up"},
+                    ]
+                }
+            ]
+        }
+    )
     result, transcript = await session("openai/gpt-4.1", arm, tmp_path)
     assert result.stop_reason == "end_turn"
     told = next(e for e in transcript.events if e["type"] == "tool_result")
@@ -191,9 +282,21 @@ async def test_tool_that_never_returns_is_cut_and_the_model_told(
 async def test_persistent_500_ends_as_infrastructure_error(
     arm: StagedArm, fake, tmp_path: Path
 ) -> None:
-    fake({"conversations": [{"steps": [
-        {"tool_calls": [{"bash": {"command": "true"}}]},
-        {"text": "x", "faults": [{"status": 500, "times": 100, "retry_after": 0.01}]}]}]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                {
+                    "steps": [
+                        {"tool_calls": [{"bash": {"command": "true"}}]},
+                        {
+                            "text": "x",
+                            "faults": [{"status": 500, "times": 100, "retry_after": 0.01}],
+                        },
+                    ]
+                }
+            ]
+        }
+    )
     result, transcript = await session("anthropic/claude-sonnet-4-6", arm, tmp_path)
     assert result.stop_reason == "error" and result.errored and result.turns == 1
     assert "infrastructure" in (result.error or "") and "500" in (result.error or "")
@@ -204,8 +307,18 @@ async def test_transcript_is_scrubbed_and_a_torn_line_is_tolerated(
     arm: StagedArm, fake, tmp_path: Path
 ) -> None:
     secret = "sk-ant-api03-SECRETSECRETSECRET1234"
-    fake({"conversations": [{"steps": [
-        {"tool_calls": [{"bash": {"command": f"echo {secret}"}}]}, {"text": f"key {secret}"}]}]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                {
+                    "steps": [
+                        {"tool_calls": [{"bash": {"command": f"echo {secret}"}}]},
+                        {"text": f"key {secret}"},
+                    ]
+                }
+            ]
+        }
+    )
     await session("openai/gpt-4.1", arm, tmp_path)
     raw = (tmp_path / "trace.jsonl").read_text()
     assert secret not in raw and raw.count("[REDACTED]") == 3
@@ -215,7 +328,7 @@ async def test_transcript_is_scrubbed_and_a_torn_line_is_tolerated(
 
 
 def test_long_tool_output_keeps_head_and_tail() -> None:
-    from skillbench.agent.tools import cap_text
+    from skillbench.agents.builtin.tools import cap_text
 
     text = "H" * 100 + "M" * 1000 + "T" * 100
     capped = cap_text(text, limit=200)
@@ -226,9 +339,30 @@ def test_long_tool_output_keeps_head_and_tail() -> None:
 async def test_a_full_context_ends_the_session_without_an_error(
     arm: StagedArm, fake, tmp_path: Path
 ) -> None:
-    fake({"conversations": [{"steps": [
-        {"tool_calls": [{"write_file": {"path": "part.txt", "content": "partial"}}]},
-        {"text": "x", "faults": [{"status": 400, "message": "prompt is too long: 250000 tokens > 200000 maximum"}]}]}]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                {
+                    "steps": [
+                        {
+                            "tool_calls": [
+                                {"write_file": {"path": "part.txt", "content": "partial"}}
+                            ]
+                        },
+                        {
+                            "text": "x",
+                            "faults": [
+                                {
+                                    "status": 400,
+                                    "message": "prompt is too long: 250000 tokens > 200000 maximum",
+                                }
+                            ],
+                        },
+                    ]
+                }
+            ]
+        }
+    )
     result, transcript = await session("anthropic/claude-sonnet-4-6", arm, tmp_path)
     assert (result.stop_reason, result.turns, result.errored) == ("context_exhausted", 1, False)
     assert transcript.end["stop_reason"] == "context_exhausted"

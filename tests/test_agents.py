@@ -18,18 +18,27 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("pod
 
 AGENTS = ["builtin", "claude-code", "codex"]
 REAL_KEY = "sk-ant-api03-REALKEY-never-in-a-sandbox-7731"
-KEY_VAR = {"builtin": "ANTHROPIC_API_KEY", "claude-code": "ANTHROPIC_API_KEY",
-           "codex": "OPENAI_API_KEY"}  # fmt: skip
-MODEL = {"builtin": "anthropic/claude-sonnet-4-6", "claude-code": "anthropic/claude-sonnet-4-6",
-         "codex": "openai/gpt-5.1"}  # fmt: skip
+KEY_VAR = {
+    "builtin": "ANTHROPIC_API_KEY",
+    "claude-code": "ANTHROPIC_API_KEY",
+    "codex": "OPENAI_API_KEY",
+}
+MODEL = {
+    "builtin": "anthropic/claude-sonnet-4-6",
+    "claude-code": "anthropic/claude-sonnet-4-6",
+    "codex": "openai/gpt-5.1",
+}
 # Where each agent finds a staged skill's files, and what its tools are called.
-SKILL_HOME = {"builtin": "/skills/greeter", "claude-code": "~/.claude/skills/greeter",
-              "codex": "~/.codex/skills/greeter"}  # fmt: skip
+SKILL_HOME = {
+    "builtin": "/skills/greeter",
+    "claude-code": "~/.claude/skills/greeter",
+    "codex": "~/.codex/skills/greeter",
+}
 BASH = {"builtin": "bash", "claude-code": "Bash", "codex": "exec_command"}
 ARG = {"builtin": "command", "claude-code": "command", "codex": "cmd"}
 GREETER = {
     "SKILL.md": "---\nname: greeter\ndescription: Greets people politely.\n---\n"
-                "# greeter\nRun scripts/greet.sh from this skill's folder.\n",
+    "# greeter\nRun scripts/greet.sh from this skill's folder.\n",
     "scripts/greet.sh": "echo 'hello from the skill' > hello.txt\n",
     "evals/cases/hello.yaml": (
         "task: Create hello.txt with a greeting\nchecks:\n"
@@ -37,7 +46,7 @@ GREETER = {
         "  - command_succeeds: grep -q 'from the skill' hello.txt\n"
         "  - transcript_mentions: greeted\n"
     ),
-}  # fmt: skip
+}
 
 
 def bash(agent: str, command: str) -> dict[str, Any]:
@@ -60,10 +69,17 @@ def greeter(tmp_path: Path, agent: str) -> Path:
 
 
 def rows(summary: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [(r["case"], r["outcome"], r["decided_by"],
-             tuple((a, tuple(c["passed"] for c in r["arms"][a]["checks"]))
-                   for a in sorted(r["arms"])))
-            for r in summary["rows"]]  # fmt: skip
+    return [
+        (
+            r["case"],
+            r["outcome"],
+            r["decided_by"],
+            tuple(
+                (a, tuple(c["passed"] for c in r["arms"][a]["checks"])) for a in sorted(r["arms"])
+            ),
+        )
+        for r in summary["rows"]
+    ]
 
 
 def transcript(run: Path, key: str) -> list[dict[str, Any]]:
@@ -77,16 +93,29 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
     for agent in AGENTS:
         here = tmp_path / agent
         folder = greeter(here, agent)
-        server = fake({"conversations": [
-            conv("(?s)greeter", "Create hello.txt", load_skill(agent),
-                 bash(agent, f"sh {SKILL_HOME[agent]}/scripts/greet.sh && cat hello.txt"),
-                 {"text": "I greeted everyone."}),
-            conv("(?s)", "Create hello.txt", bash(agent, "echo hi > hello.txt"),
-                 {"text": "I greeted everyone."}),
-        ]})  # fmt: skip
+        server = fake(
+            {
+                "conversations": [
+                    conv(
+                        "(?s)greeter",
+                        "Create hello.txt",
+                        load_skill(agent),
+                        bash(agent, f"sh {SKILL_HOME[agent]}/scripts/greet.sh && cat hello.txt"),
+                        {"text": "I greeted everyone."},
+                    ),
+                    conv(
+                        "(?s)",
+                        "Create hello.txt",
+                        bash(agent, "echo hi > hello.txt"),
+                        {"text": "I greeted everyone."},
+                    ),
+                ]
+            }
+        )
         monkeypatch.setenv(KEY_VAR[agent], REAL_KEY)
-        code, lines, summary = run_eval(capsys, folder, here / "run", "--execution-only",
-                                        "--model", MODEL[agent])  # fmt: skip
+        code, lines, summary = run_eval(
+            capsys, folder, here / "run", "--execution-only", "--model", MODEL[agent]
+        )
         assert code == 0, lines
         results[agent] = rows(summary)
         assert summary["agent"] == agent and summary["verdict"] == "PASS"
@@ -98,8 +127,11 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
         assert "hello from the skill" in outputs[1]  # the skill's own script ran
         # the real key reached the provider only through skillbench, never the run folder
         assert {r.api_key for r in server.log()} == {REAL_KEY}
-        leaked = [p for p in (here / "run").rglob("*") if p.is_file()
-                  and REAL_KEY.encode() in p.read_bytes()]  # fmt: skip
+        leaked = [
+            p
+            for p in (here / "run").rglob("*")
+            if p.is_file() and REAL_KEY.encode() in p.read_bytes()
+        ]
         assert leaked == []
     assert results["builtin"] == results["claude-code"] == results["codex"]
     assert results["builtin"] == [
@@ -129,14 +161,19 @@ def test_a_cli_agent_holds_only_a_placeholder_and_reaches_only_its_broker(
         '--exclude-dir=sys 2>/dev/null; python3 -c "import socket; '
         "socket.create_connection(('127.0.0.1', 22), timeout=2)\" 2>&1 | tail -1; echo probed"
     )
-    fake({"conversations": [conv("(?s)", "Create hello.txt", bash(agent, probe),
-                                 {"text": "done"})]})  # fmt: skip
+    fake(
+        {"conversations": [conv("(?s)", "Create hello.txt", bash(agent, probe), {"text": "done"})]}
+    )
     monkeypatch.setenv(KEY_VAR[agent], REAL_KEY)
-    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
-                                "--model", MODEL[agent])  # fmt: skip
+    code, _, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
+    )
     assert code == 0
-    seen = next(e["text"] for e in transcript(tmp_path / "run", "hello.baseline.1")
-                if e["type"] == "tool_result")  # fmt: skip
+    seen = next(
+        e["text"]
+        for e in transcript(tmp_path / "run", "hello.baseline.1")
+        if e["type"] == "tool_result"
+    )
     lines = seen.splitlines()
     # the baseline's config dir holds no skill of ours (Codex keeps its own in .system)
     assert lines[0] in ("skills=", "skills=.system,"), lines
@@ -146,17 +183,28 @@ def test_a_cli_agent_holds_only_a_placeholder_and_reaches_only_its_broker(
     assert summary["rows"][0]["decided_by"] == "checks"
 
 
-@pytest.mark.parametrize("fault", [{"status": 500}, {"midstream": True}],
-                         ids=["outage", "stream-cut"])  # fmt: skip
+@pytest.mark.parametrize(
+    "fault", [{"status": 500}, {"midstream": True}], ids=["outage", "stream-cut"]
+)
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_a_provider_outage_or_a_cut_stream_is_an_infrastructure_error(
     agent: str, fault: dict[str, Any], fake, tmp_path: Path, capsys
 ) -> None:
     folder = greeter(tmp_path, agent)
-    fake({"conversations": [conv("(?s)", "Create hello.txt",
-                                 {"faults": [{**fault, "times": 99}], "text": "never"})]})  # fmt: skip
-    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
-                                "--model", MODEL[agent])  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)",
+                    "Create hello.txt",
+                    {"faults": [{**fault, "times": 99}], "text": "never"},
+                )
+            ]
+        }
+    )
+    code, _, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
+    )
     assert code == 2 and summary["verdict"] == "NONE"
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
@@ -167,11 +215,18 @@ def test_a_provider_outage_or_a_cut_stream_is_an_infrastructure_error(
 def test_max_cost_stops_a_claude_code_session_at_the_broker(fake, tmp_path: Path, capsys) -> None:
     folder = greeter(tmp_path, "claude-code")
     step = bash("claude-code", "echo working")
-    fake({"conversations": [conv("(?s)", "Create hello.txt", step, step, step,
-                                 {"text": "done"})]})  # fmt: skip
+    fake({"conversations": [conv("(?s)", "Create hello.txt", step, step, step, {"text": "done"})]})
     # one call of ~15k input tokens costs ~$0.05 at the Sonnet price: the cap allows one
-    _, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
-                             "--parallel", "1", "--max-cost", "0.01")  # fmt: skip
+    _, _, summary = run_eval(
+        capsys,
+        folder,
+        tmp_path / "run",
+        "--execution-only",
+        "--parallel",
+        "1",
+        "--max-cost",
+        "0.01",
+    )
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
     assert len(sessions) == 1 and sessions[0]["stop_reason"] == "budget"
@@ -187,11 +242,21 @@ def test_a_wall_timeout_kills_claude_code(fake, tmp_path: Path, capsys) -> None:
     (folder / "evals/cases/hello.yaml").write_text(
         "task: Create hello.txt with a greeting\ntimeout_minutes: 1\nchecks: [{file_exists: x}]\n"
     )
-    fake({"conversations": [conv("(?s)", "Create hello.txt",
-                                 bash("claude-code", "python3 -c 'import time; time.sleep(90)'"),
-                                 {"text": "done"})]})  # fmt: skip
-    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
-                                "--case", "hello")  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)",
+                    "Create hello.txt",
+                    bash("claude-code", "python3 -c 'import time; time.sleep(90)'"),
+                    {"text": "done"},
+                )
+            ]
+        }
+    )
+    code, _, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--case", "hello"
+    )
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     stops = {j["stop_reason"] for j in journal if j["type"] == "session"}
     assert stops == {"timeout"}  # the agent's fault: scored, not retried
@@ -207,12 +272,13 @@ def test_the_turn_cap_is_the_agents_own_end_not_an_error(
         "task: Create hello.txt with a greeting\nmax_turns: 1\nchecks: [{file_exists: x}]\n"
     )
     step = bash(agent, "echo again")
-    fake({"conversations": [conv("(?s)", "Create hello.txt", step, step, step,
-                                 {"text": "done"})]})  # fmt: skip
-    code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
-                                "--model", MODEL[agent])  # fmt: skip
+    fake({"conversations": [conv("(?s)", "Create hello.txt", step, step, step, {"text": "done"})]})
+    code, _, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
+    )
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
     assert {(s["stop_reason"], s["outcome"], s["attempts"]) for s in sessions} == {
-        ("max_turns", "fail", 1)}  # fmt: skip
+        ("max_turns", "fail", 1)
+    }
     assert code == 0 and summary["scored_rows"] == 1

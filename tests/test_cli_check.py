@@ -23,8 +23,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str],
 
 def library(tmp_path: Path) -> Path:
     root = tmp_path / "lib"
-    make_skill(root, "alpha", {"evals/cases/one.yaml": GOOD_CASE,
-                               "evals/triggers.yaml": "should_trigger: [make out]\n"})  # fmt: skip
+    make_skill(
+        root,
+        "alpha",
+        {"evals/cases/one.yaml": GOOD_CASE, "evals/triggers.yaml": "should_trigger: [make out]\n"},
+    )
     make_skill(root, "beta", {"evals/cases/two.yaml": "task: t\ntiemout_minutes: 3\n"})
     return root
 
@@ -65,8 +68,10 @@ def test_check_broken_skill_md_is_reported(tmp_path: Path, capsys) -> None:
     make_skill(tmp_path / "lib", "good")
     code, out, _ = run(capsys, "check", str(tmp_path / "lib/bad"))
     assert code == 1
-    assert out[0] == (f"{tmp_path / 'lib/bad/SKILL.md'}:1: error: SKILL.md must start with YAML "
-                      "front matter: a `---` line, `name:` and `description:`, then `---`")  # fmt: skip
+    assert out[0] == (
+        f"{tmp_path / 'lib/bad/SKILL.md'}:1: error: SKILL.md must start with YAML "
+        "front matter: a `---` line, `name:` and `description:`, then `---`"
+    )
 
 
 def test_digest_and_catalog(tmp_path: Path, capsys) -> None:
@@ -139,12 +144,24 @@ def test_config_shows_values_and_sources(tmp_path: Path, capsys, monkeypatch) ->
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["eval", "SKILL", "--model", "gemini/pro", "--no-gen"], "skillbench: error: model 'gemini/pro' must be anthropic/<model>, openai/<model> or scripted/<name>"),
-        (["eval", "SKILL", "--model", "scripted/nope", "--no-gen"], "skillbench: error: no script named 'nope'"),
-        (["triggers", "SKILL", "--model", "scripted/nope"], "skillbench: error: --model: no script named 'nope'"),
-        (["eval", "SKILL", "--model", "anthropic/claude-sonnet-4-6", "--no-gen"], "skillbench: error: ANTHROPIC_API_KEY is not set"),
+        (
+            ["eval", "SKILL", "--model", "gemini/pro", "--no-gen"],
+            "skillbench: error: model 'gemini/pro' must be anthropic/<model>, openai/<model> or scripted/<name>",
+        ),
+        (
+            ["eval", "SKILL", "--model", "scripted/nope", "--no-gen"],
+            "skillbench: error: no script named 'nope'",
+        ),
+        (
+            ["triggers", "SKILL", "--model", "scripted/nope"],
+            "skillbench: error: --model: no script named 'nope'",
+        ),
+        (
+            ["eval", "SKILL", "--model", "anthropic/claude-sonnet-4-6", "--no-gen"],
+            "skillbench: error: ANTHROPIC_API_KEY is not set",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_models_are_one_line_errors(
     tmp_path: Path, capsys, monkeypatch, argv: list[str], message: str
 ) -> None:

@@ -32,15 +32,17 @@ def test_links_are_kept_and_never_used_as_a_ladder(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     copy = CopyOut(tmp_path / "out", cap=1 << 20)
-    copy.extract(tar_of(
-        (entry("work/", tarfile.DIRTYPE), None),
-        (entry("work/up", tarfile.SYMTYPE, str(outside)), None),
-        (entry("work/up/planted.txt"), b"escaped"),  # through the link: refused
-        (entry("work/../escape.txt"), b"x"),
-        (entry("/abs.txt"), b"x"),
-        (entry("work/ok.txt"), b"fine"),
-        (entry("work/up"), b"clash"),  # a file where the link already is
-    ))  # fmt: skip
+    copy.extract(
+        tar_of(
+            (entry("work/", tarfile.DIRTYPE), None),
+            (entry("work/up", tarfile.SYMTYPE, str(outside)), None),
+            (entry("work/up/planted.txt"), b"escaped"),  # through the link: refused
+            (entry("work/../escape.txt"), b"x"),
+            (entry("/abs.txt"), b"x"),
+            (entry("work/ok.txt"), b"fine"),
+            (entry("work/up"), b"clash"),  # a file where the link already is
+        )
+    )
     out = tmp_path / "out"
     assert os.readlink(out / "up") == str(outside) and list(outside.iterdir()) == []
     assert (out / "ok.txt").read_bytes() == b"fine"
@@ -54,9 +56,14 @@ def test_links_are_kept_and_never_used_as_a_ladder(tmp_path: Path) -> None:
 
 def test_the_cap_is_shared_and_specials_are_noted(tmp_path: Path) -> None:
     copy = CopyOut(tmp_path / "out", cap=10)
-    copy.extract(tar_of((entry("w/a"), b"123456"), (entry("w/b"), b"123456"),
-                        (entry("w/p", tarfile.FIFOTYPE), None),
-                        (entry("w/d", tarfile.CHRTYPE), None)))  # fmt: skip
+    copy.extract(
+        tar_of(
+            (entry("w/a"), b"123456"),
+            (entry("w/b"), b"123456"),
+            (entry("w/p", tarfile.FIFOTYPE), None),
+            (entry("w/d", tarfile.CHRTYPE), None),
+        )
+    )
     copy.extract(tar_of((entry("c"), b"1234")), under="sub", strip_top=False)
     out = tmp_path / "out"
     assert (out / "a").read_bytes() == b"123456" and not (out / "b").exists()

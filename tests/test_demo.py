@@ -23,8 +23,15 @@ def test_bundled_library_is_clean(capsys) -> None:
 
 def test_bundled_evals_use_every_feature() -> None:
     text = "\n".join(p.read_text() for p in (ROOT / "skills").rglob("evals/**/*.yaml"))
-    for kind in ("transcript_mentions", "transcript_omits", "command_matching",
-                 "no_command_matching", "file_exists", "file_absent", "command_succeeds"):  # fmt: skip
+    for kind in (
+        "transcript_mentions",
+        "transcript_omits",
+        "command_matching",
+        "no_command_matching",
+        "file_exists",
+        "file_absent",
+        "command_succeeds",
+    ):
         assert f"{kind}:" in text, kind
     for field in ("fixture:", "files:", "setup:", "judge:", "requires:", "cases:"):
         assert field in text, field
@@ -35,19 +42,38 @@ def test_bundled_evals_use_every_feature() -> None:
 @pytest.mark.e2e
 @pytest.mark.usefixtures("podman_service")
 def test_offline_demo(tmp_path: Path, capsys) -> None:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SKILLBENCH_MODEL",
-                        "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")}  # fmt: skip
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "SKILLBENCH_MODEL",
+            "ANTHROPIC_BASE_URL",
+            "OPENAI_BASE_URL",
+        )
+    }
     env["DEMO_OUT"] = str(tmp_path / "demo")
-    done = subprocess.run(["bash", str(ROOT / "scripts/demo.sh")], env=env, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts/demo.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
-    assert out[0].startswith("demo: no ANTHROPIC_API_KEY or OPENAI_API_KEY set, so this run uses "
-                             "the scripted demo driver")  # fmt: skip
+    assert out[0].startswith(
+        "demo: no ANTHROPIC_API_KEY or OPENAI_API_KEY set, so this run uses "
+        "the scripted demo driver"
+    )
     skills = sorted(p.name for p in (ROOT / "skills").iterdir() if (p / "SKILL.md").is_file())
-    assert [line.removeprefix("== skillbench eval skills/") for line in out
-            if line.startswith("== skillbench eval ")] == skills  # every bundled skill  # fmt: skip
+    assert [
+        line.removeprefix("== skillbench eval skills/")
+        for line in out
+        if line.startswith("== skillbench eval ")
+    ] == skills  # every bundled skill
     assert "verdict: PASS [partial — 8/9 scored] (underpowered: 4 decided, 6 needed)" in out
     assert "skipped (environment): codex-assisted — missing codex" in out
     # each eval's triggers line, then the library both ways: the catalog call, and Claude
@@ -55,8 +81,10 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     for method, times in (("catalog call", 2), ("agent claude-code", 1)):
         found = sum(line.strip().startswith(f"triggers ({method}): recall=") for line in out)
         assert found == times * len(skills), method
-    assert ('    "can you look over this diff for bugs?" (should trigger): catalog call fired, '
-            "agent claude-code did not fire") in out  # fmt: skip
+    assert (
+        '    "can you look over this diff for bugs?" (should trigger): catalog call fired, '
+        "agent claude-code did not fire"
+    ) in out
     assert any(
         line.startswith("models: agent scripted/demo") and "not a model" in line for line in out
     )
@@ -97,11 +125,14 @@ def test_a_model_that_cannot_generate_skips_generation_and_says_so(tmp_path: Pat
     skill = tmp_path / "lib" / "eval-suite-converter"
     shutil.copytree(ROOT / "skills/eval-suite-converter", skill, symlinks=True)
     (skill / "evals/triggers.yaml").unlink()
-    code = main(["eval", str(skill), "--model", "scripted/demo", "--quiet",
-                 "--out", str(tmp_path / "run")])  # fmt: skip
+    code = main(
+        ["eval", str(skill), "--model", "scripted/demo", "--quiet", "--out", str(tmp_path / "run")]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert ("note: scripted/demo is a fixed script, not a model, and cannot write evals; not "
-            "generating triggers (write them, or use a real --model)") in err  # fmt: skip
+    assert (
+        "note: scripted/demo is a fixed script, not a model, and cannot write evals; not "
+        "generating triggers (write them, or use a real --model)"
+    ) in err
     assert "triggers: not measured: the skill has no evals/triggers.yaml" in out.splitlines()
     assert not (skill / "evals/triggers.yaml").exists()

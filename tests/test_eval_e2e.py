@@ -51,26 +51,34 @@ JUDGE_RULES = [
 
 
 def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/hello.yaml": "task: Create hello.txt\nchecks:\n  - file_exists: hello.txt\n  - command_succeeds: grep -q hello hello.txt\n",
-        "evals/cases/polish.yaml": "task: Polish the greeting\njudge: prefer-marked\nchecks:\n  - transcript_mentions: greeting\n",
-        "evals/cases/style.yaml": "task: Style the greeting\njudge: always-a\nchecks:\n  - transcript_mentions: greeting\n",
-        "evals/cases/needs-codex.yaml": "task: Use codex\nrequires: [codex]\nchecks:\n  - file_exists: x\n",
-        "evals/triggers.yaml": "should_trigger: [greet everyone]\nshould_not_trigger: [rename this variable]\n",
-    })  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/hello.yaml": "task: Create hello.txt\nchecks:\n  - file_exists: hello.txt\n  - command_succeeds: grep -q hello hello.txt\n",
+            "evals/cases/polish.yaml": "task: Polish the greeting\njudge: prefer-marked\nchecks:\n  - transcript_mentions: greeting\n",
+            "evals/cases/style.yaml": "task: Style the greeting\njudge: always-a\nchecks:\n  - transcript_mentions: greeting\n",
+            "evals/cases/needs-codex.yaml": "task: Use codex\nrequires: [codex]\nchecks:\n  - file_exists: x\n",
+            "evals/triggers.yaml": "should_trigger: [greet everyone]\nshould_not_trigger: [rename this variable]\n",
+        },
+    )
     trigger_rules = [
         {
             "when": "User request:\n(greet everyone|rename this variable)",
             "replies": ['{"selected": ["greeter"]}'],
         }
     ]
-    server = fake({"rules": JUDGE_RULES + trigger_rules, "conversations": [
-        conv(CAND, "Create hello", write_file("hello.txt", "hello\n"), {"text": "done"}),
-        conv(BASE, "Create hello", {"text": "I would need more information."}),
-        conv(CAND, "Polish", {"text": "MARKED greeting polished"}),
-        conv(BASE, "Polish", {"text": "greeting polished"}),
-        conv("(?s)", "Style", {"text": "greeting styled"}),
-    ]})  # fmt: skip
+    server = fake(
+        {
+            "rules": JUDGE_RULES + trigger_rules,
+            "conversations": [
+                conv(CAND, "Create hello", write_file("hello.txt", "hello\n"), {"text": "done"}),
+                conv(BASE, "Create hello", {"text": "I would need more information."}),
+                conv(CAND, "Polish", {"text": "MARKED greeting polished"}),
+                conv(BASE, "Polish", {"text": "greeting polished"}),
+                conv("(?s)", "Style", {"text": "greeting styled"}),
+            ],
+        }
+    )
     code, lines, summary = run_eval(
         capsys, folder, tmp_path / "run", "--junit", str(tmp_path / "eval.xml")
     )
@@ -83,8 +91,12 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         "0",
         "1",
     )
-    assert [c.get("name") for c in suite] == ["hello rep 1 vs baseline", "polish rep 1 vs baseline",
-                                              "style rep 1 vs baseline", "needs-codex rep 1 vs baseline"]  # fmt: skip
+    assert [c.get("name") for c in suite] == [
+        "hello rep 1 vs baseline",
+        "polish rep 1 vs baseline",
+        "style rep 1 vs baseline",
+        "needs-codex rep 1 vs baseline",
+    ]
     assert (rows["hello.baseline.1"]["outcome"], rows["hello.baseline.1"]["decided_by"]) == (
         "win",
         "checks",
@@ -100,8 +112,13 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     hello = rows["hello.baseline.1"]["arms"]
     assert hello["candidate"]["passed"] and not hello["baseline"]["passed"]
     assert [c["passed"] for c in hello["baseline"]["checks"]] == [False, False]
-    assert summary["comparisons"]["baseline"] == {"win": 2, "loss": 0, "tie": 1,
-                                                  "net_lift": pytest.approx(2 / 3), "sign_p": 0.5}  # fmt: skip
+    assert summary["comparisons"]["baseline"] == {
+        "win": 2,
+        "loss": 0,
+        "tie": 1,
+        "net_lift": pytest.approx(2 / 3),
+        "sign_p": 0.5,
+    }
     assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (4, 3, "PASS")
     # both arms mention "greeting" in polish and style: those checks cannot discriminate
     assert {(d["kind"], d["case"], d["check"]) for d in summary["diagnostics"]} == {
@@ -129,7 +146,11 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     # a case the image cannot run does not make the run incomplete; the receipt says so
     receipt = json.loads((tmp_path / "run/receipt.json").read_text())
     assert (receipt["complete"], receipt["driver"], receipt["agent"], receipt["models"]) == (
-        True, "model", "builtin", {"agent": MODEL, "judge": MODEL})  # fmt: skip
+        True,
+        "model",
+        "builtin",
+        {"agent": MODEL, "judge": MODEL},
+    )
     assert (receipt["expected_rows"], receipt["scored_rows"]) == (4, 3)
     assert (
         summary["why"] == "wins on execution checks and the judge's rubric; 1 tie (1 judge-split)"
@@ -142,16 +163,28 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         "arm scores: baseline 0.67 · candidate 1.00",
     ]
     assert lines[5] == "case-runs passed: baseline 2/3 · candidate 3/3"
-    assert lines[6:8] == ["triggers (catalog call): recall=1.00 precision=0.50 (tp=1 fn=0 fp=1 tn=0)",
-                          '  FALSE-FIRE: "rename this variable"']  # fmt: skip
+    assert lines[6:8] == [
+        "triggers (catalog call): recall=1.00 precision=0.50 (tp=1 fn=0 fp=1 tn=0)",
+        '  FALSE-FIRE: "rename this variable"',
+    ]
     assert lines[8].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[8]
     # the run total includes the judge's and the trigger calls, beyond the arms' sessions
     assert lines[8].endswith(f"· run total ${summary['spend_usd']:.2f}")
     receipt_spend = json.loads((tmp_path / "run/receipt.json").read_text())["spend_usd"]
     assert receipt_spend == summary["spend_usd"] > 0
-    assert {k: summary["triggers"][k] for k in ("recall", "precision", "tp", "fn", "fp", "tn", "misses", "false_fires")} == {
-        "recall": 1.0, "precision": 0.5, "tp": 1, "fn": 0, "fp": 1, "tn": 0, "misses": [],
-        "false_fires": ["rename this variable"]}  # fmt: skip
+    assert {
+        k: summary["triggers"][k]
+        for k in ("recall", "precision", "tp", "fn", "fp", "tn", "misses", "false_fires")
+    } == {
+        "recall": 1.0,
+        "precision": 0.5,
+        "tp": 1,
+        "fn": 0,
+        "fp": 1,
+        "tn": 0,
+        "misses": [],
+        "false_fires": ["rename this variable"],
+    }
     # both judge orders were asked for every judged row (2 rows x 2 orders)
     judge_calls = [r for r in server.log() if "## Rubric" in json.dumps(r.body)]
     assert len(judge_calls) == 4
@@ -190,17 +223,31 @@ cases:
     checks: [{transcript_omits: "distractor"}]
 """
     folder = skill(tmp_path, {"evals/suite.yaml": suite})
-    server = fake({"conversations": [
-        conv(CAND, "Review", bash("cat app.py"),
-             write_file("review.md", "add(): a - b should be a + b"), {"text": "Found it."}),
-        conv(BASE, "Review", bash("cat app.py"), {"text": "Looks fine to me."}),
-    ]})  # fmt: skip
+    server = fake(
+        {
+            "conversations": [
+                conv(
+                    CAND,
+                    "Review",
+                    bash("cat app.py"),
+                    write_file("review.md", "add(): a - b should be a + b"),
+                    {"text": "Found it."},
+                ),
+                conv(BASE, "Review", bash("cat app.py"), {"text": "Looks fine to me."}),
+            ]
+        }
+    )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
     assert code == 0
     outcomes = {r["case"]: r["outcome"] for r in summary["rows"]}
-    assert outcomes == {"suite/finds-sign-bug": "win", "suite/names-function": "win",
-                        "suite/writes-review": "win", "suite/reads-file": "tie",
-                        "suite/no-rm": "tie", "suite/ignores-distractor": "tie"}  # fmt: skip
+    assert outcomes == {
+        "suite/finds-sign-bug": "win",
+        "suite/names-function": "win",
+        "suite/writes-review": "win",
+        "suite/reads-file": "tie",
+        "suite/no-rm": "tie",
+        "suite/ignores-distractor": "tie",
+    }
     assert all(r["decided_by"] == "checks" for r in summary["rows"])
     assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (6, 6, "PASS")
     first_turns = [
@@ -216,16 +263,27 @@ cases:
 
 
 def test_errored_arm_is_retried_once_and_unscored(fake, tmp_path: Path, capsys) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/a-flaky.yaml": "task: Flaky greeting\nchecks: [{file_exists: g.txt}]\n",
-        "evals/cases/b-fine.yaml": "task: Fine greeting\nchecks: [{file_exists: g.txt}]\n",
-    })  # fmt: skip
-    fake({"conversations": [
-        conv(BASE, "Flaky", {"text": "x", "faults": [{"status": 500, "times": 100, "retry_after": 0.01}]}),
-        conv("(?s)", "Flaky", write_file("g.txt", "hi"), {"text": "done"}),
-        conv(CAND, "Fine", write_file("g.txt", "hi"), {"text": "done"}),
-        conv(BASE, "Fine", {"text": "no"}),
-    ]})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/a-flaky.yaml": "task: Flaky greeting\nchecks: [{file_exists: g.txt}]\n",
+            "evals/cases/b-fine.yaml": "task: Fine greeting\nchecks: [{file_exists: g.txt}]\n",
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(
+                    BASE,
+                    "Flaky",
+                    {"text": "x", "faults": [{"status": 500, "times": 100, "retry_after": 0.01}]},
+                ),
+                conv("(?s)", "Flaky", write_file("g.txt", "hi"), {"text": "done"}),
+                conv(CAND, "Fine", write_file("g.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Fine", {"text": "no"}),
+            ]
+        }
+    )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
     assert code == 0
     rows = by_case(summary)
@@ -245,15 +303,33 @@ def test_errored_arm_is_retried_once_and_unscored(fake, tmp_path: Path, capsys) 
 
 
 def test_agent_cannot_read_evals_reach_network_or_write_skill(fake, tmp_path: Path, capsys) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/probe.yaml": "task: Probe around\nchecks:\n  - transcript_omits: EVALS-SECRET-42\n",
-        "evals/EVALS-SECRET-42.txt": "EVALS-SECRET-42",
-    })  # fmt: skip
-    fake({"conversations": [conv("(?s)", "Probe",
-        bash("grep -rl EVALS-SECRET-42 / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; find / -name 'probe.yaml' -not -path '/proc/*' 2>/dev/null; echo searched"),
-        bash("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\""),
-        bash("echo pwned >> /skills/greeter/SKILL.md || echo pwned > /work/skill-probe.txt"),
-        {"text": "finished probing"})]})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/probe.yaml": "task: Probe around\nchecks:\n  - transcript_omits: EVALS-SECRET-42\n",
+            "evals/EVALS-SECRET-42.txt": "EVALS-SECRET-42",
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)",
+                    "Probe",
+                    bash(
+                        "grep -rl EVALS-SECRET-42 / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; find / -name 'probe.yaml' -not -path '/proc/*' 2>/dev/null; echo searched"
+                    ),
+                    bash(
+                        "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\""
+                    ),
+                    bash(
+                        "echo pwned >> /skills/greeter/SKILL.md || echo pwned > /work/skill-probe.txt"
+                    ),
+                    {"text": "finished probing"},
+                )
+            ]
+        }
+    )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run")
     assert code == 0
     for arm in ("baseline", "candidate"):
@@ -296,15 +372,38 @@ def test_sigkill_mid_run_then_resume_reruns_only_what_is_missing(fake, tmp_path:
         for i in range(4)
     }
     folder = skill(tmp_path, cases)
-    fake({"latency": 0.4, "conversations": [
-        conv(CAND, "Greeting number", write_file("g.txt", "hi"), {"text": "done"}),
-        conv(BASE, "Greeting number", {"text": "no"}),
-    ]})  # fmt: skip
+    fake(
+        {
+            "latency": 0.4,
+            "conversations": [
+                conv(CAND, "Greeting number", write_file("g.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Greeting number", {"text": "no"}),
+            ],
+        }
+    )
     out = tmp_path / "run"
-    argv = [sys.executable, "-m", "skillbench", "eval", str(folder), "--model", MODEL,
-            "--out", str(out), "--parallel", "1", "--quiet", "--no-gen"]  # fmt: skip
-    proc = subprocess.Popen(argv, env=os.environ.copy(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "skillbench",
+        "eval",
+        str(folder),
+        "--model",
+        MODEL,
+        "--out",
+        str(out),
+        "--parallel",
+        "1",
+        "--quiet",
+        "--no-gen",
+    ]
+    proc = subprocess.Popen(
+        argv,
+        env=os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     journal = out / "journal.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -321,8 +420,21 @@ def test_sigkill_mid_run_then_resume_reruns_only_what_is_missing(fake, tmp_path:
     }
     assert 3 <= len(before) < 8
     mtimes = {k: (out / v["transcript"]).stat().st_mtime_ns for k, v in before.items()}
-    resumed = subprocess.run([sys.executable, "-m", "skillbench", "eval", "--resume", str(out),
-                              "--model", MODEL, "--quiet"], capture_output=True, text=True)  # fmt: skip
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skillbench",
+            "eval",
+            "--resume",
+            str(out),
+            "--model",
+            MODEL,
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert resumed.returncode == 0, resumed.stderr
     sessions = [json.loads(x) for x in journal.read_text().splitlines()]
     keys = [d["key"] for d in sessions if d["type"] == "session"]
@@ -381,10 +493,17 @@ def test_max_cost_stops_scheduling_and_reports_partial(fake, tmp_path: Path, cap
         for i in range(3)
     }
     folder = skill(tmp_path, cases)
-    fake({"conversations": [conv(CAND, "Greeting number", write_file("g.txt", "hi"), {"text": "done"}),
-                            conv(BASE, "Greeting number", {"text": "no"})]})  # fmt: skip
-    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--parallel", "1",
-                                    "--max-cost", "0.000001")  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Greeting number", write_file("g.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Greeting number", {"text": "no"}),
+            ]
+        }
+    )
+    code, lines, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--parallel", "1", "--max-cost", "0.000001"
+    )
     assert code == 2  # nothing could be scored
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
@@ -406,9 +525,25 @@ def test_ctrl_c_removes_sandboxes_and_points_at_resume(fake, tmp_path: Path) -> 
     )
     fake({"conversations": [conv("(?s)", "Slow greeting", bash("sleep 60"), {"text": "done"})]})
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "skillbench", "eval", str(folder), "--model", MODEL,
-                             "--out", str(out), "--quiet", "--no-gen"],
-                            env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "skillbench",
+            "eval",
+            str(folder),
+            "--model",
+            MODEL,
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-gen",
+        ],
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list((out / "transcripts").glob("*.jsonl")):
         time.sleep(0.1)
@@ -431,11 +566,27 @@ def test_relative_out_and_skill_paths(fake, tmp_path: Path, capsys, monkeypatch)
     folder = skill(
         tmp_path, {"evals/cases/a.yaml": "task: Greeting\nchecks: [{file_exists: g.txt}]\n"}
     )
-    fake({"conversations": [conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
-                            conv(BASE, "Greeting", {"text": "no"})]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Greeting", {"text": "no"}),
+            ]
+        }
+    )
     monkeypatch.chdir(tmp_path)
-    code = main(["eval", str(folder.relative_to(tmp_path)), "--model", MODEL, "--out", "runs/rel",
-                 "--quiet", "--no-gen"])  # fmt: skip
+    code = main(
+        [
+            "eval",
+            str(folder.relative_to(tmp_path)),
+            "--model",
+            MODEL,
+            "--out",
+            "runs/rel",
+            "--quiet",
+            "--no-gen",
+        ]
+    )
     lines = capsys.readouterr().out.splitlines()
     assert code == 0 and lines[0] == "verdict: PASS (underpowered: 1 decided, 6 needed)"
     assert json.loads((tmp_path / "runs/rel/summary.json").read_text())["scored_rows"] == 1
@@ -445,14 +596,29 @@ def test_resume_retries_errored_sessions(fake, tmp_path: Path, capsys) -> None:
     folder = skill(
         tmp_path, {"evals/cases/a.yaml": "task: Greeting\nchecks: [{file_exists: g.txt}]\n"}
     )
-    outage = fake({"conversations": [
-        conv(BASE, "Greeting", {"text": "x", "faults": [{"status": 503, "times": 100, "retry_after": 0.01}]}),
-        conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"})]})  # fmt: skip
+    outage = fake(
+        {
+            "conversations": [
+                conv(
+                    BASE,
+                    "Greeting",
+                    {"text": "x", "faults": [{"status": 503, "times": 100, "retry_after": 0.01}]},
+                ),
+                conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
+            ]
+        }
+    )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run")
     assert code == 2 and summary["rows"][0]["decided_by"] == "unscored"
     outage.stop()
-    fake({"conversations": [conv(BASE, "Greeting", {"text": "no"}),
-                            conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"})]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(BASE, "Greeting", {"text": "no"}),
+                conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
+            ]
+        }
+    )
     code = main(
         ["eval", "--resume", str(tmp_path / "run"), "--model", MODEL, "--quiet", "--no-gen"]
     )
@@ -466,12 +632,21 @@ def test_resume_retries_errored_sessions(fake, tmp_path: Path, capsys) -> None:
 
 
 def test_k_repetitions_and_case_filter(fake, tmp_path: Path, capsys) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/a.yaml": "task: Greeting A\nchecks: [{file_exists: g.txt}]\n",
-        "evals/cases/b.yaml": "task: Greeting B\nchecks: [{file_exists: g.txt}]\n",
-    })  # fmt: skip
-    server = fake({"conversations": [conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
-                                     conv(BASE, "Greeting", {"text": "no"})]})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/a.yaml": "task: Greeting A\nchecks: [{file_exists: g.txt}]\n",
+            "evals/cases/b.yaml": "task: Greeting B\nchecks: [{file_exists: g.txt}]\n",
+        },
+    )
+    server = fake(
+        {
+            "conversations": [
+                conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Greeting", {"text": "no"}),
+            ]
+        }
+    )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--k", "2", "--case", "b")
     assert code == 0
     assert [(r["case"], r["rep"], r["outcome"]) for r in summary["rows"]] == [

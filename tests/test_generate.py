@@ -15,16 +15,33 @@ from tests.helpers import make_skill
 MODEL = "anthropic/claude-sonnet-4-6"
 
 FOUR = {"should_trigger": ["a", "b", "c", "d"], "should_not_trigger": ["e", "f", "g", "h", "i"]}
-GOOD = {"should_trigger": ["greet the team", "say hello to Ana", "welcome the new hire",
-                           "write a hello note", "open with a greeting"],
-        "should_not_trigger": ["say goodbye to Bo", "write a farewell card", "fix the build",
-                               "rename this variable", "sort these numbers"]}  # fmt: skip
+GOOD = {
+    "should_trigger": [
+        "greet the team",
+        "say hello to Ana",
+        "welcome the new hire",
+        "write a hello note",
+        "open with a greeting",
+    ],
+    "should_not_trigger": [
+        "say goodbye to Bo",
+        "write a farewell card",
+        "fix the build",
+        "rename this variable",
+        "sort these numbers",
+    ],
+}
 
 
 def case(name: str, bucket: str, setup: str = "") -> dict[str, Any]:
-    return {"name": name, "bucket": bucket, "task": f"Write a greeting into {name}.txt",
-            "files": {"notes.md": "be kind"}, "setup": setup,
-            "checks": [{"file_exists": f"{name}.txt"}, {"transcript_omits": "I cannot"}]}  # fmt: skip
+    return {
+        "name": name,
+        "bucket": bucket,
+        "task": f"Write a greeting into {name}.txt",
+        "files": {"notes.md": "be kind"},
+        "setup": setup,
+        "checks": [{"file_exists": f"{name}.txt"}, {"transcript_omits": "I cannot"}],
+    }
 
 
 def library(tmp_path: Path) -> Path:
@@ -75,11 +92,21 @@ def test_giving_up_after_three_calls(rules_server, tmp_path: Path, capsys) -> No
 @pytest.mark.usefixtures("podman_service")
 def test_cases_validated_and_dry_run_seeded(rules_server, tmp_path: Path, capsys) -> None:
     skill = library(tmp_path)
-    broken = {"cases": [case("one", "explicit"), case("two", "implicit", setup="exit 3"),
-                        case("three", "adversarial")]}  # fmt: skip
+    broken = {
+        "cases": [
+            case("one", "explicit"),
+            case("two", "implicit", setup="exit 3"),
+            case("three", "adversarial"),
+        ]
+    }
     bad_kind = {"cases": [case("one", "explicit")] * 2}
-    fixed = {"cases": [case("one", "explicit"), case("two", "implicit", setup="echo ok > seeded.txt"),
-                       case("three", "adversarial")]}  # fmt: skip
+    fixed = {
+        "cases": [
+            case("one", "explicit"),
+            case("two", "implicit", setup="echo ok > seeded.txt"),
+            case("three", "adversarial"),
+        ]
+    }
     server = rules_server(
         [
             {
@@ -102,8 +129,12 @@ def test_eval_generates_missing_triggers_unless_no_gen(
     rules_server, tmp_path: Path, capsys
 ) -> None:
     skill = library(tmp_path)
-    server = rules_server([{"when": "trigger prompts", "replies": [json.dumps(GOOD)]},
-                   {"when": "User request:", "replies": ['{"selected": ["greeter"]}']}])  # fmt: skip
+    server = rules_server(
+        [
+            {"when": "trigger prompts", "replies": [json.dumps(GOOD)]},
+            {"when": "User request:", "replies": ['{"selected": ["greeter"]}']},
+        ]
+    )
     assert main(["eval", str(skill), "--model", MODEL, "--triggers-only", "--no-gen"]) == 2
     assert server.log() == []
     assert main(["eval", str(skill), "--model", MODEL, "--triggers-only"]) == 0

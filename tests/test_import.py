@@ -124,23 +124,31 @@ def test_harbor_names_tasks_stably_and_maps_its_fields(tmp_path: Path, capsys) -
     assert "workdir: /app" in case  # the Dockerfile's WORKDIR holds the workspace
     assert "containerfile: " in case
     # the tests' absolute /tests/ paths point where the wrapper stages them
-    assert "python3 /tmp/tests/test_hello.py" in (
-        into / f"evals/cases/{first}/tests/test.sh").read_text()  # fmt: skip
+    assert (
+        "python3 /tmp/tests/test_hello.py"
+        in (into / f"evals/cases/{first}/tests/test.sh").read_text()
+    )
 
 
 def test_a_base_image_missing_here_is_said_at_import(tmp_path: Path, capsys) -> None:
     src = write(tmp_path / "m", {**MARGIN, "cases/add-two/env/Dockerfile": "FROM debian:12\n"})
     code, out = imported(capsys, "margin", src, target(tmp_path))
     assert code == 0
-    assert any("cases/add-two: env/Dockerfile FROM debian:12 — not a local image here: the eval "
-               "refuses the case until it is" in x for x in out)  # fmt: skip
+    assert any(
+        "cases/add-two: env/Dockerfile FROM debian:12 — not a local image here: the eval "
+        "refuses the case until it is" in x
+        for x in out
+    )
 
 
 def test_a_source_in_the_wrong_shape_is_one_clear_line(tmp_path: Path, capsys) -> None:
     into = target(tmp_path)
     (tmp_path / "empty").mkdir()
-    for fmt, why in (("harbor", "no Harbor task here"), ("margin", "no suite.toml"),
-                     ("skill-optimizer", "no suite.yml")):  # fmt: skip
+    for fmt, why in (
+        ("harbor", "no Harbor task here"),
+        ("margin", "no suite.toml"),
+        ("skill-optimizer", "no suite.yml"),
+    ):
         assert main(["import", fmt, str(tmp_path / "empty"), "--into", str(into)]) == 2
         err = capsys.readouterr().err
         assert why in err and "Traceback" not in err
@@ -158,16 +166,20 @@ def test_imported_suites_run_end_to_end_and_their_oracles_pass(
     into = target(tmp_path)
     for fmt, files in (("margin", MARGIN), ("harbor", HARBOR), ("skill-optimizer", OPTIMIZER)):
         assert imported(capsys, fmt, write(tmp_path / fmt, files), into)[0] == 0
-    fake({"conversations": [
-        conv(CAND, "sum of 2 and 3", write_file("sum.txt", "5\n"), {"text": "done"}),
-        conv(BASE, "sum of 2 and 3", write_file("sum.txt", "6\n"), {"text": "done"}),
-        conv(CAND, "saying hi", write_file("hello.txt", "hi\n"), {"text": "done"}),
-        conv(BASE, "saying hi", write_file("hello.txt", "yo\n"), {"text": "done"}),
-        conv("(?s)", "saying hello", {"text": "no"}),
-        conv(CAND, "haiku", write_file("poem.txt", "a\nb\nc\n"), {"text": "done"}),
-        conv(BASE, "haiku", write_file("poem.txt", "a\nb\n"), {"text": "done"}),
-        conv("(?s)", "limerick", write_file("poem.txt", "x\n"), {"text": "done"}),
-    ]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "sum of 2 and 3", write_file("sum.txt", "5\n"), {"text": "done"}),
+                conv(BASE, "sum of 2 and 3", write_file("sum.txt", "6\n"), {"text": "done"}),
+                conv(CAND, "saying hi", write_file("hello.txt", "hi\n"), {"text": "done"}),
+                conv(BASE, "saying hi", write_file("hello.txt", "yo\n"), {"text": "done"}),
+                conv("(?s)", "saying hello", {"text": "no"}),
+                conv(CAND, "haiku", write_file("poem.txt", "a\nb\nc\n"), {"text": "done"}),
+                conv(BASE, "haiku", write_file("poem.txt", "a\nb\n"), {"text": "done"}),
+                conv("(?s)", "limerick", write_file("poem.txt", "x\n"), {"text": "done"}),
+            ]
+        }
+    )
     code, lines, summary = run_eval(capsys, into, tmp_path / "run", "--execution-only")
     assert code == 0, lines
     rows = {r["case"]: r for r in summary["rows"]}

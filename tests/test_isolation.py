@@ -8,10 +8,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman import LABEL, PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm
-from skillbench.spec import load_case
 from tests.helpers import make_skill
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
@@ -45,8 +45,9 @@ async def test_fork_bomb_is_contained(provider: PodmanProvider, spec: SandboxSpe
         await fresh.close()
 
 
-async def test_memory_hog_is_killed_and_sandbox_survives(provider: PodmanProvider,
-                                                         spec: SandboxSpec) -> None:  # fmt: skip
+async def test_memory_hog_is_killed_and_sandbox_survives(
+    provider: PodmanProvider, spec: SandboxSpec
+) -> None:
     # the limit is memory plus the tmpfs caps (/work, HOME, /tmp): about 450 MB here
     box = await provider.create(msgspec.structs.replace(spec, memory="256m", disk="64m", tmp="64m"))
     try:
@@ -77,8 +78,12 @@ async def test_skill_is_read_only_and_evals_invisible_and_no_host_env(
     arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     box = arm.sandbox
     try:
-        for attempt in ("touch /skills/demo/new", "rm /skills/demo/SKILL.md",
-                        "echo x >> /skills/demo/SKILL.md", "mkdir /skills/other"):  # fmt: skip
+        for attempt in (
+            "touch /skills/demo/new",
+            "rm /skills/demo/SKILL.md",
+            "echo x >> /skills/demo/SKILL.md",
+            "mkdir /skills/other",
+        ):
             assert (await box.exec(attempt)).exit_code != 0, attempt
             # and even root could not: the mount itself is read-only
             done = await box.exec(attempt, user="root")

@@ -40,10 +40,18 @@ async def ask(ref: str, text: str = "hello", **settings: Any):
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
 async def test_text_and_tool_calls_round_trip(ref: str, fake) -> None:
-    server = fake({"conversations": [{"steps": [
-        {"text": "running", "tool_calls": [{"bash": {"command": "ls -la"}}]},
-        {"text": "done"},
-    ]}]})  # fmt: skip
+    server = fake(
+        {
+            "conversations": [
+                {
+                    "steps": [
+                        {"text": "running", "tool_calls": [{"bash": {"command": "ls -la"}}]},
+                        {"text": "done"},
+                    ]
+                }
+            ]
+        }
+    )
     first = await ask(ref)
     assert first.text == "running" and first.stop_reason == "tool_use"
     (call,) = first.tool_calls
@@ -91,8 +99,13 @@ async def test_text_and_tool_calls_round_trip(ref: str, fake) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
 async def test_rate_limit_then_success_is_retried(ref: str, fake) -> None:
-    server = fake({"conversations": [{"steps": [
-        {"text": "ok", "faults": [{"status": 429, "retry_after": 0.05}]}]}]})  # fmt: skip
+    server = fake(
+        {
+            "conversations": [
+                {"steps": [{"text": "ok", "faults": [{"status": 429, "retry_after": 0.05}]}]}
+            ]
+        }
+    )
     assert (await ask(ref)).text == "ok"
     assert [r.status for r in server.log()] == [429, 200]
 
@@ -100,8 +113,20 @@ async def test_rate_limit_then_success_is_retried(ref: str, fake) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
 async def test_persistent_500_is_an_infrastructure_error(ref: str, fake) -> None:
-    server = fake({"conversations": [{"steps": [
-        {"text": "never", "faults": [{"status": 500, "times": 100, "retry_after": 0.01}]}]}]})  # fmt: skip
+    server = fake(
+        {
+            "conversations": [
+                {
+                    "steps": [
+                        {
+                            "text": "never",
+                            "faults": [{"status": 500, "times": 100, "retry_after": 0.01}],
+                        }
+                    ]
+                }
+            ]
+        }
+    )
     with pytest.raises(ModelError) as info:
         await ask(ref, max_retries=2)
     assert info.value.kind == "infrastructure" and "500" in str(info.value)
@@ -111,8 +136,9 @@ async def test_persistent_500_is_an_infrastructure_error(ref: str, fake) -> None
 @pytest.mark.anyio
 @pytest.mark.parametrize("ref", REFS)
 async def test_stalled_response_times_out(ref: str, fake) -> None:
-    server = fake({"conversations": [{"steps": [
-        {"text": "late", "faults": [{"stall": 2.0, "times": 10}]}]}]})  # fmt: skip
+    server = fake(
+        {"conversations": [{"steps": [{"text": "late", "faults": [{"stall": 2.0, "times": 10}]}]}]}
+    )
     with pytest.raises(ModelError) as info:
         await ask(ref, timeout=0.3, max_retries=1)
     assert info.value.kind == "infrastructure" and "Timeout" in str(info.value)

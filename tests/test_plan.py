@@ -39,7 +39,8 @@ def test_plan_starts_nothing_and_counts_what_a_run_would_do(fake, tmp_path: Path
     code, lines, _ = plan(capsys, folder, "--k", "2", "--max-cost", "0.10")
     assert code == 0
     assert lines[0].startswith("plan: greeter (sha256:") and lines[0].endswith(
-        "2 case(s) x 2 arms (baseline, candidate) x k=2")  # fmt: skip
+        "2 case(s) x 2 arms (baseline, candidate) x k=2"
+    )
     assert lines[1] == "  sessions: 8 to run"
     # 8 sessions x 6 default calls; 1 judged case x 2 reps x 1 opponent x 2 orders; 2 prompts
     assert (
@@ -65,10 +66,14 @@ def test_plan_after_a_run_uses_its_figures_and_its_reusable_baselines(
     fake, tmp_path: Path, capsys
 ) -> None:
     folder = skill(tmp_path, {k: v for k, v in CASES.items() if "tone" not in k})
-    fake({"conversations": [
-        conv(CAND, "Create hello", write_file("hello.txt", "hi\n"), {"text": "done"}),
-        conv(BASE, "Create hello", {"text": "no"}),
-    ]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Create hello", write_file("hello.txt", "hi\n"), {"text": "done"}),
+                conv(BASE, "Create hello", {"text": "no"}),
+            ]
+        }
+    )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
     assert code == 0
     (folder / "SKILL.md").write_text((folder / "SKILL.md").read_text() + "\nMore.\n")

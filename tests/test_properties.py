@@ -12,25 +12,44 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from skillbench.evals import Case, SpecError, Suite, Triggers, load_case, load_suite, load_triggers
 from skillbench.skills import digest, read_skill
-from skillbench.spec import Case, SpecError, Suite, Triggers, load_case, load_suite, load_triggers
 from tests.helpers import make_skill, write
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 yaml_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False),
     st.text(max_size=30),
-)  # fmt: skip
+)
 yaml_values = st.recursive(
     yaml_scalars,
     lambda inner: st.one_of(
         st.lists(inner, max_size=5),
         st.dictionaries(
             st.one_of(
-                st.sampled_from(["task", "checks", "files", "cases", "name", "should_trigger",
-                                 "should_not_trigger", "timeout_minutes", "max_turns", "bucket",
-                                 "requires", "judge", "setup", "fixture", "file_exists"]),
+                st.sampled_from(
+                    [
+                        "task",
+                        "checks",
+                        "files",
+                        "cases",
+                        "name",
+                        "should_trigger",
+                        "should_not_trigger",
+                        "timeout_minutes",
+                        "max_turns",
+                        "bucket",
+                        "requires",
+                        "judge",
+                        "setup",
+                        "fixture",
+                        "file_exists",
+                    ]
+                ),
                 st.text(max_size=10),
             ),
             inner,
@@ -38,7 +57,7 @@ yaml_values = st.recursive(
         ),
     ),
     max_leaves=25,
-)  # fmt: skip
+)
 
 
 def _try_all(folder: Path, path: Path) -> None:
@@ -93,9 +112,11 @@ names = st.text(alphabet="abcdefghij-_.", min_size=1, max_size=8).filter(
     lambda n: n not in (".", "..") and n not in ("evals", ".git", ".DS_Store", "Thumbs.db")
 )
 trees = st.dictionaries(
-    st.lists(names, min_size=1, max_size=3).map("/".join), st.binary(max_size=40), min_size=1,
+    st.lists(names, min_size=1, max_size=3).map("/".join),
+    st.binary(max_size=40),
+    min_size=1,
     max_size=6,
-).filter(lambda t: not any(a != b and b.startswith(a + "/") for a in t for b in t))  # fmt: skip
+).filter(lambda t: not any(a != b and b.startswith(a + "/") for a in t for b in t))
 
 
 def _build(root: Path, files: dict[str, bytes], order: list[str]) -> Path:

@@ -54,15 +54,19 @@ def test_one_process_per_run_folder(tmp_path: Path) -> None:
     [
         (["--max-cost", "-1"], "skillbench: error: --max-cost is a spend cap in USD: 0 or more"),
         (["--parallel", "10000"], "skillbench: error: --parallel must be between 1 and 64"),
-        (["--junit", "no/such/folder/eval.xml"],
-         "skillbench: error: --junit no/such/folder/eval.xml: the folder no/such/folder does not "
-         "exist; create it first"),
-        (["--max-cost", "1", "--model", "anthropic/claude-unknown-9"],
-         "skillbench: error: --max-cost: no price is known for anthropic/claude-unknown-9, so its "
-         'spend cannot be counted; add [prices."anthropic/claude-unknown-9"] with input and '
-         "output (USD per million tokens) to skillbench.toml"),
+        (
+            ["--junit", "no/such/folder/eval.xml"],
+            "skillbench: error: --junit no/such/folder/eval.xml: the folder no/such/folder does not "
+            "exist; create it first",
+        ),
+        (
+            ["--max-cost", "1", "--model", "anthropic/claude-unknown-9"],
+            "skillbench: error: --max-cost: no price is known for anthropic/claude-unknown-9, so its "
+            'spend cannot be counted; add [prices."anthropic/claude-unknown-9"] with input and '
+            "output (USD per million tokens) to skillbench.toml",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_settings_are_one_line_before_anything_runs(
     argv: list[str], message: str, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,11 +118,15 @@ class TestRunFolder:
         finally:
             holder.close()
         err = capsys.readouterr().err.strip().splitlines()
-        assert err == [f"skillbench: error: {tmp_path / 'run'}: another skillbench process is "
-                       "running this run folder; wait for it to finish, or stop it first"]  # fmt: skip
+        assert err == [
+            f"skillbench: error: {tmp_path / 'run'}: another skillbench process is "
+            "running this run folder; wait for it to finish, or stop it first"
+        ]
 
-    @pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
-                                                       (signal.SIGTERM, 143, "terminated")])  # fmt: skip
+    @pytest.mark.parametrize(
+        ("sig", "code", "word"),
+        [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+    )
     def test_signals_remove_sandboxes_and_point_at_resume(
         self, fake, tmp_path: Path, sig: int, code: int, word: str
     ) -> None:
@@ -127,9 +135,24 @@ class TestRunFolder:
         )
         fake({"conversations": [conv("(?s)", "Slow", bash("sleep 60"), {"text": "done"})]})
         out = tmp_path / "run"
-        proc = subprocess.Popen([sys.executable, "-m", "skillbench", "eval", str(folder), "--model",
-                                 MODEL, "--out", str(out), "--quiet", "--no-gen"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "skillbench",
+                "eval",
+                str(folder),
+                "--model",
+                MODEL,
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-gen",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not list((out / "transcripts").glob("*.jsonl")):
             time.sleep(0.1)
@@ -154,8 +177,10 @@ class TestRunFolder:
         )
         fake({"conversations": []})  # (sets the API key; no call is made)
         (tmp_path / "taken").write_text("a file")
-        for out, message in ((tmp_path / "taken", "is a file, not a folder"),
-                             (Path("/proc/skillbench-run"), "cannot make the run folder there")):  # fmt: skip
+        for out, message in (
+            (tmp_path / "taken", "is a file, not a folder"),
+            (Path("/proc/skillbench-run"), "cannot make the run folder there"),
+        ):
             assert main(["eval", str(folder), "--model", MODEL, "--no-gen", "--out", str(out)]) == 2
             err = capsys.readouterr().err.strip().splitlines()
             assert len(err) == 1 and message in err[0], err
@@ -163,24 +188,42 @@ class TestRunFolder:
     def test_a_full_disk_mid_run_stops_cleanly_and_resumes(
         self, fake, tmp_path: Path, capsys
     ) -> None:
-        folder = skill(tmp_path, {
-            f"evals/cases/c{i}.yaml": f"task: Task c{i}\nchecks: [{{file_exists: a}}]\n"
-            for i in range(3)
-        })  # fmt: skip
+        folder = skill(
+            tmp_path,
+            {
+                f"evals/cases/c{i}.yaml": f"task: Task c{i}\nchecks: [{{file_exists: a}}]\n"
+                for i in range(3)
+            },
+        )
         noisy = bash("head -c 100000 /dev/zero | tr '\\0' a")  # ~30 KB of transcript per call
         fake({"conversations": [conv("(?s)", "Task c", noisy, noisy, {"text": "done"})]})
         disk = tmp_path / "disk"
         disk.mkdir()
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(disk)], check=True)
         try:
-            code = main(["eval", str(folder), "--model", MODEL, "--no-gen", "--quiet",
-                         "--parallel", "1", "--out", str(disk / "run"), "--execution-only"])  # fmt: skip
+            code = main(
+                [
+                    "eval",
+                    str(folder),
+                    "--model",
+                    MODEL,
+                    "--no-gen",
+                    "--quiet",
+                    "--parallel",
+                    "1",
+                    "--out",
+                    str(disk / "run"),
+                    "--execution-only",
+                ]
+            )
             err = capsys.readouterr().err.strip().splitlines()
             assert code == 2 and len(err) == 1, err
-            assert err[0].startswith(f"skillbench: error: writing the run folder {disk / 'run'} "
-                                     "failed: No space left on device (the disk is full); nothing "
-                                     "finished is lost: free some space, then continue with: "
-                                     f"skillbench eval --resume {disk / 'run'}")  # fmt: skip
+            assert err[0].startswith(
+                f"skillbench: error: writing the run folder {disk / 'run'} "
+                "failed: No space left on device (the disk is full); nothing "
+                "finished is lost: free some space, then continue with: "
+                f"skillbench eval --resume {disk / 'run'}"
+            )
             done_before = len(read_journal(disk / "run/journal.jsonl")[0])
             subprocess.run(["mount", "-o", "remount,size=20m", str(disk)], check=True)
             assert main(["eval", "--resume", str(disk / "run"), "--quiet"]) == 0
@@ -201,46 +244,79 @@ class TestRunFolder:
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(reports)], check=True)
         try:
             (reports / "filler").write_bytes(b"x" * 4096)  # the folder is there, but full
-            code = main(["eval", str(folder), "--model", MODEL, "--no-gen", "--quiet", "--out",
-                         str(tmp_path / "run"), "--execution-only", "--junit",
-                         str(reports / "eval.xml")])  # fmt: skip
+            code = main(
+                [
+                    "eval",
+                    str(folder),
+                    "--model",
+                    MODEL,
+                    "--no-gen",
+                    "--quiet",
+                    "--out",
+                    str(tmp_path / "run"),
+                    "--execution-only",
+                    "--junit",
+                    str(reports / "eval.xml"),
+                ]
+            )
         finally:
             subprocess.run(["umount", "-l", str(reports)], check=False)
         out, err = capsys.readouterr()
         assert code == 2 and out.startswith("verdict: NEUTRAL")  # the report came first
-        assert err.strip() == (f"skillbench: error: --junit {reports / 'eval.xml'}: could not "
-                               "write it: No space left on device")  # fmt: skip
+        assert err.strip() == (
+            f"skillbench: error: --junit {reports / 'eval.xml'}: could not "
+            "write it: No space left on device"
+        )
 
     def test_spend_counts_trigger_calls_and_the_trigger_half_honours_parallel(
         self, fake, tmp_path: Path, capsys
     ) -> None:
         prompts = [f"greet person {i}" for i in range(6)]
-        folder = skill(tmp_path, {
-            "evals/cases/a.yaml": "task: Task a\nchecks: [{file_exists: a}]\n",
-            "evals/triggers.yaml": "should_trigger:\n" + "".join(f"  - {p}\n" for p in prompts)
-            + "should_not_trigger: [rename a variable]\n",
-        }, config="parallel = 2\n")  # fmt: skip
-        server = fake({
-            "rules": [{"when": "User request", "replies": ['{"selected": ["greeter"]}']}],
-            "latency": 0.2,
-            "conversations": [conv(CAND, "Task a", write_file("a", "x"), {"text": "done"}),
-                              conv(BASE, "Task a", {"text": "no"})],
-        })  # fmt: skip
+        folder = skill(
+            tmp_path,
+            {
+                "evals/cases/a.yaml": "task: Task a\nchecks: [{file_exists: a}]\n",
+                "evals/triggers.yaml": "should_trigger:\n"
+                + "".join(f"  - {p}\n" for p in prompts)
+                + "should_not_trigger: [rename a variable]\n",
+            },
+            config="parallel = 2\n",
+        )
+        server = fake(
+            {
+                "rules": [{"when": "User request", "replies": ['{"selected": ["greeter"]}']}],
+                "latency": 0.2,
+                "conversations": [
+                    conv(CAND, "Task a", write_file("a", "x"), {"text": "done"}),
+                    conv(BASE, "Task a", {"text": "no"}),
+                ],
+            }
+        )
         code, _, summary = run_eval(capsys, folder, tmp_path / "run")
         assert code == 0 and summary["triggers"]["tp"] == 6
         assert server.peak_in_flight <= 2  # sessions and trigger calls alike
-        sessions = [j for j in map(json.loads, (tmp_path / "run/journal.jsonl").read_text()
-                                   .splitlines()) if j["type"] == "session"]  # fmt: skip
+        sessions = [
+            j
+            for j in map(json.loads, (tmp_path / "run/journal.jsonl").read_text().splitlines())
+            if j["type"] == "session"
+        ]
         session_cost = sum(s["cost_usd"] for s in sessions)
         assert summary["spend_usd"] > session_cost + 1e-9  # the 7 trigger calls are counted
 
     def test_triggers_command_takes_parallel_from_the_config(
         self, fake, tmp_path: Path, capsys
     ) -> None:
-        folder = skill(tmp_path, {"evals/triggers.yaml": "should_trigger: [a, b, c, d, e]\n"
-                                  "should_not_trigger: [f, g, h]\n"}, config="parallel = 3\n")  # fmt: skip
-        server = fake({"latency": 0.2, "rules": [{"when": "User request",
-                                                  "replies": ['{"selected": []}']}]})  # fmt: skip
+        folder = skill(
+            tmp_path,
+            {
+                "evals/triggers.yaml": "should_trigger: [a, b, c, d, e]\n"
+                "should_not_trigger: [f, g, h]\n"
+            },
+            config="parallel = 3\n",
+        )
+        server = fake(
+            {"latency": 0.2, "rules": [{"when": "User request", "replies": ['{"selected": []}']}]}
+        )
         assert main(["triggers", str(folder), "--model", MODEL]) == 0
         assert server.peak_in_flight == 3
         capsys.readouterr()

@@ -28,43 +28,85 @@ def fixed_run(folder: Path, outcomes: dict[str, str], run_id: str = "run-a") -> 
     """A finished run folder written from records (as the engine writes them): one session
     per case and arm, rows with the given outcome, and a transcript each."""
     cases = list(outcomes)
-    plan = Plan(run_id=run_id, skill="greeter", skill_dir="/x/greeter", version="sha256:" + "a" * 64,
-                assets_digest="d", model="scripted/demo", judge_model="scripted/demo", k=1, seed=1,
-                arms=["baseline", "candidate", "baseline-b"], opponents=["baseline"],
-                sessions=cases, units=[Unit(c, c) for c in cases], engine_version="0",
-                created_at="2026-11-30T00:00:00+00:00")  # fmt: skip
+    plan = Plan(
+        run_id=run_id,
+        skill="greeter",
+        skill_dir="/x/greeter",
+        version="sha256:" + "a" * 64,
+        assets_digest="d",
+        model="scripted/demo",
+        judge_model="scripted/demo",
+        k=1,
+        seed=1,
+        arms=["baseline", "candidate", "baseline-b"],
+        opponents=["baseline"],
+        sessions=cases,
+        units=[Unit(c, c) for c in cases],
+        engine_version="0",
+        created_at="2026-11-30T00:00:00+00:00",
+    )
     folder.mkdir(parents=True)
     (folder / "transcripts").mkdir()
     sessions, rows, journal = {}, [], []
     for case, outcome in outcomes.items():
         for arm in plan.arms:
             passed = (outcome == "win") == (arm == "candidate") if outcome != "tie" else True
-            check = CheckResult("file_exists: hello.txt", passed,
-                                "exists" if passed else f"hello.txt is missing in {arm}")  # fmt: skip
+            check = CheckResult(
+                "file_exists: hello.txt",
+                passed,
+                "exists" if passed else f"hello.txt is missing in {arm}",
+            )
             key = f"{case}.{arm}.1"
             events = [
                 {"type": "trace_start", "case": case, "arm": arm, "rep": 1, "agent": "builtin"},
                 {"type": "message", "role": "user", "text": f"Create hello.txt ({case})"},
                 {"type": "tool_call", "id": "t1", "name": "bash", "arguments": {"command": "ls"}},
-                {"type": "tool_result", "id": "t1", "name": "bash", "text": ATTACK,
-                 "is_error": False, "exit_code": 0},
+                {
+                    "type": "tool_result",
+                    "id": "t1",
+                    "name": "bash",
+                    "text": ATTACK,
+                    "is_error": False,
+                    "exit_code": 0,
+                },
                 {"type": "message", "role": "assistant", "text": f"{arm} done"},
                 {"type": "trace_end", "stop_reason": "end_turn", "turns": 2, "duration_ms": 900},
-            ]  # fmt: skip
+            ]
             (folder / "transcripts" / f"{key}.jsonl").write_text(
-                "".join(json.dumps(e) + "\n" for e in events))  # fmt: skip
-            record = SessionRecord(key=key, session=case, arm=arm, rep=1,
-                                   outcome="pass" if passed else "fail", stop_reason="end_turn",
-                                   turns=2, seconds=0.9, transcript=f"transcripts/{key}.jsonl",
-                                   checks={case: [check]})  # fmt: skip
+                "".join(json.dumps(e) + "\n" for e in events)
+            )
+            record = SessionRecord(
+                key=key,
+                session=case,
+                arm=arm,
+                rep=1,
+                outcome="pass" if passed else "fail",
+                stop_reason="end_turn",
+                turns=2,
+                seconds=0.9,
+                transcript=f"transcripts/{key}.jsonl",
+                checks={case: [check]},
+            )
             sessions[key] = record
             journal.append(record)
-        arms = {a: ArmResult(sessions[f"{case}.{a}.1"].outcome == "pass", False,
-                             sessions[f"{case}.{a}.1"].checks[case]) for a in ("candidate", "baseline")}  # fmt: skip
-        row = RowRecord(case=case, rep=1, opponent="baseline", outcome=outcome,
-                        decided_by="judge" if outcome == "tie" else "checks", arms=arms,
-                        judge_reasons=["A is clearer", "B is clearer"] if outcome == "tie" else [],
-                        judge_winners=["A", "B"] if outcome == "tie" else [])  # fmt: skip
+        arms = {
+            a: ArmResult(
+                sessions[f"{case}.{a}.1"].outcome == "pass",
+                False,
+                sessions[f"{case}.{a}.1"].checks[case],
+            )
+            for a in ("candidate", "baseline")
+        }
+        row = RowRecord(
+            case=case,
+            rep=1,
+            opponent="baseline",
+            outcome=outcome,
+            decided_by="judge" if outcome == "tie" else "checks",
+            arms=arms,
+            judge_reasons=["A is clearer", "B is clearer"] if outcome == "tie" else [],
+            judge_winners=["A", "B"] if outcome == "tie" else [],
+        )
         rows.append(row)
         journal.append(row)
     summary = summarize(plan, sessions, rows, [])
@@ -91,7 +133,11 @@ def test_the_page_holds_every_row_regressions_first_and_escapes_the_agents_text(
     page = render(load_run(fixed_run(tmp_path / "run", OUTCOMES)))
     data = data_of(page)
     assert [(r["case"], r["outcome"]) for r in data["rows"]] == [
-        ("charlie", "loss"), ("bravo", "win"), ("delta", "win"), ("alpha", "tie")]  # fmt: skip
+        ("charlie", "loss"),
+        ("bravo", "win"),
+        ("delta", "win"),
+        ("alpha", "tie"),
+    ]
     assert data["arms"] == ["baseline", "candidate", "baseline-b"]
     # one data block per transcript, parsed only when its row opens
     blocks = re.findall(r'<script type="application/json" id="t(\d+)">', page)
@@ -117,9 +163,11 @@ def test_report_renders_every_format_from_the_run_folder(tmp_path: Path, capsys)
     md = capsys.readouterr().out
     assert md.startswith("### skillbench: `greeter` — NEUTRAL")
     table = [line for line in md.splitlines() if line.startswith("| ") and "case" not in line]
-    assert table == ["| charlie | 1 | baseline | **loss** | checks |",
-                     "| bravo | 1 | baseline | win | checks |",
-                     "| delta | 1 | baseline | win | checks |"]  # fmt: skip
+    assert table == [
+        "| charlie | 1 | baseline | **loss** | checks |",
+        "| bravo | 1 | baseline | win | checks |",
+        "| delta | 1 | baseline | win | checks |",
+    ]
     assert "http" not in md  # a PR comment links nowhere
     assert main(["report", str(run), "--format", "html"]) == 0
     assert data_of(capsys.readouterr().out)["rows"][0]["case"] == "charlie"
@@ -145,15 +193,21 @@ def test_compare_shows_the_rows_that_changed_and_both_verdicts(tmp_path: Path, c
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == "verdict: NEUTRAL -> PASS"
     assert lines[3] == "rows: 2 changed, 2 the same"
-    assert lines[4:6] == ["  alpha #1 vs baseline: tie (judge) -> win (checks)",
-                          "  charlie #1 vs baseline: loss (checks) -> win (checks)"]  # fmt: skip
+    assert lines[4:6] == [
+        "  alpha #1 vs baseline: tie (judge) -> win (checks)",
+        "  charlie #1 vs baseline: loss (checks) -> win (checks)",
+    ]
     assert page.read_text().count("<td>charlie</td>") == 1
 
 
 def test_view_serves_the_report_on_loopback_until_interrupted(tmp_path: Path) -> None:
     run = fixed_run(tmp_path / "run", OUTCOMES)
-    proc = subprocess.Popen([sys.executable, "-m", "skillbench", "view", str(run)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillbench", "view", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

@@ -20,9 +20,17 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("pod
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"
 # Chromium without a network to reach: the background services would only log refusals.
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1400,1800"]  # fmt: skip
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,1800",
+]
 
 
 @pytest.fixture
@@ -40,16 +48,25 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
 
 def test_a_real_runs_report_in_chromium(fake, tmp_path: Path, capsys, browser: Any) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/hello.yaml": "task: Create hello.txt\nchecks:\n  - file_exists: hello.txt\n",
-        "evals/cases/bye.yaml": "task: Create bye.txt\nchecks:\n  - file_exists: bye.txt\n",
-    })  # fmt: skip
-    fake({"conversations": [
-        conv(CAND, "Create hello", write_file("hello.txt", "hi\n"), {"text": "hello written"}),
-        conv(CAND, "Create bye", bash("echo '<b>not markup</b>'"), {"text": "skipped it"}),
-        conv(BASE, "Create hello", {"text": "cannot"}),
-        conv(BASE, "Create bye", write_file("bye.txt", "bye\n"), {"text": "bye written"}),
-    ]})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/hello.yaml": "task: Create hello.txt\nchecks:\n  - file_exists: hello.txt\n",
+            "evals/cases/bye.yaml": "task: Create bye.txt\nchecks:\n  - file_exists: bye.txt\n",
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(
+                    CAND, "Create hello", write_file("hello.txt", "hi\n"), {"text": "hello written"}
+                ),
+                conv(CAND, "Create bye", bash("echo '<b>not markup</b>'"), {"text": "skipped it"}),
+                conv(BASE, "Create hello", {"text": "cannot"}),
+                conv(BASE, "Create bye", write_file("bye.txt", "bye\n"), {"text": "bye written"}),
+            ]
+        }
+    )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only", "--aa")
     page = tmp_path / "run/report.html"
     assert code == 0 and f"report: {page}" in lines

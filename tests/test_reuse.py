@@ -16,13 +16,18 @@ from hypothesis import strategies as st
 from skillbench.cli import main
 from skillbench.engine.records import SessionRecord
 from skillbench.engine.reuse import SessionCache, cache_key, session_inputs
+from skillbench.evals.model import Case
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.spec.model import Case
 from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
 
-BASE_ARGS = {"arm": "baseline", "agent": "builtin", "agent_version": "0.1.0",
-             "model": "anthropic/claude-sonnet-4-6", "sandbox": SandboxSpec(image="img:1"),
-             "rep": 1}  # fmt: skip
+BASE_ARGS = {
+    "arm": "baseline",
+    "agent": "builtin",
+    "agent_version": "0.1.0",
+    "model": "anthropic/claude-sonnet-4-6",
+    "sandbox": SandboxSpec(image="img:1"),
+    "rep": 1,
+}
 
 
 def case(tmp_path: Path, **fields: object) -> Case:
@@ -30,9 +35,15 @@ def case(tmp_path: Path, **fields: object) -> Case:
     if not fixture.is_dir():
         fixture.mkdir(parents=True)
         (fixture / "data.txt").write_text("1,2,3\n")
-    data = {"name": "sum", "path": str(tmp_path / "skill/evals/cases/sum.yaml"),
-            "task": "Sum the numbers", "fixture": str(fixture), "setup": "true",
-            "files": {"a.txt": "x"}, **fields}  # fmt: skip
+    data = {
+        "name": "sum",
+        "path": str(tmp_path / "skill/evals/cases/sum.yaml"),
+        "task": "Sum the numbers",
+        "fixture": str(fixture),
+        "setup": "true",
+        "files": {"a.txt": "x"},
+        **fields,
+    }
     return msgspec.convert(data, Case)
 
 
@@ -71,16 +82,24 @@ def test_the_case_files_location_is_not_an_input(tmp_path: Path) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["task", "setup", "model", "rep"]), st.text(max_size=8)),
-                max_size=4))  # fmt: skip
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["task", "setup", "model", "rep"]), st.text(max_size=8)),
+        max_size=4,
+    )
+)
 def test_reuse_never_returns_a_session_whose_inputs_differ(
     tmp_path_factory: pytest.TempPathFactory, edits: list[tuple[str, str]]
 ) -> None:
     tmp = tmp_path_factory.mktemp("prop")
     cache = SessionCache(tmp / "cache")
     original = case(tmp)
-    cache.put(key(tmp, original), SessionRecord(key="k", session="sum", arm="baseline", rep=1,
-                                               outcome="pass"), "run-0", None)  # fmt: skip
+    cache.put(
+        key(tmp, original),
+        SessionRecord(key="k", session="sum", arm="baseline", rep=1, outcome="pass"),
+        "run-0",
+        None,
+    )
     fields: dict[str, object] = {}
     args: dict[str, object] = {}
     for name, value in edits:
@@ -92,7 +111,8 @@ def test_reuse_never_returns_a_session_whose_inputs_differ(
             args["rep"] = 1 + len(value)
     edited = case(tmp, **fields)
     same = msgspec.structs.replace(edited, path=original.path) == original and all(
-        BASE_ARGS[k] == v for k, v in args.items())  # fmt: skip
+        BASE_ARGS[k] == v for k, v in args.items()
+    )
     hit = cache.get(key(tmp, edited, **args))
     assert (hit is not None) == same
 
@@ -100,8 +120,12 @@ def test_reuse_never_returns_a_session_whose_inputs_differ(
 def test_only_scored_sessions_are_kept(tmp_path: Path) -> None:
     cache = SessionCache(tmp_path)
     for outcome in ("error", "skipped"):
-        cache.put(outcome, SessionRecord(key="k", session="s", arm="baseline", rep=1,
-                                         outcome=outcome), "run-0", None)  # fmt: skip
+        cache.put(
+            outcome,
+            SessionRecord(key="k", session="s", arm="baseline", rep=1, outcome=outcome),
+            "run-0",
+            None,
+        )
         assert cache.get(outcome) is None
 
 
@@ -118,11 +142,15 @@ def test_a_second_eval_of_an_edited_skill_starts_no_baseline_session(
     fake, tmp_path: Path, capsys
 ) -> None:
     folder = skill(tmp_path, CASES)
-    server = fake({"conversations": [
-        conv(CAND, "Create hello", write_file("hello.txt", "hi\n"), {"text": "done"}),
-        conv(CAND, "Create bye", write_file("bye.txt", "bye\n"), {"text": "done"}),
-        conv(BASE, "Create", {"text": "I cannot."}),
-    ]})  # fmt: skip
+    server = fake(
+        {
+            "conversations": [
+                conv(CAND, "Create hello", write_file("hello.txt", "hi\n"), {"text": "done"}),
+                conv(CAND, "Create bye", write_file("bye.txt", "bye\n"), {"text": "done"}),
+                conv(BASE, "Create", {"text": "I cannot."}),
+            ]
+        }
+    )
 
     def baseline_calls() -> int:
         return sum("No skills are available" in json.dumps(r.body) for r in server.log())
@@ -156,13 +184,15 @@ def test_a_second_eval_of_an_edited_skill_starts_no_baseline_session(
     assert main(["report", str(tmp_path / "run2"), "--format", "markdown"]) == 0
     assert "#### Rows that are not ties (2 of 2)" in capsys.readouterr().out
     # editing a case's task is another input: that case's baseline runs again, the other not
-    (folder / "evals/cases/bye.yaml").write_text(CASES["evals/cases/bye.yaml"].replace(
-        "Create bye.txt", "Create bye.txt now"))  # fmt: skip
+    (folder / "evals/cases/bye.yaml").write_text(
+        CASES["evals/cases/bye.yaml"].replace("Create bye.txt", "Create bye.txt now")
+    )
     code, _, third = run_eval(capsys, folder, tmp_path / "run3", "--execution-only")
     assert baseline_calls() == 3 and third["reused"]["sessions"] == 1
     # --fresh-baseline runs every baseline session again
-    code, _, fourth = run_eval(capsys, folder, tmp_path / "run4", "--execution-only",
-                               "--fresh-baseline")  # fmt: skip
+    code, _, fourth = run_eval(
+        capsys, folder, tmp_path / "run4", "--execution-only", "--fresh-baseline"
+    )
     assert baseline_calls() == 5 and fourth["reused"] is None
 
 
@@ -170,22 +200,32 @@ def test_a_second_eval_of_an_edited_skill_starts_no_baseline_session(
 @pytest.mark.e2e
 @pytest.mark.usefixtures("podman_service")
 def test_aa_runs_two_baselines_and_reports_their_flip_rate(fake, tmp_path: Path, capsys) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/hello.yaml": "task: Say hello\nchecks:\n  - transcript_mentions: hello\n",
-        "evals/cases/bye.yaml": "task: Say bye\nchecks:\n  - transcript_mentions: bye\n",
-    })  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/hello.yaml": "task: Say hello\nchecks:\n  - transcript_mentions: hello\n",
+            "evals/cases/bye.yaml": "task: Say bye\nchecks:\n  - transcript_mentions: bye\n",
+        },
+    )
     # with --parallel 1 the sessions run in plan order (baseline, candidate, baseline-b per
     # case), and a rule's replies are used in turn: the two baselines differ on hello only
-    fake({"rules": [
-        {"when": "Say hello", "replies": ["hello there", "hello!", "I cannot."]},
-        {"when": "Say bye", "replies": ["bye", "bye!", "bye now"]},
-    ]})  # fmt: skip
-    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only",
-                                    "--aa", "--parallel", "1")  # fmt: skip
+    fake(
+        {
+            "rules": [
+                {"when": "Say hello", "replies": ["hello there", "hello!", "I cannot."]},
+                {"when": "Say bye", "replies": ["bye", "bye!", "bye now"]},
+            ]
+        }
+    )
+    code, lines, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--aa", "--parallel", "1"
+    )
     assert code == 0
     assert summary["noise_floor"] == {"flips": 1, "compared": 2, "flip_rate": 0.5}
-    assert ("noise floor (A/A): the two baseline arms differ on 1 of 2 comparisons (50%): a "
-            "lift must clear it") in lines  # fmt: skip
+    assert (
+        "noise floor (A/A): the two baseline arms differ on 1 of 2 comparisons (50%): a "
+        "lift must clear it"
+    ) in lines
     # the twin is not an opponent: the verdict still compares the candidate with the baseline
     assert {r["opponent"] for r in summary["rows"]} == {"baseline"}
     receipt = json.loads((tmp_path / "run/receipt.json").read_text())

@@ -33,14 +33,19 @@ def library(tmp_path: Path) -> Path:
     root = tmp_path / "lib"
     make_skill(root, "greeter", description="Greets people: welcomes, hellos, introductions.")
     make_skill(root, "counter", description="Counts and sums numbers.")
-    write(root / "greeter", {"evals/triggers.yaml": f"""
+    write(
+        root / "greeter",
+        {
+            "evals/triggers.yaml": f"""
         should_trigger:
           - {FIRES}
           - {MISSED}
         should_not_trigger:
           - {FALSE_FIRE}
           - {QUIET}
-    """})  # fmt: skip
+    """
+        },
+    )
     write(tmp_path, {"skillbench.toml": "max_retries = 1\nrequest_timeout = 5.0\n"})
     return root
 
@@ -48,13 +53,15 @@ def library(tmp_path: Path) -> Path:
 def script(agent: str, canary_fires: bool = True) -> dict[str, Any]:
     done = {"text": "Done."}
     canary = [load(agent, "greeter"), done] if canary_fires else [done]
-    return {"conversations": [
-        {"when": f"(?s){CANARY}", "steps": canary},
-        {"when": f"(?s){FIRES}", "steps": [load(agent, "greeter"), done]},
-        {"when": f"(?s){MISSED}", "steps": [done]},
-        {"when": f"(?s){FALSE_FIRE}", "steps": [load(agent, "greeter"), done]},
-        {"when": f"(?s){QUIET}", "steps": [load(agent, "counter"), done]},
-    ]}  # fmt: skip
+    return {
+        "conversations": [
+            {"when": f"(?s){CANARY}", "steps": canary},
+            {"when": f"(?s){FIRES}", "steps": [load(agent, "greeter"), done]},
+            {"when": f"(?s){MISSED}", "steps": [done]},
+            {"when": f"(?s){FALSE_FIRE}", "steps": [load(agent, "greeter"), done]},
+            {"when": f"(?s){QUIET}", "steps": [load(agent, "counter"), done]},
+        ]
+    }
 
 
 def triggers(capsys, path: Path, *extra: str) -> tuple[int, Any, str]:
@@ -67,8 +74,9 @@ def triggers(capsys, path: Path, *extra: str) -> tuple[int, Any, str]:
 def test_the_agent_routes_each_prompt_itself(agent: str, fake, tmp_path: Path, capsys) -> None:
     root = library(tmp_path)
     server = fake(script(agent))
-    code, out, err = triggers(capsys, root / "greeter", "--agent", agent,
-                              "--model", MODEL[agent], "--json")  # fmt: skip
+    code, out, err = triggers(
+        capsys, root / "greeter", "--agent", agent, "--model", MODEL[agent], "--json"
+    )
     assert code == 0, err
     t = json.loads(out)["greeter"]
     assert t["method"] == f"agent {agent}" and t["invalid"] is None
@@ -80,8 +88,7 @@ def test_the_agent_routes_each_prompt_itself(agent: str, fake, tmp_path: Path, c
     firsts = [r for r in server.log() if r.step == 0]
     assert CANARY in json.dumps(firsts[0].body)
     assert len(firsts) == 5
-    assert all("counter" in json.dumps(r.body) and "greeter" in json.dumps(r.body)
-               for r in firsts)  # fmt: skip
+    assert all("counter" in json.dumps(r.body) and "greeter" in json.dumps(r.body) for r in firsts)
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
@@ -90,8 +97,7 @@ def test_a_canary_that_does_not_fire_makes_the_measurement_invalid(
 ) -> None:
     root = library(tmp_path)
     server = fake(script(agent, canary_fires=False))
-    code, out, err = triggers(capsys, root / "greeter", "--agent", agent,
-                              "--model", MODEL[agent])  # fmt: skip
+    code, out, err = triggers(capsys, root / "greeter", "--agent", agent, "--model", MODEL[agent])
     assert code == 0, err
     line = out.splitlines()[0]
     assert line.startswith(f"triggers (agent {agent}): INVALID: the canary")
@@ -102,26 +108,40 @@ def test_a_canary_that_does_not_fire_makes_the_measurement_invalid(
 def test_both_methods_side_by_side_with_their_disagreements(fake, tmp_path: Path, capsys) -> None:
     root = library(tmp_path)
     selected = {FIRES: ["greeter"], MISSED: ["greeter"], FALSE_FIRE: ["counter"], QUIET: []}
-    rules = [{"when": f"User request:\\n{p}", "replies": [json.dumps({"selected": s})]}
-             for p, s in selected.items()]  # fmt: skip
+    rules = [
+        {"when": f"User request:\\n{p}", "replies": [json.dumps({"selected": s})]}
+        for p, s in selected.items()
+    ]
     fake({**script("claude-code"), "rules": rules})
-    code, out, err = triggers(capsys, root / "greeter", "--method", "both", "--agent",
-                              "claude-code", "--model", MODEL["claude-code"])  # fmt: skip
+    code, out, err = triggers(
+        capsys,
+        root / "greeter",
+        "--method",
+        "both",
+        "--agent",
+        "claude-code",
+        "--model",
+        MODEL["claude-code"],
+    )
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == "triggers (catalog call): recall=1.00 precision=1.00 (tp=2 fn=0 fp=0 tn=2)"
     assert lines[1].startswith("triggers (agent claude-code): recall=0.50 precision=0.50")
     assert "methods disagree on 2 prompt(s):" in lines
-    assert (f'  "{MISSED}" (should trigger): catalog call fired, agent claude-code did not fire'
-            in lines)  # fmt: skip
-    assert (f'  "{FALSE_FIRE}" (should not trigger): catalog call did not fire, '
-            "agent claude-code fired") in lines  # fmt: skip
+    assert (
+        f'  "{MISSED}" (should trigger): catalog call fired, agent claude-code did not fire'
+        in lines
+    )
+    assert (
+        f'  "{FALSE_FIRE}" (should not trigger): catalog call did not fire, agent claude-code fired'
+    ) in lines
 
 
 def test_an_agent_that_cannot_use_the_model_is_a_clear_error(tmp_path: Path, capsys) -> None:
     root = library(tmp_path)
-    code, _, err = triggers(capsys, root / "greeter", "--agent", "codex",
-                            "--model", "anthropic/claude-sonnet-4-6")  # fmt: skip
+    code, _, err = triggers(
+        capsys, root / "greeter", "--agent", "codex", "--model", "anthropic/claude-sonnet-4-6"
+    )
     assert code == 2
     assert "--agent codex speaks the OpenAI Responses API" in err
     assert "Traceback" not in err
@@ -131,8 +151,14 @@ def test_eval_with_a_cli_agent_measures_triggers_by_its_routing(
     fake, tmp_path: Path, capsys
 ) -> None:
     root = library(tmp_path)
-    write(root / "greeter", {"evals/cases/hello.yaml": (
-        "task: Create hello.txt with a greeting\nchecks:\n  - file_exists: hello.txt\n")})  # fmt: skip
+    write(
+        root / "greeter",
+        {
+            "evals/cases/hello.yaml": (
+                "task: Create hello.txt with a greeting\nchecks:\n  - file_exists: hello.txt\n"
+            )
+        },
+    )
     make = {"tool_calls": [{"Bash": {"command": "echo hi > hello.txt"}}]}
     server = script("claude-code")
     server["conversations"].append(
@@ -140,8 +166,20 @@ def test_eval_with_a_cli_agent_measures_triggers_by_its_routing(
     )
     fake(server)
     out = tmp_path / "run"
-    code = main(["eval", str(root / "greeter"), "--agent", "claude-code", "--model",
-                 MODEL["claude-code"], "--out", str(out), "--quiet", "--no-gen"])  # fmt: skip
+    code = main(
+        [
+            "eval",
+            str(root / "greeter"),
+            "--agent",
+            "claude-code",
+            "--model",
+            MODEL["claude-code"],
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-gen",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     assert "triggers (agent claude-code): recall=0.50 precision=0.50" in capsys.readouterr().out
     receipt = json.loads((out / "receipt.json").read_text())

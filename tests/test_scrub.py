@@ -29,8 +29,15 @@ def test_credential_shapes(text: str, expected: str) -> None:
     assert scrub(text) == expected
 
 
-@pytest.mark.parametrize("text", ["a task about sk-learn", "the token count was 42",
-                                  "password reset flow", "print('hello, world')"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a task about sk-learn",
+        "the token count was 42",
+        "password reset flow",
+        "print('hello, world')",
+    ],
+)
 def test_ordinary_text_is_untouched(text: str) -> None:
     assert scrub(text) == text
 

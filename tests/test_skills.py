@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from skillbench.evals import SpecError
 from skillbench.skills import (
     catalog,
     catalog_lines,
@@ -15,7 +16,6 @@ from skillbench.skills import (
     read_skill,
     skill_files,
 )
-from skillbench.spec import SpecError
 from tests.helpers import make_skill, write
 
 
@@ -34,18 +34,46 @@ def test_reads_front_matter(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("# no front matter\n", ["SKILL.md:1: SKILL.md must start with YAML front matter: a `---` line, `name:` and `description:`, then `---`"]),
-        ("---\nname: x\ndescription: y\n", ["SKILL.md:1: front matter is not closed: add a `---` line after it"]),
+        (
+            "# no front matter\n",
+            [
+                "SKILL.md:1: SKILL.md must start with YAML front matter: a `---` line, `name:` and `description:`, then `---`"
+            ],
+        ),
+        (
+            "---\nname: x\ndescription: y\n",
+            ["SKILL.md:1: front matter is not closed: add a `---` line after it"],
+        ),
         ("---\nname: s\n---\n", ["SKILL.md:1: front matter is missing `description`"]),
         ("---\ndescription: d\n---\n", ["SKILL.md:1: front matter is missing `name`"]),
-        ("---\nname: s\ndescription: 5\n---\n", ["SKILL.md:3: `description` must be non-empty text"]),
-        ("---\nname: Bad_Name\ndescription: d\n---\n", ["SKILL.md:2: skill name 'Bad_Name' must be lowercase letters, digits and hyphens, at most 64 characters"]),
-        ("---\nname: other\ndescription: d\n---\n", ["SKILL.md:2: skill name 'other' does not match its folder 's'; rename one"]),
-        ("---\nname: s\ndescription: " + "x" * 1025 + "\n---\n", ["SKILL.md:3: description is 1025 characters; the limit is 1024"]),
-        ("---\n- a\n---\n", ["SKILL.md:2: front matter must be a mapping with `name` and `description`"]),
-        ("---\nname: s\ndescription: [unclosed\n---\n", ["SKILL.md:3: YAML syntax: expected ',' or ']', but got '<stream end>'"]),
+        (
+            "---\nname: s\ndescription: 5\n---\n",
+            ["SKILL.md:3: `description` must be non-empty text"],
+        ),
+        (
+            "---\nname: Bad_Name\ndescription: d\n---\n",
+            [
+                "SKILL.md:2: skill name 'Bad_Name' must be lowercase letters, digits and hyphens, at most 64 characters"
+            ],
+        ),
+        (
+            "---\nname: other\ndescription: d\n---\n",
+            ["SKILL.md:2: skill name 'other' does not match its folder 's'; rename one"],
+        ),
+        (
+            "---\nname: s\ndescription: " + "x" * 1025 + "\n---\n",
+            ["SKILL.md:3: description is 1025 characters; the limit is 1024"],
+        ),
+        (
+            "---\n- a\n---\n",
+            ["SKILL.md:2: front matter must be a mapping with `name` and `description`"],
+        ),
+        (
+            "---\nname: s\ndescription: [unclosed\n---\n",
+            ["SKILL.md:3: YAML syntax: expected ',' or ']', but got '<stream end>'"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_front_matter_rules(tmp_path: Path, text: str, expected: list[str]) -> None:
     write(tmp_path / "s", {"SKILL.md": text})
     assert skill_error(tmp_path / "s") == expected
@@ -78,18 +106,31 @@ def test_catalog_always_includes_skill_under_test(tmp_path: Path) -> None:
 
 def tree(tmp_path: Path, name: str = "s") -> Path:
     return make_skill(
-        tmp_path, name,
-        {"scripts/run.sh": "echo hi\n", "ref/a.md": "A", "evals/cases/c.yaml": "task: t\n",
-         "fixtures/f.txt": "f"},
-    )  # fmt: skip
+        tmp_path,
+        name,
+        {
+            "scripts/run.sh": "echo hi\n",
+            "ref/a.md": "A",
+            "evals/cases/c.yaml": "task: t\n",
+            "fixtures/f.txt": "f",
+        },
+    )
 
 
 def test_digest_ignores_evals_git_litter_and_modes(tmp_path: Path) -> None:
     folder = tree(tmp_path)
     before = digest(folder)
     assert before.startswith("sha256:") and len(before) == 7 + 64
-    write(folder, {"evals/cases/c.yaml": "task: changed\n", "evals/new.txt": "n",
-                   ".git/HEAD": "ref", ".DS_Store": "x", "ref/Thumbs.db": "y"})  # fmt: skip
+    write(
+        folder,
+        {
+            "evals/cases/c.yaml": "task: changed\n",
+            "evals/new.txt": "n",
+            ".git/HEAD": "ref",
+            ".DS_Store": "x",
+            "ref/Thumbs.db": "y",
+        },
+    )
     os.chmod(folder / "scripts/run.sh", 0o755)
     assert digest(folder) == before
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.spec import SpecError, load_assets, load_case, load_suite
+from skillbench.evals import SpecError, load_assets, load_case, load_suite
 from tests.helpers import make_skill
 
 
@@ -90,17 +90,35 @@ def test_wrong_types_name_field_and_type(tmp_path: Path, line: str, expected: st
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ("task: t\ntimeout_minutes: 121\n", "2: error: `timeout_minutes` must be between 1 and 120, got 121"),
-        ("task: t\ntimeout_minutes: 0\n", "2: error: `timeout_minutes` must be between 1 and 120, got 0"),
+        (
+            "task: t\ntimeout_minutes: 121\n",
+            "2: error: `timeout_minutes` must be between 1 and 120, got 121",
+        ),
+        (
+            "task: t\ntimeout_minutes: 0\n",
+            "2: error: `timeout_minutes` must be between 1 and 120, got 0",
+        ),
         ("task: t\nmax_turns: -3\n", "2: error: `max_turns` must be at least 1, got -3"),
-        ("task: t\nbucket: easy\n", "2: error: `bucket` must be one of explicit, implicit, contextual, negative, adversarial, got 'easy'"),
-        ("task: t\nrequires: [git, 'has space']\n", "2: error: `requires` entry 'has space' is neither a program name nor `python3:<module>`"),
-        ("task: t\nrequires: ['python3:']\n", "2: error: `requires` entry 'python3:' is neither a program name nor `python3:<module>`"),
+        (
+            "task: t\nbucket: easy\n",
+            "2: error: `bucket` must be one of explicit, implicit, contextual, negative, adversarial, got 'easy'",
+        ),
+        (
+            "task: t\nrequires: [git, 'has space']\n",
+            "2: error: `requires` entry 'has space' is neither a program name nor `python3:<module>`",
+        ),
+        (
+            "task: t\nrequires: ['python3:']\n",
+            "2: error: `requires` entry 'python3:' is neither a program name nor `python3:<module>`",
+        ),
         ("task: '   '\n", "1: error: `task` is empty"),
-        ("checks: [{file_exists: a}]\n", "1: error: missing required field `task` (the prompt the agent is given)"),
+        (
+            "checks: [{file_exists: a}]\n",
+            "1: error: missing required field `task` (the prompt the agent is given)",
+        ),
         ("task: t\njudge: ''\n", "2: error: `judge` is empty; give it text or remove the line"),
     ],
-)  # fmt: skip
+)
 def test_range_and_value_rules(tmp_path: Path, body: str, expected: str) -> None:
     got = case(tmp_path, body)
     assert expected in got
@@ -112,11 +130,14 @@ def test_range_and_value_rules(tmp_path: Path, body: str, expected: str) -> None
         ("/etc/passwd", "is absolute; give a path relative to the workspace"),
         ("a/../../b", "contains `..`"),
         ("..", "contains `..`"),
-        (".claude/settings.json", "starts with `.claude`, which is reserved for the agent's own settings"),
+        (
+            ".claude/settings.json",
+            "starts with `.claude`, which is reserved for the agent's own settings",
+        ),
         (".claude", "starts with `.claude`, which is reserved for the agent's own settings"),
         (".claudeX/a", "starts with `.claude`, which is reserved for the agent's own settings"),
     ],
-)  # fmt: skip
+)
 def test_files_paths_rejected_at_their_line(tmp_path: Path, path: str, reason: str) -> None:
     got = case(
         tmp_path, f"task: t\nchecks: [{{file_exists: a}}]\nfiles:\n  ok.txt: x\n  '{path}': y\n"
@@ -135,10 +156,13 @@ def test_fixture_must_exist_relative_to_case_file(tmp_path: Path) -> None:
         "3: error: fixture folder '../fixtures/none' does not exist"
     )
     skill = make_skill(
-        tmp_path / "b", "demo",
-        {"evals/cases/c.yaml": "task: t\nchecks: [{file_exists: a}]\nfixture: ../fixtures/seed\n",
-         "evals/fixtures/seed/x.txt": "x"},
-    )  # fmt: skip
+        tmp_path / "b",
+        "demo",
+        {
+            "evals/cases/c.yaml": "task: t\nchecks: [{file_exists: a}]\nfixture: ../fixtures/seed\n",
+            "evals/fixtures/seed/x.txt": "x",
+        },
+    )
     loaded, _ = load_case(skill / "evals/cases/c.yaml", skill)
     assert loaded.fixture == str((skill / "evals/fixtures/seed").resolve())
 
@@ -174,9 +198,12 @@ def test_check_shapes(tmp_path: Path) -> None:
 
 def test_unknown_kind_and_bad_regex_are_warnings(tmp_path: Path) -> None:
     skill = make_skill(
-        tmp_path, "demo",
-        {"evals/cases/c.yaml": "task: t\nchecks:\n  - transcript_mention: hi\n  - command_matching: '([a'\n  - frobnicate\n"},
-    )  # fmt: skip
+        tmp_path,
+        "demo",
+        {
+            "evals/cases/c.yaml": "task: t\nchecks:\n  - transcript_mention: hi\n  - command_matching: '([a'\n  - frobnicate\n"
+        },
+    )
     loaded, warnings = load_case(skill / "evals/cases/c.yaml", skill)
     assert len(loaded.checks) == 3  # kept: they fail at run time, never the run
     assert [f"{w.line}: {w.message}" for w in warnings] == [
@@ -261,9 +288,12 @@ def test_suite_needs_cases(tmp_path: Path) -> None:
 
 def test_valid_suite(tmp_path: Path) -> None:
     skill = make_skill(
-        tmp_path, "demo",
-        {"evals/suite.yaml": "task: t\ncases:\n  - name: a\n    checks: [{file_exists: x}]\n  - name: b\n    checks: [transcript_mentions: y]\n"},
-    )  # fmt: skip
+        tmp_path,
+        "demo",
+        {
+            "evals/suite.yaml": "task: t\ncases:\n  - name: a\n    checks: [{file_exists: x}]\n  - name: b\n    checks: [transcript_mentions: y]\n"
+        },
+    )
     suite, warnings = load_suite(skill / "evals/suite.yaml", skill)
     assert warnings == []
     assert [(s.name, s.line, [c.name for c in s.checks]) for s in suite.cases] == [

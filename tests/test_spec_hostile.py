@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.spec import SpecError, load_case, load_triggers
-from skillbench.spec.yamlsrc import MAX_BYTES
+from skillbench.evals import SpecError, load_case, load_triggers
+from skillbench.evals.yamlsrc import MAX_BYTES
 from tests.helpers import make_skill
 
 
@@ -131,17 +131,41 @@ def test_triggers_valid(tmp_path: Path) -> None:
     ("body", "expected"),
     [
         ("should_trigger: a\n", ["1: error: `should_trigger` must be a list, got a string"]),
-        ("should_trigger: [a, 3]\n", ["1: error: `should_trigger` item 2 must be a string, got an integer"]),
+        (
+            "should_trigger: [a, 3]\n",
+            ["1: error: `should_trigger` item 2 must be a string, got an integer"],
+        ),
         ("should_trigger:\n  - a\n  - ''\n", ["3: error: `should_trigger` item 2 is empty"]),
-        ("should_trigger: []\n", ["1: error: a triggers file needs prompts in `should_trigger` and/or `should_not_trigger`"]),
-        ("should_trigger: [a]\nshould_not: [b]\n", ["2: error: unknown field `should_not` in a triggers file; did you mean `should_not_trigger`?"]),
-        ("should_trigger: [a]\nshould_not_trigger: [a]\n", ["2: error: prompt 'a' is in both lists"]),
+        (
+            "should_trigger: []\n",
+            [
+                "1: error: a triggers file needs prompts in `should_trigger` and/or `should_not_trigger`"
+            ],
+        ),
+        (
+            "should_trigger: [a]\nshould_not: [b]\n",
+            [
+                "2: error: unknown field `should_not` in a triggers file; did you mean `should_not_trigger`?"
+            ],
+        ),
+        (
+            "should_trigger: [a]\nshould_not_trigger: [a]\n",
+            ["2: error: prompt 'a' is in both lists"],
+        ),
         ("should_trigger: [a, a]\n", ["1: warning: duplicate prompt in `should_trigger`: 'a'"]),
-        ("should_trigger: [a]\nshould_not_trigger:\n  - please use demo here\n", ["3: warning: should-not-trigger prompt names the skill 'demo'; it tests nothing"]),
+        (
+            "should_trigger: [a]\nshould_not_trigger:\n  - please use demo here\n",
+            ["3: warning: should-not-trigger prompt names the skill 'demo'; it tests nothing"],
+        ),
         ("should_trigger: [a]\nshould_not_trigger:\n  - a demonstration\n", []),
-        ("[a]\n", ["1: error: a triggers file must be a mapping of fields (should_trigger, should_not_trigger), got a list"]),
+        (
+            "[a]\n",
+            [
+                "1: error: a triggers file must be a mapping of fields (should_trigger, should_not_trigger), got a list"
+            ],
+        ),
     ],
-)  # fmt: skip
+)
 def test_triggers_rules(tmp_path: Path, body: str, expected: list[str]) -> None:
     assert triggers(tmp_path, body) == expected
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.podman import OWNER_LABEL, PodmanProvider, _owner
 from skillbench.sandbox.stage import (
@@ -17,7 +18,6 @@ from skillbench.sandbox.stage import (
     missing_requirements,
     stage_arm,
 )
-from skillbench.spec import load_case
 from tests.helpers import make_skill
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
@@ -49,8 +49,9 @@ def skill_with_case(tmp_path: Path, case: str = CASE) -> Path:
     )
 
 
-async def test_seeding_order_and_skill_visibility(provider: PodmanProvider, spec: SandboxSpec,
-                                                  tmp_path: Path) -> None:  # fmt: skip
+async def test_seeding_order_and_skill_visibility(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
     skill = skill_with_case(tmp_path)
     case, _ = load_case(skill / "evals/cases/use.yaml", skill)
     arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
@@ -130,8 +131,15 @@ async def test_check_phase_is_a_fresh_checker_on_the_same_work(
             "ls -A ~ /tmp | grep -cx 'h\\|t' || true; ps -eo args | grep -c '^sleep 600' || true; "
             "echo $PYTHONNOUSERSITE $HOME"
         )
-        assert got.stdout.split("\n")[:7] == ["task: Use the skill", "made", "checker", "checker",
-                                               "0", "0", "1 /home/checker"]  # fmt: skip
+        assert got.stdout.split("\n")[:7] == [
+            "task: Use the skill",
+            "made",
+            "checker",
+            "checker",
+            "0",
+            "0",
+            "1 /home/checker",
+        ]
         assert (await checker.exec("touch /case/x")).exit_code != 0
         with pytest.raises(SandboxError):  # the agent's sandbox is gone, with its processes
             await box.exec("true")

@@ -19,14 +19,17 @@ from skillbench.engine.stats import (
 )
 
 
-@pytest.mark.parametrize(("wins", "losses", "need"), [
-    (3, 0, 6),    # all one way: 2 * 0.5**6 = 0.031 <= 0.05, while 0.5**4 = 0.0625 is not
-    (0, 2, 6),    # the same for losses
-    (0, 0, 6),    # nothing decided yet: the best case
-    (3, 1, 15),   # 75 %: 12W/3L gives p = 2 * 576 / 2**15 = 0.035; 11W/3L at 14 gives 0.057
-    (2, 2, None), # an even split is never significant
-    (7, 6, None), # 54 %: more than 200 would be needed
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("wins", "losses", "need"),
+    [
+        (3, 0, 6),  # all one way: 2 * 0.5**6 = 0.031 <= 0.05, while 0.5**4 = 0.0625 is not
+        (0, 2, 6),  # the same for losses
+        (0, 0, 6),  # nothing decided yet: the best case
+        (3, 1, 15),  # 75 %: 12W/3L gives p = 2 * 576 / 2**15 = 0.035; 11W/3L at 14 gives 0.057
+        (2, 2, None),  # an even split is never significant
+        (7, 6, None),  # 54 %: more than 200 would be needed
+    ],
+)
 def test_needed_by_hand(wins: int, losses: int, need: int | None) -> None:
     assert needed(wins, losses) == need
 
@@ -35,7 +38,10 @@ def test_wilson_by_hand() -> None:
     interval = wilson(8, 10)  # the textbook example: 0.8 with [0.490, 0.943]
     assert interval is not None
     assert (round(interval.value, 3), round(interval.low, 3), round(interval.high, 3)) == (
-        0.8, 0.49, 0.943)  # fmt: skip
+        0.8,
+        0.49,
+        0.943,
+    )
     assert wilson(0, 0) is None
     zero = wilson(0, 5)
     assert zero is not None and zero.low == 0.0 and 0 < zero.high < 0.5
@@ -64,8 +70,9 @@ def test_needed_is_minimal(wins: int, losses: int) -> None:
     n = wins + losses
     lead = max(wins, losses) / n if n else 1.0
     if need is None:  # no size up to 200 reaches p <= 0.05 at this split
-        assert all(sign_test(math.ceil(lead * m), m - math.ceil(lead * m)) > 0.05
-                   for m in range(1, 201))  # fmt: skip
+        assert all(
+            sign_test(math.ceil(lead * m), m - math.ceil(lead * m)) > 0.05 for m in range(1, 201)
+        )
         return
     top = math.ceil(lead * need)
     assert sign_test(top, need - top) <= 0.05  # enough...
@@ -82,8 +89,10 @@ def test_wilson_contains_the_rate(passed: int, total: int) -> None:
     assert 0.0 <= interval.low <= interval.value <= interval.high <= 1.0
 
 
-@given(st.lists(st.sampled_from(["win", "loss", "tie"]), min_size=1, max_size=30),
-       st.integers(0, 2**31))  # fmt: skip
+@given(
+    st.lists(st.sampled_from(["win", "loss", "tie"]), min_size=1, max_size=30),
+    st.integers(0, 2**31),
+)
 def test_net_lift_interval_contains_the_estimate(rows: list[str], seed: int) -> None:
     interval = net_lift_ci(rows, seed)
     assert interval is not None

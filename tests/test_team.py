@@ -36,8 +36,12 @@ def team_repo(tmp_path: Path) -> Path:
 
 
 def greeter(tmp_path: Path, body: str = "Say hello.") -> Path:
-    skill = make_skill(tmp_path / "lib", "greeter", {"evals/cases/a.yaml": "task: Greet\nchecks: [{file_exists: g.txt}]\n"},
-                       description="Writes greetings.")  # fmt: skip
+    skill = make_skill(
+        tmp_path / "lib",
+        "greeter",
+        {"evals/cases/a.yaml": "task: Greet\nchecks: [{file_exists: g.txt}]\n"},
+        description="Writes greetings.",
+    )
     (skill / "SKILL.md").write_text(
         f"---\nname: greeter\ndescription: Writes greetings.\n---\n{body}\n"
     )
@@ -60,12 +64,27 @@ def receipt(
     if incumbent:
         comparisons["incumbent"] = {**incumbent, "net_lift": None, "sign_p": 1.0}
     agent = MODEL if driver == "model" else "scripted/demo"
-    r = Receipt(skill="greeter", digest=digest(skill), run_id=run_id, verdict=verdict, why="w",
-                expected_rows=3, scored_rows=scored, complete=complete, agent="builtin",
-                models={"agent": agent, "judge": agent}, driver=driver, stats=stats or {},
-                comparisons=comparisons, rows=[], triggers=triggers,
-                efficiency={}, provenance=Provenance(engine_version="0", models={"agent": MODEL},
-                                                     k=1, seed=1, arms={}, created_at=created))  # fmt: skip
+    r = Receipt(
+        skill="greeter",
+        digest=digest(skill),
+        run_id=run_id,
+        verdict=verdict,
+        why="w",
+        expected_rows=3,
+        scored_rows=scored,
+        complete=complete,
+        agent="builtin",
+        models={"agent": agent, "judge": agent},
+        driver=driver,
+        stats=stats or {},
+        comparisons=comparisons,
+        rows=[],
+        triggers=triggers,
+        efficiency={},
+        provenance=Provenance(
+            engine_version="0", models={"agent": MODEL}, k=1, seed=1, arms={}, created_at=created
+        ),
+    )
     run_dir = skill.parent.parent / "runs" / run_id
     run_dir.mkdir(parents=True)
     write_receipt(r, run_dir)
@@ -73,8 +92,9 @@ def receipt(
 
 
 def git_log(repo: Path) -> list[str]:
-    return subprocess.run(["git", "-C", str(repo), "log", "--format=%s"], capture_output=True,
-                          text=True, check=True).stdout.splitlines()  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(repo), "log", "--format=%s"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
 
 
 def test_publish_versions_evals_and_receipts(tmp_path: Path, capsys) -> None:
@@ -164,8 +184,14 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
         "gate refused: greeter: verdict vs baseline is NEUTRAL (policy requires PASS)",
     )
 
-    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00",
-            incumbent={"win": 0, "loss": 2, "tie": 1}, triggers={"recall": 1.0, "precision": None})  # fmt: skip
+    receipt(
+        skill,
+        "run-4",
+        "PASS",
+        created="2026-11-29T13:00:00+00:00",
+        incumbent={"win": 0, "loss": 2, "tie": 1},
+        triggers={"recall": 1.0, "precision": None},
+    )
     code, out = gate(capsys, skill, repo)
     assert (code, out) == (
         1,
@@ -200,8 +226,7 @@ def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) ->
     repo, skill = team_repo(tmp_path), greeter(tmp_path)
     receipt(skill, "run-1", "FAIL")
     # a later run that scored nothing (--max-cost 0, an outage, a killed sandbox) is newer...
-    receipt(skill, "run-2", "NONE", created="2026-11-29T11:00:00+00:00", scored=0,
-            complete=False)  # fmt: skip
+    receipt(skill, "run-2", "NONE", created="2026-11-29T11:00:00+00:00", scored=0, complete=False)
     code, out = gate(capsys, skill, repo)
     # ...but never shadows the measured FAIL
     assert (code, out) == (
@@ -215,12 +240,14 @@ def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) ->
     assert code == 1 and "(run run-3) comes from the scripted driver (scripted/demo)" in out
 
     # a partial run is refused unless the policy allows it
-    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00", scored=2,
-            complete=False)  # fmt: skip
+    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00", scored=2, complete=False)
     code, out = gate(capsys, skill, repo)
-    assert (code, out) == (1, "gate refused: greeter: the newest measured receipt (run run-4) "
-                              "is incomplete: 2/3 rows scored; resume or rerun the eval, or set "
-                              "allow-partial = true")  # fmt: skip
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: the newest measured receipt (run run-4) "
+        "is incomplete: 2/3 rows scored; resume or rerun the eval, or set "
+        "allow-partial = true",
+    )
     assert gate(capsys, skill, repo, "--allow-partial") == (
         0,
         "gate passed: greeter: PASS (run run-4, 2/3 rows scored)",
@@ -234,8 +261,10 @@ def test_gate_can_require_an_agent(tmp_path: Path, capsys) -> None:
     assert code == 0
     (skill.parent.parent / "skillbench.toml").write_text('[gate]\nrequire-agent = "claude-code"\n')
     code, out = gate(capsys, skill, None)
-    assert (code, out) == (1, "gate refused: greeter: measured with agent builtin (policy "
-                              "requires claude-code)")  # fmt: skip
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: measured with agent builtin (policy requires claude-code)",
+    )
 
 
 def test_gate_can_require_the_trigger_method(tmp_path: Path, capsys) -> None:
@@ -245,15 +274,31 @@ def test_gate_can_require_the_trigger_method(tmp_path: Path, capsys) -> None:
     assert gate(capsys, skill, None, "--min-recall", "0.8")[0] == 0
     (skill.parent.parent / "skillbench.toml").write_text('[gate]\ntrigger-method = "agent"\n')
     code, out = gate(capsys, skill, None)
-    assert (code, out) == (1, "gate refused: greeter: triggers measured by catalog call (policy "
-                              'requires trigger-method = "agent")')  # fmt: skip
-    receipt(skill, "run-2", created="2026-11-29T11:00:00+00:00",
-            triggers={"method": "agent codex", "invalid": None, **counts})  # fmt: skip
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: triggers measured by catalog call (policy "
+        'requires trigger-method = "agent")',
+    )
+    receipt(
+        skill,
+        "run-2",
+        created="2026-11-29T11:00:00+00:00",
+        triggers={"method": "agent codex", "invalid": None, **counts},
+    )
     assert gate(capsys, skill, None)[0] == 0
     # an invalid measurement (the canary did not fire) never passes a trigger floor
-    receipt(skill, "run-3", created="2026-11-29T12:00:00+00:00",
-            triggers={"method": "agent codex", "invalid": "the canary did not fire",
-                      **counts, "recall": None, "precision": None})  # fmt: skip
+    receipt(
+        skill,
+        "run-3",
+        created="2026-11-29T12:00:00+00:00",
+        triggers={
+            "method": "agent codex",
+            "invalid": "the canary did not fire",
+            **counts,
+            "recall": None,
+            "precision": None,
+        },
+    )
     code, out = gate(capsys, skill, None, "--min-recall", "0.8")
     assert code == 1 and "the trigger measurement is invalid: the canary did not fire" in out
     assert "trigger recall n/a is under 0.80" in out
@@ -264,10 +309,16 @@ def test_gate_can_require_power(tmp_path: Path, capsys) -> None:
     receipt(skill, "run-1", stats={"baseline": {"decided": 2, "needed": 6, "underpowered": True}})
     assert gate(capsys, skill, None)[0] == 0  # not asked for: a PASS on 2 decided passes
     code, out = gate(capsys, skill, None, "--require-power")
-    assert (code, out) == (1, "gate refused: greeter: underpowered: 2 decided comparisons, 6 "
-                              "needed for p <= 0.05")  # fmt: skip
-    receipt(skill, "run-2", created="2026-11-29T11:00:00+00:00",
-            stats={"baseline": {"decided": 8, "needed": 6, "underpowered": False}})  # fmt: skip
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: underpowered: 2 decided comparisons, 6 needed for p <= 0.05",
+    )
+    receipt(
+        skill,
+        "run-2",
+        created="2026-11-29T11:00:00+00:00",
+        stats={"baseline": {"decided": 8, "needed": 6, "underpowered": False}},
+    )
     assert gate(capsys, skill, None, "--require-power")[0] == 0
 
 
@@ -322,16 +373,40 @@ def test_incumbent_arm_receipt_and_scrubbing(fake, tmp_path: Path, capsys) -> No
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----": "MIIEowIBAAKCAQEA",
     }
     leak = " ".join(secrets)
-    fake({"conversations": [
-        {"when": "(?s)Skills available.*Greet", "steps": [
-            {"tool_calls": [{"skill": {"name": "greeter"}}]},
-            {"tool_calls": [{"bash": {"command": "echo 'AKIAIOSFODNN7EXAMPLE' > g.txt"}}]},
-            {"text": f"done; my notes: {leak}"}]},
-        {"when": "(?s)No skills are available.*Greet", "steps": [{"text": "no"}]},
-    ]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                {
+                    "when": "(?s)Skills available.*Greet",
+                    "steps": [
+                        {"tool_calls": [{"skill": {"name": "greeter"}}]},
+                        {
+                            "tool_calls": [
+                                {"bash": {"command": "echo 'AKIAIOSFODNN7EXAMPLE' > g.txt"}}
+                            ]
+                        },
+                        {"text": f"done; my notes: {leak}"},
+                    ],
+                },
+                {"when": "(?s)No skills are available.*Greet", "steps": [{"text": "no"}]},
+            ]
+        }
+    )
     out = tmp_path / "run"
-    code = main(["eval", str(skill), "--model", MODEL, "--team", str(repo), "--out", str(out),
-                 "--quiet", "--no-gen"])  # fmt: skip
+    code = main(
+        [
+            "eval",
+            str(skill),
+            "--model",
+            MODEL,
+            "--team",
+            str(repo),
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-gen",
+        ]
+    )
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
     plan = json.loads((out / "plan.json").read_text())

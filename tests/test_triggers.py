@@ -35,12 +35,23 @@ def rule(prompt: str, *replies: str) -> dict[str, Any]:
 def library(tmp_path: Path) -> Path:
     root = tmp_path / "lib"
     yaml_list = lambda items: "".join(f"  - {json.dumps(p)}\n" for p in items)  # noqa: E731
-    make_skill(root, "greeter", {"evals/triggers.yaml": "should_trigger:\n" + yaml_list(GREETER)
-                                 + "should_not_trigger:\n" + yaml_list(GREETER_NOT)},
-               description="Writes greetings and welcome notes.")  # fmt: skip
-    make_skill(root, "farewell", {"evals/triggers.yaml": "should_trigger:\n"
-                                  + yaml_list(["say goodbye", "bid farewell"])},
-               description="Writes goodbyes.")  # fmt: skip
+    make_skill(
+        root,
+        "greeter",
+        {
+            "evals/triggers.yaml": "should_trigger:\n"
+            + yaml_list(GREETER)
+            + "should_not_trigger:\n"
+            + yaml_list(GREETER_NOT)
+        },
+        description="Writes greetings and welcome notes.",
+    )
+    make_skill(
+        root,
+        "farewell",
+        {"evals/triggers.yaml": "should_trigger:\n" + yaml_list(["say goodbye", "bid farewell"])},
+        description="Writes goodbyes.",
+    )
     make_skill(root, "no-triggers")
     return root
 
@@ -56,12 +67,14 @@ def test_exact_counts_for_one_skill(rules_server, tmp_path: Path, capsys) -> Non
     out = capsys.readouterr().out.splitlines()
     assert code == 0
     assert out[0] == "triggers (catalog call): recall=0.60 precision=0.75 (tp=3 fn=2 fp=1 tn=3)"
-    assert sorted(out[1:]) == sorted([
-        '  MISS: "welcome message please" (no usable JSON in the reply)',
-        '  MISS: "wave at the visitors"',
-        '  FALSE-FIRE: "rename this variable"',
-        '  ERRORED: "write release notes" (no usable JSON in the reply)',
-    ])  # fmt: skip
+    assert sorted(out[1:]) == sorted(
+        [
+            '  MISS: "welcome message please" (no usable JSON in the reply)',
+            '  MISS: "wave at the visitors"',
+            '  FALSE-FIRE: "rename this variable"',
+            '  ERRORED: "write release notes" (no usable JSON in the reply)',
+        ]
+    )
     assert len(server.log()) == 10
     # every call shows the library's whole catalog and no tools
     body = server.log()[0].body
@@ -140,8 +153,10 @@ def test_library_root_with_steal_summary_and_shared_calls(
     assert len(server.log()) == 11
     # the page draws who took each skill's should-trigger prompts
     matrix = page.read_text().split("<table class='matrix'>", 1)[1].split("</table>", 1)[0]
-    cells = {row.split("</th>", 1)[0]: re.findall(r"<td class='m [a-z]+'[^>]*>(\d*)</td>", row)
-             for row in matrix.split("<tr><th>")[2:]}  # fmt: skip
+    cells = {
+        row.split("</th>", 1)[0]: re.findall(r"<td class='m [a-z]+'[^>]*>(\d*)</td>", row)
+        for row in matrix.split("<tr><th>")[2:]
+    }
     # columns: farewell, greeter, (errored); "welcome message please" got no usable answer
     assert cells == {"farewell": ["1", "1", ""], "greeter": ["1", "3", "1"]}
 

@@ -23,7 +23,7 @@ CASES = {
     ),
     "evals/cases/answer/tests/test.sh": (
         "mkdir -p /logs/verifier\n"
-        'if grep -qx 42 answer.txt 2>/dev/null; then echo 1 > /logs/verifier/reward.txt; '
+        "if grep -qx 42 answer.txt 2>/dev/null; then echo 1 > /logs/verifier/reward.txt; "
         "else echo 0 > /logs/verifier/reward.txt; fi\nexit 0\n"
     ),
     # a verifier whose dependency is missing: no verdict, whatever the agent did
@@ -44,20 +44,26 @@ CASES = {
         "print(json.dumps({'pass': len(lines) >= 3, 'score': len(lines) / 4,\n"
         "                  'evidence': [f'{len(lines)} of 4 words', f'trace {len(trace) > 0}']}))\n"
     ),
-}  # fmt: skip
+}
 
 
 def test_verifier_reward_and_grader_decide_rows(fake, tmp_path: Path, capsys) -> None:
     folder = skill(tmp_path, CASES)
-    fake({"conversations": [
-        conv(CAND, "answer", write_file("answer.txt", "42\n"), {"text": "done"}),
-        conv(BASE, "answer", write_file("answer.txt", "41\n"), {"text": "done"}),
-        conv("(?s)", "notes", write_file("notes.txt", "n\n"), {"text": "done"}),
-        conv(CAND, "count", write_file("count.txt", "3\n"), {"text": "done"}),
-        conv(BASE, "count", write_file("count.txt", "4\n"), {"text": "done"}),
-        conv(CAND, "poem", write_file("poem.txt", "roses are red today\n"), {"text": "done"}),
-        conv(BASE, "poem", write_file("poem.txt", "roses\n"), {"text": "done"}),
-    ]})  # fmt: skip
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "answer", write_file("answer.txt", "42\n"), {"text": "done"}),
+                conv(BASE, "answer", write_file("answer.txt", "41\n"), {"text": "done"}),
+                conv("(?s)", "notes", write_file("notes.txt", "n\n"), {"text": "done"}),
+                conv(CAND, "count", write_file("count.txt", "3\n"), {"text": "done"}),
+                conv(BASE, "count", write_file("count.txt", "4\n"), {"text": "done"}),
+                conv(
+                    CAND, "poem", write_file("poem.txt", "roses are red today\n"), {"text": "done"}
+                ),
+                conv(BASE, "poem", write_file("poem.txt", "roses\n"), {"text": "done"}),
+            ]
+        }
+    )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
     assert code == 0, lines
     rows = {r["case"]: r for r in summary["rows"]}
@@ -86,11 +92,14 @@ def test_verifier_reward_and_grader_decide_rows(fake, tmp_path: Path, capsys) ->
 
 
 def test_check_names_a_missing_or_escaping_script_with_its_line(tmp_path: Path, capsys) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/a.yaml": "task: Do it\nchecks:\n  - file_exists: x\n  - verifier: a/nope.sh\n",
-        "evals/cases/b.yaml": "task: Do it\nchecks:\n  - reward: {file: r.txt, run: ../../../x.sh}\n",
-        "evals/cases/c.yaml": "task: Do it\nchecks:\n  - reward: {file: r.txt, min: high}\n",
-    })  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/a.yaml": "task: Do it\nchecks:\n  - file_exists: x\n  - verifier: a/nope.sh\n",
+            "evals/cases/b.yaml": "task: Do it\nchecks:\n  - reward: {file: r.txt, run: ../../../x.sh}\n",
+            "evals/cases/c.yaml": "task: Do it\nchecks:\n  - reward: {file: r.txt, min: high}\n",
+        },
+    )
     assert main(["check", str(folder)]) == 1
     out = capsys.readouterr().out
     assert (
@@ -107,18 +116,30 @@ def test_check_names_a_missing_or_escaping_script_with_its_line(tmp_path: Path, 
 
 
 def test_a_case_runs_in_the_image_its_containerfile_builds(fake, tmp_path: Path, capsys) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/tool.yaml": (
-            "task: Use the tool\ncontainerfile: tool/Containerfile\n"
-            "checks:\n  - command_succeeds: test \"$(cat /opt/marker)\" = built\n"
-            "  - transcript_mentions: marker says built\n"
-        ),
-        # offline, FROM names a local image: skillbench-sandbox is the sandbox image
-        "evals/cases/tool/Containerfile": "FROM skillbench-sandbox\nRUN echo built > /opt/marker\n",
-    })  # fmt: skip
-    fake({"conversations": [conv("(?s)", "Use the tool",
-                                 {"tool_calls": [{"bash": {"command": "cat /opt/marker"}}]},
-                                 {"text": "the marker says built"})]})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/tool.yaml": (
+                "task: Use the tool\ncontainerfile: tool/Containerfile\n"
+                'checks:\n  - command_succeeds: test "$(cat /opt/marker)" = built\n'
+                "  - transcript_mentions: marker says built\n"
+            ),
+            # offline, FROM names a local image: skillbench-sandbox is the sandbox image
+            "evals/cases/tool/Containerfile": "FROM skillbench-sandbox\nRUN echo built > /opt/marker\n",
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)",
+                    "Use the tool",
+                    {"tool_calls": [{"bash": {"command": "cat /opt/marker"}}]},
+                    {"text": "the marker says built"},
+                )
+            ]
+        }
+    )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
     assert code == 0, lines
     # the agent saw the image's file, and so did the checker
@@ -126,9 +147,20 @@ def test_a_case_runs_in_the_image_its_containerfile_builds(fake, tmp_path: Path,
     assert [c["passed"] for c in checks] == [True, True]
     # a case whose image is not there is refused before anything runs, naming the file
     (folder / "evals/cases/tool.yaml").write_text(
-        "task: Use the tool\nimage: localhost/no-such-image:1\nchecks:\n  - file_exists: x\n")  # fmt: skip
-    code = main(["eval", str(folder), "--model", "anthropic/claude-sonnet-4-6", "--no-gen",
-                 "--execution-only", "--out", str(tmp_path / "run2")])  # fmt: skip
+        "task: Use the tool\nimage: localhost/no-such-image:1\nchecks:\n  - file_exists: x\n"
+    )
+    code = main(
+        [
+            "eval",
+            str(folder),
+            "--model",
+            "anthropic/claude-sonnet-4-6",
+            "--no-gen",
+            "--execution-only",
+            "--out",
+            str(tmp_path / "run2"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert f"{folder}/evals/cases/tool.yaml: the case's image: image " in err
@@ -136,27 +168,41 @@ def test_a_case_runs_in_the_image_its_containerfile_builds(fake, tmp_path: Path,
 
 
 def test_a_workdir_holds_the_workspace_seeded_from_the_image(fake, tmp_path: Path, capsys) -> None:
-    folder = skill(tmp_path, {
-        "evals/cases/app.yaml": (
-            "task: Finish the app\ncontainerfile: app/Containerfile\nworkdir: /app\n"
-            "checks:\n  - file_exists: done.txt\n  - verifier: app/verify.sh\n"
-            "  - command_succeeds: test \"$(pwd)\" = /app && grep -q seeded /app/seed.txt\n"
-        ),
-        # the image's /app (a Harbor-style WORKDIR with files COPYed in) seeds the workspace
-        "evals/cases/app/Containerfile": (
-            "FROM skillbench-sandbox\nRUN mkdir -p /app && echo seeded > /app/seed.txt\n"
-            "WORKDIR /app\n"
-        ),
-        "evals/cases/app/verify.sh": (
-            'test "$WORK" = /app || exit 2\ngrep -qs "seen: seeded" done.txt || exit 1\n'
-        ),
-    })  # fmt: skip
-    fake({"conversations": [
-        conv(CAND, "Finish the app",
-             {"tool_calls": [{"bash": {"command": "pwd; echo \"seen: $(cat seed.txt)\" > done.txt"}}]},
-             {"text": "done"}),
-        conv(BASE, "Finish the app", {"text": "no"}),
-    ]})  # fmt: skip
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/app.yaml": (
+                "task: Finish the app\ncontainerfile: app/Containerfile\nworkdir: /app\n"
+                "checks:\n  - file_exists: done.txt\n  - verifier: app/verify.sh\n"
+                '  - command_succeeds: test "$(pwd)" = /app && grep -q seeded /app/seed.txt\n'
+            ),
+            # the image's /app (a Harbor-style WORKDIR with files COPYed in) seeds the workspace
+            "evals/cases/app/Containerfile": (
+                "FROM skillbench-sandbox\nRUN mkdir -p /app && echo seeded > /app/seed.txt\n"
+                "WORKDIR /app\n"
+            ),
+            "evals/cases/app/verify.sh": (
+                'test "$WORK" = /app || exit 2\ngrep -qs "seen: seeded" done.txt || exit 1\n'
+            ),
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(
+                    CAND,
+                    "Finish the app",
+                    {
+                        "tool_calls": [
+                            {"bash": {"command": 'pwd; echo "seen: $(cat seed.txt)" > done.txt'}}
+                        ]
+                    },
+                    {"text": "done"},
+                ),
+                conv(BASE, "Finish the app", {"text": "no"}),
+            ]
+        }
+    )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
     assert code == 0, lines
     row = summary["rows"][0]
@@ -170,4 +216,5 @@ def test_a_workdir_holds_the_workspace_seeded_from_the_image(fake, tmp_path: Pat
     )
     assert main(["check", str(folder)]) == 1
     assert "app.yaml:2: error: `workdir` '/tmp' is a folder the sandbox or the system needs" in (
-        capsys.readouterr().out)  # fmt: skip
+        capsys.readouterr().out
+    )

@@ -6,12 +6,15 @@ from __future__ import annotations
 import difflib
 
 from skillbench.agents.base import Agent, AgentError, AgentSession, SessionRequest
-from skillbench.agents.builtin import BuiltinAgent
+from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.agents.claude_code import ClaudeCodeAgent
 from skillbench.agents.codex import CodexAgent
 
-AGENTS: dict[str, type] = {"builtin": BuiltinAgent, "claude-code": ClaudeCodeAgent,
-                           "codex": CodexAgent}  # fmt: skip
+AGENTS: dict[str, type] = {
+    "builtin": BuiltinAgent,
+    "claude-code": ClaudeCodeAgent,
+    "codex": CodexAgent,
+}
 DEFAULT_AGENT = "builtin"
 
 __all__ = ["AGENTS", "Agent", "AgentError", "AgentSession", "SessionRequest", "make_agent"]

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from skillbench.agent.loop import SessionResult, SkillInfo
+from skillbench.agents.builtin.loop import SessionResult, SkillInfo
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import Relay, Sandbox
 from skillbench.transcript import TraceWriter

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from skillbench.agent.loop import unattended_note
 from skillbench.agents.base import SessionRequest
+from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
@@ -47,9 +47,13 @@ class ClaudeCodeAgent(CliAgent):
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the agent loaded in a transcript: its `Skill` tool calls."""
-        return {str(e["arguments"].get("skill", "")).rsplit(":", 1)[-1] for e in events
-                if e.get("type") == "tool_call" and e.get("name") == "Skill"
-                and isinstance(e.get("arguments"), dict)}  # fmt: skip
+        return {
+            str(e["arguments"].get("skill", "")).rsplit(":", 1)[-1]
+            for e in events
+            if e.get("type") == "tool_call"
+            and e.get("name") == "Skill"
+            and isinstance(e.get("arguments"), dict)
+        }
 
 
 class _Session(BrokeredSession):
@@ -81,8 +85,10 @@ class _Session(BrokeredSession):
         stop, seen = _replay(stdout, trace)
         missing = {s.name for s in self.request.skills} - set(seen or [])
         if seen is not None and missing:  # the guard reads what the agent itself reports
-            raise ContaminationError(f"Claude Code's init event lists {sorted(seen)}, not the "
-                                     f"staged skill(s) {sorted(missing)}")  # fmt: skip
+            raise ContaminationError(
+                f"Claude Code's init event lists {sorted(seen)}, not the "
+                f"staged skill(s) {sorted(missing)}"
+            )
         return stop
 
 
@@ -107,20 +113,33 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | No
             message = event.get("message") or {}
             for block in message.get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
-                    trace.event("message", role="assistant", text=block["text"],
-                                usage=_usage(message.get("usage")))  # fmt: skip
+                    trace.event(
+                        "message",
+                        role="assistant",
+                        text=block["text"],
+                        usage=_usage(message.get("usage")),
+                    )
                 elif block.get("type") == "tool_use":
                     name = "bash" if block.get("name") == "Bash" else str(block.get("name"))
                     names[str(block.get("id"))] = name
-                    trace.event("tool_call", id=block.get("id"), name=name,
-                                arguments=block.get("input") or {})  # fmt: skip
+                    trace.event(
+                        "tool_call",
+                        id=block.get("id"),
+                        name=name,
+                        arguments=block.get("input") or {},
+                    )
         elif kind == "user":
             for block in (event.get("message") or {}).get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     tid = str(block.get("tool_use_id"))
-                    trace.event("tool_result", id=tid, name=names.get(tid, ""),
-                                text=_text(block.get("content")),
-                                is_error=bool(block.get("is_error")), exit_code=None)  # fmt: skip
+                    trace.event(
+                        "tool_result",
+                        id=tid,
+                        name=names.get(tid, ""),
+                        text=_text(block.get("content")),
+                        is_error=bool(block.get("is_error")),
+                        exit_code=None,
+                    )
         elif kind == "result":
             # the turn cap is the agent's own end; otherwise a CLI that gave up on its model
             # (its retries spent) says so with is_error: infrastructure
@@ -135,10 +154,12 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | No
 def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
-    return Usage(input_tokens=int(raw.get("input_tokens") or 0),
-                 output_tokens=int(raw.get("output_tokens") or 0),
-                 cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
-                 cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0))  # fmt: skip
+    return Usage(
+        input_tokens=int(raw.get("input_tokens") or 0),
+        output_tokens=int(raw.get("output_tokens") or 0),
+        cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
+        cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
+    )
 
 
 def _text(content: Any) -> str:

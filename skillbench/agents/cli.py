@@ -3,7 +3,7 @@ registry once per version, the image variant that bakes it into the sandbox imag
 upstream their broker forwards to, and a session's broker and ending.
 
 A `scripted/<name>` model is served to a CLI the way a provider would serve it: by a fake
-model server on the host (skillbench.testing), so an offline run drives the real CLI.
+model server on the host (skillbench.models.fake_server), so an offline run drives the real CLI.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from skillbench.agent.loop import SessionResult
 from skillbench.agents.base import AgentError, SessionRequest
+from skillbench.agents.builtin.loop import SessionResult
 from skillbench.broker import Broker
 from skillbench.models import parse_model
 from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
@@ -35,8 +35,7 @@ def cache_dir() -> Path:
     return Path(base) / "skillbench"
 
 
-def fetch_binary(agent: str, spec: str, member: str, size: str,
-                 log: Callable[[str], None]) -> Path:  # fmt: skip
+def fetch_binary(agent: str, spec: str, member: str, size: str, log: Callable[[str], None]) -> Path:
     """The native binary `member` of the npm package `spec` (name@version), fetched with
     `npm pack` once and kept under cache_dir()/agents/<agent>/<version>/."""
     version = spec.rsplit("@", 1)[-1]
@@ -47,11 +46,14 @@ def fetch_binary(agent: str, spec: str, member: str, size: str,
     log(f"fetching {spec} from the npm registry (~{size})")
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        done = subprocess.run(["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True,
-                              text=True)  # fmt: skip
+        done = subprocess.run(
+            ["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True, text=True
+        )
         if done.returncode != 0:
-            raise AgentError(f"npm pack {spec} failed (is npm installed and the registry "
-                             f"reachable?): {done.stderr[-300:]}")  # fmt: skip
+            raise AgentError(
+                f"npm pack {spec} failed (is npm installed and the registry "
+                f"reachable?): {done.stderr[-300:]}"
+            )
         (tgz,) = Path(tmp).glob("*.tgz")
         partial = folder / f"{binary.name}.partial"
         with tarfile.open(tgz) as tar:
@@ -65,8 +67,9 @@ def fetch_binary(agent: str, spec: str, member: str, size: str,
     return binary
 
 
-def build_variant(name: str, base: str, binary: Callable[[], Path], what: str,
-                  log: Callable[[str], None]) -> str:  # fmt: skip
+def build_variant(
+    name: str, base: str, binary: Callable[[], Path], what: str, log: Callable[[str], None]
+) -> str:
     """The image `name`: `base` plus the CLI at /usr/local/bin/<binary name>, built once."""
     if image_exists(name):
         return name
@@ -95,9 +98,9 @@ class Upstream:
         ref = parse_model(model)
         if not ref.scripted:
             return os.environ.get(self.base_var) or self.default, os.environ.get(self.key_var, "")
+        from skillbench.models.fake_server import FakeModelServer
         from skillbench.models.script import load_script
         from skillbench.models.scripted import find_script
-        from skillbench.testing.fake_server import FakeModelServer
 
         with self._lock:
             if ref.name not in self._servers:
@@ -135,8 +138,10 @@ class CliAgent:
 
     def check_model(self, model: str) -> None:
         if parse_model(model).provider not in (self.provider, "scripted"):
-            raise AgentError(f"--agent {self.name} speaks {self.api}: use --model "
-                             f"{self.provider}/<model>, not {model}")  # fmt: skip
+            raise AgentError(
+                f"--agent {self.name} speaks {self.api}: use --model "
+                f"{self.provider}/<model>, not {model}"
+            )
 
     def image_name(self, base: str) -> str:
         return f"localhost/skillbench-{self.name}:{base.rsplit(':', 1)[-1]}-{self._version}"
@@ -150,16 +155,24 @@ class CliAgent:
             spec, member = self.package()
             return fetch_binary(self.name, spec, member, self.size, log)
 
-        return build_variant(self.image_name(base), base, binary,
-                             f"{self.label} {self._version}", log)  # fmt: skip
+        return build_variant(
+            self.image_name(base), base, binary, f"{self.label} {self._version}", log
+        )
 
     def broker(self, request: SessionRequest) -> Broker:
         """A started broker for one session, forwarding to the model's upstream."""
         url, key = self.upstream.resolve(request.model)
         cap = request.max_turns if self.cap_at_broker else None
-        return Broker(upstream=url, api_key=key, model=request.model, wire=self.wire,
-                      exchanges=request.exchanges, prices=request.prices,
-                      budget=request.budget, max_requests=cap).start()  # fmt: skip
+        return Broker(
+            upstream=url,
+            api_key=key,
+            model=request.model,
+            wire=self.wire,
+            exchanges=request.exchanges,
+            prices=request.prices,
+            budget=request.budget,
+            max_requests=cap,
+        ).start()
 
     async def aclose(self) -> None:
         self.upstream.close()  # each session's broker is stopped with the session
@@ -201,9 +214,15 @@ class BrokeredSession:
     async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
         r = self.request
         self.workdir = sandbox.workdir
-        trace.event("trace_start", case=r.case, arm=r.arm, rep=r.rep, model=r.model,
-                    agent=f"{self.agent.name} {self.agent.version()}",
-                    started_at=datetime.now(UTC).isoformat(timespec="seconds"))  # fmt: skip
+        trace.event(
+            "trace_start",
+            case=r.case,
+            arm=r.arm,
+            rep=r.rep,
+            model=r.model,
+            agent=f"{self.agent.name} {self.agent.version()}",
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
         trace.event("message", role="user", text=r.task, usage=None)
         await self.prepare(sandbox)
         stage = " && ".join(
@@ -214,8 +233,13 @@ class BrokeredSession:
         if not staged.ok:
             return self.end(trace, "error", f"staging the skills: {staged.stderr}")
         try:
-            done = await sandbox.exec(self.argv(), cwd=sandbox.workdir, env=self.env(),
-                                      timeout=r.timeout_s, output_cap=self.output_cap)  # fmt: skip
+            done = await sandbox.exec(
+                self.argv(),
+                cwd=sandbox.workdir,
+                env=self.env(),
+                timeout=r.timeout_s,
+                output_cap=self.output_cap,
+            )
         except SandboxError as exc:
             return self.end(trace, "error", f"sandbox: {exc}")
         stop = self.replay(done.stdout, trace)
@@ -238,8 +262,15 @@ class BrokeredSession:
         duration_ms = int((time.monotonic() - self.started) * 1000)
         usage, cost, turns = self.broker.usage, self.broker.cost, self.broker.answered
         extra = {"error": error} if error else {}
-        trace.event("trace_end", stop_reason=stop, turns=turns, duration_ms=duration_ms,
-                    usage=usage, cost_usd=cost, **extra)  # fmt: skip
+        trace.event(
+            "trace_end",
+            stop_reason=stop,
+            turns=turns,
+            duration_ms=duration_ms,
+            usage=usage,
+            cost_usd=cost,
+            **extra,
+        )
         return SessionResult(stop, turns, duration_ms, usage, cost, error)
 
     def infrastructure(self, exit_code: int | None, stderr: str) -> str:

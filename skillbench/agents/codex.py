@@ -20,8 +20,8 @@ import re
 import shlex
 from typing import Any
 
-from skillbench.agent.loop import unattended_note
 from skillbench.agents.base import SessionRequest
+from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
@@ -81,8 +81,11 @@ class CodexAgent(CliAgent):
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the agent loaded: Codex reads a skill's SKILL.md with a command."""
-        commands = [str((e.get("arguments") or {}).get("command", "")) for e in events
-                    if e.get("type") == "tool_call" and e.get("name") == "bash"]  # fmt: skip
+        commands = [
+            str((e.get("arguments") or {}).get("command", ""))
+            for e in events
+            if e.get("type") == "tool_call" and e.get("name") == "bash"
+        ]
         return {name for command in commands for name in _READS.findall(command)}
 
 
@@ -90,8 +93,9 @@ class _Session(BrokeredSession):
     config_dir = CODEX_HOME
 
     async def prepare(self, sandbox: Sandbox) -> None:
-        await sandbox.write_file(f"{CODEX_HOME}/config.toml",
-                                 _config(self.agent.max_retries, self.workdir))  # fmt: skip
+        await sandbox.write_file(
+            f"{CODEX_HOME}/config.toml", _config(self.agent.max_retries, self.workdir)
+        )
 
     def argv(self) -> list[str]:
         r = self.request
@@ -109,8 +113,9 @@ class _Session(BrokeredSession):
         listed = _user_skills(self.broker.first_request)
         staged = {s.name for s in self.request.skills}
         if listed is not None and listed != staged:  # what Codex itself was shown
-            raise ContaminationError(f"Codex listed the skills {sorted(listed)}, not the "
-                                     f"staged {sorted(staged)}")  # fmt: skip
+            raise ContaminationError(
+                f"Codex listed the skills {sorted(listed)}, not the staged {sorted(staged)}"
+            )
         return stop
 
 
@@ -121,8 +126,11 @@ def _user_skills(request: dict[str, Any] | None) -> set[str] | None:
         return None
     text = _plain_text(request)
     roots = {key: path for key, path in _ROOT.findall(text)}
-    return {name for name, root in _LISTED.findall(text)
-            if not roots.get(root, "").rstrip("/").endswith("/.system")}  # fmt: skip
+    return {
+        name
+        for name, root in _LISTED.findall(text)
+        if not roots.get(root, "").rstrip("/").endswith("/.system")
+    }
 
 
 def _plain_text(request: dict[str, Any]) -> str:
@@ -159,19 +167,37 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
             trace.event("message", role="assistant", text=str(item.get("text", "")), usage=None)
         elif kind == "item.completed" and item.get("type") == "command_execution":
             tid = str(item.get("id"))
-            trace.event("tool_call", id=tid, name="bash",
-                        arguments={"command": _command(str(item.get("command", "")))})  # fmt: skip
+            trace.event(
+                "tool_call",
+                id=tid,
+                name="bash",
+                arguments={"command": _command(str(item.get("command", "")))},
+            )
             code = item.get("exit_code")
-            trace.event("tool_result", id=tid, name="bash",
-                        text=str(item.get("aggregated_output", "")),
-                        is_error=code not in (0, None), exit_code=code)  # fmt: skip
+            trace.event(
+                "tool_result",
+                id=tid,
+                name="bash",
+                text=str(item.get("aggregated_output", "")),
+                is_error=code not in (0, None),
+                exit_code=code,
+            )
         elif kind == "item.completed" and item.get("type") == "file_change":
             tid = str(item.get("id"))
-            trace.event("tool_call", id=tid, name="apply_patch",
-                        arguments={"changes": item.get("changes") or []})  # fmt: skip
-            trace.event("tool_result", id=tid, name="apply_patch",
-                        text=str(item.get("status", "")),
-                        is_error=item.get("status") == "failed", exit_code=None)  # fmt: skip
+            trace.event(
+                "tool_call",
+                id=tid,
+                name="apply_patch",
+                arguments={"changes": item.get("changes") or []},
+            )
+            trace.event(
+                "tool_result",
+                id=tid,
+                name="apply_patch",
+                text=str(item.get("status", "")),
+                is_error=item.get("status") == "failed",
+                exit_code=None,
+            )
         elif kind == "turn.completed":  # (its usage is counted at the broker)
             stop = "end_turn"
         elif kind == "turn.failed":

@@ -80,14 +80,23 @@ def estimate(opts: EvalOptions) -> Estimate:
         for spec in sessions.values():
             for arm in (a for a in arms if a != CANDIDATE):
                 for rep in range(1, settings.k + 1):
-                    key = cache_key(session_inputs(
-                        spec, skill_dir, arm=arm_identity(arm, found.digest if found else None),
-                        agent=agent.name, agent_version=agent.version(), model=settings.model,
-                        sandbox=case_spec(box, spec, None), rep=rep))  # fmt: skip
+                    key = cache_key(
+                        session_inputs(
+                            spec,
+                            skill_dir,
+                            arm=arm_identity(arm, found.digest if found else None),
+                            agent=agent.name,
+                            agent_version=agent.version(),
+                            model=settings.model,
+                            sandbox=case_spec(box, spec, None),
+                            rep=rep,
+                        )
+                    )
                     reused += cache.get(key) is not None
     to_run = len(sessions) * len(arms) * settings.k - reused
-    calls, tokens_in, tokens_out, seconds, basis = _per_session(skill.name, settings.model,
-                                                                settings.agent)  # fmt: skip
+    calls, tokens_in, tokens_out, seconds, basis = _per_session(
+        skill.name, settings.model, settings.agent
+    )
     judged = sum(u.judge for u in units_of(sessions))
     judge_calls = judged * settings.k * len([a for a in arms if a not in (CANDIDATE, AA)]) * 2
     method, trigger_calls = None, 0
@@ -98,27 +107,40 @@ def estimate(opts: EvalOptions) -> Estimate:
         if method == "agent":  # one session per prompt and run, plus the canary
             trigger_calls = (trigger_calls + 1) * ROUTING_CALLS
     usage = Usage(
-        input_tokens=int(to_run * tokens_in + judge_calls * JUDGE_INPUT
-                         + trigger_calls * TRIGGER_INPUT),
-        output_tokens=int(to_run * tokens_out + judge_calls * JUDGE_OUTPUT
-                          + trigger_calls * TRIGGER_OUTPUT),
-    )  # fmt: skip
+        input_tokens=int(
+            to_run * tokens_in + judge_calls * JUDGE_INPUT + trigger_calls * TRIGGER_INPUT
+        ),
+        output_tokens=int(
+            to_run * tokens_out + judge_calls * JUDGE_OUTPUT + trigger_calls * TRIGGER_OUTPUT
+        ),
+    )
     parallel = max(1, settings.parallel)
     wall = math.ceil(to_run / parallel) * seconds + math.ceil(trigger_calls / parallel) * 5.0
     return Estimate(
-        skill=skill.name, version=version, cases=len(sessions), arms=arms, k=settings.k,
-        sessions=to_run, reused=reused, session_calls=to_run * calls, judge_calls=judge_calls,
-        trigger_calls=trigger_calls, trigger_method=method,
-        cost_usd=cost_usd(settings.model, usage, settings.prices), seconds=wall, basis=basis,
-    )  # fmt: skip
+        skill=skill.name,
+        version=version,
+        cases=len(sessions),
+        arms=arms,
+        k=settings.k,
+        sessions=to_run,
+        reused=reused,
+        session_calls=to_run * calls,
+        judge_calls=judge_calls,
+        trigger_calls=trigger_calls,
+        trigger_method=method,
+        cost_usd=cost_usd(settings.model, usage, settings.prices),
+        seconds=wall,
+        basis=basis,
+    )
 
 
 def _per_session(skill: str, model: str, agent: str) -> tuple[float, float, float, float, str]:
     """(model calls, input tokens, output tokens, seconds) per session, and their source."""
     earlier = [
-        r for _, r in local_receipts(skill)
+        r
+        for _, r in local_receipts(skill)
         if r.models.get("agent") == model and (r.agent or "builtin") == agent and r.efficiency
-    ]  # fmt: skip
+    ]
     if earlier:
         r = max(earlier, key=lambda r: (r.provenance.created_at, r.run_id))
         arms = list(r.efficiency.values())
@@ -127,19 +149,31 @@ def _per_session(skill: str, model: str, agent: str) -> tuple[float, float, floa
             return sum(float(e.get(key) or 0.0) for e in arms) / len(arms)
 
         turns = max(1.0, mean("turns"))
-        return (turns, mean("input_tokens"), mean("output_tokens"), mean("seconds"),
-                f"per-session figures from run {r.run_id} of {skill}")  # fmt: skip
-    return (DEFAULT_CALLS, DEFAULT_CALLS * DEFAULT_INPUT, DEFAULT_CALLS * DEFAULT_OUTPUT,
-            DEFAULT_SECONDS, f"no earlier run of {skill} with {model}: a default of "
-            f"{DEFAULT_CALLS:g} calls x {DEFAULT_INPUT:,.0f} input + {DEFAULT_OUTPUT:,.0f} output "
-            f"tokens and {DEFAULT_SECONDS:g} s per session")  # fmt: skip
+        return (
+            turns,
+            mean("input_tokens"),
+            mean("output_tokens"),
+            mean("seconds"),
+            f"per-session figures from run {r.run_id} of {skill}",
+        )
+    return (
+        DEFAULT_CALLS,
+        DEFAULT_CALLS * DEFAULT_INPUT,
+        DEFAULT_CALLS * DEFAULT_OUTPUT,
+        DEFAULT_SECONDS,
+        f"no earlier run of {skill} with {model}: a default of "
+        f"{DEFAULT_CALLS:g} calls x {DEFAULT_INPUT:,.0f} input + {DEFAULT_OUTPUT:,.0f} output "
+        f"tokens and {DEFAULT_SECONDS:g} s per session",
+    )
 
 
 def plan_lines(e: Estimate, max_cost: float | None, parallel: int) -> list[str]:
     """The `eval --plan` report."""
     arms = ", ".join(e.arms)
-    lines = [f"plan: {e.skill} ({e.version[:19]}…): {e.cases} case(s) x {len(e.arms)} arms "
-             f"({arms}) x k={e.k}"]  # fmt: skip
+    lines = [
+        f"plan: {e.skill} ({e.version[:19]}…): {e.cases} case(s) x {len(e.arms)} arms "
+        f"({arms}) x k={e.k}"
+    ]
     reused = f" ({e.reused} baseline/incumbent session(s) reused from earlier runs)" * bool(
         e.reused
     )
@@ -148,10 +182,15 @@ def plan_lines(e: Estimate, max_cost: float | None, parallel: int) -> list[str]:
     if e.trigger_method:
         method = "catalog call" if e.trigger_method == "catalog" else "agent routing"
         triggers = f", {e.trigger_calls} trigger call(s) ({method})"
-    lines.append(f"  model calls: ~{e.session_calls:.0f} in sessions, up to {e.judge_calls} "
-                 f"judge call(s){triggers}")  # fmt: skip
-    cost = "unknown (no price for the model: add [prices] to skillbench.toml)" if (
-        e.cost_usd is None) else f"~${e.cost_usd:.2f}"  # fmt: skip
+    lines.append(
+        f"  model calls: ~{e.session_calls:.0f} in sessions, up to {e.judge_calls} "
+        f"judge call(s){triggers}"
+    )
+    cost = (
+        "unknown (no price for the model: add [prices] to skillbench.toml)"
+        if (e.cost_usd is None)
+        else f"~${e.cost_usd:.2f}"
+    )
     lines.append(f"  estimated cost: {cost}; {e.basis}")
     lines.append(f"  estimated time: ~{_duration(e.seconds)} at --parallel {parallel}")
     over = over_budget(e, max_cost)
@@ -164,8 +203,10 @@ def over_budget(e: Estimate, max_cost: float | None) -> str | None:
     """The warning when the estimate exceeds --max-cost."""
     if max_cost is None or e.cost_usd is None or e.cost_usd <= max_cost:
         return None
-    return (f"the estimated cost ~${e.cost_usd:.2f} exceeds --max-cost ${max_cost:.2f}: the run "
-            "will stop at the cap with some rows unscored")  # fmt: skip
+    return (
+        f"the estimated cost ~${e.cost_usd:.2f} exceeds --max-cost ${max_cost:.2f}: the run "
+        "will stop at the cap with some rows unscored"
+    )
 
 
 def _duration(seconds: float) -> str:

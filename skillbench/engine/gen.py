@@ -8,6 +8,7 @@ from pathlib import Path
 
 from skillbench.config import Settings, sandbox_spec
 from skillbench.engine.plan import EvalError, check_credentials
+from skillbench.evals import load_assets, load_case
 from skillbench.generate import (
     Generated,
     GenerationFailed,
@@ -23,7 +24,6 @@ from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.stage import SetupFailed, stage_arm
 from skillbench.skills import catalog, read_skill
-from skillbench.spec import load_assets, load_case
 
 KINDS = ("cases", "triggers")
 
@@ -51,8 +51,9 @@ async def fill_missing(
     """Generate each kind in `kinds` that the skill lacks; existing files are left untouched.
     Returns what the calls cost (USD; 0 when the price is unknown)."""
     skill = read_skill(skill_dir)
-    model = resolve_model(settings.model, max_retries=settings.max_retries,
-                          timeout=settings.request_timeout)  # fmt: skip
+    model = resolve_model(
+        settings.model, max_retries=settings.max_retries, timeout=settings.request_timeout
+    )
     lacking = missing_kinds(skill_dir)
     provider: SandboxProvider | None = None
     spent = 0.0
@@ -93,8 +94,10 @@ def _dry_run(provider: SandboxProvider, spec: SandboxSpec) -> SeedCheck:
 def _write(skill_dir: Path, made: Generated, model: str, log: Callable[[str], None]) -> None:
     for rel, text in made.files.items():
         if write_new(skill_dir / rel, text):
-            log(f"generated {skill_dir / rel} with {model} ({made.calls} call"
-                f"{'s' * (made.calls != 1)}); review it before trusting it")  # fmt: skip
+            log(
+                f"generated {skill_dir / rel} with {model} ({made.calls} call"
+                f"{'s' * (made.calls != 1)}); review it before trusting it"
+            )
         else:
             log(f"{skill_dir / rel} exists, left untouched")
 
@@ -119,8 +122,7 @@ def generate_missing(
         why = f"{settings.model} is a fixed script, not a model, and cannot write evals"
         if not only_missing:
             raise EvalError(f"{why}; use a real --model")
-        log(f"note: {why}; not generating {' or '.join(kinds)} (write them, or use a real "
-            "--model)")  # fmt: skip
+        log(f"note: {why}; not generating {' or '.join(kinds)} (write them, or use a real --model)")
         return 0.0
     check_credentials(settings.model)
     try:

@@ -30,8 +30,10 @@ class Journal:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._fd)
-            raise RunBusy(f"{path.parent}: another skillbench process is running this run "
-                          "folder; wait for it to finish, or stop it first") from None  # fmt: skip
+            raise RunBusy(
+                f"{path.parent}: another skillbench process is running this run "
+                "folder; wait for it to finish, or stop it first"
+            ) from None
         self._repair_tail()
 
     def _repair_tail(self) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench.agents.builtin import BuiltinAgent
+from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.checks import CheckResult, run_checks
 from skillbench.config import sandbox_spec
 from skillbench.engine.plan import (
@@ -23,11 +23,11 @@ from skillbench.engine.plan import (
     sessions_of,
     validated,
 )
+from skillbench.evals.model import Session, Suite
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import image_exists
 from skillbench.sandbox.stage import SetupFailed, check_phase, stage_arm
-from skillbench.spec.model import Session, Suite
 from skillbench.transcript import Transcript
 
 ORACLE_DIR = "/tmp/oracle"  # where the reference solution's folder is put in the sandbox
@@ -47,8 +47,10 @@ async def oracle_run(
     skill_dir = Path(opts.skill_dir)
     _, assets = validated(skill_dir)
     if not image_exists(opts.image):
-        raise EvalError(f"the sandbox image {opts.image} is missing: run `skillbench image "
-                        "build` (or `make setup`)")  # fmt: skip
+        raise EvalError(
+            f"the sandbox image {opts.image} is missing: run `skillbench image "
+            "build` (or `make setup`)"
+        )
     sessions = sessions_of(assets, opts.case)
     images = await asyncio.to_thread(build_case_images, sessions, opts.image, BuiltinAgent(), log)
     provider = make_provider()
@@ -68,8 +70,9 @@ async def oracle_run(
         await provider.aclose()
 
 
-async def _solve(provider: SandboxProvider, spec: SandboxSpec, skill_dir: Path, name: str,
-                 session: Session) -> OracleResult:  # fmt: skip
+async def _solve(
+    provider: SandboxProvider, spec: SandboxSpec, skill_dir: Path, name: str, session: Session
+) -> OracleResult:
     assert session.oracle is not None
     script = skill_dir / "evals" / session.oracle
     try:
@@ -80,18 +83,32 @@ async def _solve(provider: SandboxProvider, spec: SandboxSpec, skill_dir: Path, 
         return OracleResult(name, None, note=f"sandbox: {exc}")
     try:
         await staged.sandbox.put_tree(script.parent, ORACLE_DIR)
-        done = await staged.sandbox.exec(["bash", f"{ORACLE_DIR}/{script.name}"],
-                                         cwd=staged.sandbox.workdir,
-                                         timeout=session.timeout_minutes * 60)  # fmt: skip
+        done = await staged.sandbox.exec(
+            ["bash", f"{ORACLE_DIR}/{script.name}"],
+            cwd=staged.sandbox.workdir,
+            timeout=session.timeout_minutes * 60,
+        )
         output = (done.stdout + done.stderr).strip()[-2000:]
         # what the checks read: the task, the oracle as one command, and its output
-        transcript = Transcript([
-            {"type": "message", "role": "user", "text": session.task},
-            {"type": "tool_call", "id": "oracle", "name": "bash",
-             "arguments": {"command": f"bash {session.oracle}"}},
-            {"type": "tool_result", "id": "oracle", "name": "bash", "text": output,
-             "is_error": not done.ok, "exit_code": done.exit_code},
-        ])  # fmt: skip
+        transcript = Transcript(
+            [
+                {"type": "message", "role": "user", "text": session.task},
+                {
+                    "type": "tool_call",
+                    "id": "oracle",
+                    "name": "bash",
+                    "arguments": {"command": f"bash {session.oracle}"},
+                },
+                {
+                    "type": "tool_result",
+                    "id": "oracle",
+                    "name": "bash",
+                    "text": output,
+                    "is_error": not done.ok,
+                    "exit_code": done.exit_code,
+                },
+            ]
+        )
         checker = await check_phase(provider, spec, staged, skill_dir)
         home = case_home(session, skill_dir)
         checks = list(await run_checks(session.checks, transcript, checker, home))
@@ -115,7 +132,8 @@ def oracle_lines(results: list[OracleResult]) -> list[str]:
         lines += [f"  {c.name}: {c.detail}" for c in r.checks if not c.passed]
     ran = [r for r in results if r.passed is not None]
     good = sum(r.passed is True for r in ran)
-    lines.append(f"oracle: {good} of {len(ran)} reference solution(s) pass every check"
-                 + (f"; {len(results) - len(ran)} case(s) skipped" if len(ran) < len(results)
-                    else ""))  # fmt: skip
+    lines.append(
+        f"oracle: {good} of {len(ran)} reference solution(s) pass every check"
+        + (f"; {len(results) - len(ran)} case(s) skipped" if len(ran) < len(results) else "")
+    )
     return lines

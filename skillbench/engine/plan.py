@@ -25,6 +25,9 @@ from skillbench.engine.records import (
     Plan,
     Unit,
 )
+from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
+from skillbench.evals.model import Session, Suite
+from skillbench.evals.problems import errors_in
 from skillbench.models import ModelRefError, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxSpec
@@ -39,9 +42,6 @@ from skillbench.skills import (
     read_skill,
     skill_files,
 )
-from skillbench.spec import EvalAssets, Problem, SpecError, load_assets
-from skillbench.spec.model import Session, Suite
-from skillbench.spec.problems import errors_in
 from skillbench.team import TeamError, incumbent
 
 
@@ -97,12 +97,14 @@ def case_home(spec: Session, skill_dir: Path) -> str:
 
 def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
     """The sandbox a session runs in: `base` with the session's own image and workdir."""
-    return msgspec.structs.replace(base, image=image or base.image,
-                                   workdir=session.workdir or base.workdir)  # fmt: skip
+    return msgspec.structs.replace(
+        base, image=image or base.image, workdir=session.workdir or base.workdir
+    )
 
 
-def build_case_images(sessions: dict[str, Session], base: str, agent: Agent,
-                      log: Callable[[str], None]) -> dict[str, str]:  # fmt: skip
+def build_case_images(
+    sessions: dict[str, Session], base: str, agent: Agent, log: Callable[[str], None]
+) -> dict[str, str]:
     """The image of every session that has its own (with the agent's CLI added, for a CLI
     agent); EvalError naming the case file when one cannot be built."""
     images = {}
@@ -110,8 +112,12 @@ def build_case_images(sessions: dict[str, Session], base: str, agent: Agent,
         if spec.image is None and spec.containerfile is None:
             continue
         try:
-            own = case_image(image=spec.image, containerfile=Path(spec.containerfile) if
-                             spec.containerfile else None, base=base, log=log)  # fmt: skip
+            own = case_image(
+                image=spec.image,
+                containerfile=Path(spec.containerfile) if spec.containerfile else None,
+                base=base,
+                log=log,
+            )
             images[name] = agent.image(own, log)
         except (CaseImageError, AgentError) as exc:
             raise EvalError(f"{spec.path}: the case's image: {exc}") from None
@@ -199,12 +205,16 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     if opts.max_cost is not None:
         for ref in {settings.model, settings.judge_model or settings.model}:
             if price_for(ref, settings.prices) is None:
-                raise EvalError(f"--max-cost: no price is known for {ref}, so its spend cannot "
-                                f'be counted; add [prices."{ref}"] with input and output (USD '
-                                "per million tokens) to skillbench.toml")  # fmt: skip
+                raise EvalError(
+                    f"--max-cost: no price is known for {ref}, so its spend cannot "
+                    f'be counted; add [prices."{ref}"] with input and output (USD '
+                    "per million tokens) to skillbench.toml"
+                )
     if not image_exists(opts.image):
-        raise EvalError(f"the sandbox image {opts.image} is missing: run `skillbench image "
-                        "build` (or `make setup`)")  # fmt: skip
+        raise EvalError(
+            f"the sandbox image {opts.image} is missing: run `skillbench image "
+            "build` (or `make setup`)"
+        )
     base = opts.image
     try:
         opts.image = agent.image(base, log)  # the arms (and their checkers) run there
@@ -218,17 +228,23 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
             plan = msgspec.json.decode((run_dir / "plan.json").read_bytes(), type=Plan)
         except (OSError, msgspec.DecodeError) as exc:
             raise EvalError(f"--resume {run_dir}: no readable plan.json ({exc})") from None
-        changed = [what for what, old, new in (
-            ("the skill's files (version)", plan.version, version),
-            ("the eval assets", plan.assets_digest, assets_digest),
-            ("the model", plan.model, settings.model),
-            ("the judge model", plan.judge_model, settings.judge_model),
-            ("the agent", plan.agent, settings.agent),
-            ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
-        ) if old != new]  # fmt: skip
+        changed = [
+            what
+            for what, old, new in (
+                ("the skill's files (version)", plan.version, version),
+                ("the eval assets", plan.assets_digest, assets_digest),
+                ("the model", plan.model, settings.model),
+                ("the judge model", plan.judge_model, settings.judge_model),
+                ("the agent", plan.agent, settings.agent),
+                ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
+            )
+            if old != new
+        ]
         if changed:
-            raise EvalError(f"--resume {run_dir}: refused, {' and '.join(changed)} changed since "
-                            "the run started; start a new run instead")  # fmt: skip
+            raise EvalError(
+                f"--resume {run_dir}: refused, {' and '.join(changed)} changed since "
+                "the run started; start a new run instead"
+            )
         sessions = sessions_of(assets, plan.case_filter)
         return plan, run_dir, skill, sessions
     sessions = sessions_of(assets, opts.case)
@@ -238,29 +254,43 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise EvalError(f"--out {run_dir}: cannot make the run folder there "
-                        f"({exc.strerror or exc}); choose another --out") from None  # fmt: skip
+        raise EvalError(
+            f"--out {run_dir}: cannot make the run folder there "
+            f"({exc.strerror or exc}); choose another --out"
+        ) from None
     if (run_dir / "journal.jsonl").exists():
         raise EvalError(
             f"--out {run_dir}: already holds a run; use --resume {run_dir} to continue it"
         )
     plan = Plan(
-        run_id=run_id, skill=skill.name, skill_dir=str(skill_dir.resolve()), version=version,
-        assets_digest=assets_digest, model=settings.model,
-        judge_model=settings.judge_model or settings.model, k=settings.k,
+        run_id=run_id,
+        skill=skill.name,
+        skill_dir=str(skill_dir.resolve()),
+        version=version,
+        assets_digest=assets_digest,
+        model=settings.model,
+        judge_model=settings.judge_model or settings.model,
+        k=settings.k,
         seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),
         arms=[BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else []),
-        opponents=[BASELINE] + ([INCUMBENT] if found else []), sessions=list(sessions),
-        incumbent=found, team=str(Path(opts.team).resolve()) if opts.team else None,
-        units=units_of(sessions), engine_version=__version__, agent=settings.agent,
+        opponents=[BASELINE] + ([INCUMBENT] if found else []),
+        sessions=list(sessions),
+        incumbent=found,
+        team=str(Path(opts.team).resolve()) if opts.team else None,
+        units=units_of(sessions),
+        engine_version=__version__,
+        agent=settings.agent,
         agent_version=agent.version(),
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"), case_filter=opts.case,
-    )  # fmt: skip
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        case_filter=opts.case,
+    )
     try:
         (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
     except OSError as exc:
-        raise EvalError(f"--out {run_dir}: cannot write the run folder ({exc.strerror or exc});"
-                        " choose another --out") from None  # fmt: skip
+        raise EvalError(
+            f"--out {run_dir}: cannot write the run folder ({exc.strerror or exc});"
+            " choose another --out"
+        ) from None
     return plan, run_dir, skill, sessions
 
 
@@ -293,5 +323,7 @@ def check_credentials(*refs: str) -> None:
         except ModelRefError as exc:
             raise EvalError(str(exc)) from None
         if var and not os.environ.get(var):
-            raise EvalError(f"{var} is not set, and the model {ref} needs it: export it, or "
-                            "use --model scripted/<name> for an offline run")  # fmt: skip
+            raise EvalError(
+                f"{var} is not set, and the model {ref} needs it: export it, or "
+                "use --model scripted/<name> for an offline run"
+            )

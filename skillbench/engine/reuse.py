@@ -21,10 +21,10 @@ import msgspec
 
 from skillbench import __version__
 from skillbench.engine.records import SessionRecord
+from skillbench.evals.model import Session
 from skillbench.receipts import home
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.skills import tree_digest
-from skillbench.spec.model import Session
 
 
 class SessionInputs(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,16 +41,31 @@ class SessionInputs(msgspec.Struct, frozen=True, kw_only=True):
     engine_version: str = __version__
 
 
-def session_inputs(session: Session, skill_dir: Path, *, arm: str, agent: str,
-                   agent_version: str, model: str, sandbox: SandboxSpec,
-                   rep: int) -> SessionInputs:  # fmt: skip
+def session_inputs(
+    session: Session,
+    skill_dir: Path,
+    *,
+    arm: str,
+    agent: str,
+    agent_version: str,
+    model: str,
+    sandbox: SandboxSpec,
+    rep: int,
+) -> SessionInputs:
     """The inputs of one session; the case's file path is left out, its fixture's bytes in."""
     fixture = tree_digest(Path(session.fixture), skill_dir) if session.fixture else None
     # where the files are is not an input; what is in them is (the image is in `sandbox`)
     bare = msgspec.structs.replace(session, path="", fixture=None, containerfile=None)
-    return SessionInputs(session=bare, fixture_digest=fixture, arm=arm, agent=agent,
-                         agent_version=agent_version, model=model, sandbox=sandbox,
-                         rep=rep)  # fmt: skip
+    return SessionInputs(
+        session=bare,
+        fixture_digest=fixture,
+        arm=arm,
+        agent=agent,
+        agent_version=agent_version,
+        model=model,
+        sandbox=sandbox,
+        rep=rep,
+    )
 
 
 def arm_identity(arm: str, incumbent_digest: str | None) -> str:

@@ -18,16 +18,16 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
-from skillbench.agent.loop import SkillInfo
 from skillbench.agents import Agent, AgentError, SessionRequest, make_agent
+from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.config import Settings, sandbox_spec
+from skillbench.evals.model import Session
 from skillbench.models import resolve_model
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.stage import ContaminationError, stage_arm
 from skillbench.skills import Skill
-from skillbench.spec.model import Session
 from skillbench.transcript import TraceWriter
 from skillbench.triggers import Call, TriggerCaller, TriggerReport, TriggerTarget, evaluate_all
 
@@ -44,8 +44,16 @@ class AgentRouter:
 
     canary = True
 
-    def __init__(self, agent: Agent, provider: SandboxProvider, spec: SandboxSpec, *,
-                 model: str, settings: Settings, folder: Path):  # fmt: skip
+    def __init__(
+        self,
+        agent: Agent,
+        provider: SandboxProvider,
+        spec: SandboxSpec,
+        *,
+        model: str,
+        settings: Settings,
+        folder: Path,
+    ):
         self.agent, self.provider, self.spec = agent, provider, spec
         self.model, self.settings, self.folder = model, settings, folder
         self.method = f"agent {agent.name}"
@@ -64,20 +72,29 @@ class AgentRouter:
             self.sessions += 1
             key = f"route-{self.sessions:04d}"
             request = SessionRequest(
-                key=key, case="triggers", arm="router", rep=run, model=self.model, task=prompt,
+                key=key,
+                case="triggers",
+                arm="router",
+                rep=run,
+                model=self.model,
+                task=prompt,
                 skills=tuple(SkillInfo(s.name, s.description) for s in library),
-                max_turns=ROUTING_TURNS, timeout_s=ROUTING_TIMEOUT,
-                prices=self.settings.prices, routing=True,
+                max_turns=ROUTING_TURNS,
+                timeout_s=ROUTING_TIMEOUT,
+                prices=self.settings.prices,
+                routing=True,
                 exchanges=self.folder / "exchanges" / f"{key}.jsonl",
-            )  # fmt: skip
+            )
             session = await self.agent.session(request)
             trace = TraceWriter(self.folder / "transcripts" / f"{key}.jsonl")
             try:
                 staged = await stage_arm(
-                    self.provider, replace(self.spec, relay=session.relay),
+                    self.provider,
+                    replace(self.spec, relay=session.relay),
                     Session(name="triggers", path="", task=prompt),
-                    {s.name: Path(s.path) for s in library}, scratch=self.folder / "tmp",
-                )  # fmt: skip
+                    {s.name: Path(s.path) for s in library},
+                    scratch=self.folder / "tmp",
+                )
                 try:
                     result = await session.run(staged.sandbox, trace)
                 finally:
@@ -108,21 +125,28 @@ async def measure(
     keeps its sessions' transcripts and exchanges under `folder` (a temporary folder when
     None)."""
     if method == "catalog":
-        model = resolve_model(settings.model, max_retries=settings.max_retries,
-                              timeout=settings.request_timeout)  # fmt: skip
+        model = resolve_model(
+            settings.model, max_retries=settings.max_retries, timeout=settings.request_timeout
+        )
         try:
-            return await evaluate_all(TriggerCaller(model, settings.parallel), targets,
-                                      runs=runs, threshold=threshold)  # fmt: skip
+            return await evaluate_all(
+                TriggerCaller(model, settings.parallel), targets, runs=runs, threshold=threshold
+            )
         finally:
             await model.aclose()
     try:
-        runner = make_agent(agent, max_retries=settings.max_retries,
-                            timeout=settings.request_timeout,
-                            **settings.agents.get(agent, {}))  # fmt: skip
+        runner = make_agent(
+            agent,
+            max_retries=settings.max_retries,
+            timeout=settings.request_timeout,
+            **settings.agents.get(agent, {}),
+        )
         runner.check_model(settings.model)
         if not image_exists(IMAGE):
-            raise RoutingError(f"the sandbox image {IMAGE} is missing: run `skillbench image "
-                               "build` (or `make setup`)")  # fmt: skip
+            raise RoutingError(
+                f"the sandbox image {IMAGE} is missing: run `skillbench image "
+                "build` (or `make setup`)"
+            )
         image = await asyncio.to_thread(runner.image, IMAGE, log)
     except AgentError as exc:
         raise RoutingError(f"--agent {agent}: {exc}") from None
@@ -130,8 +154,14 @@ async def measure(
     if folder is None:
         folder = scratch = Path(tempfile.mkdtemp(prefix="skillbench-routing-"))
     provider = make_provider()
-    router = AgentRouter(runner, provider, sandbox_spec(settings, image), model=settings.model,
-                         settings=settings, folder=folder)  # fmt: skip
+    router = AgentRouter(
+        runner,
+        provider,
+        sandbox_spec(settings, image),
+        model=settings.model,
+        settings=settings,
+        folder=folder,
+    )
     try:
         return await evaluate_all(router, targets, runs=runs, threshold=threshold)
     finally:

@@ -18,8 +18,8 @@ from typing import Protocol
 import msgspec
 from msgspec.structs import replace
 
-from skillbench.agent.loop import SkillInfo
 from skillbench.agents import AgentSession, SessionRequest, make_agent
+from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.checks import run_checks
 from skillbench.config import sandbox_spec
 from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
@@ -53,6 +53,7 @@ from skillbench.engine.reuse import (
 )
 from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.score import Skipped, Summary, arm_result, row_by_checks, summarize
+from skillbench.evals.model import Session, Suite
 from skillbench.judge import judge
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
@@ -75,7 +76,6 @@ from skillbench.sandbox.stage import (
 )
 from skillbench.scrub import scrub_obj
 from skillbench.skills import Skill, read_skill
-from skillbench.spec.model import Session, Suite
 from skillbench.transcript import TraceWriter, read_trace
 from skillbench.triggers import TriggerReport, targets_at
 
@@ -99,8 +99,15 @@ class EvalResult(msgspec.Struct):
 
 
 class _Run:
-    def __init__(self, opts: EvalOptions, plan: Plan, run_dir: Path, skill: Skill,
-                 sessions: dict[str, Session], progress: Progress):  # fmt: skip
+    def __init__(
+        self,
+        opts: EvalOptions,
+        plan: Plan,
+        run_dir: Path,
+        skill: Skill,
+        sessions: dict[str, Session],
+        progress: Progress,
+    ):
         self.opts = opts
         self.plan = plan
         self.run_dir = run_dir
@@ -123,8 +130,9 @@ class _Run:
             for r in self.done.values()
             if r.outcome == "skipped"
         }
-        self.spend = opts.spent_before + sum(r.cost_usd or 0.0 for r in self.done.values()
-                                             if r.reused_from is None)  # fmt: skip
+        self.spend = opts.spent_before + sum(
+            r.cost_usd or 0.0 for r in self.done.values() if r.reused_from is None
+        )
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         self.stopped: str | None = None
         self.missing: set[str] = set()  # sessions skipped because the image lacks a tool
@@ -134,9 +142,12 @@ class _Run:
         self.judge_gate = asyncio.Semaphore(max(4, opts.settings.parallel))
         self.closing: set[asyncio.Future[None]] = set()  # sandboxes being removed
         self.sandbox_spec = sandbox_spec(self.settings, opts.image)
-        self.agent = make_agent(plan.agent, max_retries=self.settings.max_retries,
-                                timeout=self.settings.request_timeout,
-                                **self.settings.agents.get(plan.agent, {}))  # fmt: skip
+        self.agent = make_agent(
+            plan.agent,
+            max_retries=self.settings.max_retries,
+            timeout=self.settings.request_timeout,
+            **self.settings.agents.get(plan.agent, {}),
+        )
         self.cache = SessionCache()
 
     # sessions ----------------------------------------------------------------------------
@@ -150,8 +161,9 @@ class _Run:
                         todo.append((name, arm, rep))
         return todo
 
-    async def session(self, provider: SandboxProvider, name: str, arm: str,
-                      rep: int) -> SessionRecord:  # fmt: skip
+    async def session(
+        self, provider: SandboxProvider, name: str, arm: str, rep: int
+    ) -> SessionRecord:
         key = self.reuse_key(name, arm, rep)
         hit = self.cache.get(key) if key else None
         if hit is not None:
@@ -170,10 +182,18 @@ class _Run:
         if arm == CANDIDATE or self.opts.fresh_baseline:
             return None
         incumbent = self.plan.incumbent.digest if self.plan.incumbent else None
-        return cache_key(session_inputs(
-            self.specs[name], self.skill_dir, arm=arm_identity(arm, incumbent),
-            agent=self.plan.agent, sandbox=self.spec_for(name),
-            agent_version=self.plan.agent_version, model=self.plan.model, rep=rep))  # fmt: skip
+        return cache_key(
+            session_inputs(
+                self.specs[name],
+                self.skill_dir,
+                arm=arm_identity(arm, incumbent),
+                agent=self.plan.agent,
+                sandbox=self.spec_for(name),
+                agent_version=self.plan.agent_version,
+                model=self.plan.model,
+                rep=rep,
+            )
+        )
 
     def reused(self, hit: Reused, name: str, arm: str, rep: int) -> SessionRecord:
         """A cached session as this run's: its transcript copied into the run folder."""
@@ -185,30 +205,46 @@ class _Run:
             shutil.copyfile(hit.transcript, dest)
             transcript = str(dest.relative_to(self.run_dir))
         notes = [f"reused from run {hit.run_id} (its workspace is kept there)"]
-        return replace(hit.record, key=key, session=name, arm=arm, rep=rep,
-                       transcript=transcript, reused_from=hit.run_id,
-                       notes=notes if hit.record.notes else [])  # fmt: skip
+        return replace(
+            hit.record,
+            key=key,
+            session=name,
+            arm=arm,
+            rep=rep,
+            transcript=transcript,
+            reused_from=hit.run_id,
+            notes=notes if hit.record.notes else [],
+        )
 
     def request(self, name: str, arm: str, rep: int) -> SessionRequest:
         """What the agent is asked to do in one arm session."""
         spec, key = self.specs[name], session_key(name, arm, rep)
         budget = None if self.opts.max_cost is None else max(0.0, self.opts.max_cost - self.spend)
         return SessionRequest(
-            key=key, case=name, arm=arm, rep=rep, model=self.plan.model, task=spec.task,
+            key=key,
+            case=name,
+            arm=arm,
+            rep=rep,
+            model=self.plan.model,
+            task=spec.task,
             skills=(self.skill_info(arm),) if self.arm_skills(arm) else (),
-            max_turns=spec.max_turns, timeout_s=spec.timeout_minutes * 60,
-            prices=self.settings.prices, budget=budget,
+            max_turns=spec.max_turns,
+            timeout_s=spec.timeout_minutes * 60,
+            prices=self.settings.prices,
+            budget=budget,
             exchanges=self.run_dir / "exchanges" / f"{key}.jsonl",
-        )  # fmt: skip
+        )
 
-    async def attempt(self, provider: SandboxProvider, name: str, arm: str, rep: int,
-                      attempt: int) -> SessionRecord:  # fmt: skip
+    async def attempt(
+        self, provider: SandboxProvider, name: str, arm: str, rep: int, attempt: int
+    ) -> SessionRecord:
         key = session_key(name, arm, rep)
         transcript = self.run_dir / "transcripts" / f"{key}.jsonl"
         if attempt > 1 and transcript.exists():
             transcript.rename(transcript.with_name(f"{key}.attempt{attempt - 1}.jsonl"))
-        record = SessionRecord(key=key, session=name, arm=arm, rep=rep, outcome="error",
-                               attempts=attempt)  # fmt: skip
+        record = SessionRecord(
+            key=key, session=name, arm=arm, rep=rep, outcome="error", attempts=attempt
+        )
         skills = self.arm_skills(arm)
         started = time.monotonic()
         session = await self.agent.session(self.request(name, arm, rep))
@@ -217,15 +253,20 @@ class _Run:
         finally:
             await session.close()
 
-    async def attempt_in(self, provider: SandboxProvider, session: AgentSession,
-                         record: SessionRecord, skills: dict[str, Path], transcript: Path,
-                         started: float) -> SessionRecord:  # fmt: skip
+    async def attempt_in(
+        self,
+        provider: SandboxProvider,
+        session: AgentSession,
+        record: SessionRecord,
+        skills: dict[str, Path],
+        transcript: Path,
+        started: float,
+    ) -> SessionRecord:
         name, key = record.session, record.key
         spec = self.specs[name]
         box = replace(self.spec_for(name), relay=session.relay)
         try:
-            staged = await stage_arm(provider, box, spec, skills,
-                                     scratch=self.run_dir / "tmp")  # fmt: skip
+            staged = await stage_arm(provider, box, spec, skills, scratch=self.run_dir / "tmp")
         except SetupFailed as exc:
             return replace(record, outcome="skipped", error=str(exc))
         except ContaminationError as exc:
@@ -242,10 +283,14 @@ class _Run:
             finally:
                 trace.close()
             record = replace(
-                record, stop_reason=result.stop_reason, turns=result.turns,
-                seconds=result.duration_ms / 1000, usage=result.usage, cost_usd=result.cost_usd,
+                record,
+                stop_reason=result.stop_reason,
+                turns=result.turns,
+                seconds=result.duration_ms / 1000,
+                usage=result.usage,
+                cost_usd=result.cost_usd,
                 transcript=str(transcript.relative_to(self.run_dir)),
-            )  # fmt: skip
+            )
             if result.errored:
                 return replace(record, error=result.error)
             checker = await check_phase(provider, self.spec_for(name), staged, self.skill_dir)
@@ -255,17 +300,20 @@ class _Run:
             if isinstance(spec, Suite):
                 for sub in spec.cases:
                     checks[f"{SUITE}/{sub.name}"] = await run_checks(
-                        (*spec.checks, *sub.checks), text, checker, home)  # fmt: skip
+                        (*spec.checks, *sub.checks), text, checker, home
+                    )
             else:
                 checks[name] = await run_checks(spec.checks, text, checker, home)
             unjudged = [c for results in checks.values() for c in results if c.infrastructure]
             if unjudged:  # a verifier that could not judge: the arm's rows go unscored
-                return replace(record, checks=checks, error=f"{unjudged[0].name} gave no "
-                               f"verdict: {unjudged[0].detail}")  # fmt: skip
+                return replace(
+                    record,
+                    checks=checks,
+                    error=f"{unjudged[0].name} gave no verdict: {unjudged[0].detail}",
+                )
             passed = all(c.passed for results in checks.values() for c in results)
             notes = [] if passed else await self.keep_workspace(checker, key)
-            return replace(record, outcome="pass" if passed else "fail", checks=checks,
-                           notes=notes)  # fmt: skip
+            return replace(record, outcome="pass" if passed else "fail", checks=checks, notes=notes)
         except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
             # its channel: never a run-folder write, which fails with ENOSPC and the like)
             return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
@@ -292,8 +340,9 @@ class _Run:
         session: what could not be kept becomes a note."""
         cap = parse_size(self.settings.sandbox.keep_workspace)
         try:
-            return await checker.get_tree(checker.workdir, self.run_dir / "workspaces" / key,
-                                          cap=cap)  # fmt: skip
+            return await checker.get_tree(
+                checker.workdir, self.run_dir / "workspaces" / key, cap=cap
+            )
         except Exception as exc:  # a debugging aid: whatever goes wrong, the run goes on
             return [f"workspace not kept: {exc}"]
 
@@ -314,26 +363,53 @@ class _Run:
                     self.add_row(row)
                 else:
                     self.judging.add(row_key)
-                    self.judge_tasks.append(asyncio.create_task(
-                        self.judged_row(judge_model, unit, rep, opponent, cand, opp)))  # fmt: skip
+                    self.judge_tasks.append(
+                        asyncio.create_task(
+                            self.judged_row(judge_model, unit, rep, opponent, cand, opp)
+                        )
+                    )
 
-    async def judged_row(self, model: Model, unit: Unit, rep: int, opponent: str,
-                         cand: SessionRecord, opp: SessionRecord) -> None:  # fmt: skip
+    async def judged_row(
+        self,
+        model: Model,
+        unit: Unit,
+        rep: int,
+        opponent: str,
+        cand: SessionRecord,
+        opp: SessionRecord,
+    ) -> None:
         spec = self.specs[unit.session]
         rng = random.Random(f"{self.plan.seed}:{unit.name}:{rep}:{opponent}")
-        texts = [read_trace(self.run_dir / r.transcript).all_text if r.transcript else ""
-                 for r in (cand, opp)]  # fmt: skip
+        texts = [
+            read_trace(self.run_dir / r.transcript).all_text if r.transcript else ""
+            for r in (cand, opp)
+        ]
         async with self.judge_gate:
-            verdict = await judge(model, task=spec.task, rubric=spec.judge or "",
-                                  candidate=texts[0], opponent=texts[1], rng=rng)  # fmt: skip
+            verdict = await judge(
+                model,
+                task=spec.task,
+                rubric=spec.judge or "",
+                candidate=texts[0],
+                opponent=texts[1],
+                rng=rng,
+            )
         cost = cost_usd(self.plan.judge_model, verdict.usage, self.settings.prices)
         self.spend += cost or 0.0
         arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
-        self.add_row(RowRecord(
-            case=unit.name, rep=rep, opponent=opponent, outcome=verdict.outcome,
-            decided_by=verdict.decided_by, arms=arms, judge_reasons=list(verdict.reasons),
-            judge_candidate_first=verdict.candidate_first, judge_cost_usd=cost,
-            judge_winners=list(verdict.winners)))  # fmt: skip
+        self.add_row(
+            RowRecord(
+                case=unit.name,
+                rep=rep,
+                opponent=opponent,
+                outcome=verdict.outcome,
+                decided_by=verdict.decided_by,
+                arms=arms,
+                judge_reasons=list(verdict.reasons),
+                judge_candidate_first=verdict.candidate_first,
+                judge_cost_usd=cost,
+                judge_winners=list(verdict.winners),
+            )
+        )
 
     def add_row(self, row: RowRecord) -> None:
         self.rows[(row.case, row.rep, row.opponent)] = row
@@ -343,8 +419,11 @@ class _Run:
 
     async def run(self) -> Summary:
         provider = make_provider()
-        judge_model = resolve_model(self.plan.judge_model, max_retries=self.settings.max_retries,
-                                    timeout=self.settings.request_timeout)  # fmt: skip
+        judge_model = resolve_model(
+            self.plan.judge_model,
+            max_retries=self.settings.max_retries,
+            timeout=self.settings.request_timeout,
+        )
         try:
             await self.probe_requires(provider)
             todo = self.pending()
@@ -390,11 +469,13 @@ class _Run:
             await judge_model.aclose()
             self.journal.close()
             shutil.rmtree(self.run_dir / "tmp", ignore_errors=True)
-        skipped = [Skipped(n, r, n in self.missing,
-                           [u.name for u in self.plan.units if u.session == n])
-                   for n, r in self.skipped.items()]  # fmt: skip
-        return summarize(self.plan, self.done, list(self.rows.values()), skipped,
-                         stopped=self.stopped)  # fmt: skip
+        skipped = [
+            Skipped(n, r, n in self.missing, [u.name for u in self.plan.units if u.session == n])
+            for n, r in self.skipped.items()
+        ]
+        return summarize(
+            self.plan, self.done, list(self.rows.values()), skipped, stopped=self.stopped
+        )
 
     def spec_for(self, name: str) -> SandboxSpec:
         """The sandbox a session's arms and checker run in: its own image and workdir, if it
@@ -425,9 +506,15 @@ async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerR
     if not targets:
         return None
     try:
-        (report,) = await measure(opts.settings, targets, method=trigger_method(opts),
-                                  agent=opts.settings.agent, runs=opts.runs,
-                                  threshold=opts.threshold, folder=folder)  # fmt: skip
+        (report,) = await measure(
+            opts.settings,
+            targets,
+            method=trigger_method(opts),
+            agent=opts.settings.agent,
+            runs=opts.runs,
+            threshold=opts.threshold,
+            folder=folder,
+        )
     except RoutingError as exc:
         raise EvalError(str(exc)) from None
     return report
@@ -457,8 +544,9 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
                 summary.triggers_note = "not measured: the skill has no evals/triggers.yaml"
             else:
                 summary.triggers = report.summary()
-                runner.spend += cost_usd(opts.settings.model, report.usage,
-                                         opts.settings.prices) or 0.0  # fmt: skip
+                runner.spend += (
+                    cost_usd(opts.settings.model, report.usage, opts.settings.prices) or 0.0
+                )
     summary.spend_usd = round(runner.spend, 6)
     # checks saw the raw transcript; their details are printed and written, so scrub them
     summary = msgspec.convert(scrub_obj(msgspec.to_builtins(summary)), Summary)
@@ -473,19 +561,33 @@ def receipt_of(plan: Plan, summary: Summary) -> Receipt:
     if plan.incumbent is not None:
         arms[INCUMBENT] = [f"{plan.skill}@{plan.incumbent.digest} ({plan.incumbent.version})"]
     return Receipt(
-        skill=plan.skill, digest=plan.version, run_id=plan.run_id, verdict=summary.verdict,
-        why=summary.why, expected_rows=summary.expected_rows, scored_rows=summary.scored_rows,
-        complete=summary.complete, stopped=summary.stopped, agent=summary.agent,
-        agent_version=summary.agent_version, models=summary.models, driver=summary.driver,
+        skill=plan.skill,
+        digest=plan.version,
+        run_id=plan.run_id,
+        verdict=summary.verdict,
+        why=summary.why,
+        expected_rows=summary.expected_rows,
+        scored_rows=summary.scored_rows,
+        complete=summary.complete,
+        stopped=summary.stopped,
+        agent=summary.agent,
+        agent_version=summary.agent_version,
+        models=summary.models,
+        driver=summary.driver,
         comparisons=msgspec.to_builtins(summary.comparisons),
         stats=msgspec.to_builtins(summary.stats),
-        rows=msgspec.to_builtins(summary.rows), triggers=summary.triggers,
-        efficiency=msgspec.to_builtins(summary.efficiency), spend_usd=summary.spend_usd,
+        rows=msgspec.to_builtins(summary.rows),
+        triggers=summary.triggers,
+        efficiency=msgspec.to_builtins(summary.efficiency),
+        spend_usd=summary.spend_usd,
         reused=msgspec.to_builtins(summary.reused),
         noise_floor=msgspec.to_builtins(summary.noise_floor),
         provenance=Provenance(
             engine_version=plan.engine_version,
-            models={"agent": plan.model, "judge": plan.judge_model}, k=plan.k, seed=plan.seed,
-            arms=arms, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            models={"agent": plan.model, "judge": plan.judge_model},
+            k=plan.k,
+            seed=plan.seed,
+            arms=arms,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         ),
-    )  # fmt: skip
+    )

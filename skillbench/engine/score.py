@@ -73,15 +73,33 @@ def row_by_checks(
     arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
     mine, theirs = arms[CANDIDATE], arms[opponent]
     if mine.error or theirs.error:
-        return RowRecord(case=unit.name, rep=rep, opponent=opponent, outcome="tie",
-                         decided_by="unscored", arms=arms)  # fmt: skip
+        return RowRecord(
+            case=unit.name,
+            rep=rep,
+            opponent=opponent,
+            outcome="tie",
+            decided_by="unscored",
+            arms=arms,
+        )
     if mine.passed != theirs.passed:
         outcome = "win" if mine.passed else "loss"
-        return RowRecord(case=unit.name, rep=rep, opponent=opponent, outcome=outcome,
-                         decided_by="checks", arms=arms)  # fmt: skip
+        return RowRecord(
+            case=unit.name,
+            rep=rep,
+            opponent=opponent,
+            outcome=outcome,
+            decided_by="checks",
+            arms=arms,
+        )
     if not unit.judge:
-        return RowRecord(case=unit.name, rep=rep, opponent=opponent, outcome="tie",
-                         decided_by="checks", arms=arms)  # fmt: skip
+        return RowRecord(
+            case=unit.name,
+            rep=rep,
+            opponent=opponent,
+            outcome="tie",
+            decided_by="checks",
+            arms=arms,
+        )
     return None
 
 
@@ -136,8 +154,9 @@ def nothing_scored(rows: list[RowRecord], stopped: str | None) -> str:
     parts = ["nothing scored"]
     unscored = sum(not r.scored for r in rows)
     if unscored:
-        parts.append(f"{unscored} row{'s' * (unscored != 1)} unscored (infrastructure errors "
-                     "or the judge)")  # fmt: skip
+        parts.append(
+            f"{unscored} row{'s' * (unscored != 1)} unscored (infrastructure errors or the judge)"
+        )
     if stopped:
         parts.append(stopped)
     return "; ".join(parts)
@@ -145,8 +164,9 @@ def nothing_scored(rows: list[RowRecord], stopped: str | None) -> str:
 
 def unit_runs(plan: Plan, skipped: set[str]) -> list[tuple[Unit, int]]:
     """Every (unit, rep) that is not skipped."""
-    return [(u, rep) for u in plan.units if u.session not in skipped
-            for rep in range(1, plan.k + 1)]  # fmt: skip
+    return [
+        (u, rep) for u in plan.units if u.session not in skipped for rep in range(1, plan.k + 1)
+    ]
 
 
 def arm_scores(
@@ -210,22 +230,39 @@ class Diagnostic(msgspec.Struct, frozen=True):
     check: str | None = None
 
 
-def diagnostics(plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str],
-                rows: Sequence[RowRecord] = ()) -> list[Diagnostic]:  # fmt: skip
+def diagnostics(
+    plan: Plan,
+    sessions: dict[str, SessionRecord],
+    skipped: set[str],
+    rows: Sequence[RowRecord] = (),
+) -> list[Diagnostic]:
     """What the finished sessions and rows say about the eval's own quality."""
     found: list[Diagnostic] = []
     for unit in (u for u in plan.units if u.session not in skipped):
-        ran = [(arm, rep, r) for arm in plan.arms for rep in range(1, plan.k + 1)
-               if (r := sessions.get(session_key(unit.session, arm, rep))) is not None
-               and r.outcome in ("pass", "fail")]  # fmt: skip
+        ran = [
+            (arm, rep, r)
+            for arm in plan.arms
+            for rep in range(1, plan.k + 1)
+            if (r := sessions.get(session_key(unit.session, arm, rep))) is not None
+            and r.outcome in ("pass", "fail")
+        ]
         everyone = {a for a, _, _ in ran} == set(plan.arms)
-        if unit.session == SUITE and everyone and all(arm_result(unit, r).passed
-                                                      for _, _, r in ran):  # fmt: skip
+        if (
+            unit.session == SUITE
+            and everyone
+            and all(arm_result(unit, r).passed for _, _, r in ran)
+        ):
             # one line for the sub-case, not one per check: a distractor (or any sub-case)
             # no arm ever fails measures nothing
-            found.append(Diagnostic("suite-distractor", unit.name, "every arm passed all its "
-                                    "checks in every repetition: it cannot tell the arms "
-                                    "apart; make the trap tempting, or drop it"))  # fmt: skip
+            found.append(
+                Diagnostic(
+                    "suite-distractor",
+                    unit.name,
+                    "every arm passed all its "
+                    "checks in every repetition: it cannot tell the arms "
+                    "apart; make the trap tempting, or drop it",
+                )
+            )
             continue
         results: dict[str, list[CheckResult]] = {}
         for _, _, record in ran:
@@ -235,19 +272,34 @@ def diagnostics(plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str
             if len(seen) < 2 or len({c.passed for c in seen}) != 1:
                 continue
             if all(c.detail.startswith(("exit 126", "exit 127")) for c in seen):
-                found.append(Diagnostic("environment-gap", unit.name, "failed with exit "
-                                        "126/127 in every arm: the image lacks what it runs, so "
-                                        "this reads as a tie, not a result", name))  # fmt: skip
+                found.append(
+                    Diagnostic(
+                        "environment-gap",
+                        unit.name,
+                        "failed with exit "
+                        "126/127 in every arm: the image lacks what it runs, so "
+                        "this reads as a tie, not a result",
+                        name,
+                    )
+                )
             else:
                 state = "passed" if seen[0].passed else "failed"
-                found.append(Diagnostic("non-discriminating", unit.name, f"{state} in every "
-                                        "arm and repetition: it cannot tell the arms apart",
-                                        name))  # fmt: skip
+                found.append(
+                    Diagnostic(
+                        "non-discriminating",
+                        unit.name,
+                        f"{state} in every arm and repetition: it cannot tell the arms apart",
+                        name,
+                    )
+                )
         for arm in plan.arms:
             flags = [arm_result(unit, r).passed for a, _, r in ran if a == arm]
             if len(set(flags)) > 1:
-                found.append(Diagnostic("flaky", unit.name, f"{arm} passed {sum(flags)} of "
-                                        f"{len(flags)} repetitions"))  # fmt: skip
+                found.append(
+                    Diagnostic(
+                        "flaky", unit.name, f"{arm} passed {sum(flags)} of {len(flags)} repetitions"
+                    )
+                )
     position = judge_position(rows)
     if position is not None:
         first, answers = position
@@ -257,9 +309,15 @@ def diagnostics(plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str
             if answers >= 4 and not 0.25 <= first / answers <= 0.75
             else ""
         )
-        found.append(Diagnostic("judge-position", "", f"the judge picked the attempt shown "
-                                f"first in {first} of {answers} answers "
-                                f"({first / answers:.0%}){bias}"))  # fmt: skip
+        found.append(
+            Diagnostic(
+                "judge-position",
+                "",
+                f"the judge picked the attempt shown "
+                f"first in {first} of {answers} answers "
+                f"({first / answers:.0%}){bias}",
+            )
+        )
     return found
 
 
@@ -383,32 +441,60 @@ def summarize(
         return names.index(r.case), r.rep, plan.opponents.index(r.opponent)
 
     return Summary(
-        skill=plan.skill, version=plan.version, run_id=plan.run_id,
+        skill=plan.skill,
+        version=plan.version,
+        run_id=plan.run_id,
         verdict=verdict(baseline) if scored else NONE,
-        why=why([r for r in rows if r.opponent == plan.opponents[0]]) if scored
+        why=why([r for r in rows if r.opponent == plan.opponents[0]])
+        if scored
         else nothing_scored(rows, stopped),
-        expected_rows=expected, scored_rows=len(scored), partial=len(scored) < expected,
-        complete=stopped is None and len(scored) == wanted, stopped=stopped,
+        expected_rows=expected,
+        scored_rows=len(scored),
+        partial=len(scored) < expected,
+        complete=stopped is None and len(scored) == wanted,
+        stopped=stopped,
         comparisons=comparisons,
-        rows=[RowSummary(r.case, r.rep, r.opponent, r.outcome, r.decided_by, r.arms)
-              for r in sorted(rows, key=order)],
-        skipped=skipped, efficiency=efficiency(plan, sessions),
+        rows=[
+            RowSummary(r.case, r.rep, r.opponent, r.outcome, r.decided_by, r.arms)
+            for r in sorted(rows, key=order)
+        ],
+        skipped=skipped,
+        efficiency=efficiency(plan, sessions),
         arm_scores=arm_scores(plan, sessions, skipped_names),
         case_runs=runs,
-        agent=plan.agent, agent_version=plan.agent_version, reused=reuse_of(sessions),
+        agent=plan.agent,
+        agent_version=plan.agent_version,
+        reused=reuse_of(sessions),
         models={"agent": plan.model, "judge": plan.judge_model},
-        driver="scripted" if scripted else "model", k=plan.k, seed=plan.seed,
-        stats={opp: stats_of(plan, sessions, [r for r in scored if r.opponent == opp], opp,
-                             comparisons[opp], skipped_names, runs)
-               for opp in plan.opponents},
+        driver="scripted" if scripted else "model",
+        k=plan.k,
+        seed=plan.seed,
+        stats={
+            opp: stats_of(
+                plan,
+                sessions,
+                [r for r in scored if r.opponent == opp],
+                opp,
+                comparisons[opp],
+                skipped_names,
+                runs,
+            )
+            for opp in plan.opponents
+        },
         diagnostics=diagnostics(plan, sessions, skipped_names, rows),
         noise_floor=noise_floor(plan, sessions),
-    )  # fmt: skip
+    )
 
 
-def stats_of(plan: Plan, sessions: dict[str, SessionRecord], rows: list[RowRecord],
-             opponent: str, c: Comparison, skipped: set[str],
-             runs: dict[str, list[int]]) -> Stats:  # fmt: skip
+def stats_of(
+    plan: Plan,
+    sessions: dict[str, SessionRecord],
+    rows: list[RowRecord],
+    opponent: str,
+    c: Comparison,
+    skipped: set[str],
+    runs: dict[str, list[int]],
+) -> Stats:
     """Power and intervals for the candidate against one opponent."""
     need = needed(c.win, c.loss)
     decided = c.win + c.loss
@@ -416,14 +502,26 @@ def stats_of(plan: Plan, sessions: dict[str, SessionRecord], rows: list[RowRecor
     at_k = pow_k = None
     if plan.k > 1:
         units = [u for u in plan.units if u.session not in skipped]
-        passes = {arm: [sum(arm_result(u, sessions.get(session_key(u.session, arm, rep))).passed
-                            for rep in range(1, plan.k + 1)) for u in units]
-                  for arm in arms}  # fmt: skip
+        passes = {
+            arm: [
+                sum(
+                    arm_result(u, sessions.get(session_key(u.session, arm, rep))).passed
+                    for rep in range(1, plan.k + 1)
+                )
+                for u in units
+            ]
+            for arm in arms
+        }
         if units:
             at_k = {arm: pass_at_k(passes[arm], plan.k) for arm in arms}
             pow_k = {arm: pass_pow_k(passes[arm], plan.k) for arm in arms}
     return Stats(
-        decided=decided, needed=need, underpowered=need is None or decided < need,
-        sign_p=c.sign_p, net_lift_ci=net_lift_ci([r.outcome for r in rows], plan.seed),
-        pass_rate={arm: wilson(*runs[arm]) for arm in arms}, pass_at_k=at_k, pass_pow_k=pow_k,
-    )  # fmt: skip
+        decided=decided,
+        needed=need,
+        underpowered=need is None or decided < need,
+        sign_p=c.sign_p,
+        net_lift_ci=net_lift_ci([r.outcome for r in rows], plan.seed),
+        pass_rate={arm: wilson(*runs[arm]) for arm in arms},
+        pass_at_k=at_k,
+        pass_pow_k=pow_k,
+    )

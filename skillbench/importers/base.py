@@ -14,8 +14,8 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench.spec import SpecError, load_assets
-from skillbench.spec.problems import Problem
+from skillbench.evals import SpecError, load_assets
+from skillbench.evals.problems import Problem
 
 
 class ImportError_(Exception):
@@ -61,8 +61,12 @@ def yaml_str(text: str) -> str:
     return "|\n" + lines if body.strip() else '""\n'
 
 
-def support(src: Path, dest_rel: str, source: str, rewrite: dict[str, str] | None = None,
-            ) -> list[NewFile]:  # fmt: skip
+def support(
+    src: Path,
+    dest_rel: str,
+    source: str,
+    rewrite: dict[str, str] | None = None,
+) -> list[NewFile]:
     """Every file under `src` as files under `dest_rel`; scripts get a header, and text files
     the `rewrite` replacements (e.g. Harbor's absolute /tests/ paths)."""
     out = []
@@ -94,9 +98,11 @@ def write_import(result: Imported, skill: Path) -> list[str]:
     evals = skill / "evals"
     clash = [f.rel for f in result.files if (evals / f.rel).exists()]
     if clash:
-        raise ImportError_(f"{evals}: would overwrite {', '.join(clash[:5])}"
-                           f"{' …' if len(clash) > 5 else ''}; move them away or import into "
-                           "another skill")  # fmt: skip
+        raise ImportError_(
+            f"{evals}: would overwrite {', '.join(clash[:5])}"
+            f"{' …' if len(clash) > 5 else ''}; move them away or import into "
+            "another skill"
+        )
     written = []
     for f in result.files:
         path = evals / f.rel
@@ -113,8 +119,7 @@ def check_import(result: Imported, skill: Path) -> list[Problem]:
     the skill: the import is written into a scratch copy and loaded there."""
     with tempfile.TemporaryDirectory(prefix="skillbench-import-") as tmp:
         copy = Path(tmp) / skill.name
-        shutil.copytree(skill, copy, symlinks=True,
-                        ignore=shutil.ignore_patterns(".skillbench"))  # fmt: skip
+        shutil.copytree(skill, copy, symlinks=True, ignore=shutil.ignore_patterns(".skillbench"))
         try:
             write_import(result, copy)
         except ImportError_ as exc:

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from skillbench.evals.load import workdir_problem
 from skillbench.importers.base import (
     Imported,
     ImportError_,
@@ -29,11 +30,11 @@ from skillbench.importers.base import (
 )
 from skillbench.sandbox.case_image import SANDBOX_FROM
 from skillbench.sandbox.image import image_exists
-from skillbench.spec.load import workdir_problem
 
 
-def _containerfile(dockerfile: Path, name: str, where: str, source: str,
-                   out: Imported) -> dict[str, str]:  # fmt: skip
+def _containerfile(
+    dockerfile: Path, name: str, where: str, source: str, out: Imported
+) -> dict[str, str]:
     """The case's `containerfile:` field, with its build context copied beside the case; a
     note when its base image is not on this machine (offline, nothing is pulled)."""
     context = dockerfile.parent
@@ -41,16 +42,20 @@ def _containerfile(dockerfile: Path, name: str, where: str, source: str,
     bases = re.findall(r"(?im)^\s*FROM\s+(\S+)", dockerfile.read_text(errors="replace"))
     missing = [b for b in bases if b != SANDBOX_FROM and not image_exists(b)]
     if missing:
-        out.unmapped.append(f"{where}: {context.name}/{dockerfile.name} FROM {missing[0]} — not a "
-                            "local image here: the eval refuses the case until it is (podman "
-                            f"pull or load it), or make it FROM {SANDBOX_FROM}")  # fmt: skip
+        out.unmapped.append(
+            f"{where}: {context.name}/{dockerfile.name} FROM {missing[0]} — not a "
+            "local image here: the eval refuses the case until it is (podman "
+            f"pull or load it), or make it FROM {SANDBOX_FROM}"
+        )
     return {"containerfile": f"{name}/{context.name}/{dockerfile.name}"}
 
 
 def _image(ref: str, where: str, out: Imported) -> dict[str, str]:
     if not image_exists(ref):
-        out.unmapped.append(f"{where}: image {ref} — not a local image here: the eval refuses "
-                            "the case until it is (podman pull or load it)")  # fmt: skip
+        out.unmapped.append(
+            f"{where}: image {ref} — not a local image here: the eval refuses "
+            "the case until it is (podman pull or load it)"
+        )
     return {"image": ref}
 
 
@@ -61,8 +66,9 @@ def _toml(path: Path) -> dict[str, Any]:
         raise ImportError_(f"{path}: cannot read it as TOML: {exc}") from None
 
 
-def _case_yaml(source: str, task: str, checks: list[str], extra: dict[str, str],
-               notes: list[str]) -> bytes:  # fmt: skip
+def _case_yaml(
+    source: str, task: str, checks: list[str], extra: dict[str, str], notes: list[str]
+) -> bytes:
     """A native case file: the task, the mapped fields, the checks; notes as comments."""
     lines = [f"# {n}" for n in notes]
     lines.append("task: " + yaml_str(task).rstrip("\n"))
@@ -85,17 +91,23 @@ def import_margin(src: Path) -> Imported:
     """A Margin suite: suite.toml and cases/<id>/{case.toml, prompt.md, tests/test.sh}."""
     suite = _toml(src / "suite.toml") if (src / "suite.toml").is_file() else None
     if suite is None:
-        raise ImportError_(f"{src}: no suite.toml; a Margin suite holds suite.toml and "
-                           "cases/<id>/case.toml")  # fmt: skip
+        raise ImportError_(
+            f"{src}: no suite.toml; a Margin suite holds suite.toml and cases/<id>/case.toml"
+        )
     out = Imported(source=f"margin suite {src}")
     listed = suite.get("cases")
-    folders = sorted(p.name for p in (src / "cases").iterdir() if p.is_dir()) if (
-        src / "cases").is_dir() else []  # fmt: skip
+    folders = (
+        sorted(p.name for p in (src / "cases").iterdir() if p.is_dir())
+        if (src / "cases").is_dir()
+        else []
+    )
     names = [str(n) for n in listed] if isinstance(listed, list) else folders
     unlisted = sorted(set(folders) - set(names))
     if unlisted:  # a Margin suite lists every case folder
-        raise ImportError_(f"{src / 'suite.toml'}: `cases` does not list {', '.join(unlisted)} "
-                           "(a suite lists every folder under cases/)")  # fmt: skip
+        raise ImportError_(
+            f"{src / 'suite.toml'}: `cases` does not list {', '.join(unlisted)} "
+            "(a suite lists every folder under cases/)"
+        )
     if suite.get("kind") != "test_suite":
         raise ImportError_(f'{src / "suite.toml"}: kind must be "test_suite"')
     for key in sorted(set(suite) - {"kind", "name", "description", "cases"}):
@@ -113,10 +125,15 @@ def _margin_case(folder: Path, out: Imported) -> None:
     if meta.get("kind") != "test_case":
         raise ImportError_(f'{folder / "case.toml"}: kind must be "test_case"')
     if meta.get("name") != folder.name:
-        raise ImportError_(f"{folder / 'case.toml'}: name {meta.get('name')!r} must equal the "
-                           f"folder name {folder.name!r}")  # fmt: skip
-    prompt = (folder / "prompt.md").read_text(encoding="utf-8") if (
-        folder / "prompt.md").is_file() else ""  # fmt: skip
+        raise ImportError_(
+            f"{folder / 'case.toml'}: name {meta.get('name')!r} must equal the "
+            f"folder name {folder.name!r}"
+        )
+    prompt = (
+        (folder / "prompt.md").read_text(encoding="utf-8")
+        if (folder / "prompt.md").is_file()
+        else ""
+    )
     if not prompt.strip():
         raise ImportError_(f"{folder / 'prompt.md'}: missing or empty (the agent's whole task)")
     if not (folder / "tests" / "test.sh").is_file():
@@ -134,12 +151,15 @@ def _margin_case(folder: Path, out: Imported) -> None:
         if why is None:
             extra["workdir"] = str(next(iter(cwd)))
         else:
-            out.unmapped.append(f"{where}: agent_cwd/test_cwd {next(iter(cwd))} — {why}; /work "
-                                "is used")  # fmt: skip
+            out.unmapped.append(
+                f"{where}: agent_cwd/test_cwd {next(iter(cwd))} — {why}; /work is used"
+            )
     elif len(cwd) > 1:
-        out.unmapped.append(f"{where}: agent_cwd/test_cwd {', '.join(sorted(map(str, cwd)))} — "
-                            "one workdir here: the agent starts and the verifier runs in "
-                            f"{extra.get('workdir', '/work')}")  # fmt: skip
+        out.unmapped.append(
+            f"{where}: agent_cwd/test_cwd {', '.join(sorted(map(str, cwd)))} — "
+            "one workdir here: the agent starts and the verifier runs in "
+            f"{extra.get('workdir', '/work')}"
+        )
     if "test_timeout_seconds" in meta:
         out.unmapped.append(f"{where}: test_timeout_seconds — a verifier gets 600 s here")
     if "image" in meta:
@@ -149,10 +169,12 @@ def _margin_case(folder: Path, out: Imported) -> None:
     if "metadata" in meta:
         notes.append(f"metadata: {meta['metadata']}")
     # Margin stages tests/ at test_cwd after the agent and runs test.sh there: so does this
-    wrapper = ('#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd, then run '
-               "its verifier (exit 0 pass, 1 fail, 2 no verdict)\n"
-               'rm -rf "$WORK/tests" && cp -r "$CASE/tests" "$WORK/tests" && cd "$WORK" && '
-               "exec bash tests/test.sh\n")  # fmt: skip
+    wrapper = (
+        "#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd, then run "
+        "its verifier (exit 0 pass, 1 fail, 2 no verdict)\n"
+        'rm -rf "$WORK/tests" && cp -r "$CASE/tests" "$WORK/tests" && cd "$WORK" && '
+        "exec bash tests/test.sh\n"
+    )
     out.files += [
         NewFile(
             f"cases/{name}.yaml",
@@ -203,19 +225,25 @@ def import_harbor(src: Path) -> Imported:
     return out
 
 
-_DROPPED = {("version",): "the task format's version", ("environment", "build_timeout_sec"):
-            "no image is built", ("environment", "allow_internet"): "sandboxes have no network",
-            ("environment", "mcp_servers"): "no MCP servers in the sandbox",
-            ("verifier", "env"): "the checker's environment is fixed",
-            ("solution", "env"): "the oracle runs with the agent's environment"}  # fmt: skip
+_DROPPED = {
+    ("version",): "the task format's version",
+    ("environment", "build_timeout_sec"): "no image is built",
+    ("environment", "allow_internet"): "sandboxes have no network",
+    ("environment", "mcp_servers"): "no MCP servers in the sandbox",
+    ("verifier", "env"): "the checker's environment is fixed",
+    ("solution", "env"): "the oracle runs with the agent's environment",
+}
 _METADATA = (("environment", "cpus"), ("environment", "memory_mb"), ("environment", "gpus"))
 
 
 def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     where, source = folder.name, f"harbor task {folder}"
     task = _toml(folder / "task.toml")
-    instruction = (folder / "instruction.md").read_text(encoding="utf-8") if (
-        folder / "instruction.md").is_file() else ""  # fmt: skip
+    instruction = (
+        (folder / "instruction.md").read_text(encoding="utf-8")
+        if (folder / "instruction.md").is_file()
+        else ""
+    )
     if not instruction.strip():
         raise ImportError_(f"{folder / 'instruction.md'}: missing or empty (the agent's task)")
     test = folder / "tests" / "test.sh"
@@ -244,8 +272,9 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         extra.update(_image(str(get("environment", "docker_image")), where, out))
     elif docker.is_file():
         extra.update(_containerfile(docker, name, where, source, out))
-    workdirs = re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (
-        docker.is_file()) else []  # fmt: skip
+    workdirs = (
+        re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (docker.is_file()) else []
+    )
     if workdirs and workdirs[-1] not in ("/work", "/work/"):
         # the Dockerfile's last WORKDIR: where the task's files are and its tests run
         problem = workdir_problem(workdirs[-1])
@@ -254,15 +283,18 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         else:
             out.unmapped.append(f"{where}: WORKDIR {workdirs[-1]} — {problem}; /work is used")
     tests = test.read_text(encoding="utf-8", errors="replace")
-    reward = "/logs/verifier/reward.json" if "reward.json" in tests else (
-        "/logs/verifier/reward.txt")  # fmt: skip
+    reward = (
+        "/logs/verifier/reward.json" if "reward.json" in tests else ("/logs/verifier/reward.txt")
+    )
     # the tests read their assets at /tests/...: they are staged at /tmp/tests, and the
     # absolute paths rewritten to match
     staged = {"/tests/": "/tmp/tests/", "/tests ": "/tmp/tests "}
-    wrapper = ("#!/bin/sh\n# stage tests/ where the rewritten paths expect them, run the "
-               "verifier; the reward file, not the exit code, is the verdict\n"
-               'rm -rf /tmp/tests && cp -r "$CASE/tests" /tmp/tests && cd "$WORK" && '
-               "bash /tmp/tests/test.sh\nexit 0\n")  # fmt: skip
+    wrapper = (
+        "#!/bin/sh\n# stage tests/ where the rewritten paths expect them, run the "
+        "verifier; the reward file, not the exit code, is the verdict\n"
+        'rm -rf /tmp/tests && cp -r "$CASE/tests" /tmp/tests && cd "$WORK" && '
+        "bash /tmp/tests/test.sh\nexit 0\n"
+    )
     if (folder / "solution" / "solve.sh").is_file():
         extra["oracle"] = f"{name}/oracle/solve.sh"
         out.files += support(folder / "solution", f"cases/{name}/oracle", source, staged)
@@ -277,13 +309,15 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
 
 # --- skill-optimizer -----------------------------------------------------------------------
 
-_SUITE_DROPPED = {"models": "the model is skillbench's --model",
-                  "env": "host variables never enter a sandbox",
-                  "cleanup": "every case gets a fresh sandbox",
-                  "appendSystemPrompt": "the agent's prompt is the agent's own",
-                  "mcpServers": "no MCP servers in the sandbox",
-                  "mcpServices": "no MCP services in the sandbox",
-                  "model": "the model is skillbench's --model"}  # fmt: skip
+_SUITE_DROPPED = {
+    "models": "the model is skillbench's --model",
+    "env": "host variables never enter a sandbox",
+    "cleanup": "every case gets a fresh sandbox",
+    "appendSystemPrompt": "the agent's prompt is the agent's own",
+    "mcpServers": "no MCP servers in the sandbox",
+    "mcpServices": "no MCP services in the sandbox",
+    "model": "the model is skillbench's --model",
+}
 
 
 def _load_yaml(path: Path) -> Any:
@@ -315,8 +349,15 @@ def import_skill_optimizer(src: Path) -> Imported:
             case, base, root = item, suite, path.parent
         if not isinstance(case, dict) or not case.get("name") or not case.get("task"):
             raise ImportError_(f"{path}: case {i + 1} needs `name` and `task`")
-        _optimizer_case({**{k: base[k] for k in ("timeoutSeconds", "setup", "references")
-                            if k in base}, **case}, root, path.parent, out)  # fmt: skip
+        _optimizer_case(
+            {
+                **{k: base[k] for k in ("timeoutSeconds", "setup", "references") if k in base},
+                **case,
+            },
+            root,
+            path.parent,
+            out,
+        )
     return out
 
 
@@ -357,10 +398,14 @@ def _optimizer_case(case: dict[str, Any], root: Path, suite_dir: Path, out: Impo
     for key, why in _SUITE_DROPPED.items():
         if key in case:
             out.unmapped.append(f"{where}: `{key}` — dropped: {why}")
-    out.files.append(NewFile(f"cases/{name}.yaml", _case_yaml(source, str(case["task"]), checks,
-                                                             extra, [])))  # fmt: skip
+    out.files.append(
+        NewFile(f"cases/{name}.yaml", _case_yaml(source, str(case["task"]), checks, extra, []))
+    )
     out.cases.append(name)
 
 
-IMPORTERS = {"harbor": import_harbor, "margin": import_margin,
-             "skill-optimizer": import_skill_optimizer}  # fmt: skip
+IMPORTERS = {
+    "harbor": import_harbor,
+    "margin": import_margin,
+    "skill-optimizer": import_skill_optimizer,
+}

@@ -39,8 +39,9 @@ def _wire_message(message: Message) -> dict[str, Any]:
             if block.text:
                 blocks.append({"type": "text", "text": block.text})
         elif isinstance(block, ToolCall):
-            blocks.append({"type": "tool_use", "id": block.id, "name": block.name,
-                           "input": block.arguments})  # fmt: skip
+            blocks.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+            )
         else:
             blocks.append(
                 {

@@ -41,10 +41,13 @@ def _wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]
             calls = message.tool_calls
             if calls:
                 entry["tool_calls"] = [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
                     for c in calls
-                ]  # fmt: skip
+                ]
             out.append(entry)
             continue
         for block in message.content:  # tool results become one `tool` message each
@@ -76,11 +79,16 @@ class OpenAIModel:
         )
         if tools:
             kwargs["tools"] = [
-                {"type": "function",
-                 "function": {"name": t.name, "description": t.description,
-                              "parameters": t.parameters}}
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
                 for t in tools
-            ]  # fmt: skip
+            ]
         try:
             response = await self._client.chat.completions.create(**kwargs)
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:

@@ -1,5 +1,5 @@
 """Scripts: scripted model behaviour, played by the `scripted/<name>` provider and by the
-fake model server in `skillbench.testing`.
+fake model server in `skillbench.models.fake_server`.
 
 A script is YAML:
 
@@ -150,8 +150,9 @@ class Player:
                     (name, args) for call in step.tool_calls for name, args in call.items()
                 )
                 latency = self.script.latency if step.latency is None else step.latency
-                return Play(None, step.text, calls, step.stop_reason, latency, index,
-                            f"conversation {i}")  # fmt: skip
+                return Play(
+                    None, step.text, calls, step.stop_reason, latency, index, f"conversation {i}"
+                )
         raise ScriptError(f"no conversation of the script matches: {head[:200]!r}")
 
     def _next_fault(self, key: str, turn: int, faults: list[Fault]) -> Fault | None:

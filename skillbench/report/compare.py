@@ -39,16 +39,24 @@ class Comparison(msgspec.Struct, frozen=True):
 
 def _side(run: RunFolder) -> Side:
     s = run.summary
-    return Side(s.run_id, s.skill, s.version, s.verdict, s.why, s.models.get("agent", ""),
-                f"{s.agent} {s.agent_version}".strip())  # fmt: skip
+    return Side(
+        s.run_id,
+        s.skill,
+        s.version,
+        s.verdict,
+        s.why,
+        s.models.get("agent", ""),
+        f"{s.agent} {s.agent_version}".strip(),
+    )
 
 
 def compare_runs(a: RunFolder, b: RunFolder) -> Comparison:
     """Row by row: what changed outcome, and what only one run has."""
 
     def rows(run: RunFolder) -> dict[RowKey, str]:
-        return {(r.case, r.rep, r.opponent): f"{r.outcome} ({r.decided_by})"
-                for r in run.summary.rows}  # fmt: skip
+        return {
+            (r.case, r.rep, r.opponent): f"{r.outcome} ({r.decided_by})" for r in run.summary.rows
+        }
 
     before, after = rows(a), rows(b)
     changed, same = [], 0
@@ -65,13 +73,17 @@ def compare_lines(c: Comparison) -> list[str]:
     """The comparison for the terminal."""
     lines = []
     for label, side in (("A", c.a), ("B", c.b)):
-        lines.append(f"{label}: run {side.run_id} · {side.skill} {side.version[:19]}… · "
-                     f"{side.agent} · {side.model} · verdict {side.verdict}")  # fmt: skip
+        lines.append(
+            f"{label}: run {side.run_id} · {side.skill} {side.version[:19]}… · "
+            f"{side.agent} · {side.model} · verdict {side.verdict}"
+        )
     lines.append(f"verdict: {c.a.verdict} -> {c.b.verdict}")
     lines.append(f"rows: {len(c.changed)} changed, {c.same} the same")
     for ch in c.changed:
-        lines.append(f"  {ch.case} #{ch.rep} vs {ch.opponent}: {ch.before or '(not in A)'} -> "
-                     f"{ch.after or '(not in B)'}")  # fmt: skip
+        lines.append(
+            f"  {ch.case} #{ch.rep} vs {ch.opponent}: {ch.before or '(not in A)'} -> "
+            f"{ch.after or '(not in B)'}"
+        )
     return lines
 
 
@@ -83,12 +95,12 @@ def compare_html(c: Comparison) -> str:
         f"<td>{e(s.agent)} · {e(s.model)}</td><td class='v'>{e(s.verdict)}</td>"
         f"<td>{e(s.why)}</td></tr>"
         for label, s in (("A", c.a), ("B", c.b))
-    )  # fmt: skip
+    )
     rows = "".join(
         f"<tr><td>{e(ch.case)}</td><td>{ch.rep}</td><td>{e(ch.opponent)}</td>"
         f"<td>{e(ch.before or '(not in A)')}</td><td>{e(ch.after or '(not in B)')}</td></tr>"
         for ch in c.changed
-    )  # fmt: skip
+    )
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>skillbench compare"
         "</title><style>body{font:14px system-ui,sans-serif;margin:24px}table{border-collapse:"

@@ -59,8 +59,12 @@ def _capped(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
         out.append(event)
     if len(events) > EVENTS_CAP:
-        out.append({"type": "note", "text": f"[{len(events) - EVENTS_CAP} more events in the "
-                                            "run folder's transcript]"})  # fmt: skip
+        out.append(
+            {
+                "type": "note",
+                "text": f"[{len(events) - EVENTS_CAP} more events in the run folder's transcript]",
+            }
+        )
     return out
 
 
@@ -98,14 +102,22 @@ def render(run: RunFolder) -> str:
         _triggers(s.triggers),
         _efficiency(run),
     ]
-    return _page(_e(title), "\n".join(b for b in body if b),
-                 _json_block("data", data) + "\n" + "\n".join(blocks),
-                 (FILES / "report.js").read_text())  # fmt: skip
+    return _page(
+        _e(title),
+        "\n".join(b for b in body if b),
+        _json_block("data", data) + "\n" + "\n".join(blocks),
+        (FILES / "report.js").read_text(),
+    )
 
 
 def _page(title: str, body: str, data: str, js: str) -> str:
-    parts = {"TITLE": title, "CSS": (FILES / "report.css").read_text(), "BODY": body,
-             "DATA": data, "JS": js}  # fmt: skip
+    parts = {
+        "TITLE": title,
+        "CSS": (FILES / "report.css").read_text(),
+        "BODY": body,
+        "DATA": data,
+        "JS": js,
+    }
     page = _PAGE
     for name, value in parts.items():  # (not str.format: the CSS and JS are full of braces)
         page = page.replace(f"@@{name}@@", value, 1)
@@ -132,24 +144,31 @@ def _stats(run: RunFolder) -> str:
         power = ""
         if st is not None:
             needed = "more than 200" if st.needed is None else str(st.needed)
-            power = (f"<p>{st.decided} decided, {needed} needed for p ≤ 0.05"
-                     f"{' — underpowered' if st.underpowered else ''}</p>")  # fmt: skip
+            power = (
+                f"<p>{st.decided} decided, {needed} needed for p ≤ 0.05"
+                f"{' — underpowered' if st.underpowered else ''}</p>"
+            )
         lift = "n/a" if c.net_lift is None else f"{c.net_lift:+.0%}"
-        cards.append(f"<div class='card'><h3>candidate vs {_e(opponent)}</h3>"
-                     f"<p class='big'>{lift}{_e(ci)}</p><p>{c.win}W / {c.loss}L / {c.tie}T · "
-                     f"sign test p={c.sign_p:.3f}</p>{power}</div>")  # fmt: skip
+        cards.append(
+            f"<div class='card'><h3>candidate vs {_e(opponent)}</h3>"
+            f"<p class='big'>{lift}{_e(ci)}</p><p>{c.win}W / {c.loss}L / {c.tie}T · "
+            f"sign test p={c.sign_p:.3f}</p>{power}</div>"
+        )
     first = next(iter(s.stats.values()), None)
     if first is not None:
         rates = " · ".join(
             f"{_e(arm)} {iv.value:.0%} [{iv.low:.0%}, {iv.high:.0%}]"
-            for arm, iv in first.pass_rate.items() if iv is not None
-        )  # fmt: skip
+            for arm, iv in first.pass_rate.items()
+            if iv is not None
+        )
         cards.append(f"<div class='card'><h3>pass rate (Wilson 95 %)</h3><p>{rates}</p></div>")
     if s.noise_floor is not None and s.noise_floor.flip_rate is not None:
         n = s.noise_floor
-        cards.append(f"<div class='card'><h3>noise floor (A/A)</h3><p class='big'>"
-                     f"{n.flip_rate:.0%}</p><p>{n.flips} of {n.compared} flip</p>"
-                     "</div>")  # fmt: skip
+        cards.append(
+            f"<div class='card'><h3>noise floor (A/A)</h3><p class='big'>"
+            f"{n.flip_rate:.0%}</p><p>{n.flips} of {n.compared} flip</p>"
+            "</div>"
+        )
     return _section("Stats", "<div class='cards'>" + "".join(cards) + "</div>")
 
 
@@ -167,12 +186,18 @@ def _rows_shell(rows: list[RowRecord]) -> str:
     counts = {k: sum(r.outcome == k for r in rows) for k in ("loss", "win", "tie")}
     buttons = "".join(
         f"<button data-filter='{k}'>{label} ({n})</button>"
-        for k, label, n in (("all", "all", len(rows)), ("loss", "losses", counts["loss"]),
-                            ("win", "wins", counts["win"]), ("tie", "ties", counts["tie"]))
-    )  # fmt: skip
-    return (f"<div class='filters'>{buttons}</div><table id='rows'><thead><tr><th>case</th>"
-            "<th>rep</th><th>vs</th><th>outcome</th><th>decided by</th></tr></thead>"
-            "<tbody></tbody></table>")  # fmt: skip
+        for k, label, n in (
+            ("all", "all", len(rows)),
+            ("loss", "losses", counts["loss"]),
+            ("win", "wins", counts["win"]),
+            ("tie", "ties", counts["tie"]),
+        )
+    )
+    return (
+        f"<div class='filters'>{buttons}</div><table id='rows'><thead><tr><th>case</th>"
+        "<th>rep</th><th>vs</th><th>outcome</th><th>decided by</th></tr></thead>"
+        "<tbody></tbody></table>"
+    )
 
 
 def _triggers(t: dict[str, Any] | None) -> str:
@@ -186,27 +211,33 @@ def _triggers(t: dict[str, Any] | None) -> str:
     def ratio(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.2f}"
 
-    grid = ("<div class='confusion'><div></div><div class='h'>fired</div><div class='h'>did "
-            "not fire</div><div class='h'>should trigger</div>"
-            f"<div class='c tp'>{t['tp']}<small>tp</small></div>"
-            f"<div class='c fn'>{t['fn']}<small>fn</small></div>"
-            "<div class='h'>should not</div>"
-            f"<div class='c fp'>{t['fp']}<small>fp</small></div>"
-            f"<div class='c tn'>{t['tn']}<small>tn</small></div></div>")  # fmt: skip
+    grid = (
+        "<div class='confusion'><div></div><div class='h'>fired</div><div class='h'>did "
+        "not fire</div><div class='h'>should trigger</div>"
+        f"<div class='c tp'>{t['tp']}<small>tp</small></div>"
+        f"<div class='c fn'>{t['fn']}<small>fn</small></div>"
+        "<div class='h'>should not</div>"
+        f"<div class='c fp'>{t['fp']}<small>fp</small></div>"
+        f"<div class='c tn'>{t['tn']}<small>tn</small></div></div>"
+    )
     rows = []
     for d in t.get("details") or []:
         fired = {True: "fired", False: "no", None: "errored"}[d.get("fired")]
         right = (d.get("fired") is True) == bool(d.get("should_trigger"))
         rate = "" if d.get("rate") is None else f"{d['rate']:.2f}"
         took = ", ".join(d.get("stolen_by") or [])
-        rows.append(f"<tr class='{'ok' if right else 'bad'}'><td>{_e(d['prompt'])}</td>"
-                    f"<td>{'yes' if d['should_trigger'] else 'no'}</td><td>{fired}</td>"
-                    f"<td>{rate}</td><td>{_e(took)}</td></tr>")  # fmt: skip
-    table = ("<table class='prompts'><thead><tr><th>prompt</th><th>should trigger</th>"
-             "<th>fired</th><th>rate</th><th>taken by</th></tr></thead><tbody>"
-             + "".join(rows) + "</tbody></table>")  # fmt: skip
-    stats = (f"<p>recall {ratio(t.get('recall'))} · precision "
-             f"{ratio(t.get('precision'))}</p>")  # fmt: skip
+        rows.append(
+            f"<tr class='{'ok' if right else 'bad'}'><td>{_e(d['prompt'])}</td>"
+            f"<td>{'yes' if d['should_trigger'] else 'no'}</td><td>{fired}</td>"
+            f"<td>{rate}</td><td>{_e(took)}</td></tr>"
+        )
+    table = (
+        "<table class='prompts'><thead><tr><th>prompt</th><th>should trigger</th>"
+        "<th>fired</th><th>rate</th><th>taken by</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+    stats = f"<p>recall {ratio(t.get('recall'))} · precision {ratio(t.get('precision'))}</p>"
     return _section("Triggers", head + stats + grid + table)
 
 
@@ -250,8 +281,10 @@ def render_triggers(by_method: dict[str, list[dict[str, Any]]]) -> str:
     for method, reports in by_method.items():
         inner = [confusion_matrix(reports)] if len(reports) > 1 else []
         for r in reports:
-            inner.append(f"<h3>{_e(r['skill'])}</h3>" + _triggers(r).split("</h2>", 1)[1]
-                         .removesuffix("</section>"))  # fmt: skip
+            inner.append(
+                f"<h3>{_e(r['skill'])}</h3>"
+                + _triggers(r).split("</h2>", 1)[1].removesuffix("</section>")
+            )
         sections.append(_section(f"Triggers ({method})", "".join(inner)))
     return _page(
         "skillbench triggers",
@@ -265,10 +298,13 @@ def _efficiency(run: RunFolder) -> str:
     eff = run.summary.efficiency
     if not eff:
         return ""
-    metrics = [("turns", "turns", "{:.1f}"), ("seconds", "seconds", "{:.1f} s"),
-               ("input_tokens", "input tokens", "{:,.0f}"),
-               ("output_tokens", "output tokens", "{:,.0f}"),
-               ("cost_usd", "cost", "${:.2f}")]  # fmt: skip
+    metrics = [
+        ("turns", "turns", "{:.1f}"),
+        ("seconds", "seconds", "{:.1f} s"),
+        ("input_tokens", "input tokens", "{:,.0f}"),
+        ("output_tokens", "output tokens", "{:,.0f}"),
+        ("cost_usd", "cost", "${:.2f}"),
+    ]
     charts = []
     for attr, label, fmt in metrics:
         values = {arm: getattr(e, attr) for arm, e in eff.items()}
@@ -278,14 +314,18 @@ def _efficiency(run: RunFolder) -> str:
             width = 0 if v is None else 200 * v / top
             shown = "n/a" if v is None else fmt.format(v)
             cls = "cand" if arm == CANDIDATE else "opp"
-            bars.append(f"<text x='0' y='{i * 22 + 14}'>{_e(arm)}</text>"
-                        f"<rect class='{cls}' x='90' y='{i * 22 + 3}' width='{width:.1f}' "
-                        f"height='14'/><text x='{95 + width:.1f}' y='{i * 22 + 14}'>"
-                        f"{_e(shown)}</text>")  # fmt: skip
+            bars.append(
+                f"<text x='0' y='{i * 22 + 14}'>{_e(arm)}</text>"
+                f"<rect class='{cls}' x='90' y='{i * 22 + 3}' width='{width:.1f}' "
+                f"height='14'/><text x='{95 + width:.1f}' y='{i * 22 + 14}'>"
+                f"{_e(shown)}</text>"
+            )
         height = 22 * len(values) + 4
-        charts.append(f"<figure><figcaption>{_e(label)} per session</figcaption><svg "
-                      f"width='380' height='{height}' role='img'>{''.join(bars)}</svg>"
-                      "</figure>")  # fmt: skip
+        charts.append(
+            f"<figure><figcaption>{_e(label)} per session</figcaption><svg "
+            f"width='380' height='{height}' role='img'>{''.join(bars)}</svg>"
+            "</figure>"
+        )
     total = (
         f"<p>run total ${run.summary.spend_usd:.2f} (judge, triggers and generation included)</p>"
     )

@@ -19,8 +19,10 @@ def _suite(name: str, cases: list[str], failures: int, skipped: int = 0) -> str:
 def gate_junit(skill: str, passed: bool, reason: str) -> str:
     """One test case: the gate's decision on a skill."""
     body = "" if passed else f"<failure message={quoteattr(reason)}/>"
-    case = (f'<testcase classname="skillbench.gate" name={quoteattr(skill)}>{body}'
-            f"<system-out>{escape(reason)}</system-out></testcase>")  # fmt: skip
+    case = (
+        f'<testcase classname="skillbench.gate" name={quoteattr(skill)}>{body}'
+        f"<system-out>{escape(reason)}</system-out></testcase>"
+    )
     return _suite("skillbench-gate", [case], 0 if passed else 1)
 
 
@@ -49,6 +51,8 @@ def eval_junit(summary: Summary) -> str:
                 for opponent in summary.comparisons:
                     skipped += 1
                     name = quoteattr(f"{unit} rep {rep} vs {opponent}")
-                    cases.append(f"<testcase classname={cls} name={name}>"
-                                 f"<skipped message={reason}/></testcase>")  # fmt: skip
+                    cases.append(
+                        f"<testcase classname={cls} name={name}>"
+                        f"<skipped message={reason}/></testcase>"
+                    )
     return _suite(f"skillbench eval {summary.skill}: {summary.verdict}", cases, failures, skipped)

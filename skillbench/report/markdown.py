@@ -19,35 +19,49 @@ def markdown(run: RunFolder) -> str:
     out = [f"### skillbench: `{s.skill}` — {head}", "", f"**Why:** {s.why}", ""]
     for opponent, c in s.comparisons.items():
         lift = "n/a" if c.net_lift is None else f"{c.net_lift:+.0%}"
-        out.append(f"- candidate vs {opponent}: **{lift}** net lift ({c.win}W / {c.loss}L / "
-                   f"{c.tie}T, sign test p={c.sign_p:.3f})")  # fmt: skip
+        out.append(
+            f"- candidate vs {opponent}: **{lift}** net lift ({c.win}W / {c.loss}L / "
+            f"{c.tie}T, sign test p={c.sign_p:.3f})"
+        )
     if s.triggers and not s.triggers.get("invalid"):
         t = s.triggers
         recall, precision = _ratio(t.get("recall")), _ratio(t.get("precision"))
-        out.append(f"- triggers ({t.get('method') or 'catalog call'}): recall {recall}, "
-                   f"precision {precision}")  # fmt: skip
+        out.append(
+            f"- triggers ({t.get('method') or 'catalog call'}): recall {recall}, "
+            f"precision {precision}"
+        )
     elif s.triggers:
         out.append(
             f"- triggers ({s.triggers.get('method')}): **invalid** — {s.triggers['invalid']}"
         )
     scripted = " (scripted driver: not a model)" if s.driver == "scripted" else ""
-    out.append(f"- models: agent {s.agent} {s.agent_version} · {s.models.get('agent', '')} · "
-               f"judge {s.models.get('judge', '')}{scripted}")  # fmt: skip
+    out.append(
+        f"- models: agent {s.agent} {s.agent_version} · {s.models.get('agent', '')} · "
+        f"judge {s.models.get('judge', '')}{scripted}"
+    )
     decided = [r for r in s.rows if r.outcome != "tie"]
     decided.sort(key=lambda r: (r.outcome != "loss", r.case, r.rep))
     out += ["", f"#### Rows that are not ties ({len(decided)} of {len(s.rows)})", ""]
     if decided:
         out += ["| case | rep | vs | outcome | decided by |", "|---|---|---|---|---|"]
-        out += [f"| {_cell(r.case)} | {r.rep} | {_cell(r.opponent)} | "
-                f"{'**loss**' if r.outcome == 'loss' else r.outcome} | {_cell(r.decided_by)} |"
-                for r in decided]  # fmt: skip
+        out += [
+            f"| {_cell(r.case)} | {r.rep} | {_cell(r.opponent)} | "
+            f"{'**loss**' if r.outcome == 'loss' else r.outcome} | {_cell(r.decided_by)} |"
+            for r in decided
+        ]
     else:
         out.append("Every row is a tie.")
     if s.diagnostics:
-        out += ["", f"<details><summary>{len(s.diagnostics)} diagnostic(s) about the eval "
-                "itself</summary>", ""]  # fmt: skip
-        out += [f"- {d.kind}: {_cell(' · '.join(x for x in (d.case, d.check or '') if x))} — "
-                f"{_cell(d.detail)}" for d in s.diagnostics]  # fmt: skip
+        out += [
+            "",
+            f"<details><summary>{len(s.diagnostics)} diagnostic(s) about the eval itself</summary>",
+            "",
+        ]
+        out += [
+            f"- {d.kind}: {_cell(' · '.join(x for x in (d.case, d.check or '') if x))} — "
+            f"{_cell(d.detail)}"
+            for d in s.diagnostics
+        ]
         out += ["", "</details>"]
     out += ["", f"<sub>run {s.run_id} · version {s.version[:19]}…</sub>", ""]
     return "\n".join(out)

@@ -28,14 +28,21 @@ class ProgressDisplay:
     def _line(self) -> Text:
         queued = self.total - self.done - self.running
         elapsed = int(time.monotonic() - self.start)
-        return Text(f"sessions: {self.done} done · {self.running} running · {queued} queued · "
-                    f"{elapsed // 60}m{elapsed % 60:02d}s · spend ${self.spend:.2f}")  # fmt: skip
+        return Text(
+            f"sessions: {self.done} done · {self.running} running · {queued} queued · "
+            f"{elapsed // 60}m{elapsed % 60:02d}s · spend ${self.spend:.2f}"
+        )
 
     def planned(self, total: int, done: int) -> None:
         self.total, self.done = total, done
         if not self.quiet and self.console.is_terminal:
-            self.live = Live(self._line(), console=self.console, refresh_per_second=4,
-                             transient=True, get_renderable=self._line)  # fmt: skip
+            self.live = Live(
+                self._line(),
+                console=self.console,
+                refresh_per_second=4,
+                transient=True,
+                get_renderable=self._line,
+            )
             self.live.start()
         elif not self.quiet:
             print(f"running {total - done} of {total} sessions", file=sys.stderr, flush=True)
@@ -51,8 +58,10 @@ class ProgressDisplay:
             return
         what = record.outcome + (f" ({record.error})" if record.error else "")
         # the error is a provider's or a sandbox's text: scrubbed, escaped, never markup
-        line = printable(f"[{self.done}/{self.total}] {record.key}: {what} · "
-                         f"{record.turns} turns · {record.seconds:.1f}s")  # fmt: skip
+        line = printable(
+            f"[{self.done}/{self.total}] {record.key}: {what} · "
+            f"{record.turns} turns · {record.seconds:.1f}s"
+        )
         if self.live is not None:
             self.live.console.print(Text(line))
         else:

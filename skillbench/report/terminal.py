@@ -53,12 +53,16 @@ def report_lines(summary: Summary) -> list[str]:
     if summary.noise_floor is not None:
         floor = summary.noise_floor
         rate = "n/a" if floor.flip_rate is None else f"{floor.flip_rate:.0%}"
-        lines.append(f"noise floor (A/A): the two baseline arms differ on {floor.flips} of "
-                     f"{floor.compared} comparisons ({rate}): a lift must clear it")  # fmt: skip
+        lines.append(
+            f"noise floor (A/A): the two baseline arms differ on {floor.flips} of "
+            f"{floor.compared} comparisons ({rate}): a lift must clear it"
+        )
     if summary.reused:
         r = summary.reused
-        lines.append(f"baseline: {r.sessions} of {r.of} sessions reused from run "
-                     f"{', '.join(r.runs)} (--fresh-baseline reruns them)")  # fmt: skip
+        lines.append(
+            f"baseline: {r.sessions} of {r.of} sessions reused from run "
+            f"{', '.join(r.runs)} (--fresh-baseline reruns them)"
+        )
     agent, judge = summary.models.get("agent", ""), summary.models.get("judge")
     if summary.agent != "builtin":
         who = f"{summary.agent} {summary.agent_version}".strip()
@@ -70,8 +74,11 @@ def report_lines(summary: Summary) -> list[str]:
         lines.append("diagnostics (the eval itself):")
         for d in summary.diagnostics:
             what = f"{d.case}: {d.check}" if d.check else d.case
-            lines.append(f"  {d.kind.upper()}: {what} — {d.detail}" if what
-                         else f"  {d.kind.upper()}: {d.detail}")  # fmt: skip
+            lines.append(
+                f"  {d.kind.upper()}: {what} — {d.detail}"
+                if what
+                else f"  {d.kind.upper()}: {d.detail}"
+            )
     return lines
 
 
@@ -94,8 +101,10 @@ def trigger_lines(t: dict[str, Any]) -> list[str]:
     head = f"triggers ({t['method']})" if t.get("method") else "triggers"
     if t.get("invalid"):
         return [f"{head}: INVALID: {t['invalid']}"]
-    lines = [f"{head}: recall={ratio(t['recall'])} precision={ratio(t['precision'])} "
-             f"(tp={t['tp']} fn={t['fn']} fp={t['fp']} tn={t['tn']})"]  # fmt: skip
+    lines = [
+        f"{head}: recall={ratio(t['recall'])} precision={ratio(t['precision'])} "
+        f"(tp={t['tp']} fn={t['fn']} fp={t['fp']} tn={t['tn']})"
+    ]
     for d in t.get("details") or []:
         rate = d.get("rate")
         shown = f" [rate {rate:.2f}]" if rate is not None and 0 < rate < 1 else ""

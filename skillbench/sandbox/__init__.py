@@ -27,6 +27,7 @@ def make_provider(name: str = "podman") -> SandboxProvider:
     if name not in PROVIDERS:
         near = difflib.get_close_matches(name, PROVIDERS, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise SandboxError(f"no sandbox provider {name!r} (providers: {', '.join(PROVIDERS)})"
-                           f"{hint}")  # fmt: skip
+        raise SandboxError(
+            f"no sandbox provider {name!r} (providers: {', '.join(PROVIDERS)}){hint}"
+        )
     return PROVIDERS[name]()

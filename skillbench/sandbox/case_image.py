@@ -44,21 +44,26 @@ def _tree_digest(folder: Path) -> str:
 
 
 def _build(name: str, recipe: str, context: Path) -> None:
-    done = subprocess.run(["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-",
-                           str(context)], input=recipe.encode(), capture_output=True)  # fmt: skip
+    done = subprocess.run(
+        ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(context)],
+        input=recipe.encode(),
+        capture_output=True,
+    )
     if done.returncode != 0:
         tail = done.stderr.decode(errors="replace").strip()[-800:]
         raise CaseImageError(f"podman build failed: {tail}")
 
 
 def _image_id(ref: str) -> str:
-    done = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", ref],
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        ["podman", "image", "inspect", "--format", "{{.Id}}", ref], capture_output=True, text=True
+    )
     return done.stdout.strip()
 
 
-def case_image(*, image: str | None, containerfile: Path | None, base: str,
-               log: Callable[[str], None]) -> str:  # fmt: skip
+def case_image(
+    *, image: str | None, containerfile: Path | None, base: str, log: Callable[[str], None]
+) -> str:
     """The image a case runs in, built on first use."""
     if containerfile is not None:
         recipe = _FROM.sub(lambda m: m.group(1) + base + m.group(2), containerfile.read_text())
@@ -69,9 +74,11 @@ def case_image(*, image: str | None, containerfile: Path | None, base: str,
             try:
                 _build(own, recipe, containerfile.parent)
             except CaseImageError as exc:
-                raise CaseImageError(f"{containerfile}: {exc}; offline, FROM must name a local "
-                                     f"image (`FROM {SANDBOX_FROM}` is the sandbox "
-                                     "image)") from None  # fmt: skip
+                raise CaseImageError(
+                    f"{containerfile}: {exc}; offline, FROM must name a local "
+                    f"image (`FROM {SANDBOX_FROM}` is the sandbox "
+                    "image)"
+                ) from None
     else:
         assert image is not None
         if not image_exists(image):

@@ -112,8 +112,9 @@ class CopyOut:
                         self._one(tar, member, PurePosixPath(under) / rel)
         except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
             if stream.read_total >= stream.limit:
-                self.notes.add(f"copy stopped: more than {_mb(self.cap + _HEADER_ALLOWANCE)} "
-                               "of archive read")  # fmt: skip
+                self.notes.add(
+                    f"copy stopped: more than {_mb(self.cap + _HEADER_ALLOWANCE)} of archive read"
+                )
             else:
                 self.notes.add(f"copy ended early: {exc}")
         self.stream_left -= stream.read_total
@@ -166,8 +167,9 @@ class CopyOut:
 
     def left_out(self, rel: str, size: int) -> None:
         """Note a file too big for what is left of the cap."""
-        self.notes.add(f"{rel}: {size} bytes, over what is left of the {_mb(self.cap)} copy "
-                       "cap, left out")  # fmt: skip
+        self.notes.add(
+            f"{rel}: {size} bytes, over what is left of the {_mb(self.cap)} copy cap, left out"
+        )
 
     def done(self) -> list[str]:
         """The notes on everything left out."""

@@ -103,11 +103,15 @@ def _build_with_mmdebstrap(name: str, log: Callable[[str], None]) -> None:
         *_host_sources(),
     ]
     importer = [
-        "podman", "import",
-        "--change", "WORKDIR /work",
-        "--change", 'CMD ["sleep","infinity"]',
-        "-", name,
-    ]  # fmt: skip
+        "podman",
+        "import",
+        "--change",
+        "WORKDIR /work",
+        "--change",
+        'CMD ["sleep","infinity"]',
+        "-",
+        name,
+    ]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as debootstrap:
         imported = subprocess.run(importer, stdin=debootstrap.stdout, capture_output=True)
         assert debootstrap.stderr is not None

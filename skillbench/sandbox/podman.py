@@ -155,8 +155,9 @@ class PodmanProvider:
 
         def make() -> None:
             try:
-                self.client().volumes.create(name, driver="local", driver_opts=options,
-                                             labels=labels)  # fmt: skip
+                self.client().volumes.create(
+                    name, driver="local", driver_opts=options, labels=labels
+                )
             except Exception as exc:
                 raise SandboxError(f"could not create a workspace volume: {exc}") from exc
 
@@ -242,8 +243,7 @@ class PodmanProvider:
     async def aclose(self) -> None:
         """Close every sandbox still open, then stop the service if we started it."""
         await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
-        await asyncio.gather(*(w.close() for w in list(self._workspaces)),
-                             return_exceptions=True)  # fmt: skip
+        await asyncio.gather(*(w.close() for w in list(self._workspaces)), return_exceptions=True)
         if self._owns_service:
             self.service.stop()
 
@@ -386,8 +386,9 @@ class PodmanSandbox:
 
         async def down() -> None:  # host -> sandbox
             while chunk := await reader.read(1 << 16):
-                self._send({"op": "relay_data", "sid": sid,
-                            "data": base64.b64encode(chunk).decode()})  # fmt: skip
+                self._send(
+                    {"op": "relay_data", "sid": sid, "data": base64.b64encode(chunk).decode()}
+                )
                 if self._writer is not None:
                     await self._writer.drain()
             self._send({"op": "relay_close", "sid": sid})
@@ -493,8 +494,11 @@ class PodmanSandbox:
     async def put_tree(self, src: Path, dest: str) -> None:
         # unpacked by the sandbox's user, so the files are theirs (never root's)
         data = await asyncio.to_thread(_tar_folder, src)
-        done = await self.exec(["sh", "-c", 'mkdir -p -- "$1" && exec tar -x -C "$1" -f -',
-                                "put_tree", dest], stdin=data, timeout=120)  # fmt: skip
+        done = await self.exec(
+            ["sh", "-c", 'mkdir -p -- "$1" && exec tar -x -C "$1" -f -', "put_tree", dest],
+            stdin=data,
+            timeout=120,
+        )
         if not done.ok:
             raise PermissionError(errno.EACCES, done.stderr.strip()[-500:], dest)
 
@@ -504,8 +508,9 @@ class PodmanSandbox:
         copy = CopyOut(dest, cap)
         # Files that can never fit are found first and left out of the archives, so a 2 GB
         # file cannot stop the copy of everything after it.
-        big = await self._find0(src, "-xdev", "-type", "f", "-size", f"+{cap}c",
-                                "-printf", "%s/%P\\0")  # fmt: skip
+        big = await self._find0(
+            src, "-xdev", "-type", "f", "-size", f"+{cap}c", "-printf", "%s/%P\\0"
+        )
         too_big = {rel: int(size) for size, rel in (entry.split("/", 1) for entry in big)}
         for rel, size in sorted(too_big.items()):
             copy.left_out(rel, size)
@@ -533,8 +538,9 @@ class PodmanSandbox:
             return [rel]
         parts = []
         folder = f"{src.rstrip('/')}/{rel}" if rel else src
-        found = await self._find0(folder, "-mindepth", "1", "-maxdepth", "1",
-                                  "-printf", "%y%P\\0%l\\0")  # fmt: skip
+        found = await self._find0(
+            folder, "-mindepth", "1", "-maxdepth", "1", "-printf", "%y%P\\0%l\\0"
+        )
         for entry, link in zip(found[::2], found[1::2], strict=True):
             kind, path = entry[0], f"{rel}/{entry[1:]}" if rel else entry[1:]
             if path in skip:
@@ -551,12 +557,14 @@ class PodmanSandbox:
     def _get_archive(self, src: str, copy: CopyOut, under: str, strip_top: bool) -> None:
         # Streamed (podman-py's own get_archive reads the whole tar into memory first).
         api = self.provider.client().api
-        response = api.get(f"/containers/{self.ctr_id}/archive", params={"path": [src]},
-                           stream=True)  # fmt: skip
+        response = api.get(
+            f"/containers/{self.ctr_id}/archive", params={"path": [src]}, stream=True
+        )
         try:
             if not response.ok:
-                raise SandboxError(f"sandbox {self.name}: could not copy {src} out "
-                                   f"({response.status_code})")  # fmt: skip
+                raise SandboxError(
+                    f"sandbox {self.name}: could not copy {src} out ({response.status_code})"
+                )
             copy.extract(response.iter_content(1 << 16), under=under, strip_top=strip_top)
         finally:
             response.close()

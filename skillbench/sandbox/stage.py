@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from skillbench.evals.model import Session
 from skillbench.sandbox.base import (
     CASE_DIR,
     CHECKER,
@@ -34,7 +35,6 @@ from skillbench.sandbox.base import (
     Workspace,
 )
 from skillbench.skills import copy_for_staging
-from skillbench.spec.model import Session
 
 SETUP_TIMEOUT = 60.0
 TOOLS_DIR = "/opt/skillbench"  # skillbench itself, read-only, for checks that call it
@@ -72,9 +72,11 @@ def _tool_mounts(host_dir: Path) -> tuple[Mount, ...]:
     wrapper.chmod(0o755)
     package = Path(skillbench.__file__).resolve().parent
     site = Path(msgspec.__file__).resolve().parent.parent  # the installed dependencies
-    return (Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),
-            Mount(str(package), f"{TOOLS_DIR}/src/skillbench", read_only=True),
-            Mount(str(site), f"{TOOLS_DIR}/site", read_only=True))  # fmt: skip
+    return (
+        Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),
+        Mount(str(package), f"{TOOLS_DIR}/src/skillbench", read_only=True),
+        Mount(str(site), f"{TOOLS_DIR}/site", read_only=True),
+    )
 
 
 class SetupFailed(Exception):
@@ -129,8 +131,9 @@ async def stage_arm(
     workspace = None
     try:
         workspace = await provider.workspace(spec.disk)
-        sandbox = await provider.create(msgspec.structs.replace(
-            spec, mounts=spec.mounts + mounts, workspace=workspace.name))  # fmt: skip
+        sandbox = await provider.create(
+            msgspec.structs.replace(spec, mounts=spec.mounts + mounts, workspace=workspace.name)
+        )
     except BaseException:
         if workspace is not None:
             await workspace.close()
@@ -140,18 +143,21 @@ async def stage_arm(
     arm = StagedArm(sandbox, workspace, names, str(host_dir))
     try:
         if sandbox.workdir != WORKDIR:  # what the image had there came in as root's
-            owned = await sandbox.exec(["chown", "-R", "-h", "agent:agent", sandbox.workdir],
-                                       user=ROOT, timeout=120)  # fmt: skip
+            owned = await sandbox.exec(
+                ["chown", "-R", "-h", "agent:agent", sandbox.workdir], user=ROOT, timeout=120
+            )
             if not owned.ok:
-                raise SandboxError(f"could not hand {sandbox.workdir} to the agent: "
-                                   f"{owned.stderr.strip()[-300:]}")  # fmt: skip
+                raise SandboxError(
+                    f"could not hand {sandbox.workdir} to the agent: {owned.stderr.strip()[-300:]}"
+                )
         if session.fixture:
             await sandbox.put_tree(Path(session.fixture), sandbox.workdir)
         for rel, content in session.files.items():
             await sandbox.write_file(rel, content)
         if session.setup:
-            done = await sandbox.exec(["/bin/sh", "-ce", session.setup], cwd=sandbox.workdir,
-                                      timeout=SETUP_TIMEOUT)  # fmt: skip
+            done = await sandbox.exec(
+                ["/bin/sh", "-ce", session.setup], cwd=sandbox.workdir, timeout=SETUP_TIMEOUT
+            )
             if not done.ok:
                 raise SetupFailed(session.name, done.exit_code, done.stderr, done.timed_out)
         for name, folder in skills.items():
@@ -167,8 +173,9 @@ async def guard_contamination(sandbox: Sandbox, expected: Sequence[str]) -> None
     """Refuse the arm unless exactly the expected skills are visible (design §2)."""
     listing = await sandbox.exec(["ls", "-1A", SKILLS_DIR], timeout=30)
     if not listing.ok:  # the sandbox failed (killed, say): no evidence either way
-        raise SandboxError(f"could not list {SKILLS_DIR}: exit {listing.exit_code} "
-                           f"{listing.stderr.strip()[-200:]}")  # fmt: skip
+        raise SandboxError(
+            f"could not list {SKILLS_DIR}: exit {listing.exit_code} {listing.stderr.strip()[-200:]}"
+        )
     seen = sorted(listing.stdout.split())
     if seen != sorted(expected):
         raise ContaminationError(
@@ -196,17 +203,26 @@ async def check_phase(
     else:
         case.mkdir()
     checker_spec = msgspec.structs.replace(
-        spec, user=CHECKER, workspace=arm.workspace.name, env={**spec.env, **CHECK_ENV}, logs=True,
-        mounts=(*spec.mounts, Mount(str(case), CASE_DIR, read_only=True),
-                *_tool_mounts(Path(arm.host_dir))),
-    )  # fmt: skip
+        spec,
+        user=CHECKER,
+        workspace=arm.workspace.name,
+        env={**spec.env, **CHECK_ENV},
+        logs=True,
+        mounts=(
+            *spec.mounts,
+            Mount(str(case), CASE_DIR, read_only=True),
+            *_tool_mounts(Path(arm.host_dir)),
+        ),
+    )
     arm.checker = await provider.create(checker_spec)
     await arm.sandbox.close()
-    claim = await arm.checker.exec(["chown", "-R", "-h", f"{CHECKER}:{CHECKER}", spec.workdir],
-                                   user=ROOT, timeout=300)  # fmt: skip
+    claim = await arm.checker.exec(
+        ["chown", "-R", "-h", f"{CHECKER}:{CHECKER}", spec.workdir], user=ROOT, timeout=300
+    )
     if not claim.ok:
-        raise SandboxError(f"could not hand {spec.workdir} to the checker: "
-                           f"{claim.stderr.strip()[-300:]}")  # fmt: skip
+        raise SandboxError(
+            f"could not hand {spec.workdir} to the checker: {claim.stderr.strip()[-300:]}"
+        )
     return arm.checker
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import msgspec
 
-from skillbench.agent.tools import TOOLS, run_tool
+from skillbench.agents.builtin.tools import TOOLS, run_tool
 from skillbench.models.base import Message, Model, ModelError, TextBlock, ToolResult, Usage
 from skillbench.models.pricing import Price, cost_usd
 from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
@@ -94,9 +94,15 @@ async def run_agent(
     started = time.monotonic()
     # A stand-in for a model (the scripted driver) says so in every transcript.
     note = getattr(model, "notice", None)
-    trace.event("trace_start", case=case, arm=arm, rep=rep, model=model.ref,
-                started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                **({"note": note} if note else {}))  # fmt: skip
+    trace.event(
+        "trace_start",
+        case=case,
+        arm=arm,
+        rep=rep,
+        model=model.ref,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        **({"note": note} if note else {}),
+    )
     state = _State()
     stop, error = "end_turn", None
     try:
@@ -118,8 +124,15 @@ async def run_agent(
         duration_ms = int((time.monotonic() - started) * 1000)
         cost = cost_usd(model.ref, state.usage, prices)
         extra = {"error": error} if error else {}
-        trace.event("trace_end", stop_reason=stop, turns=state.turns, duration_ms=duration_ms,
-                    usage=state.usage, cost_usd=cost, **extra)  # fmt: skip
+        trace.event(
+            "trace_end",
+            stop_reason=stop,
+            turns=state.turns,
+            duration_ms=duration_ms,
+            usage=state.usage,
+            cost_usd=cost,
+            **extra,
+        )
     return SessionResult(stop, state.turns, duration_ms, state.usage, cost, error)
 
 
@@ -159,7 +172,13 @@ async def _turns(
         for call in calls:
             trace.event("tool_call", id=call.id, name=call.name, arguments=call.arguments)
             outcome = await run_tool(sandbox, names, call.name, call.arguments)
-            trace.event("tool_result", id=call.id, name=call.name, text=outcome.text,
-                        is_error=outcome.is_error, exit_code=outcome.exit_code)  # fmt: skip
+            trace.event(
+                "tool_result",
+                id=call.id,
+                name=call.name,
+                text=outcome.text,
+                is_error=outcome.is_error,
+                exit_code=outcome.exit_code,
+            )
             results.append(ToolResult(call.id, call.name, outcome.text, outcome.is_error))
         messages.append(Message("user", tuple(results)))

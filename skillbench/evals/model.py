@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-from skillbench.spec.problems import Problem
+from skillbench.evals.problems import Problem
 
 Bucket = Literal["explicit", "implicit", "contextual", "negative", "adversarial"]
 BUCKETS: tuple[str, ...] = ("explicit", "implicit", "contextual", "negative", "adversarial")

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from skillbench.spec.problems import Problem, SpecError
+from skillbench.evals.problems import Problem, SpecError
 
 MAX_BYTES = 1024 * 1024
 MAX_NODES = 50_000

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from skillbench.spec.model import (
+from skillbench.evals.model import (
     BUCKETS,
     CHECK_KINDS,
     MAX_TIMEOUT_MINUTES,
@@ -27,16 +27,44 @@ from skillbench.spec.model import (
     Suite,
     Triggers,
 )
-from skillbench.spec.problems import Problem, SpecError, errors_in
-from skillbench.spec.yamlsrc import Doc, KeyPath, load_yaml_file
+from skillbench.evals.problems import Problem, SpecError, errors_in
+from skillbench.evals.yamlsrc import Doc, KeyPath, load_yaml_file
 
 SESSION_FIELDS = (
-    "task", "checks", "judge", "files", "fixture", "setup", "bucket", "requires",
-    "timeout_minutes", "max_turns", "oracle", "image", "containerfile", "workdir",
-)  # fmt: skip
+    "task",
+    "checks",
+    "judge",
+    "files",
+    "fixture",
+    "setup",
+    "bucket",
+    "requires",
+    "timeout_minutes",
+    "max_turns",
+    "oracle",
+    "image",
+    "containerfile",
+    "workdir",
+)
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
-_RESERVED = ("/proc", "/sys", "/dev", "/tmp", "/home", "/skills", "/case", "/logs", "/run",
-             "/opt/skillbench", "/etc", "/usr", "/bin", "/sbin", "/lib", "/var")  # fmt: skip
+_RESERVED = (
+    "/proc",
+    "/sys",
+    "/dev",
+    "/tmp",
+    "/home",
+    "/skills",
+    "/case",
+    "/logs",
+    "/run",
+    "/opt/skillbench",
+    "/etc",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/var",
+)
 SUITE_FIELDS = (*SESSION_FIELDS, "cases")
 SUBCASE_FIELDS = ("name", "checks")
 TRIGGER_FIELDS = ("should_trigger", "should_not_trigger")
@@ -46,8 +74,15 @@ _SUBCASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Words that leak how a case is scored into the prompt the agent sees.
 _EVAL_INTERNALS = re.compile(r"evals/|\bchecks\b|\bgrader\b|\brubric\b|triggers\.ya?ml", re.I)
 
-_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a mapping",
-               bool: "a boolean", float: "a number", type(None): "empty"}  # fmt: skip
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    list: "a list",
+    dict: "a mapping",
+    bool: "a boolean",
+    float: "a number",
+    type(None): "empty",
+}
 
 
 def _type_name(value: Any) -> str:
@@ -115,8 +150,9 @@ def _root_mapping(doc: Doc, what: str, example: str) -> dict[str, Any]:
 # --- checks -----------------------------------------------------------------------------
 
 
-def parse_checks(rep: _Report, at: KeyPath, value: Any,
-                 case_file: Path | None = None) -> tuple[Check, ...]:  # fmt: skip
+def parse_checks(
+    rep: _Report, at: KeyPath, value: Any, case_file: Path | None = None
+) -> tuple[Check, ...]:
     """Read a `checks` list; unknown kinds and bad regexes are warnings, shape errors errors.
     A script a check runs is resolved against `case_file`'s folder and must be in evals/."""
     if not rep.expect(at, value, list, "checks"):
@@ -147,49 +183,63 @@ def parse_checks(rep: _Report, at: KeyPath, value: Any,
             )
             continue
         if check.kind == "verifier" and check.arg:
-            check = msgspec.structs.replace(check, script=_script(
-                rep, where, check.arg, case_file, "verifier"))  # fmt: skip
+            check = msgspec.structs.replace(
+                check, script=_script(rep, where, check.arg, case_file, "verifier")
+            )
         _lint_check(rep, where, check)
         out.append(check)
     return tuple(out)
 
 
-def _script(rep: _Report, at: KeyPath, value: str, case_file: Path | None,
-            field: str) -> str | None:  # fmt: skip
+def _script(
+    rep: _Report, at: KeyPath, value: str, case_file: Path | None, field: str
+) -> str | None:
     """A script's path under evals/ (relative to the case file's folder), or None (reported)."""
     if case_file is None:
         return value
     evals = next((p for p in case_file.resolve().parents if p.name == "evals"), None)
     target = (case_file.parent / value).resolve()
     if evals is None or not target.is_relative_to(evals):
-        rep.error(at, f"`{field}` script {value!r} is outside the skill's evals/ folder; "
-                      "keep it with the case (the checker sees only evals/)")  # fmt: skip
+        rep.error(
+            at,
+            f"`{field}` script {value!r} is outside the skill's evals/ folder; "
+            "keep it with the case (the checker sees only evals/)",
+        )
         return None
     if not target.is_file():
-        rep.error(at, f"`{field}` script {value!r} does not exist (looked for {target}); "
-                      "scripts are relative to the case file")  # fmt: skip
+        rep.error(
+            at,
+            f"`{field}` script {value!r} does not exist (looked for {target}); "
+            "scripts are relative to the case file",
+        )
         return None
     return str(target.relative_to(evals))
 
 
-def _reward(rep: _Report, at: KeyPath, value: Any, line: int,
-            case_file: Path | None) -> Check | None:  # fmt: skip
+def _reward(
+    rep: _Report, at: KeyPath, value: Any, line: int, case_file: Path | None
+) -> Check | None:
     """`reward: FILE` or `reward: {file: FILE, min: N, run: SCRIPT}`."""
     if isinstance(value, str):
         value = {"file": value}
     if not isinstance(value, dict):
-        rep.error(at, f"`reward` is a file or a mapping {{file, min, run}}, got "
-                      f"{_type_name(value)}")  # fmt: skip
+        rep.error(
+            at, f"`reward` is a file or a mapping {{file, min, run}}, got {_type_name(value)}"
+        )
         return None
     unknown = sorted(set(value) - {"file", "min", "run"})
     if unknown:
-        rep.error(at, f"`reward` has unknown field(s) {', '.join(unknown)}; it takes file, "
-                      "min and run")  # fmt: skip
+        rep.error(
+            at, f"`reward` has unknown field(s) {', '.join(unknown)}; it takes file, min and run"
+        )
         return None
     file, least, run = value.get("file"), value.get("min", 1), value.get("run")
     if not isinstance(file, str) or not file.strip():
-        rep.error(at, "`reward` needs `file`: the reward file the verifier writes "
-                      "(e.g. /logs/verifier/reward.txt)")  # fmt: skip
+        rep.error(
+            at,
+            "`reward` needs `file`: the reward file the verifier writes "
+            "(e.g. /logs/verifier/reward.txt)",
+        )
         return None
     if isinstance(least, bool) or not isinstance(least, int | float):
         rep.error(at, f"`reward` `min` must be a number, got {_type_name(least)}")
@@ -294,16 +344,22 @@ def _session_fields(
             out["image"] = data["image"].strip()
         else:
             rep.error(("image",), "`image` is empty; name a local image or remove the line")
-    elif "containerfile" in data and rep.expect(("containerfile",), data["containerfile"], str,
-                                                  "containerfile"):  # fmt: skip
+    elif "containerfile" in data and rep.expect(
+        ("containerfile",), data["containerfile"], str, "containerfile"
+    ):
         target = (case_file.parent / data["containerfile"]).resolve()
         if not target.is_file():
-            rep.error(("containerfile",), f"containerfile {data['containerfile']!r} does not "
-                                          f"exist (looked for {target}); it is relative to the "
-                                          "case file")  # fmt: skip
+            rep.error(
+                ("containerfile",),
+                f"containerfile {data['containerfile']!r} does not "
+                f"exist (looked for {target}); it is relative to the "
+                "case file",
+            )
         elif not target.is_relative_to(skill_dir.resolve()):
-            rep.error(("containerfile",), f"containerfile {data['containerfile']!r} is outside "
-                                          "the skill folder")  # fmt: skip
+            rep.error(
+                ("containerfile",),
+                f"containerfile {data['containerfile']!r} is outside the skill folder",
+            )
         else:
             out["containerfile"] = str(target)
     if "bucket" in data:
@@ -531,9 +587,16 @@ def load_assets(skill_dir: Path, skill_name: str | None = None) -> EvalAssets:
     evals = skill_dir / "evals"
     for path in case_files(skill_dir):
         if path.stem == "suite":
-            problems.append(Problem(str(path), 1, "error", "the case name `suite` is taken by "
-                                    "evals/suite.yaml (its rows are named suite/<name>); rename "
-                                    "this file"))  # fmt: skip
+            problems.append(
+                Problem(
+                    str(path),
+                    1,
+                    "error",
+                    "the case name `suite` is taken by "
+                    "evals/suite.yaml (its rows are named suite/<name>); rename "
+                    "this file",
+                )
+            )
             continue
         if path.stem in stems:
             problems.append(

@@ -22,26 +22,39 @@ def _schema(props: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
 
 _STR = {"type": "string"}
 TOOLS: list[ToolSpec] = [
-    ToolSpec("bash",
-             "Run a bash command in /work and return its exit code, stdout and stderr. "
-             f"Commands are killed after `timeout` seconds (default {BASH_DEFAULT_TIMEOUT}, "
-             f"at most {BASH_MAX_TIMEOUT}). There is no network.",
-             _schema({"command": _STR, "timeout": {"type": "integer"}}, ["command"])),
-    ToolSpec("read_file", "Read a text file (a path relative to /work, or absolute).",
-             _schema({"path": _STR}, ["path"])),
-    ToolSpec("write_file", "Write a file, replacing it; parent folders are created.",
-             _schema({"path": _STR, "content": _STR}, ["path", "content"])),
-    ToolSpec("edit_file",
-             "Replace exactly one occurrence of old_string with new_string in a file. Fails "
-             "when old_string is missing or appears more than once (add context to make it "
-             "unique).",
-             _schema({"path": _STR, "old_string": _STR, "new_string": _STR},
-                     ["path", "old_string", "new_string"])),
-    ToolSpec("skill",
-             "Load an available skill by name: returns its SKILL.md and the folder holding "
-             "its files.",
-             _schema({"name": _STR}, ["name"])),
-]  # fmt: skip
+    ToolSpec(
+        "bash",
+        "Run a bash command in /work and return its exit code, stdout and stderr. "
+        f"Commands are killed after `timeout` seconds (default {BASH_DEFAULT_TIMEOUT}, "
+        f"at most {BASH_MAX_TIMEOUT}). There is no network.",
+        _schema({"command": _STR, "timeout": {"type": "integer"}}, ["command"]),
+    ),
+    ToolSpec(
+        "read_file",
+        "Read a text file (a path relative to /work, or absolute).",
+        _schema({"path": _STR}, ["path"]),
+    ),
+    ToolSpec(
+        "write_file",
+        "Write a file, replacing it; parent folders are created.",
+        _schema({"path": _STR, "content": _STR}, ["path", "content"]),
+    ),
+    ToolSpec(
+        "edit_file",
+        "Replace exactly one occurrence of old_string with new_string in a file. Fails "
+        "when old_string is missing or appears more than once (add context to make it "
+        "unique).",
+        _schema(
+            {"path": _STR, "old_string": _STR, "new_string": _STR},
+            ["path", "old_string", "new_string"],
+        ),
+    ),
+    ToolSpec(
+        "skill",
+        "Load an available skill by name: returns its SKILL.md and the folder holding its files.",
+        _schema({"name": _STR}, ["name"]),
+    ),
+]
 
 
 class ToolOutcome(msgspec.Struct, frozen=True):
@@ -94,8 +107,9 @@ async def run_tool(
     except _BadArgs as exc:
         return ToolOutcome(f"bad arguments for {name}: {exc}", is_error=True)
     except OSError as exc:
-        return ToolOutcome(f"{name} failed: {exc.strerror or exc}: {exc.filename or ''}".rstrip(),
-                           is_error=True)  # fmt: skip
+        return ToolOutcome(
+            f"{name} failed: {exc.strerror or exc}: {exc.filename or ''}".rstrip(), is_error=True
+        )
 
 
 async def _bash(sandbox: Sandbox, args: dict[str, Any]) -> ToolOutcome:
@@ -114,8 +128,9 @@ async def _bash(sandbox: Sandbox, args: dict[str, Any]) -> ToolOutcome:
         parts.append(f"[timed out after {timeout:g} s; the command was killed]")
     else:
         parts.append(f"[exit code {result.exit_code}]")
-    return ToolOutcome(cap_text("\n".join(parts)), is_error=not result.ok,
-                       exit_code=result.exit_code)  # fmt: skip
+    return ToolOutcome(
+        cap_text("\n".join(parts)), is_error=not result.ok, exit_code=result.exit_code
+    )
 
 
 async def _edit(sandbox: Sandbox, args: dict[str, Any]) -> ToolOutcome:
@@ -127,8 +142,11 @@ async def _edit(sandbox: Sandbox, args: dict[str, Any]) -> ToolOutcome:
     if count == 0:
         return ToolOutcome(f"old_string not found in {path}", is_error=True)
     if count > 1:
-        return ToolOutcome(f"old_string appears {count} times in {path}; include more "
-                           "surrounding text so it is unique", is_error=True)  # fmt: skip
+        return ToolOutcome(
+            f"old_string appears {count} times in {path}; include more "
+            "surrounding text so it is unique",
+            is_error=True,
+        )
     await sandbox.write_file(path, text.replace(old, new, 1))
     return ToolOutcome(f"edited {path}")
 

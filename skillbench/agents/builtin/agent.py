@@ -1,13 +1,13 @@
-"""`builtin`: skillbench's own agent loop (agent/loop.py). The model is called from the host,
-so the sandbox needs no relay; the image is the plain sandbox image."""
+"""`builtin`: skillbench's own agent loop (loop.py beside this file). The model is called from
+the host, so the sandbox needs no relay; the image is the plain sandbox image."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from skillbench.agent.loop import SessionResult, run_agent
 from skillbench.agents.base import SessionRequest
+from skillbench.agents.builtin.loop import SessionResult, run_agent
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.sandbox.base import Relay, Sandbox
@@ -37,8 +37,7 @@ class BuiltinAgent:
 
     def model(self, ref: str) -> Model:
         if ref not in self._models:
-            self._models[ref] = resolve_model(ref, max_retries=self._retries,
-                                              timeout=self._timeout)  # fmt: skip
+            self._models[ref] = resolve_model(ref, max_retries=self._retries, timeout=self._timeout)
         return self._models[ref]
 
     async def session(self, request: SessionRequest) -> _Session:
@@ -46,9 +45,13 @@ class BuiltinAgent:
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the loop's `skill` tool loaded."""
-        return {str(e["arguments"].get("name", "")) for e in events
-                if e.get("type") == "tool_call" and e.get("name") == "skill"
-                and isinstance(e.get("arguments"), dict)}  # fmt: skip
+        return {
+            str(e["arguments"].get("name", ""))
+            for e in events
+            if e.get("type") == "tool_call"
+            and e.get("name") == "skill"
+            and isinstance(e.get("arguments"), dict)
+        }
 
     async def aclose(self) -> None:
         for model in self._models.values():
@@ -64,10 +67,18 @@ class _Session:
     async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
         r = self.request
         return await run_agent(
-            self.model, sandbox, task=r.task, skills=list(r.skills), trace=trace,
-            max_turns=r.max_turns, timeout_s=r.timeout_s, case=r.case, arm=r.arm, rep=r.rep,
+            self.model,
+            sandbox,
+            task=r.task,
+            skills=list(r.skills),
+            trace=trace,
+            max_turns=r.max_turns,
+            timeout_s=r.timeout_s,
+            case=r.case,
+            arm=r.arm,
+            rep=r.rep,
             prices=r.prices,
-        )  # fmt: skip
+        )
 
     async def close(self) -> None:
         pass

@@ -7,7 +7,7 @@ The script (skillbench.models.script) decides each reply, including faults: a st
 Retry-After, a stall past the client's timeout, a malformed body, a stream cut off.
 Every request is logged for tests to assert on.
 
-    python -m skillbench.testing.fake_server SCRIPT.yaml [--port N]
+    python -m skillbench.models.fake_server SCRIPT.yaml [--port N]
 """
 
 from __future__ import annotations
@@ -185,8 +185,9 @@ class FakeModelServer:
         try:
             body = json.loads(raw)
         except ValueError:
-            return self._send(h, 400, {"error": {"type": "invalid_request_error",
-                                                  "message": "body is not JSON"}})  # fmt: skip
+            return self._send(
+                h, 400, {"error": {"type": "invalid_request_error", "message": "body is not JSON"}}
+            )
         system, first, last, turns = shape(body)
         key = h.headers.get("x-api-key") or h.headers.get("Authorization", "").removeprefix(
             "Bearer "
@@ -222,8 +223,9 @@ class FakeModelServer:
             h.send_header("Connection", "close")
             h.end_headers()
             for name, data in events:
-                h.wfile.write(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
-                              .encode())  # fmt: skip
+                h.wfile.write(
+                    f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
+                )
                 h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -239,14 +241,22 @@ class FakeModelServer:
             return self._send_raw(h, 200, b'{"id": "msg_broken", "content": [', {})
         if fault.midstream:  # a 200 whose event stream stops after its first event
             entry.status = 200
-            cut: dict[str, Any] = {"id": "msg_cut", "type": "message", "role": "assistant",
-                                   "content": [], "model": "fake", "stop_reason": None,
-                                   "stop_sequence": None,
-                                   "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
+            cut: dict[str, Any] = {
+                "id": "msg_cut",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "fake",
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
             first = ("message_start", {"message": cut})
             if entry.protocol == "responses":
-                first = ("response.created", {"response": {"id": "resp_cut", "output": [],
-                                                           "status": "in_progress"}})  # fmt: skip
+                first = (
+                    "response.created",
+                    {"response": {"id": "resp_cut", "output": [], "status": "in_progress"}},
+                )
             return self._stream_events(h, [first])
         status = fault.status or 500
         entry.status = status
@@ -276,8 +286,12 @@ class FakeModelServer:
             pass  # the client gave up (a stall past its timeout)
 
 
-_ERROR_KINDS = {429: "rate_limit_error", 401: "authentication_error", 403: "permission_error",
-                400: "invalid_request_error"}  # fmt: skip
+_ERROR_KINDS = {
+    429: "rate_limit_error",
+    401: "authentication_error",
+    403: "permission_error",
+    400: "invalid_request_error",
+}
 
 
 def _message_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -294,14 +308,21 @@ def _message_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         else:
             opened = {**block, "input": {}}
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        events += [("content_block_start", {"index": i, "content_block": opened}),
-                   ("content_block_delta", {"index": i, "delta": delta}),
-                   ("content_block_stop", {"index": i})]  # fmt: skip
+        events += [
+            ("content_block_start", {"index": i, "content_block": opened}),
+            ("content_block_delta", {"index": i, "delta": delta}),
+            ("content_block_stop", {"index": i}),
+        ]
     events += [
-        ("message_delta", {"delta": {"stop_reason": reply["stop_reason"], "stop_sequence": None},
-                           "usage": {"output_tokens": usage["output_tokens"]}}),
+        (
+            "message_delta",
+            {
+                "delta": {"stop_reason": reply["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        ),
         ("message_stop", {}),
-    ]  # fmt: skip
+    ]
     return events
 
 
@@ -351,23 +372,35 @@ def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
     }
     stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
     reply = {
-        "id": f"msg_fake_{turns}", "type": "message", "role": "assistant",
-        "model": body.get("model", "fake"), "content": content, "stop_reason": stop,
-        "stop_sequence": None, "usage": usage,
-    }  # fmt: skip
+        "id": f"msg_fake_{turns}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     return reply, usage
 
 
-_OPENAI_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-                  "refusal": "content_filter"}  # fmt: skip
+_OPENAI_FINISH = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
 
 
 def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
     calls = [
-        {"id": f"call_{turns}_{j}", "type": "function",
-         "function": {"name": name, "arguments": json.dumps(args)}}
+        {
+            "id": f"call_{turns}_{j}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
         for j, (name, args) in enumerate(play.tool_calls)
-    ]  # fmt: skip
+    ]
     system = "".join(
         _text(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"
     )
@@ -379,43 +412,73 @@ def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
     if calls:
         message["tool_calls"] = calls
     reply = {
-        "id": f"chatcmpl-fake-{turns}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-fake-{turns}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": body.get("model", "fake"),
         "choices": [{"index": 0, "message": message, "finish_reason": _OPENAI_FINISH[stop]}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": prompt + completion,
-                  "prompt_tokens_details": {"cached_tokens": cached}},
-    }  # fmt: skip
-    usage = {"input_tokens": prompt - cached, "output_tokens": completion,
-             "cache_read_input_tokens": cached}  # fmt: skip
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
+    usage = {
+        "input_tokens": prompt - cached,
+        "output_tokens": completion,
+        "cache_read_input_tokens": cached,
+    }
     return reply, usage
 
 
 def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
     output: list[dict[str, Any]] = []
     if play.text:
-        output.append({"type": "message", "id": f"msg_{turns}", "role": "assistant",
-                       "status": "completed",
-                       "content": [{"type": "output_text", "text": play.text,
-                                    "annotations": []}]})  # fmt: skip
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{turns}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": play.text, "annotations": []}],
+            }
+        )
     for j, (name, args) in enumerate(play.tool_calls):
-        output.append({"type": "function_call", "id": f"fc_{turns}_{j}", "status": "completed",
-                       "call_id": f"call_{turns}_{j}", "name": name,
-                       "arguments": json.dumps(args)})  # fmt: skip
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{turns}_{j}",
+                "status": "completed",
+                "call_id": f"call_{turns}_{j}",
+                "name": name,
+                "arguments": json.dumps(args),
+            }
+        )
     system, _, _, _ = responses_shape(body)
     cached = _tokens(system) if turns > 0 else 0
     prompt = _tokens(raw.decode(errors="replace"))
     completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
     reply = {
-        "id": f"resp_fake_{turns}", "object": "response", "created_at": int(time.time()),
-        "status": "completed", "model": body.get("model", "fake"), "output": output,
-        "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached},
-                  "output_tokens": completion,
-                  "output_tokens_details": {"reasoning_tokens": 0},
-                  "total_tokens": prompt + completion},
-    }  # fmt: skip
-    usage = {"input_tokens": prompt - cached, "output_tokens": completion,
-             "cache_read_input_tokens": cached}  # fmt: skip
+        "id": f"resp_fake_{turns}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": body.get("model", "fake"),
+        "output": output,
+        "usage": {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion,
+        },
+    }
+    usage = {
+        "input_tokens": prompt - cached,
+        "output_tokens": completion,
+        "cache_read_input_tokens": cached,
+    }
     return reply, usage
 
 
@@ -430,8 +493,9 @@ class SpawnedServer:
         path = os.path.join(folder, "script.json")
         with open(path, "w") as fh:
             json.dump(script, fh)
-        self._proc = subprocess.Popen([sys.executable, "-m", __name__, path],
-                                      stdout=subprocess.PIPE, text=True)  # fmt: skip
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", __name__, path], stdout=subprocess.PIPE, text=True
+        )
         assert self._proc.stdout is not None
         self.url = self._proc.stdout.readline().strip()
         if not self.url:

@@ -1,1 +1,0 @@
-"""Test support shared by tests/ and bench/: the fake model server."""
