@@ -117,6 +117,7 @@ def build_case_images(
                 containerfile=Path(spec.containerfile) if spec.containerfile else None,
                 base=base,
                 log=log,
+                network=spec.build_network,
             )
             images[name] = agent.image(own, log)
         except (CaseImageError, AgentError) as exc:

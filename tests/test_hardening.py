@@ -1,0 +1,154 @@
+"""Hardening (issue 21, parts 7 and 8): a case image build cannot reach the host or the
+network, every parser of an input has caps and fails in one line, `publish` locks the team
+repo, an interrupted run leaves nothing behind, and no check text can break the report page.
+
+Each test is an attack that worked before its fix; real podman where it is a sandbox thing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from skillbench.sandbox.case_image import CaseImageError, case_image
+from skillbench.sandbox.image import IMAGE
+from tests.helpers import make_skill, write
+
+# --- part 7: case image builds --------------------------------------------------------------
+
+
+def _build(containerfile: Path, *, network: bool = False) -> str:
+    extra = {"network": True} if network else {}
+    return case_image(image=None, containerfile=containerfile, base=IMAGE, log=print, **extra)
+
+
+@pytest.mark.sandbox
+def test_a_cache_mount_id_cannot_write_the_host(tmp_path: Path) -> None:
+    # E1: buildah puts a cache mount at /var/tmp/buildah-cache-<uid>/<id>, joined without a
+    # check, so `id=../../..<path>` mounts any host folder read-write in a build run as root
+    marker = tmp_path / "host" / "marker"
+    climb = "../../.." + str(marker)
+    recipe = (
+        "FROM skillbench-sandbox\n"
+        f"RUN --mount=type=cache,id={climb},target=/c sh -c 'echo pwned > /c/written'\n"
+    )
+    folder = write(tmp_path / "ctx", {"Containerfile": recipe})
+    with pytest.raises(CaseImageError) as refused:
+        _build(folder / "Containerfile")
+    assert not marker.exists()  # neither the folder nor the file: the build never ran
+    assert f"{folder / 'Containerfile'}:2: " in str(refused.value)
+    assert "cache mount `id`" in str(refused.value)
+    # nor through a link an earlier step leaves in one cache for a cache nested in it (the
+    # cache folder is joined on the host, link and all); a plain cache mount still works
+    host = tmp_path / "host"
+    nested = write(
+        tmp_path / "nested",
+        {
+            "Containerfile": (
+                "FROM skillbench-sandbox\n"
+                f"RUN --mount=type=cache,id=outer,target=/c ln -s {host} /c/out\n"
+                "RUN --mount=type=cache,id=outer/out,target=/x sh -c 'echo pwned > /x/w'\n"
+            )
+        },
+    )
+    with pytest.raises(CaseImageError, match=":3: .* are nested"):
+        _build(nested / "Containerfile")
+    assert not host.exists()
+    plain = write(
+        tmp_path / "plain",
+        {
+            "Containerfile": (
+                "FROM skillbench-sandbox\n"
+                "RUN --mount=type=cache,target=/root/.cache/pip echo x > /root/.cache/pip/x\n"
+                "RUN --mount=type=cache,target=/root/.cache/pip test -f /root/.cache/pip/x\n"
+            )
+        },
+    )
+    _build(plain / "Containerfile")
+
+
+@pytest.mark.sandbox
+def test_a_bind_mount_cannot_read_or_write_the_host_through_a_link(tmp_path: Path) -> None:
+    host = write(tmp_path / "host", {"secret": "host-secret\n"})
+    folder = write(
+        tmp_path / "ctx",
+        {
+            "Containerfile": (
+                "FROM skillbench-sandbox\n"
+                "RUN --mount=type=bind,source=link,target=/h,rw "
+                "sh -c 'cat /h/secret > /opt/leak; echo w > /h/written'\n"
+            )
+        },
+    )
+    (folder / "link").symlink_to(host)  # in the context, pointing out of it
+    with pytest.raises(CaseImageError) as refused:
+        _build(folder / "Containerfile")
+    assert sorted(p.name for p in host.iterdir()) == ["secret"]
+    assert f"{folder / 'Containerfile'}:2: " in str(refused.value)
+
+
+@pytest.mark.sandbox
+def test_a_case_build_has_no_network_unless_the_case_declares_it(tmp_path: Path) -> None:
+    # sysfs shows the build container's own network namespace: only `lo` without a network
+    folder = write(
+        tmp_path / "ctx",
+        {"Containerfile": 'FROM skillbench-sandbox\nRUN test "$(ls /sys/class/net)" = lo\n'},
+    )
+    _build(folder / "Containerfile")
+    online = write(
+        tmp_path / "online",
+        {"Containerfile": 'FROM skillbench-sandbox\nRUN test "$(ls /sys/class/net)" != lo\n'},
+    )
+    with pytest.raises(CaseImageError, match="without network"):
+        _build(online / "Containerfile")
+    _build(online / "Containerfile", network=True)
+
+
+def test_check_refuses_mounts_that_leave_the_context_with_file_and_line(
+    tmp_path: Path, capsys
+) -> None:
+    folder = make_skill(
+        tmp_path,
+        "builder",
+        {
+            "evals/cases/a.yaml": (
+                "task: Build it\ncontainerfile: a/Containerfile\nchecks: [{file_exists: x}]\n"
+            ),
+            "evals/cases/a/Containerfile": (
+                "# escape=`\n"
+                "FROM skillbench-sandbox\n"
+                "RUN --mount=type=cache,id=../../etc,target=/c true\n"
+                "RUN --mount=type=secret,id=key cat /run/secrets/key\n"
+                "RUN echo a && `\n"
+                "    --mount=type=bind,source=/etc,target=/h true\n"
+                "RUN --mount=type=ssh true\n"
+                "RUN --network=host true\n"
+                "ADD https://example.com/x /x\n"
+                "ONBUILD RUN --mount=type=bind,from=other,target=/h true\n"
+                "RUN --mount=type=cache,target=/root/.cache/pip --mount=type=tmpfs,target=/t true\n"
+                "RUN --mount=type=bind,target=/src,source=sub true\n"
+            ),
+            "evals/cases/a/sub/f": "x",
+        },
+    )
+    assert main(["check", str(folder)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    cf = folder / "evals/cases/a/Containerfile"
+    found = [line for line in out if line.startswith(f"{cf}:")]
+    assert [int(line.split(":")[1]) for line in found] == [3, 4, 7, 8, 9, 10], out
+    assert all(": error: " in line for line in found)
+    text = "\n".join(found)
+    assert "cache mount `id` '../../etc' leaves the build" in text
+    assert "a secret mount" in text and "an ssh mount" in text
+    assert "--network=host" in text and "https://example.com/x" in text
+    assert "`from`" in text
+    # (a `source=/etc` on a continued line is inside the command, not a flag of RUN: buildah
+    # reads it as an argument of `echo`, so it is not a mount)
+    # declaring the network allows what needs it, and only that
+    case = folder / "evals/cases/a.yaml"
+    case.write_text(case.read_text() + "build_network: true\n")
+    assert main(["check", str(folder)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    found = [line for line in out if line.startswith(f"{cf}:")]
+    assert [int(line.split(":")[1]) for line in found] == [3, 4, 7, 10], out
