@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from skillbench.inputs import load_json
 from skillbench.scrub import scrub_obj
 
 SCHEMA_VERSION = 2  # 2: expected/scored rows say what was measured; complete, agent, driver
@@ -83,7 +84,8 @@ def write_receipt(receipt: Receipt, run_dir: Path) -> Path:
 
 
 def read_receipt(path: Path) -> Receipt:
-    return msgspec.json.decode(path.read_bytes(), type=Receipt)
+    """A receipt file; InputError (a DecodeError) for anything that is not one."""
+    return load_json(path, Receipt)
 
 
 def local_receipts(skill: str, digest: str | None = None) -> list[tuple[Path, Receipt]]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from skillbench.inputs import InputError, load_json, load_toml
 from skillbench.receipts import Receipt, local_receipts, read_receipt
 from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
 from skillbench.verdict import NONE, verdict_of
@@ -42,6 +43,13 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
+def _index(path: Path) -> dict[str, str]:
+    try:
+        return load_json(path, dict[str, str]) if path.exists() else {}
+    except InputError as exc:
+        raise TeamError(f"{exc}; restore it from git") from None
+
+
 def check_repo(repo: Path) -> None:
     """A git work tree with no uncommitted changes."""
     if not (repo / ".git").exists():
@@ -55,7 +63,7 @@ def versions(repo: Path, name: str) -> list[Version]:
     """The published versions of a skill, checked against versions.json (oldest first)."""
     folder = repo / "skills" / name
     index_path = folder / "versions.json"
-    index: dict[str, str] = json.loads(index_path.read_text()) if index_path.exists() else {}
+    index = _index(index_path)
     found = []
     for child in sorted(folder.iterdir()) if folder.is_dir() else []:
         match = _VERSION.match(child.name)
@@ -105,7 +113,7 @@ def publish(skill_dir: Path, repo: Path) -> str:
         target = folder / f"v{number}"
         copy_files(skill_files(skill_dir), target)
         index_path = folder / "versions.json"
-        index = json.loads(index_path.read_text()) if index_path.exists() else {}
+        index = _index(index_path)
         index[target.name] = current
         index_path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
         version = target.name
@@ -157,8 +165,6 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
     """Policy from the team repo's [tool.skillbench.gate] / skillbench.toml [gate], then flags."""
-    import tomllib
-
     data: dict[str, Any] = {}
     if repo is not None:
         for name, table in (
@@ -167,7 +173,10 @@ def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
         ):
             path = repo / name
             if path.is_file():
-                found: Any = tomllib.loads(path.read_text())
+                try:
+                    found: Any = load_toml(path)
+                except InputError as exc:
+                    raise TeamError(str(exc)) from None
                 for key in table:
                     found = found.get(key, {}) if isinstance(found, dict) else {}
                 data.update({k.replace("-", "_"): v for k, v in found.items()})

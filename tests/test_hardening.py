@@ -6,6 +6,11 @@ Each test is an attack that worked before its fix; real podman where it is a san
 
 from __future__ import annotations
 
+import os
+import resource
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,7 +57,7 @@ def test_a_cache_mount_id_cannot_write_the_host(tmp_path: Path) -> None:
             )
         },
     )
-    with pytest.raises(CaseImageError, match=":3: .* are nested"):
+    with pytest.raises(CaseImageError, match=r":3: .* are nested"):
         _build(nested / "Containerfile")
     assert not host.exists()
     plain = write(
@@ -152,3 +157,110 @@ def test_check_refuses_mounts_that_leave_the_context_with_file_and_line(
     out = capsys.readouterr().out.splitlines()
     found = [line for line in out if line.startswith(f"{cf}:")]
     assert [int(line.split(":")[1]) for line in found] == [3, 4, 7, 10], out
+
+
+# --- part 8: bounded parsers ----------------------------------------------------------------
+
+
+def cli(*args: str, cwd: Path | None = None) -> tuple[int, list[str], list[str]]:
+    """`skillbench ARGS` as a subprocess under a 2 GiB address-space cap (a parser that reads
+    /dev/zero dies of it rather than taking the machine): exit code, stdout and stderr lines."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "skillbench", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=cap,
+    )
+    return done.returncode, done.stdout.splitlines(), done.stderr.splitlines()
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        **{
+            f"GIT_{who}_{what}": value
+            for who in ("AUTHOR", "COMMITTER")
+            for what, value in (("NAME", "skillbench tests"), ("EMAIL", "tests@skillbench.invalid"))
+        },
+    }
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def team_repo(root: Path, files: dict[str, str | bytes]) -> Path:
+    repo = write(root / "team", {"README.md": "team\n", **files})
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    return repo
+
+
+DEEP = "[" * 5000 + "]" * 5000  # about 10 KB
+
+
+def test_deeply_nested_assets_are_one_line_each(tmp_path: Path) -> None:
+    folder = make_skill(
+        tmp_path,
+        "deep",
+        {
+            "evals/cases/a.yaml": f"task: {DEEP}\n",
+            "evals/triggers.yaml": f"should_trigger:\n  - {DEEP}\n",
+        },
+    )
+    (folder / "SKILL.md").write_text(f"---\nname: deep\ndescription: x\nmeta: {DEEP}\n---\nBody\n")
+    code, out, err = cli("check", str(folder))
+    assert code == 1 and err == [], err[-3:]
+    problems = [line for line in out if ": error: " in line or ": warning: " in line]
+    assert len(problems) == len(out) - 1, out  # and the count line
+    for name, line in (("SKILL.md", 4), ("evals/cases/a.yaml", 1), ("evals/triggers.yaml", 2)):
+        shown = f"{folder / name}:{line}: "
+        assert any(p.startswith(shown) and "nested more than" in p for p in problems), out
+
+
+def test_a_receipt_that_is_dev_zero_or_too_deep_is_passed_over(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path / "lib", "greeter")
+    repo = team_repo(tmp_path, {"evals/greeter/v1/deep.json": DEEP})
+    (repo / "evals/greeter/v1/zero.json").symlink_to("/dev/zero")
+    started = time.monotonic()
+    code, out, err = cli("gate", str(skill), "--team", str(repo))
+    assert time.monotonic() - started < 60
+    assert (code, err) == (1, []), err[-3:]
+    assert len(out) == 1 and out[0].startswith("gate refused: greeter: no receipt for"), out
+    code, out, err = cli("receipts", str(skill), "--team", str(repo))
+    assert (code, out, err) == (0, ["no receipts for greeter"], [])
+
+
+def test_corrupt_team_repo_files_are_one_line(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path / "lib", "greeter")
+    repo = team_repo(tmp_path, {"pyproject.toml": "[tool.skillbench.gate\nrequire = 'PASS'\n"})
+    code, _, err = cli("gate", str(skill), "--team", str(repo))
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"skillbench: error: {repo / 'pyproject.toml'}: not valid TOML")
+    (repo / "pyproject.toml").write_text(f"[tool.skillbench.gate]\nx = {DEEP}\n")
+    code, _, err = cli("gate", str(skill), "--team", str(repo))
+    assert code == 2 and len(err) == 1 and "nested too deeply" in err[0], err
+    (repo / "pyproject.toml").unlink()
+    write(repo, {"skills/greeter/versions.json": '{"v1": "sha256:', "skills/greeter/v1/x": "x"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "corrupt")
+    code, _, err = cli("publish", str(skill), "--team", str(repo))
+    assert code == 1 and len(err) == 1, err
+    assert f"{repo / 'skills/greeter/versions.json'}: not valid JSON" in err[0], err
+
+
+def test_a_deep_or_huge_config_is_one_line(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path / "lib", "greeter")
+    config = write(tmp_path, {"skillbench.toml": f"k = {DEEP}\n"}) / "skillbench.toml"
+    code, _, err = cli("config", cwd=skill)
+    assert code == 2 and len(err) == 1 and "nested too deeply" in err[0], err
+    with config.open("w") as fh:  # 300 MB of one comment: the cap reads no more than it needs
+        fh.truncate(300 << 20)
+    code, _out, err = cli("config", cwd=skill)
+    assert code == 2 and len(err) == 1 and "larger than" in err[0], err

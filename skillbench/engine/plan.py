@@ -28,6 +28,7 @@ from skillbench.engine.records import (
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
+from skillbench.inputs import load_json
 from skillbench.models import ModelRefError, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxSpec
@@ -226,7 +227,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     if opts.resume:
         run_dir = Path(opts.resume)
         try:
-            plan = msgspec.json.decode((run_dir / "plan.json").read_bytes(), type=Plan)
+            plan = load_json(run_dir / "plan.json", Plan)
         except (OSError, msgspec.DecodeError) as exc:
             raise EvalError(f"--resume {run_dir}: no readable plan.json ({exc})") from None
         changed = [
