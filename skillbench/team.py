@@ -8,10 +8,14 @@ evals/<name>/v<N>/<run_id>.json  receipts
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import re
 import shutil
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,7 @@ from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
 from skillbench.verdict import NONE, verdict_of
 
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
+PUBLISH_WAIT = 120.0  # seconds a publish waits for another one in the same team repo
 
 
 class TeamError(Exception):
@@ -39,7 +44,8 @@ class Version(msgspec.Struct, frozen=True):
 def _git(repo: Path, *args: str) -> str:
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
     if done.returncode != 0:
-        raise TeamError(f"git {' '.join(args)} failed in {repo}: {done.stderr.strip()}")
+        said = "; ".join(line.strip() for line in done.stderr.splitlines() if line.strip())
+        raise TeamError(f"git {args[0]} failed in {repo}: {said}")
     return done.stdout
 
 
@@ -54,9 +60,10 @@ def check_repo(repo: Path) -> None:
     """A git work tree with no uncommitted changes."""
     if not (repo / ".git").exists():
         raise TeamError(f"{repo}: not a git work tree (run `git init` there first)")
-    dirty = _git(repo, "status", "--porcelain")
-    if dirty.strip():
-        raise TeamError(f"{repo}: has uncommitted changes; commit or stash them first:\n{dirty}")
+    dirty = _git(repo, "status", "--porcelain").splitlines()
+    if dirty:
+        shown = ", ".join(line[3:] for line in dirty[:3]) + (", ..." if len(dirty) > 3 else "")
+        raise TeamError(f"{repo}: has uncommitted changes ({shown}); commit or stash them first")
 
 
 def versions(repo: Path, name: str) -> list[Version]:
@@ -99,11 +106,64 @@ def incumbent(repo: Path, name: str, current: str) -> Version | None:
     return None
 
 
+@contextlib.contextmanager
+def _locked(repo: Path, wait: float = PUBLISH_WAIT) -> Iterator[None]:
+    """One publish at a time in a team repo: an flock on a file in its git folder (never in
+    the work tree, so never committed); a second publish waits its turn."""
+    if not (repo / ".git").exists():
+        check_repo(repo)  # (says it is not a git work tree)
+    git_dir = Path(_git(repo, "rev-parse", "--absolute-git-dir").strip())
+    with (git_dir / "skillbench-publish.lock").open("a") as lock:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TeamError(
+                        f"{repo}: another publish has held it for {wait:.0f} s; try again "
+                        "when that one is done"
+                    ) from None
+                time.sleep(0.05)
+        yield  # (closing the file releases the lock)
+
+
+def _restore(repo: Path, paths: tuple[str, ...]) -> None:
+    """Put the skill's folders back as HEAD has them (the tree was clean when publish began):
+    unstage, restore what is tracked, remove what is not."""
+    present = [p for p in paths if (repo / p).exists()]
+    if not present:
+        return
+    _git(repo, "reset", "-q", "--", *present)
+    tracked = [p for p in present if _git(repo, "ls-files", "--", p).strip()]
+    if tracked:
+        _git(repo, "checkout", "-q", "--", *tracked)
+    _git(repo, "clean", "-fdq", "--", *present)
+    for path in present:  # and the skills/ or evals/ folder made for it, if now empty
+        with contextlib.suppress(OSError):
+            (repo / path).parent.rmdir()
+
+
 def publish(skill_dir: Path, repo: Path) -> str:
     """Publish the skill's bytes, its evals and its local receipts; one commit. Returns a
-    one-line account of what happened."""
-    check_repo(repo)
-    skill = read_skill(skill_dir)
+    one-line account of what happened. Holds the repo's lock; a failure leaves it clean."""
+    with _locked(repo):
+        check_repo(repo)
+        skill = read_skill(skill_dir)
+        try:
+            return _publish(skill_dir, repo, skill)
+        except BaseException as exc:
+            try:
+                _restore(repo, (f"skills/{skill.name}", f"evals/{skill.name}"))
+            except TeamError as also:
+                raise TeamError(f"{exc}; restoring the team repo failed too: {also}") from None
+            if isinstance(exc, TeamError):
+                raise TeamError(f"{exc}; nothing was published") from None
+            raise
+
+
+def _publish(skill_dir: Path, repo: Path, skill: Skill) -> str:
     current = digest(skill_dir)
     existing = versions(repo, skill.name)
     same = next((v for v in existing if v.digest == current), None)

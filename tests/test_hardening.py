@@ -162,33 +162,40 @@ def test_check_refuses_mounts_that_leave_the_context_with_file_and_line(
 # --- part 8: bounded parsers ----------------------------------------------------------------
 
 
-def cli(*args: str, cwd: Path | None = None) -> tuple[int, list[str], list[str]]:
-    """`skillbench ARGS` as a subprocess under a 2 GiB address-space cap (a parser that reads
-    /dev/zero dies of it rather than taking the machine): exit code, stdout and stderr lines."""
+IDENTITY = {
+    f"GIT_{who}_{what}": value
+    for who in ("AUTHOR", "COMMITTER")
+    for what, value in (("NAME", "skillbench tests"), ("EMAIL", "tests@skillbench.invalid"))
+}
 
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
-    done = subprocess.run(
+def _cap() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def skillbench(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
+    """`skillbench ARGS` started as a subprocess under a 2 GiB address-space cap (a parser
+    that reads /dev/zero dies of it rather than taking the machine)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "skillbench", *args],
         cwd=cwd,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
-        preexec_fn=cap,
+        env={**os.environ, **IDENTITY},
+        preexec_fn=_cap,
     )
-    return done.returncode, done.stdout.splitlines(), done.stderr.splitlines()
+
+
+def cli(*args: str, cwd: Path | None = None) -> tuple[int, list[str], list[str]]:
+    """`skillbench ARGS` run to the end: exit code, stdout and stderr lines."""
+    proc = skillbench(*args, cwd=cwd)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out.splitlines(), err.splitlines()
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        **{
-            f"GIT_{who}_{what}": value
-            for who in ("AUTHOR", "COMMITTER")
-            for what, value in (("NAME", "skillbench tests"), ("EMAIL", "tests@skillbench.invalid"))
-        },
-    }
+    env = {**os.environ, **IDENTITY}
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -264,3 +271,33 @@ def test_a_deep_or_huge_config_is_one_line(tmp_path: Path) -> None:
         fh.truncate(300 << 20)
     code, _out, err = cli("config", cwd=skill)
     assert code == 2 and len(err) == 1 and "larger than" in err[0], err
+
+
+# --- part 8: publish locks the team repo ----------------------------------------------------
+
+
+def test_publish_leaves_the_team_repo_clean_when_git_fails(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path / "lib", "greeter", {"evals/cases/a.yaml": "task: Greet\n"})
+    repo = team_repo(tmp_path, {})
+    hook = write(repo, {".git/hooks/pre-commit": "echo 'blocked by policy' >&2\nexit 1\n"})
+    (hook / ".git/hooks/pre-commit").chmod(0o755)
+    code, out, err = cli("publish", str(skill), "--team", str(repo))
+    assert (code, out, len(err)) == (1, [], 1), err
+    assert "git commit failed" in err[0] and "blocked by policy" in err[0]
+    assert git(repo, "status", "--porcelain", "--ignored") == ""
+    assert not (repo / "skills").exists()
+    (repo / ".git/hooks/pre-commit").unlink()
+    code, out, err = cli("publish", str(skill), "--team", str(repo))
+    assert (code, err) == (0, []) and out[0].startswith("published greeter v1"), (out, err)
+
+
+def test_concurrent_publishes_take_turns(tmp_path: Path) -> None:
+    skills = [make_skill(tmp_path / "lib", f"s{i}") for i in range(4)]
+    repo = team_repo(tmp_path, {})
+    procs = [skillbench("publish", str(s), "--team", str(repo)) for s in (*skills, skills[0])]
+    results = [(p.wait(120), *p.communicate()) for p in procs]
+    assert [code for code, _, _ in results] == [0] * 5, results
+    assert git(repo, "status", "--porcelain", "--ignored") == ""
+    log = git(repo, "log", "--format=%s").splitlines()
+    assert sorted(line.split(" (")[0] for line in log[:4]) == [f"publish s{i} v1" for i in range(4)]
+    assert len(log) == 5  # the second publish of s0 found it published: nothing to do
