@@ -142,8 +142,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     import msgspec
 
+    from skillbench.engine.interrupt import Stop
     from skillbench.engine.plan import EvalError, EvalOptions, prepare
-    from skillbench.engine.run import EvalResult, execute
+    from skillbench.engine.run import execute
     from skillbench.report.progress import ProgressDisplay
     from skillbench.report.terminal import report_lines
 
@@ -223,30 +224,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "model; the verdict shows the pipeline works, not that the skill helps"
         )
     progress = ProgressDisplay(quiet=args.quiet)
-    terminated: list[bool] = []
-
-    async def until_signalled() -> EvalResult:
-        # SIGTERM (CI cancelling a job, `timeout`) stops the run the way Ctrl-C does
-        main_task = asyncio.current_task()
-        assert main_task is not None
-
-        def stop() -> None:
-            terminated.append(True)
-            main_task.cancel()
-
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
-        return await execute(prepared, opts, progress)
-
     resume = f"skillbench eval --resume {run_dir}"
-    try:
-        result = asyncio.run(until_signalled())
-    except (KeyboardInterrupt, asyncio.CancelledError):
+
+    def last_words(signum: int) -> None:
         progress.close()
-        _err(
-            f"{'terminated' if terminated else 'interrupted'}; nothing finished is lost. "
-            f"Continue with: {resume}"
-        )
-        return 143 if terminated else 130
+        how = "terminated" if signum == signal.SIGTERM else "interrupted"
+        _err(f"{how}; nothing finished is lost. Continue with: {resume}")
+
+    stop = Stop(last_words)
+    try:
+        result = asyncio.run(stop.run(execute(prepared, opts, progress)))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        last_words(stop.signals[0] if stop.signals else signal.SIGINT)
+        return stop.code if stop.signals else 130
     except EvalError as exc:
         progress.close()
         _err(f"skillbench: error: {exc}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -18,7 +19,9 @@ import pytest
 from skillbench.cli import main
 from skillbench.sandbox.case_image import CaseImageError, case_image
 from skillbench.sandbox.image import IMAGE
-from tests.helpers import make_skill, write
+from skillbench.sandbox.podman import OWNER_LABEL
+from skillbench.sandbox.service import URL_ENV
+from tests.helpers import MODEL, bash, conv, make_skill, skill, write
 
 # --- part 7: case image builds --------------------------------------------------------------
 
@@ -173,16 +176,20 @@ def _cap() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
-def skillbench(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
+def skillbench(
+    *args: str, cwd: Path | None = None, without: tuple[str, ...] = ()
+) -> subprocess.Popen[str]:
     """`skillbench ARGS` started as a subprocess under a 2 GiB address-space cap (a parser
-    that reads /dev/zero dies of it rather than taking the machine)."""
+    that reads /dev/zero dies of it rather than taking the machine), `without` those
+    environment variables."""
+    env = {k: v for k, v in os.environ.items() if k not in without}
     return subprocess.Popen(
         [sys.executable, "-m", "skillbench", *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **IDENTITY},
+        env={**env, **IDENTITY},
         preexec_fn=_cap,
     )
 
@@ -301,3 +308,63 @@ def test_concurrent_publishes_take_turns(tmp_path: Path) -> None:
     log = git(repo, "log", "--format=%s").splitlines()
     assert sorted(line.split(" (")[0] for line in log[:4]) == [f"publish s{i} v1" for i in range(4)]
     assert len(log) == 5  # the second publish of s0 found it published: nothing to do
+
+
+# --- part 8: interrupts leave nothing behind ------------------------------------------------
+
+
+def _leftovers(pid: int) -> tuple[list[str], list[str]]:
+    """Containers and volumes labelled as this process's, as the project's podman service
+    lists them."""
+    from podman import PodmanClient
+
+    mine = {"label": f"{OWNER_LABEL}={os.uname().nodename}:{pid}"}
+    with PodmanClient(base_url=os.environ[URL_ENV]) as client:
+        return (
+            [c.name for c in client.containers.list(all=True, filters=mine)],
+            [v.name for v in client.volumes.list(filters=mine)],
+        )
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+@pytest.mark.parametrize(
+    ("signals", "code", "own_service"),
+    [
+        ((signal.SIGINT,), 130, True),
+        ((signal.SIGTERM,), 143, True),
+        ((signal.SIGINT, signal.SIGINT), 130, True),
+        ((signal.SIGINT, signal.SIGINT), 130, False),
+    ],
+    ids=["ctrl-c", "sigterm", "ctrl-c-twice", "ctrl-c-twice-shared-service"],
+)
+def test_an_interrupted_run_leaves_no_container_or_volume(
+    fake, tmp_path: Path, signals: tuple[int, ...], code: int, own_service: bool
+) -> None:
+    folder = skill(
+        tmp_path,
+        {
+            f"evals/cases/slow{i}.yaml": f"task: Slow {i}\nchecks: [{{file_exists: g}}]\n"
+            for i in range(2)
+        },
+    )
+    fake({"conversations": [conv("(?s)", "Slow", bash("sleep 60"), {"text": "done"})]})
+    out = tmp_path / "run"
+    args = ("eval", str(folder), "--model", MODEL, "--out", str(out), "--quiet", "--no-gen")
+    # as a user runs it, skillbench starts (and stops) its own service
+    proc = skillbench(*args, "--execution-only", without=(URL_ENV,) if own_service else ())
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and len(list((out / "transcripts").glob("*"))) < 4:
+        time.sleep(0.1)
+    time.sleep(1.0)  # the four sleeps run in their sandboxes, each arm with its volume
+    for sig in signals:
+        proc.send_signal(sig)
+        time.sleep(0.05)  # the second one lands while the first one's cleanup runs
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=90)
+    took = time.monotonic() - sent
+    assert proc.returncode == code, err
+    assert len(err.splitlines()) == 1, err
+    assert took < 30  # a second signal does not wait for the sessions' own cleanup
+    assert ("terminated" if code == 143 else "interrupted") in err
+    assert _leftovers(proc.pid) == ([], [])
