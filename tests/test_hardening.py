@@ -17,11 +17,14 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
+from skillbench.report.html import FILES, render
+from skillbench.report.run_folder import load_run
 from skillbench.sandbox.case_image import CaseImageError, case_image
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman import OWNER_LABEL
 from skillbench.sandbox.service import URL_ENV
 from tests.helpers import MODEL, bash, conv, make_skill, skill, write
+from tests.test_report import data_of, fixed_run
 
 # --- part 7: case image builds --------------------------------------------------------------
 
@@ -368,3 +371,21 @@ def test_an_interrupted_run_leaves_no_container_or_volume(
     assert took < 30  # a second signal does not wait for the sessions' own cleanup
     assert ("terminated" if code == 143 else "interrupted") in err
     assert _leftovers(proc.pid) == ([], [])
+
+
+# --- part 8: the report page ----------------------------------------------------------------
+
+
+def test_no_check_text_can_break_the_report_page(tmp_path: Path) -> None:
+    run = fixed_run(tmp_path / "run", {"alpha": "win", "bravo": "loss"})
+    # every placeholder of the page's template, in a check's name and detail and transcript
+    marks = "@@JS@@ @@DATA@@ @@BODY@@ @@CSS@@ @@TITLE@@"
+    for path in (run / "journal.jsonl", run / "summary.json", *run.glob("transcripts/*")):
+        path.write_text(path.read_text().replace("hello.txt", f"hello.txt {marks}"))
+    page = render(load_run(run))
+    js = (FILES / "report.js").read_text()
+    assert page.count(js) == 1 and f"<script>{js}</script>" in page  # the script is whole
+    assert page.count((FILES / "report.css").read_text()) == 1
+    data = data_of(page)
+    details = [c["detail"] for r in data["rows"] for a in r["arms"].values() for c in a["checks"]]
+    assert any(marks in d for d in details), details  # and the text is kept, as data
