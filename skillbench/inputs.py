@@ -53,7 +53,7 @@ def load_json(path: Path, shape: type[T], *, limit: int = MAX_JSON) -> T:
     try:
         return msgspec.json.decode(data, type=shape)
     except RecursionError:
-        raise InputError(f"{path}: nested too deeply to be a skillbench file") from None
+        raise InputError(f"{path}: nested too deeply to read") from None
     except msgspec.DecodeError as exc:
         raise InputError(f"{path}: not valid JSON of the expected shape: {exc}") from None
 
@@ -66,6 +66,6 @@ def load_toml(path: Path, *, limit: int = MAX_TOML) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
     except RecursionError:
-        raise InputError(f"{path}: nested too deeply to be a skillbench file") from None
+        raise InputError(f"{path}: nested too deeply to read") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML: {exc}") from None

@@ -272,6 +272,18 @@ def test_corrupt_team_repo_files_are_one_line(tmp_path: Path) -> None:
     assert f"{repo / 'skills/greeter/versions.json'}: not valid JSON" in err[0], err
 
 
+def test_deep_suites_to_import_are_one_line(tmp_path: Path) -> None:
+    margin = write(tmp_path / "margin", {"suite.toml": f"name = {DEEP}\n"})
+    optimizer = write(tmp_path / "optimizer", {"suite.yml": f"cases: {DEEP}\n"})
+    for kind, src, why in (
+        ("margin", margin, "nested too deeply"),
+        ("skill-optimizer", optimizer, "nested more than 64 levels"),
+    ):
+        code, out, err = cli("import", kind, str(src), "--check")
+        assert (code, out, len(err)) == (2, [], 1), err[-3:]
+        assert why in err[0], err
+
+
 def test_a_deep_or_huge_config_is_one_line(tmp_path: Path) -> None:
     skill = make_skill(tmp_path / "lib", "greeter")
     config = write(tmp_path, {"skillbench.toml": f"k = {DEEP}\n"}) / "skillbench.toml"

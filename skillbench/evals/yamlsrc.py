@@ -116,7 +116,7 @@ def load_yaml_file(path: Path) -> Doc:
 def parse_yaml(text: str, shown: str, *, first_line: int = 1) -> Doc:
     """Parse YAML text (one document) into a `Doc`; `first_line` offsets embedded YAML."""
     try:
-        loader = _Loader(text)
+        loader = CappedLoader(text)
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, max(exc.position, 0)) + first_line
         what = f"character U+{exc.character:04X} is not allowed in YAML"
@@ -143,12 +143,13 @@ def parse_yaml(text: str, shown: str, *, first_line: int = 1) -> Doc:
         loader.dispose()
 
 
-class _TooDeep(Exception):
+class _TooDeep(yaml.YAMLError):
     def __init__(self, mark: yaml.Mark):
+        super().__init__(f"line {mark.line + 1}: values nested more than {MAX_DEPTH} levels deep")
         self.mark = mark
 
 
-class _Loader(yaml.SafeLoader):
+class CappedLoader(yaml.SafeLoader):
     """SafeLoader whose composer stops at MAX_DEPTH, before Python's recursion limit."""
 
     depth = 0
@@ -164,7 +165,7 @@ class _Loader(yaml.SafeLoader):
 
 
 class _Builder:
-    def __init__(self, loader: _Loader, shown: str, first_line: int):
+    def __init__(self, loader: CappedLoader, shown: str, first_line: int):
         self.loader = loader
         self.shown = shown
         self.first = first_line
