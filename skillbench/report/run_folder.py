@@ -38,8 +38,8 @@ class RunFolder(msgspec.Struct):
         for line in text.splitlines():
             try:
                 event = json.loads(line)
-            except ValueError:
-                continue  # a torn last line
+            except (ValueError, RecursionError):
+                continue  # a torn last line (or one nested past the parser's limit)
             if isinstance(event, dict):
                 events.append(event)
         return events
