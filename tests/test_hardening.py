@@ -7,11 +7,13 @@ Each test is an attack that worked before its fix; real podman where it is a san
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,13 +31,30 @@ from tests.test_report import data_of, fixed_run
 # --- part 7: case image builds --------------------------------------------------------------
 
 
-def _build(containerfile: Path, *, network: bool = False) -> str:
-    extra = {"network": True} if network else {}
-    return case_image(image=None, containerfile=containerfile, base=IMAGE, log=print, **extra)
+@pytest.fixture
+def build() -> Iterator[Callable[..., str]]:
+    """Builds a case image from a Containerfile made unique to the test (a build from an
+    earlier run is never reused), and removes the images it made afterwards."""
+    made: list[str] = []
+    nonce = os.urandom(6).hex()
+
+    def run(containerfile: Path, *, network: bool = False) -> str:
+        containerfile.write_text(containerfile.read_text() + f"# test {nonce}\n")
+        return case_image(
+            image=None,
+            containerfile=containerfile,
+            base=IMAGE,
+            log=lambda line: made.extend(re.findall(r"localhost/skillbench-case\S*:\w+", line)),
+            network=network,
+        )
+
+    yield run
+    if made:
+        subprocess.run(["podman", "rmi", "-f", *dict.fromkeys(made)], capture_output=True)
 
 
 @pytest.mark.sandbox
-def test_a_cache_mount_id_cannot_write_the_host(tmp_path: Path) -> None:
+def test_a_cache_mount_id_cannot_write_the_host(tmp_path: Path, build) -> None:
     # E1: buildah puts a cache mount at /var/tmp/buildah-cache-<uid>/<id>, joined without a
     # check, so `id=../../..<path>` mounts any host folder read-write in a build run as root
     marker = tmp_path / "host" / "marker"
@@ -46,7 +65,7 @@ def test_a_cache_mount_id_cannot_write_the_host(tmp_path: Path) -> None:
     )
     folder = write(tmp_path / "ctx", {"Containerfile": recipe})
     with pytest.raises(CaseImageError) as refused:
-        _build(folder / "Containerfile")
+        build(folder / "Containerfile")
     assert not marker.exists()  # neither the folder nor the file: the build never ran
     assert f"{folder / 'Containerfile'}:2: " in str(refused.value)
     assert "cache mount `id`" in str(refused.value)
@@ -64,7 +83,7 @@ def test_a_cache_mount_id_cannot_write_the_host(tmp_path: Path) -> None:
         },
     )
     with pytest.raises(CaseImageError, match=r":3: .* are nested"):
-        _build(nested / "Containerfile")
+        build(nested / "Containerfile")
     assert not host.exists()
     plain = write(
         tmp_path / "plain",
@@ -76,11 +95,11 @@ def test_a_cache_mount_id_cannot_write_the_host(tmp_path: Path) -> None:
             )
         },
     )
-    _build(plain / "Containerfile")
+    build(plain / "Containerfile")
 
 
 @pytest.mark.sandbox
-def test_a_bind_mount_cannot_read_or_write_the_host_through_a_link(tmp_path: Path) -> None:
+def test_a_bind_mount_cannot_read_or_write_the_host_through_a_link(tmp_path: Path, build) -> None:
     host = write(tmp_path / "host", {"secret": "host-secret\n"})
     folder = write(
         tmp_path / "ctx",
@@ -94,26 +113,29 @@ def test_a_bind_mount_cannot_read_or_write_the_host_through_a_link(tmp_path: Pat
     )
     (folder / "link").symlink_to(host)  # in the context, pointing out of it
     with pytest.raises(CaseImageError) as refused:
-        _build(folder / "Containerfile")
+        build(folder / "Containerfile")
     assert sorted(p.name for p in host.iterdir()) == ["secret"]
     assert f"{folder / 'Containerfile'}:2: " in str(refused.value)
 
 
+NETS = '"$(tail -n +3 /proc/net/dev | wc -l)"'  # interfaces: only `lo` without a network
+
+
 @pytest.mark.sandbox
-def test_a_case_build_has_no_network_unless_the_case_declares_it(tmp_path: Path) -> None:
-    # sysfs shows the build container's own network namespace: only `lo` without a network
+def test_a_case_build_has_no_network_unless_the_case_declares_it(tmp_path: Path, build) -> None:
+    # /proc/net/dev lists the interfaces of the build container's network namespace
     folder = write(
         tmp_path / "ctx",
-        {"Containerfile": 'FROM skillbench-sandbox\nRUN test "$(ls /sys/class/net)" = lo\n'},
+        {"Containerfile": f"FROM skillbench-sandbox\nRUN test {NETS} = 1\n"},
     )
-    _build(folder / "Containerfile")
+    build(folder / "Containerfile")
     online = write(
         tmp_path / "online",
-        {"Containerfile": 'FROM skillbench-sandbox\nRUN test "$(ls /sys/class/net)" != lo\n'},
+        {"Containerfile": f"FROM skillbench-sandbox\nRUN test {NETS} != 1\n"},
     )
     with pytest.raises(CaseImageError, match="without network"):
-        _build(online / "Containerfile")
-    _build(online / "Containerfile", network=True)
+        build(online / "Containerfile")
+    build(online / "Containerfile", network=True)
 
 
 def test_check_refuses_mounts_that_leave_the_context_with_file_and_line(

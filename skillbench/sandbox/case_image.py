@@ -105,7 +105,10 @@ def case_image(
         if refused:
             raise CaseImageError(f"{refused[0]} (the image was not built)")
         recipe = _FROM.sub(lambda m: m.group(1) + base + m.group(2), text)
-        source = hashlib.sha256(recipe.encode() + _tree_digest(containerfile.parent).encode())
+        online = b"\0network" if network else b""  # (an image built online is another image)
+        source = hashlib.sha256(
+            recipe.encode() + _tree_digest(containerfile.parent).encode() + online
+        )
         own = f"localhost/skillbench-case-src:{source.hexdigest()[:12]}"
         if not image_exists(own):
             log(f"building {own} from {containerfile}")
