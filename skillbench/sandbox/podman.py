@@ -23,7 +23,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -72,6 +72,17 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _listed(fetch: Callable[[], list[Any]]) -> list[Any]:
+    """A listing, retried: podman fails a whole list when an item in it is removed while it
+    is listed (another skillbench's sweep, a run ending); [] if that keeps happening."""
+    for _ in range(3):
+        try:
+            return fetch()
+        except Exception:
+            time.sleep(0.1)
+    return []
+
+
 def _owner_gone(labels: dict[str, str] | None, host: str) -> bool:
     """Labelled by a skillbench process on this host that no longer runs."""
     owner_host, _, pid = (labels or {}).get(OWNER_LABEL, "").rpartition(":")
@@ -108,11 +119,13 @@ class PodmanProvider:
         """Remove containers left by skillbench processes on this host that are gone."""
         removed = 0
         host = socket.gethostname()
-        for ctr in self.client().containers.list(all=True, filters={"label": LABEL}):
+        ours = {"label": LABEL}
+        for ctr in _listed(lambda: self.client().containers.list(all=True, filters=ours)):
             if _owner_gone(ctr.labels, host):
-                ctr.remove(force=True, timeout=0)
-                removed += 1
-        for vol in self.client().volumes.list(filters={"label": LABEL}):
+                with contextlib.suppress(Exception):  # another process's sweep took it first
+                    ctr.remove(force=True, timeout=0)
+                    removed += 1
+        for vol in _listed(lambda: self.client().volumes.list(filters=ours)):
             if _owner_gone(vol.attrs.get("Labels"), host):
                 with contextlib.suppress(Exception):  # still in use: the next sweep takes it
                     vol.remove(force=True)
@@ -148,10 +161,10 @@ class PodmanProvider:
         mine = {"label": f"{PROVIDER_LABEL}={self.labels[PROVIDER_LABEL]}"}
         # a client of its own: the threads' clients may be mid-request
         with PodmanClient(base_url=self.service.url, timeout=wait) as client:
-            for ctr in client.containers.list(all=True, filters=mine):
+            for ctr in _listed(lambda: client.containers.list(all=True, filters=mine)):
                 with contextlib.suppress(Exception):  # (gone meanwhile)
                     ctr.remove(force=True, timeout=0)
-            for vol in client.volumes.list(filters=mine):
+            for vol in _listed(lambda: client.volumes.list(filters=mine)):
                 with contextlib.suppress(Exception):
                     vol.remove(force=True)
 
