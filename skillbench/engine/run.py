@@ -437,7 +437,9 @@ class _Run:
                 async with gate:
                     if name in self.skipped:
                         return
-                    if self.opts.max_cost is not None and self.spend >= self.opts.max_cost:
+                    if self.opts.max_cost is not None and (
+                        self.spend >= self.opts.max_cost or self.stopped
+                    ):
                         self.stopped = f"spend reached the --max-cost cap ${self.opts.max_cost:.2f}"
                         return
                     self.progress.started(session_key(name, arm, rep))
@@ -446,6 +448,8 @@ class _Run:
                 self.journal.append(record)
                 if record.reused_from is None:  # a reused session cost this run nothing
                     self.spend += record.cost_usd or 0.0
+                if record.stop_reason == "budget":  # its broker could not cover another call
+                    self.stopped = f"spend reached the --max-cost cap ${self.opts.max_cost:.2f}"
                 if record.outcome == "skipped":
                     self.skipped[name] = record.error or "setup failed"
                 self.progress.finished(record, self.spend)
