@@ -369,7 +369,11 @@ class Broker:
             "cost_usd": call.cost,
             **({"error": error} if error else {}),
         }
-        text = json.dumps(scrub_obj(line), ensure_ascii=False) + "\n"
+        try:
+            text = json.dumps(scrub_obj(line), ensure_ascii=False) + "\n"
+        except RecursionError:  # a body nested deeper than the scrubber goes: kept as text
+            line["request"] = call.body[:_KEEP_LOG].decode(errors="replace")
+            text = json.dumps(scrub_obj(line), ensure_ascii=False) + "\n"
         with self._lock:
             if self._log is not None:
                 self._log.write(text)

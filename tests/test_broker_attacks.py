@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
+from skillbench.agents import AgentError, make_agent
 from skillbench.broker import Broker
 from skillbench.broker_limits import Ledger, Refused, read_body, read_head
 from skillbench.broker_wire import WIRES, route, upstream_url
@@ -203,11 +204,11 @@ def _attack(evil_port: int, mode: str) -> str:
     return f"python3 - {evil_port} {mode} <<'EOF'\n{textwrap.dedent(ATTACKER)}\nEOF"
 
 
-def _eval(capfd, tmp_path: Path, *extra: str) -> tuple[int, str, dict[str, Any]]:
+def _eval(capfd, tmp_path: Path, *extra: str, config: str = "") -> tuple[int, str, dict]:
     folder = skill(
         tmp_path,
         {"evals/cases/hello.yaml": "task: Create hello.txt\nchecks: [{file_exists: hello.txt}]\n"},
-        config='agent = "claude-code"\n',
+        config='agent = "claude-code"\n' + config,
     )
     out = tmp_path / "run"
     code = main(
@@ -282,6 +283,33 @@ def test_twenty_concurrent_calls_cannot_outspend_max_cost(hosts, tmp_path: Path,
     assert spent <= 1.0
     assert summary["stopped"] == "spend reached the --max-cost cap $1.00"
     assert evil_seen == []
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_claude_codes_secondary_model_is_allowed_when_configured(
+    hosts, tmp_path: Path, capfd
+) -> None:
+    call = (
+        "import json, urllib.request as u; b = json.dumps({'model': 'claude-haiku-4-5', "
+        f"'max_tokens': 8, 'messages': [{{'role': 'user', 'content': '{MARK}'}}]}}).encode(); "
+        "r = u.urlopen(u.Request('http://127.0.0.1:8377/v1/messages', b, "
+        "{'content-type': 'application/json'})); print('status', r.status)"
+    )
+    probe = f'echo small=$ANTHROPIC_SMALL_FAST_MODEL haiku=$ANTHROPIC_DEFAULT_HAIKU_MODEL; python3 -c "{call}"'
+    hosts(lambda _: _script(probe))
+    config = '[agents.claude-code]\nsecondary_model = "anthropic/claude-haiku-4-5"\n'
+    code, err, _ = _eval(capfd, tmp_path, "--parallel", "1", config=config)
+    assert code == 0, err
+    events = (tmp_path / "run/transcripts/hello.baseline.1.jsonl").read_text()
+    assert "small=claude-haiku-4-5 haiku=claude-haiku-4-5" in events and "status 200" in events
+    rows = [r for r in _exchanges(tmp_path / "run") if r["model"] == "claude-haiku-4-5"]
+    assert rows and all(r["status"] == 200 for r in rows)
+    usage = rows[0]["usage"]  # priced as Haiku ($1 / $5 a million), not as the run's Sonnet
+    assert rows[0]["cost_usd"] == pytest.approx(
+        (usage["input_tokens"] + 5 * usage["output_tokens"]) / 1e6
+    )
 
 
 # --- the rules, one by one (no sandbox) ------------------------------------------------------
@@ -523,3 +551,33 @@ def test_a_call_in_flight_when_the_arm_ends_is_cancelled_quietly(tmp_path: Path,
     (row,) = [json.loads(x) for x in (tmp_path / "x.jsonl").read_text().splitlines()]
     assert row["status"] == 499 and row["error"] == "cancelled"
     assert capfd.readouterr().err == ""
+
+
+def test_codex_has_no_secondary_model_to_configure() -> None:
+    with pytest.raises(AgentError, match=r"\[agents.codex\] secondary_model: Codex 0.169.0"):
+        make_agent("codex", secondary_model="openai/gpt-5-mini")
+    with pytest.raises(AgentError, match="secondary_model"):
+        make_agent("claude-code", secondary_model="openai/gpt-5-mini")
+
+
+@pytest.mark.parametrize("depth", [500, 900])
+def test_a_deeply_nested_request_is_forwarded_and_recorded(depth: int, tmp_path: Path) -> None:
+    fake = FakeModelServer(parse_script({"rules": [{"when": MARK, "replies": ["ok"]}]})).start()
+    broker = Broker(
+        upstream=fake.url,
+        api_key="k",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+    ).start()
+    nested: Any = []
+    for _ in range(depth):
+        nested = [nested]
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "messages": [_user(MARK)], "x": nested}
+    try:
+        answer = _post(broker, body)
+    finally:
+        broker.stop()
+        fake.stop()
+    assert answer.status_code == 200 and broker.fault is None
+    (row,) = [json.loads(x) for x in (tmp_path / "x.jsonl").read_text().splitlines()]
+    assert row["status"] == 200 and MARK in str(row["request"])
