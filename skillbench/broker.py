@@ -154,7 +154,10 @@ class Broker:
 
         self._server = Server(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # (stop() waits up to one poll interval for the server loop: the default is 0.5 s)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def cost(self) -> float | None:
@@ -262,7 +265,9 @@ class Broker:
             most = head.max_output if head.max_output is not None else self.wire.default_max_output
             if most is None:
                 self._unforward()
-                raise Refused(400, "invalid_request_error", "skillbench broker: no max_tokens")
+                raise Refused(
+                    400, "invalid_request_error", "skillbench broker: the request has no max_tokens"
+                )
             # a token is at least one byte of the body: its size bounds the input
             worst = worst_case_usd(priced_as, size, most, self.prices)
         if not self.ledger.reserve(worst):
