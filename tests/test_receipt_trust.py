@@ -438,13 +438,13 @@ def test_the_bundle_is_what_coreutils_computes(tmp_path: Path) -> None:
 @pytest.mark.e2e
 @pytest.mark.usefixtures("podman_service")
 def test_a_real_eval_signs_its_receipt_and_records_the_stub_endpoint(
-    fake, tmp_path: Path, capsys
+    fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo, skill = team_repo(tmp_path), greeter(tmp_path)
     ci = keypair(tmp_path, "ci")
     trust(repo, "ci@team", ci)
     (tmp_path / "skillbench.toml").write_text(
-        f'max_retries = 1\nrequest_timeout = 5.0\n[sign]\nkey = "{ci}"\n'
+        f'max_retries = 1\nrequest_timeout = 30.0\n[sign]\nkey = "{ci}"\n'
     )
     server = fake(
         {
@@ -484,3 +484,7 @@ def test_a_real_eval_signs_its_receipt_and_records_the_stub_endpoint(
         0,
         f"gate passed: greeter: PASS (run {written['run_id']}, 1/1 rows scored, signed by ci@team)",
     )
+    # the run cannot be resumed against another endpoint: one receipt, one endpoint
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    assert main(["eval", "--resume", str(out), "--quiet"]) == 2
+    assert "refused, the model endpoints changed since the run started" in capsys.readouterr().err

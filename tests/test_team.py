@@ -410,7 +410,7 @@ def test_incumbent_arm_receipt_and_scrubbing(fake, tmp_path: Path, capsys) -> No
     assert "NEW-VERSION" in cand and "OLD-VERSION" not in cand
     # the receipt: in the run folder and the local store, for the new bytes
     written = json.loads((out / "receipt.json").read_text())
-    assert written["digest"] == digest(skill) and written["schema_version"] == 2
+    assert written["digest"] == digest(skill) and written["schema_version"] == 3
     assert written["provenance"]["arms"]["incumbent"][0].endswith("(v1)")
     assert [r.run_id for _, r in local_receipts("greeter", digest(skill))] == [plan["run_id"]]
     # no credential survives in anything written
