@@ -244,6 +244,8 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
             )
             if old != new
         ]
+        if {"the model", "the judge model"} & set(changed):  # another model says it already
+            changed = [c for c in changed if c != "the model endpoints"]
         if changed:
             raise EvalError(
                 f"--resume {run_dir}: refused, {' and '.join(changed)} changed since "
