@@ -236,16 +236,22 @@ class GateResult(msgspec.Struct, frozen=True):
     receipt: str | None = None
 
 
-def signer_of(path: str, signers: Path) -> str:
-    """The principal in `signers` whose key signed the receipt file at `path`; SigningError
-    saying why when there is none."""
+def signed_receipt(path: str, signers: Path) -> tuple[Receipt, str]:
+    """The receipt file at `path` as its signer signed it, and the principal in `signers`
+    whose key did; SigningError saying why when there is none. The receipt is read from the
+    signed bytes themselves, so the gate judges exactly what was signed, whatever else the
+    file holds (a key written twice, say)."""
     try:
         message, signature = signed_message(Path(path).read_bytes())
     except (OSError, ValueError) as exc:
         raise SigningError(f"cannot be read ({exc})") from None
     if signature is None:
         raise SigningError("is not signed")
-    return verify(message, signature, signers)
+    principal = verify(message, signature, signers)
+    try:
+        return msgspec.json.decode(message, type=Receipt), principal
+    except msgspec.DecodeError as exc:
+        raise SigningError(f"is signed, but what was signed is not a receipt ({exc})") from None
 
 
 class _Signed(msgspec.Struct, frozen=True):
@@ -270,7 +276,7 @@ def _signed_only(
     first: str | None = None
     for where, r in reversed(useful):
         try:
-            return _Signed(where, r, signer_of(where, signers))
+            return _Signed(where, *signed_receipt(where, signers))
         except SigningError as exc:
             first = first or f"the newest measured (run {r.run_id}) {exc}"
     return GateResult(
