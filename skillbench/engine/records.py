@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from skillbench.checks import CheckResult
+from skillbench.models import Endpoint
 from skillbench.models.base import Usage
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
@@ -53,6 +54,8 @@ class Plan(msgspec.Struct, kw_only=True):
     team: str | None = None  # the team repo the incumbent came from (--resume keeps it)
     agent: str = "builtin"  # what runs in the arms (agents/)
     agent_version: str = ""
+    # where the agent and judge models are reached (design §14); --resume refuses a change
+    endpoints: dict[str, Endpoint] = {}
 
 
 def session_key(session: str, arm: str, rep: int) -> str:
