@@ -127,11 +127,26 @@ class CliAgent:
     label: str  # "Claude Code"
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
+    # the setting that turns off the skills the CLI ships (None: the pinned CLI has none)
+    ambient_off: str | None = None
 
-    def __init__(self, *, version: str | None = None, max_retries: int = 4, **_: object):
+    def __init__(
+        self,
+        *,
+        version: str | None = None,
+        max_retries: int = 4,
+        ambient_skills: str = "off",
+        **_: object,
+    ):
         self._version = version or self.default_version
         self.max_retries = max_retries  # the CLI's own retries of a failed model call
         self.upstream = Upstream(*self.upstream_vars)
+        if ambient_skills not in ("off", "keep"):
+            raise AgentError(
+                f'[agents.{self.name}] ambient_skills must be "off" (the default: the skills '
+                f'the CLI ships are turned off) or "keep", not {ambient_skills!r}'
+            )
+        self.keep_ambient = ambient_skills == "keep"
 
     def version(self) -> str:
         return self._version
@@ -142,6 +157,14 @@ class CliAgent:
                 f"--agent {self.name} speaks {self.api}: use --model "
                 f"{self.provider}/<model>, not {model}"
             )
+
+    def ambient_policy(self) -> str:
+        who = f"{self.label} {self._version}"
+        if self.keep_ambient:
+            return f'kept: [agents.{self.name}] ambient_skills = "keep"'
+        if self.ambient_off is None:
+            return f"{who} has no setting to turn them off"
+        return f"turned off: {self.ambient_off}"
 
     def image_name(self, base: str) -> str:
         return f"localhost/skillbench-{self.name}:{base.rsplit(':', 1)[-1]}-{self._version}"
@@ -197,6 +220,7 @@ class BrokeredSession:
         self.relay: Relay | None = Relay(relay_port, "127.0.0.1", broker.port)
         self.started = time.monotonic()
         self.workdir = WORKDIR  # the sandbox's, once `run` has it
+        self.ambient: tuple[str, ...] = ()  # what `replay` found the CLI listing on its own
 
     async def prepare(self, sandbox: Sandbox) -> None:
         """Write what the CLI needs in its config dir before it starts."""

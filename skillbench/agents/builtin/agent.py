@@ -53,6 +53,9 @@ class BuiltinAgent:
             and isinstance(e.get("arguments"), dict)
         }
 
+    def ambient_policy(self) -> str:
+        return "the builtin loop lists only the staged skills"
+
     async def aclose(self) -> None:
         for model in self._models.values():
             await model.aclose()
@@ -60,6 +63,7 @@ class BuiltinAgent:
 
 class _Session:
     relay: Relay | None = None
+    ambient: tuple[str, ...] = ()
 
     def __init__(self, model: Model, request: SessionRequest):
         self.model, self.request = model, request
