@@ -23,7 +23,7 @@ from skillbench.models import parse_model
 from skillbench.models.base import Usage
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
-from skillbench.transcript import TraceWriter
+from skillbench.transcript import TraceWriter, loaded_skills
 
 VERSION = "2.1.332"  # pinned: the version the tests ran; `[agents.claude-code] version`
 PACKAGE = "@anthropic-ai/claude-code-linux-x64"
@@ -71,14 +71,15 @@ class ClaudeCodeAgent(CliAgent):
         return _Session(self, request, self.broker(request), RELAY_PORT)
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
-        """The skills the agent loaded in a transcript: its `Skill` tool calls."""
-        return {
-            str(e["arguments"].get("skill", "")).rsplit(":", 1)[-1]
-            for e in events
-            if e.get("type") == "tool_call"
-            and e.get("name") == "Skill"
-            and isinstance(e.get("arguments"), dict)
-        }
+        """The skills the agent loaded in a transcript: its `Skill` tool calls (a plugin's
+        skill is `plugin:name`)."""
+
+        def named(e: dict[str, Any]) -> list[str]:
+            if e.get("name") != "Skill" or not isinstance(e.get("arguments"), dict):
+                return []
+            return [str(e["arguments"].get("skill", "")).rsplit(":", 1)[-1]]
+
+        return loaded_skills(events, named)
 
 
 class _Session(BrokeredSession):

@@ -28,7 +28,7 @@ from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
-from skillbench.transcript import TraceWriter
+from skillbench.transcript import TraceWriter, loaded_skills
 
 VERSION = "0.169.0"  # pinned: the version the tests ran; `[agents.codex] version`
 PACKAGE = "@openai/codex"
@@ -90,12 +90,13 @@ class CodexAgent(CliAgent):
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the agent loaded: Codex reads a skill's SKILL.md with a command."""
-        commands = [
-            str((e.get("arguments") or {}).get("command", ""))
-            for e in events
-            if e.get("type") == "tool_call" and e.get("name") == "bash"
-        ]
-        return {name for command in commands for name in _READS.findall(command)}
+
+        def named(e: dict[str, Any]) -> list[str]:
+            if e.get("name") != "bash":
+                return []
+            return _READS.findall(str((e.get("arguments") or {}).get("command", "")))
+
+        return loaded_skills(events, named)
 
 
 class _Session(BrokeredSession):

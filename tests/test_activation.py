@@ -1,0 +1,320 @@
+"""Activation, ambient skills and the library arm (issue 22, parts 4-6; design §16).
+
+Whether the skill under test loaded is read from each candidate session's own transcript: the
+real Claude Code and Codex CLIs against the fake model server (the model calls the Skill tool,
+or reads the skill's SKILL.md, in one case and not in another), and the builtin loop's `skill`
+tool. A case that says `expect_activation: false` loses its row when the skill fires. The
+skills a CLI brings on its own are listed from what the CLI itself reported (Claude Code's init
+event, Codex's first request) and are turned off by default. `eval --with-library` runs a
+3-skill library end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillbench.cli import main
+from skillbench.evals import SpecError, load_case, load_suite
+from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write, write_file
+
+
+def e2e(test: Any) -> Any:
+    """Real podman sandboxes (and the real CLIs) against the fake model server."""
+    for mark in (pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")):
+        test = mark(test)
+    return test
+
+
+MODEL = {
+    "builtin": "anthropic/claude-sonnet-4-6",
+    "claude-code": "anthropic/claude-sonnet-4-6",
+    "codex": "openai/gpt-5.1",
+}
+BASH = {
+    "builtin": ("bash", "command"),
+    "claude-code": ("Bash", "command"),
+    "codex": ("exec_command", "cmd"),
+}
+SKILL_HOME = {"builtin": "/skills", "claude-code": "~/.claude/skills", "codex": "~/.codex/skills"}
+HELLO = "task: Create hello.txt with a greeting\nchecks:\n  - file_exists: hello.txt\n"
+QUIET = "task: Write the number 5 to five.txt\nchecks:\n  - file_exists: five.txt\n"
+
+
+def run_bash(agent: str, command: str) -> dict[str, Any]:
+    tool, arg = BASH[agent]
+    return {"tool_calls": [{tool: {arg: command}}]}
+
+
+def load(agent: str, name: str = "greeter") -> dict[str, Any]:
+    """One model turn loading skill `name` the agent's own way."""
+    if agent == "codex":  # Codex reads the skill's SKILL.md
+        return run_bash(agent, f"cat {SKILL_HOME[agent]}/{name}/SKILL.md")
+    if agent == "builtin":
+        return {"tool_calls": [{"skill": {"name": name}}]}
+    return {"tool_calls": [{"Skill": {"skill": name}}]}
+
+
+def summary_and_lines(capsys, folder: Path, out: Path, agent: str) -> tuple[dict, list[str]]:
+    code, lines, summary = run_eval(
+        capsys, folder, out, "--execution-only", "--model", MODEL[agent]
+    )
+    assert code == 0, lines
+    return summary, lines
+
+
+def sessions(run: Path) -> dict[str, dict[str, Any]]:
+    journal = (run / "journal.jsonl").read_text().splitlines()
+    return {r["key"]: r for r in map(json.loads, journal) if r.get("type") == "session"}
+
+
+# --- the case field -------------------------------------------------------------------
+
+
+def problems(path: Path, skill_dir: Path) -> list[str]:
+    loader = load_suite if path.name == "suite.yaml" else load_case
+    try:
+        _, found = loader(path, skill_dir)
+    except SpecError as exc:
+        found = exc.problems
+    return [f"{p.line}: {p.severity}: {p.message}" for p in found]
+
+
+def test_expect_activation_is_a_boolean_of_a_case(tmp_path: Path) -> None:
+    folder = make_skill(
+        tmp_path,
+        "greeter",
+        {
+            "evals/cases/word.yaml": "task: Sum 2 and 3\nexpect_activation: 'no'\n",
+            "evals/cases/named.yaml": (
+                "task: Use the greeter skill to sum 2 and 3\nexpect_activation: false\n"
+                "checks:\n  - file_exists: out.txt\n"
+            ),
+            "evals/cases/bare.yaml": "task: Sum 2 and 3\nexpect_activation: false\n",
+            "evals/suite.yaml": (
+                "task: Review\nexpect_activation: false\ncases:\n"
+                "  - name: a\n    checks:\n      - file_exists: x\n"
+            ),
+        },
+    )
+    cases = folder / "evals/cases"
+    assert problems(cases / "word.yaml", folder) == [
+        "2: error: `expect_activation` must be a boolean, got a string"
+    ]
+    assert problems(cases / "named.yaml", folder) == [
+        "1: warning: the task names the skill 'greeter' but the case says `expect_activation: "
+        "false`: loading it is asked for, yet scored as a loss"
+    ]
+    # no checks, yet not every row a tie: loading the skill decides it on its own
+    assert problems(cases / "bare.yaml", folder) == []
+    (found,) = problems(folder / "evals/suite.yaml", folder)
+    assert found.startswith("2: error: `expect_activation` is a field of a case, not of the suite")
+    case, _ = load_case(cases / "bare.yaml", folder)
+    assert case.expect_activation is False
+
+
+# --- builtin: a loss where it fires, the never-loaded diagnostic ------------------------
+
+
+@e2e
+@pytest.mark.parametrize("fires", [True, False], ids=["fires", "stays-quiet"])
+def test_a_skill_that_fires_where_it_should_not_loses_the_row(
+    fires: bool, fake, tmp_path: Path, capsys
+) -> None:
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/hello.yaml": HELLO,
+            "evals/cases/sum.yaml": (
+                "task: Write the sum of 2 and 3 to out.txt\nexpect_activation: false\n"
+                "checks:\n  - file_exists: out.txt\n"
+            ),
+        },
+    )
+    first = [load("builtin")] if fires else []
+    fake(
+        {
+            "conversations": [
+                conv(
+                    CAND,
+                    "Create hello",
+                    load("builtin"),
+                    write_file("hello.txt", "hi\n"),
+                    {"text": "done"},
+                ),
+                conv(BASE, "Create hello", {"text": "I cannot."}),
+                # both arms write out.txt: by the checks alone a tie
+                conv("(?s)", "sum of 2", *first, write_file("out.txt", "5\n"), {"text": "done"}),
+            ]
+        }
+    )
+    summary, lines = summary_and_lines(capsys, folder, tmp_path / "run", "builtin")
+    row = next(r for r in summary["rows"] if r["case"] == "sum")
+    activation = summary["activation"]
+    assert (activation["fired"], activation["sessions"]) == (1, 1)  # hello: it should, it did
+    assert (activation["misfired"], activation["unexpected"]) == (int(fires), 1)
+    if fires:
+        assert (row["outcome"], row["decided_by"]) == ("loss", "activation")
+        assert row["arms"]["candidate"]["passed"]  # its checks passed; loading it lost
+        assert summary["verdict"] == "NEUTRAL"  # 1 win, 1 loss
+        assert (
+            "why: no net difference on execution checks and activation (the skill fired "
+            "where it should not)"
+        ) in lines
+        assert (
+            "activation: fired where it should not in 1 of 1 session of expect_activation: "
+            "false cases (sum: those rows are losses)"
+        ) in lines
+    else:
+        assert (row["outcome"], row["decided_by"]) == ("tie", "checks")
+        assert (
+            "activation: fired where it should not in 0 of 1 session of expect_activation: false cases"
+            in lines
+        )
+    where = (
+        "+0% where it fired (2 rows) vs +0%" if fires else "+100% where it fired (1 row) vs +50%"
+    )
+    assert f"activation: fired in 1 of 1 candidate session · net lift {where} overall" in lines
+
+
+@e2e
+def test_a_skill_that_never_loads_says_the_verdict_measures_its_absence(
+    fake, tmp_path: Path, capsys
+) -> None:
+    folder = skill(tmp_path, {"evals/cases/hello.yaml": HELLO})
+    fake(
+        {
+            "conversations": [
+                conv("(?s)", "Create hello", write_file("hello.txt", "hi\n"), {"text": "done"})
+            ]
+        }
+    )
+    summary, lines = summary_and_lines(capsys, folder, tmp_path / "run", "builtin")
+    assert summary["activation"]["fired"] == 0
+    assert {
+        "kind": "never-fired",
+        "case": "",
+        "detail": "the skill never loaded: the verdict measures its absence",
+        "check": None,
+    } in summary["diagnostics"]
+    assert "  NEVER-FIRED: the skill never loaded: the verdict measures its absence" in lines
+    assert (
+        "activation: fired in 0 of 1 candidate session · net lift n/a where it fired (0 rows) vs +0% overall"
+        in lines
+    )
+    assert (
+        "ambient skills: none in any arm (the builtin loop lists only the staged skills)" in lines
+    )
+
+
+# --- the real CLIs: activation from their transcripts, their own skills ------------------
+
+
+def greeter_for(tmp_path: Path, agent: str, config: str = "") -> Path:
+    """The greeter skill with a case where the model loads it and one where it does not."""
+    return skill(
+        tmp_path,
+        {"evals/cases/hello.yaml": HELLO, "evals/cases/quiet.yaml": QUIET},
+        config=f'agent = "{agent}"\n{config}',
+    )
+
+
+def cli_script(agent: str) -> dict[str, Any]:
+    hello = run_bash(agent, "echo hi > hello.txt")
+    five = run_bash(agent, "echo 5 > five.txt")
+    return {
+        "conversations": [
+            # the candidate's prompt lists the greeter skill (Claude Code in a system reminder,
+            # Codex in its skills section): there the model loads it for hello, not for five
+            conv("(?s)- greeter: ", "Create hello", load(agent), hello, {"text": "done"}),
+            conv("(?s)", "Create hello", hello, {"text": "done"}),
+            conv("(?s)", "number 5", five, {"text": "done"}),
+        ]
+    }
+
+
+# where each CLI lists the skills in its prompt: the first `- name: ...` lines after this
+LISTING = {
+    "claude-code": "The following skills are available for use with the Skill tool:",
+    "codex": "### Available skills",
+}
+
+
+def listing(agent: str, body: dict[str, Any]) -> tuple[str, ...]:
+    """The skills a request to the model lists, as the CLI wrote them into its prompt."""
+    texts = [str(body.get("instructions") or "")]
+    for message in body.get("messages") or body.get("input") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            texts += [str(c.get("text", "")) for c in content if isinstance(c, dict)]
+    for text in texts:
+        if LISTING[agent] in text:
+            block = text.split(LISTING[agent], 1)[1].lstrip("\n").split("\n\n", 1)[0]
+            return tuple(
+                line[2:].split(":", 1)[0] for line in block.splitlines() if line.startswith("- ")
+            )
+    return ()
+
+
+@e2e
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_activation_is_read_from_the_real_clis_transcripts(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    folder = greeter_for(tmp_path, agent)
+    server = fake(cli_script(agent))
+    summary, lines = summary_and_lines(capsys, folder, tmp_path / "run", agent)
+    activation = summary["activation"]
+    assert [(c["case"], c["fired"], c["sessions"]) for c in activation["cases"]] == [
+        ("hello", 1, 1),
+        ("quiet", 0, 1),
+    ]
+    assert (activation["fired"], activation["sessions"]) == (1, 2)
+    assert (
+        "activation: fired in 1 of 2 candidate sessions · net lift +0% where it fired "
+        "(1 row) vs +0% overall" in lines
+    )
+    assert "  not loaded in: quiet (1 of 1)" in lines
+    recorded = sessions(tmp_path / "run")
+    assert recorded["hello.candidate.1"]["loaded"] == ["greeter"]
+    assert recorded["quiet.candidate.1"]["loaded"] == recorded["hello.baseline.1"]["loaded"] == []
+    # the CLI's own skills were off: none listed by the CLI, none in what the model was shown
+    assert summary["ambient"]["arms"] == {"baseline": [], "candidate": []}
+    policy = summary["ambient"]["policy"]
+    assert policy.startswith("turned off: ")
+    assert f"ambient skills: none in any arm ({policy})" in lines
+    # what the model was shown, read from the requests the CLI sent
+    assert {listing(agent, r.body) for r in server.log()} == {(), ("greeter",)}
+
+
+# what each pinned CLI ships (its init event's `skills`, Codex's `.system` skills): a few
+THEIRS = {
+    "claude-code": {"code-review", "debug", "simplify"},
+    "codex": {"imagegen", "openai-docs", "skill-creator", "skill-installer"},
+}
+
+
+@e2e
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_the_skills_a_cli_ships_are_listed_per_arm_when_kept(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    folder = greeter_for(tmp_path, agent, f'[agents.{agent}]\nambient_skills = "keep"\n')
+    server = fake(cli_script(agent))
+    summary, lines = summary_and_lines(capsys, folder, tmp_path / "run", agent)
+    arms = summary["ambient"]["arms"]
+    assert arms["baseline"] == arms["candidate"]
+    assert THEIRS[agent] <= set(arms["baseline"]), arms
+    assert "greeter" not in arms["candidate"]  # the staged skill is not ambient
+    assert summary["ambient"]["policy"] == f'kept: [agents.{agent}] ambient_skills = "keep"'
+    line = next(x for x in lines if x.startswith("ambient skills: "))
+    assert line.startswith(f"ambient skills: every arm: {', '.join(arms['baseline'])} (kept: ")
+    # the model was shown them in both arms (Claude Code's listing holds fewer than its init
+    # event: some of its skills are for the user to type, not for the model)
+    shown = [set(listing(agent, r.body)) for r in server.log()]
+    assert all(THEIRS[agent] & names for names in shown)
+    receipt = json.loads((tmp_path / "run/receipt.json").read_text())
+    assert receipt["ambient"] == summary["ambient"]
+    assert receipt["activation"]["fired"] == 1
