@@ -11,6 +11,7 @@ event, Codex's first request) and are turned off by default. `eval --with-librar
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.evals import SpecError, load_case, load_suite
-from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write, write_file
+from skillbench.models.fake_server import anthropic_shape
+from tests.helpers import BASE, CAND, conv, make_skill, run_eval, skill, write, write_file
 
 
 def e2e(test: Any) -> Any:
@@ -318,3 +320,83 @@ def test_the_skills_a_cli_ships_are_listed_per_arm_when_kept(
     receipt = json.loads((tmp_path / "run/receipt.json").read_text())
     assert receipt["ambient"] == summary["ambient"]
     assert receipt["activation"]["fired"] == 1
+
+
+# --- the library arm ----------------------------------------------------------------------
+
+
+def library(tmp_path: Path) -> Path:
+    """A 3-skill library: greeter (under test, with its evals), counter and sorter."""
+    root = tmp_path / "lib"
+    make_skill(root, "counter", description="Counts and sums numbers.")
+    make_skill(root, "sorter", description="Sorts lists of things.")
+    return skill(tmp_path, {"evals/cases/hello.yaml": HELLO}).parent
+
+
+@e2e
+def test_the_library_arm_runs_the_skill_beside_its_siblings(fake, tmp_path: Path, capsys) -> None:
+    root = library(tmp_path)
+    server = fake(
+        {
+            "conversations": [
+                # the candidate sees all three skills and loads its own; the baseline sees the
+                # two siblings, reaches for one of them, and writes nothing
+                conv(
+                    CAND,
+                    "Create hello",
+                    load("builtin"),
+                    write_file("hello.txt", "hi\n"),
+                    {"text": "done"},
+                ),
+                conv(
+                    "(?s)- counter: ", "Create hello", load("builtin", "counter"), {"text": "done"}
+                ),
+                conv(BASE, "Create hello", {"text": "done"}),  # the plain run's baseline
+            ]
+        }
+    )
+    code, lines, summary = run_eval(
+        capsys, root / "greeter", tmp_path / "run", "--execution-only", "--with-library", str(root)
+    )
+    assert code == 0, lines
+    systems = {anthropic_shape(r.body)[0] for r in server.log()}
+    listed = sorted(sorted(re.findall(r"^- (\w+): ", s, re.M)) for s in systems)
+    assert listed == [["counter", "greeter", "sorter"], ["counter", "sorter"]]
+    assert [s["name"] for s in summary["library"]["skills"]] == ["counter", "sorter"]
+    assert (summary["verdict"], summary["rows"][0]["outcome"]) == ("PASS", "win")
+    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (1, 1)
+    recorded = sessions(tmp_path / "run")
+    assert recorded["hello.baseline.1"]["loaded"] == ["counter"]  # a sibling fired there
+    assert (
+        "library arm: every arm stages 2 other skills of lib/ (counter, sorter); the "
+        "candidate adds greeter"
+    ) in lines
+    receipt = json.loads((tmp_path / "run/receipt.json").read_text())
+    arms = receipt["provenance"]["arms"]
+    assert [a.split("@")[0] for a in arms["baseline"]] == ["counter", "sorter"]
+    assert [a.split("@")[0] for a in arms["candidate"]] == ["counter", "greeter", "sorter"]
+    assert receipt["library"] == summary["library"]
+    # the same skill without the library: another baseline (its key has no siblings)
+    code, _, plain = run_eval(capsys, root / "greeter", tmp_path / "plain", "--execution-only")
+    assert code == 0 and plain["reused"] is None and plain["library"] is None
+
+
+def test_the_library_arm_refuses_a_folder_it_cannot_use(tmp_path: Path, capsys) -> None:
+    root = library(tmp_path)
+    alone = tmp_path / "alone"
+    make_skill(alone, "greeter")
+    broken = tmp_path / "broken"
+    make_skill(broken, "counter")
+    write(broken, {"odd/SKILL.md": "---\nname: other\ndescription: x\n---\n"})
+    for where, said in (
+        (root / "greeter", "not a library root (a folder whose sub-folders each hold a SKILL.md)"),
+        (alone, "holds no skill besides greeter; the library arm needs other skills"),
+        (broken, "odd is not a valid skill"),
+    ):
+        code = main(
+            ["eval", str(root / "greeter"), "--with-library", str(where), "--plan", "--no-gen"]
+        )
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert f"skillbench: error: --with-library {where}: " in err and said in err, err
+        assert "Traceback" not in err
