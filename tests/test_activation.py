@@ -400,3 +400,106 @@ def test_the_library_arm_refuses_a_folder_it_cannot_use(tmp_path: Path, capsys) 
         assert code == 2, err
         assert f"skillbench: error: --with-library {where}: " in err and said in err, err
         assert "Traceback" not in err
+
+
+# --- the counting, by hand ----------------------------------------------------------------
+
+
+def test_activation_counts_and_the_lift_where_it_fired_by_hand() -> None:
+    from skillbench.engine.activation import activation_of
+    from skillbench.engine.records import ArmResult, Plan, RowRecord, SessionRecord, Unit
+
+    plan = Plan(
+        run_id="r",
+        skill="greeter",
+        skill_dir="/s",
+        version="v",
+        assets_digest="a",
+        model="m",
+        judge_model="m",
+        k=2,
+        seed=1,
+        arms=["baseline", "candidate"],
+        opponents=["baseline"],
+        sessions=["hello", "sum", "suite"],
+        units=[
+            Unit("hello", "hello"),
+            Unit("sum", "sum"),
+            Unit("suite/a", "suite"),
+            Unit("suite/b", "suite"),
+        ],
+        engine_version="0",
+        created_at="",
+    )
+
+    def session(name: str, rep: int, loaded: bool, outcome: str = "pass") -> SessionRecord:
+        return SessionRecord(
+            key=f"{name}.candidate.{rep}",
+            session=name,
+            arm="candidate",
+            rep=rep,
+            outcome=outcome,
+            loaded=["greeter"] if loaded else ["other"],
+        )
+
+    records = [
+        session("hello", 1, True),
+        session("hello", 2, False),
+        session("sum", 1, True),  # expect_activation: false, and it fired
+        session("sum", 2, False),
+        session("suite", 1, True),
+        session("suite", 2, True, outcome="error"),  # errored: not a session that ran
+    ]
+    sessions = {r.key: r for r in records}
+    arm = ArmResult(True, False, [])
+
+    def row(case: str, rep: int, outcome: str, decided_by: str = "checks") -> RowRecord:
+        arms = {"candidate": arm, "baseline": arm}
+        return RowRecord(
+            case=case,
+            rep=rep,
+            opponent="baseline",
+            outcome=outcome,
+            decided_by=decided_by,
+            arms=arms,
+        )
+
+    rows = [
+        row("hello", 1, "win"),
+        row("hello", 2, "tie"),
+        row("sum", 1, "loss", "activation"),
+        row("sum", 2, "tie"),
+        row("suite/a", 1, "win"),
+        row("suite/b", 1, "win"),
+        row("suite/a", 2, "tie", "unscored"),  # unscored: in neither lift
+    ]
+    a = activation_of(plan, sessions, rows, {"hello": True, "sum": False, "suite": True})
+    assert a is not None
+    assert [(c.case, c.fired, c.sessions, c.expected) for c in a.cases] == [
+        ("hello", 1, 2, True),
+        ("sum", 1, 2, False),
+        ("suite", 1, 1, True),
+    ]
+    assert (a.fired, a.sessions, a.misfired, a.unexpected) == (2, 3, 1, 2)
+    # overall: 3 wins, 1 loss, 2 ties over 6 scored rows; where it fired: hello.1, sum.1 and
+    # the suite's two rows of rep 1: 3 wins, 1 loss over 4
+    assert a.lift == pytest.approx(2 / 6)
+    assert (a.lift_when_fired, a.rows_when_fired) == (pytest.approx(2 / 4), 4)
+    assert not a.never
+
+
+def test_the_ambient_line_says_what_each_arm_was_shown_once() -> None:
+    from skillbench.engine.activation import Ambient
+    from skillbench.report.evidence import ambient_line
+
+    off = "turned off: config.toml [skills.bundled] enabled = false"
+    assert ambient_line(Ambient({"baseline": [], "candidate": []}, off)) == (
+        f"ambient skills: none in any arm ({off})"
+    )
+    none = "Tool 1.0 has no setting to turn them off"
+    assert ambient_line(Ambient({"baseline": ["a", "b"], "candidate": ["a", "b"]}, none)) == (
+        f"ambient skills: every arm: a, b ({none})"
+    )
+    assert ambient_line(Ambient({"baseline": ["a"], "candidate": []}, none)) == (
+        f"ambient skills: baseline a · candidate none ({none})"
+    )
