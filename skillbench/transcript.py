@@ -11,8 +11,8 @@ trace_end {stop_reason, turns, duration_ms, usage, cost_usd}.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import IO, Any
 
 import msgspec
