@@ -11,7 +11,6 @@ event, Codex's first request) and are turned off by default. `eval --with-librar
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +238,7 @@ def cli_script(agent: str) -> dict[str, Any]:
 
 # where each CLI lists the skills in its prompt: the first `- name: ...` lines after this
 LISTING = {
+    "builtin": "its files are under /skills/<name>):",
     "claude-code": "The following skills are available for use with the Skill tool:",
     "codex": "### Available skills",
 }
@@ -246,7 +246,7 @@ LISTING = {
 
 def listing(agent: str, body: dict[str, Any]) -> tuple[str, ...]:
     """The skills a request to the model lists, as the CLI wrote them into its prompt."""
-    texts = [str(body.get("instructions") or "")]
+    texts = [str(body.get("instructions") or ""), anthropic_shape(body)[0]]
     for message in body.get("messages") or body.get("input") or []:
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):
@@ -325,43 +325,47 @@ def test_the_skills_a_cli_ships_are_listed_per_arm_when_kept(
 # --- the library arm ----------------------------------------------------------------------
 
 
-def library(tmp_path: Path) -> Path:
+def library(tmp_path: Path, agent: str = "builtin") -> Path:
     """A 3-skill library: greeter (under test, with its evals), counter and sorter."""
     root = tmp_path / "lib"
     make_skill(root, "counter", description="Counts and sums numbers.")
     make_skill(root, "sorter", description="Sorts lists of things.")
-    return skill(tmp_path, {"evals/cases/hello.yaml": HELLO}).parent
+    return skill(tmp_path, {"evals/cases/hello.yaml": HELLO}, config=f'agent = "{agent}"\n').parent
 
 
 @e2e
-def test_the_library_arm_runs_the_skill_beside_its_siblings(fake, tmp_path: Path, capsys) -> None:
-    root = library(tmp_path)
+@pytest.mark.parametrize("agent", ["builtin", "claude-code"])
+def test_the_library_arm_runs_the_skill_beside_its_siblings(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    root = library(tmp_path, agent)
+    hello = run_bash(agent, "echo hi > hello.txt")
     server = fake(
         {
             "conversations": [
                 # the candidate sees all three skills and loads its own; the baseline sees the
                 # two siblings, reaches for one of them, and writes nothing
-                conv(
-                    CAND,
-                    "Create hello",
-                    load("builtin"),
-                    write_file("hello.txt", "hi\n"),
-                    {"text": "done"},
-                ),
-                conv(
-                    "(?s)- counter: ", "Create hello", load("builtin", "counter"), {"text": "done"}
-                ),
-                conv(BASE, "Create hello", {"text": "done"}),  # the plain run's baseline
+                conv("(?s)- greeter: ", "Create hello", load(agent), hello, {"text": "done"}),
+                conv("(?s)- counter: ", "Create hello", load(agent, "counter"), {"text": "done"}),
+                conv("(?s)", "Create hello", {"text": "done"}),  # the plain run's baseline
             ]
         }
     )
     code, lines, summary = run_eval(
-        capsys, root / "greeter", tmp_path / "run", "--execution-only", "--with-library", str(root)
+        capsys,
+        root / "greeter",
+        tmp_path / "run",
+        "--execution-only",
+        "--with-library",
+        str(root),
+        "--model",
+        MODEL[agent],
     )
     assert code == 0, lines
-    systems = {anthropic_shape(r.body)[0] for r in server.log()}
-    listed = sorted(sorted(re.findall(r"^- (\w+): ", s, re.M)) for s in systems)
-    assert listed == [["counter", "greeter", "sorter"], ["counter", "sorter"]]
+    assert {listing(agent, r.body) for r in server.log()} == {
+        ("counter", "greeter", "sorter"),
+        ("counter", "sorter"),
+    }
     assert [s["name"] for s in summary["library"]["skills"]] == ["counter", "sorter"]
     assert (summary["verdict"], summary["rows"][0]["outcome"]) == ("PASS", "win")
     assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (1, 1)
@@ -377,7 +381,9 @@ def test_the_library_arm_runs_the_skill_beside_its_siblings(fake, tmp_path: Path
     assert [a.split("@")[0] for a in arms["candidate"]] == ["counter", "greeter", "sorter"]
     assert receipt["library"] == summary["library"]
     # the same skill without the library: another baseline (its key has no siblings)
-    code, _, plain = run_eval(capsys, root / "greeter", tmp_path / "plain", "--execution-only")
+    code, _, plain = run_eval(
+        capsys, root / "greeter", tmp_path / "plain", "--execution-only", "--model", MODEL[agent]
+    )
     assert code == 0 and plain["reused"] is None and plain["library"] is None
 
 
