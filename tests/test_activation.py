@@ -380,6 +380,14 @@ def test_the_library_arm_runs_the_skill_beside_its_siblings(
     assert [a.split("@")[0] for a in arms["baseline"]] == ["counter", "sorter"]
     assert [a.split("@")[0] for a in arms["candidate"]] == ["counter", "greeter", "sorter"]
     assert receipt["library"] == summary["library"]
+    # --resume keeps the library arm; another library is refused
+    assert main(["eval", "--resume", str(tmp_path / "run"), "--quiet", "--execution-only"]) == 0
+    resumed = json.loads((tmp_path / "run/summary.json").read_text())
+    assert resumed["library"] == summary["library"]
+    other = tmp_path / "other"
+    make_skill(other, "counter")
+    assert main(["eval", "--resume", str(tmp_path / "run"), "--with-library", str(other)]) == 2
+    assert "the library (--with-library) changed" in capsys.readouterr().err
     # the same skill without the library: another baseline (its key has no siblings)
     code, _, plain = run_eval(
         capsys, root / "greeter", tmp_path / "plain", "--execution-only", "--model", MODEL[agent]
