@@ -1140,3 +1140,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("skillbench: interrupted")
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (`skillbench report RUN | head`): it had what it wanted,
+    so exit quietly; stdout now points at /dev/null so the interpreter's last flush of what is
+    still buffered finds no closed pipe (and prints no traceback)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_OK
