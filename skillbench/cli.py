@@ -395,7 +395,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not is_skill(skill):
         raise UsageError(f"--into {skill}: not a skill folder (no SKILL.md)")
     try:
-        result = IMPORTERS[args.format](src)
+        result = IMPORTERS[args.format](src, Path(args.into) if args.into else None)
         problems = check_import(result, skill)
         written = [] if args.check else write_import(result, skill)
     except ImportError_ as exc:
@@ -409,6 +409,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         f"{verb} {len(result.cases)} case(s) from {result.source} into {where}: "
         f"{', '.join(result.cases)}"
     )
+    if result.skipped:
+        _out(f"{len(result.cases)} imported, {len(result.skipped)} skipped:")
+        for note in result.skipped:
+            _out(f"  {note}")
+    for note in result.warnings:
+        _out(f"warning: {note}")
     if result.unmapped:
         _out(f"not mapped ({len(result.unmapped)}):")
         for note in result.unmapped:
