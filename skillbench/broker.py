@@ -420,7 +420,7 @@ def _plain(usage: Usage) -> dict[str, int]:
     }
 
 
-def _error_message(body: bytes) -> str | None:
+def _error_message(body: bytes | bytearray) -> str | None:
     """The `error.message` of a provider's error body (Anthropic's and OpenAI's shape), as one
     short line; None when the body is not one."""
     try:
