@@ -235,9 +235,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             main_task.cancel()
 
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
-        return await execute(prepared, opts, progress)
+        return await execute(prepared, opts, progress, cluster)
 
     resume = f"skillbench eval --resume {run_dir}"
+    cluster = _open_cluster(args.cluster or loaded.settings.cluster.address, opts)
     try:
         result = asyncio.run(until_signalled())
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -261,7 +262,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"{resume}"
         )
         return EXIT_USAGE
+    finally:
+        if cluster is not None:
+            cluster.close()
     progress.close()
+    if cluster is not None:
+        for node, count in cluster.lost.items():
+            _err(f"cluster: {node} dropped out mid-run; its {count} session(s) were retried")
     summary = result.summary
     page = _write_page(Path(result.run_dir))
     if args.json:
@@ -290,6 +297,54 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     return EXIT_FAIL if summary.verdict == "FAIL" else EXIT_OK
+
+
+def _open_cluster(address: str | None, opts: Any) -> Any:
+    """The cluster the sessions are placed on (None: this machine), its nodes prepared."""
+    if not address:
+        return None
+    from skillbench.cluster import ClusterError, open_cluster
+
+    try:
+        return open_cluster(address, [opts.image, *opts.case_images.values()], _err)
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_cluster_prepare(args: argparse.Namespace) -> int:
+    from skillbench.agents import make_agent
+    from skillbench.cluster import ClusterError
+    from skillbench.cluster.connect import connect
+    from skillbench.cluster.images import prepare
+    from skillbench.sandbox.image import IMAGE
+
+    loaded = _settings(Path.cwd(), args, ())
+    address = args.cluster or loaded.settings.cluster.address
+    if not address:
+        raise UsageError("cluster prepare needs --cluster ADDRESS (or [cluster] address)")
+    images = [IMAGE, *(make_agent(a).image_name(IMAGE) for a in args.agent or [])]
+    try:
+        connect(address)
+        shipped = prepare(images, _out)
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
+    _out(f"cluster: every slot node holds {', '.join(images)} ({len(shipped)} node(s) loaded)")
+    return EXIT_OK
+
+
+def cmd_cluster_join(args: argparse.Namespace) -> int:
+    import json
+    import shutil
+    import subprocess
+
+    ray = shutil.which("ray")
+    if ray is None:
+        raise UsageError("the `ray` command is missing: pip install 'skillbench[ray]'")
+    if args.slots < 1:
+        raise UsageError("--slots is how many sessions this node runs at once: 1 or more")
+    argv = [ray, "start", f"--address={args.address}", "--disable-usage-stats"]
+    argv.append(f"--resources={json.dumps({'skillbench': args.slots})}")
+    return subprocess.run(argv).returncode
 
 
 def _write_page(run_dir: Path) -> Path | None:
@@ -864,6 +919,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print summary.json instead of the report")
     p.add_argument("--junit", metavar="FILE", help="also write the rows as JUnit XML")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the sessions on a Ray cluster (what ray.init takes: auto, IP:port, "
+        "ray://host:port); needs skillbench[ray]",
+    )
 
     p = command(
         "triggers",
@@ -1085,6 +1146,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="also build this agent's image (claude-code, codex); repeatable",
     )
     p.set_defaults(handler=cmd_image_build)
+
+    cluster = sub.add_parser(
+        "cluster",
+        help="run sessions on more than one machine (Ray)",
+        description="Run eval sessions on a Ray cluster: docs/scale-out.md.",
+    )
+    cluster_sub = cluster.add_subparsers(dest="cluster_command", required=True, metavar="ACTION")
+    p = cluster_sub.add_parser(
+        "prepare",
+        help="put the sandbox images on every node",
+        description="Make every node with skillbench slots hold the sandbox image (and each "
+        "--agent's), checked by image ID; missing ones are shipped from this machine.",
+    )
+    p.add_argument("--cluster", metavar="ADDRESS", help="the cluster (default: [cluster] address)")
+    p.add_argument("--agent", action="append", help="also this agent's image; repeatable")
+    p.set_defaults(handler=cmd_cluster_prepare)
+    p = cluster_sub.add_parser(
+        "join",
+        help="make this machine a worker node",
+        description="`ray start --address ADDRESS` with N skillbench slots: this machine then "
+        "runs up to N sessions at once in its own podman.",
+    )
+    p.add_argument("address", help="the head node's address (IP:port)")
+    p.add_argument("--slots", type=int, default=2, help="sessions at once on this node")
+    p.set_defaults(handler=cmd_cluster_join)
     return parser
 
 

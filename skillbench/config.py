@@ -32,6 +32,12 @@ class SandboxLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     keep_workspace: str = "100m"  # copied out of a failed arm, then a note
 
 
+class ClusterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[cluster]`: where sessions run when one machine is not enough (docs/scale-out.md)."""
+
+    address: str | None = None  # what ray.init(address=...) takes; None: this machine
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Every setting with its built-in default."""
 
@@ -46,6 +52,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pids: int = 512
     cpus: float = 1.0
     sandbox: SandboxLimits = SandboxLimits()
+    cluster: ClusterSettings = ClusterSettings()
     max_retries: int = 4
     request_timeout: float = 600.0
     prices: dict[str, Price] = {}

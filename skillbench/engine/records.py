@@ -78,6 +78,7 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     checks: dict[str, list[CheckResult]] = {}  # unit name -> results
     notes: list[str] = []  # what the kept workspace left out (workspaces/<key>)
     reused_from: str | None = None  # the run whose identical session this is (not rerun)
+    node: str | None = None  # the cluster node it ran on (None: this machine)
 
 
 class ArmResult(msgspec.Struct, omit_defaults=True):
