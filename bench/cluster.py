@@ -14,6 +14,8 @@ Note: `ray stop --force` at the end stops every Ray process on this machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import statistics
 import tempfile
@@ -45,23 +47,24 @@ def make_skill(root: Path, cases: int) -> Path:
 def timed_eval(skill: Path, out: Path, *extra: str) -> float:
     os.environ["SKILLBENCH_HOME"] = str(out.with_name(out.name + "-home"))
     started = time.perf_counter()
-    code = skillbench(
-        [
-            "eval",
-            str(skill),
-            "--model",
-            MODEL,
-            "--out",
-            str(out),
-            "--quiet",
-            "--no-gen",
-            "--execution-only",
-            "--fresh-baseline",
-            "--parallel",
-            "4",
-            *extra,
-        ]
-    )  # (the flags as a user types them)
+    with contextlib.redirect_stdout(io.StringIO()):  # (the report: not what is measured)
+        code = skillbench(
+            [
+                "eval",
+                str(skill),
+                "--model",
+                MODEL,
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-gen",
+                "--execution-only",
+                "--fresh-baseline",
+                "--parallel",
+                "4",
+                *extra,
+            ]
+        )  # (the flags as a user types them)
     assert code != 2, f"eval exited {code}"  # (a verdict of any kind is fine)
     return time.perf_counter() - started
 

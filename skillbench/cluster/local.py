@@ -8,10 +8,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -49,7 +51,7 @@ class Node:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        for _ in range(200):
+        for _ in range(600):  # (a minute: a loaded machine starts podman slowly)
             if ping(self.url):
                 break
             time.sleep(0.1)
@@ -107,9 +109,12 @@ class LocalCluster:
         self.root, self.workers, self.slots = root, workers, slots
         self.address = f"127.0.0.1:{free_port()}"
         self.nodes: list[Node] = []
+        # Ray's sockets live under its temp folder, and AF_UNIX paths end at 107 bytes
+        self.temp = tempfile.mkdtemp(prefix="sb-ray-", dir="/tmp")
 
     def start(self) -> LocalCluster:
-        subprocess.run(
+        self.root.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
             [
                 RAY,
                 "start",
@@ -118,13 +123,15 @@ class LocalCluster:
                 "--num-cpus=1",
                 "--include-dashboard=false",
                 "--disable-usage-stats",
-                f"--temp-dir={self.root / 'ray'}",
+                f"--temp-dir={self.temp}",
                 f"--resources={json.dumps({SLOT: 0})}",
             ],
             env=_env(),
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if done.returncode != 0:
+            raise RuntimeError(f"ray start --head failed: {done.stderr[-500:]}")
         for i in range(self.workers):
             node = Node(self.root, f"w{i + 1}")
             self.nodes.append(node)
@@ -138,3 +145,4 @@ class LocalCluster:
         for node in self.nodes:
             node.stop()
         subprocess.run([RAY, "stop", "--force"], env=_env(), capture_output=True)
+        shutil.rmtree(self.temp, ignore_errors=True)
