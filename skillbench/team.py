@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
 from skillbench.receipts import Receipt, local_receipts, read_receipt
 from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
 from skillbench.verdict import NONE, verdict_of
@@ -24,7 +25,7 @@ from skillbench.verdict import NONE, verdict_of
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
 
 
-class TeamError(Exception):
+class TeamError(SkillbenchError):
     """The team repo refuses the operation; the message says why and what to do."""
 
 

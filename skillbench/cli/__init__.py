@@ -1,8 +1,9 @@
 """The `skillbench` command line: argument parsing and rendering only.
 
 One module per command or command group, each declaring its arguments beside its handler
-(`register_<command>`); this module orders them into one parser and maps the errors every
-command can raise to one line and an exit code.
+(`register_<command>`) and calling the Python API (skillbench/api.py) or a library function;
+this module orders them into one parser and maps the errors (skillbench/errors.py) to one
+line and an exit code.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from skillbench.cli.reports import register_compare, register_report, register_v
 from skillbench.cli.skills import register_catalog, register_check, register_digest
 from skillbench.cli.team import register_gate, register_publish, register_receipts
 from skillbench.cli.triggers import register_triggers
+from skillbench.config import ConfigError
+from skillbench.errors import EvalError, OptionsError
 from skillbench.evals import SpecError
 from skillbench.models import ModelRefError
 from skillbench.sandbox.base import SandboxError
+from skillbench.team import TeamError
 from skillbench.validate import NotASkill
 
 # the order `skillbench --help` lists the commands in
@@ -66,15 +70,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except UsageError as exc:
-        err(f"skillbench: error: {exc}")
-        return EXIT_USAGE
-    except NotASkill as exc:
+    except (UsageError, OptionsError, ConfigError, NotASkill, TeamError) as exc:
         err(f"skillbench: error: {exc}")
         return EXIT_USAGE
     except SpecError as exc:
         for problem in exc.problems:
             err(str(problem))
+        return EXIT_USAGE
+    except EvalError as exc:
+        for problem in exc.problems:
+            err(str(problem))
+        err(f"skillbench: error: {exc}")
         return EXIT_USAGE
     except ModelRefError as exc:
         err(f"skillbench: error: --model: {exc}")

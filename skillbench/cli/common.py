@@ -72,20 +72,6 @@ def check_output(path: Path, flag: str) -> None:
         raise UsageError(f"{flag} {path}: the folder {folder} is not writable")
 
 
-def check_runs(args: argparse.Namespace) -> None:
-    from skillbench.config import MAX_PARALLEL
-
-    if args.runs < 1:
-        raise UsageError("--runs must be at least 1")
-    if not 0 < args.threshold <= 1:
-        raise UsageError("--threshold is a trigger rate in (0, 1]")
-    if args.parallel is not None and not 1 <= args.parallel <= MAX_PARALLEL:
-        raise UsageError(
-            f"--parallel must be between 1 and {MAX_PARALLEL} (each session is a "
-            "sandbox; more than the machine can run only queues)"
-        )
-
-
 def write_page(run_dir: Path) -> Path | None:
     """report.html in the run folder; a page that cannot be written is a warning, not a
     lost run (everything it shows is in the folder)."""

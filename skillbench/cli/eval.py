@@ -1,160 +1,89 @@
-"""`eval`: the paired-arm eval of a skill, its --plan, --oracle and --triggers-only modes."""
+"""`eval`: the paired-arm eval of a skill, its --plan, --oracle and --triggers-only modes.
+Parses the flags into `skillbench.Options`, calls the API, renders what it returns."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
+from skillbench import api
 from skillbench.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
     check_output,
-    check_runs,
     command,
     err,
     out,
-    settings_for,
     write_page,
 )
-from skillbench.cli.gen import generate
-from skillbench.models import parse_model
+from skillbench.errors import Interrupted
 
 if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
-    from skillbench.engine.plan import EvalOptions
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    import asyncio
-    import errno
-    import json
-    import signal
-
-    import msgspec
-
-    from skillbench.engine.plan import EvalError, EvalOptions, prepare
-    from skillbench.engine.run import EvalResult, execute
-    from skillbench.report.progress import ProgressDisplay
-    from skillbench.report.terminal import report_lines
-
-    if args.resume and args.plan:
-        raise UsageError("--plan and --resume exclude each other (the plan is in the run folder)")
-    if args.resume:
-        _resume_settings(args)
-    skill_dir = args.skill
-    if skill_dir is None:
-        raise UsageError("eval needs a SKILL folder (or --resume RUN_DIR)")
-    check_runs(args)
-    loaded = settings_for(
-        Path(skill_dir), args, ("model", "judge_model", "k", "parallel", "team", "agent")
-    )
-    if args.triggers_only and args.execution_only:
-        raise UsageError("--triggers-only and --execution-only exclude each other")
-    if args.max_cost is not None and args.max_cost < 0:
-        raise UsageError("--max-cost is a spend cap in USD: 0 or more")
-    if args.junit:
-        check_output(Path(args.junit), "--junit")
-    opts = EvalOptions(
-        skill_dir=skill_dir,
-        settings=loaded.settings,
+def options_of(args: argparse.Namespace) -> api.Options:
+    """The API's options from the eval flags (a flag left out is None: the config decides)."""
+    return api.Options(
+        model=args.model,
+        judge_model=args.judge_model,
+        agent=args.agent,
+        k=args.k,
+        parallel=args.parallel,
+        team=args.team,
         out=args.out,
         resume=args.resume,
         case=args.case,
         max_cost=args.max_cost,
         seed=args.seed,
+        generate=not args.no_gen,
         triggers=not args.execution_only,
         runs=args.runs,
         threshold=args.threshold,
-        team=loaded.settings.team,
         trigger_method=args.trigger_method,
         fresh_baseline=args.fresh_baseline,
         aa=args.aa,
     )
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from skillbench.report.progress import ProgressDisplay
+    from skillbench.report.terminal import report_lines
+
+    if args.resume and args.plan:
+        raise UsageError("--plan and --resume exclude each other (the plan is in the run folder)")
+    if args.triggers_only and args.execution_only:
+        raise UsageError("--triggers-only and --execution-only exclude each other")
+    if args.junit:
+        check_output(Path(args.junit), "--junit")
+    options = options_of(args)
     if args.oracle:  # the checks against the reference solutions: no model, no generation
-        return _eval_oracle(opts)
-    if not args.resume and (args.plan or args.max_cost is not None):
-        from skillbench.engine.estimate import estimate, over_budget, plan_lines
+        return _oracle(args.skill, options)
+    if args.plan:
+        from skillbench.engine.estimate import plan_lines
 
-        try:
-            planned = estimate(opts)
-        except EvalError as exc:
-            for problem in exc.problems:
-                err(str(problem))
-            err(f"skillbench: error: {exc}")
-            return EXIT_USAGE
-        if args.plan:
-            for line in plan_lines(planned, args.max_cost, loaded.settings.parallel):
-                out(line)
-            out("nothing was started (--plan)")
-            return EXIT_OK
-        warning = over_budget(planned, args.max_cost)
-        if warning:
-            err(f"note: {warning}")
-    if not args.no_gen and not args.resume:
-        kinds = (
-            ["triggers"]
-            if args.triggers_only
-            else (["cases"] if args.execution_only else ["cases", "triggers"])
-        )
-        opts.spent_before = generate(Path(skill_dir), loaded.settings, kinds, only_missing=True)
+        for line in plan_lines(api.estimate(args.skill, options=options), args.max_cost):
+            out(line)
+        out("nothing was started (--plan)")
+        return EXIT_OK
     if args.triggers_only:
-        return _eval_triggers_only(opts, args.json)
-    try:
-        prepared = prepare(opts, log=err)
-    except EvalError as exc:
-        for problem in exc.problems:
-            err(str(problem))
-        err(f"skillbench: error: {exc}")
-        return EXIT_USAGE
-    run_dir = prepared[1]
-    if parse_model(loaded.settings.model).scripted:
-        err(
-            f"note: using the scripted driver ({loaded.settings.model}): a fixed script, not a "
-            "model; the verdict shows the pipeline works, not that the skill helps"
-        )
+        return _triggers_only(args.skill, options, args.json)
     progress = ProgressDisplay(quiet=args.quiet)
-    terminated: list[bool] = []
-
-    async def until_signalled() -> EvalResult:
-        # SIGTERM (CI cancelling a job, `timeout`) stops the run the way Ctrl-C does
-        main_task = asyncio.current_task()
-        assert main_task is not None
-
-        def stop() -> None:
-            terminated.append(True)
-            main_task.cancel()
-
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
-        return await execute(prepared, opts, progress)
-
-    resume = f"skillbench eval --resume {run_dir}"
     try:
-        result = asyncio.run(until_signalled())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        progress.close()
-        err(
-            f"{'terminated' if terminated else 'interrupted'}; nothing finished is lost. "
-            f"Continue with: {resume}"
-        )
-        return 143 if terminated else 130
-    except EvalError as exc:
-        progress.close()
-        err(f"skillbench: error: {exc}")
-        return EXIT_USAGE
-    except OSError as exc:  # the run folder could not be written: a full disk, most often
-        progress.close()
-        full = exc.errno == errno.ENOSPC
-        err(
-            f"skillbench: error: writing the run folder {run_dir} failed: "
-            f"{exc.strerror or exc}{' (the disk is full)' if full else ''}; nothing finished "
-            f"is lost: {'free some space' if full else 'fix that'}, then continue with: "
-            f"{resume}"
-        )
-        return EXIT_USAGE
-    progress.close()
+        with closing(progress):  # closed before any error is printed
+            result = api.evaluate(
+                args.skill, options=options, progress=progress, log=err, stop_on_sigterm=True
+            )
+    except Interrupted as exc:
+        err(str(exc))
+        return 143 if exc.terminated else 130
     summary = result.summary
     page = write_page(Path(result.run_dir))
     if args.json:
@@ -185,19 +114,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_FAIL if summary.verdict == "FAIL" else EXIT_OK
 
 
-def _eval_oracle(opts: EvalOptions) -> int:
-    import asyncio
+def _oracle(skill: str | None, options: api.Options) -> int:
+    from skillbench.engine.oracle import oracle_lines
 
-    from skillbench.engine.oracle import oracle_lines, oracle_run
-    from skillbench.engine.plan import EvalError
-
-    try:
-        results = asyncio.run(oracle_run(opts, log=err))
-    except EvalError as exc:
-        for problem in exc.problems:
-            err(str(problem))
-        err(f"skillbench: error: {exc}")
-        return EXIT_USAGE
+    results = api.run_oracles(skill, options=options, log=err)
     for line in oracle_lines(results):
         out(line)
     if not any(r.passed is not None for r in results):
@@ -206,43 +126,16 @@ def _eval_oracle(opts: EvalOptions) -> int:
     return EXIT_FAIL if any(r.passed is False for r in results) else EXIT_OK
 
 
-def _eval_triggers_only(opts: EvalOptions, as_json: bool) -> int:
-    import asyncio
-    import json
-
-    from skillbench.engine.plan import EvalError
-    from skillbench.engine.run import triggers_only
+def _triggers_only(skill: str | None, options: api.Options, as_json: bool) -> int:
     from skillbench.report.terminal import trigger_lines
 
-    try:
-        report = asyncio.run(triggers_only(opts))
-    except EvalError as exc:
-        for problem in exc.problems:
-            err(str(problem))
-        err(f"skillbench: error: {exc}")
-        return EXIT_USAGE
+    report = api.evaluate_triggers(skill, options=options, log=err)
     if as_json:
         print(json.dumps({"triggers": report.summary()}, indent=2))
     else:
         for line in trigger_lines(report.summary()):
             out(line)
     return EXIT_OK
-
-
-def _resume_settings(args: argparse.Namespace) -> None:
-    """A resumed run keeps the settings it started with: the plan's skill folder, models,
-    repetitions and team, unless a flag names one explicitly (and a changed one is refused)."""
-    import json
-
-    run_dir = Path(args.resume)
-    try:
-        plan = json.loads((run_dir / "plan.json").read_text())
-        args.skill = args.skill or str(plan["skill_dir"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise UsageError(f"--resume {run_dir}: no readable plan.json there") from None
-    for name in ("model", "judge_model", "k", "team", "agent"):
-        if getattr(args, name) is None and plan.get(name) is not None:
-            setattr(args, name, plan[name])
 
 
 def register_eval(sub: Subparsers) -> None:

@@ -1,35 +1,20 @@
-"""`gen`: write the evals a skill lacks with the model (and the step `eval` runs first)."""
+"""`gen`: write the evals a skill lacks with the model."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillbench.cli.common import EXIT_OK, UsageError, command, err, settings_for
-from skillbench.skills import is_skill
+from skillbench import api
+from skillbench.cli.common import EXIT_OK, command, err
 
 if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
-    from skillbench.config import Settings
-
-
-def generate(skill_dir: Path, settings: Settings, kinds: list[str], only_missing: bool) -> float:
-    from skillbench.engine.gen import generate_missing
-    from skillbench.engine.plan import EvalError
-
-    if not is_skill(skill_dir):
-        raise UsageError(f"{skill_dir}: not a skill folder (no SKILL.md)")
-    try:
-        return generate_missing(skill_dir, settings, kinds, err, only_missing=only_missing)
-    except EvalError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
-    loaded = settings_for(Path(args.skill), args, ("model",))
     kinds = [args.kind] if args.kind else ["cases", "triggers"]
-    generate(Path(args.skill), loaded.settings, kinds, only_missing=False)
+    api.generate_evals(args.skill, kinds=kinds, options=api.Options(model=args.model), log=err)
     return EXIT_OK
 
 

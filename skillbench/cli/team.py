@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skillbench import api
 from skillbench.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
@@ -41,32 +42,22 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from skillbench.report.junit import gate_junit
-    from skillbench.team import TeamError, gate, load_policy, skill_at
+    from skillbench.team import skill_at
 
-    skill_dir = Path(args.skill)
-    if not is_skill(skill_dir):
-        raise UsageError(f"{skill_dir}: not a skill folder (no SKILL.md)")
     if args.junit:
         check_output(Path(args.junit), "--junit")
-    loaded = settings_for(skill_dir, args, ("team",))
-    team = Path(loaded.settings.team) if loaded.settings.team else None
-    flags = {
-        "require": args.require,
-        "min_recall": args.min_recall,
-        "min_precision": args.min_precision,
-        "allow_incumbent_fail": True if args.allow_incumbent_fail else None,
-        "allow_partial": True if args.allow_partial else None,
-        "require_power": True if args.require_power else None,
-        "trigger_method": args.trigger_method,
-    }
-    # the local config's gate table sits between the team repo's policy and the flags
-    local = {k.replace("-", "_"): v for k, v in loaded.settings.gate.items()}
-    flags = {**local, **{k: v for k, v in flags.items() if v is not None}}
-    try:
-        policy = load_policy(team, flags)
-        result = gate(skill_dir, team, policy)
-    except TeamError as exc:
-        raise UsageError(str(exc)) from None
+    options = api.GateOptions(
+        team=args.team,
+        require=args.require,
+        min_recall=args.min_recall,
+        min_precision=args.min_precision,
+        allow_incumbent_fail=True if args.allow_incumbent_fail else None,
+        allow_partial=True if args.allow_partial else None,
+        require_power=True if args.require_power else None,
+        trigger_method=args.trigger_method,
+    )
+    result = api.gate(args.skill, options=options)
+    skill_dir = Path(args.skill)
     name = skill_at(skill_dir).name
     if args.junit:
         Path(args.junit).write_text(gate_junit(name, result.passed, result.reason), "utf-8")

@@ -6,65 +6,31 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillbench.cli.common import (
-    EXIT_OK,
-    UsageError,
-    check_output,
-    check_runs,
-    command,
-    err,
-    out,
-    settings_for,
-)
-from skillbench.validate import skills_at
+from skillbench import api
+from skillbench.cli.common import EXIT_OK, check_output, command, err, out
 
 if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
 
 
 def cmd_triggers(args: argparse.Namespace) -> int:
-    import asyncio
     import json
 
-    from skillbench.engine.routing import RoutingError, measure
     from skillbench.report.terminal import trigger_lines
-    from skillbench.triggers import TriggerReport, disagreements, steals, targets_at
-
-    path = Path(args.path)
-    skills_at(path)
-    targets = targets_at(path)
-    if not targets:
-        raise UsageError(f"{path}: no skill there has an evals/triggers.yaml")
-    check_runs(args)
-    loaded = settings_for(path, args, ("model", "parallel", "agent"))
-    settings = loaded.settings
-    method = args.method or ("agent" if args.agent else "catalog")
-    methods = ["catalog", "agent"] if method == "both" else [method]
-
-    async def go() -> list[list[TriggerReport]]:
-        return list(
-            await asyncio.gather(
-                *(
-                    measure(
-                        settings,
-                        targets,
-                        method=m,
-                        agent=settings.agent,
-                        runs=args.runs,
-                        threshold=args.threshold,
-                        log=err,
-                    )
-                    for m in methods
-                )
-            )
-        )
+    from skillbench.triggers import disagreements, steals
 
     if args.html:
         check_output(Path(args.html), "--html")
-    try:
-        by_method = asyncio.run(go())
-    except RoutingError as exc:
-        raise UsageError(str(exc)) from None
+    options = api.Options(
+        model=args.model,
+        agent=args.agent,
+        parallel=args.parallel,
+        runs=args.runs,
+        threshold=args.threshold,
+        trigger_method=args.method,
+    )
+    measured = api.measure_triggers(args.path, options=options, log=err)
+    methods, by_method = list(measured), list(measured.values())
     if args.html:
         from skillbench.report.html import render_triggers
 
@@ -82,7 +48,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
             by_skill[pair[0].skill] = shown if len(pair) == 2 else pair[0].summary()
         print(json.dumps(by_skill, indent=2))
         return EXIT_OK
-    many = len(targets) > 1
+    many = len(by_method[0]) > 1  # a library root: each skill's lines under its name
     for reports in zip(*by_method, strict=True):
         if many:
             out(f"{reports[0].skill}:")

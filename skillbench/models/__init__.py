@@ -9,12 +9,13 @@ from collections.abc import Callable
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
 from skillbench.models.base import Model
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 
 
-class ModelRefError(ValueError):
+class ModelRefError(SkillbenchError, ValueError):
     """A model reference that names no provider we know."""
 
 
