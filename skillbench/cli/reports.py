@@ -17,37 +17,21 @@ from skillbench.cli.common import (
     out,
     write_page,
 )
+from skillbench.report.formats import FORMATS
 
 if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    import json
-
-    import msgspec
-
-    from skillbench.report.html import render
-    from skillbench.report.junit import eval_junit
-    from skillbench.report.markdown import markdown
     from skillbench.report.run_folder import RunFolderError, load_run
-    from skillbench.report.terminal import report_lines
 
     try:
         run = load_run(Path(args.run))
     except RunFolderError as exc:
         raise UsageError(str(exc)) from None
-    if args.format == "terminal":
-        for line in report_lines(run.summary):
-            out(line)
-    elif args.format == "json":
-        print(json.dumps(msgspec.to_builtins(run.summary), indent=2))
-    elif args.format == "junit":
-        sys.stdout.write(eval_junit(run.summary))
-    elif args.format == "markdown":
-        sys.stdout.write(markdown(run))
-    else:
-        sys.stdout.write(render(run))
+    sys.stdout.write(FORMATS[args.format](run))
+    sys.stdout.flush()
     return EXIT_OK
 
 
@@ -120,7 +104,7 @@ def register_report(sub: Subparsers) -> None:
     p.add_argument("run", metavar="RUN", help="a run folder")
     p.add_argument(
         "--format",
-        choices=["terminal", "json", "junit", "markdown", "html"],
+        choices=list(FORMATS),
         default="terminal",
         help="what to render (default terminal)",
     )
