@@ -7,36 +7,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillbench.cli.common import EXIT_FAIL, EXIT_OK, UsageError, command, out
-from skillbench.skills import is_skill
 
 if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    import shutil
-
-    from skillbench.importers import IMPORTERS, ImportError_, check_import, write_import
+    from skillbench.importers import ImportError_
+    from skillbench.importers.run import run_import
 
     src = Path(args.src)
     if not src.exists():
         raise UsageError(f"{src}: no such file or folder")
     if args.into is None and not args.check:
         raise UsageError("import needs --into SKILL (or --check alone, to validate the source)")
-    skill = Path(args.into) if args.into else _scratch_skill()
-    if not is_skill(skill):
-        raise UsageError(f"--into {skill}: not a skill folder (no SKILL.md)")
     try:
-        result = IMPORTERS[args.format](src)
-        problems = check_import(result, skill)
-        written = [] if args.check else write_import(result, skill)
+        done = run_import(
+            args.format, src, Path(args.into) if args.into else None, check=args.check
+        )
     except ImportError_ as exc:
         raise UsageError(str(exc)) from None
-    finally:
-        if args.into is None:
-            shutil.rmtree(skill.parent, ignore_errors=True)
+    result, problems, written = done.imported, done.problems, done.written
     verb = "would import" if args.check else "imported"
-    where = f"{skill}/evals" if args.into else "a scratch skill"
+    where = f"{Path(args.into)}/evals" if args.into else "a scratch skill"
     out(
         f"{verb} {len(result.cases)} case(s) from {result.source} into {where}: "
         f"{', '.join(result.cases)}"
@@ -57,19 +50,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         out(f"wrote {len(written)} file(s); each says where it came from in its first lines")
     return EXIT_FAIL if errors else EXIT_OK
-
-
-def _scratch_skill() -> Path:
-    """An empty skill to validate an import against (`import --check` without --into)."""
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="skillbench-import-")) / "imported"
-    folder.mkdir()
-    (folder / "SKILL.md").write_text(
-        "---\nname: imported\ndescription: A scratch skill that "
-        "holds an import being checked.\n---\n"
-    )
-    return folder
 
 
 def register_import(sub: Subparsers) -> None:
