@@ -67,6 +67,7 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     trigger_method: str | None = None  # "catalog" or "agent" (measure_triggers: or "both")
     fresh_baseline: bool = False  # rerun baseline and incumbent sessions, never reuse them
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
+    with_library: str | None = None  # a library root: every arm also stages its other skills
 
 
 class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -80,6 +81,8 @@ class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
     allow_partial: bool | None = None  # accept a run that did not score every row
     require_power: bool | None = None  # refuse a verdict the sign test cannot support
     trigger_method: str | None = None  # accept trigger numbers only from this method
+    require_signed: bool | None = None  # only receipts signed by an allowed signer
+    allow_endpoints: list[str] | None = None  # the model endpoints accepted (replaces default)
 
 
 DEFAULTS = Options()  # the frozen defaults every function starts from
@@ -113,13 +116,15 @@ def _check(options: Options) -> None:
 def _resumed(skill: str | None, run_dir: Path, options: Options) -> tuple[str | None, Options]:
     """A resumed run keeps the settings it started with: the plan's skill folder, models,
     repetitions and team, unless an option names one explicitly (and a changed one is
-    refused when the run is prepared)."""
+    refused when the run is prepared), and its library arm."""
     try:
         plan = json.loads((run_dir / "plan.json").read_text())
         skill = skill or str(plan["skill_dir"])
     except (OSError, ValueError, KeyError, TypeError):
         raise OptionsError(f"--resume {run_dir}: no readable plan.json there") from None
     kept = {n: plan[n] for n in _RESUMED if getattr(options, n) is None and plan.get(n) is not None}
+    if options.with_library is None and isinstance(plan.get("library"), dict):
+        kept["with_library"] = plan["library"].get("path")
     return skill, msgspec.structs.replace(options, **kept)
 
 
@@ -151,6 +156,7 @@ def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> Eva
         trigger_method=options.trigger_method,
         fresh_baseline=options.fresh_baseline,
         aa=options.aa,
+        library=options.with_library,
     )
 
 

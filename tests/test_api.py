@@ -40,7 +40,7 @@ class Heard:
 @pytest.mark.usefixtures("podman_service")
 def test_evaluate_runs_an_eval_and_gate_reads_its_receipt(fake, tmp_path: Path, capsys) -> None:
     folder = skill(tmp_path, {"evals/cases/hello.yaml": CASE, "evals/triggers.yaml": TRIGGERS})
-    fake(
+    server = fake(
         {
             "rules": [
                 {"when": "User request:\ngreet everyone", "replies": ['{"selected": ["greeter"]}']},
@@ -70,11 +70,15 @@ def test_evaluate_runs_an_eval_and_gate_reads_its_receipt(fake, tmp_path: Path, 
     assert progress.outcomes == {"hello.baseline.1": "fail", "hello.candidate.1": "pass"}
     assert capsys.readouterr().out == ""  # nothing rendered: that is the CLI's job
 
-    # the gate finds that receipt; the policy comes from the options
-    passed = skillbench.gate(folder)
+    # the gate finds that receipt (made at the fake server, an endpoint it must be told of);
+    # the policy comes from the options
+    here = [server.url]
+    passed = skillbench.gate(folder, options=skillbench.GateOptions(allow_endpoints=here))
     assert passed.passed and passed.reason.startswith("PASS")
-    refused = skillbench.gate(folder, options=skillbench.GateOptions(min_recall=1.5))
+    strict = skillbench.GateOptions(allow_endpoints=here, min_recall=1.5)
+    refused = skillbench.gate(folder, options=strict)
     assert not refused.passed and "trigger recall 1.00 is under 1.50" in refused.reason
+    assert "endpoint" in skillbench.gate(folder).reason  # the providers' own APIs only
 
 
 def test_bad_input_raises_the_documented_errors_before_any_model_call(fake, tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ def options_of(args: argparse.Namespace) -> api.Options:
         trigger_method=args.trigger_method,
         fresh_baseline=args.fresh_baseline,
         aa=args.aa,
+        with_library=args.with_library,
     )
 
 
@@ -197,6 +198,14 @@ def register_eval(sub: Subparsers) -> None:
         action="store_true",
         help="also run a second baseline arm and report how often the two differ: "
         "the noise floor a real lift must clear",
+    )
+    p.add_argument(
+        "--with-library",
+        dest="with_library",
+        metavar="DIR",
+        help="the library arm: every arm also stages the other skills of the library root DIR "
+        "(the baseline: the library minus this skill), so the verdict and activation say "
+        "whether the skill still helps, and still fires, beside its siblings",
     )
     p.add_argument(
         "--plan",
