@@ -193,13 +193,16 @@ def evaluate(
     options: Options = DEFAULTS,
     progress: Progress | None = None,
     log: Log = _quiet,
-    stop_on_sigterm: bool = False,
+    on_second_signal: Callable[[Interrupted], None] | None = None,
 ) -> EvalResult:
     """The paired-arm eval of `skill` (None with `options.resume`): generate what the skill
     lacks, plan, run every session, score, judge, measure triggers, and write the run
-    folder with its summary.json and receipt. `progress` hears of every session;
-    `stop_on_sigterm` makes SIGTERM stop the run the way Ctrl-C does (for a CLI or a CI
-    job; it installs a signal handler). Raises Interrupted when stopped either way."""
+    folder with its summary.json and receipt. `progress` hears of every session. Raises
+    Interrupted when Ctrl-C stops the run. Given `on_second_signal` (for a CLI or a CI job:
+    it installs signal handlers), SIGTERM stops it the same way, and a second signal exits
+    the process at once, after removing every sandbox, calling `on_second_signal` with the
+    Interrupted of the first to say its line."""
+    from skillbench.engine.interrupt import Stop
     from skillbench.engine.plan import prepare
     from skillbench.engine.run import execute
     from skillbench.models import parse_model
@@ -213,24 +216,16 @@ def evaluate(
             "model; the verdict shows the pipeline works, not that the skill helps"
         )
     run_dir = prepared[1]
-    terminated: list[bool] = []
-
-    async def until_stopped() -> EvalResult:
-        if stop_on_sigterm:  # SIGTERM (CI cancelling a job, `timeout`) cancels like Ctrl-C
-            main_task = asyncio.current_task()
-            assert main_task is not None
-
-            def stop() -> None:
-                terminated.append(True)
-                main_task.cancel()
-
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
-        return await execute(prepared, opts, progress or _Silent())
-
+    work = execute(prepared, opts, progress or _Silent())
+    stop = None
+    if on_second_signal is not None:
+        say = on_second_signal
+        stop = Stop(lambda signum: say(Interrupted(str(run_dir), signum=signum)))
     try:
-        return asyncio.run(until_stopped())
+        return asyncio.run(work if stop is None else stop.run(work))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        raise Interrupted(str(run_dir), terminated=bool(terminated)) from None
+        first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
+        raise Interrupted(str(run_dir), signum=first) from None
     except OSError as exc:  # the run folder could not be written: a full disk, most often
         full = exc.errno == errno.ENOSPC
         raise EvalError(

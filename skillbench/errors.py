@@ -20,6 +20,7 @@ base and the ones that belong to no single module. It imports nothing from skill
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,13 +42,14 @@ class EvalError(SkillbenchError):
 
 
 class Interrupted(SkillbenchError):
-    """A run stopped by Ctrl-C (`terminated` False) or SIGTERM (True); nothing finished is
-    lost, and `skillbench eval --resume <run_dir>` (or `Options(resume=run_dir)`) goes on."""
+    """A run stopped by Ctrl-C (SIGINT) or SIGTERM; nothing finished is lost, and
+    `skillbench eval --resume <run_dir>` (or `Options(resume=run_dir)`) goes on. `code` is
+    the exit status a shell expects after that signal (130, 143)."""
 
-    def __init__(self, run_dir: str, *, terminated: bool):
+    def __init__(self, run_dir: str, *, signum: int):
         self.run_dir = run_dir
-        self.terminated = terminated
+        self.code = 128 + signum
+        how = "terminated" if signum == signal.SIGTERM else "interrupted"
         super().__init__(
-            f"{'terminated' if terminated else 'interrupted'}; nothing finished is lost. "
-            f"Continue with: skillbench eval --resume {run_dir}"
+            f"{how}; nothing finished is lost. Continue with: skillbench eval --resume {run_dir}"
         )

@@ -77,14 +77,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.triggers_only:
         return _triggers_only(args.skill, options, args.json)
     progress = ProgressDisplay(quiet=args.quiet)
+
+    def last_words(stopped: Interrupted) -> None:
+        progress.close()
+        err(str(stopped))
+
     try:
         with closing(progress):  # closed before any error is printed
             result = api.evaluate(
-                args.skill, options=options, progress=progress, log=err, stop_on_sigterm=True
+                args.skill,
+                options=options,
+                progress=progress,
+                log=err,
+                on_second_signal=last_words,
             )
     except Interrupted as exc:
         err(str(exc))
-        return 143 if exc.terminated else 130
+        return exc.code
     summary = result.summary
     page = write_page(Path(result.run_dir))
     if args.json:

@@ -32,6 +32,7 @@ from skillbench.errors import EvalError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
+from skillbench.inputs import load_json
 from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxSpec
@@ -116,6 +117,7 @@ def build_case_images(
                 containerfile=Path(spec.containerfile) if spec.containerfile else None,
                 base=base,
                 log=log,
+                network=spec.build_network,
             )
             images[name] = agent.image(own, log)
         except (CaseImageError, AgentError) as exc:
@@ -260,7 +262,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     if opts.resume:
         run_dir = Path(opts.resume)
         try:
-            plan = msgspec.json.decode((run_dir / "plan.json").read_bytes(), type=Plan)
+            plan = load_json(run_dir / "plan.json", Plan)
         except (OSError, msgspec.DecodeError) as exc:
             raise EvalError(f"--resume {run_dir}: no readable plan.json ({exc})") from None
         changed = [

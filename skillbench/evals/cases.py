@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.evals.checks import parse_checks, script_path
+from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.fields import Report, root_mapping, type_name
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
-from skillbench.evals.problems import Problem
-from skillbench.evals.yamlsrc import KeyPath, load_yaml_file
+from skillbench.evals.problems import Problem, SpecError
+from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
 SESSION_FIELDS = (
     "task",
@@ -28,6 +29,7 @@ SESSION_FIELDS = (
     "oracle",
     "image",
     "containerfile",
+    "build_network",
     "workdir",
 )
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
@@ -97,31 +99,7 @@ def _session_fields(
             rep.error(("workdir",), problem)
         else:
             out["workdir"] = data["workdir"]
-    if "image" in data and "containerfile" in data:
-        rep.error(("containerfile",), "give `image` or `containerfile`, not both")
-    elif "image" in data and rep.expect(("image",), data["image"], str, "image"):
-        if data["image"].strip():
-            out["image"] = data["image"].strip()
-        else:
-            rep.error(("image",), "`image` is empty; name a local image or remove the line")
-    elif "containerfile" in data and rep.expect(
-        ("containerfile",), data["containerfile"], str, "containerfile"
-    ):
-        target = (case_file.parent / data["containerfile"]).resolve()
-        if not target.is_file():
-            rep.error(
-                ("containerfile",),
-                f"containerfile {data['containerfile']!r} does not "
-                f"exist (looked for {target}); it is relative to the "
-                "case file",
-            )
-        elif not target.is_relative_to(skill_dir.resolve()):
-            rep.error(
-                ("containerfile",),
-                f"containerfile {data['containerfile']!r} is outside the skill folder",
-            )
-        else:
-            out["containerfile"] = str(target)
+    out.update(_image(rep, data, case_file, skill_dir))
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:
@@ -155,6 +133,47 @@ def _session_fields(
                 rep.error(("max_turns",), f"`max_turns` must be at least 1, got {value}")
             else:
                 out["max_turns"] = value
+    return out
+
+
+def _image(rep: Report, data: dict[str, Any], case_file: Path, skill_dir: Path) -> dict[str, Any]:
+    """`image` or `containerfile` (whose instructions may not leave its build context), and
+    `build_network`."""
+    out: dict[str, Any] = {}
+    network = data.get(NETWORK_FIELD, False)
+    if NETWORK_FIELD in data and rep.expect((NETWORK_FIELD,), network, bool, NETWORK_FIELD):
+        if "containerfile" not in data:
+            rep.warn((NETWORK_FIELD,), f"`{NETWORK_FIELD}` without a `containerfile` does nothing")
+        out[NETWORK_FIELD] = network
+    if "image" in data and "containerfile" in data:
+        rep.error(("containerfile",), "give `image` or `containerfile`, not both")
+    elif "image" in data and rep.expect(("image",), data["image"], str, "image"):
+        if data["image"].strip():
+            out["image"] = data["image"].strip()
+        else:
+            rep.error(("image",), "`image` is empty; name a local image or remove the line")
+    elif "containerfile" in data and rep.expect(
+        ("containerfile",), data["containerfile"], str, "containerfile"
+    ):
+        target = (case_file.parent / data["containerfile"]).resolve()
+        if not target.is_file():
+            rep.error(
+                ("containerfile",),
+                f"containerfile {data['containerfile']!r} does not "
+                f"exist (looked for {target}); it is relative to the "
+                "case file",
+            )
+        elif not target.is_relative_to(skill_dir.resolve()):
+            rep.error(
+                ("containerfile",),
+                f"containerfile {data['containerfile']!r} is outside the skill folder",
+            )
+        else:
+            out["containerfile"] = str(target)
+            try:
+                rep.problems += lint(target, read_text(target), network=network is True)
+            except SpecError as exc:
+                rep.problems += exc.problems
     return out
 
 

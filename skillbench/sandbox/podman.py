@@ -1,6 +1,7 @@
 """The podman Sandbox provider: podman-py creates each container (limits, mounts, the
-executor as PID 1) and its tmpfs workspace volume, and sweeps what dead skillbench processes
-left; the sandbox itself, commands and files through the in-sandbox executor, is container.py.
+executor as PID 1) and its tmpfs workspace volume, removes what it made, and sweeps what dead
+skillbench processes left; the sandbox itself, commands and files through the in-sandbox
+executor, is container.py.
 
 Measured facts this relies on are in ../shared/podman-notes.md: runc, init always on,
 `stop_signal` as an int, both ulimits or neither, force removal with timeout 0.
@@ -17,6 +18,8 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,7 @@ from skillbench.sandbox.service import PodmanService, runtime_dir
 
 LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"
+PROVIDER_LABEL = "skillbench.provider"  # which provider in that process: what it removes
 EXECUTOR_FILE = Path(executor.__file__)
 _IN_SANDBOX = "/opt/skillbench/executor.py"
 _SOCKET_DIR = "/run/skillbench"
@@ -58,6 +62,17 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _listed(fetch: Callable[[], list[Any]]) -> list[Any]:
+    """A listing, retried: podman fails a whole list when an item in it is removed while it
+    is listed (another skillbench's sweep, a run ending); [] if that keeps happening."""
+    for _ in range(3):
+        try:
+            return fetch()
+        except Exception:
+            time.sleep(0.1)
+    return []
+
+
 def _owner_gone(labels: dict[str, str] | None, host: str) -> bool:
     """Labelled by a skillbench process on this host that no longer runs."""
     owner_host, _, pid = (labels or {}).get(OWNER_LABEL, "").rpartition(":")
@@ -73,6 +88,12 @@ class PodmanProvider:
         self._local = threading.local()
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
+        # Creations run in worker threads that a cancelled await does not stop: the count
+        # lets the final sweep wait for them, `_stopping` refuses new ones.
+        self._creating = threading.Condition()
+        self._in_flight = 0
+        self._stopping = False
+        self.labels = {LABEL: "1", OWNER_LABEL: _owner(), PROVIDER_LABEL: os.urandom(6).hex()}
         if sweep:
             self.sweep()
 
@@ -88,11 +109,13 @@ class PodmanProvider:
         """Remove containers left by skillbench processes on this host that are gone."""
         removed = 0
         host = socket.gethostname()
-        for ctr in self.client().containers.list(all=True, filters={"label": LABEL}):
+        ours = {"label": LABEL}
+        for ctr in _listed(lambda: self.client().containers.list(all=True, filters=ours)):
             if _owner_gone(ctr.labels, host):
-                ctr.remove(force=True, timeout=0)
-                removed += 1
-        for vol in self.client().volumes.list(filters={"label": LABEL}):
+                with contextlib.suppress(Exception):  # another process's sweep took it first
+                    ctr.remove(force=True, timeout=0)
+                    removed += 1
+        for vol in _listed(lambda: self.client().volumes.list(filters=ours)):
             if _owner_gone(vol.attrs.get("Labels"), host):
                 with contextlib.suppress(Exception):  # still in use: the next sweep takes it
                     vol.remove(force=True)
@@ -105,6 +128,45 @@ class PodmanProvider:
                 else:
                     path.unlink(missing_ok=True)
         return removed
+
+    @contextlib.contextmanager
+    def _creation(self) -> Iterator[None]:
+        with self._creating:
+            if self._stopping:
+                raise SandboxError("the run is stopping: no new sandboxes")
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._creating:
+                self._in_flight -= 1
+                self._creating.notify_all()
+
+    def remove_own(self, wait: float = 10.0) -> None:
+        """Remove every container and volume this provider made, whatever the state of the
+        sandboxes that hold them: after the creations under way have finished, none start."""
+        with self._creating:
+            self._stopping = True
+            self._creating.wait_for(lambda: self._in_flight == 0, timeout=wait)
+        mine = {"label": f"{PROVIDER_LABEL}={self.labels[PROVIDER_LABEL]}"}
+        # a client of its own: the threads' clients may be mid-request
+        with PodmanClient(base_url=self.service.url, timeout=wait) as client:
+            for ctr in _listed(lambda: client.containers.list(all=True, filters=mine)):
+                with contextlib.suppress(Exception):  # (gone meanwhile)
+                    ctr.remove(force=True, timeout=0)
+            for vol in _listed(lambda: client.volumes.list(filters=mine)):
+                with contextlib.suppress(Exception):
+                    vol.remove(force=True)
+
+    def stop_now(self) -> None:
+        """A second Ctrl-C: remove what this provider made and stop the service, at once."""
+        try:
+            self.remove_own()
+        finally:
+            for sandbox in list(self._live):
+                shutil.rmtree(sandbox._sock_dir, ignore_errors=True)
+            if self._owns_service:
+                self.service.stop()
 
     async def create(self, spec: SandboxSpec) -> PodmanSandbox:
         """Create and start a container, then connect to its executor."""
@@ -138,15 +200,16 @@ class PodmanProvider:
             "device": "tmpfs",
             "o": f"nr_blocks={blocks},uid={uid},gid={uid},mode=0755,nosuid,nodev",
         }
-        labels = {LABEL: "1", OWNER_LABEL: _owner()}
+        labels = self.labels
 
         def make() -> None:
-            try:
-                self.client().volumes.create(
-                    name, driver="local", driver_opts=options, labels=labels
-                )
-            except Exception as exc:
-                raise SandboxError(f"could not create a workspace volume: {exc}") from exc
+            with self._creation():
+                try:
+                    self.client().volumes.create(
+                        name, driver="local", driver_opts=options, labels=labels
+                    )
+                except Exception as exc:
+                    raise SandboxError(f"could not create a workspace volume: {exc}") from exc
 
         await asyncio.to_thread(make)
         found = PodmanWorkspace(self, name)
@@ -154,6 +217,10 @@ class PodmanProvider:
         return found
 
     def _create_container(self, spec: SandboxSpec, sock_dir: Path) -> str:
+        with self._creation():
+            return self._create_started(spec, sock_dir)
+
+    def _create_started(self, spec: SandboxSpec, sock_dir: Path) -> str:
         home = HOMES[spec.user]
         tmpfs = [("/tmp", spec.tmp, "1777"), (home, spec.home, "0700")]
         if spec.workspace is None:
@@ -175,7 +242,7 @@ class PodmanProvider:
             ],
             init=False,
             working_dir=spec.workdir,
-            labels={LABEL: "1", OWNER_LABEL: _owner(), **spec.labels},
+            labels={**self.labels, **spec.labels},
             mem_limit=memory,
             # nothing the agent writes outside /work, HOME and /tmp; no setuid escalation
             read_only=True,
@@ -228,11 +295,17 @@ class PodmanProvider:
         return str(ctr.id)
 
     async def aclose(self) -> None:
-        """Close every sandbox still open, then stop the service if we started it."""
-        await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
-        await asyncio.gather(*(w.close() for w in list(self._workspaces)), return_exceptions=True)
-        if self._owns_service:
-            self.service.stop()
+        """Close every sandbox still open, sweep up what an interrupted creation made, then
+        stop the service if we started it."""
+        try:
+            await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
+            await asyncio.gather(
+                *(w.close() for w in list(self._workspaces)), return_exceptions=True
+            )
+            await asyncio.to_thread(self.remove_own)
+        finally:
+            if self._owns_service:
+                self.service.stop()
 
 
 _WS_IDS = itertools.count(1)
