@@ -5,12 +5,13 @@ the nearest `pyproject.toml`. Flags override config; config overrides built-in d
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
+from skillbench.inputs import InputError, load_toml
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import SandboxSpec, parse_size
@@ -18,7 +19,7 @@ from skillbench.sandbox.base import SandboxSpec, parse_size
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
 
 
-class ConfigError(Exception):
+class ConfigError(SkillbenchError):
     """The config file is unreadable or has a wrong value; the message names the file."""
 
 
@@ -36,6 +37,13 @@ class ClusterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
     """`[cluster]`: where sessions run when one machine is not enough (docs/scale-out.md)."""
 
     address: str | None = None  # what ray.init(address=...) takes; None: this machine
+
+
+class SignSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[sign]`: the SSH private key receipts are signed with (design §14), in CI a secret
+    written to a file; relative to the config file. None: receipts are not signed."""
+
+    key: str | None = None
 
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -57,6 +65,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     request_timeout: float = 600.0
     prices: dict[str, Price] = {}
     gate: dict[str, Any] = {}
+    sign: SignSettings = SignSettings()
 
 
 class Loaded(msgspec.Struct):
@@ -84,9 +93,9 @@ def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+        return load_toml(path)
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
@@ -102,6 +111,9 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
             sources[key] = str(path)
         if isinstance(data.get("team"), str):  # a path in a config file is relative to it
             data["team"] = str(path.parent / data["team"])
+        sign = data.get("sign")
+        if isinstance(sign, dict) and isinstance(sign.get("key"), str):  # so is the key's
+            data["sign"] = {**sign, "key": str(path.parent / Path(sign["key"]).expanduser())}
     if os.environ.get("SKILLBENCH_MODEL") and not (flags or {}).get("model"):
         # the environment sits between the config and the flags (design §7: --model, then
         # SKILLBENCH_MODEL, then the config)

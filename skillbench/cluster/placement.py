@@ -84,8 +84,11 @@ def node_name() -> str:
     return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
 
 
-def run_session(job: bytes, skill: bytes, incumbent: bytes | None) -> Iterator[Any]:
-    """On a worker: the session's attempt; yields its node, its files in chunks, its record."""
+def run_session(
+    job: bytes, skill: bytes, incumbent: bytes | None, siblings: dict[str, Any]
+) -> Iterator[Any]:
+    """On a worker: the session's attempt; yields its node, its files in chunks, its record.
+    `siblings` are the library arm's other skills (digest -> their packed folder's ref)."""
     decoded = msgspec.msgpack.decode(job, type=Job)
     yield ("node", node_name())
     cache = Path(tempfile.gettempdir()) / f"skillbench-{os.getuid()}-cluster"
@@ -93,7 +96,8 @@ def run_session(job: bytes, skill: bytes, incumbent: bytes | None) -> Iterator[A
     scratch = Path(tempfile.mkdtemp(prefix="skillbench-session-"))
     try:
         try:
-            record = asyncio.run(_attempt(decoded, skill, incumbent, cache, scratch))
+            library = {d: ray.get(ref) for d, ref in siblings.items()}
+            record = asyncio.run(_attempt(decoded, skill, incumbent, library, cache, scratch))
         except EvalError as exc:  # a refused run (contamination): the driver stops it
             yield ("refused", str(exc))
             return
@@ -115,7 +119,12 @@ def run_session(job: bytes, skill: bytes, incumbent: bytes | None) -> Iterator[A
 
 
 async def _attempt(
-    job: Job, skill: bytes, incumbent: bytes | None, cache: Path, scratch: Path
+    job: Job,
+    skill: bytes,
+    incumbent: bytes | None,
+    library: dict[str, bytes],
+    cache: Path,
+    scratch: Path,
 ) -> SessionRecord:
     os.environ.update(job.env)  # this worker process reaches the model through the driver
     plan = job.plan
@@ -123,6 +132,14 @@ async def _attempt(
     if incumbent is not None and plan.incumbent is not None:
         path = unpack(incumbent, cache / plan.incumbent.digest.replace(":", "-") / plan.skill)
         plan = replace(plan, incumbent=replace(plan.incumbent, path=str(path)))
+    if plan.library is not None:
+        here = tuple(
+            replace(
+                s, path=str(unpack(library[s.digest], cache / s.digest.replace(":", "-") / s.name))
+            )
+            for s in plan.library.skills
+        )
+        plan = replace(plan, library=replace(plan.library, skills=here))
     opts = replace(job.opts, skill_dir=str(local), out=str(scratch), resume=None)
     sessions = sessions_of(load_assets(local), opts.case)
     runner = Runner(opts, plan, scratch, read_skill(local), sessions, _Quiet())
@@ -171,8 +188,11 @@ class Cluster:
         incumbent = None
         if plan.incumbent is not None:
             incumbent = self._ref(plan.incumbent.digest, Path(plan.incumbent.path))
+        siblings = {}
+        if plan.library is not None:
+            siblings = {s.digest: self._ref(s.digest, Path(s.path)) for s in plan.library.skills}
         key = session_key(name, arm, rep)
-        gen: Any = self._task.remote(msgspec.msgpack.encode(job), skill, incumbent)
+        gen: Any = self._task.remote(msgspec.msgpack.encode(job), skill, incumbent, siblings)
         node = "an unknown node"
         try:
             async for ref in gen:

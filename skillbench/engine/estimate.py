@@ -21,6 +21,7 @@ from skillbench.engine.plan import (
     EvalOptions,
     case_spec,
     find_incumbent,
+    library_of,
     sessions_of,
     trigger_method,
     units_of,
@@ -28,6 +29,7 @@ from skillbench.engine.plan import (
 )
 from skillbench.engine.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
+from skillbench.models import endpoint
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import local_receipts
@@ -56,6 +58,7 @@ class Estimate(msgspec.Struct, kw_only=True):
     trigger_method: str | None  # None: no triggers file, or --execution-only
     cost_usd: float | None  # None: the model has no known price
     seconds: float
+    parallel: int  # the sessions at once the time assumes
     basis: str  # where the per-session figures came from
 
 
@@ -72,6 +75,7 @@ def estimate(opts: EvalOptions) -> Estimate:
     version = digest(skill_dir)
     sessions = sessions_of(assets, opts.case)
     found = find_incumbent(opts, skill, version)
+    library = library_of(opts, skill)
     arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else [])
     box = sandbox_spec(settings, agent.image_name(opts.image))
     cache = SessionCache()
@@ -84,10 +88,16 @@ def estimate(opts: EvalOptions) -> Estimate:
                         session_inputs(
                             spec,
                             skill_dir,
-                            arm=arm_identity(arm, found.digest if found else None),
+                            arm=arm_identity(
+                                arm,
+                                found.digest if found else None,
+                                library.digest if library else None,
+                            ),
                             agent=agent.name,
                             agent_version=agent.version(),
+                            agent_options=settings.agents.get(agent.name, {}),
                             model=settings.model,
+                            endpoint=endpoint(settings.model).url,
                             sandbox=case_spec(box, spec, None),
                             rep=rep,
                         )
@@ -130,6 +140,7 @@ def estimate(opts: EvalOptions) -> Estimate:
         trigger_method=method,
         cost_usd=cost_usd(settings.model, usage, settings.prices),
         seconds=wall,
+        parallel=settings.parallel,
         basis=basis,
     )
 
@@ -167,7 +178,7 @@ def _per_session(skill: str, model: str, agent: str) -> tuple[float, float, floa
     )
 
 
-def plan_lines(e: Estimate, max_cost: float | None, parallel: int) -> list[str]:
+def plan_lines(e: Estimate, max_cost: float | None) -> list[str]:
     """The `eval --plan` report."""
     arms = ", ".join(e.arms)
     lines = [
@@ -192,7 +203,7 @@ def plan_lines(e: Estimate, max_cost: float | None, parallel: int) -> list[str]:
         else f"~${e.cost_usd:.2f}"
     )
     lines.append(f"  estimated cost: {cost}; {e.basis}")
-    lines.append(f"  estimated time: ~{_duration(e.seconds)} at --parallel {parallel}")
+    lines.append(f"  estimated time: ~{_duration(e.seconds)} at --parallel {e.parallel}")
     over = over_budget(e, max_cost)
     if over:
         lines.append(f"  {over}")

@@ -76,11 +76,15 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     oracle: str | None = None  # a reference solution's script, its path under evals/
     image: str | None = None  # a local image the case runs in (with the sandbox's users added)
     containerfile: str | None = None  # absolute path of the Containerfile its image is built from
+    build_network: bool = False  # the containerfile's build may reach the network
     workdir: str | None = None  # where its workspace is (default /work), e.g. an image's /app
 
 
 class Case(Session, frozen=True, kw_only=True):
     """One execution case (`evals/cases/<stem>.yaml`); its name is the file stem."""
+
+    # False: a task the skill is not for; the candidate loading it there loses the row
+    expect_activation: bool = True
 
 
 class Suite(Session, frozen=True, kw_only=True):

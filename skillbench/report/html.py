@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from skillbench.engine.records import CANDIDATE, RowRecord
+from skillbench.report.evidence import evidence_lines
 from skillbench.report.run_folder import RunFolder, load_run
 from skillbench.report.terminal import report_lines
 
@@ -97,6 +99,7 @@ def render(run: RunFolder) -> str:
         "</p></header>",
         _section("Report", "<pre class='terminal'>" + _e("\n".join(report_lines(s))) + "</pre>"),
         _stats(run),
+        _activation(run),
         _diagnostics(run),
         _section(f"Rows ({len(rows)})", _rows_shell(rows)),
         _triggers(s.triggers),
@@ -118,10 +121,9 @@ def _page(title: str, body: str, data: str, js: str) -> str:
         "DATA": data,
         "JS": js,
     }
-    page = _PAGE
-    for name, value in parts.items():  # (not str.format: the CSS and JS are full of braces)
-        page = page.replace(f"@@{name}@@", value, 1)
-    return page
+    # One pass over the template alone (not str.format: the CSS and JS are full of braces):
+    # a placeholder written in the data, such as a check's `@@JS@@`, is never filled in.
+    return _SLOT.sub(lambda m: parts[m.group(1)], _PAGE)
 
 
 def _e(text: object) -> str:
@@ -170,6 +172,29 @@ def _stats(run: RunFolder) -> str:
             "</div>"
         )
     return _section("Stats", "<div class='cards'>" + "".join(cards) + "</div>")
+
+
+def _activation(run: RunFolder) -> str:
+    """Whether the skill loaded, case by case, under the library, activation and ambient
+    lines of the report."""
+    s = run.summary
+    lines = "".join(f"<p>{_e(line.strip())}</p>" for line in evidence_lines(s))
+    cases = s.activation.cases if s.activation is not None else []
+    if not lines and not cases:
+        return ""
+    rows = "".join(
+        f"<tr class='{'ok' if (c.fired == c.sessions) == c.expected else 'bad'}'>"
+        f"<td>{_e(c.case)}</td><td>{c.fired} of {c.sessions}</td>"
+        f"<td>{'yes' if c.expected else 'no (expect_activation: false)'}</td></tr>"
+        for c in cases
+    )
+    table = (
+        "<table class='prompts'><thead><tr><th>case</th><th>skill loaded in</th>"
+        f"<th>should load</th></tr></thead><tbody>{rows}</tbody></table>"
+        if cases
+        else ""
+    )
+    return _section("Activation", lines + table)
 
 
 def _diagnostics(run: RunFolder) -> str:
@@ -332,6 +357,7 @@ def _efficiency(run: RunFolder) -> str:
     return _section("Efficiency", "<div class='charts'>" + "".join(charts) + "</div>" + total)
 
 
+_SLOT = re.compile(r"@@([A-Z]+)@@")
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
