@@ -430,4 +430,3 @@ def _error_message(body: bytes | bytearray) -> str | None:
     error = data.get("error") if isinstance(data, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
     return " ".join(message.split())[:400] if isinstance(message, str) and message else None
-

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
 from skillbench.inputs import InputError, load_toml
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
@@ -18,7 +19,7 @@ from skillbench.sandbox.base import SandboxSpec, parse_size
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
 
 
-class ConfigError(Exception):
+class ConfigError(SkillbenchError):
     """The config file is unreadable or has a wrong value; the message names the file."""
 
 
@@ -30,6 +31,12 @@ class SandboxLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     home: str = "64m"  # the agent's HOME
     tmp: str = "256m"  # /tmp
     keep_workspace: str = "100m"  # copied out of a failed arm, then a note
+
+
+class ClusterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[cluster]`: where sessions run when one machine is not enough (docs/scale-out.md)."""
+
+    address: str | None = None  # what ray.init(address=...) takes; None: this machine
 
 
 class SignSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -53,6 +60,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pids: int = 512
     cpus: float = 1.0
     sandbox: SandboxLimits = SandboxLimits()
+    cluster: ClusterSettings = ClusterSettings()
     max_retries: int = 4
     request_timeout: float = 600.0
     prices: dict[str, Price] = {}
