@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from skillbench.evals.containerfile import NETWORK_FIELD, lint
+from skillbench.evals.imageref import ref_problem
 from skillbench.evals.model import (
     BUCKETS,
     CHECK_KINDS,
@@ -389,7 +390,10 @@ def _image(rep: _Report, data: dict[str, Any], case_file: Path, skill_dir: Path)
     if "image" in data and "containerfile" in data:
         rep.error(("containerfile",), "give `image` or `containerfile`, not both")
     elif "image" in data and rep.expect(("image",), data["image"], str, "image"):
-        if data["image"].strip():
+        problem = ref_problem(data["image"].strip())
+        if data["image"].strip() and problem:
+            rep.error(("image",), problem)
+        elif data["image"].strip():
             out["image"] = data["image"].strip()
         else:
             rep.error(("image",), "`image` is empty; name a local image or remove the line")
