@@ -207,7 +207,7 @@ def test_offline_a_missing_image_skips_only_its_case(
             ]
         }
     )
-    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    _, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
     assert [s["case"] for s in summary["skipped"]] == ["remote"]
     assert "its registry cannot be reached" in summary["skipped"][0]["reason"]
     assert "connection refused" in summary["skipped"][0]["reason"]
