@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
 from skillbench.inputs import InputError, load_toml
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
@@ -18,7 +19,7 @@ from skillbench.sandbox.base import SandboxSpec, parse_size
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
 
 
-class ConfigError(Exception):
+class ConfigError(SkillbenchError):
     """The config file is unreadable or has a wrong value; the message names the file."""
 
 

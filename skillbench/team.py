@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from skillbench.engine.score import RowSummary, derive
+from skillbench.errors import SkillbenchError
 from skillbench.inputs import MAX_JSON, InputError, load_json, load_toml, read_capped
 from skillbench.models import PROVIDER_ENDPOINTS, origin
 from skillbench.receipts import (
@@ -44,7 +45,7 @@ SIGNERS = Path(".skillbench/allowed_signers")  # in the team repo
 PUBLISH_WAIT = 120.0  # seconds a publish waits for another one in the same team repo
 
 
-class TeamError(Exception):
+class TeamError(SkillbenchError):
     """The team repo refuses the operation; the message says why and what to do."""
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.sandbox.image_check import image_problems
 from skillbench.skills import (
@@ -18,7 +19,7 @@ from skillbench.skills import (
 )
 
 
-class NotASkill(Exception):
+class NotASkill(SkillbenchError):
     """The path is neither a skill folder nor a library root."""
 
 

@@ -7,7 +7,7 @@ import hashlib
 import os
 import random
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from skillbench.engine.records import (
     Plan,
     Unit,
 )
+from skillbench.errors import EvalError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
@@ -49,14 +50,6 @@ from skillbench.skills import (
     skill_files,
 )
 from skillbench.team import TeamError, incumbent
-
-
-class EvalError(Exception):
-    """The run cannot start or go on: bad assets, a changed skill on resume, contamination."""
-
-    def __init__(self, message: str, problems: Sequence[Problem] = ()):
-        self.problems = list(problems)
-        super().__init__(message)
 
 
 class EvalOptions(msgspec.Struct, kw_only=True):

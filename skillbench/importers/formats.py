@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from skillbench.evals.load import workdir_problem
+from skillbench.evals.cases import workdir_problem
 from skillbench.evals.yamlsrc import CappedLoader
 from skillbench.importers.base import (
     Imported,
