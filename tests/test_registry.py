@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
-from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.image import IMAGE, build_image
 from skillbench.sandbox.pull import ImageUnavailable, pull
 from tests.helpers import conv, run_eval, skill
 
@@ -251,3 +252,59 @@ def test_a_malformed_reference_is_an_error_at_check(tmp_path: Path, capsys) -> N
     assert (
         f"{folder}/evals/cases/b.yaml:2: error: image 'Bad Name' is not an image reference" in out
     )
+
+
+# --- issue 28 part 3: the sandbox image built FROM a registry's Debian image ----------------
+
+
+@pytest.mark.anyio
+async def test_the_sandbox_image_builds_from_a_pinned_registry_base_and_runs(
+    registry: Registry, provider, tmp_path: Path
+) -> None:
+    # There is no internet here: a Debian image without the sandbox's users or /work, pushed
+    # to the loopback registry, stands in for a public Debian base. The build's apt step
+    # reaches Debian's mirror (reachable here); the base itself comes only from the registry.
+    nonce = os.urandom(6).hex()
+    local = f"localhost/skillbench-test-debian:{nonce}"
+    subprocess.run(
+        ["podman", "build", "-q", "--pull=never", "-t", local, "-f", "-", "."],
+        input=(
+            f"FROM {IMAGE}\nUSER root\nRUN userdel -r agent && userdel -r checker && "
+            f"rm -rf /work && echo {nonce} > /etc/stand-in\n"
+        ).encode(),
+        check=True,
+        capture_output=True,
+        cwd=registry.root,
+    )
+    base = f"{registry.host}/test/debian@{registry.push(local, 'test/debian:bookworm')}"
+    subprocess.run(["podman", "rmi", "-f", local], check=True, capture_output=True)
+    built = f"localhost/skillbench-test-sandbox:{nonce}"
+    seen: list[str] = []
+    try:
+        assert build_image(name=built, from_registry=base, log=seen.append) == built
+        assert seen[0] == f"pulling {base} (plain HTTP: a loopback registry)"
+        assert f"FROM {base}" in seen[-2] and seen[-1] == f"built {built}"
+        box = await provider.create(SandboxSpec(image=built))
+        try:
+            done = await box.exec(
+                "cat /etc/stand-in && id -u agent && id -u checker && stat -c %u /work && "
+                "python3 -c 'print(1)' && git --version >/dev/null && pwd"
+            )
+        finally:
+            await box.close()
+        assert done.ok, done.stderr
+        assert done.stdout.split() == [nonce, "1000", "1001", "1000", "1", "/work"]
+    finally:
+        subprocess.run(["podman", "rmi", "-f", built], capture_output=True)
+
+
+def test_an_unpinned_registry_base_is_refused_in_one_line(capsys) -> None:
+    code = main(["image", "build", "--force", "--from-registry", "docker.io/library/debian:12"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert err == [
+        "skillbench: image build failed: --from-registry docker.io/library/debian:12: name the "
+        "registry and pin the digest, e.g. docker.io/library/debian:bookworm-slim@sha256:"
+        "<digest> (`podman pull` it once and read `podman image inspect --format "
+        "'{{.Digest}}' IMAGE`)"
+    ]

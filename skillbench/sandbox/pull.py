@@ -109,7 +109,7 @@ def _stream(client: PodmanClient, ref: str, *, tls_verify: bool, log: Callable[[
             if "error" in item:
                 raise _failure(ref, str(item["error"]))
             if item.get("stream"):
-                log(f"  {ref}: {str(item['stream']).strip()}")
+                log(f"  {str(item['stream']).strip()}")
     except PullError:
         raise
     except Exception as exc:  # the API itself failed (podman-py's APIError, a timeout)
