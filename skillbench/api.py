@@ -21,7 +21,7 @@ import os
 import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -68,6 +68,7 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     fresh_baseline: bool = False  # rerun baseline and incumbent sessions, never reuse them
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
     with_library: str | None = None  # a library root: every arm also stages its other skills
+    cluster: str | None = None  # a Ray cluster's address: the sessions run there (skillbench[ray])
 
 
 class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -216,7 +217,8 @@ def evaluate(
             "model; the verdict shows the pipeline works, not that the skill helps"
         )
     run_dir = prepared[1]
-    work = execute(prepared, opts, progress or _Silent())
+    cluster = _open_cluster(options.cluster or opts.settings.cluster.address, opts, log)
+    work = execute(prepared, opts, progress or _Silent(), cluster)
     stop = None
     if on_second_signal is not None:
         say = on_second_signal
@@ -234,6 +236,24 @@ def evaluate(
             f"is lost: {'free some space' if full else 'fix that'}, then continue with: "
             f"skillbench eval --resume {run_dir}"
         ) from None
+    finally:
+        if cluster is not None:
+            cluster.close()
+            for node, count in cluster.lost.items():
+                log(f"cluster: {node} dropped out mid-run; its {count} session(s) were retried")
+
+
+def _open_cluster(address: str | None, opts: EvalOptions, log: Log) -> Any:
+    """The cluster the sessions are placed on (None: this machine), its nodes prepared.
+    Ray is imported only here, and only when a cluster is asked for."""
+    if not address:
+        return None
+    from skillbench.cluster import ClusterError, open_cluster
+
+    try:
+        return open_cluster(address, [opts.image, *opts.case_images.values()], log)
+    except ClusterError as exc:
+        raise OptionsError(str(exc)) from None
 
 
 class _Silent:

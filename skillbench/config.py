@@ -33,6 +33,12 @@ class SandboxLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     keep_workspace: str = "100m"  # copied out of a failed arm, then a note
 
 
+class ClusterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[cluster]`: where sessions run when one machine is not enough (docs/scale-out.md)."""
+
+    address: str | None = None  # what ray.init(address=...) takes; None: this machine
+
+
 class SignSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """`[sign]`: the SSH private key receipts are signed with (design §14), in CI a secret
     written to a file; relative to the config file. None: receipts are not signed."""
@@ -54,6 +60,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pids: int = 512
     cpus: float = 1.0
     sandbox: SandboxLimits = SandboxLimits()
+    cluster: ClusterSettings = ClusterSettings()
     max_retries: int = 4
     request_timeout: float = 600.0
     prices: dict[str, Price] = {}

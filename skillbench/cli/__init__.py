@@ -12,6 +12,7 @@ import argparse
 from collections.abc import Sequence
 
 from skillbench import __version__
+from skillbench.cli.cluster import register_cluster
 from skillbench.cli.common import EXIT_USAGE, UsageError, err
 from skillbench.cli.config import register_config
 from skillbench.cli.doctor import register_doctor, register_image
@@ -48,6 +49,7 @@ REGISTER = (
     register_config,
     register_doctor,
     register_image,
+    register_cluster,
 )
 
 

@@ -51,6 +51,7 @@ def options_of(args: argparse.Namespace) -> api.Options:
         fresh_baseline=args.fresh_baseline,
         aa=args.aa,
         with_library=args.with_library,
+        cluster=args.cluster,
     )
 
 
@@ -215,6 +216,12 @@ def register_eval(sub: Subparsers) -> None:
         help="the library arm: every arm also stages the other skills of the library root DIR "
         "(the baseline: the library minus this skill), so the verdict and activation say "
         "whether the skill still helps, and still fires, beside its siblings",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the sessions on a Ray cluster (what ray.init takes: auto, IP:port, "
+        "ray://host:port; default [cluster] address); needs skillbench[ray]",
     )
     p.add_argument(
         "--plan",
