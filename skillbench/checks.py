@@ -13,7 +13,7 @@ import msgspec
 from skillbench.evals.load import path_escape
 from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.jsonreply import first_json_object
-from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox
+from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
 from skillbench.transcript import Transcript
 
 COMMAND_TIMEOUT = 120.0
@@ -41,6 +41,8 @@ async def run_checks(
     own folder there ($CASE for verifiers and graders)."""
     text = transcript.all_text.lower()
     commands = transcript.bash_commands
+    if sandbox is not None:
+        await _clear_rewards(checks, sandbox)
     results = []
     for check in checks:
         try:
@@ -51,6 +53,24 @@ async def run_checks(
         except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
             results.append(CheckResult(check.name, False, f"could not run: {exc}"))
     return results
+
+
+async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> None:
+    """Remove what the agent left where a reward file will be read from: a reward is the
+    check phase's own, never a file (or a locked one) the agent made in advance. (Outside
+    the workspace the checker's /logs and /tmp are fresh anyway.)"""
+    work = sandbox.workdir.rstrip("/")
+    paths = [
+        path
+        for c in checks
+        if c.kind == "reward" and c.arg
+        for path in [c.arg if c.arg.startswith("/") else f"{work}/{c.arg}"]
+        if path.startswith(f"{work}/")
+    ]
+    if paths:
+        done = await sandbox.exec(["rm", "-rf", "--", *paths], timeout=COMMAND_TIMEOUT)
+        if not done.ok:  # the agent's reward would be read: score nothing
+            raise SandboxError(f"could not clear the reward files: {done.stderr.strip()[-200:]}")
 
 
 SCRIPTED = frozenset({"verifier", "reward", "grader"})
@@ -171,7 +191,10 @@ async def _one(
         reason = path_escape(arg)
         if reason:
             return CheckResult(name, False, f"path {reason}")
-        exists = await sandbox.exists(f"{sandbox.workdir}/{arg}")
+        try:
+            exists = await sandbox.exists(f"{sandbox.workdir}/{arg}")
+        except OSError as exc:  # a locked folder, a loop: not "absent", and not "exists"
+            return CheckResult(name, False, f"unreadable: {exc.strerror or exc}")
         if check.kind == "file_exists":
             return CheckResult(name, exists, "exists" if exists else "missing")
         return CheckResult(name, not exists, "exists" if exists else "absent")

@@ -28,6 +28,7 @@ from skillbench.importers.base import (
     support,
     yaml_str,
 )
+from skillbench.sandbox.base import HANDOVER
 from skillbench.sandbox.case_image import SANDBOX_FROM
 from skillbench.sandbox.image import image_exists
 
@@ -170,10 +171,11 @@ def _margin_case(folder: Path, out: Imported) -> None:
         notes.append(f"metadata: {meta['metadata']}")
     # Margin stages tests/ at test_cwd after the agent and runs test.sh there: so does this
     wrapper = (
-        "#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd, then run "
-        "its verifier (exit 0 pass, 1 fail, 2 no verdict)\n"
-        'rm -rf "$WORK/tests" && cp -r "$CASE/tests" "$WORK/tests" && cd "$WORK" && '
-        "exec bash tests/test.sh\n"
+        "#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd (a fresh copy; "
+        "every link the agent made into it is cut first), then run its verifier (exit 0 pass, "
+        "1 fail, 2 no verdict)\n"
+        f'python3 -I {HANDOVER} stage "$CASE/tests" "$WORK/tests" "$WORK" || exit 2\n'
+        'cd "$WORK" && exec bash tests/test.sh\n'
     )
     out.files += [
         NewFile(

@@ -29,6 +29,7 @@ import msgspec
 WORKDIR = "/work"
 SKILLS_DIR = "/skills"  # staged skills, read-only, one folder per skill
 CASE_DIR = "/case"  # the skill's evals/, read-only, only in the checker
+HANDOVER = "/opt/skillbench/handover.py"  # handover.py, in every sandbox (its `stage` command)
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
 # The image's users: the agent works as `agent`; checks run as `checker`, a user the agent
 # never was; `root` is the executor's own (used only to hand /work to the checker).
@@ -139,6 +140,13 @@ class Sandbox(Protocol):
     async def write_file(self, path: str, content: str | bytes) -> None: ...
 
     async def exists(self, path: str) -> bool: ...
+
+    async def hand_over(self, user: str) -> list[str]:
+        """Give the workspace to `user` for the check phase (design §15): every entry theirs
+        and unlockable, hard links broken, and every symlink cut that does not lead, now,
+        to something inside the workspace or on the read-only image. Returns a note per
+        entry changed."""
+        ...
 
     async def put_tree(self, src: Path, dest: str) -> None:
         """Copy the host folder `src` into the sandbox folder `dest` (created if missing)."""

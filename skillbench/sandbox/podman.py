@@ -29,10 +29,11 @@ from typing import Any
 
 from podman import PodmanClient
 
-from skillbench.sandbox import executor
+from skillbench.sandbox import executor, handover
 from skillbench.sandbox.base import (
     AGENT,
     DEFAULT_OUTPUT_CAP,
+    HANDOVER,
     HOMES,
     ROOT,
     UIDS,
@@ -50,6 +51,7 @@ from skillbench.sandbox.service import PodmanService, runtime_dir
 LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"
 EXECUTOR_FILE = Path(executor.__file__)
+HANDOVER_FILE = Path(handover.__file__)
 _IN_SANDBOX = "/opt/skillbench/executor.py"
 _SOCKET_DIR = "/run/skillbench"
 _REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
@@ -214,6 +216,7 @@ class PodmanProvider:
                     for m in (
                         *spec.mounts,
                         Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
+                        Mount(str(HANDOVER_FILE), HANDOVER, read_only=True),
                         Mount(str(sock_dir), _SOCKET_DIR, read_only=False),
                     )
                 ),
@@ -490,6 +493,11 @@ class PodmanSandbox:
         reply = await self._call("exists", 30, path=path)
         self._raise_for(reply, path)
         return bool(reply["exists"])
+
+    async def hand_over(self, user: str) -> list[str]:
+        reply = await self._call("handover", 300, user=user)
+        self._raise_for(reply, self.workdir)
+        return [str(n) for n in reply["notes"]]
 
     async def put_tree(self, src: Path, dest: str) -> None:
         # unpacked by the sandbox's user, so the files are theirs (never root's)
