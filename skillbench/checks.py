@@ -35,18 +35,22 @@ async def run_checks(
     transcript: Transcript,
     sandbox: Sandbox | None,
     case_dir: str = CASE_DIR,
+    earlier: Sequence[CheckResult] | None = None,
 ) -> list[CheckResult]:
     """Evaluate checks against a finished session: `transcript` as it happened (unscrubbed),
     `sandbox` the checker holding the arm's /work (stage.check_phase), `case_dir` the case's
-    own folder there ($CASE for verifiers and graders)."""
+    own folder there ($CASE for verifiers and graders). `earlier`: these checks' results on
+    the same session before (a reused one): those that read only the transcript stand."""
     text = transcript.all_text.lower()
     commands = transcript.bash_commands
     if sandbox is not None:
         await _clear_rewards(checks, sandbox)
     results = []
-    for check in checks:
+    for i, check in enumerate(checks):
         try:
-            if check.kind in SCRIPTED and sandbox is not None:
+            if earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
+                results.append(earlier[i])
+            elif check.kind in SCRIPTED and sandbox is not None:
                 results.append(await _scripted(check, transcript, sandbox, case_dir))
             else:
                 results.append(await _one(check, text, commands, sandbox))
@@ -74,6 +78,9 @@ async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> None:
 
 
 SCRIPTED = frozenset({"verifier", "reward", "grader"})
+TRANSCRIPT_ONLY = frozenset(
+    {"transcript_mentions", "transcript_omits", "command_matching", "no_command_matching"}
+)
 SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl
 

@@ -158,6 +158,17 @@ class Sandbox(Protocol):
         what was left out (devices, FIFOs, hard links, unsafe names, the cut at `cap`)."""
         ...
 
+    async def save_archive(self, src: str, dest: Path, *, cap: int) -> bool:
+        """Write the sandbox folder `src` to the host file `dest` as a tar archive (as it is:
+        owners, modes, links as links); False, and no file, when it holds more than `cap`
+        bytes. For baseline reuse, which runs the checks again on it."""
+        ...
+
+    async def load_archive(self, archive: Path, dest: str) -> None:
+        """Make the sandbox folder `dest` hold exactly what `save_archive` wrote to
+        `archive` (whatever was there before is removed)."""
+        ...
+
     async def close(self) -> None:
         """Destroy the sandbox; safe to call twice."""
         ...

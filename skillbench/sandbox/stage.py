@@ -211,11 +211,53 @@ async def check_phase(
     A fresh sandbox from the same image mounts the arm's workspace and the skill's `evals/`
     at /case, read-only; then the agent's sandbox is removed, so no agent process is left,
     and /work is handed to the `checker` user (Sandbox.hand_over; its notes are kept on the
-    arm). The checker's root filesystem, HOME and /tmp
-    are new; its environment is CHECK_ENV. The checker starts before the agent's sandbox
-    goes because the workspace lives only while a sandbox holds it.
+    arm). The checker's root filesystem, HOME and /tmp are new; its environment is CHECK_ENV.
+    The checker starts before the agent's sandbox goes because the workspace lives only while
+    a sandbox holds it.
     """
-    case = Path(arm.host_dir) / "case"
+    arm.checker = await _open_checker(provider, spec, arm.workspace, Path(arm.host_dir), skill_dir)
+    await arm.sandbox.close()
+    await _hand_over(arm)
+    return arm.checker
+
+
+async def recheck_phase(
+    provider: SandboxProvider, spec: SandboxSpec, archive: Path, skill_dir: Path, scratch: Path
+) -> StagedArm:
+    """A checker for a reused session (its checks run again against the current check files):
+    a fresh workspace holding what the session's own check phase was handed (`archive`, from
+    Sandbox.save_archive), handed over once more. No agent sandbox: its `sandbox` is the
+    checker too."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    host_dir = Path(tempfile.mkdtemp(prefix="recheck-", dir=scratch))
+    workspace = None
+    try:
+        workspace = await provider.workspace(spec.disk)
+        checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir)
+    except BaseException:
+        if workspace is not None:
+            await workspace.close()
+        shutil.rmtree(host_dir, ignore_errors=True)
+        raise
+    arm = StagedArm(checker, workspace, (), str(host_dir), checker=checker)
+    try:
+        await checker.load_archive(archive, spec.workdir)
+        await _hand_over(arm)
+    except BaseException:
+        await arm.close()
+        raise
+    return arm
+
+
+async def _open_checker(
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    workspace: Workspace,
+    host_dir: Path,
+    skill_dir: Path,
+) -> Sandbox:
+    """A fresh checker sandbox on `workspace`, with the skill's current `evals/` at /case."""
+    case = host_dir / "case"
     evals = skill_dir / "evals"
     if evals.is_dir():
         # links are followed: an eval may point at a script the skill ships
@@ -225,22 +267,24 @@ async def check_phase(
     checker_spec = msgspec.structs.replace(
         spec,
         user=CHECKER,
-        workspace=arm.workspace.name,
+        workspace=workspace.name,
         env={**spec.env, **CHECK_ENV},
         logs=True,
         mounts=(
             *spec.mounts,
             Mount(str(case), CASE_DIR, read_only=True),
-            *_tool_mounts(Path(arm.host_dir)),
+            *_tool_mounts(host_dir),
         ),
     )
-    arm.checker = await provider.create(checker_spec)
-    await arm.sandbox.close()
+    return await provider.create(checker_spec)
+
+
+async def _hand_over(arm: StagedArm) -> None:
+    assert arm.checker is not None
     try:
         arm.handover = await arm.checker.hand_over(CHECKER)
     except OSError as exc:
-        raise SandboxError(f"could not hand {spec.workdir} to the checker: {exc}") from None
-    return arm.checker
+        raise SandboxError(f"could not hand the workspace to the checker: {exc}") from None
 
 
 async def missing_requirements(sandbox: Sandbox, requires: Sequence[str]) -> list[str]:
