@@ -96,6 +96,9 @@ NATIVE = {
     "evals/cases/include.yaml": (
         f"task: Task include\nchecks:\n  - command_succeeds: git status -s >/dev/null; {SAME[18:]}\n"
     ),
+    "evals/cases/filter.yaml": (
+        f"task: Task filter\nchecks:\n  - command_succeeds: git status -s >/dev/null; {SAME[18:]}\n"
+    ),
     # links that lead somewhere harmless keep working
     "evals/cases/legit.yaml": (
         "task: Task legit\nchecks:\n  - command_succeeds: ./py -c 'print(1)'\n"
@@ -133,6 +136,11 @@ ATTACKS = {
         f"{GIT_INIT}printf '[core]\\n\\tfsmonitor = /work/fsm\\n' > evil.cfg && "
         f"printf '{HOOK}' > fsm && chmod +x fsm && git config include.path ../evil.cfg && "
         "echo junk > out.txt"
+    ),
+    "filter": (  # a clean filter runs on `git status` for every file whose stat changed
+        f"{GIT_INIT}echo a > a.txt && git add a.txt && git commit -qm a && "
+        "git config filter.x.clean \"sh -c 'cp /case/expected.txt /work/out.txt; cat'\" && "
+        "echo '* filter=x' > .gitattributes && echo b > a.txt && echo junk > out.txt"
     ),
     "legit": (
         "ln -s /usr/bin/python3 py && mkdir -p sub venv/bin && echo hello > sub/real.txt && "

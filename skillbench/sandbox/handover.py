@@ -14,6 +14,9 @@ before any check and after every agent process is gone, so nothing changes under
   name never shows under another one the agent chose.
 - Every entry belongs to the checker, and its owner may read and write it (and enter folders):
   `chmod 000` locks nothing.
+- A git repository's config keeps only what reading the repository needs (format, remotes,
+  branches, identity): no include, filter, textconv, alias, hook path or fsmonitor of the
+  agent's runs when a check asks git about the workspace.
 
 `stage` is for verifiers that put the answer key inside the workspace, as Margin does with
 tests/ at its test_cwd: it removes the destination, cuts every link in the workspace that
@@ -27,10 +30,12 @@ import contextlib
 import os
 import shutil
 import stat
+import subprocess
 import sys
 
 CUT = "/dev/null/"  # a link under it never resolves: /dev/null is not a folder
 _HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
+_GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
 
 
 def _mount_points():
@@ -123,60 +128,166 @@ def _own_copy(path, info):
         return f"{path}: a hard link, removed (no copy: {exc.strerror or exc})"
 
 
+# what a check reading the repository needs; nothing here makes git run a program or read a
+# file outside the repository
+_GIT_KEEP = (
+    "core.repositoryformatversion",
+    "core.bare",
+    "core.filemode",
+    "core.logallrefupdates",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.quotepath",
+    "core.sparsecheckout",
+    "core.sparsecheckoutcone",
+    "core.abbrev",
+    "extensions.*",
+    "remote.*.url",
+    "remote.*.pushurl",
+    "remote.*.fetch",
+    "branch.*.remote",
+    "branch.*.merge",
+    "user.name",
+    "user.email",
+    "init.defaultbranch",
+)
+
+
+def _git_keeps(key):
+    section, _, rest = key.partition(".")
+    name = rest.rpartition(".")[2]
+    sub = "*" if "." in rest else ""
+    return any(
+        k in (f"{section}.{name}", f"{section}.{sub}.{name}", f"{section}.*") for k in _GIT_KEEP
+    )
+
+
+def _quoted(text):
+    for old, new in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t")):
+        text = text.replace(old, new)
+    return f'"{text}"'
+
+
+def _tame_git_config(path):
+    """Rewrite a repository's config with only the _GIT_KEEP entries (as git itself parses
+    it, includes not followed); a note when something was dropped."""
+    git = shutil.which("git", path="/usr/local/bin:/usr/bin:/bin")
+    if git is None:  # no git in the image: nothing will read it
+        return None
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent"}
+    try:
+        if os.lstat(path).st_size > _GIT_CONFIG_CAP:
+            raise OSError("too big")
+        listed = subprocess.run(
+            [git, "config", "--file", path, "--no-includes", "--list", "-z"],
+            capture_output=True,
+            env=env,
+            cwd="/",
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        with open(path, "w"):  # what git cannot list quickly is emptied
+            pass
+        return f"{path}: git config emptied ({exc})"
+    if listed.returncode != 0:  # git refuses to read it at all: it will refuse the repository
+        return None
+    entries = [e.decode("utf-8", "surrogateescape") for e in listed.stdout.split(b"\0") if e]
+    pairs = [tuple(e.split("\n", 1)) if "\n" in e else (e, None) for e in entries]
+    dropped = sorted({key for key, _ in pairs if not _git_keeps(key)})
+    if not dropped:
+        return None
+    lines, header = [], None
+    for key, value in pairs:
+        if key in dropped:
+            continue
+        section, _, rest = key.partition(".")
+        sub, _, name = rest.rpartition(".")
+        head = f"[{section} {_quoted(sub)}]" if sub else f"[{section}]"
+        if head != header:
+            lines.append(head)
+            header = head
+        lines.append(f"\t{name}" if value is None else f"\t{name} = {_quoted(value)}")
+    tmp = f"{path}.skillbench-new"
+    with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+    os.rename(tmp, path)
+    return f"{path}: git config without {', '.join(dropped)[:300]}"
+
+
 def hand_over(workdir, uid, gid):
     """Make `workdir` the checker's (uid, gid) as described above; returns notes on what was
-    cut or copied, one per entry."""
+    cut, copied or rewritten, one per entry."""
     places = _Places(workdir, _mount_points())
-    notes, links, stack = [], [], [workdir]
-    while stack:
-        folder = stack.pop()
-        with os.scandir(folder) as entries:
-            found = list(entries)
-        for entry in found:
-            info = entry.stat(follow_symlinks=False)
-            if stat.S_ISLNK(info.st_mode):
-                links.append(entry.path)
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                stack.append(entry.path)
-            elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                notes.append(_own_copy(entry.path, info))
+    notes, links, configs = [], [], []
+    _own(workdir, os.lstat(workdir), uid, gid)
+    for path, info in _walk(workdir):
+        if stat.S_ISLNK(info.st_mode):
+            links.append(path)
+        elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            notes.append(_own_copy(path, info))
+        if not os.path.lexists(path):  # a hard link there was no room to copy
+            continue
+        _own(path, os.lstat(path), uid, gid)
+        name = os.path.basename(path)
+        if name in ("config", "config.worktree") and _is_git_dir(os.path.dirname(path)):
+            configs.append(path)
+    for config in configs:
+        note = _tame_git_config(config)
+        if note:
+            notes.append(note)
+            _own(config, os.lstat(config), uid, gid)
     # decide every link before cutting any: the decisions must not depend on the order
     unsafe = [link for link in links if not places.safe(link)]
     for link in unsafe:
         target = os.readlink(link)
         _cut(link, target)
+        os.lchown(link, uid, gid)
         notes.append(f"{link}: a link to {target}, cut")
-    _claim(workdir, uid, gid)
     return notes
 
 
-def _claim(workdir, uid, gid):
-    """Everything under `workdir` to uid:gid, with owner read and write (and enter)."""
-    for folder, dirs, files in os.walk(workdir):
-        os.lchown(folder, uid, gid)
-        os.chmod(folder, stat.S_IMODE(os.lstat(folder).st_mode) & 0o777 | 0o700)
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            info = os.lstat(path)
-            os.lchown(path, uid, gid)
-            if not stat.S_ISLNK(info.st_mode) and not stat.S_ISDIR(info.st_mode):
-                os.chmod(path, stat.S_IMODE(info.st_mode) & 0o777 | 0o600)
+def _walk(top):
+    """Every entry below `top` as (path, lstat), a folder before what it holds; no link
+    followed and no recursion, so no depth of nesting stops it."""
+    stack = [top]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            found = list(entries)
+        for entry in found:
+            info = entry.stat(follow_symlinks=False)
+            yield entry.path, info
+            if stat.S_ISDIR(info.st_mode):
+                stack.append(entry.path)
+
+
+def _own(path, info, uid, gid):
+    """`path` to uid:gid with owner read and write (and enter, for a folder)."""
+    os.lchown(path, uid, gid)
+    if stat.S_ISDIR(info.st_mode):
+        os.chmod(path, stat.S_IMODE(info.st_mode) & 0o777 | 0o700)
+    elif not stat.S_ISLNK(info.st_mode):
+        os.chmod(path, stat.S_IMODE(info.st_mode) & 0o777 | 0o600)
+
+
+def _is_git_dir(folder):
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(folder, "HEAD")).st_mode)
+    except OSError:
+        return False
 
 
 def stage(src, dest, workdir):
     """Copy `src` to `dest` inside the workspace after removing what is there and cutting
     every link in the workspace that would lead into it."""
     dest = os.path.abspath(dest)
-    if os.path.islink(dest) or os.path.isfile(dest):
-        os.unlink(dest)
-    elif os.path.isdir(dest):
-        shutil.rmtree(dest)
-    for folder, dirs, files in os.walk(workdir):
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            if os.path.islink(path) and _into(path, dest):
-                _cut(path, os.readlink(path))
+    subprocess.run(["rm", "-rf", "--", dest], check=True)  # (rm: any depth of nesting)
+    for path, info in list(_walk(workdir)):
+        if stat.S_ISLNK(info.st_mode) and _into(path, dest):
+            _cut(path, os.readlink(path))
     shutil.copytree(src, dest, symlinks=False)
 
 
