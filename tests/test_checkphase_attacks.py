@@ -169,6 +169,8 @@ def test_no_agent_link_reaches_the_answer_key(fake, tmp_path: Path, capsys) -> N
     assert sorted(rows) == sorted(ATTACKS)
     cheated = sorted(n for n, arm in rows.items() if arm["passed"] and n != "legit")
     assert cheated == [], {n: rows[n]["checks"] for n in cheated}
+    # the run says what the handover cut
+    assert "handover: /work/out.txt: a link to /case/expected.txt, cut" in rows["abs"]["notes"]
     legit = rows["legit"]["checks"]
     assert all(c["passed"] for c in legit), legit
     # a folder the agent locked reads as what it holds, never as "absent"

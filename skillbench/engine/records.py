@@ -76,7 +76,7 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     attempts: int = 1
     transcript: str | None = None
     checks: dict[str, list[CheckResult]] = {}  # unit name -> results
-    notes: list[str] = []  # what the kept workspace left out (workspaces/<key>)
+    notes: list[str] = []  # what the handover changed, what the kept workspace left out
     reused_from: str | None = None  # the run whose identical session this is (not rerun)
 
 

@@ -233,6 +233,7 @@ class _Run:
             return replace(record, outcome="error", error=f"sandbox: {exc}")
         try:
             assert staged.checker is not None
+            record = replace(record, notes=handover_notes(staged.handover))
             return await self.score(staged.checker, record, text, hit.record.checks)
         except (SandboxError, ConnectionError) as exc:
             return replace(record, outcome="error", error=f"sandbox: {exc}")
@@ -326,6 +327,7 @@ class _Run:
             if result.errored:
                 return replace(record, error=result.error)
             checker = await check_phase(provider, self.spec_for(name), staged, self.skill_dir)
+            record = replace(record, notes=handover_notes(staged.handover))
             if snapshot is not None:  # before any check changes it
                 cap = parse_size(self.settings.sandbox.keep_workspace)
                 snapshot.parent.mkdir(parents=True, exist_ok=True)
@@ -370,7 +372,7 @@ class _Run:
                 error=f"{unjudged[0].name} gave no verdict: {unjudged[0].detail}",
             )
         passed = all(c.passed for results in checks.values() for c in results)
-        notes = [] if passed else await self.keep_workspace(checker, record.key)
+        notes = [*record.notes, *([] if passed else await self.keep_workspace(checker, record.key))]
         if record.reused_from is not None:
             notes.insert(0, f"reused from run {record.reused_from}; its checks ran again here")
         return replace(record, outcome="pass" if passed else "fail", checks=checks, notes=notes)
@@ -551,6 +553,13 @@ class _Run:
                         self.missing.add(name)
             finally:
                 await box.close()
+
+
+def handover_notes(notes: list[str], most: int = 10) -> list[str]:
+    """What the handover to the checker cut or changed (a link the agent aimed at the answer
+    key shows here), at most `most` lines."""
+    more = [f"handover: ... and {len(notes) - most} more"] if len(notes) > most else []
+    return [f"handover: {n}" for n in notes[:most]] + more
 
 
 async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerReport | None:

@@ -154,8 +154,9 @@ class Sandbox(Protocol):
 
     async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
         """Copy the sandbox folder `src` to the host folder `dest`, streamed, at most `cap`
-        bytes of file content; symlinks stay links and are never followed. Returns notes on
-        what was left out (devices, FIFOs, hard links, unsafe names, the cut at `cap`)."""
+        bytes of file content; symlinks are never made on the host or followed, they are
+        recorded with their targets in `<dest>.symlinks.json`. Returns notes on what was left
+        out (devices, FIFOs, hard links, unsafe names, the cut at `cap`)."""
         ...
 
     async def save_archive(self, src: str, dest: Path, *, cap: int) -> bool:
