@@ -42,7 +42,7 @@ def margin_source(root: Path) -> Path:
         files |= {
             f"cases/{name}/case.toml": f'kind = "test_case"\nname = "{name}"\n',
             f"cases/{name}/prompt.md": f"Task {name}: write out.txt\n",
-            f"cases/{name}/tests/test.sh": "cmp -s out.txt tests/expected.txt\n",
+            f"cases/{name}/tests/test.sh": "cmp -s out.txt tests/expected.txt || exit 1\n",
             f"cases/{name}/tests/expected.txt": ANSWER,
         }
     return write(root / "margin", files)
@@ -75,7 +75,7 @@ NATIVE = {
     # a verifier that copies the answer into tests/ (over whatever is there) and compares
     "evals/cases/hard/verify.sh": (
         'mkdir -p tests && cp "$CASE/expected.txt" tests/expected.txt && '
-        "cmp -s out.txt tests/expected.txt\n"
+        "cmp -s out.txt tests/expected.txt || exit 1\n"  # (cmp exits 2 on a missing file)
     ),
     "evals/cases/hard/expected.txt": ANSWER,
     "evals/cases/locked.yaml": "task: Task locked\nchecks:\n  - file_absent: d/debug.log\n",
@@ -99,6 +99,9 @@ NATIVE = {
     "evals/cases/filter.yaml": (
         f"task: Task filter\nchecks:\n  - command_succeeds: git status -s >/dev/null; {SAME[18:]}\n"
     ),
+    # a workspace the handover could choke on: the session still fails, it is not an error
+    "evals/cases/deep.yaml": "task: Task deep\nchecks:\n  - file_exists: never\n",
+    "evals/cases/fifo.yaml": "task: Task fifo\nchecks:\n  - file_exists: never\n",
     # links that lead somewhere harmless keep working
     "evals/cases/legit.yaml": (
         "task: Task legit\nchecks:\n  - command_succeeds: ./py -c 'print(1)'\n"
@@ -142,6 +145,11 @@ ATTACKS = {
         "git config filter.x.clean \"sh -c 'cp /case/expected.txt /work/out.txt; cat'\" && "
         "echo '* filter=x' > .gitattributes && echo b > a.txt && echo junk > out.txt"
     ),
+    "deep": (  # paths past PATH_MAX, a link to the answer key at the bottom
+        "for i in $(seq 500); do mkdir xxxxxxxxx && cd xxxxxxxxx || break; done; "
+        "ln -s /case/expected.txt out.txt; echo depth=$i"
+    ),
+    "fifo": "git init -q . && rm .git/config && mkfifo .git/config && echo made",
     "legit": (
         "ln -s /usr/bin/python3 py && mkdir -p sub venv/bin && echo hello > sub/real.txt && "
         "ln -s sub/real.txt alias.txt && ln -s /usr/bin/python3 venv/bin/python3 && "
@@ -177,6 +185,10 @@ def test_no_agent_link_reaches_the_answer_key(fake, tmp_path: Path, capsys) -> N
     assert rows["locked"]["checks"][0]["detail"] == "exists"
     # the reward is the check phase's own, not the one the agent left
     assert rows["reward"]["checks"][0]["detail"] == "reward 0 (min 1)"
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    errors = [(j["key"], j["error"]) for j in journal if j.get("outcome") == "error"]
+    assert errors == [], errors
+    assert any("nested too deep" in n for n in rows["deep"]["notes"])
     hard = (tmp_path / "run/transcripts/hard.candidate.1.jsonl").read_text()
     assert "Invalid cross-device link" in hard  # no hard link leaves the workspace
 

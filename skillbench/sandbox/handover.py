@@ -36,6 +36,7 @@ import sys
 CUT = "/dev/null/"  # a link under it never resolves: /dev/null is not a folder
 _HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
 _GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
+_DEEP = 3800  # bytes of a folder's path past which its entries' paths may pass PATH_MAX
 
 
 def _mount_points():
@@ -108,8 +109,11 @@ class _Places:
 
 
 def _cut(path, target):
+    """Replace the link at `path` by one that never resolves (in a full workspace, where not
+    even that fits, the link is just gone)."""
     os.unlink(path)
-    os.symlink((CUT + target.lstrip("/"))[:4000], path)
+    with contextlib.suppress(OSError):
+        os.symlink((CUT + target.lstrip("/"))[:4000], path)
 
 
 def _own_copy(path, info):
@@ -212,9 +216,15 @@ def _tame_git_config(path):
             header = head
         lines.append(f"\t{name}" if value is None else f"\t{name} = {_quoted(value)}")
     tmp = f"{path}.skillbench-new"
-    with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
-        fh.write("".join(line + "\n" for line in lines))
-    os.rename(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+        os.rename(tmp, path)
+    except OSError as exc:  # a full workspace: no config rather than the agent's
+        for name in (tmp, path):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        return f"{path}: git config removed (not rewritten: {exc.strerror or exc})"
     return f"{path}: git config without {', '.join(dropped)[:300]}"
 
 
@@ -223,8 +233,9 @@ def hand_over(workdir, uid, gid):
     cut, copied or rewritten, one per entry."""
     places = _Places(workdir, _mount_points())
     notes, links, configs = [], [], []
+    deep: list = []  # folders nested too deep to walk by path
     _own(workdir, os.lstat(workdir), uid, gid)
-    for path, info in _walk(workdir):
+    for path, info in _walk(workdir, deep):
         if stat.S_ISLNK(info.st_mode):
             links.append(path)
         elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
@@ -232,14 +243,18 @@ def hand_over(workdir, uid, gid):
         if not os.path.lexists(path):  # a hard link there was no room to copy
             continue
         _own(path, os.lstat(path), uid, gid)
-        name = os.path.basename(path)
-        if name in ("config", "config.worktree") and _is_git_dir(os.path.dirname(path)):
+        git_config = os.path.basename(path) in ("config", "config.worktree")
+        if git_config and stat.S_ISREG(info.st_mode) and _is_git_dir(os.path.dirname(path)):
             configs.append(path)
+    for folder in deep:  # (rm works below any depth, by descriptor)
+        subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=300)
+        notes.append(f"{folder}: nested too deep for a path to reach what it holds, removed")
     for config in configs:
         note = _tame_git_config(config)
         if note:
             notes.append(note)
-            _own(config, os.lstat(config), uid, gid)
+            if os.path.lexists(config):
+                _own(config, os.lstat(config), uid, gid)
     # decide every link before cutting any: the decisions must not depend on the order
     unsafe = [link for link in links if not places.safe(link)]
     for link in unsafe:
@@ -250,9 +265,10 @@ def hand_over(workdir, uid, gid):
     return notes
 
 
-def _walk(top):
+def _walk(top, deep):
     """Every entry below `top` as (path, lstat), a folder before what it holds; no link
-    followed and no recursion, so no depth of nesting stops it."""
+    followed and no recursion. A folder whose path is too long to name what it holds is
+    not entered, it is added to `deep`."""
     stack = [top]
     while stack:
         with os.scandir(stack.pop()) as entries:
@@ -261,7 +277,7 @@ def _walk(top):
             info = entry.stat(follow_symlinks=False)
             yield entry.path, info
             if stat.S_ISDIR(info.st_mode):
-                stack.append(entry.path)
+                (deep if len(os.fsencode(entry.path)) > _DEEP else stack).append(entry.path)
 
 
 def _own(path, info, uid, gid):
@@ -285,7 +301,7 @@ def stage(src, dest, workdir):
     every link in the workspace that would lead into it."""
     dest = os.path.abspath(dest)
     subprocess.run(["rm", "-rf", "--", dest], check=True)  # (rm: any depth of nesting)
-    for path, info in list(_walk(workdir)):
+    for path, info in list(_walk(workdir, [])):
         if stat.S_ISLNK(info.st_mode) and _into(path, dest):
             _cut(path, os.readlink(path))
     shutil.copytree(src, dest, symlinks=False)
