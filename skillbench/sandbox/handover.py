@@ -32,6 +32,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 
 CUT = "/dev/null/"  # a link under it never resolves: /dev/null is not a folder
 _HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
@@ -118,15 +119,16 @@ def _cut(path, target):
 
 def _own_copy(path, info):
     """Give one name of a hard-linked file its own copy (removed when there is no room)."""
-    tmp = f"{path}.skillbench-copy"
+    tmp = None
     try:
-        with open(path, "rb") as src, open(tmp, "xb") as dst:
+        fd, tmp = tempfile.mkstemp(prefix=".skillbench-copy-", dir=os.path.dirname(path))
+        with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
         os.chmod(tmp, stat.S_IMODE(info.st_mode))
         os.rename(tmp, path)
         return f"{path}: a hard link, now a copy of its own"
     except OSError as exc:
-        for name in (tmp, path):
+        for name in [tmp, path] if tmp else [path]:
             with contextlib.suppress(OSError):
                 os.unlink(name)
         return f"{path}: a hard link, removed (no copy: {exc.strerror or exc})"
@@ -259,6 +261,8 @@ def hand_over(workdir, uid, gid):
     unsafe = [link for link in links if not places.safe(link)]
     for link in unsafe:
         target = os.readlink(link)
+        if target.startswith(CUT):  # cut already (a reused session's workspace)
+            continue
         _cut(link, target)
         os.lchown(link, uid, gid)
         notes.append(f"{link}: a link to {target}, cut")
