@@ -5,12 +5,13 @@ the nearest `pyproject.toml`. Flags override config; config overrides built-in d
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
+from skillbench.inputs import InputError, load_toml
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import SandboxSpec, parse_size
@@ -18,7 +19,7 @@ from skillbench.sandbox.base import SandboxSpec, parse_size
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
 
 
-class ConfigError(Exception):
+class ConfigError(SkillbenchError):
     """The config file is unreadable or has a wrong value; the message names the file."""
 
 
@@ -85,9 +86,9 @@ def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+        return load_toml(path)
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:

@@ -82,13 +82,19 @@ def is_dir(path: Path) -> bool:
     return path.is_dir() and not linked(path)
 
 
-def text(path: Path, missing: str | None = None) -> str:
-    """A source file's text (`missing` when there is none, if given; else OSError); a link
-    is refused in one line."""
+def refuse_link(path: Path) -> Path:
+    """`path`, unless it (or a folder on the way) is a link: refused in one line."""
     if linked(path):
         raise ImportError_(
             f"{path}: a symlink; import never follows links in the source (copy the file in)"
         )
+    return path
+
+
+def text(path: Path, missing: str | None = None) -> str:
+    """A source file's text (`missing` when there is none, if given; else OSError); a link
+    is refused in one line."""
+    refuse_link(path)
     if missing is not None and not path.is_file():
         return missing
     return path.read_text(encoding="utf-8")
