@@ -150,3 +150,43 @@ def test_a_model_that_cannot_generate_skips_generation_and_says_so(tmp_path: Pat
     ) in err
     assert "triggers: not measured: the skill has no evals/triggers.yaml" in out.splitlines()
     assert not (skill / "evals/triggers.yaml").exists()
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_the_scripted_driver_plays_claude_code_arms_offline(tmp_path: Path, capsys) -> None:
+    # the real Claude Code CLI against the fake server scripted/demo starts: the candidate
+    # (its skills listing names diff-review) loads the skill with Skill and does the work,
+    # the baseline (no listing) reviews less well, and the judge scores the pair
+    run = tmp_path / "run"
+    argv = ["eval", str(ROOT / "skills/diff-review"), "--agent", "claude-code"]
+    argv += ["--model", "scripted/demo", "--case", "small-change", "--no-gen", "--out", str(run)]
+    code = main(argv)
+    out = capsys.readouterr().out.splitlines()
+    assert code in (0, 1), out
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["scored_rows"] == 1 and summary["verdict"] != "NONE", out
+    assert summary["comparisons"]["baseline"]["win"] == 1
+    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (1, 1)
+    receipt = json.loads((run / "receipt.json").read_text())
+    assert receipt["driver"] == "scripted" and receipt["complete"]
+    assert any(line.startswith("models: agent claude-code ") for line in out), out
+
+    def tools(arm: str) -> list[str]:
+        # the tool calls of the arm's last request to the model: its whole conversation
+        last = json.loads(
+            (run / f"exchanges/small-change.{arm}.1.jsonl").read_text().splitlines()[-1]
+        )
+        return [
+            block["name"]
+            for message in last["request"]["messages"]
+            if message["role"] == "assistant"
+            for block in message["content"]
+            if block.get("type") == "tool_use"
+        ]
+
+    assert tools("candidate") == ["Skill", "Bash", "Write"]
+    assert tools("baseline") == ["Bash", "Write"]
+    review = "stats.py:average — the empty-list guard was removed"
+    assert review in (run / "transcripts/small-change.candidate.1.jsonl").read_text()
