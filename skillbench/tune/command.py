@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from skillbench.config import Settings
-from skillbench.engine.estimate import ROUTING_CALLS, TRIGGER_INPUT, TRIGGER_OUTPUT
+from skillbench.engine.estimate import TRIGGER_INPUT, TRIGGER_OUTPUT
 from skillbench.engine.plan import EvalError, check_credentials, new_run_id, run_folder
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
@@ -39,6 +39,9 @@ from skillbench.tune.splits import SplitError, split_triggers
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROPOSER_OUTPUT = 300.0  # tokens of a proposer's reply
+# One agent routing session: a CLI agent's system prompt and tools, sent twice (load the
+# skill, answer); what the fake server counts for Claude Code's requests.
+ROUTING_INPUT, ROUTING_OUTPUT = 15_000.0, 100.0
 
 
 class Request(msgspec.Struct, kw_only=True):
@@ -220,10 +223,10 @@ def plan_lines(o: Outcome, settings: Settings, max_cost: float | None) -> list[s
     tv = len((split.train + split.validation).all()) * plan.runs + canary
     test = len(split.test.all()) * plan.runs + canary
     measured = (plan.rounds + 1) * tv + 2 * test
-    calls = measured * (ROUTING_CALLS if agent else 1)
+    tokens = (ROUTING_INPUT, ROUTING_OUTPUT) if agent else (TRIGGER_INPUT, TRIGGER_OUTPUT)
     trigger_cost = cost_usd(
         plan.model,
-        Usage(int(calls * TRIGGER_INPUT), int(calls * TRIGGER_OUTPUT)),
+        Usage(int(measured * tokens[0]), int(measured * tokens[1])),
         settings.prices,
     )
     skill = read_skill(Path(plan.skill_dir))
