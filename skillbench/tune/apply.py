@@ -92,9 +92,15 @@ def rewrite_description(text: str, description: str) -> str:
     raise ApplyError("the description does not read back from SKILL.md as written")
 
 
+def shown_path(path: Path) -> str:
+    """`path` relative to the current folder when it is inside it, else as it is."""
+    here = Path.cwd()
+    return str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
+
+
 def description_diff(skill_dir: Path, description: str) -> list[str]:
     """The unified diff that applying `description` would make to SKILL.md."""
-    path = skill_dir / SKILL_FILE
+    path = Path(shown_path(skill_dir / SKILL_FILE))
     before = path.read_text(encoding="utf-8")
     after = rewrite_description(before, description)
     return [

@@ -21,7 +21,7 @@ from skillbench.models.pricing import cost_usd
 from skillbench.skills import catalog, digest, evals_digest, is_skill, read_skill
 from skillbench.triggers import Spend
 from skillbench.tune import report
-from skillbench.tune.apply import ApplyError, apply_description, description_diff
+from skillbench.tune.apply import ApplyError, apply_description, description_diff, shown_path
 from skillbench.tune.proposer import SYSTEM, proposer_prompt
 from skillbench.tune.rounds import (
     Outcome,
@@ -203,9 +203,9 @@ def _finish(o: Outcome, req: Request, out: Print, err: Print, resume: str) -> in
         )
     elif applied:
         (err if req.json else out)(
-            f"applied: {skill_dir}/SKILL.md's description line was rewritten; the skill's digest "
-            f"changed {before[:19]}… -> {digest(skill_dir)[:19]}…: a new version, which needs "
-            f"a new eval (`skillbench eval {skill_dir}`)"
+            f"applied: {shown_path(skill_dir)}/SKILL.md's description line was rewritten; the "
+            f"skill's digest changed {before[:19]}… -> {digest(skill_dir)[:19]}…: a new version, "
+            f"which needs a new eval (`skillbench eval {shown_path(skill_dir)}`)"
         )
     elif diff:
         err(f"not applied (SKILL.md is unchanged); to write it: {resume} --apply")

@@ -63,14 +63,26 @@ def split_line(o: Outcome) -> str:
 COLUMNS = ("train R", "train P", "valid R", "valid P")
 
 
-def _row(r: Round, chosen: int | None) -> str:
+def _shown(text: str, original: str) -> str:
+    """A description cut to fit the table; a rewrite of the original from where it departs
+    from it (the shared start is the same in every row)."""
+    same = 0
+    while same < min(len(text), len(original)) and text[same] == original[same]:
+        same += 1
+    if text != original and same > DESCRIPTION_SHOWN // 2:
+        start = text.rfind(" ", 0, same) + 1
+        text = "…" + text[start:]
+    return text if len(text) <= DESCRIPTION_SHOWN else text[: DESCRIPTION_SHOWN - 1] + "…"
+
+
+def _row(r: Round, chosen: int | None, original: str) -> str:
     head = f"  {r.round:<4}{'*' if r.round == chosen else ' '}"
     if r.description is None:
         return f"{head}  {r.note}"
     if r.invalid:
         return f"{head}  INVALID: {r.invalid}"
     text = r.description
-    shown = text if len(text) <= DESCRIPTION_SHOWN else text[: DESCRIPTION_SHOWN - 1] + "…"
+    shown = _shown(text, original)
     t, v = r.train, r.validation
     assert t is not None and v is not None
     figures = "".join(f"{_ratio(x):>8}" for x in (t.recall, t.precision, v.recall, v.precision))
@@ -106,7 +118,7 @@ def lines(o: Outcome) -> list[str]:
         f"{plan.runs} run(s) per prompt",
         split_line(o),
         f"  {'round':<5}" + "".join(f"{c:>8}" for c in COLUMNS) + f"{'chars':>7}  description",
-        *(_row(r, chosen) for r in o.rounds),
+        *(_row(r, chosen, o.rounds[0].description or "") for r in o.rounds),
     ]
     if o.early:
         out.append(f"stopped early: {o.early}")
@@ -203,6 +215,29 @@ def render(o: Outcome) -> str:
         f"<header><h1>skillbench tune {_e(o.plan.skill)}</h1></header>",
         section("Result", f"<pre>{_e(text)}</pre>"),
     ]
+    chosen = choose(o.rounds).round if o.test is not None else None
+    rows = []
+    for r in o.rounds:
+        t, v = r.train, r.validation
+        cells = [
+            _ratio(x)
+            for x in ((t.recall, t.precision, v.recall, v.precision) if t and v else (None,) * 4)
+        ]
+        text = r.description or r.note or ""
+        rows.append(
+            f"<tr class='{'ok' if r.round == chosen else ''}'><td>{r.round}"
+            f"{' (chosen)' if r.round == chosen else ''}</td>"
+            + "".join(f"<td>{c}</td>" for c in cells)
+            + f"<td>{_e(r.invalid or text)}</td></tr>"
+        )
+    parts.append(
+        section(
+            "Rounds",
+            "<table class='prompts'><thead><tr><th>round</th><th>train recall</th><th>train "
+            "precision</th><th>validation recall</th><th>validation precision</th>"
+            f"<th>description</th></tr></thead><tbody>{''.join(rows)}</tbody></table>",
+        )
+    )
     if o.test is not None:
         for label, m in (("original", o.test.original), ("chosen", o.test.chosen)):
             inner = f"<p><b>{_e(m.description)}</b></p>" + _details(o, m.test, m.results, m.invalid)
@@ -213,8 +248,8 @@ def render(o: Outcome) -> str:
             parts.append(section(f"Round {r.round}", f"<p>{_e(r.note)}</p>"))
             continue
         inner = f"<p><b>{_e(r.description)}</b></p>"
-        for label, chosen in (("train", train), ("validation", validation)):
-            picked = [x for x in r.results if x.prompt in chosen]
+        for label, prompts in (("train", train), ("validation", validation)):
+            picked = [x for x in r.results if x.prompt in prompts]
             c = r.train if label == "train" else r.validation
             inner += f"<h3>{label}</h3>" + _details(o, c, picked, r.invalid)
         parts.append(section(f"Round {r.round}", inner))
