@@ -556,3 +556,62 @@ def test_one_round_by_claude_codes_own_routing(fake, tmp_path: Path, capsys) -> 
     ]
     assert listed
     assert list(run.glob("routing/*/transcripts/*.jsonl"))
+
+
+def test_a_reply_outside_the_limits_is_sent_back_and_the_proposer_can_be_another_model(
+    fake, tmp_path: Path, capsys
+) -> None:
+    skill = library(tmp_path)
+    script = rules()
+    script["rules"][0]["replies"] = [
+        json.dumps({"description": "Writes <b>welcome</b> notes."}),
+        f"Sorry. {json.dumps({'description': PROPOSED})}",
+    ]
+    server = fake(script)
+    run = tmp_path / "run"
+    code, out, err = tune(
+        capsys,
+        str(skill),
+        "--method",
+        "catalog",
+        "--model",
+        MODEL,
+        "--proposer-model",
+        "openai/gpt-4.1",
+        "--rounds",
+        "3",
+        "--runs",
+        "1",
+        "--json",
+        "--out",
+        str(run),
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    # round 1: the first reply is refused with its reason and the second one is used; round 2
+    # proposes the same again: perfect on train, no better on validation, so the rounds stop
+    assert [r["description"] for r in result["rounds"]] == [ORIGINAL, PROPOSED, PROPOSED]
+    assert result["early_stop"] == "round 2 is perfect on train and did not improve validation"
+    proposal = json.loads((run / "proposals/01.json").read_text())
+    assert proposal["rejected"] == [
+        "the description has angle brackets (< or >), which skill loaders refuse"
+    ]
+    sent_back = server.log("openai")[1].body["messages"][-1]["content"]
+    assert "That cannot be used: the description has angle brackets" in sent_back
+    # the proposer spoke OpenAI's protocol, every trigger call Anthropic's
+    assert {r.body["model"] for r in server.log("openai")} == {"gpt-4.1"}
+    assert all(PROPOSER_SYSTEM not in json.dumps(r.body) for r in server.log("anthropic"))
+
+
+def test_validation_ties_go_to_the_shorter_description() -> None:
+    from skillbench.triggers import Counts
+    from skillbench.tune.rounds import Round, choose
+
+    same = Counts(1.0, 1.0, 2, 0, 0, 2)
+    rounds = [
+        Round(round=0, description="a longer original one", train=same, validation=same),
+        Round(round=1, description="short", train=same, validation=same),
+        Round(round=2, description="tiny", train=same, validation=Counts(0.5, 1.0, 1, 1, 0, 2)),
+        Round(round=3, description=None, note="no usable description"),
+    ]
+    assert choose(rounds).round == 1
