@@ -452,7 +452,13 @@ def test_a_budget_stop_keeps_finished_rounds_and_resumes(fake, tmp_path: Path, c
     assert result["spend_usd"] > after_round_0
 
 
-def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sig", "code", "said"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+)
+def test_ctrl_c_keeps_finished_rounds(
+    sig: signal.Signals, code: int, said: str, tmp_path: Path
+) -> None:
     skill = library(tmp_path)
     server = FakeModelServer(parse_script(rules(latency=0.3))).start()
     run = tmp_path / "run"
@@ -485,11 +491,14 @@ def test_ctrl_c_keeps_finished_rounds(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         while not (run / "rounds/00.json").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
         server.stop()
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
+    assert re.search(
+        rf"{said}; the [12] finished round\(s\) are kept in {re.escape(str(run))}\. ", err
+    )
     assert f"Continue with: skillbench tune --resume {run}" in err
     assert "Traceback" not in err
     assert (run / "rounds/00.json").is_file() and not (run / "test.json").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from skillbench.tune.rounds import (
 )
 from skillbench.tune.splits import SplitError, split_triggers
 
-EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 PROPOSER_OUTPUT = 300.0  # tokens of a proposer's reply
 # One agent routing session: a CLI agent's system prompt and tools, sent twice (load the
 # skill, answer); what the fake server counts for Claude Code's requests.
@@ -122,14 +123,29 @@ def _run(outcome: Outcome, opts: TuneOptions, err: Print, resume: str) -> int | 
     def progress(r: Round) -> None:
         err(f"round {r.round} done" + (f": {r.note or r.invalid}" if r.note or r.invalid else ""))
 
+    terminated: list[bool] = []
+
+    async def until_signalled() -> None:
+        # SIGTERM (CI cancelling a job, `timeout`) stops the run the way Ctrl-C does, so the
+        # sandboxes of an agent's routing sessions are removed on the way out
+        main_task = asyncio.current_task()
+        assert main_task is not None
+
+        def stop() -> None:
+            terminated.append(True)
+            main_task.cancel()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+        await run_rounds(outcome, opts.settings, spend, err, progress)
+
     try:
-        asyncio.run(run_rounds(outcome, opts.settings, spend, err, progress))
-    except KeyboardInterrupt:
+        asyncio.run(until_signalled())
+    except (KeyboardInterrupt, asyncio.CancelledError):
         err(
-            f"interrupted; the {len(outcome.rounds)} finished round(s) are kept in "
-            f"{outcome.run_dir}. Continue with: {resume}"
+            f"{'terminated' if terminated else 'interrupted'}; the {len(outcome.rounds)} "
+            f"finished round(s) are kept in {outcome.run_dir}. Continue with: {resume}"
         )
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     return None
 
 
@@ -183,9 +199,15 @@ def _finish(o: Outcome, req: Request, out: Print, err: Print, resume: str) -> in
     best = choose(o.rounds) if o.test is not None else None
     diff: list[str] = []
     before = digest(skill_dir)
-    if best is not None and best.round and best.description:
+    original = o.rounds[0].description if o.rounds else None
+    if best is not None and best.description and best.description != original:
         diff = description_diff(skill_dir, best.description)
         if req.apply:
+            if before != o.plan.version:
+                raise TuneError(
+                    f"{shown_path(skill_dir)}: the skill's files changed while it was being "
+                    "tuned; not applied (start a new tune)"
+                )
             apply_description(skill_dir, best.description)
             applied = True
     page = report.write(o, applied=applied)
