@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from skillbench.cli import main
 from skillbench.models.fake_server import FakeModelServer, anthropic_shape
@@ -624,3 +627,20 @@ def test_validation_ties_go_to_the_shorter_description() -> None:
         Round(round=3, description=None, note="no usable description"),
     ]
     assert choose(rounds).round == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=200), st.sampled_from(["plain", "'single'", '"double"']))
+def test_any_usable_description_is_written_as_one_line_that_reads_back(
+    description: str, style: str
+) -> None:
+    from skillbench.tune.proposer import check_description
+
+    assume(check_description(description) is None)
+    text = f"---\nname: greeter\ndescription: {style}\nlicense: MIT\n---\n# body\n"
+    got = rewrite_description(text, description)
+    before, after = text.split("\n"), got.split("\n")
+    assert len(before) == len(after)
+    assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] in ([2], [])
+    front = yaml.safe_load(got.split("---\n")[1])
+    assert front == {"name": "greeter", "description": description, "license": "MIT"}

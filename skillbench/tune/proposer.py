@@ -9,6 +9,7 @@ outside the front matter's limits is sent back once with the reason.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 import msgspec
@@ -44,8 +45,9 @@ def check_description(text: str) -> str | None:
     """Why `text` is not a usable description (the front matter's limits), or None."""
     if not text.strip():
         return "the description is empty"
-    if "\n" in text or "\r" in text:
-        return "the description is more than one line"
+    # str.splitlines: YAML also breaks lines at U+2028, U+0085 and the like
+    if len(text.splitlines()) > 1 or any(unicodedata.category(c) == "Cc" for c in text):
+        return "the description is more than one line, or has control characters"
     if len(text) > MAX_DESCRIPTION:
         return f"the description is {len(text)} characters; the limit is {MAX_DESCRIPTION}"
     if "<" in text or ">" in text:
