@@ -202,7 +202,7 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _details(o: Outcome, c: Counts | None, results: list[PromptResult], invalid: str | None):
+def _details(o: Outcome, c: Counts | None, results: list[PromptResult], invalid: str | None) -> str:
     t: dict[str, Any] = dict(_figures(c) or {"recall": None, "precision": None})
     t |= {"method": method_label(o), "invalid": invalid, "details": msgspec.to_builtins(results)}
     return trigger_details(t)

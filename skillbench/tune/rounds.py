@@ -23,6 +23,7 @@ from skillbench.config import Settings
 from skillbench.engine.routing import RoutingError, open_router
 from skillbench.evals import SpecError
 from skillbench.models import resolve_model
+from skillbench.models.base import Model
 from skillbench.models.pricing import price_for
 from skillbench.skills import SKILL_FILE, Skill, catalog, copy_for_staging, read_skill
 from skillbench.triggers import Counts, PromptResult, Router, Spend, counts, evaluate
@@ -266,8 +267,8 @@ class _Candidates:
 
 
 class _Tuner:
-    def __init__(self, outcome: Outcome, router: Router, spend: Spend, log: Callable[[str], None]):
-        self.o, self.router, self.spend, self.log = outcome, router, spend, log
+    def __init__(self, outcome: Outcome, router: Router, spend: Spend):
+        self.o, self.router, self.spend = outcome, router, spend
         self.plan = outcome.plan
         self.run_dir = Path(outcome.run_dir)
         self.skill = read_skill(Path(self.plan.skill_dir))
@@ -346,10 +347,11 @@ async def run_rounds(
             )
             try:
                 with tempfile.TemporaryDirectory(prefix="skillbench-tune-") as tmp:
-                    tuner = _Tuner(outcome, router, spend, log)
-                    await _rounds(tuner, _Candidates(tuner.skill, Path(tmp)), proposer, on_round)
+                    tuner = _Tuner(outcome, router, spend)
+                    candidates = _Candidates(tuner.skill, Path(tmp))
+                    await _rounds(tuner, candidates, proposer, on_round)
                     if outcome.stopped is None and outcome.test is None:
-                        await _test(tuner, _Candidates(tuner.skill, Path(tmp)))
+                        await _test(tuner, candidates)
             finally:
                 await proposer.aclose()
     except RoutingError as exc:
@@ -366,7 +368,9 @@ def _capped(outcome: Outcome, spend: Spend, after: str) -> None:
     outcome.stopped = f"the --max-cost cap ${spend.cap:.2f} was reached {after}"
 
 
-async def _rounds(tuner: _Tuner, candidates: _Candidates, proposer, on_round) -> None:
+async def _rounds(
+    tuner: _Tuner, candidates: _Candidates, proposer: Model, on_round: Callable[[Round], None]
+) -> None:
     o, spend = tuner.o, tuner.spend
     for n in range(tuner.plan.rounds + 1):
         if n < len(o.rounds):
