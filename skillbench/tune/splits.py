@@ -98,9 +98,12 @@ def split_triggers(
     evals = skill_dir / "evals"
     path = evals / "triggers.yaml"
     if not path.is_file():
+        least = next(n for n in range(2 * MIN_PER_SIDE, 1000) if min(_sizes(n, fractions)) >= 2)
         raise SplitError(
             f"{skill_dir}: no evals/triggers.yaml to tune on; write one first with "
-            f"`skillbench gen {skill_dir} --kind triggers`"
+            f"`skillbench gen {skill_dir} --kind triggers` (it writes 5 prompts a side; a split "
+            f"at --split {'/'.join(f'{f:g}' for f in fractions)} needs {least} a side, or a test "
+            f"set kept apart in evals/{TEST_FILE})"
         )
     pool, _ = load_triggers(path)
     held = evals / TEST_FILE
