@@ -444,6 +444,9 @@ def test_a_budget_stop_keeps_finished_rounds_and_resumes(fake, tmp_path: Path, c
     assert (run / "rounds/00.json").is_file() and not (run / "rounds/01.json").exists()
     assert not (run / "test.json").exists()
     assert f"continue with: skillbench tune --resume {run} --max-cost" in err
+    # a resumed run is the same run: a flag that differs from its plan is refused
+    code, _, err = tune(capsys, "--resume", str(run), "--runs", "2")
+    assert code == 2 and "refused, --runs differs from the run's (1); start a new tune" in err
     # the resumed run keeps round 0 and goes on from round 1
     kept = (run / "rounds/00.json").read_bytes()
     code, out, err = tune(capsys, "--resume", str(run), "--max-cost", "1000", "--json")
