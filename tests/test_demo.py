@@ -74,7 +74,10 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         line.removeprefix("== skillbench eval skills/")
         for line in out
         if line.startswith("== skillbench eval ")
-    ] == skills  # every bundled skill
+    ] == [
+        *skills,
+        "diff-review --with-library skills/",
+    ]  # every bundled skill, then the library arm
     assert "verdict: PASS [partial — 8/9 scored] (underpowered: 4 decided, 6 needed)" in out
     assert "skipped (environment): codex-assisted — missing codex" in out
     # each eval's triggers line, then the library both ways: the catalog call, and Claude
@@ -100,6 +103,17 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         assert summary["complete"] and summary["scored_rows"] > 0, name
     summary = json.loads((tmp_path / "demo/diff-review/summary.json").read_text())
     assert summary["comparisons"]["baseline"]["win"] == 4
+    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (2, 2)
+    # the library arm: diff-review beside its three siblings, and it still fires
+    library = json.loads((tmp_path / "demo/diff-review-library/summary.json").read_text())
+    siblings = [s for s in skills if s != "diff-review"]
+    assert [s["name"] for s in library["library"]["skills"]] == siblings
+    assert (library["activation"]["fired"], library["activation"]["sessions"]) == (2, 2)
+    assert library["complete"] and library["verdict"] == summary["verdict"]
+    assert (
+        "library arm: every arm stages 3 other skills of skills/ (eval-suite-author, "
+        "eval-suite-converter, skill-eval-author); the candidate adds diff-review"
+    ) in out
     # the README's sample outputs are this run's, line for line (wall times vary)
     readme = (ROOT / "README.md").read_text()
     sample = readme.split("a real model's run has the same shape):\n\n", 1)[1].split("\n\n")[0]

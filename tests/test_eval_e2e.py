@@ -125,6 +125,7 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         ("non-discriminating", "polish", "transcript_mentions: greeting"),
         ("non-discriminating", "style", "transcript_mentions: greeting"),
         ("judge-position", "", None),
+        ("never-fired", "", None),  # the scripted candidate never loads the skill
     }
     # the marked-preferring judge named the candidate wherever it stood (one A, one B); the
     # always-A judge named the first attempt twice: 3 of 4 answers went to the first position
@@ -155,21 +156,24 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     assert (
         summary["why"] == "wins on execution checks and the judge's rubric; 1 tie (1 judge-split)"
     )
-    assert lines[:5] == [
+    assert lines[:7] == [
         "verdict: PASS [partial — 3/4 scored] (underpowered: 2 decided, 6 needed)",
         "why: wins on execution checks and the judge's rubric; 1 tie (1 judge-split)",
         "skipped (environment): needs-codex — missing codex",
         "candidate-vs-baseline: +67% net lift (2W / 0L / 1T over 3 comparisons, sign test p=0.500)",
+        "activation: fired in 0 of 3 candidate sessions · net lift n/a where it fired (0 rows) "
+        "vs +67% overall",
+        "ambient skills: none in any arm (the builtin loop lists only the staged skills)",
         "arm scores: baseline 0.67 · candidate 1.00",
     ]
-    assert lines[5] == "case-runs passed: baseline 2/3 · candidate 3/3"
-    assert lines[6:8] == [
+    assert lines[7] == "case-runs passed: baseline 2/3 · candidate 3/3"
+    assert lines[8:10] == [
         "triggers (catalog call): recall=1.00 precision=0.50 (tp=1 fn=0 fp=1 tn=0)",
         '  FALSE-FIRE: "rename this variable"',
     ]
-    assert lines[8].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[8]
+    assert lines[10].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[10]
     # the run total includes the judge's and the trigger calls, beyond the arms' sessions
-    assert lines[8].endswith(f"· run total ${summary['spend_usd']:.2f}")
+    assert lines[10].endswith(f"· run total ${summary['spend_usd']:.2f}")
     receipt_spend = json.loads((tmp_path / "run/receipt.json").read_text())["spend_usd"]
     assert receipt_spend == summary["spend_usd"] > 0
     assert {
@@ -255,8 +259,11 @@ cases:
     ]
     assert len(first_turns) == 2  # one session per arm
     assert lines[0] == "verdict: PASS (underpowered: 3 decided, 6 needed)"
-    assert lines[2:5] == [
+    assert lines[2:7] == [
         "candidate-vs-baseline: +50% net lift (3W / 0L / 3T over 6 comparisons, sign test p=0.250)",
+        "activation: fired in 0 of 1 candidate session · net lift n/a where it fired (0 rows) "
+        "vs +50% overall",
+        "ambient skills: none in any arm (the builtin loop lists only the staged skills)",
         "arm scores: baseline 0.50 · candidate 1.00",
         "case-runs passed: baseline 3/6 · candidate 6/6",
     ]
@@ -611,13 +618,14 @@ def test_resume_retries_errored_sessions(fake, tmp_path: Path, capsys) -> None:
     code, _, summary = run_eval(capsys, folder, tmp_path / "run")
     assert code == 2 and summary["rows"][0]["decided_by"] == "unscored"
     outage.stop()
-    fake(
+    fake(  # the provider back, at the same endpoint (a resume refuses another one)
         {
             "conversations": [
                 conv(BASE, "Greeting", {"text": "no"}),
                 conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
             ]
-        }
+        },
+        port=int(outage.url.rsplit(":", 1)[1]),
     )
     code = main(
         ["eval", "--resume", str(tmp_path / "run"), "--model", MODEL, "--quiet", "--no-gen"]

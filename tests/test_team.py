@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from skillbench.cli import main
-from skillbench.receipts import Provenance, Receipt, local_receipts, write_receipt
+from skillbench.receipts import Receipt, local_receipts, read_receipt
 from skillbench.skills import digest
-from tests.helpers import make_skill
+from tests.helpers import engine_receipt, make_skill
 
 MODEL = "anthropic/claude-sonnet-4-6"
 
@@ -48,46 +48,36 @@ def greeter(tmp_path: Path, body: str = "Say hello.") -> Path:
     return skill
 
 
+# rows that give each verdict (one case each, against the baseline): W win, L loss, T tie,
+# U unscored
+ROWS = {"PASS": "WWT", "FAIL": "LLT", "NEUTRAL": "WLT", "NONE": "UUU"}
+
+
 def receipt(
     skill: Path,
     run_id: str,
     verdict: str = "PASS",
     created: str = "2026-11-29T10:00:00+00:00",
-    incumbent: dict[str, int] | None = None,
+    incumbent: str | None = None,
     triggers: dict[str, Any] | None = None,
-    scored: int = 3,
-    complete: bool = True,
+    rows: str | None = None,
     driver: str = "model",
-    stats: dict[str, Any] | None = None,
 ) -> Receipt:
-    comparisons = {"baseline": {"win": 2, "loss": 0, "tie": 1, "net_lift": 0.67, "sign_p": 0.5}}
-    if incumbent:
-        comparisons["incumbent"] = {**incumbent, "net_lift": None, "sign_p": 1.0}
-    agent = MODEL if driver == "model" else "scripted/demo"
-    r = Receipt(
-        skill="greeter",
-        digest=digest(skill),
-        run_id=run_id,
-        verdict=verdict,
-        why="w",
-        expected_rows=3,
-        scored_rows=scored,
-        complete=complete,
-        agent="builtin",
-        models={"agent": agent, "judge": agent},
-        driver=driver,
-        stats=stats or {},
-        comparisons=comparisons,
-        rows=[],
+    """A receipt as `eval` writes it, its rows giving `verdict` (or the `rows` given)."""
+    outcomes = {
+        "baseline": rows or ROWS[verdict],
+        **({"incumbent": incumbent} if incumbent else {}),
+    }
+    run_dir = engine_receipt(
+        skill,
+        run_id,
+        outcomes,
+        created=created,
+        model=MODEL if driver == "model" else "scripted/demo",
         triggers=triggers,
-        efficiency={},
-        provenance=Provenance(
-            engine_version="0", models={"agent": MODEL}, k=1, seed=1, arms={}, created_at=created
-        ),
     )
-    run_dir = skill.parent.parent / "runs" / run_id
-    run_dir.mkdir(parents=True)
-    write_receipt(r, run_dir)
+    r = read_receipt(run_dir / "receipt.json")
+    assert rows is not None or r.verdict == verdict, f"ROWS[{verdict!r}] gives {r.verdict}"
     return r
 
 
@@ -189,7 +179,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
         "run-4",
         "PASS",
         created="2026-11-29T13:00:00+00:00",
-        incumbent={"win": 0, "loss": 2, "tie": 1},
+        incumbent="LLT",
         triggers={"recall": 1.0, "precision": None},
     )
     code, out = gate(capsys, skill, repo)
@@ -207,7 +197,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
     )
     assert gate(capsys, skill, repo) == (
         0,
-        "gate passed: greeter: PASS (run run-4, 3/3 rows scored)",
+        "gate passed: greeter: PASS (run run-4, 6/6 rows scored)",  # two opponents
     )
 
     # a local skillbench.toml [gate] table overrides the team repo's policy
@@ -226,7 +216,7 @@ def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) ->
     repo, skill = team_repo(tmp_path), greeter(tmp_path)
     receipt(skill, "run-1", "FAIL")
     # a later run that scored nothing (--max-cost 0, an outage, a killed sandbox) is newer...
-    receipt(skill, "run-2", "NONE", created="2026-11-29T11:00:00+00:00", scored=0, complete=False)
+    receipt(skill, "run-2", "NONE", created="2026-11-29T11:00:00+00:00")
     code, out = gate(capsys, skill, repo)
     # ...but never shadows the measured FAIL
     assert (code, out) == (
@@ -240,7 +230,7 @@ def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) ->
     assert code == 1 and "(run run-3) comes from the scripted driver (scripted/demo)" in out
 
     # a partial run is refused unless the policy allows it
-    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00", scored=2, complete=False)
+    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00", rows="WWU")
     code, out = gate(capsys, skill, repo)
     assert (code, out) == (
         1,
@@ -306,25 +296,20 @@ def test_gate_can_require_the_trigger_method(tmp_path: Path, capsys) -> None:
 
 def test_gate_can_require_power(tmp_path: Path, capsys) -> None:
     skill = greeter(tmp_path)
-    receipt(skill, "run-1", stats={"baseline": {"decided": 2, "needed": 6, "underpowered": True}})
+    receipt(skill, "run-1", rows="WWT")  # PASS on 2 decided comparisons
     assert gate(capsys, skill, None)[0] == 0  # not asked for: a PASS on 2 decided passes
     code, out = gate(capsys, skill, None, "--require-power")
     assert (code, out) == (
         1,
         "gate refused: greeter: underpowered: 2 decided comparisons, 6 needed for p <= 0.05",
     )
-    receipt(
-        skill,
-        "run-2",
-        created="2026-11-29T11:00:00+00:00",
-        stats={"baseline": {"decided": 8, "needed": 6, "underpowered": False}},
-    )
+    receipt(skill, "run-2", created="2026-11-29T11:00:00+00:00", rows="WWWWWW")  # 6 decided
     assert gate(capsys, skill, None, "--require-power")[0] == 0
 
 
 def test_gate_refuses_when_nothing_was_ever_measured(tmp_path: Path, capsys) -> None:
     skill = greeter(tmp_path)
-    receipt(skill, "run-1", "NONE", scored=0, complete=False)
+    receipt(skill, "run-1", "NONE")
     code, out = gate(capsys, skill, None)
     assert code == 1
     assert "measured anything: the newest (run run-1) scored 0/3 rows (verdict NONE" in out
@@ -334,7 +319,7 @@ def test_publish_leaves_scripted_and_unscored_receipts_out(tmp_path: Path, capsy
     repo, skill = team_repo(tmp_path), greeter(tmp_path)
     receipt(skill, "run-1")
     receipt(skill, "run-2", "PASS", driver="scripted")
-    receipt(skill, "run-3", "NONE", scored=0, complete=False)
+    receipt(skill, "run-3", "NONE")
     assert main(["publish", str(skill), "--team", str(repo)]) == 0
     assert "1 receipt(s) (2 scripted or unscored left out)" in capsys.readouterr().out
     assert sorted(p.name for p in (repo / "evals/greeter/v1").iterdir()) == ["run-1.json"]
@@ -425,7 +410,7 @@ def test_incumbent_arm_receipt_and_scrubbing(fake, tmp_path: Path, capsys) -> No
     assert "NEW-VERSION" in cand and "OLD-VERSION" not in cand
     # the receipt: in the run folder and the local store, for the new bytes
     written = json.loads((out / "receipt.json").read_text())
-    assert written["digest"] == digest(skill) and written["schema_version"] == 2
+    assert written["digest"] == digest(skill) and written["schema_version"] == 3
     assert written["provenance"]["arms"]["incumbent"][0].endswith("(v1)")
     assert [r.run_id for _, r in local_receipts("greeter", digest(skill))] == [plan["run_id"]]
     # no credential survives in anything written

@@ -21,6 +21,7 @@ from skillbench.engine.plan import (
     EvalOptions,
     case_spec,
     find_incumbent,
+    library_of,
     sessions_of,
     trigger_method,
     units_of,
@@ -28,6 +29,7 @@ from skillbench.engine.plan import (
 )
 from skillbench.engine.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
+from skillbench.models import endpoint
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import local_receipts
@@ -72,6 +74,7 @@ def estimate(opts: EvalOptions) -> Estimate:
     version = digest(skill_dir)
     sessions = sessions_of(assets, opts.case)
     found = find_incumbent(opts, skill, version)
+    library = library_of(opts, skill)
     arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else [])
     box = sandbox_spec(settings, agent.image_name(opts.image))
     cache = SessionCache()
@@ -84,10 +87,16 @@ def estimate(opts: EvalOptions) -> Estimate:
                         session_inputs(
                             spec,
                             skill_dir,
-                            arm=arm_identity(arm, found.digest if found else None),
+                            arm=arm_identity(
+                                arm,
+                                found.digest if found else None,
+                                library.digest if library else None,
+                            ),
                             agent=agent.name,
                             agent_version=agent.version(),
+                            agent_options=settings.agents.get(agent.name, {}),
                             model=settings.model,
+                            endpoint=endpoint(settings.model).url,
                             sandbox=case_spec(box, spec, None),
                             rep=rep,
                         )

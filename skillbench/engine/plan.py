@@ -3,6 +3,7 @@ find the incumbent, and make (or reopen, for --resume) the run folder with its p
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import secrets
@@ -22,13 +23,15 @@ from skillbench.engine.records import (
     INCUMBENT,
     SUITE,
     Incumbent,
+    Library,
+    LibrarySkill,
     Plan,
     Unit,
 )
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
-from skillbench.models import ModelRefError, parse_model
+from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxSpec
 from skillbench.sandbox.case_image import CaseImageError, case_image
@@ -39,7 +42,9 @@ from skillbench.skills import (
     digest,
     eval_files,
     evals_digest,
+    is_library_root,
     read_skill,
+    root_children,
     skill_files,
 )
 from skillbench.team import TeamError, incumbent
@@ -71,6 +76,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
     case_images: dict[str, str] = {}  # session -> the image it runs in, when it has its own
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
+    library: str | None = None  # --with-library: a library root whose other skills every arm stages
 
 
 def trigger_method(opts: EvalOptions) -> str:
@@ -190,6 +196,39 @@ def find_incumbent(opts: EvalOptions, skill: Skill, version: str) -> Incumbent |
     return Incumbent(found.name, found.digest, found.path) if found else None
 
 
+def library_of(opts: EvalOptions, skill: Skill) -> Library | None:
+    """--with-library: the library's skills other than the one under test (by name: another
+    copy or version of it is left out too), each with its digest; EvalError when the folder
+    is no library root, a child is not a valid skill, or nothing is left beside the skill."""
+    if opts.library is None:
+        return None
+    root = Path(opts.library)
+    if not is_library_root(root):
+        raise EvalError(
+            f"--with-library {root}: not a library root (a folder whose sub-folders each hold "
+            "a SKILL.md); name the folder that holds the skills"
+        )
+    siblings = []
+    for child in root_children(root):
+        try:
+            other = read_skill(child)
+            version = digest(child)
+        except SpecError as exc:
+            raise EvalError(
+                f"--with-library {root}: {child.name} is not a valid skill "
+                f"({exc.problems[0].message}); fix it (skillbench check {child}) or move it out"
+            ) from None
+        if other.name != skill.name:
+            siblings.append(LibrarySkill(other.name, str(child.resolve()), version))
+    if not siblings:
+        raise EvalError(
+            f"--with-library {root}: holds no skill besides {skill.name}; the library arm "
+            "needs other skills for it to compete with"
+        )
+    key = hashlib.sha256(msgspec.json.encode([(s.name, s.digest) for s in siblings]))
+    return Library(str(root.resolve()), tuple(siblings), "sha256:" + key.hexdigest())
+
+
 def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> Prepared:
     """Validate, then make a new run folder with its plan (or reopen one for --resume).
     The agent's image is built here on first use (`log` tells the user)."""
@@ -197,6 +236,9 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     skill, assets = validated(skill_dir)
     settings = opts.settings
     check_credentials(settings.model, settings.judge_model or settings.model)
+    if settings.sign.key and not Path(settings.sign.key).is_file():
+        # found now, not after the run: the receipt is signed when the run ends
+        raise EvalError(f"[sign] key = {settings.sign.key}: no such key file")
     try:
         agent = make_agent(settings.agent, **settings.agents.get(settings.agent, {}))
         agent.check_model(settings.model)
@@ -236,10 +278,14 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                 ("the model", plan.model, settings.model),
                 ("the judge model", plan.judge_model, settings.judge_model),
                 ("the agent", plan.agent, settings.agent),
+                ("the model endpoints", plan.endpoints, endpoints_of(settings)),
                 ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
+                ("the library (--with-library)", plan.library, library_of(opts, skill)),
             )
             if old != new
         ]
+        if {"the model", "the judge model"} & set(changed):  # another model says it already
+            changed = [c for c in changed if c != "the model endpoints"]
         if changed:
             raise EvalError(
                 f"--resume {run_dir}: refused, {' and '.join(changed)} changed since "
@@ -249,6 +295,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         return plan, run_dir, skill, sessions
     sessions = sessions_of(assets, opts.case)
     found = find_incumbent(opts, skill, version)
+    library = library_of(opts, skill)
     run_id = new_run_id()
     run_dir = run_folder(skill_dir, opts.out, run_id)
     try:
@@ -281,8 +328,10 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         engine_version=__version__,
         agent=settings.agent,
         agent_version=agent.version(),
+        endpoints=endpoints_of(settings),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         case_filter=opts.case,
+        library=library,
     )
     try:
         (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
@@ -292,6 +341,12 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
             " choose another --out"
         ) from None
     return plan, run_dir, skill, sessions
+
+
+def endpoints_of(settings: Settings) -> dict[str, Endpoint]:
+    """Where the agent and the judge models are reached from this environment."""
+    judge = settings.judge_model or settings.model
+    return {"agent": endpoint(settings.model), "judge": endpoint(judge)}
 
 
 def run_folder(skill_dir: Path, out: str | None, run_id: str, kind: str = "runs") -> Path:

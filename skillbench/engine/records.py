@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from skillbench.checks import CheckResult
+from skillbench.models import Endpoint
 from skillbench.models.base import Usage
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
@@ -30,6 +31,23 @@ class Incumbent(msgspec.Struct, frozen=True):
     path: str
 
 
+class LibrarySkill(msgspec.Struct, frozen=True):
+    """A sibling the library arm stages beside the skill under test."""
+
+    name: str
+    path: str
+    digest: str
+
+
+class Library(msgspec.Struct, frozen=True):
+    """eval --with-library: every arm also stages these siblings (the library minus the skill
+    under test), so the candidate competes with them and the baseline has them too."""
+
+    path: str
+    skills: tuple[LibrarySkill, ...]
+    digest: str  # over the siblings' names and digests: what baseline reuse keys on
+
+
 class Plan(msgspec.Struct, kw_only=True):
     """Everything that identifies a run; `--resume` refuses when any of it changed."""
 
@@ -53,6 +71,9 @@ class Plan(msgspec.Struct, kw_only=True):
     team: str | None = None  # the team repo the incumbent came from (--resume keeps it)
     agent: str = "builtin"  # what runs in the arms (agents/)
     agent_version: str = ""
+    # where the agent and judge models are reached (design §14); --resume refuses a change
+    endpoints: dict[str, Endpoint] = {}
+    library: Library | None = None
 
 
 def session_key(session: str, arm: str, rep: int) -> str:
@@ -78,6 +99,8 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     checks: dict[str, list[CheckResult]] = {}  # unit name -> results
     notes: list[str] = []  # what the kept workspace left out (workspaces/<key>)
     reused_from: str | None = None  # the run whose identical session this is (not rerun)
+    loaded: list[str] = []  # the skills the agent loaded (its own way: a tool, a read)
+    ambient: list[str] = []  # the skills the agent CLI brought on its own (none staged them)
 
 
 class ArmResult(msgspec.Struct, omit_defaults=True):

@@ -10,12 +10,15 @@ from typing import Any
 import msgspec
 
 from skillbench.checks import CheckResult
+from skillbench.engine.activation import FIRED_WHERE_NOT, Activation, Ambient
 from skillbench.engine.records import (
     AA,
     BASELINE,
     CANDIDATE,
     SUITE,
+    UNSCORED,
     ArmResult,
+    Library,
     Plan,
     RowRecord,
     SessionRecord,
@@ -23,6 +26,7 @@ from skillbench.engine.records import (
     session_key,
 )
 from skillbench.engine.stats import (
+    Interval,
     Stats,
     needed,
     net_lift_ci,
@@ -31,7 +35,7 @@ from skillbench.engine.stats import (
     sign_test,
     wilson,
 )
-from skillbench.models import parse_model
+from skillbench.models import Endpoint, parse_model
 from skillbench.verdict import NONE, verdict_of
 
 
@@ -103,7 +107,7 @@ def row_by_checks(
     return None
 
 
-def compare(rows: Iterable[RowRecord]) -> Comparison:
+def compare(rows: Iterable[RowRecord | RowSummary]) -> Comparison:
     counts = Counter(r.outcome for r in rows)
     w, lo, t = counts["win"], counts["loss"], counts["tie"]
     total = w + lo + t
@@ -114,6 +118,13 @@ def verdict(c: Comparison) -> str:
     """The verdict against one opponent (design §3); NEUTRAL when nothing was compared."""
     found = verdict_of(c.win, c.loss, c.tie)
     return "NEUTRAL" if found == NONE else found
+
+
+_SOURCES = {  # what decided a win or a loss, as the why line names it
+    "checks": "execution checks",
+    "judge": "the judge's rubric",
+    "activation": f"activation (the skill {FIRED_WHERE_NOT})",
+}
 
 
 def why(rows: list[RowRecord]) -> str:
@@ -130,12 +141,9 @@ def why(rows: list[RowRecord]) -> str:
     sources = {
         r.decided_by for r in rows if r.outcome != "tie" and (pick is None or r.outcome == pick)
     }
-    if sources == {"checks"}:
-        lead += " on execution checks"
-    elif sources == {"judge"}:
-        lead += " on the judge's rubric"
-    elif sources:
-        lead += " on execution checks and the judge's rubric"
+    named = [phrase for source, phrase in _SOURCES.items() if source in sources]
+    if named:
+        lead += " on " + ", ".join(named[:-1]) + " and " * (len(named) > 1) + named[-1]
     parts = [lead]
     ties = sum(r.outcome == "tie" and r.decided_by != "unscored" for r in rows)
     splits = sum(r.decided_by == "judge-split" for r in rows)
@@ -396,6 +404,7 @@ class Summary(msgspec.Struct, kw_only=True):
     agent_version: str
     models: dict[str, str]  # agent, judge
     driver: str  # model | scripted
+    endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
     k: int
     seed: int
     stats: dict[str, Stats] = {}  # per opponent: power and intervals (design §11)
@@ -404,6 +413,10 @@ class Summary(msgspec.Struct, kw_only=True):
     spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
     reused: Reuse | None = None
     noise_floor: NoiseFloor | None = None  # eval --aa
+    # design §16: was the skill loaded, what the CLI brought on its own, the library arm
+    activation: Activation | None = None
+    ambient: Ambient | None = None
+    library: Library | None = None
 
 
 def reuse_of(sessions: dict[str, SessionRecord]) -> Reuse | None:
@@ -426,9 +439,6 @@ def summarize(
     """The summary of a run from its records."""
     skipped_names = {s.case for s in skipped}
     scored = [r for r in rows if r.scored]
-    comparisons = {opp: compare(r for r in scored if r.opponent == opp) for opp in plan.opponents}
-    baseline = comparisons[plan.opponents[0]]
-    expected = len(plan.units) * plan.k * len(plan.opponents)
     # Complete: every row that could be measured was (a case the image cannot run is not the
     # run's failing; a failed setup, an error, a judge failure or a cost stop is).
     measurable = {s.case for s in skipped if s.environment}
@@ -440,24 +450,26 @@ def summarize(
     def order(r: RowRecord) -> tuple[int, int, int]:
         return names.index(r.case), r.rep, plan.opponents.index(r.opponent)
 
+    shown = [
+        RowSummary(r.case, r.rep, r.opponent, r.outcome, r.decided_by, r.arms)
+        for r in sorted(rows, key=order)
+    ]
+    found = derive(shown, opponents=plan.opponents, units=plan.units, k=plan.k, seed=plan.seed)
     return Summary(
         skill=plan.skill,
         version=plan.version,
         run_id=plan.run_id,
-        verdict=verdict(baseline) if scored else NONE,
+        verdict=found.verdict,
         why=why([r for r in rows if r.opponent == plan.opponents[0]])
         if scored
         else nothing_scored(rows, stopped),
-        expected_rows=expected,
-        scored_rows=len(scored),
-        partial=len(scored) < expected,
-        complete=stopped is None and len(scored) == wanted,
+        expected_rows=found.expected_rows,
+        scored_rows=found.scored_rows,
+        partial=found.scored_rows < found.expected_rows,
+        complete=stopped is None and found.scored_rows == wanted,
         stopped=stopped,
-        comparisons=comparisons,
-        rows=[
-            RowSummary(r.case, r.rep, r.opponent, r.outcome, r.decided_by, r.arms)
-            for r in sorted(rows, key=order)
-        ],
+        comparisons=found.comparisons,
+        rows=shown,
         skipped=skipped,
         efficiency=efficiency(plan, sessions),
         arm_scores=arm_scores(plan, sessions, skipped_names),
@@ -467,18 +479,11 @@ def summarize(
         reused=reuse_of(sessions),
         models={"agent": plan.model, "judge": plan.judge_model},
         driver="scripted" if scripted else "model",
+        endpoints=plan.endpoints,
         k=plan.k,
         seed=plan.seed,
         stats={
-            opp: stats_of(
-                plan,
-                sessions,
-                [r for r in scored if r.opponent == opp],
-                opp,
-                comparisons[opp],
-                skipped_names,
-                runs,
-            )
+            opp: stats_of(plan, sessions, found.power[opp], opp, skipped_names, runs)
             for opp in plan.opponents
         },
         diagnostics=diagnostics(plan, sessions, skipped_names, rows),
@@ -486,18 +491,78 @@ def summarize(
     )
 
 
+class Power(msgspec.Struct, frozen=True, kw_only=True):
+    """The part of an opponent's Stats that its rows alone decide."""
+
+    decided: int  # wins + losses
+    needed: int | None
+    underpowered: bool
+    sign_p: float
+    net_lift_ci: Interval | None
+
+
+class Derived(msgspec.Struct, frozen=True, kw_only=True):
+    """What a run's rows establish: the verdict, the counts and the power of the test."""
+
+    verdict: str  # against the first opponent (the baseline); NONE when nothing was scored
+    verdicts: dict[str, str]  # per opponent
+    expected_rows: int
+    scored_rows: int
+    comparisons: dict[str, Comparison]
+    power: dict[str, Power]
+
+
+def derive(
+    rows: Sequence[RowSummary],
+    *,
+    opponents: Sequence[str],
+    units: Sequence[Unit],
+    k: int,
+    seed: int,
+) -> Derived:
+    """The verdict, counts and power of a run from its rows and what it planned (opponents,
+    units, k, seed), nothing else: summarize() takes them from here, and the gate re-derives
+    a receipt's with this same function (design §14), so the two can never disagree on the
+    rule. The rows are taken in plan order, whatever order they come in."""
+    index = {u.name: i for i, u in enumerate(units)}
+    rank = {o: i for i, o in enumerate(opponents)}
+    ordered = sorted(
+        rows, key=lambda r: (index.get(r.case, len(index)), r.rep, rank.get(r.opponent, len(rank)))
+    )
+    scored = [r for r in ordered if r.decided_by not in UNSCORED]
+    comparisons, power, verdicts = {}, {}, {}
+    for opp in opponents:
+        mine = [r for r in scored if r.opponent == opp]
+        c = comparisons[opp] = compare(mine)
+        verdicts[opp] = verdict(c)
+        need = needed(c.win, c.loss)
+        power[opp] = Power(
+            decided=c.win + c.loss,
+            needed=need,
+            underpowered=need is None or c.win + c.loss < need,
+            sign_p=c.sign_p,
+            net_lift_ci=net_lift_ci([r.outcome for r in mine], seed),
+        )
+    return Derived(
+        verdict=verdicts[opponents[0]] if scored else NONE,
+        verdicts=verdicts,
+        expected_rows=len(units) * k * len(opponents),
+        scored_rows=len(scored),
+        comparisons=comparisons,
+        power=power,
+    )
+
+
 def stats_of(
     plan: Plan,
     sessions: dict[str, SessionRecord],
-    rows: list[RowRecord],
+    power: Power,
     opponent: str,
-    c: Comparison,
     skipped: set[str],
     runs: dict[str, list[int]],
 ) -> Stats:
-    """Power and intervals for the candidate against one opponent."""
-    need = needed(c.win, c.loss)
-    decided = c.win + c.loss
+    """Power (from the rows, by derive()) and pass rates (from the sessions) for the
+    candidate against one opponent."""
     arms = (CANDIDATE, opponent)
     at_k = pow_k = None
     if plan.k > 1:
@@ -516,11 +581,7 @@ def stats_of(
             at_k = {arm: pass_at_k(passes[arm], plan.k) for arm in arms}
             pow_k = {arm: pass_pow_k(passes[arm], plan.k) for arm in arms}
     return Stats(
-        decided=decided,
-        needed=need,
-        underpowered=need is None or decided < need,
-        sign_p=c.sign_p,
-        net_lift_ci=net_lift_ci([r.outcome for r in rows], plan.seed),
+        **msgspec.structs.asdict(power),
         pass_rate={arm: wilson(*runs[arm]) for arm in arms},
         pass_at_k=at_k,
         pass_pow_k=pow_k,

@@ -4,6 +4,7 @@ comparisons, the rows that are not ties, the triggers line; nothing links outsid
 
 from __future__ import annotations
 
+from skillbench.report.evidence import evidence_lines
 from skillbench.report.run_folder import RunFolder
 from skillbench.report.terminal import report_lines
 
@@ -23,6 +24,7 @@ def markdown(run: RunFolder) -> str:
             f"- candidate vs {opponent}: **{lift}** net lift ({c.win}W / {c.loss}L / "
             f"{c.tie}T, sign test p={c.sign_p:.3f})"
         )
+    out += [f"- {_cell(line.strip())}" for line in evidence_lines(s)]
     if s.triggers and not s.triggers.get("invalid"):
         t = s.triggers
         recall, precision = _ratio(t.get("recall")), _ratio(t.get("precision"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from skillbench.engine.score import Summary
+from skillbench.report.evidence import evidence_lines
 
 
 def _pct(x: float | None) -> str:
@@ -34,6 +35,7 @@ def report_lines(summary: Summary) -> list[str]:
             f"candidate-vs-{opponent}: {_pct(c.net_lift)} net lift ({c.win}W / {c.loss}L"
             f" / {c.tie}T over {n} comparison{'s' * (n != 1)}, sign test p={c.sign_p:.3f})"
         )
+    lines.extend(evidence_lines(summary))
     arms = list(summary.case_runs)
     scores, runs = summary.arm_scores, summary.case_runs
     lines.append("arm scores: " + " · ".join(f"{a} {_num(scores.get(a))}" for a in arms))
