@@ -98,7 +98,9 @@ def split_triggers(
     evals = skill_dir / "evals"
     path = evals / "triggers.yaml"
     if not path.is_file():
-        least = next(n for n in range(2 * MIN_PER_SIDE, 1000) if min(_sizes(n, fractions)) >= 2)
+        least = next(
+            n for n in range(2 * MIN_PER_SIDE, 1000) if min(_sizes(n, list(fractions))) >= 2
+        )
         raise SplitError(
             f"{skill_dir}: no evals/triggers.yaml to tune on; write one first with "
             f"`skillbench gen {skill_dir} --kind triggers` (it writes 5 prompts a side; a split "
