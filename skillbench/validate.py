@@ -6,6 +6,7 @@ from pathlib import Path
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.skills import (
     eval_files,
@@ -17,7 +18,7 @@ from skillbench.skills import (
 )
 
 
-class NotASkill(Exception):
+class NotASkill(SkillbenchError):
     """The path is neither a skill folder nor a library root."""
 
 

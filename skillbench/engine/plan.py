@@ -7,7 +7,7 @@ import hashlib
 import os
 import random
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,9 +28,11 @@ from skillbench.engine.records import (
     Plan,
     Unit,
 )
+from skillbench.errors import EvalError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
+from skillbench.inputs import load_json
 from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxSpec
@@ -48,14 +50,6 @@ from skillbench.skills import (
     skill_files,
 )
 from skillbench.team import TeamError, incumbent
-
-
-class EvalError(Exception):
-    """The run cannot start or go on: bad assets, a changed skill on resume, contamination."""
-
-    def __init__(self, message: str, problems: Sequence[Problem] = ()):
-        self.problems = list(problems)
-        super().__init__(message)
 
 
 class EvalOptions(msgspec.Struct, kw_only=True):
@@ -123,6 +117,7 @@ def build_case_images(
                 containerfile=Path(spec.containerfile) if spec.containerfile else None,
                 base=base,
                 log=log,
+                network=spec.build_network,
             )
             images[name] = agent.image(own, log)
         except (CaseImageError, AgentError) as exc:
@@ -267,7 +262,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     if opts.resume:
         run_dir = Path(opts.resume)
         try:
-            plan = msgspec.json.decode((run_dir / "plan.json").read_bytes(), type=Plan)
+            plan = load_json(run_dir / "plan.json", Plan)
         except (OSError, msgspec.DecodeError) as exc:
             raise EvalError(f"--resume {run_dir}: no readable plan.json ({exc})") from None
         changed = [

@@ -12,13 +12,13 @@ import hashlib
 import json
 import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from skillbench.evals.load import workdir_problem
+from skillbench.evals.cases import workdir_problem
+from skillbench.evals.yamlsrc import CappedLoader
 from skillbench.importers.base import (
     Imported,
     ImportError_,
@@ -28,6 +28,7 @@ from skillbench.importers.base import (
     support,
     yaml_str,
 )
+from skillbench.inputs import InputError, load_toml, read_capped
 from skillbench.sandbox.case_image import SANDBOX_FROM
 from skillbench.sandbox.image import image_exists
 
@@ -61,9 +62,10 @@ def _image(ref: str, where: str, out: Imported) -> dict[str, str]:
 
 def _toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ImportError_(f"{path}: cannot read it as TOML: {exc}") from None
+        return load_toml(path)
+    except InputError as exc:
+        why = str(exc).removeprefix(f"{path}: ")
+        raise ImportError_(f"{path}: cannot read it as TOML: {why}") from None
 
 
 def _case_yaml(
@@ -320,10 +322,13 @@ _SUITE_DROPPED = {
 }
 
 
+MAX_YAML = 4 << 20  # a suite file with its cases inline
+
+
 def _load_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        return yaml.load(read_capped(path, MAX_YAML).decode("utf-8"), Loader=CappedLoader)
+    except (InputError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ImportError_(f"{path}: cannot read it: {exc}") from None
 
 

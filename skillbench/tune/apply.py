@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from skillbench.errors import SkillbenchError
 from skillbench.skills import SKILL_FILE
 
 _KEY = re.compile(r"description[ \t]*:")
@@ -24,7 +25,7 @@ _KEY = re.compile(r"description[ \t]*:")
 _PLAIN_START = set("-?:,[]{}#&*!|>'\"%@`")
 
 
-class ApplyError(Exception):
+class ApplyError(SkillbenchError):
     """SKILL.md's front matter cannot take the description as one line."""
 
 

@@ -15,7 +15,9 @@ import msgspec
 
 from skillbench.config import Settings
 from skillbench.engine.estimate import TRIGGER_INPUT, TRIGGER_OUTPUT
-from skillbench.engine.plan import EvalError, check_credentials, new_run_id, run_folder
+from skillbench.engine.interrupt import Stop
+from skillbench.engine.plan import check_credentials, new_run_id, run_folder
+from skillbench.errors import EvalError
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
@@ -38,7 +40,7 @@ from skillbench.tune.rounds import (
 )
 from skillbench.tune.splits import SplitError, split_triggers
 
-EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
 PROPOSER_OUTPUT = 300.0  # tokens of a proposer's reply
 # One agent routing session: a CLI agent's system prompt and tools, sent twice (load the
 # skill, answer); what the fake server counts for Claude Code's requests.
@@ -123,29 +125,22 @@ def _run(outcome: Outcome, opts: TuneOptions, err: Print, resume: str) -> int | 
     def progress(r: Round) -> None:
         err(f"round {r.round} done" + (f": {r.note or r.invalid}" if r.note or r.invalid else ""))
 
-    terminated: list[bool] = []
-
-    async def until_signalled() -> None:
-        # SIGTERM (CI cancelling a job, `timeout`) stops the run the way Ctrl-C does, so the
-        # sandboxes of an agent's routing sessions are removed on the way out
-        main_task = asyncio.current_task()
-        assert main_task is not None
-
-        def stop() -> None:
-            terminated.append(True)
-            main_task.cancel()
-
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
-        await run_rounds(outcome, opts.settings, spend, err, progress)
-
-    try:
-        asyncio.run(until_signalled())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        err(
-            f"{'terminated' if terminated else 'interrupted'}; the {len(outcome.rounds)} "
-            f"finished round(s) are kept in {outcome.run_dir}. Continue with: {resume}"
+    def said(signum: int) -> str:
+        return (
+            f"{'terminated' if signum == signal.SIGTERM else 'interrupted'}; the "
+            f"{len(outcome.rounds)} finished round(s) are kept in {outcome.run_dir}. "
+            f"Continue with: {resume}"
         )
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+    # Ctrl-C or SIGTERM cancels the run (every sandbox is removed on the way out); a second
+    # signal exits at once (engine/interrupt.py)
+    stop = Stop(lambda signum: err(said(signum)))
+    try:
+        asyncio.run(stop.run(run_rounds(outcome, opts.settings, spend, err, progress)))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        first = stop.signals[0] if stop.signals else signal.SIGINT
+        err(said(first))
+        return 128 + first
     return None
 
 

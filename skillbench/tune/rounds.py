@@ -21,6 +21,7 @@ import msgspec
 from skillbench import __version__
 from skillbench.config import Settings
 from skillbench.engine.routing import RoutingError, open_router
+from skillbench.errors import SkillbenchError
 from skillbench.evals import SpecError
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
@@ -34,7 +35,7 @@ from skillbench.tune.splits import Prompts, Split
 _T = TypeVar("_T")
 
 
-class TuneError(Exception):
+class TuneError(SkillbenchError):
     """The tuning cannot start or go on; the message is one line saying what to do."""
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
 from skillbench.evals import load_triggers
 from skillbench.evals.model import Triggers
 
@@ -24,7 +25,7 @@ SETS = ("train", "validation", "test")
 TEST_FILE = "triggers.test.yaml"
 
 
-class SplitError(Exception):
+class SplitError(SkillbenchError):
     """The prompts cannot be split as asked; the message is one line saying what to do."""
 
 
