@@ -149,12 +149,13 @@ class Runner:
             for r in self.done.values()
             if r.outcome == "skipped"
         }
+        self.skipped.update(opts.unavailable)
+        self.missing: set[str] = set(opts.unavailable)  # sessions skipped for the environment
         self.spend = opts.spent_before + sum(
             r.cost_usd or 0.0 for r in self.done.values() if r.reused_from is None
         )
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         self.stopped: str | None = None
-        self.missing: set[str] = set()  # sessions skipped because the image lacks a tool
         self.judge_tasks: list[asyncio.Task[None]] = []
         self.judging: set[RowKey] = set()  # rows waiting for the judge
         # judge calls are light, but a burst of them would meet the provider's rate limits
