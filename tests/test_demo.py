@@ -77,7 +77,8 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     ] == [
         *skills,
         "diff-review --with-library skills/",
-    ]  # every bundled skill, then the library arm
+        "diff-review --agent claude-code --case small-change",
+    ]  # every bundled skill, then the library arm, then the real Claude Code CLI offline
     assert "verdict: PASS [partial — 8/9 scored] (underpowered: 4 decided, 6 needed)" in out
     assert "skipped (environment): codex-assisted — missing codex" in out
     # each eval's triggers line, then the library both ways: the catalog call, and Claude
@@ -129,6 +130,14 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         assert line.removeprefix("    ") in out, line
     assert (ROOT / "skills/skill-eval-author/SKILL.md").read_bytes() == before
     assert (tmp_path / "demo/tune/report.html").is_file()
+    # Claude Code in both arms, played by the scripted driver: the README's sample is this run's
+    cli = readme.split("From `make demo` (scripted driver, `--agent claude-code", 1)[1]
+    for line in cli.split(":\n\n", 1)[1].split("\n\n")[0].splitlines():
+        assert re.sub(r"\d+\.\ds", "_s", line.strip()) in timeless, line
+    cli_summary = json.loads((tmp_path / "demo/diff-review-claude-code/summary.json").read_text())
+    assert cli_summary["scored_rows"] == 1 and cli_summary["activation"]["fired"] == 1
+    cli_receipt = json.loads((tmp_path / "demo/diff-review-claude-code/receipt.json").read_text())
+    assert (cli_receipt["driver"], cli_receipt["agent"]) == ("scripted", "claude-code")
     # the demo ends with the path of a report.html a person can open
     assert out[-1] == str(tmp_path / "demo/diff-review/report.html")
     assert "<html" in Path(out[-1]).read_text()[:200]
