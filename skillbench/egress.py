@@ -36,18 +36,19 @@ _CONNECT_TIMEOUT = 10.0
 _HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "upgrade"}
 
 
-def proxy_env(port: int = PROXY_PORT) -> dict[str, str]:
-    """What a phase's commands see: the proxy for HTTP and HTTPS, and loopback left direct
-    (the model broker's relay, and the case's own services, are never proxied)."""
+def proxy_env(direct: Sequence[str] = (), port: int = PROXY_PORT) -> dict[str, str]:
+    """What a phase's commands see: the proxy for HTTP and HTTPS, with `localhost` and
+    `direct` (the model broker's relay; the case's own services) left unproxied. 127.0.0.1
+    goes through the proxy, so a listed `127.0.0.1:PORT` is the host's own loopback."""
     url = f"http://127.0.0.1:{port}"
-    direct = "localhost,127.0.0.1,::1"
+    bypass = ",".join(["localhost", *direct])
     return {
         "HTTP_PROXY": url,
         "HTTPS_PROXY": url,
         "http_proxy": url,
         "https_proxy": url,
-        "NO_PROXY": direct,
-        "no_proxy": direct,
+        "NO_PROXY": bypass,
+        "no_proxy": bypass,
     }
 
 
@@ -270,7 +271,8 @@ async def phase_proxy(
         yield msgspec.structs.replace(
             spec,
             egress=Relay(PROXY_PORT, "127.0.0.1", proxy.port),
-            env={**spec.env, **proxy_env()},
+            # (a CLI agent's broker, at its own loopback port, is reached directly)
+            env={**spec.env, **proxy_env([f"127.0.0.1:{spec.relay.port}"] if spec.relay else [])},
         )
     finally:
         await asyncio.to_thread(proxy.stop)
