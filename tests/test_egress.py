@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from skillbench.egress import PROXY_PORT, phase_proxy
-from skillbench.evals.network import parse_entry
+from skillbench.evals.cases import load_case
+from skillbench.evals.network import Network, parse_entry
+from skillbench.importers.formats import INTERNET, import_harbor
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman import PodmanProvider
-from tests.helpers import BASE, CAND, bash, conv, run_eval, skill
+from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write
 
 # A GET of $1 with python's urllib (which reads HTTP_PROXY): prints the body, or the error.
 FETCH = (
@@ -63,6 +65,24 @@ def test_entries_parse_as_documented() -> None:
     for bad in ("http://pypi.org", "*.pypi.org", "a:0", "[::1"):
         with pytest.raises(ValueError):
             parse_entry(bad)
+
+
+def test_harbor_allow_internet_becomes_the_package_index_allowlist(tmp_path: Path) -> None:
+    task = write(
+        tmp_path / "task",
+        {
+            "task.toml": "[environment]\nallow_internet = true\n",
+            "instruction.md": "Write out.txt\n",
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+        },
+    )
+    imported = import_harbor(task)
+    assert any("allow_internet — mapped to `network: [pypi.org" in n for n in imported.unmapped)
+    folder = make_skill(tmp_path, "s")
+    for new in imported.files:
+        write(folder / "evals", {new.rel: new.content})
+    case, _ = load_case(folder / "evals/cases/task.yaml", folder)
+    assert case.network == Network(INTERNET, INTERNET)
 
 
 @pytest.mark.sandbox
