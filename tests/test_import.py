@@ -120,7 +120,8 @@ def test_harbor_names_tasks_stably_and_maps_its_fields(tmp_path: Path, capsys) -
     assert f"reward: {{file: /logs/verifier/reward.txt, min: 1, run: {first}/run-tests.sh}}" in case
     assert "timeout_minutes: 5" in case and "environment.cpus = 1" in case
     joined = "\n".join(out)
-    assert "version — dropped" in joined and "environment.allow_internet — dropped" in joined
+    assert "version — dropped" in joined
+    assert "allow_internet" not in joined  # false: the default, no network, kept as it is
     assert "workdir: /app" in case  # the Dockerfile's WORKDIR holds the workspace
     assert "containerfile: " in case
     # the tests' absolute /tests/ paths point where the wrapper stages them

@@ -22,6 +22,7 @@ from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.checks import CheckResult, run_checks
 from skillbench.config import sandbox_spec
+from skillbench.egress import phase_proxy
 from skillbench.engine.activation import NEVER_LOADED, activation_of, ambient_of, misfire
 from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
 from skillbench.engine.plan import (
@@ -248,20 +249,23 @@ class Runner:
             notes=[],
         )
         text = read_trace(self.run_dir / transcript) if transcript else Transcript([])
-        try:
-            staged = await recheck_phase(
-                provider, self.spec_for(name), hit.workspace, self.skill_dir, self.run_dir / "tmp"
-            )
-        except (SandboxError, ConnectionError, OSError) as exc:
-            return replace(record, outcome="error", error=f"sandbox: {exc}")
-        try:
-            assert staged.checker is not None
-            record = replace(record, notes=handover_notes(staged.handover))
-            return await self.score(staged.checker, record, text, hit.record.checks)
-        except (SandboxError, ConnectionError) as exc:
-            return replace(record, outcome="error", error=f"sandbox: {exc}")
-        finally:
-            self.closing.add(asyncio.ensure_future(staged.close()))
+        log = self.run_dir / "network" / f"{key}.jsonl"
+        hosts = self.specs[name].network.verifier
+        async with phase_proxy(self.spec_for(name), hosts, log, "verifier") as check_box:
+            try:
+                staged = await recheck_phase(
+                    provider, check_box, hit.workspace, self.skill_dir, self.run_dir / "tmp"
+                )
+            except (SandboxError, ConnectionError, OSError) as exc:
+                return replace(record, outcome="error", error=f"sandbox: {exc}")
+            try:
+                assert staged.checker is not None
+                record = replace(record, notes=handover_notes(staged.handover))
+                return await self.score(staged.checker, record, text, hit.record.checks)
+            except (SandboxError, ConnectionError) as exc:
+                return replace(record, outcome="error", error=f"sandbox: {exc}")
+            finally:
+                self.closing.add(asyncio.ensure_future(staged.close()))
 
     def request(self, name: str, arm: str, rep: int) -> SessionRequest:
         """What the agent is asked to do in one arm session."""
@@ -337,52 +341,57 @@ class Runner:
     ) -> SessionRecord:
         name = record.session
         spec = self.specs[name]
-        box = replace(self.spec_for(name), relay=session.relay)
-        try:
-            staged = await stage_arm(provider, box, spec, skills, scratch=self.run_dir / "tmp")
-        except SetupFailed as exc:
-            return replace(record, outcome="skipped", error=str(exc))
-        except ContaminationError as exc:
-            raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
-        except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
-            # its channel: never a run-folder write, which fails with ENOSPC and the like)
-            return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
-        try:
-            trace = TraceWriter(transcript)
+        log = self.run_dir / "network" / f"{record.key}.jsonl"
+        agent_box = replace(self.spec_for(name), relay=session.relay)
+        async with (
+            phase_proxy(agent_box, spec.network.agent, log, "agent") as box,
+            phase_proxy(self.spec_for(name), spec.network.verifier, log, "verifier") as check_box,
+        ):
             try:
-                result = await session.run(staged.sandbox, trace)
+                staged = await stage_arm(provider, box, spec, skills, scratch=self.run_dir / "tmp")
+            except SetupFailed as exc:
+                return replace(record, outcome="skipped", error=str(exc))
             except ContaminationError as exc:
                 raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
+            except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
+                # its channel: never a run-folder write, which fails with ENOSPC and the like)
+                return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
+            try:
+                trace = TraceWriter(transcript)
+                try:
+                    result = await session.run(staged.sandbox, trace)
+                except ContaminationError as exc:
+                    raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
+                finally:
+                    trace.close()
+                record = replace(
+                    record,
+                    loaded=sorted(self.agent.invoked(trace.events)),
+                    ambient=list(session.ambient),
+                    stop_reason=result.stop_reason,
+                    turns=result.turns,
+                    seconds=result.duration_ms / 1000,
+                    usage=result.usage,
+                    cost_usd=result.cost_usd,
+                    transcript=str(transcript.relative_to(self.run_dir)),
+                )
+                if result.errored:
+                    return replace(record, error=result.error)
+                checker = await check_phase(provider, check_box, staged, self.skill_dir)
+                record = replace(record, notes=handover_notes(staged.handover))
+                if snapshot is not None:  # before any check changes it
+                    cap = parse_size(self.settings.sandbox.keep_workspace)
+                    snapshot.parent.mkdir(parents=True, exist_ok=True)
+                    snapshot.unlink(missing_ok=True)  # (an earlier attempt's)
+                    await checker.save_archive(checker.workdir, snapshot, cap=cap)
+                # what happened, not the scrubbed copy on disk
+                return await self.score(checker, record, trace.transcript())
+            except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
+                # its channel: never a run-folder write, which fails with ENOSPC and the like)
+                return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
             finally:
-                trace.close()
-            record = replace(
-                record,
-                loaded=sorted(self.agent.invoked(trace.events)),
-                ambient=list(session.ambient),
-                stop_reason=result.stop_reason,
-                turns=result.turns,
-                seconds=result.duration_ms / 1000,
-                usage=result.usage,
-                cost_usd=result.cost_usd,
-                transcript=str(transcript.relative_to(self.run_dir)),
-            )
-            if result.errored:
-                return replace(record, error=result.error)
-            checker = await check_phase(provider, self.spec_for(name), staged, self.skill_dir)
-            record = replace(record, notes=handover_notes(staged.handover))
-            if snapshot is not None:  # before any check changes it
-                cap = parse_size(self.settings.sandbox.keep_workspace)
-                snapshot.parent.mkdir(parents=True, exist_ok=True)
-                snapshot.unlink(missing_ok=True)  # (an earlier attempt's)
-                await checker.save_archive(checker.workdir, snapshot, cap=cap)
-            # what happened, not the scrubbed copy on disk
-            return await self.score(checker, record, trace.transcript())
-        except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
-            # its channel: never a run-folder write, which fails with ENOSPC and the like)
-            return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
-        finally:
-            # Removing the containers (~0.1 s each) need not hold the session's slot.
-            self.closing.add(asyncio.ensure_future(staged.close()))
+                # Removing the containers (~0.1 s each) need not hold the session's slot.
+                self.closing.add(asyncio.ensure_future(staged.close()))
 
     async def score(
         self,

@@ -13,6 +13,7 @@ from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.fields import Report, root_mapping, type_name
 from skillbench.evals.imageref import ref_problem
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
+from skillbench.evals.network import parse_network
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
@@ -32,6 +33,7 @@ SESSION_FIELDS = (
     "containerfile",
     "build_network",
     "workdir",
+    "network",
 )
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
 _RESERVED = (
@@ -101,6 +103,10 @@ def _session_fields(
         else:
             out["workdir"] = data["workdir"]
     out.update(_image(rep, data, case_file, skill_dir))
+    if "network" in data:
+        network = parse_network(rep, data["network"])
+        if network is not None:
+            out["network"] = network
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:

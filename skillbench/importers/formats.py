@@ -242,17 +242,28 @@ def import_harbor(src: Path, into: Path | None = None) -> Imported:
 _DROPPED = {
     ("version",): "the task format's version",
     ("environment", "build_timeout_sec"): "no image is built",
-    ("environment", "allow_internet"): "sandboxes have no network",
     ("environment", "mcp_servers"): "no MCP servers in the sandbox",
     ("verifier", "env"): "the checker's environment is fixed",
     ("solution", "env"): "the oracle runs with the agent's environment",
 }
+# Harbor's `allow_internet = true` becomes an allowlist: the hosts its verifiers install from
+# (pytest with uv: uv's installer, its GitHub downloads, PyPI). A sandbox never gets the
+# whole internet; a task that needs more lists its hosts in the case's `network`.
+INTERNET = (
+    "pypi.org",
+    "files.pythonhosted.org",
+    "astral.sh",
+    "github.com",
+    "objects.githubusercontent.com",
+    "release-assets.githubusercontent.com",
+)
 _METADATA = (("environment", "cpus"), ("environment", "memory_mb"), ("environment", "gpus"))
 # every task.toml field this importer reads, maps or names as dropped; any other is listed
 _KNOWN = {
     *_DROPPED,
     *_METADATA,
     ("environment", "docker_image"),
+    ("environment", "allow_internet"),
     ("agent", "timeout_sec"),
     ("verifier", "timeout_sec"),
     ("metadata",),
@@ -335,6 +346,12 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         if get(*keys) is not None:
             out.unmapped.append(f"{where}: {'.'.join(keys)} — dropped: {why}")
     _harbor_unmapped(folder, task, where, out)
+    if get("environment", "allow_internet") is True:
+        extra["network"] = f"[{', '.join(INTERNET)}]"
+        out.unmapped.append(
+            f"{where}: environment.allow_internet — mapped to `network: {extra['network']}` "
+            "(the package indexes verifiers install from); add any other host the task needs"
+        )
     if get("verifier", "timeout_sec") is not None:
         out.unmapped.append(f"{where}: verifier.timeout_sec — a verifier gets 600 s here")
     docker = folder / "environment" / "Dockerfile"

@@ -106,6 +106,7 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     workdir: str = WORKDIR  # where the workspace is mounted, the agent starts and checks run
     logs: bool = False  # a writable /logs (tmpfs): where imported verifiers write rewards
     relay: Relay | None = None
+    egress: Relay | None = None  # the egress proxy's relay, when the phase has an allowlist
     pids: int = 512
     cpus: float = 1.0
     nofile: int = 4096

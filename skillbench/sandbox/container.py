@@ -43,7 +43,7 @@ class PodmanSandbox:
         provider: PodmanProvider,
         ctr_id: str,
         sock_dir: Path,
-        relay: Relay | None = None,
+        relays: tuple[Relay, ...] = (),
         workdir: str = WORKDIR,
     ):
         self.provider = provider
@@ -51,7 +51,7 @@ class PodmanSandbox:
         self.workdir = workdir
         self.ctr_id = ctr_id
         self._sock_dir = sock_dir
-        self._relay = relay
+        self._relays = {r.port: r for r in relays}  # by the port inside the sandbox
         self._inbound: dict[int, asyncio.Queue[bytes | None]] = {}  # relayed connections
         self._bridges: set[asyncio.Task[None]] = set()
         self._writer: asyncio.StreamWriter | None = None
@@ -117,7 +117,8 @@ class PodmanSandbox:
         if event["event"] == "open":
             inbound: asyncio.Queue[bytes | None] = asyncio.Queue()
             self._inbound[sid] = inbound
-            task = asyncio.get_running_loop().create_task(self._bridge(sid, inbound))
+            relay = self._relays[event["port"]]
+            task = asyncio.get_running_loop().create_task(self._bridge(relay, sid, inbound))
             self._bridges.add(task)
             task.add_done_callback(self._bridges.discard)
         elif sid in self._inbound:
@@ -128,10 +129,9 @@ class PodmanSandbox:
         if self._writer is not None and not self._closed:
             self._writer.write((json.dumps(message) + "\n").encode())
 
-    async def _bridge(self, sid: int, inbound: asyncio.Queue[bytes | None]) -> None:
-        assert self._relay is not None
+    async def _bridge(self, relay: Relay, sid: int, inbound: asyncio.Queue[bytes | None]) -> None:
         try:
-            reader, writer = await asyncio.open_connection(self._relay.host, self._relay.target)
+            reader, writer = await asyncio.open_connection(relay.host, relay.target)
         except OSError:
             self._send({"op": "relay_close", "sid": sid})
             return

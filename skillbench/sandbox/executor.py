@@ -23,6 +23,7 @@ import base64
 import contextlib
 import ctypes
 import errno
+import itertools
 import json
 import os
 import pwd
@@ -325,36 +326,39 @@ def _reap_orphans():
                         os.waitpid(int(entry), os.WNOHANG)
 
 
+# Relayed connections, numbered across every relay: per connection, what the host sent,
+# written to it by its own thread.
+_RELAYED = threading.Lock()
+_SIDS = itertools.count(1)
+_OUTBOXES: dict = {}
+
+
 class _Relay:
     """Connections to a loopback port inside the sandbox, carried over the host channel.
 
-    The sandbox has no network; a program in it (an agent CLI) talks to 127.0.0.1:<port>,
-    and its bytes travel as {"event": "open"|"data"|"close", "sid": n} messages to the host,
-    which answers with "relay_data" / "relay_close" requests. The host decides where they go
-    (skillbench's model broker); nothing else is reachable.
+    The sandbox has no network; a program in it (an agent CLI, or anything using the egress
+    proxy) talks to 127.0.0.1:<port>, and its bytes travel as {"event": "open"|"data"|"close",
+    "sid": n} messages to the host ("open" names the port), which answers with "relay_data" /
+    "relay_close" requests. The host decides where they go (skillbench's model broker, the
+    egress proxy); nothing else is reachable. Several relays share one numbering of
+    connections, so a host request names its connection by `sid` alone.
     """
 
     def __init__(self, port):
+        self.port = port
         self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.server.bind(("127.0.0.1", port))  # before any user process can take the port
         self.server.listen(64)
-        self.conns = {}
-        self.outboxes = {}  # per connection: what the host sent, written by its own thread
-        self.lock = threading.Lock()
-        self.ids = 0
 
     def serve(self):
         while True:
             conn, _ = self.server.accept()
-            with self.lock:
-                self.ids += 1
-                sid = self.ids
-                self.conns[sid] = conn
             outbox: queue.SimpleQueue = queue.SimpleQueue()
-            with self.lock:
-                self.outboxes[sid] = outbox
-            _reply({"event": "open", "sid": sid})
+            with _RELAYED:
+                sid = next(_SIDS)
+                _OUTBOXES[sid] = outbox
+            _reply({"event": "open", "sid": sid, "port": self.port})
             threading.Thread(target=self._pump, args=(sid, conn), daemon=True).start()
             threading.Thread(target=self._deliver, args=(sid, conn, outbox), daemon=True).start()
 
@@ -369,10 +373,11 @@ class _Relay:
             _reply({"event": "data", "sid": sid, "data": base64.b64encode(chunk).decode()})
         _reply({"event": "close", "sid": sid})
 
-    def send(self, req):
+    @staticmethod
+    def send(req):
         """Queue what the host sent; a client that stops reading blocks only its own writer."""
-        with self.lock:
-            outbox = self.outboxes.get(req["sid"])
+        with _RELAYED:
+            outbox = _OUTBOXES.get(req["sid"])
         if outbox is not None:
             outbox.put(req)
 
@@ -386,9 +391,8 @@ class _Relay:
                 conn.sendall(base64.b64decode(req["data"]))
         except OSError:
             pass
-        with self.lock:
-            self.conns.pop(sid, None)
-            self.outboxes.pop(sid, None)
+        with _RELAYED:
+            _OUTBOXES.pop(sid, None)
         conn.close()
 
 
@@ -418,7 +422,8 @@ def main():
     name = sys.argv[sys.argv.index("--user") + 1] if "--user" in sys.argv else "root"
     _USER = pwd.getpwnam(name)
     _harden(_USER)
-    relay = _Relay(int(sys.argv[sys.argv.index("--relay") + 1])) if "--relay" in sys.argv else None
+    # --relay PORT, once per relay (the model broker's, the egress proxy's)
+    relays = [_Relay(int(sys.argv[i + 1])) for i, a in enumerate(sys.argv) if a == "--relay"]
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -428,15 +433,15 @@ def main():
     server.close()
     os.unlink(path)  # one client only: the host
     threading.Thread(target=_reap_orphans, daemon=True).start()
-    if relay is not None:
+    for relay in relays:
         threading.Thread(target=relay.serve, daemon=True).start()
     _reply({"id": 0, "ready": True, "pid": os.getpid()})
     for line in _conn.makefile("rb"):
         if not line.strip():
             continue
         req = json.loads(line)
-        if relay is not None and req.get("op") in ("relay_data", "relay_close"):
-            relay.send(req)  # in order, no reply: a stream, not a request
+        if relays and req.get("op") in ("relay_data", "relay_close"):
+            _Relay.send(req)  # in order, no reply: a stream, not a request
             continue
         try:
             threading.Thread(target=_handle, args=(req,), daemon=True).start()

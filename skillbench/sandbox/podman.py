@@ -178,7 +178,8 @@ class PodmanProvider:
         except BaseException:
             shutil.rmtree(sock_dir, ignore_errors=True)
             raise
-        sandbox = PodmanSandbox(self, ctr_id, sock_dir, spec.relay, spec.workdir)
+        relays = tuple(r for r in (spec.relay, spec.egress) if r is not None)
+        sandbox = PodmanSandbox(self, ctr_id, sock_dir, relays, spec.workdir)
         self._live.add(sandbox)
         try:
             await sandbox.connect()
@@ -240,7 +241,12 @@ class PodmanProvider:
                 *("python3", "-u", _IN_SANDBOX),
                 *("--listen", f"{_SOCKET_DIR}/exec.sock", "--user", spec.user),
                 *("--workdir", spec.workdir),
-                *(("--relay", str(spec.relay.port)) if spec.relay else ()),
+                *(
+                    arg
+                    for r in (spec.relay, spec.egress)
+                    if r is not None
+                    for arg in ("--relay", str(r.port))
+                ),
             ],
             init=False,
             working_dir=spec.workdir,
