@@ -46,6 +46,9 @@ _IN_SANDBOX = "/opt/skillbench/executor.py"
 _SOCKET_DIR = "/run/skillbench"
 _LOGS = "16m"  # /logs, for verifiers that write a reward file (Harbor's /logs/verifier)
 _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the other tmpfs
+# A cgroup (cgroupfs path, e.g. /skillbench) every sandbox and its conmon go under, so their
+# CPU and memory can be read (bench/cpu.py, bench/memory.py) or capped together.
+CGROUP_ENV = "SKILLBENCH_CGROUP_PARENT"
 
 
 def _owner() -> str:
@@ -94,6 +97,7 @@ class PodmanProvider:
         self._in_flight = 0
         self._stopping = False
         self.labels = {LABEL: "1", OWNER_LABEL: _owner(), PROVIDER_LABEL: os.urandom(6).hex()}
+        self.cgroup_parent = os.environ.get(CGROUP_ENV) or None
         if sweep:
             self.sweep()
 
@@ -283,6 +287,8 @@ class PodmanProvider:
             kwargs["volumes"] = {spec.workspace: {"bind": spec.workdir, "mode": "rw"}}
         if not spec.network:
             kwargs["network_mode"] = "none"
+        if self.cgroup_parent:
+            kwargs["cgroup_parent"] = self.cgroup_parent
         try:
             ctr = self.client().containers.create(spec.image, **kwargs)
         except Exception as exc:
