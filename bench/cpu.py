@@ -4,7 +4,8 @@ spends them, against the 0.15 CPU-s target and against a bare sandbox measured i
     .venv/bin/python bench/cpu.py [--arms N]
 
 An arm cycle is what the engine does around an agent: a workspace and a sandbox seeded with a
-fixture, files, `setup` and a skill; eight executor calls standing in for the agent's turns;
+fixture, files, `setup` and a skill; four agent turns, each --think seconds of model time
+(0.2) and two executor calls;
 the check phase (a checker sandbox on the same /work, the agent's sandbox gone, /work handed
 over); two checks; everything removed. The bare sandbox (create, one exec, remove) is the floor
 podman sets for one container; an arm has two.
@@ -128,7 +129,7 @@ def line(label: str, spent: dict[str, float]) -> str:
     return f"  {label:14} {spent['total']:.3f} CPU-s  ({parts})  wall {spent['wall'] * 1000:.0f} ms"
 
 
-async def main(arms: int) -> None:
+async def main(arms: int, think: float) -> None:
     if not image_exists(IMAGE):
         sys.exit(f"sandbox image {IMAGE} missing: run `make setup`")
     if not os.access("/sys/fs/cgroup", os.W_OK) and not os.access(CGROUP_ROOTS[0], os.W_OK):
@@ -151,7 +152,8 @@ async def main(arms: int) -> None:
     async def arm() -> None:
         staged = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp)
         box = staged.sandbox
-        for i in range(4):  # the agent's turns: commands and file operations
+        for i in range(4):  # the agent's turns: the model thinking, commands, file operations
+            await asyncio.sleep(think)
             await box.exec(f"cat a.txt s.txt data.txt > /dev/null; echo {i} >> log.txt")
             await box.write_file(f"out{i}.txt", "x" * 1000)
         checker = await check_phase(provider, spec, staged, skill)
@@ -166,7 +168,8 @@ async def main(arms: int) -> None:
         cycle = await meter.measure(arms, arm)
         load = max(load, os.getloadavg()[0])
         print(
-            f"host CPU per arm  image {IMAGE}  cores {os.cpu_count()}  {arms} arms  "
+            f"host CPU per arm  image {IMAGE}  cores {os.cpu_count()}  {arms} arms, "
+            f"{think} s model time per turn  "
             f"load {load:.1f} (figures inflated by other load; compare ratios)"
         )
         print(line("bare sandbox", floor))
@@ -185,4 +188,6 @@ async def main(arms: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--arms", type=int, default=5)
-    asyncio.run(main(parser.parse_args().arms))
+    parser.add_argument("--think", type=float, default=0.2, help="model seconds per turn")
+    args = parser.parse_args()
+    asyncio.run(main(args.arms, args.think))
