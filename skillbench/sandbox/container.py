@@ -389,10 +389,9 @@ class PodmanSandbox:
 
     def _remove(self) -> None:
         try:
-            self.provider.client().containers.get(self.ctr_id).remove(force=True, timeout=0)
-        except Exception as exc:  # already gone is fine; anything else is swept next start
-            if "no such container" not in str(exc).lower() and "404" not in str(exc):
-                raise SandboxError(f"could not remove sandbox {self.name}: {exc}") from exc
+            self.provider.remove_container(self.ctr_id)
+        except Exception as exc:  # anything but already gone (fine) is swept next start
+            raise SandboxError(f"could not remove sandbox {self.name}: {exc}") from exc
 
 
 def _tar_folder(src: Path) -> bytes:

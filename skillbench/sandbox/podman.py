@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from podman import PodmanClient
+from podman.api import prepare_body
 
 from skillbench.sandbox import executor, handover
 from skillbench.sandbox.base import (
@@ -48,6 +49,9 @@ _IN_SANDBOX = "/opt/skillbench/executor.py"
 _SOCKET_DIR = "/run/skillbench"
 _LOGS = "16m"  # /logs, for verifiers that write a reward file (Harbor's /logs/verifier)
 _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the other tmpfs
+# A cgroup (cgroupfs path, e.g. /skillbench) every sandbox and its conmon go under, so their
+# CPU and memory can be read (bench/cpu.py, bench/memory.py) or capped together.
+CGROUP_ENV = "SKILLBENCH_CGROUP_PARENT"
 
 
 def _owner() -> str:
@@ -87,7 +91,7 @@ class PodmanProvider:
     def __init__(self, service: PodmanService | None = None, *, sweep: bool = True):
         self.service = service or PodmanService.start_or_reuse()
         self._owns_service = service is None
-        self._local = threading.local()
+        self._client = PodmanClient(base_url=self.service.url, timeout=120, max_pool_size=64)
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
         # Creations run in worker threads that a cancelled await does not stop: the count
@@ -96,16 +100,14 @@ class PodmanProvider:
         self._in_flight = 0
         self._stopping = False
         self.labels = {LABEL: "1", OWNER_LABEL: _owner(), PROVIDER_LABEL: os.urandom(6).hex()}
+        self.cgroup_parent = os.environ.get(CGROUP_ENV) or None
         if sweep:
             self.sweep()
 
     def client(self) -> PodmanClient:
-        """The calling thread's client (podman-py clients are not shared across threads)."""
-        client = getattr(self._local, "client", None)
-        if client is None:
-            client = PodmanClient(base_url=self.service.url, timeout=120)
-            self._local.client = client
-        return client
+        """The one client every thread shares: one connection pool to the service (its
+        urllib3 pool is thread-safe), instead of a client and a pool per worker thread."""
+        return self._client
 
     def sweep(self) -> int:
         """Remove containers left by skillbench processes on this host that are gone."""
@@ -292,16 +294,39 @@ class PodmanProvider:
             kwargs["volumes"] = {spec.workspace: {"bind": spec.workdir, "mode": "rw"}}
         if not spec.network:
             kwargs["network_mode"] = "none"
+        if self.cgroup_parent:
+            kwargs["cgroup_parent"] = self.cgroup_parent
+        api = self.client().api
         try:
-            ctr = self.client().containers.create(spec.image, **kwargs)
+            # podman-py's own translation of the keywords into a spec, posted without the
+            # inspect `containers.create` follows it with (an inspect runs `runc state`)
+            payload = self.client().containers._render_payload({"image": spec.image, **kwargs})
+            created = api.post(
+                "/containers/create",
+                headers={"content-type": "application/json"},
+                data=prepare_body(payload),
+            )
+            created.raise_for_status()
+            ctr_id = str(created.json()["Id"])
         except Exception as exc:
             raise SandboxError(f"could not create a sandbox from {spec.image}: {exc}") from exc
         try:
-            ctr.start()
+            api.post(f"/containers/{ctr_id}/start").raise_for_status()
         except Exception as exc:
-            ctr.remove(force=True, timeout=0)
+            self.remove_container(ctr_id)
             raise SandboxError(f"could not start a sandbox from {spec.image}: {exc}") from exc
-        return str(ctr.id)
+        return ctr_id
+
+    def remove_container(self, ctr_id: str) -> None:
+        """Kill and remove a container in one request (no inspect first); gone already is
+        fine."""
+        response = self.client().api.delete(
+            f"/containers/{ctr_id}", params={"force": True, "timeout": 0, "ignore": True}
+        )
+        response.raise_for_status()
+        failed = [r["Err"] for r in response.json() if r.get("Err")]  # one report per container
+        if failed:
+            raise SandboxError(f"could not remove container {ctr_id[:12]}: {failed[0]}")
 
     async def aclose(self) -> None:
         """Close every sandbox still open, sweep up what an interrupted creation made, then
@@ -313,6 +338,7 @@ class PodmanProvider:
             )
             await asyncio.to_thread(self.remove_own)
         finally:
+            self._client.close()
             if self._owns_service:
                 self.service.stop()
 
