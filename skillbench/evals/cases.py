@@ -13,6 +13,7 @@ from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.fields import Report, root_mapping, type_name
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
 from skillbench.evals.problems import Problem, SpecError
+from skillbench.evals.services import parse_services
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
 SESSION_FIELDS = (
@@ -31,6 +32,7 @@ SESSION_FIELDS = (
     "containerfile",
     "build_network",
     "workdir",
+    "services",
 )
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
 _RESERVED = (
@@ -100,6 +102,8 @@ def _session_fields(
         else:
             out["workdir"] = data["workdir"]
     out.update(_image(rep, data, case_file, skill_dir))
+    if "services" in data:
+        out["services"] = parse_services(rep, data["services"])
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:

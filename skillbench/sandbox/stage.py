@@ -28,6 +28,7 @@ from skillbench.sandbox.base import (
     SKILLS_DIR,
     WORKDIR,
     Mount,
+    Pod,
     Sandbox,
     SandboxError,
     SandboxProvider,
@@ -94,20 +95,24 @@ class ContaminationError(Exception):
 
 class StagedArm(msgspec.Struct):
     """A sandbox seeded for one arm, its workspace, and the host folders behind its
-    read-only mounts; after `check_phase`, also the checker sandbox."""
+    read-only mounts; after `check_phase`, also the checker sandbox. With the case's
+    services, the pod both sandboxes joined."""
 
     sandbox: Sandbox
     workspace: Workspace
     skills: tuple[str, ...]
     host_dir: str  # holds skills/ and case/, removed on close
     checker: Sandbox | None = None
+    pod: Pod | None = None
 
     async def close(self) -> None:
-        """Destroy the sandboxes, the workspace and the host folders."""
+        """Destroy the sandboxes, the services, the workspace and the host folders."""
         try:
             for box in (self.sandbox, self.checker):
                 if box is not None:
                     await box.close()
+            if self.pod is not None:
+                await self.pod.close()
             await self.workspace.close()
         finally:
             shutil.rmtree(self.host_dir, ignore_errors=True)
@@ -122,25 +127,34 @@ async def stage_arm(
     scratch: Path | None = None,
 ) -> StagedArm:
     """Create a sandbox and seed it for `session` with `skills` (name -> folder) staged
-    under /skills/<name> (none = the baseline)."""
+    under /skills/<name> (none = the baseline). The case's services start first, in a pod
+    of the arm's own that the sandbox joins: they are healthy before anything is staged."""
     if scratch is not None:
         scratch.mkdir(parents=True, exist_ok=True)
     host_dir = Path(tempfile.mkdtemp(prefix="arm-", dir=scratch))
     (host_dir / "skills").mkdir()
     mounts = (Mount(str(host_dir / "skills"), SKILLS_DIR, read_only=True),)
-    workspace = None
+    workspace = pod = None
     try:
         workspace = await provider.workspace(spec.disk)
+        pod = await provider.pod(spec) if spec.services else None
         sandbox = await provider.create(
-            msgspec.structs.replace(spec, mounts=spec.mounts + mounts, workspace=workspace.name)
+            msgspec.structs.replace(
+                spec,
+                mounts=spec.mounts + mounts,
+                workspace=workspace.name,
+                pod=pod.name if pod else None,
+            )
         )
     except BaseException:
+        if pod is not None:
+            await pod.close()
         if workspace is not None:
             await workspace.close()
         shutil.rmtree(host_dir, ignore_errors=True)
         raise
     names = tuple(sorted(skills))
-    arm = StagedArm(sandbox, workspace, names, str(host_dir))
+    arm = StagedArm(sandbox, workspace, names, str(host_dir), pod=pod)
     try:
         if sandbox.workdir != WORKDIR:  # what the image had there came in as root's
             owned = await sandbox.exec(
@@ -193,7 +207,8 @@ async def check_phase(
     at /case, read-only; then the agent's sandbox is removed, so no agent process is left,
     and /work is handed to the `checker` user. The checker's root filesystem, HOME and /tmp
     are new; its environment is CHECK_ENV. The checker starts before the agent's sandbox
-    goes because the workspace lives only while a sandbox holds it.
+    goes because the workspace lives only while a sandbox holds it. It joins the arm's pod,
+    so checks may query the case's services (which outlive the agent's sandbox).
     """
     case = Path(arm.host_dir) / "case"
     evals = skill_dir / "evals"
@@ -206,6 +221,7 @@ async def check_phase(
         spec,
         user=CHECKER,
         workspace=arm.workspace.name,
+        pod=arm.pod.name if arm.pod else None,
         env={**spec.env, **CHECK_ENV},
         logs=True,
         mounts=(
