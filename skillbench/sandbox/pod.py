@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 HOSTS = "/etc/hosts"
 _PROBE_EVERY = 0.25  # seconds between health probes
+_PROBE_GRACE = 5.0  # seconds the last probe may take past the deadline
 _TAIL = 300  # characters of a probe's or a service's output kept in a reason
 
 
@@ -161,7 +162,10 @@ async def _healthy(provider: PodmanProvider, ctr_id: str, service: Service) -> N
         left = deadline - time.monotonic()
         try:
             code, out = await asyncio.wait_for(
-                asyncio.to_thread(_probe, provider, ctr_id, service.healthcheck), max(left, 0.1)
+                # (a probe started near the deadline still gets its grace: a slow machine
+                # must not turn "unhealthy" into "did not answer")
+                asyncio.to_thread(_probe, provider, ctr_id, service.healthcheck),
+                max(left, _PROBE_GRACE),
             )
             if code == 0:
                 return
@@ -192,6 +196,7 @@ def _logs(provider: PodmanProvider, ctr_id: str) -> str:
 
 def _probe(provider: PodmanProvider, ctr_id: str, argv: tuple[str, ...]) -> tuple[int, str]:
     ctr = provider.client().containers.get(ctr_id)
-    code, out = ctr.exec_run(list(argv))
-    text = out.decode("utf-8", "replace") if isinstance(out, bytes) else ""
+    code, out = ctr.exec_run(list(argv), demux=True)  # (without demux: framed bytes)
+    both = out if isinstance(out, tuple) else (out, None)
+    text = b"".join(part or b"" for part in both).decode("utf-8", "replace")
     return int(code or 0), " ".join(text.split())
