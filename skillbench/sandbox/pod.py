@@ -7,7 +7,8 @@ services, and no service reaches anything outside its pod.
 Measured on podman 4.3: the pod's infra container is built locally from catatonit
 (scripts/setup-host.sh installs it); `--add-host` on a pod with no network never reaches
 /etc/hosts, hence the mounted file; a pod removed without a kill first waits 5 s for its
-containers to stop.
+containers to stop; a container that had exec sessions (the health probes) takes ~3.5 s to
+remove, off the session's slot (the engine closes arms in the background).
 """
 
 from __future__ import annotations
