@@ -132,7 +132,7 @@ async def main(reps: int) -> None:
         print(f"  destroy                 {fmt(destroy)}")
         print(f"  check phase             {fmt(checks)}")
         print(
-            f"    (checker create+start, agent sandbox removed, chown /work; "
+            f"    (checker create+start, agent sandbox removed, /work handed over; "
             f"{check_phase_median / statistics.median(cycles):.0%} of a cycle)"
         )
         print(f"  full staged arm cycle   {fmt(cycles)}")

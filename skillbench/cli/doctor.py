@@ -38,10 +38,14 @@ def cmd_image_build(args: argparse.Namespace) -> int:
     from skillbench.agents import AgentError, make_agent
     from skillbench.sandbox.image import ImageBuildError, build_image
 
+    loaded = settings_for(Path.cwd(), args, ())
     try:
-        base = build_image(force=args.force, log=out)
+        base = build_image(
+            force=args.force,
+            log=out,
+            from_registry=args.from_registry or loaded.settings.image_from_registry,
+        )
         for name in args.agent or ():
-            loaded = settings_for(Path.cwd(), args, ())
             agent = make_agent(name, **loaded.settings.agents.get(name, {}))
             out(f"image {agent.image(base, out)} ready")
     except (ImageBuildError, AgentError) as exc:
@@ -75,6 +79,13 @@ def register_image(sub: Subparsers) -> None:
         "missing). Skips the build when the image exists, unless --force.",
     )
     p.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    p.add_argument(
+        "--from-registry",
+        metavar="REF",
+        help="build with `podman build` FROM this Debian image, named with its registry and "
+        "pinned by digest (REF@sha256:…), instead of mmdebstrap; default: "
+        "image_from_registry in skillbench.toml",
+    )
     p.add_argument(
         "--agent",
         action="append",

@@ -11,6 +11,7 @@ from typing import Any
 from skillbench.evals.checks import parse_checks, script_path
 from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.fields import Report, root_mapping, type_name
+from skillbench.evals.imageref import ref_problem
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.services import parse_services
@@ -152,7 +153,10 @@ def _image(rep: Report, data: dict[str, Any], case_file: Path, skill_dir: Path) 
     if "image" in data and "containerfile" in data:
         rep.error(("containerfile",), "give `image` or `containerfile`, not both")
     elif "image" in data and rep.expect(("image",), data["image"], str, "image"):
-        if data["image"].strip():
+        problem = ref_problem(data["image"].strip())
+        if data["image"].strip() and problem:
+            rep.error(("image",), problem)
+        elif data["image"].strip():
             out["image"] = data["image"].strip()
         else:
             rep.error(("image",), "`image` is empty; name a local image or remove the line")

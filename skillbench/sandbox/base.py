@@ -31,6 +31,7 @@ from skillbench.errors import SkillbenchError
 WORKDIR = "/work"
 SKILLS_DIR = "/skills"  # staged skills, read-only, one folder per skill
 CASE_DIR = "/case"  # the skill's evals/, read-only, only in the checker
+HANDOVER = "/opt/skillbench/handover.py"  # handover.py, in every sandbox (its `stage` command)
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
 # The image's users: the agent works as `agent`; checks run as `checker`, a user the agent
 # never was; `root` is the executor's own (used only to hand /work to the checker).
@@ -156,14 +157,33 @@ class Sandbox(Protocol):
 
     async def exists(self, path: str) -> bool: ...
 
+    async def hand_over(self, user: str) -> list[str]:
+        """Give the workspace to `user` for the check phase (design §15): every entry theirs
+        and unlockable, hard links broken, and every symlink cut that does not lead, now,
+        to something inside the workspace or on the read-only image. Returns a note per
+        entry changed."""
+        ...
+
     async def put_tree(self, src: Path, dest: str) -> None:
         """Copy the host folder `src` into the sandbox folder `dest` (created if missing)."""
         ...
 
     async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
         """Copy the sandbox folder `src` to the host folder `dest`, streamed, at most `cap`
-        bytes of file content; symlinks stay links and are never followed. Returns notes on
-        what was left out (devices, FIFOs, hard links, unsafe names, the cut at `cap`)."""
+        bytes of file content; symlinks are never made on the host or followed, they are
+        recorded with their targets in `<dest>.symlinks.json`. Returns notes on what was left
+        out (devices, FIFOs, hard links, unsafe names, the cut at `cap`)."""
+        ...
+
+    async def save_archive(self, src: str, dest: Path, *, cap: int) -> bool:
+        """Write the sandbox folder `src` to the host file `dest` as a tar archive (as it is:
+        owners, modes, links as links); False, and no file, when it holds more than `cap`
+        bytes. For baseline reuse, which runs the checks again on it."""
+        ...
+
+    async def load_archive(self, archive: Path, dest: str) -> None:
+        """Make the sandbox folder `dest` hold exactly what `save_archive` wrote to
+        `archive` (whatever was there before is removed)."""
         ...
 
     async def close(self) -> None:

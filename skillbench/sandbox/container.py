@@ -250,6 +250,11 @@ class PodmanSandbox:
         self._raise_for(reply, path)
         return bool(reply["exists"])
 
+    async def hand_over(self, user: str) -> list[str]:
+        reply = await self._call("handover", 300, user=user)
+        self._raise_for(reply, self.workdir)
+        return [str(n) for n in reply["notes"]]
+
     async def put_tree(self, src: Path, dest: str) -> None:
         # unpacked by the sandbox's user, so the files are theirs (never root's)
         data = await asyncio.to_thread(_tar_folder, src)
@@ -283,6 +288,42 @@ class PodmanSandbox:
             except SandboxError as exc:
                 copy.notes.add(f"{part}: not copied ({exc})")
         return copy.done()
+
+    async def save_archive(self, src: str, dest: Path, *, cap: int) -> bool:
+        return await asyncio.to_thread(self._save_archive, src, dest, cap)
+
+    def _save_archive(self, src: str, dest: Path, cap: int) -> bool:
+        response = self.provider.client().api.get(
+            f"/containers/{self.ctr_id}/archive", params={"path": [src]}, stream=True
+        )
+        try:
+            if not response.ok:
+                raise SandboxError(
+                    f"sandbox {self.name}: could not archive {src} ({response.status_code})"
+                )
+            with dest.open("wb") as out:
+                for chunk in response.iter_content(1 << 16):
+                    out.write(chunk)
+                    if out.tell() > cap:
+                        break
+                fits = out.tell() <= cap
+        finally:
+            response.close()
+        if not fits:
+            dest.unlink()
+        return fits
+
+    async def load_archive(self, archive: Path, dest: str) -> None:
+        # as root: what the image had at `dest` goes, the archive's owners and modes stay
+        script = 'find "$1" -mindepth 1 -delete && exec tar -x -p --strip-components=1 -C "$1" -f -'
+        done = await self.exec(
+            ["sh", "-c", script, "load_archive", dest],
+            stdin=await asyncio.to_thread(archive.read_bytes),
+            user=ROOT,
+            timeout=300,
+        )
+        if not done.ok:
+            raise SandboxError(f"could not load {archive} into {dest}: {done.stderr[-300:]}")
 
     async def _find0(self, *args: str) -> list[str]:
         # as root: every entry, whatever modes the agent left on them

@@ -13,8 +13,9 @@ forked child that drops to the user first. A user process has no capabilities, c
 signal, ptrace or read the memory of this root, non-dumpable process, and is the OOM
 killer's first choice.
 
-Request: {"id": n, "op": "exec"|"read"|"write"|"exists", ...}; reply: {"id": n, ...}.
-An "exec" may name another `user` (the host uses "root" to hand /work to the checker).
+Request: {"id": n, "op": "exec"|"read"|"write"|"exists"|"handover", ...}; reply: {"id": n,
+...}. An "exec" may name another `user`; "handover" gives the workspace to the named user the
+way handover.py (beside this file) says, in this root process, before any check.
 Commands run in their own session so a timeout kills the whole process group from inside.
 """
 
@@ -263,7 +264,20 @@ def _write(req):
 
 
 def _exists(req):
-    return {"exists": os.path.lexists(_path(req))}
+    # only "nothing there" is absent: a path that cannot be read (a locked folder, a loop)
+    # is an error, never a missing file
+    try:
+        os.lstat(_path(req))
+    except (FileNotFoundError, NotADirectoryError):
+        return {"exists": False}
+    return {"exists": True}
+
+
+def _hand_over(req):
+    import handover  # beside this file in every sandbox
+
+    user = pwd.getpwnam(req["user"])
+    return {"notes": handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)}
 
 
 OPS = {
@@ -271,6 +285,7 @@ OPS = {
     "read": lambda req: _as_user(_read, req),
     "write": lambda req: _as_user(_write, req),
     "exists": lambda req: _as_user(_exists, req),
+    "handover": _hand_over,
 }
 
 

@@ -25,9 +25,10 @@ from typing import Any
 
 from podman import PodmanClient
 
-from skillbench.sandbox import executor
+from skillbench.sandbox import executor, handover
 from skillbench.sandbox.base import (
     AGENT,
+    HANDOVER,
     HOMES,
     UIDS,
     Mount,
@@ -43,6 +44,7 @@ LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"
 PROVIDER_LABEL = "skillbench.provider"  # which provider in that process: what it removes
 EXECUTOR_FILE = Path(executor.__file__)
+HANDOVER_FILE = Path(handover.__file__)
 _IN_SANDBOX = "/opt/skillbench/executor.py"
 _SOCKET_DIR = "/run/skillbench"
 _LOGS = "16m"  # /logs, for verifiers that write a reward file (Harbor's /logs/verifier)
@@ -284,6 +286,7 @@ class PodmanProvider:
                     for m in (
                         *spec.mounts,
                         Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
+                        Mount(str(HANDOVER_FILE), HANDOVER, read_only=True),
                         Mount(str(sock_dir), _SOCKET_DIR, read_only=False),
                     )
                 ),
