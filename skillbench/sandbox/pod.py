@@ -151,13 +151,7 @@ async def _healthy(provider: PodmanProvider, ctr_id: str, service: Service) -> N
     deadline = time.monotonic() + service.health_timeout
     last = "no probe finished"
     while True:
-        state = await asyncio.to_thread(_state, provider, ctr_id)
-        if state != "running":
-            logs = await asyncio.to_thread(_logs, provider, ctr_id)
-            raise SandboxError(
-                f"service {service.name!r} stopped ({state}) before it was healthy; "
-                f"its output: {logs or 'none'}"
-            )
+        await _running(provider, ctr_id, service)
         if not service.healthcheck:
             return
         left = deadline - time.monotonic()
@@ -175,13 +169,26 @@ async def _healthy(provider: PodmanProvider, ctr_id: str, service: Service) -> N
             )
         except TimeoutError:
             last = "the last probe did not finish"
+        except Exception as exc:  # (e.g. it stopped as the probe began: the next look says so)
+            last = f"the last probe could not run: {exc}"
         if time.monotonic() + _PROBE_EVERY > deadline:
+            await _running(provider, ctr_id, service)  # (a service that stopped says so)
             logs = await asyncio.to_thread(_logs, provider, ctr_id)
             raise SandboxError(
                 f"service {service.name!r} was not healthy within "
                 f"{service.health_timeout:g} s ({last}); its output: {logs or 'none'}"
             )
         await asyncio.sleep(_PROBE_EVERY)
+
+
+async def _running(provider: PodmanProvider, ctr_id: str, service: Service) -> None:
+    state = await asyncio.to_thread(_state, provider, ctr_id)
+    if state != "running":
+        logs = await asyncio.to_thread(_logs, provider, ctr_id)
+        raise SandboxError(
+            f"service {service.name!r} stopped ({state}) before it was healthy; "
+            f"its output: {logs or 'none'}"
+        )
 
 
 def _state(provider: PodmanProvider, ctr_id: str) -> str:
