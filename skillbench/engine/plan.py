@@ -97,9 +97,13 @@ def case_home(spec: Session, skill_dir: Path) -> str:
 
 
 def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
-    """The sandbox a session runs in: `base` with the session's own image and workdir."""
+    """The sandbox a session runs in: `base` with the session's own image, workdir and
+    services."""
     return msgspec.structs.replace(
-        base, image=image or base.image, workdir=session.workdir or base.workdir
+        base,
+        image=image or base.image,
+        workdir=session.workdir or base.workdir,
+        services=session.services,
     )
 
 

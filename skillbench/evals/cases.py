@@ -15,6 +15,7 @@ from skillbench.evals.imageref import ref_problem
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
 from skillbench.evals.network import parse_network
 from skillbench.evals.problems import Problem, SpecError
+from skillbench.evals.services import parse_services
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
 SESSION_FIELDS = (
@@ -34,6 +35,7 @@ SESSION_FIELDS = (
     "build_network",
     "workdir",
     "network",
+    "services",
 )
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
 _RESERVED = (
@@ -107,6 +109,8 @@ def _session_fields(
         network = parse_network(rep, data["network"])
         if network is not None:
             out["network"] = network
+    if "services" in data:
+        out["services"] = parse_services(rep, data["services"])
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:

@@ -36,6 +36,7 @@ from skillbench.importers.base import (
     text,
     yaml_str,
 )
+from skillbench.importers.compose import compose_services, services_field
 from skillbench.inputs import InputError, load_toml, read_capped
 from skillbench.sandbox.base import HANDOVER
 from skillbench.sandbox.case_image import SANDBOX_FROM
@@ -359,6 +360,14 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         extra.update(_image(str(get("environment", "docker_image")), where, out))
     elif is_file(docker):
         extra.update(_containerfile(docker, name, where, source, out))
+    for compose in (
+        folder / "environment" / n for n in ("docker-compose.yaml", "docker-compose.yml")
+    ):
+        if compose.is_file():  # its sidecars run in the arm's pod; `main` is the sandbox
+            services = compose_services(compose, where, out)
+            if services:
+                extra["services"] = services_field(services)
+            break
     workdirs = (
         re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (is_file(docker)) else []
     )

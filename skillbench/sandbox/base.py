@@ -87,6 +87,18 @@ class Relay(msgspec.Struct, frozen=True):
     target: int
 
 
+class Service(msgspec.Struct, frozen=True, kw_only=True):
+    """A container a case runs beside its arm's sandbox (a database, an HTTP API): in the
+    arm's own pod, reachable on localhost and by `name`, healthy before the agent starts."""
+
+    name: str
+    image: str | None = None  # None: the arm's own sandbox image
+    command: tuple[str, ...] = ()  # () : the image's own command
+    env: dict[str, str] = {}
+    healthcheck: tuple[str, ...] = ()  # an argv run in the service until it exits 0
+    health_timeout: float = 60.0  # seconds it may take to become healthy
+
+
 class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     """How to make a sandbox. The defaults are the isolation every arm gets.
 
@@ -107,6 +119,8 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     logs: bool = False  # a writable /logs (tmpfs): where imported verifiers write rewards
     relay: Relay | None = None
     egress: Relay | None = None  # the egress proxy's relay, when the phase has an allowlist
+    services: tuple[Service, ...] = ()  # the case's: stage_arm starts them in the arm's pod
+    pod: str | None = None  # the pod (SandboxProvider.pod) this sandbox joins: its network
     pids: int = 512
     cpus: float = 1.0
     nofile: int = 4096
@@ -189,10 +203,26 @@ class Workspace(Protocol):
         ...
 
 
+class Pod(Protocol):
+    """One arm's services and the network namespace its sandboxes join: nothing but
+    loopback, so only that arm's sandboxes reach them, and they reach nothing else."""
+
+    name: str
+
+    async def close(self) -> None:
+        """Remove the services and the pod; safe to call twice."""
+        ...
+
+
 class SandboxProvider(Protocol):
-    """Makes sandboxes and workspaces."""
+    """Makes sandboxes, workspaces and pods."""
 
     async def create(self, spec: SandboxSpec) -> Sandbox: ...
+
+    async def pod(self, spec: SandboxSpec) -> Pod:
+        """A pod running `spec.services` (in order), each healthy before the next starts;
+        SandboxError naming the service and why when one does not become healthy."""
+        ...
 
     async def workspace(self, size: str, owner: str = AGENT) -> Workspace:
         """A fresh, empty workspace of at most `size` bytes belonging to `owner`."""

@@ -38,6 +38,7 @@ from skillbench.sandbox.base import (
     parse_size,
 )
 from skillbench.sandbox.container import PodmanSandbox
+from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
 from skillbench.sandbox.service import PodmanService, runtime_dir
 
 LABEL = "skillbench"
@@ -94,6 +95,7 @@ class PodmanProvider:
         self._client = PodmanClient(base_url=self.service.url, timeout=120, max_pool_size=64)
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
+        self._pods: dict[str, PodmanPod] = {}
         # Creations run in worker threads that a cancelled await does not stop: the count
         # lets the final sweep wait for them, `_stopping` refuses new ones.
         self._creating = threading.Condition()
@@ -114,6 +116,11 @@ class PodmanProvider:
         removed = 0
         host = socket.gethostname()
         ours = {"label": LABEL}
+        # pods first: a pod's infra container cannot be removed on its own
+        for pod in _listed(lambda: self.client().pods.list(filters=ours)):
+            if _owner_gone(pod.attrs.get("Labels"), host):
+                with contextlib.suppress(Exception):  # another process's sweep took it first
+                    remove_pod(self.client(), pod.name)
         for ctr in _listed(lambda: self.client().containers.list(all=True, filters=ours)):
             if _owner_gone(ctr.labels, host):
                 with contextlib.suppress(Exception):  # another process's sweep took it first
@@ -155,6 +162,9 @@ class PodmanProvider:
         mine = {"label": f"{PROVIDER_LABEL}={self.labels[PROVIDER_LABEL]}"}
         # a client of its own: the threads' clients may be mid-request
         with PodmanClient(base_url=self.service.url, timeout=wait) as client:
+            for pod in _listed(lambda: client.pods.list(filters=mine)):
+                with contextlib.suppress(Exception):  # (gone meanwhile)
+                    remove_pod(client, pod.name)
             for ctr in _listed(lambda: client.containers.list(all=True, filters=mine)):
                 with contextlib.suppress(Exception):  # (gone meanwhile)
                     ctr.remove(force=True, timeout=0)
@@ -169,6 +179,8 @@ class PodmanProvider:
         finally:
             for sandbox in list(self._live):
                 shutil.rmtree(sandbox._sock_dir, ignore_errors=True)
+            for pod in list(self._pods.values()):
+                shutil.rmtree(pod.folder, ignore_errors=True)
             if self._owns_service:
                 self.service.stop()
 
@@ -189,6 +201,10 @@ class PodmanProvider:
             await sandbox.close()
             raise
         return sandbox
+
+    async def pod(self, spec: SandboxSpec) -> PodmanPod:
+        """The arm's pod with `spec.services` running and healthy (pod.py)."""
+        return await start_pod(self, spec)
 
     async def workspace(self, size: str, owner: str = AGENT) -> PodmanWorkspace:
         """A tmpfs volume: a kernel-enforced size (ENOSPC past it) on rootful podman 4.3,
@@ -292,7 +308,18 @@ class PodmanProvider:
             # (a volume mounted over a folder of the image starts with its files: podman
             # copies them in, so an image's /app seeds a case whose workdir is /app)
             kwargs["volumes"] = {spec.workspace: {"bind": spec.workdir, "mode": "rw"}}
-        if not spec.network:
+        if spec.pod is not None:
+            # the pod's network (loopback only) and its hosts file naming the services
+            kwargs["pod"] = spec.pod
+            kwargs["mounts"].append(
+                {
+                    "type": "bind",
+                    "source": self._pods[spec.pod].hosts,
+                    "target": HOSTS,
+                    "read_only": True,
+                }
+            )
+        elif not spec.network:
             kwargs["network_mode"] = "none"
         if self.cgroup_parent:
             kwargs["cgroup_parent"] = self.cgroup_parent
@@ -333,6 +360,9 @@ class PodmanProvider:
         stop the service if we started it."""
         try:
             await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
+            await asyncio.gather(
+                *(p.close() for p in list(self._pods.values())), return_exceptions=True
+            )
             await asyncio.gather(
                 *(w.close() for w in list(self._workspaces)), return_exceptions=True
             )

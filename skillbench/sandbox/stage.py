@@ -29,6 +29,7 @@ from skillbench.sandbox.base import (
     SKILLS_DIR,
     WORKDIR,
     Mount,
+    Pod,
     Sandbox,
     SandboxError,
     SandboxProvider,
@@ -112,7 +113,8 @@ class ContaminationError(Exception):
 
 class StagedArm(msgspec.Struct):
     """A sandbox seeded for one arm, its workspace, and the host folders behind its
-    read-only mounts; after `check_phase`, also the checker sandbox."""
+    read-only mounts; after `check_phase`, also the checker sandbox. With the case's
+    services, the pod both sandboxes joined."""
 
     sandbox: Sandbox
     workspace: Workspace
@@ -120,13 +122,16 @@ class StagedArm(msgspec.Struct):
     host_dir: str  # holds skills/ and case/, removed on close
     checker: Sandbox | None = None
     handover: list[str] = []  # what the handover to the checker cut or copied
+    pod: Pod | None = None
 
     async def close(self) -> None:
-        """Destroy the sandboxes, the workspace and the host folders."""
+        """Destroy the sandboxes, the services, the workspace and the host folders."""
         try:
             for box in (self.sandbox, self.checker):
                 if box is not None:
                     await box.close()
+            if self.pod is not None:
+                await self.pod.close()
             await self.workspace.close()
         finally:
             shutil.rmtree(self.host_dir, ignore_errors=True)
@@ -141,25 +146,34 @@ async def stage_arm(
     scratch: Path | None = None,
 ) -> StagedArm:
     """Create a sandbox and seed it for `session` with `skills` (name -> folder) staged
-    under /skills/<name> (none = the baseline)."""
+    under /skills/<name> (none = the baseline). The case's services start first, in a pod
+    of the arm's own that the sandbox joins: they are healthy before anything is staged."""
     if scratch is not None:
         scratch.mkdir(parents=True, exist_ok=True)
     host_dir = Path(tempfile.mkdtemp(prefix="arm-", dir=scratch))
     (host_dir / "skills").mkdir()
     mounts = (Mount(str(host_dir / "skills"), SKILLS_DIR, read_only=True),)
-    workspace = None
+    workspace = pod = None
     try:
         workspace = await provider.workspace(spec.disk)
+        pod = await provider.pod(spec) if spec.services else None
         sandbox = await provider.create(
-            msgspec.structs.replace(spec, mounts=spec.mounts + mounts, workspace=workspace.name)
+            msgspec.structs.replace(
+                spec,
+                mounts=spec.mounts + mounts,
+                workspace=workspace.name,
+                pod=pod.name if pod else None,
+            )
         )
     except BaseException:
+        if pod is not None:
+            await pod.close()
         if workspace is not None:
             await workspace.close()
         shutil.rmtree(host_dir, ignore_errors=True)
         raise
     names = tuple(sorted(skills))
-    arm = StagedArm(sandbox, workspace, names, str(host_dir))
+    arm = StagedArm(sandbox, workspace, names, str(host_dir), pod=pod)
     try:
         if sandbox.workdir != WORKDIR:  # what the image had there came in as root's
             owned = await sandbox.exec(
@@ -213,9 +227,12 @@ async def check_phase(
     and /work is handed to the `checker` user (Sandbox.hand_over; its notes are kept on the
     arm). The checker's root filesystem, HOME and /tmp are new; its environment is CHECK_ENV.
     The checker starts before the agent's sandbox goes because the workspace lives only while
-    a sandbox holds it.
+    a sandbox holds it. It joins the arm's pod, so checks may query the case's services
+    (which outlive the agent's sandbox).
     """
-    arm.checker = await _open_checker(provider, spec, arm.workspace, Path(arm.host_dir), skill_dir)
+    arm.checker = await _open_checker(
+        provider, spec, arm.workspace, Path(arm.host_dir), skill_dir, arm.pod
+    )
     await arm.sandbox.close()
     await _hand_over(arm)
     return arm.checker
@@ -230,16 +247,20 @@ async def recheck_phase(
     checker too."""
     scratch.mkdir(parents=True, exist_ok=True)
     host_dir = Path(tempfile.mkdtemp(prefix="recheck-", dir=scratch))
-    workspace = None
+    workspace = pod = None
     try:
         workspace = await provider.workspace(spec.disk)
-        checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir)
+        # the case's services, fresh: what the session did to its own is gone with it
+        pod = await provider.pod(spec) if spec.services else None
+        checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir, pod)
     except BaseException:
+        if pod is not None:
+            await pod.close()
         if workspace is not None:
             await workspace.close()
         shutil.rmtree(host_dir, ignore_errors=True)
         raise
-    arm = StagedArm(checker, workspace, (), str(host_dir), checker=checker)
+    arm = StagedArm(checker, workspace, (), str(host_dir), checker=checker, pod=pod)
     try:
         await checker.load_archive(archive, spec.workdir)
         await _hand_over(arm)
@@ -255,6 +276,7 @@ async def _open_checker(
     workspace: Workspace,
     host_dir: Path,
     skill_dir: Path,
+    pod: Pod | None = None,
 ) -> Sandbox:
     """A fresh checker sandbox on `workspace`, with the skill's current `evals/` at /case."""
     case = host_dir / "case"
@@ -268,6 +290,7 @@ async def _open_checker(
         spec,
         user=CHECKER,
         workspace=workspace.name,
+        pod=pod.name if pod else None,
         env={**spec.env, **CHECK_ENV},
         logs=True,
         mounts=(
