@@ -250,7 +250,12 @@ class Runner:
         text = read_trace(self.run_dir / transcript) if transcript else Transcript([])
         try:
             staged = await recheck_phase(
-                provider, self.spec_for(name), hit.workspace, self.skill_dir, self.run_dir / "tmp"
+                provider,
+                self.spec_for(name),
+                hit.workspace,
+                self.skill_dir,
+                self.run_dir / "tmp",
+                self.specs[name].harbor,
             )
         except (SandboxError, ConnectionError, OSError) as exc:
             return replace(record, outcome="error", error=f"sandbox: {exc}")
@@ -368,7 +373,9 @@ class Runner:
             )
             if result.errored:
                 return replace(record, error=result.error)
-            checker = await check_phase(provider, self.spec_for(name), staged, self.skill_dir)
+            checker = await check_phase(
+                provider, self.spec_for(name), staged, self.skill_dir, spec.harbor
+            )
             record = replace(record, notes=handover_notes(staged.handover))
             if snapshot is not None:  # before any check changes it
                 cap = parse_size(self.settings.sandbox.keep_workspace)

@@ -204,7 +204,11 @@ async def guard_contamination(sandbox: Sandbox, expected: Sequence[str]) -> None
 
 
 async def check_phase(
-    provider: SandboxProvider, spec: SandboxSpec, arm: StagedArm, skill_dir: Path
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    arm: StagedArm,
+    skill_dir: Path,
+    harbor: str | None = None,
 ) -> Sandbox:
     """After the agent phase: the checker sandbox, where checks run (design §9).
 
@@ -213,16 +217,24 @@ async def check_phase(
     and /work is handed to the `checker` user (Sandbox.hand_over; its notes are kept on the
     arm). The checker's root filesystem, HOME and /tmp are new; its environment is CHECK_ENV.
     The checker starts before the agent's sandbox goes because the workspace lives only while
-    a sandbox holds it.
+    a sandbox holds it. `harbor`: a Harbor task's folder under evals/ (harbor_mounts).
     """
-    arm.checker = await _open_checker(provider, spec, arm.workspace, Path(arm.host_dir), skill_dir)
+    arm.checker = await _open_checker(
+        provider, spec, arm.workspace, Path(arm.host_dir), skill_dir, harbor
+    )
     await arm.sandbox.close()
     await _hand_over(arm)
+    await _harbor_logs(arm.checker, harbor)
     return arm.checker
 
 
 async def recheck_phase(
-    provider: SandboxProvider, spec: SandboxSpec, archive: Path, skill_dir: Path, scratch: Path
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    archive: Path,
+    skill_dir: Path,
+    scratch: Path,
+    harbor: str | None = None,
 ) -> StagedArm:
     """A checker for a reused session (its checks run again against the current check files):
     a fresh workspace holding what the session's own check phase was handed (`archive`, from
@@ -233,7 +245,7 @@ async def recheck_phase(
     workspace = None
     try:
         workspace = await provider.workspace(spec.disk)
-        checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir)
+        checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir, harbor)
     except BaseException:
         if workspace is not None:
             await workspace.close()
@@ -243,6 +255,7 @@ async def recheck_phase(
     try:
         await checker.load_archive(archive, spec.workdir)
         await _hand_over(arm)
+        await _harbor_logs(checker, harbor)
     except BaseException:
         await arm.close()
         raise
@@ -255,8 +268,10 @@ async def _open_checker(
     workspace: Workspace,
     host_dir: Path,
     skill_dir: Path,
+    harbor: str | None,
 ) -> Sandbox:
-    """A fresh checker sandbox on `workspace`, with the skill's current `evals/` at /case."""
+    """A fresh checker sandbox on `workspace`, with the skill's current `evals/` at /case
+    (and a Harbor task's files where Harbor puts them)."""
     case = host_dir / "case"
     evals = skill_dir / "evals"
     if evals.is_dir():
@@ -273,10 +288,38 @@ async def _open_checker(
         mounts=(
             *spec.mounts,
             Mount(str(case), CASE_DIR, read_only=True),
+            *harbor_mounts(case, harbor, ("tests", "solution")),
             *_tool_mounts(host_dir),
         ),
     )
     return await provider.create(checker_spec)
+
+
+def harbor_mounts(evals: Path, harbor: str | None, parts: Sequence[str]) -> tuple[Mount, ...]:
+    """A Harbor task's `parts` (tests, solution) at Harbor's absolute paths, read-only: its
+    test.sh runs unmodified. Each is a mount point of its own, so the handover cuts every
+    agent link into it (a link may stay only when it leads into /work or the image)."""
+    if harbor is None:
+        return ()
+    folder = evals / harbor
+    return tuple(
+        Mount(str(folder / part), f"/{part}", read_only=True)
+        for part in parts
+        if (folder / part).is_dir()
+    )
+
+
+async def _harbor_logs(checker: Sandbox, harbor: str | None) -> None:
+    """The folders Harbor makes before its verifier runs, fresh on the checker's own /logs
+    (after the handover: nothing of the agent's is there)."""
+    if harbor is None:
+        return
+    done = await checker.exec(["mkdir", "-p", *HARBOR_LOGS], timeout=30)
+    if not done.ok:
+        raise SandboxError(f"could not make {' and '.join(HARBOR_LOGS)}: {done.stderr[-200:]}")
+
+
+HARBOR_LOGS = ("/logs/verifier", "/logs/agent")
 
 
 async def _hand_over(arm: StagedArm) -> None:
