@@ -117,6 +117,13 @@ def test_harbor_tasks_run_unmodified_and_score(fake, tmp_path: Path, capsys) -> 
     assert not guarded["passed"] and guarded["metrics"] == {"reward": 0.0}
     assert any("answer.txt: a link to /tests/expected.txt, cut" in n for n in guarded["notes"])
     assert rows["guarded"]["outcome"] == "tie"
+    # the reports say what a failing verifier printed, and every metric
+    assert main(["report", str(tmp_path / "run"), "--format", "markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert "What the failing verifiers printed" in markdown
+    assert "answer.txt is wrong" in markdown and "style 0.5" in markdown
+    assert main(["report", str(tmp_path / "run"), "--format", "junit"]) == 0
+    assert "want '42', got '41'\nstderr:\nanswer.txt is wrong" in capsys.readouterr().out
 
 
 def test_the_pass_rule_of_reward_files() -> None:
