@@ -55,6 +55,7 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         )
     }
     env["DEMO_OUT"] = str(tmp_path / "demo")
+    before = (ROOT / "skills/skill-eval-author/SKILL.md").read_bytes()
     done = subprocess.run(
         ["bash", str(ROOT / "scripts/demo.sh")],
         env=env,
@@ -122,6 +123,12 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     triggers = readme.split("From `make demo` (scripted driver):\n\n", 1)[1].split("\n\n")[0]
     for line in triggers.splitlines():
         assert line.strip() == "..." or line.removeprefix("    ") in out, line
+    # one tuning round, with its table; SKILL.md is left as it was (no --apply)
+    tuned = readme.split("From `make demo` (scripted driver, `--method catalog --rounds 1", 1)[1]
+    for line in tuned.split(":\n\n", 1)[1].split("\n\n")[0].splitlines():
+        assert line.removeprefix("    ") in out, line
+    assert (ROOT / "skills/skill-eval-author/SKILL.md").read_bytes() == before
+    assert (tmp_path / "demo/tune/report.html").is_file()
     # the demo ends with the path of a report.html a person can open
     assert out[-1] == str(tmp_path / "demo/diff-review/report.html")
     assert "<html" in Path(out[-1]).read_text()[:200]
