@@ -4,6 +4,7 @@ path escaping the workspace makes that check fail with a reason; it never errors
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 import re
 from collections.abc import Sequence
@@ -21,13 +22,16 @@ COMMAND_TIMEOUT = 120.0
 
 class CheckResult(msgspec.Struct, frozen=True):
     """One check's outcome: its name as written, whether it passed, and why; a grader's or a
-    reward's score; `infrastructure` when a verifier could give no verdict (exit 2)."""
+    reward's score; `infrastructure` when a verifier could give no verdict (exit 2); every
+    named metric of a reward file; what a verifier script printed (its tails)."""
 
     name: str
     passed: bool
     detail: str = ""
     score: float | None = None
     infrastructure: bool = False
+    metrics: dict[str, float] = {}
+    output: str = ""
 
 
 async def run_checks(
@@ -104,28 +108,37 @@ async def _scripted(
 
     if check.kind == "verifier":
         done = await run_script(check.script or arg)
-        tail = (done.stderr or done.stdout).strip()[-300:]
+        tail, output = (done.stderr or done.stdout).strip()[-300:], _output(done)
         if done.timed_out:
-            return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
+            return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s", output=output)
         if done.exit_code == 2:  # the verifier could not judge: not the agent's failing
-            return CheckResult(name, False, f"exit 2 (no verdict): {tail}", infrastructure=True)
+            return CheckResult(
+                name, False, f"exit 2 (no verdict): {tail}", infrastructure=True, output=output
+            )
         detail = f"exit {done.exit_code}" + (f": {tail}" if done.exit_code and tail else "")
-        return CheckResult(name, done.exit_code == 0, detail)
+        return CheckResult(name, done.exit_code == 0, detail, output=output)
     if check.kind == "reward":
+        output = ""
         if check.script:  # Harbor's test.sh: its exit code says nothing, its reward file does
             done = await run_script(check.script)
+            output = _output(done)
             if done.timed_out:
                 return CheckResult(
-                    name, False, f"{check.script} timed out after {SCRIPT_TIMEOUT:g} s"
+                    name,
+                    False,
+                    f"{check.script} timed out after {SCRIPT_TIMEOUT:g} s",
+                    output=output,
                 )
         path = arg if arg.startswith("/") else f"{work}/{arg}"
         if not await sandbox.exists(path):
-            return CheckResult(name, False, f"no reward file at {path}")
-        value = _reward_value(await sandbox.read_text(path))
-        if value is None:
-            return CheckResult(name, False, f"{path} holds no number (or no `reward` in JSON)")
-        least = 1.0 if check.min is None else check.min
-        return CheckResult(name, value >= least, f"reward {value:g} (min {least:g})", score=value)
+            return CheckResult(name, False, f"no reward file at {path}", output=output)
+        metrics = reward_metrics(await sandbox.read_text(path))
+        if not metrics:
+            return CheckResult(
+                name, False, f"{path} holds no number (nor JSON of named numbers)", output=output
+            )
+        passed, score, detail = reward_verdict(metrics, check)
+        return CheckResult(name, passed, detail, score=score, metrics=metrics, output=output)
     # grader: a command printing {"pass", "score", "evidence"}, or its exit code
     await sandbox.write_file(
         f"{RESULTS}/trace.jsonl", "".join(json.dumps(e) + "\n" for e in transcript.events)
@@ -155,15 +168,52 @@ async def _scripted(
     )
 
 
-def _reward_value(text: str) -> float | None:
-    """reward.txt's number, or reward.json's `reward` (or the JSON number itself)."""
+OUTPUT_TAIL = 2000  # characters of a verifier's stdout and of its stderr kept on the row
+
+
+def _output(done: ExecResult) -> str:
+    """What a verifier printed, both streams' tails: shown for failing rows and oracle runs."""
+    parts = [
+        f"{label}:\n{text.strip()[-OUTPUT_TAIL:]}"
+        for label, text in (("stdout", done.stdout), ("stderr", done.stderr))
+        if text.strip()
+    ]
+    return "\n".join(parts)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def reward_metrics(text: str) -> dict[str, float]:
+    """A reward file's named numbers: reward.txt's number (as `reward`), or reward.json's
+    numeric entries (a bare JSON number is `reward`); {} when it holds none."""
     try:
         data = json.loads(text)
     except ValueError:
-        return None
+        return {}
+    if _number(data):
+        return {"reward": float(data)}
     if isinstance(data, dict):
-        data = data.get("reward")
-    return float(data) if isinstance(data, int | float) and not isinstance(data, bool) else None
+        return {str(k): float(v) for k, v in data.items() if _number(v)}
+    return {}
+
+
+def reward_verdict(metrics: dict[str, float], check: Check) -> tuple[bool, float | None, str]:
+    """(passed, score, detail) under Harbor's pass rule: the case's `metric` when it names
+    one, else the `reward` key, else every metric must reach `min` (default 1)."""
+    least = 1.0 if check.min is None else check.min
+    key = check.metric or ("reward" if "reward" in metrics else None)
+    if key is not None:
+        if key not in metrics:
+            shown = ", ".join(sorted(metrics))
+            return False, None, f"no metric {key!r} in the reward file (it has {shown})"
+        value = metrics[key]
+        return value >= least, value, f"{key} {value:g} (min {least:g})"
+    low = sorted(k for k, v in metrics.items() if v < least)
+    shown = ", ".join(f"{k} {v:g}" for k, v in sorted(metrics.items()))
+    why = f"; below min {least:g}: {', '.join(low)}" if low else f" (min {least:g} each)"
+    return not low, min(metrics.values()), shown + why
 
 
 async def _one(

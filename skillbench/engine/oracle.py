@@ -21,6 +21,7 @@ from skillbench.engine.plan import (
     build_case_images,
     case_home,
     case_spec,
+    run_folder,
     sessions_of,
     validated,
 )
@@ -28,7 +29,7 @@ from skillbench.evals.model import Session, Suite
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import image_exists
-from skillbench.sandbox.stage import SetupFailed, check_phase, stage_arm
+from skillbench.sandbox.stage import SetupFailed, check_phase, harbor_mounts, stage_arm
 from skillbench.transcript import Transcript
 
 ORACLE_DIR = "/tmp/oracle"  # where the reference solution's folder is put in the sandbox
@@ -77,10 +78,28 @@ async def oracle_run(
         ):
             return await _solve(provider, (solve_box, check_box), skill_dir, name, session)
 
+    out = run_folder(skill_dir, opts.out, "") if opts.out is not None else None
     try:
-        return list(await asyncio.gather(*(one(n, s) for n, s in sessions.items())))
+        results = list(await asyncio.gather(*(one(n, s) for n, s in sessions.items())))
     finally:
         await provider.aclose()
+    if out is not None:
+        _write(out, results)
+    return results
+
+
+def _write(out: Path, results: list[OracleResult]) -> None:
+    """`--out`: the oracle runs' results (each check with its verifier's output) as
+    oracle.json, and the report as oracle.txt."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "oracle.json").write_bytes(msgspec.json.format(msgspec.json.encode(results)))
+        (out / "oracle.txt").write_text("".join(line + "\n" for line in oracle_lines(results)))
+    except OSError as exc:
+        raise EvalError(
+            f"--out {out}: cannot write the oracle results ({exc.strerror or exc}); "
+            "choose another --out"
+        ) from None
 
 
 async def _solve(
@@ -94,16 +113,21 @@ async def _solve(
     a checker (`specs[1]`)."""
     assert session.oracle is not None
     script = skill_dir / "evals" / session.oracle
+    # a Harbor task's solve.sh runs as Harbor runs it, from /solution (its files beside it)
+    solution = harbor_mounts(skill_dir / "evals", session.harbor, ("solution",))
+    run = f"/solution/{script.name}" if solution else f"{ORACLE_DIR}/{script.name}"
     try:
-        staged = await stage_arm(provider, specs[0], session, {})
+        agent_box = msgspec.structs.replace(specs[0], mounts=specs[0].mounts + solution)
+        staged = await stage_arm(provider, agent_box, session, {})
     except SetupFailed as exc:
         return OracleResult(name, None, note=f"setup failed: {exc}")
     except SandboxError as exc:
         return OracleResult(name, None, note=f"sandbox: {exc}")
     try:
-        await staged.sandbox.put_tree(script.parent, ORACLE_DIR)
+        if not solution:
+            await staged.sandbox.put_tree(script.parent, ORACLE_DIR)
         done = await staged.sandbox.exec(
-            ["bash", f"{ORACLE_DIR}/{script.name}"],
+            ["bash", run],
             cwd=staged.sandbox.workdir,
             timeout=session.timeout_minutes * 60,
         )
@@ -128,7 +152,7 @@ async def _solve(
                 },
             ]
         )
-        checker = await check_phase(provider, specs[1], staged, skill_dir)
+        checker = await check_phase(provider, specs[1], staged, skill_dir, session.harbor)
         home = case_home(session, skill_dir)
         checks = list(await run_checks(session.checks, transcript, checker, home))
         if isinstance(session, Suite):
@@ -148,7 +172,12 @@ def oracle_lines(results: list[OracleResult]) -> list[str]:
     for r in results:
         state = {True: "PASS", False: "FAIL", None: "SKIP"}[r.passed]
         lines.append(f"oracle {state}: {r.case}" + (f" — {r.note}" if r.note else ""))
-        lines += [f"  {c.name}: {c.detail}" for c in r.checks if not c.passed]
+        for c in r.checks:
+            if not c.passed:
+                lines.append(f"  {c.name}: {c.detail}")
+            if c.output:  # what the verifier printed: how its author debugs a task
+                lines.append(f"  {c.name} printed:")
+                lines += [f"    {line}" for line in c.output.splitlines()]
     ran = [r for r in results if r.passed is not None]
     good = sum(r.passed is True for r in ran)
     lines.append(

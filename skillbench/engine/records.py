@@ -109,6 +109,7 @@ class ArmResult(msgspec.Struct, omit_defaults=True):
     error: bool
     checks: list[CheckResult]
     notes: list[str] = []
+    metrics: dict[str, float] = {}  # every named metric its reward files gave
 
 
 class RowRecord(msgspec.Struct, tag="row", kw_only=True):

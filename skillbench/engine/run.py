@@ -254,7 +254,12 @@ class Runner:
         async with phase_proxy(self.spec_for(name), hosts, log, "verifier") as check_box:
             try:
                 staged = await recheck_phase(
-                    provider, check_box, hit.workspace, self.skill_dir, self.run_dir / "tmp"
+                    provider,
+                    check_box,
+                    hit.workspace,
+                    self.skill_dir,
+                    self.run_dir / "tmp",
+                    self.specs[name].harbor,
                 )
             except (SandboxError, ConnectionError, OSError) as exc:
                 return replace(record, outcome="error", error=f"sandbox: {exc}")
@@ -377,7 +382,9 @@ class Runner:
                 )
                 if result.errored:
                     return replace(record, error=result.error)
-                checker = await check_phase(provider, check_box, staged, self.skill_dir)
+                checker = await check_phase(
+                    provider, check_box, staged, self.skill_dir, spec.harbor
+                )
                 record = replace(record, notes=handover_notes(staged.handover))
                 if snapshot is not None:  # before any check changes it
                     cap = parse_size(self.settings.sandbox.keep_workspace)

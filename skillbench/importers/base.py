@@ -36,6 +36,7 @@ class Imported(msgspec.Struct):
     source: str  # "harbor task <path>", for headers and reports
     files: list[NewFile] = []
     unmapped: list[str] = []  # "<where>: <field> — <why>"
+    mapped: list[str] = []  # "<where>: <field> — <what it became>": mapped, but not 1:1
     cases: list[str] = []
     skipped: list[str] = []  # "<where>: <why>": a task that could not be imported
     warnings: list[str] = []  # what the user should look at before running the import
@@ -44,11 +45,12 @@ class Imported(msgspec.Struct):
 def each(out: Imported, where: str, add: Callable[[], None]) -> None:
     """Import one task of a folder of them: one that cannot be imported is skipped with its
     reason, and the rest of the folder still imports."""
-    kept = len(out.files), len(out.unmapped), len(out.warnings)
+    kept = len(out.files), len(out.unmapped), len(out.warnings), len(out.mapped)
     try:
         add()
     except ImportError_ as exc:  # nothing of a skipped task is written or listed
         del out.files[kept[0] :], out.unmapped[kept[1] :], out.warnings[kept[2] :]
+        del out.mapped[kept[3] :]
         out.skipped.append(f"{where}: {exc}")
 
 
@@ -135,15 +137,9 @@ def source_links(root: Path) -> list[str]:
     return notes
 
 
-def support(
-    src: Path,
-    dest_rel: str,
-    source: str,
-    rewrite: dict[str, str] | None = None,
-) -> list[NewFile]:
+def support(src: Path, dest_rel: str, source: str) -> list[NewFile]:
     """Every file under `src` as files under `dest_rel` (links left out: `source_links`
-    lists them); scripts get a header, and text files the `rewrite` replacements (e.g.
-    Harbor's absolute /tests/ paths)."""
+    lists them); scripts get a header comment saying where they came from, nothing else."""
     out = []
     found = [] if linked(src) else [Path(f) / n for f, _, names in os.walk(src) for n in names]
     for path in sorted(p for p in found if p.is_file() and not p.is_symlink()):
@@ -154,8 +150,6 @@ def support(
         except UnicodeDecodeError:
             out.append(NewFile(rel, data, _executable(path)))
             continue
-        for old, new in (rewrite or {}).items():
-            text = text.replace(old, new)
         if path.suffix in (".sh", ".py", ".bash") or text.startswith("#!"):
             data = headed(text, source)
         else:

@@ -291,9 +291,9 @@ def _harbor_unmapped(folder: Path, task: dict[str, Any], where: str, out: Import
         if path in _KNOWN:
             continue
         if path[-1] == "skills_dir":
-            out.unmapped.append(
-                f"{where}: {'.'.join(path)} — not staged: the skill under test is the "
-                "--into skill (the candidate's arm stages it; the baseline has none)"
+            out.mapped.append(
+                f"{where}: {'.'.join(path)} — the skill under test: the --into skill, staged "
+                "in the candidate's arm as the agent's skill (the baseline has none)"
             )
         else:
             out.unmapped.append(f"{where}: {'.'.join(path)} — not a Harbor field skillbench maps")
@@ -382,23 +382,21 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     reward = (
         "/logs/verifier/reward.json" if "reward.json" in tests else ("/logs/verifier/reward.txt")
     )
-    # the tests read their assets at /tests/...: they are staged at /tmp/tests, and the
-    # absolute paths rewritten to match
-    staged = {"/tests/": "/tmp/tests/", "/tests ": "/tmp/tests "}
+    # the task's files go beside the case unmodified; the checker shows tests/ and solution/
+    # at /tests and /solution (`harbor:`), as Harbor does, and makes /logs/verifier
     wrapper = (
-        "#!/bin/sh\n# stage tests/ where the rewritten paths expect them, run the "
-        "verifier; the reward file, not the exit code, is the verdict\n"
-        'rm -rf /tmp/tests && cp -r "$CASE/tests" /tmp/tests && cd "$WORK" && '
-        "bash /tmp/tests/test.sh\nexit 0\n"
+        "#!/bin/sh\n# run the task's verifier where Harbor puts it; the reward file, not the "
+        'exit code, is the verdict\ncd "$WORK" && bash /tests/test.sh\nexit 0\n'
     )
+    extra["harbor"] = name
     if is_file(folder / "solution" / "solve.sh"):
-        extra["oracle"] = f"{name}/oracle/solve.sh"
-        out.files += support(folder / "solution", f"cases/{name}/oracle", source, staged)
+        extra["oracle"] = f"{name}/solution/solve.sh"
+        out.files += support(folder / "solution", f"cases/{name}/solution", source)
     check = f"reward: {{file: {reward}, min: 1, run: {name}/run-tests.sh}}"
     out.files += [
         NewFile(f"cases/{name}.yaml", _case_yaml(source, instruction, [check], extra, notes)),
         NewFile(f"cases/{name}/run-tests.sh", headed(wrapper, source), executable=True),
-        *support(folder / "tests", f"cases/{name}/tests", source, staged),
+        *support(folder / "tests", f"cases/{name}/tests", source),
     ]
     out.cases.append(name)
 

@@ -6,7 +6,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from skillbench.engine.records import UNSCORED
 from skillbench.engine.score import Summary
-from skillbench.report.why import failing_checks
+from skillbench.report.why import failing_checks, verifier_outputs
 
 
 def _suite(name: str, cases: list[str], failures: int, skipped: int = 0) -> str:
@@ -37,7 +37,7 @@ def eval_junit(summary: Summary) -> str:
         name = f"{row.case} rep {row.rep} vs {row.opponent}"
         detail = f"{row.outcome} ({row.decided_by})"
         why = failing_checks(row.arms)  # the failing checks: what a CI reader looks for
-        text = "\n".join([detail, *why])
+        text = "\n".join([detail, *why, *verifier_outputs(row.arms)])
         if row.outcome == "loss":
             failures += 1
             message = f"{detail}: {why[0]}" if why else detail

@@ -218,7 +218,11 @@ async def guard_contamination(sandbox: Sandbox, expected: Sequence[str]) -> None
 
 
 async def check_phase(
-    provider: SandboxProvider, spec: SandboxSpec, arm: StagedArm, skill_dir: Path
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    arm: StagedArm,
+    skill_dir: Path,
+    harbor: str | None = None,
 ) -> Sandbox:
     """After the agent phase: the checker sandbox, where checks run (design §9).
 
@@ -228,18 +232,25 @@ async def check_phase(
     arm). The checker's root filesystem, HOME and /tmp are new; its environment is CHECK_ENV.
     The checker starts before the agent's sandbox goes because the workspace lives only while
     a sandbox holds it. It joins the arm's pod, so checks may query the case's services
-    (which outlive the agent's sandbox).
+    (which outlive the agent's sandbox). `harbor`: a Harbor task's folder under evals/
+    (harbor_mounts).
     """
     arm.checker = await _open_checker(
-        provider, spec, arm.workspace, Path(arm.host_dir), skill_dir, arm.pod
+        provider, spec, arm.workspace, Path(arm.host_dir), skill_dir, harbor, arm.pod
     )
     await arm.sandbox.close()
     await _hand_over(arm)
+    await _harbor_logs(arm.checker, harbor)
     return arm.checker
 
 
 async def recheck_phase(
-    provider: SandboxProvider, spec: SandboxSpec, archive: Path, skill_dir: Path, scratch: Path
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    archive: Path,
+    skill_dir: Path,
+    scratch: Path,
+    harbor: str | None = None,
 ) -> StagedArm:
     """A checker for a reused session (its checks run again against the current check files):
     a fresh workspace holding what the session's own check phase was handed (`archive`, from
@@ -252,7 +263,7 @@ async def recheck_phase(
         workspace = await provider.workspace(spec.disk)
         # the case's services, fresh: what the session did to its own is gone with it
         pod = await provider.pod(spec) if spec.services else None
-        checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir, pod)
+        checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir, harbor, pod)
     except BaseException:
         if pod is not None:
             await pod.close()
@@ -264,6 +275,7 @@ async def recheck_phase(
     try:
         await checker.load_archive(archive, spec.workdir)
         await _hand_over(arm)
+        await _harbor_logs(checker, harbor)
     except BaseException:
         await arm.close()
         raise
@@ -276,9 +288,11 @@ async def _open_checker(
     workspace: Workspace,
     host_dir: Path,
     skill_dir: Path,
+    harbor: str | None,
     pod: Pod | None = None,
 ) -> Sandbox:
-    """A fresh checker sandbox on `workspace`, with the skill's current `evals/` at /case."""
+    """A fresh checker sandbox on `workspace`, with the skill's current `evals/` at /case
+    (and a Harbor task's files where Harbor puts them)."""
     case = host_dir / "case"
     evals = skill_dir / "evals"
     if evals.is_dir():
@@ -296,10 +310,38 @@ async def _open_checker(
         mounts=(
             *spec.mounts,
             Mount(str(case), CASE_DIR, read_only=True),
+            *harbor_mounts(case, harbor, ("tests", "solution")),
             *_tool_mounts(host_dir),
         ),
     )
     return await provider.create(checker_spec)
+
+
+def harbor_mounts(evals: Path, harbor: str | None, parts: Sequence[str]) -> tuple[Mount, ...]:
+    """A Harbor task's `parts` (tests, solution) at Harbor's absolute paths, read-only: its
+    test.sh runs unmodified. Each is a mount point of its own, so the handover cuts every
+    agent link into it (a link may stay only when it leads into /work or the image)."""
+    if harbor is None:
+        return ()
+    folder = evals / harbor
+    return tuple(
+        Mount(str(folder / part), f"/{part}", read_only=True)
+        for part in parts
+        if (folder / part).is_dir()
+    )
+
+
+async def _harbor_logs(checker: Sandbox, harbor: str | None) -> None:
+    """The folders Harbor makes before its verifier runs, fresh on the checker's own /logs
+    (after the handover: nothing of the agent's is there)."""
+    if harbor is None:
+        return
+    done = await checker.exec(["mkdir", "-p", *HARBOR_LOGS], timeout=30)
+    if not done.ok:
+        raise SandboxError(f"could not make {' and '.join(HARBOR_LOGS)}: {done.stderr[-200:]}")
+
+
+HARBOR_LOGS = ("/logs/verifier", "/logs/agent")
 
 
 async def _hand_over(arm: StagedArm) -> None:
