@@ -35,6 +35,7 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     parse_size,
 )
+from skillbench.sandbox.connection import needs_shared_filesystem
 from skillbench.sandbox.container import PodmanSandbox
 from skillbench.sandbox.service import PodmanService, runtime_dir
 
@@ -85,6 +86,9 @@ class PodmanProvider:
     def __init__(self, service: PodmanService | None = None, *, sweep: bool = True):
         self.service = service or PodmanService.start_or_reuse()
         self._owns_service = service is None
+        if not self.service.connection.shares_filesystem:
+            self.service.stop()  # only if ours: a configured one is left running
+            raise SandboxError(needs_shared_filesystem(self.service.connection))
         self._local = threading.local()
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
@@ -101,7 +105,7 @@ class PodmanProvider:
         """The calling thread's client (podman-py clients are not shared across threads)."""
         client = getattr(self._local, "client", None)
         if client is None:
-            client = PodmanClient(base_url=self.service.url, timeout=120)
+            client = self.service.client(120)
             self._local.client = client
         return client
 
@@ -150,7 +154,7 @@ class PodmanProvider:
             self._creating.wait_for(lambda: self._in_flight == 0, timeout=wait)
         mine = {"label": f"{PROVIDER_LABEL}={self.labels[PROVIDER_LABEL]}"}
         # a client of its own: the threads' clients may be mid-request
-        with PodmanClient(base_url=self.service.url, timeout=wait) as client:
+        with self.service.client(wait) as client:
             for ctr in _listed(lambda: client.containers.list(all=True, filters=mine)):
                 with contextlib.suppress(Exception):  # (gone meanwhile)
                     ctr.remove(force=True, timeout=0)
