@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
+from skillbench.sandbox.connection import NO_LOCAL_SERVICE
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.service import URL_ENV, ping
 
@@ -124,4 +126,25 @@ def test_a_configured_service_that_does_not_answer_is_named(
         "MISSING podman service: tcp://127.0.0.1:9 (from CONTAINER_HOST) does not answer",
         "        fix: start it (`podman machine start` for a podman machine) or unset "
         "CONTAINER_HOST",
+    ]
+
+
+def test_doctor_on_macos_checks_only_what_the_host_has(
+    capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """runc, mmdebstrap and the drop-in live in the podman machine VM there, not on the host."""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    for name in (URL_ENV, "CONTAINER_HOST", "CONTAINER_CONNECTION", "PODMAN_CONNECTIONS_CONF"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line[8:].split(":")[0] for line in out if line[:3] in ("ok ", "MIS")] == [
+        "podman",
+        "podman service",
+        "sandbox image",
+    ]
+    assert _service_lines(out) == [
+        "MISSING podman service: none configured",
+        f"        fix: {NO_LOCAL_SERVICE}",
     ]

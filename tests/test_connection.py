@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from skillbench.sandbox import connection
 from skillbench.sandbox.base import SandboxError
 from skillbench.sandbox.connection import URL_ENV, configured
+from skillbench.sandbox.service import PodmanService
 
 MACHINE = "ssh://core@127.0.0.1:53685/run/user/501/podman/podman.sock"
 
@@ -167,3 +169,20 @@ def test_only_a_local_unix_socket_shares_the_filesystem(
     chosen = configured({"CONTAINER_HOST": url})
     assert chosen is not None
     assert (chosen.transport, chosen.shares_filesystem) == (transport, shares)
+
+
+def test_on_macos_nothing_configured_is_refused_before_any_podman_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """podman on macOS and Windows is a remote client with no `system service`: say what to do
+    instead of reporting that a service exited."""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    for name in (URL_ENV, "CONTAINER_HOST", "CONTAINER_CONNECTION", "PODMAN_CONNECTIONS_CONF"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # where podman keeps them on macOS
+    with pytest.raises(SandboxError) as exc:
+        PodmanService.start_or_reuse()
+    assert str(exc.value) == connection.NO_LOCAL_SERVICE
+    assert "podman machine init" in str(exc.value) and "\n" not in str(exc.value)
+    chosen = configured({"CONTAINER_HOST": "unix:///Users/me/podman-machine-api.sock"})
+    assert chosen is not None and not chosen.shares_filesystem  # the socket is the VM's

@@ -32,6 +32,12 @@ from skillbench.sandbox.base import SandboxError
 
 URL_ENV = "SKILLBENCH_PODMAN_URL"
 OWN = "a service of skillbench's own"
+NO_LOCAL_SERVICE = (
+    f"no podman connection is configured, and on {sys.platform} skillbench cannot start a "
+    "podman service of its own (podman runs in a VM there): `podman machine init && podman "
+    "machine start` sets one up, but this version needs a shared filesystem for the executor "
+    "channel (the API-only path is not built yet): run skillbench inside a Linux VM or WSL2"
+)
 
 Transport = Literal["unix", "ssh", "tcp"]
 _SCHEMES: dict[str, Transport] = {

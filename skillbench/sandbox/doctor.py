@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import OWN
+from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.service import chosen, ping, runtime_dir
 
+PODMAN = "install podman: https://podman.io/docs/installation"
 CONF_DROPIN = Path("/etc/containers/containers.conf.d/50-skillbench.conf")
 
 
@@ -42,6 +44,8 @@ def _service() -> Finding:
         connection = chosen()
     except SandboxError as exc:
         return Finding(name, False, str(exc), "fix the named setting or file")
+    if connection is None and sys.platform != "linux":
+        return Finding(name, False, "none configured", NO_LOCAL_SERVICE)
     if connection is None:
         return Finding(
             name,
@@ -67,8 +71,8 @@ def _service() -> Finding:
     )
 
 
-def diagnose() -> list[Finding]:
-    """Check podman, its runtime, the configuration drop-in and the sandbox image."""
+def _linux_host() -> list[Finding]:
+    """podman, runc, mmdebstrap and the drop-in selecting runc on this Linux host."""
     findings = [
         _binary("podman", "podman"),
         _binary("runc", "runc"),
@@ -102,6 +106,16 @@ def diagnose() -> list[Finding]:
                     "podman info", False, info.stderr.strip()[-300:], "bash scripts/setup-host.sh"
                 )
             )
+    return findings
+
+
+def diagnose() -> list[Finding]:
+    """Check podman, its runtime, the configuration drop-in, the service and the image."""
+    if sys.platform != "linux":  # the runtime and its config are the podman machine VM's
+        podman = _binary("podman", "podman")
+        findings = [podman if podman.ok else Finding("podman", False, "not installed", PODMAN)]
+    else:
+        findings = _linux_host()
     findings.append(_service())
     if image_exists(IMAGE):
         findings.append(Finding("sandbox image", True, IMAGE))

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from pathlib import Path
 from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import OWN, URL_ENV, Connection, configured
+from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, URL_ENV, Connection, configured
 from skillbench.scrub import without_secrets
 
 
@@ -98,6 +99,8 @@ class PodmanService:
             )
         if connection is not None:
             return cls(connection)
+        if sys.platform != "linux":  # podman there is a remote client: no `system service`
+            raise SandboxError(NO_LOCAL_SERVICE)
         if shutil.which("podman") is None:
             raise SandboxError("podman is not installed; run `make setup` or `skillbench doctor`")
         sock = runtime_dir() / f"podman-{os.getpid()}.sock"
