@@ -128,6 +128,8 @@ def main() -> None:
                 f"{wall / sessions * 1000:6.0f} ms/session   ratio to local {wall / local:5.2f}   "
                 f"overhead/session {(wall - local) / sessions * 4 * 1000:6.0f} ms"
             )
+        again = timed_eval(skill, root / "local-again")  # the load may have moved meanwhile
+        print(f"  local, again      wall {again:6.2f} s   (the ratios above use the first)")
         direct, relayed = relay_latency(server.url)
         print(
             f"  driver relay: {relayed - direct:5.2f} ms added per model call "

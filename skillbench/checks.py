@@ -13,7 +13,7 @@ import msgspec
 from skillbench.evals.checks import path_escape
 from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.jsonreply import first_json_object
-from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox
+from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
 from skillbench.transcript import Transcript
 
 COMMAND_TIMEOUT = 120.0
@@ -35,16 +35,22 @@ async def run_checks(
     transcript: Transcript,
     sandbox: Sandbox | None,
     case_dir: str = CASE_DIR,
+    earlier: Sequence[CheckResult] | None = None,
 ) -> list[CheckResult]:
     """Evaluate checks against a finished session: `transcript` as it happened (unscrubbed),
     `sandbox` the checker holding the arm's /work (stage.check_phase), `case_dir` the case's
-    own folder there ($CASE for verifiers and graders)."""
+    own folder there ($CASE for verifiers and graders). `earlier`: these checks' results on
+    the same session before (a reused one): those that read only the transcript stand."""
     text = transcript.all_text.lower()
     commands = transcript.bash_commands
+    if sandbox is not None:
+        await _clear_rewards(checks, sandbox)
     results = []
-    for check in checks:
+    for i, check in enumerate(checks):
         try:
-            if check.kind in SCRIPTED and sandbox is not None:
+            if earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
+                results.append(earlier[i])
+            elif check.kind in SCRIPTED and sandbox is not None:
                 results.append(await _scripted(check, transcript, sandbox, case_dir))
             else:
                 results.append(await _one(check, text, commands, sandbox))
@@ -53,7 +59,28 @@ async def run_checks(
     return results
 
 
+async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> None:
+    """Remove what the agent left where a reward file will be read from: a reward is the
+    check phase's own, never a file (or a locked one) the agent made in advance. (Outside
+    the workspace the checker's /logs and /tmp are fresh anyway.)"""
+    work = sandbox.workdir.rstrip("/")
+    paths = [
+        path
+        for c in checks
+        if c.kind == "reward" and c.arg
+        for path in [c.arg if c.arg.startswith("/") else f"{work}/{c.arg}"]
+        if path.startswith(f"{work}/")
+    ]
+    if paths:
+        done = await sandbox.exec(["rm", "-rf", "--", *paths], timeout=COMMAND_TIMEOUT)
+        if not done.ok:  # the agent's reward would be read: score nothing
+            raise SandboxError(f"could not clear the reward files: {done.stderr.strip()[-200:]}")
+
+
 SCRIPTED = frozenset({"verifier", "reward", "grader"})
+TRANSCRIPT_ONLY = frozenset(
+    {"transcript_mentions", "transcript_omits", "command_matching", "no_command_matching"}
+)
 SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl
 
@@ -171,7 +198,10 @@ async def _one(
         reason = path_escape(arg)
         if reason:
             return CheckResult(name, False, f"path {reason}")
-        exists = await sandbox.exists(f"{sandbox.workdir}/{arg}")
+        try:
+            exists = await sandbox.exists(f"{sandbox.workdir}/{arg}")
+        except OSError as exc:  # a locked folder, a loop: not "absent", and not "exists"
+            return CheckResult(name, False, f"unreadable: {exc.strerror or exc}")
         if check.kind == "file_exists":
             return CheckResult(name, exists, "exists" if exists else "missing")
         return CheckResult(name, not exists, "exists" if exists else "absent")

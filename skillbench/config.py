@@ -66,6 +66,8 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     prices: dict[str, Price] = {}
     gate: dict[str, Any] = {}
     sign: SignSettings = SignSettings()
+    # `skillbench image build` FROM this digest-pinned Debian image instead of mmdebstrap
+    image_from_registry: str | None = None
 
 
 class Loaded(msgspec.Struct):

@@ -9,11 +9,13 @@ line and an exit code.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 
 from skillbench import __version__
 from skillbench.cli.cluster import register_cluster
-from skillbench.cli.common import EXIT_USAGE, UsageError, err
+from skillbench.cli.common import EXIT_OK, EXIT_USAGE, UsageError, err
 from skillbench.cli.config import register_config
 from skillbench.cli.doctor import register_doctor, register_image
 from skillbench.cli.eval import register_eval
@@ -23,6 +25,7 @@ from skillbench.cli.reports import register_compare, register_report, register_v
 from skillbench.cli.skills import register_catalog, register_check, register_digest
 from skillbench.cli.team import register_gate, register_publish, register_receipts
 from skillbench.cli.triggers import register_triggers
+from skillbench.cli.tune import register_tune
 from skillbench.config import ConfigError
 from skillbench.errors import EvalError, OptionsError
 from skillbench.evals import SpecError
@@ -40,6 +43,7 @@ REGISTER = (
     register_triggers,
     register_import,
     register_gen,
+    register_tune,
     register_publish,
     register_gate,
     register_report,
@@ -93,3 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err("skillbench: interrupted")
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (`skillbench report RUN | head`): it had what it wanted,
+    so exit quietly; stdout now points at /dev/null so the interpreter's last flush of what is
+    still buffered finds no closed pipe (and prints no traceback)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_OK

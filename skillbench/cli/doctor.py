@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from skillbench.agents import AGENTS, make_agent
+    from skillbench.sandbox.capacity import doctor_line, mem_available
     from skillbench.sandbox.doctor import diagnose
     from skillbench.sandbox.image import IMAGE, image_exists
 
@@ -29,6 +30,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 f"{'note':8}agent {name}: {variant} {found}; `skillbench image build "
                 f"--agent {name}` builds it now"
             )
+    memory = doctor_line(mem_available())
+    if memory:
+        out(f"{'note':8}{memory}")
     bad = sum(not f.ok for f in findings)
     out("all set" if not bad else f"{bad} problem{'s' * (bad != 1)}; run the fixes above")
     return EXIT_OK if not bad else EXIT_FAIL
@@ -38,10 +42,14 @@ def cmd_image_build(args: argparse.Namespace) -> int:
     from skillbench.agents import AgentError, make_agent
     from skillbench.sandbox.image import ImageBuildError, build_image
 
+    loaded = settings_for(Path.cwd(), args, ())
     try:
-        base = build_image(force=args.force, log=out)
+        base = build_image(
+            force=args.force,
+            log=out,
+            from_registry=args.from_registry or loaded.settings.image_from_registry,
+        )
         for name in args.agent or ():
-            loaded = settings_for(Path.cwd(), args, ())
             agent = make_agent(name, **loaded.settings.agents.get(name, {}))
             out(f"image {agent.image(base, out)} ready")
     except (ImageBuildError, AgentError) as exc:
@@ -75,6 +83,13 @@ def register_image(sub: Subparsers) -> None:
         "missing). Skips the build when the image exists, unless --force.",
     )
     p.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    p.add_argument(
+        "--from-registry",
+        metavar="REF",
+        help="build with `podman build` FROM this Debian image, named with its registry and "
+        "pinned by digest (REF@sha256:…), instead of mmdebstrap; default: "
+        "image_from_registry in skillbench.toml",
+    )
     p.add_argument(
         "--agent",
         action="append",

@@ -34,6 +34,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         f"{verb} {len(result.cases)} case(s) from {result.source} into {where}: "
         f"{', '.join(result.cases)}"
     )
+    if result.skipped:
+        out(f"{len(result.cases)} imported, {len(result.skipped)} skipped:")
+        for note in result.skipped:
+            out(f"  {note}")
+    for note in result.warnings:
+        out(f"warning: {note}")
     if result.unmapped:
         out(f"not mapped ({len(result.unmapped)}):")
         for note in result.unmapped:

@@ -44,7 +44,9 @@ class Node:
         self.root = root / name
         self.root.mkdir(parents=True)
         self.url = f"unix://{self.root}/podman.sock"
-        store = ["--root", str(self.root / "storage"), "--runroot", str(self.root / "run")]
+        # (podman refuses a runroot longer than 50 characters)
+        self.runroot = tempfile.mkdtemp(prefix=f"sb-{name}-", dir="/tmp")
+        store = ["--root", str(self.root / "storage"), "--runroot", self.runroot]
         self.podman = subprocess.Popen(
             ["podman", *store, "system", "service", "--time=0", self.url],
             stdout=subprocess.DEVNULL,
@@ -98,8 +100,9 @@ class Node:
         self.podman.wait(timeout=30)
         mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
         for target in [*mounts, str(self.root / "storage/overlay")]:  # its layers, its store
-            if target.startswith(str(self.root)):
+            if target.startswith((str(self.root), self.runroot)):
                 subprocess.run(["umount", "-l", target], capture_output=True)
+        shutil.rmtree(self.runroot, ignore_errors=True)
 
 
 class LocalCluster:

@@ -14,6 +14,7 @@ import msgspec
 from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.checks import CheckResult, run_checks
 from skillbench.config import sandbox_spec
+from skillbench.egress import phase_proxy
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
@@ -51,17 +52,29 @@ async def oracle_run(
     except ImageBuildError as exc:
         raise EvalError(str(exc)) from None
     sessions = sessions_of(assets, opts.case)
-    images = await asyncio.to_thread(build_case_images, sessions, opts.image, BuiltinAgent(), log)
+    images, unavailable = await asyncio.to_thread(
+        build_case_images, sessions, opts.image, BuiltinAgent(), log
+    )
     provider = make_provider()
     spec = sandbox_spec(opts.settings, opts.image)
     gate = asyncio.Semaphore(opts.settings.parallel)
+    # where the egress proxy records the connections of a case that lists hosts
+    network_dir = Path(opts.out or Path(".skillbench") / "oracle") / "network"
 
     async def one(name: str, session: Session) -> OracleResult:
         if session.oracle is None:
             return OracleResult(name, None, note="no reference solution (`oracle:`)")
+        if name in unavailable:
+            return OracleResult(name, None, note=unavailable[name])
         own = case_spec(spec, session, images.get(name))
-        async with gate:
-            return await _solve(provider, own, skill_dir, name, session)
+        log = network_dir / f"{name}.oracle.jsonl"
+        net = session.network
+        async with (
+            gate,
+            phase_proxy(own, net.agent, log, "agent") as solve_box,
+            phase_proxy(own, net.verifier, log, "verifier") as check_box,
+        ):
+            return await _solve(provider, (solve_box, check_box), skill_dir, name, session)
 
     try:
         return list(await asyncio.gather(*(one(n, s) for n, s in sessions.items())))
@@ -70,12 +83,18 @@ async def oracle_run(
 
 
 async def _solve(
-    provider: SandboxProvider, spec: SandboxSpec, skill_dir: Path, name: str, session: Session
+    provider: SandboxProvider,
+    specs: tuple[SandboxSpec, SandboxSpec],
+    skill_dir: Path,
+    name: str,
+    session: Session,
 ) -> OracleResult:
+    """The reference solution in the agent phase's sandbox (`specs[0]`), then its checks in
+    a checker (`specs[1]`)."""
     assert session.oracle is not None
     script = skill_dir / "evals" / session.oracle
     try:
-        staged = await stage_arm(provider, spec, session, {})
+        staged = await stage_arm(provider, specs[0], session, {})
     except SetupFailed as exc:
         return OracleResult(name, None, note=f"setup failed: {exc}")
     except SandboxError as exc:
@@ -108,7 +127,7 @@ async def _solve(
                 },
             ]
         )
-        checker = await check_phase(provider, spec, staged, skill_dir)
+        checker = await check_phase(provider, specs[1], staged, skill_dir)
         home = case_home(session, skill_dir)
         checks = list(await run_checks(session.checks, transcript, checker, home))
         if isinstance(session, Suite):

@@ -36,7 +36,7 @@ from skillbench.inputs import load_json
 from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxSpec
-from skillbench.sandbox.case_image import CaseImageError, case_image
+from skillbench.sandbox.case_image import CaseImageError, CaseImageUnavailable, case_image
 from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.skills import (
     RUNS_DIR,
@@ -69,6 +69,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     fresh_baseline: bool = False  # rerun baseline and incumbent sessions, never reuse them
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
     case_images: dict[str, str] = {}  # session -> the image it runs in, when it has its own
+    unavailable: dict[str, str] = {}  # session -> why its remote image cannot be had offline
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
     library: str | None = None  # --with-library: a library root whose other skills every arm stages
 
@@ -96,18 +97,24 @@ def case_home(spec: Session, skill_dir: Path) -> str:
 
 
 def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
-    """The sandbox a session runs in: `base` with the session's own image and workdir."""
+    """The sandbox a session runs in: `base` with the session's own image, workdir and
+    services."""
     return msgspec.structs.replace(
-        base, image=image or base.image, workdir=session.workdir or base.workdir
+        base,
+        image=image or base.image,
+        workdir=session.workdir or base.workdir,
+        services=session.services,
     )
 
 
 def build_case_images(
     sessions: dict[str, Session], base: str, agent: Agent, log: Callable[[str], None]
-) -> dict[str, str]:
+) -> tuple[dict[str, str], dict[str, str]]:
     """The image of every session that has its own (with the agent's CLI added, for a CLI
-    agent); EvalError naming the case file when one cannot be built."""
-    images = {}
+    agent), and why each session whose remote image cannot be had offline is skipped;
+    EvalError naming the case file when an image cannot be built or pulled as named."""
+    images: dict[str, str] = {}
+    unavailable: dict[str, str] = {}
     for name, spec in sessions.items():
         if spec.image is None and spec.containerfile is None:
             continue
@@ -120,9 +127,12 @@ def build_case_images(
                 network=spec.build_network,
             )
             images[name] = agent.image(own, log)
+        except CaseImageUnavailable as exc:  # the other cases still run and score
+            unavailable[name] = str(exc)
+            log(f"skipping {name}: {exc}")
         except (CaseImageError, AgentError) as exc:
             raise EvalError(f"{spec.path}: the case's image: {exc}") from None
-    return images
+    return images, unavailable
 
 
 def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
@@ -256,7 +266,9 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         opts.image = agent.image(base, log)  # the arms (and their checkers) run there
     except AgentError as exc:
         raise EvalError(f"--agent {settings.agent}: {exc}") from None
-    opts.case_images = build_case_images(sessions_of(assets, opts.case), base, agent, log)
+    opts.case_images, opts.unavailable = build_case_images(
+        sessions_of(assets, opts.case), base, agent, log
+    )
     version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
     if opts.resume:
         run_dir = Path(opts.resume)
@@ -343,10 +355,10 @@ def endpoints_of(settings: Settings) -> dict[str, Endpoint]:
     return {"agent": endpoint(settings.model), "judge": endpoint(judge)}
 
 
-def run_folder(skill_dir: Path, out: str | None, run_id: str) -> Path:
-    """Where a new run goes: `--out`, else `.skillbench/runs/<run_id>` under the current folder,
-    or beside the skill when the current folder is inside it. Never inside the skill: later
-    arms would see the journal (the checks' text) and other arms' transcripts."""
+def run_folder(skill_dir: Path, out: str | None, run_id: str, kind: str = "runs") -> Path:
+    """Where a new run goes: `--out`, else `.skillbench/<kind>/<run_id>` under the current
+    folder, or beside the skill when the current folder is inside it. Never inside the skill:
+    later arms would see the journal (the checks' text) and other arms' transcripts."""
     skill = skill_dir.resolve()
     if out is not None:
         if Path(out).resolve().is_relative_to(skill):
@@ -360,7 +372,7 @@ def run_folder(skill_dir: Path, out: str | None, run_id: str) -> Path:
     base = Path.cwd()
     if base.resolve().is_relative_to(skill):
         base = skill.parent
-    return base / RUNS_DIR / "runs" / run_id
+    return base / RUNS_DIR / kind / run_id
 
 
 def check_credentials(*refs: str) -> None:

@@ -97,7 +97,7 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     attempts: int = 1
     transcript: str | None = None
     checks: dict[str, list[CheckResult]] = {}  # unit name -> results
-    notes: list[str] = []  # what the kept workspace left out (workspaces/<key>)
+    notes: list[str] = []  # what the handover changed, what the kept workspace left out
     reused_from: str | None = None  # the run whose identical session this is (not rerun)
     node: str | None = None  # the cluster node it ran on (None: this machine)
     loaded: list[str] = []  # the skills the agent loaded (its own way: a tool, a read)

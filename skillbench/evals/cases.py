@@ -11,8 +11,11 @@ from typing import Any
 from skillbench.evals.checks import parse_checks, script_path
 from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.fields import Report, root_mapping, type_name
+from skillbench.evals.imageref import ref_problem
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
+from skillbench.evals.network import parse_network
 from skillbench.evals.problems import Problem, SpecError
+from skillbench.evals.services import parse_services
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
 SESSION_FIELDS = (
@@ -31,6 +34,8 @@ SESSION_FIELDS = (
     "containerfile",
     "build_network",
     "workdir",
+    "network",
+    "services",
 )
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
 _RESERVED = (
@@ -100,6 +105,12 @@ def _session_fields(
         else:
             out["workdir"] = data["workdir"]
     out.update(_image(rep, data, case_file, skill_dir))
+    if "network" in data:
+        network = parse_network(rep, data["network"])
+        if network is not None:
+            out["network"] = network
+    if "services" in data:
+        out["services"] = parse_services(rep, data["services"])
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:
@@ -148,7 +159,10 @@ def _image(rep: Report, data: dict[str, Any], case_file: Path, skill_dir: Path) 
     if "image" in data and "containerfile" in data:
         rep.error(("containerfile",), "give `image` or `containerfile`, not both")
     elif "image" in data and rep.expect(("image",), data["image"], str, "image"):
-        if data["image"].strip():
+        problem = ref_problem(data["image"].strip())
+        if data["image"].strip() and problem:
+            rep.error(("image",), problem)
+        elif data["image"].strip():
             out["image"] = data["image"].strip()
         else:
             rep.error(("image",), "`image` is empty; name a local image or remove the line")

@@ -6,7 +6,9 @@ from typing import Literal
 
 import msgspec
 
+from skillbench.evals.network import Network
 from skillbench.evals.problems import Problem
+from skillbench.sandbox.base import Service
 
 Bucket = Literal["explicit", "implicit", "contextual", "negative", "adversarial"]
 BUCKETS: tuple[str, ...] = ("explicit", "implicit", "contextual", "negative", "adversarial")
@@ -78,6 +80,8 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     containerfile: str | None = None  # absolute path of the Containerfile its image is built from
     build_network: bool = False  # the containerfile's build may reach the network
     workdir: str | None = None  # where its workspace is (default /work), e.g. an image's /app
+    network: Network = Network()  # what each phase may reach through the egress proxy
+    services: tuple[Service, ...] = ()  # containers beside each arm's sandbox, in start order
 
 
 class Case(Session, frozen=True, kw_only=True):

@@ -29,7 +29,7 @@ def run_import(format: str, src: Path, into: Path | None, *, check: bool) -> Imp
     try:
         if not is_skill(skill):
             raise ImportError_(f"--into {skill}: not a skill folder (no SKILL.md)")
-        result = IMPORTERS[format](src)
+        result = IMPORTERS[format](src, into)
         problems = check_import(result, skill)
         written = [] if check else write_import(result, skill)
     finally:

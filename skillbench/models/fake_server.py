@@ -161,8 +161,12 @@ class FakeModelServer:
         try:
             play = self.player.play(system, first, last, turns)
         except ScriptError as exc:
-            entry.status = 500
-            return self._send(h, 500, error_body(protocol, "api_error", f"fake server: {exc}"))
+            # a 400, not a 500: asking again cannot match, so the agent (a CLI too) stops at
+            # once, and the message is the session's error (see Broker.rejected)
+            entry.status = 400
+            return self._send(
+                h, 400, error_body(protocol, "invalid_request_error", f"scripted model: {exc}")
+            )
         entry.source, entry.step = play.source, play.step
         if play.fault is not None:
             return self._fault(h, entry, play)

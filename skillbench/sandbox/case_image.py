@@ -1,5 +1,6 @@
-"""Per-case images (design §13): a case may run in its own local image (`image:`) or one built
-from its own Containerfile (`containerfile:`), as imported Harbor and Margin tasks do.
+"""Per-case images (design §13, §17): a case may run in its own image (`image:`, pulled once
+when it names a registry: sandbox/pull.py) or one built from its own Containerfile
+(`containerfile:`), as imported Harbor and Margin tasks do.
 
 Offline, a Containerfile must start FROM a local image; `FROM skillbench-sandbox` builds on
 the sandbox image. Either way a thin layer is added that the sandbox needs (the `agent` and
@@ -24,9 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from skillbench.evals.containerfile import NETWORK_FIELD, lint
+from skillbench.evals.imageref import is_remote
 from skillbench.evals.problems import SpecError
 from skillbench.evals.yamlsrc import read_text
 from skillbench.sandbox.image import USERS_SCRIPT, image_exists
+from skillbench.sandbox.pull import ImageUnavailable, PullError, pull
 from skillbench.sandbox.service import runtime_dir
 
 SANDBOX_FROM = "skillbench-sandbox"  # `FROM skillbench-sandbox`: the sandbox image
@@ -44,6 +47,11 @@ _LAYER = (
 
 class CaseImageError(Exception):
     """A case's image could not be found or built; the message says what to do."""
+
+
+class CaseImageUnavailable(CaseImageError):
+    """A case's remote image is not cached and its registry cannot be reached: only the
+    cases that need it are skipped."""
 
 
 def _tree_digest(folder: Path) -> str:
@@ -122,7 +130,14 @@ def case_image(
                 ) from None
     else:
         assert image is not None
-        if not image_exists(image):
+        if is_remote(image):
+            try:
+                pull(image, log=log)
+            except ImageUnavailable as exc:
+                raise CaseImageUnavailable(str(exc)) from None
+            except PullError as exc:
+                raise CaseImageError(str(exc)) from None
+        elif not image_exists(image):
             raise CaseImageError(
                 f"image {image!r} is not a local image: build or load it "
                 "(`podman images` lists them), or use a containerfile"

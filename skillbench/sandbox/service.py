@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from podman import PodmanClient
 
@@ -27,10 +28,11 @@ from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, URL_ENV, Connec
 from skillbench.scrub import without_secrets
 
 
-def client_of(connection: Connection, timeout: float) -> PodmanClient:
+def client_of(connection: Connection, timeout: float, **options: Any) -> PodmanClient:
     """A client for `connection` (its ssh key, if it names one)."""
-    extra = {"identity": connection.identity} if connection.identity else {}
-    return PodmanClient(base_url=connection.url, timeout=timeout, **extra)
+    if connection.identity:
+        options["identity"] = connection.identity
+    return PodmanClient(base_url=connection.url, timeout=timeout, **options)
 
 
 def ping(url: str | Connection, timeout: float = 2.0) -> bool:
@@ -80,8 +82,13 @@ class PodmanService:
         self.url = connection.url
         self._process = process
 
-    def client(self, timeout: float) -> PodmanClient:
-        return client_of(self.connection, timeout)
+    def client(self, timeout: float, **options: Any) -> PodmanClient:
+        return client_of(self.connection, timeout, **options)
+
+    @property
+    def pid(self) -> int | None:
+        """The service's process id when this process started it."""
+        return None if self._process is None else self._process.pid
 
     @property
     def owned(self) -> bool:
