@@ -344,7 +344,10 @@ class PodmanProvider:
         try:
             api.post(f"/containers/{ctr_id}/start").raise_for_status()
         except Exception as exc:
-            self.remove_container(ctr_id)
+            # (a failed start may leave nothing to remove: podman's 404 then is an OSError
+            # that would read as a run-folder write; the sweep gets any leftover)
+            with contextlib.suppress(Exception):
+                self.remove_container(ctr_id)
             raise SandboxError(f"could not start a sandbox from {spec.image}: {exc}") from exc
         return ctr_id
 
