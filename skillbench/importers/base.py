@@ -7,17 +7,24 @@ skill and validates it with the same loader `skillbench check` uses (a dry impor
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
+import yaml
 
 from skillbench.evals import SpecError, load_assets
 from skillbench.evals.problems import Problem
+from skillbench.evals.yamlsrc import CappedLoader
+from skillbench.inputs import InputError, load_toml, read_capped
+from skillbench.sandbox.case_image import SANDBOX_FROM
+from skillbench.sandbox.image import image_exists
 
 
 class ImportError_(Exception):
@@ -204,3 +211,70 @@ def check_import(result: Imported, skill: Path) -> list[Problem]:
 def _home(problem: Problem, copy: Path, skill: Path) -> Problem:
     """A problem found in the scratch copy, named where the file would be written."""
     return msgspec.structs.replace(problem, path=problem.path.replace(str(copy), str(skill)))
+
+
+# --- parts of a native case, for every format ------------------------------------------------
+
+
+def containerfile_field(
+    dockerfile: Path, name: str, where: str, source: str, out: Imported
+) -> dict[str, str]:
+    """The case's `containerfile:` field, with its build context copied beside the case; a
+    note when its base image is not on this machine (offline, nothing is pulled)."""
+    context = dockerfile.parent
+    out.files += support(context, f"cases/{name}/{context.name}", source)
+    bases = re.findall(r"(?im)^\s*FROM\s+(\S+)", dockerfile.read_text(errors="replace"))
+    missing = [b for b in bases if b != SANDBOX_FROM and not image_exists(b)]
+    if missing:
+        out.unmapped.append(
+            f"{where}: {context.name}/{dockerfile.name} FROM {missing[0]} — not a "
+            "local image here: the eval refuses the case until it is (podman "
+            f"pull or load it), or make it FROM {SANDBOX_FROM}"
+        )
+    return {"containerfile": f"{name}/{context.name}/{dockerfile.name}"}
+
+
+def image_field(ref: str, where: str, out: Imported) -> dict[str, str]:
+    if not image_exists(ref):
+        out.unmapped.append(
+            f"{where}: image {ref} — not a local image here: the eval refuses "
+            "the case until it is (podman pull or load it)"
+        )
+    return {"image": ref}
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return load_toml(refuse_link(path))
+    except InputError as exc:
+        why = str(exc).removeprefix(f"{path}: ")
+        raise ImportError_(f"{path}: cannot read it as TOML: {why}") from None
+
+
+def case_yaml(
+    source: str, task: str, checks: list[str], extra: dict[str, str], notes: list[str]
+) -> bytes:
+    """A native case file: the task, the mapped fields, the checks; notes as comments."""
+    lines = [f"# {n}" for n in notes]
+    lines.append("task: " + yaml_str(task).rstrip("\n"))
+    lines += [f"{k}: {v}" for k, v in extra.items()]
+    lines.append("checks:")
+    lines += [f"  - {c}" for c in checks]
+    return headed("\n".join(lines) + "\n", source)
+
+
+def timeout_minutes(seconds: Any) -> int | None:
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
+        return min(120, max(1, math.ceil(seconds / 60)))
+    return None
+
+
+MAX_YAML = 4 << 20  # a suite file with its cases inline
+
+
+def load_yaml(path: Path) -> Any:
+    try:
+        data = read_capped(refuse_link(path), MAX_YAML).decode("utf-8")
+        return yaml.load(data, Loader=CappedLoader)
+    except (InputError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ImportError_(f"{path}: cannot read it: {exc}") from None

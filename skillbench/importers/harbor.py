@@ -1,0 +1,234 @@
+"""Harbor tasks as native cases (design §13; facts in shared/formats.md): a task folder, a
+folder of them, or a downloaded dataset; its image or Dockerfile, compose services and
+internet flag mapped, the rest said."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from skillbench.evals.cases import workdir_problem
+from skillbench.importers.base import (
+    Imported,
+    ImportError_,
+    NewFile,
+    case_yaml,
+    containerfile_field,
+    each,
+    headed,
+    image_field,
+    is_dir,
+    is_file,
+    load_yaml,
+    none_left,
+    read_toml,
+    safe_name,
+    source_links,
+    support,
+    text,
+    timeout_minutes,
+)
+from skillbench.importers.compose import compose_services, services_field
+
+
+def _harbor_tasks(src: Path) -> list[tuple[Path, str | None]]:
+    """(task folder, its dataset UUID folder name or None) for a task or a dataset."""
+    if is_file(src / "task.toml"):
+        return [(src, None)]
+    found: list[tuple[Path, str | None]] = []
+    for child in sorted(p for p in src.iterdir() if is_dir(p)):
+        if is_file(child / "task.toml"):
+            found.append((child, None))
+            continue
+        inner = [p for p in child.iterdir() if is_dir(p) and is_file(p / "task.toml")]
+        if len(inner) == 1:  # a downloaded dataset: <uuid>/<task-name>/
+            found.append((inner[0], child.name))
+    if not found:
+        raise ImportError_(
+            f"{src}: no Harbor task here (a task folder holds task.toml, "
+            "instruction.md, tests/test.sh; a dataset <uuid>/<task>/)"
+        )
+    return found
+
+
+def import_harbor(src: Path, into: Path | None = None) -> Imported:
+    """One Harbor task folder, a folder of them, or a downloaded dataset of UUID folders."""
+    src = src.resolve()
+    out = Imported(source=f"harbor {src}", unmapped=source_links(src))
+    tasks = _harbor_tasks(src)
+    taken: dict[str, int] = {}
+    for folder, _ in tasks:
+        taken[safe_name(folder.name)] = taken.get(safe_name(folder.name), 0) + 1
+    for folder, uuid in tasks:
+        name = safe_name(folder.name)
+        if taken[name] > 1:  # a collision after sanitising: a stable suffix from the UUID
+            seed = uuid or str(folder.relative_to(src))
+            name = f"{name}-{hashlib.sha256(seed.encode()).hexdigest()[:8]}"
+        where = str(folder.relative_to(src)) if folder != src else folder.name
+        each(out, where, partial(_harbor_task, folder, name, out))
+    none_left(out, src)
+    return out
+
+
+_DROPPED = {
+    ("version",): "the task format's version",
+    ("environment", "build_timeout_sec"): "no image is built",
+    ("environment", "mcp_servers"): "no MCP servers in the sandbox",
+    ("verifier", "env"): "the checker's environment is fixed",
+    ("solution", "env"): "the oracle runs with the agent's environment",
+}
+# Harbor's `allow_internet = true` becomes an allowlist: the hosts its verifiers install from
+# (pytest with uv: uv's installer, its GitHub downloads, PyPI). A sandbox never gets the
+# whole internet; a task that needs more lists its hosts in the case's `network`.
+INTERNET = (
+    "pypi.org",
+    "files.pythonhosted.org",
+    "astral.sh",
+    "github.com",
+    "objects.githubusercontent.com",
+    "release-assets.githubusercontent.com",
+)
+_METADATA = (("environment", "cpus"), ("environment", "memory_mb"), ("environment", "gpus"))
+# every task.toml field this importer reads, maps or names as dropped; any other is listed
+_KNOWN = {
+    *_DROPPED,
+    *_METADATA,
+    ("environment", "docker_image"),
+    ("environment", "allow_internet"),
+    ("agent", "timeout_sec"),
+    ("verifier", "timeout_sec"),
+    ("metadata",),
+}
+_COMPOSE = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+
+
+def _fields(table: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The key paths of a task.toml: a table's own keys, down to the known tables' leaves."""
+    paths = []
+    for key, value in table.items():
+        path = (*prefix, key)
+        if isinstance(value, dict) and path != ("metadata",) and not prefix:
+            paths += _fields(value, path)
+        else:
+            paths.append(path)
+    return paths
+
+
+def _harbor_unmapped(folder: Path, task: dict[str, Any], where: str, out: Imported) -> None:
+    """What the task has that no native field takes: compose services, skills_dir, and any
+    field this importer does not know (never dropped without a word)."""
+    for path in _fields(task):
+        if path in _KNOWN:
+            continue
+        if path[-1] == "skills_dir":
+            out.mapped.append(
+                f"{where}: {'.'.join(path)} — the skill under test: the --into skill, staged "
+                "in the candidate's arm as the agent's skill (the baseline has none)"
+            )
+        else:
+            out.unmapped.append(f"{where}: {'.'.join(path)} — not a Harbor field skillbench maps")
+    for name in _COMPOSE:
+        compose = folder / "environment" / name
+        if compose.is_file():
+            services = _compose_services(compose)
+            out.unmapped.append(
+                f"{where}: environment/{name} — its services ({services}) are not started: "
+                "the case runs in the sandbox alone, so a task that needs them fails"
+            )
+
+
+def _compose_services(compose: Path) -> str:
+    try:
+        data = load_yaml(compose)
+    except ImportError_:
+        return "unreadable"
+    services = data.get("services") if isinstance(data, dict) else None
+    return ", ".join(map(str, services)) if isinstance(services, dict) and services else "none"
+
+
+def _harbor_task(folder: Path, name: str, out: Imported) -> None:
+    where, source = folder.name, f"harbor task {folder}"
+    task = read_toml(folder / "task.toml")
+    if "steps" in task:
+        raise ImportError_(
+            f"{folder / 'task.toml'}: a multi-step task ([[steps]], one instruction each) is "
+            "not supported: a case here is one task and one verdict"
+        )
+    instruction = text(folder / "instruction.md", missing="")
+    if not instruction.strip():
+        raise ImportError_(f"{folder / 'instruction.md'}: missing or empty (the agent's task)")
+    test = folder / "tests" / "test.sh"
+    if not is_file(test):
+        raise ImportError_(f"{test}: missing (the verifier that writes the reward)")
+
+    def get(*keys: str) -> Any:
+        value: Any = task
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    extra: dict[str, str] = {}
+    minutes = timeout_minutes(get("agent", "timeout_sec"))
+    if minutes:
+        extra["timeout_minutes"] = str(minutes)
+    notes = [f"{'.'.join(k)} = {get(*k)}" for k in _METADATA if get(*k) is not None]
+    notes += [f"metadata: {task['metadata']}"] if "metadata" in task else []
+    for keys, why in _DROPPED.items():
+        if get(*keys) is not None:
+            out.unmapped.append(f"{where}: {'.'.join(keys)} — dropped: {why}")
+    _harbor_unmapped(folder, task, where, out)
+    if get("environment", "allow_internet") is True:
+        extra["network"] = f"[{', '.join(INTERNET)}]"
+        out.unmapped.append(
+            f"{where}: environment.allow_internet — mapped to `network: {extra['network']}` "
+            "(the package indexes verifiers install from); add any other host the task needs"
+        )
+    if get("verifier", "timeout_sec") is not None:
+        out.unmapped.append(f"{where}: verifier.timeout_sec — a verifier gets 600 s here")
+    docker = folder / "environment" / "Dockerfile"
+    if get("environment", "docker_image"):
+        extra.update(image_field(str(get("environment", "docker_image")), where, out))
+    elif is_file(docker):
+        extra.update(containerfile_field(docker, name, where, source, out))
+    for compose in (
+        folder / "environment" / n for n in ("docker-compose.yaml", "docker-compose.yml")
+    ):
+        if compose.is_file():  # its sidecars run in the arm's pod; `main` is the sandbox
+            services = compose_services(compose, where, out)
+            if services:
+                extra["services"] = services_field(services)
+            break
+    workdirs = (
+        re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (is_file(docker)) else []
+    )
+    if workdirs and workdirs[-1] not in ("/work", "/work/"):
+        # the Dockerfile's last WORKDIR: where the task's files are and its tests run
+        problem = workdir_problem(workdirs[-1])
+        if problem is None:
+            extra["workdir"] = workdirs[-1]
+        else:
+            out.unmapped.append(f"{where}: WORKDIR {workdirs[-1]} — {problem}; /work is used")
+    tests = test.read_text(encoding="utf-8", errors="replace")
+    reward = (
+        "/logs/verifier/reward.json" if "reward.json" in tests else ("/logs/verifier/reward.txt")
+    )
+    # the task's files go beside the case unmodified; the checker shows tests/ and solution/
+    # at /tests and /solution (`harbor:`), as Harbor does, and makes /logs/verifier
+    wrapper = (
+        "#!/bin/sh\n# run the task's verifier where Harbor puts it; the reward file, not the "
+        'exit code, is the verdict\ncd "$WORK" && bash /tests/test.sh\nexit 0\n'
+    )
+    extra["harbor"] = name
+    if is_file(folder / "solution" / "solve.sh"):
+        extra["oracle"] = f"{name}/solution/solve.sh"
+        out.files += support(folder / "solution", f"cases/{name}/solution", source)
+    check = f"reward: {{file: {reward}, min: 1, run: {name}/run-tests.sh}}"
+    out.files += [
+        NewFile(f"cases/{name}.yaml", case_yaml(source, instruction, [check], extra, notes)),
+        NewFile(f"cases/{name}/run-tests.sh", headed(wrapper, source), executable=True),
+        *support(folder / "tests", f"cases/{name}/tests", source),
+    ]
+    out.cases.append(name)

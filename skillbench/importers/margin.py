@@ -1,0 +1,125 @@
+"""Margin Eval suites as native cases (design §13; facts in shared/formats.md)."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+from skillbench.evals.cases import workdir_problem
+from skillbench.importers.base import (
+    Imported,
+    ImportError_,
+    NewFile,
+    case_yaml,
+    containerfile_field,
+    each,
+    headed,
+    image_field,
+    is_dir,
+    is_file,
+    none_left,
+    read_toml,
+    safe_name,
+    source_links,
+    support,
+    text,
+)
+from skillbench.sandbox.base import HANDOVER
+
+
+def import_margin(src: Path, into: Path | None = None) -> Imported:
+    """A Margin suite: suite.toml and cases/<id>/{case.toml, prompt.md, tests/test.sh}."""
+    src = src.resolve()
+    suite = read_toml(src / "suite.toml") if is_file(src / "suite.toml") else None
+    if suite is None:
+        raise ImportError_(
+            f"{src}: no suite.toml; a Margin suite holds suite.toml and cases/<id>/case.toml"
+        )
+    out = Imported(source=f"margin suite {src}", unmapped=source_links(src))
+    listed = suite.get("cases")
+    folders = (
+        sorted(p.name for p in (src / "cases").iterdir() if is_dir(p))
+        if is_dir(src / "cases")
+        else []
+    )
+    names = [str(n) for n in listed] if isinstance(listed, list) else folders
+    unlisted = sorted(set(folders) - set(names))
+    if unlisted:  # a Margin suite lists every case folder
+        raise ImportError_(
+            f"{src / 'suite.toml'}: `cases` does not list {', '.join(unlisted)} "
+            "(a suite lists every folder under cases/)"
+        )
+    if suite.get("kind") != "test_suite":
+        raise ImportError_(f'{src / "suite.toml"}: kind must be "test_suite"')
+    for key in sorted(set(suite) - {"kind", "name", "description", "cases"}):
+        out.unmapped.append(f"suite.toml: `{key}` — not a Margin suite field; ignored")
+    for case in names:
+        each(out, f"cases/{case}", partial(_margin_case, src / "cases" / case, out))
+    none_left(out, src)
+    return out
+
+
+def _margin_case(folder: Path, out: Imported) -> None:
+    where = f"cases/{folder.name}"
+    meta = read_toml(folder / "case.toml") if is_file(folder / "case.toml") else None
+    if meta is None:
+        raise ImportError_(f"{folder}: no case.toml")
+    if meta.get("kind") != "test_case":
+        raise ImportError_(f'{folder / "case.toml"}: kind must be "test_case"')
+    if meta.get("name") != folder.name:
+        raise ImportError_(
+            f"{folder / 'case.toml'}: name {meta.get('name')!r} must equal the "
+            f"folder name {folder.name!r}"
+        )
+    prompt = text(folder / "prompt.md", missing="")
+    if not prompt.strip():
+        raise ImportError_(f"{folder / 'prompt.md'}: missing or empty (the agent's whole task)")
+    if not is_file(folder / "tests" / "test.sh"):
+        raise ImportError_(f"{folder / 'tests' / 'test.sh'}: missing (the verifier)")
+    name = safe_name(folder.name)
+    source = f"margin case {folder}"
+    notes = [f"description: {meta['description']}"] if meta.get("description") else []
+    extra: dict[str, str] = {}
+    if is_file(folder / "oracle" / "solve.sh"):
+        extra["oracle"] = f"{name}/oracle/solve.sh"
+        out.files += support(folder / "oracle", f"cases/{name}/oracle", source)
+    cwd = {meta.get(k) for k in ("agent_cwd", "test_cwd")} - {None}
+    if len(cwd) == 1 and str(next(iter(cwd))) not in ("/work", "/work/"):
+        why = workdir_problem(str(next(iter(cwd))))
+        if why is None:
+            extra["workdir"] = str(next(iter(cwd)))
+        else:
+            out.unmapped.append(
+                f"{where}: agent_cwd/test_cwd {next(iter(cwd))} — {why}; /work is used"
+            )
+    elif len(cwd) > 1:
+        out.unmapped.append(
+            f"{where}: agent_cwd/test_cwd {', '.join(sorted(map(str, cwd)))} — "
+            "one workdir here: the agent starts and the verifier runs in "
+            f"{extra.get('workdir', '/work')}"
+        )
+    if "test_timeout_seconds" in meta:
+        out.unmapped.append(f"{where}: test_timeout_seconds — a verifier gets 600 s here")
+    if "image" in meta:
+        extra.update(image_field(str(meta["image"]), where, out))
+    elif is_file(folder / "env" / "Dockerfile"):
+        extra.update(containerfile_field(folder / "env" / "Dockerfile", name, where, source, out))
+    if "metadata" in meta:
+        notes.append(f"metadata: {meta['metadata']}")
+    # Margin stages tests/ at test_cwd after the agent and runs test.sh there: so does this
+    wrapper = (
+        "#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd (a fresh copy; "
+        "every link the agent made into it is cut first), then run its verifier (exit 0 pass, "
+        "1 fail, 2 no verdict)\n"
+        f'python3 -I {HANDOVER} stage "$CASE/tests" "$WORK/tests" "$WORK" || exit 2\n'
+        'cd "$WORK" && exec bash tests/test.sh\n'
+    )
+    out.files += [
+        NewFile(
+            f"cases/{name}.yaml",
+            case_yaml(source, prompt, [f"verifier: {name}/verify.sh"], extra, notes),
+        ),
+        NewFile(f"cases/{name}/verify.sh", headed(wrapper, source), executable=True),
+        *support(folder / "tests", f"cases/{name}/tests", source),
+    ]
+    out.cases.append(name)

@@ -1,0 +1,153 @@
+"""skill-optimizer suites as native cases (design §13; facts in shared/formats.md): suite.yml
+with inline or file cases, graders printing {pass, score, evidence}, its support folders."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from skillbench.importers.base import (
+    Imported,
+    ImportError_,
+    NewFile,
+    case_yaml,
+    each,
+    is_dir,
+    is_file,
+    load_yaml,
+    none_left,
+    safe_name,
+    source_links,
+    support,
+    timeout_minutes,
+    yaml_str,
+)
+from skillbench.skills import is_skill
+
+_SUITE_DROPPED = {
+    "models": "the model is skillbench's --model",
+    "env": "host variables never enter a sandbox",
+    "cleanup": "every case gets a fresh sandbox",
+    "appendSystemPrompt": "the agent's prompt is the agent's own",
+    "mcpServers": "no MCP servers in the sandbox",
+    "mcpServices": "no MCP services in the sandbox",
+    "model": "the model is skillbench's --model",
+}
+
+
+def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
+    """A skill-optimizer suite: suite.yml (or the file given) with inline or file cases,
+    graders printing {pass, score, evidence}, and the checks/, bin/, workspace/ folders."""
+    src = src.resolve()
+    path = src / "suite.yml" if is_dir(src) else src
+    if not is_file(path):
+        raise ImportError_(f"{src}: no suite.yml (a skill-optimizer suite file)")
+    suite = load_yaml(path)
+    if not isinstance(suite, dict) or not isinstance(suite.get("cases"), list):
+        raise ImportError_(f"{path}: a suite is a mapping with a `cases` list")
+    out = Imported(source=f"skill-optimizer suite {path}", unmapped=source_links(path.parent))
+    for key, why in _SUITE_DROPPED.items():
+        if key in suite:
+            out.unmapped.append(f"{path.name}: `{key}` — dropped: {why}")
+    for i, item in enumerate(suite["cases"]):
+        if isinstance(item, str):  # a case file: it does not inherit the suite's defaults
+            file = path.parent / item
+            case = load_yaml(file)
+            base, root = {}, file.parent
+        else:
+            case, base, root = item, suite, path.parent
+        if not isinstance(case, dict) or not case.get("name") or not case.get("task"):
+            out.skipped.append(f"{path.name}: case {i + 1} — it needs `name` and `task`")
+            continue
+        merged = {
+            **{k: base[k] for k in ("timeoutSeconds", "setup", "references") if k in base},
+            **case,
+        }
+        each(
+            out,
+            f"case {case['name']}",
+            partial(_optimizer_case, merged, root, path.parent, into, out),
+        )
+    none_left(out, path)
+    return out
+
+
+def _optimizer_case(
+    case: dict[str, Any], root: Path, suite_dir: Path, into: Path | None, out: Imported
+) -> None:
+    name = safe_name(str(case["name"]))
+    where, source = f"case {case['name']}", f"skill-optimizer case {case['name']} ({root})"
+    graders = case.get("graders") or []
+    if not graders:
+        raise ImportError_(f"{root}: {where} has no graders")
+    checks = []
+    for g in graders:
+        command = g.get("command") if isinstance(g, dict) else None
+        if not isinstance(command, str):
+            raise ImportError_(f"{root}: {where}: a grader is {{name, command}}")
+        checks.append("grader: " + json.dumps(command))  # a JSON string is a YAML scalar
+    extra: dict[str, str] = {}
+    minutes = timeout_minutes(case.get("timeoutSeconds"))
+    if minutes:
+        extra["timeout_minutes"] = str(minutes)
+    setup = case.get("setup")
+    if setup:
+        text = "\n".join(setup) if isinstance(setup, list) else str(setup)
+        extra["setup"] = yaml_str(text).rstrip("\n")
+    # references, then workspace/, then bin/ make the seed of /work: the fixture
+    seed: list[NewFile] = []
+    refs = case.get("references")
+    if refs:
+        seed += _references(root / str(refs), f"cases/{name}/fixture", where, into, source, out)
+    if is_dir(suite_dir / "workspace"):
+        seed += support(suite_dir / "workspace", f"cases/{name}/fixture", source)
+    if is_dir(suite_dir / "bin"):
+        seed += support(suite_dir / "bin", f"cases/{name}/fixture/bin", source)
+    if seed:
+        extra["fixture"] = f"{name}/fixture"
+        out.files += list({f.rel: f for f in seed}.values())  # later folders win, as copied
+    if is_dir(suite_dir / "checks"):
+        out.files += support(suite_dir / "checks", f"cases/{name}/checks", source)
+    for key, why in _SUITE_DROPPED.items():
+        if key in case:
+            out.unmapped.append(f"{where}: `{key}` — dropped: {why}")
+    out.files.append(
+        NewFile(f"cases/{name}.yaml", case_yaml(source, str(case["task"]), checks, extra, []))
+    )
+    out.cases.append(name)
+
+
+def _references(
+    refs: Path, dest: str, where: str, into: Path | None, source: str, out: Imported
+) -> list[NewFile]:
+    """The references folder as the workspace's seed, minus the skills in it: such a suite
+    keeps the skill under test there (references/<skill>/SKILL.md), and a skill copied into
+    the workspace would be the baseline's too. The --into skill is the one under test."""
+    skills = [refs] if is_skill(refs) else sorted(p for p in refs.iterdir() if is_skill(p))
+    files = [
+        f
+        for f in support(refs, dest, source)
+        if not any(f.rel.startswith(_rel(dest, refs, s)) for s in skills)
+    ]
+    for folder in skills:
+        shown = refs.name if folder == refs else f"{refs.name}/{folder.name}"
+        if into is not None and folder.name != into.resolve().name:
+            out.warnings.append(
+                f"{where}: {shown}/ is the skill {folder.name}, not the --into skill "
+                f"{into.resolve().name}: {into.resolve().name} is the one under test; "
+                f"{shown}/ is left out of the workspace"
+            )
+        else:
+            out.unmapped.append(
+                f"{where}: {shown}/ — the skill under test: the candidate's arm stages it as "
+                "the --into skill; left out of the workspace so the baseline never sees it"
+            )
+    return files
+
+
+def _rel(dest: str, refs: Path, skill: Path) -> str:
+    """Where `skill` (in `refs`) would land under `dest`, as a prefix of file paths."""
+    inner = skill.relative_to(refs).as_posix()
+    return f"{dest}/" if inner == "." else f"{dest}/{inner}/"
