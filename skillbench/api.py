@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from skillbench.engine.plan import EvalOptions
     from skillbench.engine.records import SessionRecord
     from skillbench.engine.run import EvalResult, Progress
-    from skillbench.team import GateResult
+    from skillbench.gate import GateResult
     from skillbench.triggers import TriggerReport
 
 Log = Callable[[str], None]  # one line for the user: a note, a warning, an image being built
@@ -375,8 +375,8 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     `options`."""
     from skillbench.config import load_settings
     from skillbench.skills import is_skill
-    from skillbench.team import gate as gated
-    from skillbench.team import load_policy
+    from skillbench.gate import gate as gated
+    from skillbench.gate import load_policy
 
     skill_dir = Path(skill)
     if not is_skill(skill_dir):

@@ -1,4 +1,5 @@
-"""The team repo (design §6): published versions, their evals and receipts, and the gate.
+"""The team repo (design §6): published versions, their evals and receipts (the gate that reads
+them is gate.py).
 
 skills/<name>/v<N>/**            immutable: identical bytes reuse the version
 skills/<name>/versions.json      {"v1": "sha256:..."}: what each version folder must hash to
@@ -18,16 +19,12 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
-from skillbench.engine.score import RowSummary, derive
 from skillbench.errors import SkillbenchError
-from skillbench.inputs import MAX_JSON, InputError, load_json, load_toml, read_capped
-from skillbench.models import PROVIDER_ENDPOINTS, origin
+from skillbench.inputs import InputError, load_json
 from skillbench.receipts import (
     Receipt,
     inconsistency,
@@ -36,7 +33,7 @@ from skillbench.receipts import (
     signed,
     signed_message,
 )
-from skillbench.signing import SigningError, verify
+from skillbench.signing import SigningError
 from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
 from skillbench.verdict import NONE
 
@@ -241,122 +238,6 @@ def _publish(skill_dir: Path, repo: Path, skill: Skill, sign_key: Path | None) -
     )
 
 
-# --- the gate -------------------------------------------------------------------------------
-
-
-class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """What a receipt must show for the gate to pass."""
-
-    require: str = "NEUTRAL"  # the weakest verdict vs baseline allowed: PASS or NEUTRAL
-    allow_incumbent_fail: bool = False
-    allow_partial: bool = False  # accept a receipt whose run did not score every row
-    require_agent: str | None = None  # e.g. "claude-code": only measurements by that agent
-    require_power: bool = False  # refuse a verdict resting on too few decided comparisons
-    trigger_method: str | None = None  # "agent" (real routing) or "catalog": how triggers
-    # must have been measured for min-recall / min-precision to count
-    min_recall: float | None = None
-    min_precision: float | None = None
-    # only receipts signed by a key in the team repo's .skillbench/allowed_signers count;
-    # None: required exactly when that file exists
-    require_signed: bool | None = None
-    # where the models may have been reached (scheme://host[:port]): the providers' own by
-    # default, so a run against a local or stub server is refused unless listed
-    allow_endpoints: list[str] = msgspec.field(default_factory=lambda: list(PROVIDER_ENDPOINTS))
-
-
-def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
-    """Policy from the team repo's [tool.skillbench.gate] / skillbench.toml [gate], then flags."""
-    data: dict[str, Any] = {}
-    if repo is not None:
-        for name, table in (
-            ("pyproject.toml", ("tool", "skillbench", "gate")),
-            ("skillbench.toml", ("gate",)),
-        ):
-            path = repo / name
-            if path.is_file():
-                try:
-                    found: Any = load_toml(path)
-                except InputError as exc:
-                    raise TeamError(str(exc)) from None
-                for key in table:
-                    found = found.get(key, {}) if isinstance(found, dict) else {}
-                data.update({k.replace("-", "_"): v for k, v in found.items()})
-    data.update({k: v for k, v in flags.items() if v is not None})
-    try:
-        policy = msgspec.convert(data, Policy)
-    except msgspec.ValidationError as exc:
-        raise TeamError(f"gate policy: {exc}") from None
-    if policy.require not in ("PASS", "NEUTRAL"):
-        raise TeamError("gate policy: `require` is PASS or NEUTRAL")
-    if policy.trigger_method not in (None, "agent", "catalog"):
-        raise TeamError("gate policy: `trigger-method` is agent or catalog")
-    for entry in policy.allow_endpoints:
-        if origin(entry) == "unknown":
-            raise TeamError(
-                f"gate policy: allow-endpoints entry {entry!r} is not a URL; write it like "
-                "http://127.0.0.1:8080"
-            )
-    policy.allow_endpoints = [origin(e) for e in policy.allow_endpoints]
-    return policy
-
-
-class GateResult(msgspec.Struct, frozen=True):
-    passed: bool
-    reason: str
-    receipt: str | None = None
-
-
-def signed_receipt(path: str, signers: Path) -> tuple[Receipt, str]:
-    """The receipt file at `path` as its signer signed it, and the principal in `signers`
-    whose key did; SigningError saying why when there is none. The receipt is read from the
-    signed bytes themselves, so the gate judges exactly what was signed, whatever else the
-    file holds (a key written twice, say)."""
-    try:
-        message, signature = signed_message(read_capped(Path(path), MAX_JSON))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise SigningError(f"cannot be read ({exc})") from None
-    if signature is None:
-        raise SigningError("is not signed")
-    principal = verify(message, signature, signers)
-    try:
-        return msgspec.json.decode(message, type=Receipt), principal
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise SigningError(f"is signed, but what was signed is not a receipt ({exc})") from None
-
-
-class _Signed(msgspec.Struct, frozen=True):
-    where: str
-    receipt: Receipt
-    signer: str | None  # None: signatures not required
-
-
-def _signed_only(
-    useful: list[tuple[str, Receipt]], repo: Path | None, current: str
-) -> _Signed | GateResult:
-    """The newest measured receipt whose signature verifies against the team repo's
-    allowed_signers; a refusal saying why the newest was not accepted when there is none."""
-    signers = repo / SIGNERS if repo is not None else None
-    if signers is None or not signers.is_file():
-        where = f"{signers}" if signers else "a team repo (--team)"
-        return GateResult(
-            False,
-            f"require-signed is set, but there is no {where} listing who may sign receipts; "
-            f"add {SIGNERS} to the team repo (docs/ci.md)",
-        )
-    first: str | None = None
-    for where, r in reversed(useful):
-        try:
-            return _Signed(where, *signed_receipt(where, signers))
-        except SigningError as exc:
-            first = first or f"the newest measured (run {r.run_id}) {exc}"
-    return GateResult(
-        False,
-        f"no receipt for {current[:19]} is signed by a key in {SIGNERS}: {first}; receipts "
-        "made on a laptop are advisory, sign them in CI (docs/ci.md)",
-        useful[-1][0],
-    )
-
-
 def skill_at(folder: Path) -> Skill:
     """A skill folder, or a published version folder `skills/<name>/v<N>/`."""
     if _VERSION.match(folder.resolve().name):
@@ -382,135 +263,3 @@ def known_receipts(name: str, repo: Path | None) -> list[tuple[str, Receipt]]:
 def measured(r: Receipt) -> bool:
     """The receipt scored something (its verdict is not NONE)."""
     return r.scored_rows > 0 and r.verdict != NONE
-
-
-def gate(
-    skill_dir: Path, repo: Path | None, policy: Policy, now: datetime | None = None
-) -> GateResult:
-    """Does the newest receipt that measured these exact bytes meet the policy?
-
-    A later run that scored nothing (NONE) never shadows an earlier measured one. Under
-    require-signed only receipts signed by an allowed signer count. The receipt used must
-    re-derive (its verdict, counts and power follow from its rows, its created_at is not in
-    the future), come from a real model (not the scripted driver) reached at an allowed
-    endpoint, and be complete unless the policy allows partial runs.
-    """
-    current = digest(skill_dir)
-    found = [pr for pr in known_receipts(skill_at(skill_dir).name, repo) if pr[1].digest == current]
-    if not found:
-        return GateResult(
-            False, f"no receipt for {current[:19]}: run `skillbench eval {skill_dir}` first"
-        )
-    useful = [pr for pr in found if measured(pr[1])]
-    if not useful:
-        where, r = found[-1]
-        why = (
-            f"no receipt for {current[:19]} measured anything: the newest (run {r.run_id}) "
-            f"scored {r.scored_rows}/{r.expected_rows} rows (verdict NONE: {r.why}); run "
-            "`skillbench eval` again"
-        )
-        return GateResult(False, why, where)
-    required = policy.require_signed
-    if required is None:
-        required = repo is not None and (repo / SIGNERS).is_file()
-    chosen = _signed_only(useful, repo, current) if required else _Signed(*useful[-1], None)
-    if isinstance(chosen, GateResult):
-        return chosen
-    where, r = chosen.where, chosen.receipt
-    problem = inconsistency(r, now)
-    if problem is not None:
-        why = f"the newest measured receipt (run {r.run_id}) {problem}"
-        return GateResult(False, why, where)
-    if r.driver != "model":
-        what = (
-            f"the scripted driver ({r.models.get('agent') or r.provenance.models.get('agent')}"
-            "), a fixed script, not a model: it shows the pipeline works, not that the "
-            "skill helps"
-            if r.driver == "scripted"
-            else "a skillbench that did not record its driver"
-        )
-        why = (
-            f"the newest measured receipt (run {r.run_id}) comes from {what}; run "
-            "`skillbench eval` with a real --model"
-        )
-        return GateResult(False, why, where)
-    ends = r.provenance.endpoints
-    off = [
-        f"its {role} model at {e.url}"
-        for role, e in ends.items()
-        if e.url not in policy.allow_endpoints
-    ]
-    if off or not ends:
-        reached = ", ".join(off) if off else "no recorded endpoint"
-        why = (
-            f"the newest measured receipt (run {r.run_id}) reached {reached}, not an allowed "
-            f"endpoint ({', '.join(policy.allow_endpoints)}): a local or stub server says "
-            "nothing about the provider's model; list it in allow-endpoints "
-            "(--allow-endpoint) to accept it"
-        )
-        return GateResult(False, why, where)
-    if not r.complete and not policy.allow_partial:
-        stop = f", {r.stopped}" if r.stopped else ""
-        why = (
-            f"the newest measured receipt (run {r.run_id}) is incomplete: {r.scored_rows}/"
-            f"{r.expected_rows} rows scored{stop}; resume or rerun the eval, or set "
-            "allow-partial = true"
-        )
-        return GateResult(False, why, where)
-    reasons = []
-    if policy.require_agent and r.agent != policy.require_agent:
-        reasons.append(
-            f"measured with agent {r.agent or 'unknown'} (policy requires {policy.require_agent})"
-        )
-    power = r.stats.get("baseline") or {}
-    if policy.require_power and power.get("underpowered", True):
-        needs = power.get("needed")
-        reasons.append(
-            f"underpowered: {power.get('decided', 0)} decided comparisons, "
-            f"{needs if needs is not None else 'more than any run'} needed for "
-            "p <= 0.05"
-        )
-    if r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
-        reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
-    # the incumbent's verdict is re-derived too: the receipt's counts just matched its rows
-    lost = versus(r, "incumbent") == "FAIL"
-    if lost and not policy.allow_incumbent_fail:
-        reasons.append("FAIL vs the incumbent (the published version does better)")
-    t = r.triggers or {}
-    method = str(t.get("method") or "catalog call")  # receipts before methods: the catalog
-    if (
-        policy.trigger_method
-        and r.triggers is not None
-        and not method.startswith(policy.trigger_method)
-    ):
-        reasons.append(
-            f"triggers measured by {method} (policy requires trigger-method = "
-            f'"{policy.trigger_method}")'
-        )
-    if t.get("invalid"):
-        reasons.append(f"the trigger measurement is invalid: {t['invalid']}")
-    for key, minimum in (("recall", policy.min_recall), ("precision", policy.min_precision)):
-        if minimum is None:
-            continue
-        value = t.get(key)
-        if value is None or value < minimum:
-            shown = "n/a" if value is None else f"{value:.2f}"
-            reasons.append(f"trigger {key} {shown} is under {minimum:.2f}")
-    if reasons:
-        return GateResult(False, "; ".join(reasons), where)
-    signed_by = f", signed by {chosen.signer}" if chosen.signer else ""
-    return GateResult(
-        True,
-        f"{r.verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} rows scored{signed_by})",
-        where,
-    )
-
-
-def versus(r: Receipt, opponent: str) -> str | None:
-    """The verdict against one opponent, re-derived from the receipt's rows by the engine's
-    rule; None when the run had no such opponent."""
-    p = r.provenance
-    if opponent not in p.opponents:
-        return None
-    rows = msgspec.convert(r.rows, list[RowSummary])
-    return derive(rows, opponents=p.opponents, units=p.units, k=p.k, seed=p.seed).verdicts[opponent]
