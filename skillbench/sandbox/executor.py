@@ -96,6 +96,11 @@ class _Capture:
         return base64.b64encode(head + marker + tail).decode(), True
 
 
+def _os_error(exc):
+    """An OSError as the host raises it again (sandbox/container.py)."""
+    return {"error": type(exc).__name__, "message": exc.strerror or str(exc), "errno": exc.errno}
+
+
 def _user(req):
     name = req.get("user")
     return pwd.getpwnam(name) if name else _USER
@@ -232,11 +237,7 @@ def _as_user(fn, req):
                 try:
                     result = fn(req)
                 except OSError as exc:
-                    result = {
-                        "error": type(exc).__name__,
-                        "errno": exc.errno,
-                        "message": exc.strerror or str(exc),
-                    }
+                    result = _os_error(exc)
                 data = json.dumps(result).encode()
                 while data:
                     data = data[os.write(w, data) :]
@@ -312,11 +313,7 @@ def _handle(req):
     try:
         result = OPS[req["op"]](req)
     except OSError as exc:
-        result = {
-            "error": type(exc).__name__,
-            "message": exc.strerror or str(exc),
-            "errno": exc.errno,
-        }
+        result = _os_error(exc)
     except RuntimeError as exc:  # "can't start new thread": the pids limit is used up
         result = {"error": "OSError", "message": str(exc), "errno": errno.EAGAIN}
     except Exception as exc:  # the host must always get an answer
