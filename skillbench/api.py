@@ -374,9 +374,9 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     (`skillbench gate`)? Policy: the team repo's, then the local config's [gate], then
     `options`."""
     from skillbench.config import load_settings
-    from skillbench.skills import is_skill
     from skillbench.gate import gate as gated
     from skillbench.gate import load_policy
+    from skillbench.skills import is_skill
 
     skill_dir = Path(skill)
     if not is_skill(skill_dir):
