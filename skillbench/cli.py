@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from skillbench.engine.plan import EvalOptions
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INCONCLUSIVE = 3  # eval: too few decided units for any verdict (not a FAIL, not a pass)
 
 
 class UsageError(Exception):
@@ -156,7 +157,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError("eval needs a SKILL folder (or --resume RUN_DIR)")
     _check_runs(args)
     loaded = _settings(
-        Path(skill_dir), args, ("model", "judge_model", "k", "parallel", "team", "agent")
+        Path(skill_dir),
+        args,
+        ("model", "judge_model", "k", "parallel", "team", "agent", "min_net_lift"),
     )
     if args.triggers_only and args.execution_only:
         raise UsageError("--triggers-only and --execution-only exclude each other")
@@ -289,6 +292,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "the receipt says NONE and no gate accepts it"
         )
         return EXIT_USAGE
+    if summary.verdict == "INCONCLUSIVE":
+        return EXIT_INCONCLUSIVE
     return EXIT_FAIL if summary.verdict == "FAIL" else EXIT_OK
 
 
@@ -652,6 +657,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         "allow_incumbent_fail": True if args.allow_incumbent_fail else None,
         "allow_partial": True if args.allow_partial else None,
         "require_power": True if args.require_power else None,
+        "allow_inconclusive": True if args.allow_inconclusive else None,
         "trigger_method": args.trigger_method,
     }
     # the local config's gate table sits between the team repo's policy and the flags
@@ -715,7 +721,7 @@ def _resume_settings(args: argparse.Namespace) -> None:
         args.skill = args.skill or str(plan["skill_dir"])
     except (OSError, ValueError, KeyError, TypeError):
         raise UsageError(f"--resume {run_dir}: no readable plan.json there") from None
-    for name in ("model", "judge_model", "k", "team", "agent"):
+    for name in ("model", "judge_model", "k", "team", "agent", "min_net_lift"):
         if getattr(args, name) is None and plan.get(name) is not None:
             setattr(args, name, plan[name])
 
@@ -792,7 +798,8 @@ def build_parser() -> argparse.ArgumentParser:
         "each arm in its own podman sandbox, score the checks, send ties with a rubric to the "
         "judge, and print the verdict. Everything lands in the run folder (--out, default "
         ".skillbench/runs/<run_id>/); a run cut short continues with --resume. Exit 0 done, "
-        "1 verdict FAIL, 2 bad input or nothing scored.",
+        "1 verdict FAIL, 2 bad input or nothing scored, 3 verdict INCONCLUSIVE (fewer than 5 "
+        "decided units).",
     )
     p.add_argument("skill", nargs="?", metavar="SKILL", help="the skill folder")
     p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
@@ -803,6 +810,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
+    p.add_argument(
+        "--min-net-lift",
+        dest="min_net_lift",
+        type=float,
+        metavar="SHARE",
+        help="the net lift over units PASS and FAIL need beyond significance (default 0.2)",
+    )
     p.add_argument(
         "--parallel", type=int, help="sessions (and trigger calls) at once, at most 64 (default 4)"
     )
@@ -845,8 +859,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--plan",
         action="store_true",
-        help="print the sessions, model calls, estimated cost and time, and exit "
-        "without starting anything",
+        help="print the sessions that will run, model calls, estimated cost and time, and "
+        "exit without running any (cases with `requires` get a probe sandbox)",
     )
     p.add_argument(
         "--fresh-baseline",
@@ -963,7 +977,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Find the newest receipt that measured the skill's exact current bytes (team repo and "
         "local store; a run that scored nothing never counts) and check it against the "
         "policy: made by a real model (not the scripted driver), complete (unless "
-        "--allow-partial), verdict vs baseline, not FAIL vs the incumbent, trigger recall and "
+        "--allow-partial), verdict vs baseline (INCONCLUSIVE only with --allow-inconclusive), "
+        "not FAIL vs the incumbent, trigger recall and "
         "precision minimums. Policy from flags, else "
         "[tool.skillbench.gate] in the team repo's pyproject.toml or [gate] in its "
         "skillbench.toml. Exit 0 pass, 1 refused (with a one-line reason).",
@@ -991,6 +1006,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--require-power",
         action="store_true",
         help="refuse a verdict the sign test could not make significant",
+    )
+    p.add_argument(
+        "--allow-inconclusive",
+        action="store_true",
+        help="accept an INCONCLUSIVE verdict (fewer than 5 decided units)",
     )
     p.add_argument(
         "--trigger-method",

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from skillbench.scrub import scrub_obj
+from skillbench.verdict import MIN_NET_LIFT
 
 SCHEMA_VERSION = 2  # 2: expected/scored rows say what was measured; complete, agent, driver
 
@@ -34,7 +35,7 @@ class Receipt(msgspec.Struct, kw_only=True):
     skill: str
     digest: str
     run_id: str
-    verdict: str  # PASS | NEUTRAL | FAIL, or NONE when nothing was scored
+    verdict: str  # PASS | NEUTRAL | FAIL | INCONCLUSIVE, or NONE when nothing was scored
     why: str
     expected_rows: int
     scored_rows: int
@@ -54,6 +55,7 @@ class Receipt(msgspec.Struct, kw_only=True):
     spend_usd: float = 0.0  # every call of the run: sessions, judge, triggers, generation
     reused: dict[str, Any] | None = None  # baseline/incumbent sessions taken from earlier runs
     noise_floor: dict[str, Any] | None = None  # eval --aa: flips between two baseline arms
+    min_net_lift: float = MIN_NET_LIFT  # the practical floor its verdict used (design §16)
     provenance: Provenance
 
 

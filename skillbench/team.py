@@ -19,7 +19,7 @@ import msgspec
 
 from skillbench.receipts import Receipt, local_receipts, read_receipt
 from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
-from skillbench.verdict import NONE, verdict_of
+from skillbench.verdict import INCONCLUSIVE, NONE, Row, decide
 
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
 
@@ -149,6 +149,7 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     allow_partial: bool = False  # accept a receipt whose run did not score every row
     require_agent: str | None = None  # e.g. "claude-code": only measurements by that agent
     require_power: bool = False  # refuse a verdict resting on too few decided comparisons
+    allow_inconclusive: bool = False  # accept INCONCLUSIVE (too few decided units) vs baseline
     trigger_method: str | None = None  # "agent" (real routing) or "catalog": how triggers
     # must have been measured for min-recall / min-precision to count
     min_recall: float | None = None
@@ -273,10 +274,20 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
             f"{needs if needs is not None else 'more than any run'} needed for "
             "p <= 0.05"
         )
-    if r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
+    if r.verdict == INCONCLUSIVE and not policy.allow_inconclusive:
+        units = (r.stats.get("baseline") or {}).get("decided", 0)
+        reasons.append(
+            f"verdict vs baseline is INCONCLUSIVE: {units} decided unit(s), and no verdict "
+            "rests on fewer than 5; add cases (or --k for flaky ones), or set "
+            "allow-inconclusive = true"
+        )
+    elif r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
         reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
-    inc = r.comparisons.get("incumbent")
-    lost = inc and verdict_of(inc["win"], inc["loss"], inc["tie"]) == "FAIL"
+    try:
+        rows = msgspec.convert(r.rows, list[Row])
+    except msgspec.ValidationError as exc:
+        return GateResult(False, f"{where}: its rows do not parse ({exc}); run the eval again")
+    lost = decide(rows, "incumbent", r.min_net_lift) == "FAIL"
     if lost and not policy.allow_incumbent_fail:
         reasons.append("FAIL vs the incumbent (the published version does better)")
     t = r.triggers or {}

@@ -153,7 +153,9 @@ def test_the_page_holds_every_row_regressions_first_and_escapes_the_agents_text(
 def test_report_renders_every_format_from_the_run_folder(tmp_path: Path, capsys) -> None:
     run = fixed_run(tmp_path / "run", OUTCOMES)
     assert main(["report", str(run), "--format", "terminal"]) == 0
-    assert capsys.readouterr().out.startswith("verdict: NEUTRAL")
+    assert capsys.readouterr().out.startswith(
+        "verdict: INCONCLUSIVE (3 decided units, at least 5 needed)"
+    )
     assert main(["report", str(run), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == json.loads((run / "summary.json").read_text())
     assert main(["report", str(run), "--format", "junit"]) == 0
@@ -161,7 +163,7 @@ def test_report_renders_every_format_from_the_run_folder(tmp_path: Path, capsys)
     assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
     assert main(["report", str(run), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
-    assert md.startswith("### skillbench: `greeter` — NEUTRAL")
+    assert md.startswith("### skillbench: `greeter` — INCONCLUSIVE")
     table = [line for line in md.splitlines() if line.startswith("| ") and "case" not in line]
     assert table == [
         "| charlie | 1 | baseline | **loss** | checks |",
@@ -191,7 +193,7 @@ def test_compare_shows_the_rows_that_changed_and_both_verdicts(tmp_path: Path, c
     page = tmp_path / "compare.html"
     assert main(["compare", str(a), str(b), "--html", str(page)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2] == "verdict: NEUTRAL -> PASS"
+    assert lines[2] == "verdict: INCONCLUSIVE -> INCONCLUSIVE"  # 4 units: too few for either
     assert lines[3] == "rows: 2 changed, 2 the same"
     assert lines[4:6] == [
         "  alpha #1 vs baseline: tie (judge) -> win (checks)",

@@ -61,8 +61,16 @@ def receipt(
     stats: dict[str, Any] | None = None,
 ) -> Receipt:
     comparisons = {"baseline": {"win": 2, "loss": 0, "tie": 1, "net_lift": 0.67, "sign_p": 0.5}}
+    rows: list[dict[str, Any]] = []
     if incumbent:
         comparisons["incumbent"] = {**incumbent, "net_lift": None, "sign_p": 1.0}
+        # one case per row: the gate re-derives the verdict vs the incumbent from them
+        outcomes = [o for o, n in incumbent.items() for _ in range(n)]
+        rows = [
+            {"case": f"c{i}", "rep": 1, "opponent": "incumbent", "outcome": o}
+            | {"decided_by": "checks", "arms": {}}
+            for i, o in enumerate(outcomes)
+        ]
     agent = MODEL if driver == "model" else "scripted/demo"
     r = Receipt(
         skill="greeter",
@@ -78,7 +86,7 @@ def receipt(
         driver=driver,
         stats=stats or {},
         comparisons=comparisons,
-        rows=[],
+        rows=rows,
         triggers=triggers,
         efficiency={},
         provenance=Provenance(
@@ -189,7 +197,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
         "run-4",
         "PASS",
         created="2026-11-29T13:00:00+00:00",
-        incumbent={"win": 0, "loss": 2, "tie": 1},
+        incumbent={"win": 0, "loss": 5, "tie": 1},  # five lost units: FAIL (p = 1/32)
         triggers={"recall": 1.0, "precision": None},
     )
     code, out = gate(capsys, skill, repo)
@@ -220,6 +228,41 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
     (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text() + "changed\n")
     code, out = gate(capsys, skill, repo)
     assert code == 1 and "no receipt for" in out
+
+
+def test_gate_refuses_inconclusive_unless_the_policy_allows_it(tmp_path: Path, capsys) -> None:
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    receipt(
+        skill,
+        "run-1",
+        "INCONCLUSIVE",
+        stats={"baseline": {"decided": 2, "needed": 5, "underpowered": True}},
+    )
+    code, out = gate(capsys, skill, repo)
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: verdict vs baseline is INCONCLUSIVE: 2 decided unit(s), and no "
+        "verdict rests on fewer than 5; add cases (or --k for flaky ones), or set "
+        "allow-inconclusive = true",
+    )
+    assert gate(capsys, skill, repo, "--allow-inconclusive") == (
+        0,
+        "gate passed: greeter: INCONCLUSIVE (run run-1, 3/3 rows scored)",
+    )
+    code, out = gate(capsys, skill, repo, "--allow-inconclusive", "--require", "PASS")
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: verdict vs baseline is INCONCLUSIVE (policy requires PASS)",
+    )
+    (repo / "pyproject.toml").write_text("[tool.skillbench.gate]\nallow-inconclusive = true\n")
+    assert gate(capsys, skill, repo)[0] == 0
+    # an incumbent comparison on too few units is no FAIL either
+    (repo / "pyproject.toml").unlink()
+    receipt(skill, "run-2", "PASS", created="2026-11-29T11:00:00+00:00", incumbent={"loss": 4})
+    assert gate(capsys, skill, repo) == (
+        0,
+        "gate passed: greeter: PASS (run run-2, 3/3 rows scored)",
+    )
 
 
 def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) -> None:

@@ -31,6 +31,7 @@ from skillbench.engine.plan import (
     case_home,
     case_spec,
     check_credentials,
+    probe_requires,
     trigger_method,
     validated,
 )
@@ -71,7 +72,6 @@ from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
     check_phase,
-    missing_requirements,
     stage_arm,
 )
 from skillbench.scrub import scrub_obj
@@ -483,20 +483,14 @@ class _Run:
         return case_spec(self.sandbox_spec, self.specs[name], self.opts.case_images.get(name))
 
     async def probe_requires(self, provider: SandboxProvider) -> None:
-        by_image: dict[str, dict[str, tuple[str, ...]]] = {}
-        for n, s in self.specs.items():
-            if s.requires and n not in self.skipped:
-                by_image.setdefault(self.spec_for(n).image, {})[n] = s.requires
-        for image, wanted in by_image.items():  # one probe sandbox per image
-            box = await provider.create(replace(self.sandbox_spec, image=image))
-            try:
-                for name, requires in wanted.items():
-                    missing = await missing_requirements(box, requires)
-                    if missing:
-                        self.skipped[name] = f"missing {', '.join(missing)}"
-                        self.missing.add(name)
-            finally:
-                await box.close()
+        wanted = {
+            n: (self.spec_for(n).image, s.requires)
+            for n, s in self.specs.items()
+            if n not in self.skipped
+        }
+        for name, missing in (await probe_requires(provider, self.sandbox_spec, wanted)).items():
+            self.skipped[name] = f"missing {', '.join(missing)}"
+            self.missing.add(name)
 
 
 async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerReport | None:
@@ -582,6 +576,7 @@ def receipt_of(plan: Plan, summary: Summary) -> Receipt:
         spend_usd=summary.spend_usd,
         reused=msgspec.to_builtins(summary.reused),
         noise_floor=msgspec.to_builtins(summary.noise_floor),
+        min_net_lift=summary.min_net_lift,
         provenance=Provenance(
             engine_version=plan.engine_version,
             models={"agent": plan.model, "judge": plan.judge_model},

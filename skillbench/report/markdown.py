@@ -5,7 +5,7 @@ comparisons, the rows that are not ties, the triggers line; nothing links outsid
 from __future__ import annotations
 
 from skillbench.report.run_folder import RunFolder
-from skillbench.report.terminal import report_lines
+from skillbench.report.terminal import comparison_text, report_lines
 
 
 def _cell(text: object) -> str:
@@ -18,11 +18,7 @@ def markdown(run: RunFolder) -> str:
     head = report_lines(s)[0].removeprefix("verdict: ")
     out = [f"### skillbench: `{s.skill}` — {head}", "", f"**Why:** {s.why}", ""]
     for opponent, c in s.comparisons.items():
-        lift = "n/a" if c.net_lift is None else f"{c.net_lift:+.0%}"
-        out.append(
-            f"- candidate vs {opponent}: **{lift}** net lift ({c.win}W / {c.loss}L / "
-            f"{c.tie}T, sign test p={c.sign_p:.3f})"
-        )
+        out.append(f"- candidate vs {opponent}: **{c.verdict}** — {comparison_text(c)}")
     if s.triggers and not s.triggers.get("invalid"):
         t = s.triggers
         recall, precision = _ratio(t.get("recall")), _ratio(t.get("precision"))
