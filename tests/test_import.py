@@ -181,7 +181,7 @@ def test_imported_suites_run_end_to_end_and_their_oracles_pass(
         }
     )
     code, lines, summary = run_eval(capsys, into, tmp_path / "run", "--execution-only")
-    assert code == 0, lines
+    assert code == 3, lines  # too few units for a verdict: INCONCLUSIVE
     rows = {r["case"]: r for r in summary["rows"]}
     assert rows["add-two"]["outcome"] == "win"  # Margin: the verifier's exit code
     hello = next(k for k in rows if k.startswith("hello-task-") and rows[k]["outcome"] == "win")

@@ -221,3 +221,29 @@ def test_view_serves_the_report_on_loopback_until_interrupted(tmp_path: Path) ->
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
     assert (run / "report.html").is_file()
+
+
+def test_progress_lines_mark_reused_sessions(capsys) -> None:
+    from skillbench.report.progress import ProgressDisplay
+
+    display = ProgressDisplay()
+    display.planned(2, 0)
+    for key, reused in (("a.baseline.1", "run-0"), ("a.candidate.1", None)):
+        display.finished(
+            SessionRecord(
+                key=key,
+                session="a",
+                arm=key.split(".")[1],
+                rep=1,
+                outcome="pass",
+                turns=3,
+                seconds=2.5,
+                reused_from=reused,
+            ),
+            0.0,
+        )
+    assert capsys.readouterr().err.splitlines() == [
+        "running 2 of 2 sessions",
+        "[1/2] a.baseline.1: pass · reused from run run-0 (not run again)",
+        "[2/2] a.candidate.1: pass · 3 turns · 2.5s",
+    ]
