@@ -79,7 +79,7 @@ def cluster_ci(clusters: Sequence[tuple[float, int]], seed: int) -> Interval | N
     ratios = []
     for _ in range(_RESAMPLES):
         drawn = rng.choices(picks, k=len(clusters))
-        ratios.append(sum(nums[i] for i in drawn) / sum(dens[i] for i in drawn))
+        ratios.append(sum(map(nums.__getitem__, drawn)) / sum(map(dens.__getitem__, drawn)))
     ratios.sort()
     low = ratios[int(0.025 * _RESAMPLES)]
     high = ratios[int(0.975 * _RESAMPLES) - 1]
