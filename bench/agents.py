@@ -5,7 +5,9 @@ measured is harness and agent overhead, not model time.
     .venv/bin/python bench/agents.py [--k N]
 
 Figures, not assertions: the median wall time of a session as the journal records it, and
-the run's wall time per session, for `builtin` and `claude-code` (the real CLI).
+the run's wall time per session, for `builtin` and `claude-code` (the real CLI). Each agent
+runs in its own scratch SKILLBENCH_HOME, so no session is served from an earlier run's reuse
+cache and every run measures the same work.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def run(agent: str, k: int, root: Path) -> tuple[list[float], float]:
     )
     try:
         out = root / agent / "run"
-        env = {**os.environ, **server.env()}
+        env = {**os.environ, **server.env(), "SKILLBENCH_HOME": str(root / agent / "home")}
         started = time.perf_counter()
         subprocess.run(
             [

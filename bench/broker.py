@@ -4,8 +4,10 @@ streamed Messages request, against the fake server in its own process with zero 
     .venv/bin/python bench/broker.py [--requests N]
 
 Figures, not assertions. The ideal is the direct request; the target is at most 5 ms added
-per request. "relay + broker" is a request made inside a real podman sandbox (no network) to
-its loopback port, carried by the executor to the broker on the host.
+per request, with every rule of the broker's in force (the endpoint list, the body cap, the
+model check, a budget to reserve against). "relay + broker" is a request made inside a real
+podman sandbox (no network) to its loopback port, carried by the executor to the broker on
+the host.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ async def main(n: int) -> None:
         api_key="sk-ant-bench",
         model="anthropic/claude-sonnet-4-6",
         exchanges=log,
+        budget=1000.0,  # so each request reserves and settles, as under --max-cost
     ).start()
     provider = PodmanProvider()
     try:

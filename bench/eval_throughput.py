@@ -4,7 +4,9 @@ latency, at --parallel 1, 4, 8 and 16, through the real engine, sandboxes and SD
     .venv/bin/python bench/eval_throughput.py [--latency S] [--parallel 1 4 8 16]
 
 Prints wall time, the ideal (sessions / parallel x turns x latency), their ratio, and the
-harness overhead per session ((wall - ideal) x parallel / sessions).
+harness overhead per session ((wall - ideal) x parallel / sessions). Each level runs in its own
+scratch SKILLBENCH_HOME: baseline reuse would otherwise serve one level's baseline sessions to the
+next, and the later levels would measure half the work (wall < ideal).
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ def make_skill(root: Path) -> Path:
     return skill
 
 
+def ideal_check(run: Path) -> bool:
+    """Every session of the run ran here (none served from the reuse cache)."""
+    records = [msgspec.json.decode(x) for x in (run / "journal.jsonl").read_bytes().splitlines()]
+    sessions = [r for r in records if r.get("type") == "session"]
+    return len(sessions) == SESSIONS and not any(r.get("reused_from") for r in sessions)
+
+
 async def main(latency: float, levels: list[int]) -> None:
     steps = [{"tool_calls": [{"bash": {"command": "echo step >> out.txt"}}]}] * (TURNS - 1)
     script = parse_script(
@@ -58,6 +67,7 @@ async def main(latency: float, levels: list[int]) -> None:
     print(f"eval throughput: {SESSIONS} sessions x {TURNS} turns, model latency {latency:g} s/call")
     try:
         for parallel in levels:
+            os.environ["SKILLBENCH_HOME"] = str(root / f"home-{parallel}")
             settings = Settings(
                 model="anthropic/claude-sonnet-4-6",
                 parallel=parallel,
@@ -72,6 +82,7 @@ async def main(latency: float, levels: list[int]) -> None:
             result = await execute(prepared, opts, Quiet())
             wall = time.perf_counter() - t
             assert result.summary.scored_rows == SESSIONS // 2
+            assert ideal_check(root / f"run-{parallel}"), "sessions were reused"
             ideal = SESSIONS / parallel * TURNS * latency
             overhead = (wall - ideal) * parallel / SESSIONS
             ratio = wall / ideal

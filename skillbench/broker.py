@@ -1,30 +1,40 @@
-"""The model broker (design §10): how an agent CLI inside a sandbox reaches its model.
+"""The model broker (design §10, §14): how an agent CLI inside a sandbox reaches its model.
 
 The sandbox has no network and holds only a placeholder key. The CLI talks to a loopback port
 in its sandbox; the executor relays those bytes to this broker on the host (one broker per
 session), which forwards each request to the provider's base URL with the real key, passes
 the response through as it arrives (server-sent events, unbuffered), counts tokens and cost
-from the provider's own usage (so the cost is known whatever the CLI reports), refuses
-requests once the session's budget is spent, and writes every exchange, scrubbed, to
-`exchanges/<case>.<arm>.<rep>.jsonl`.
+from the provider's own usage (so the cost is known whatever the CLI reports), and writes
+every exchange, scrubbed, to `exchanges/<case>.<arm>.<rep>.jsonl`.
+
+Everything in the sandbox is untrusted, so a request is forwarded only when its target is one
+of the wire's own endpoints (broker_wire), its body is under the cap and names a model the run
+allows, a slot of the session's concurrency cap is free, and the session's budget can cover
+the call's worst case (broker_limits). Anything else is answered here with a 4xx, and nothing
+the broker does wrong reaches the terminal: a fault is one line in the exchange log and in
+the session's error.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
-import msgspec
 
+from skillbench.broker_limits import BODY_CAP, Head, Ledger, Refused, read_body, read_head
+from skillbench.broker_wire import WIRES, Route, route, upstream_url
+from skillbench.models import parse_model
 from skillbench.models.base import Usage
-from skillbench.models.pricing import Price, cost_usd
+from skillbench.models.pricing import Price, cost_usd, price_for, worst_case_usd
 from skillbench.scrub import scrub_obj
 
 # Headers that belong to one hop, or carry credentials the sandbox must not choose.
@@ -39,11 +49,45 @@ _DROP = {
     "accept-encoding",
     "proxy-authorization",
 }
-_KEEP_LOG = 1 << 20  # characters of a response kept in the exchange log
+_KEEP_LOG = 1 << 20  # characters of a request or a response kept in the exchange log
+
+
+class _Cancelled(Exception):
+    """The session ended while this call was in flight."""
+
+
+class _Call:
+    """One request being served: what stop() needs to cut it short, and what it saw."""
+
+    def __init__(self, handler: BaseHTTPRequestHandler):
+        self.handler = handler
+        self.response: httpx.Response | None = None
+        self.body = b""
+        self.model: str | None = None
+        self.seen = bytearray()  # the response, as it passed
+        self.usage: Usage | None = None  # counted from `seen` once the call is over
+        self.cost: float | None = None
+        self.done = False  # its exchange is written (by its thread, or by stop())
+
+    @property
+    def text(self) -> str:
+        return self.seen.decode(errors="replace")
+
+    def cut(self) -> None:
+        """Shut both its sockets: whatever its thread waits on returns at once."""
+        sockets = [self.handler.connection]
+        stream = self.response.extensions.get("network_stream") if self.response else None
+        if stream is not None:
+            sockets.append(stream.get_extra_info("socket"))
+        for sock in sockets:
+            with contextlib.suppress(OSError, AttributeError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class Broker:
     """One session's broker: start() it, point the sandbox's relay at `port`, stop() it."""
+
+    MAX_CONCURRENT = 8  # model calls one session has in flight; more wait for a slot
 
     def __init__(
         self,
@@ -53,26 +97,37 @@ class Broker:
         model: str,
         exchanges: Path,
         wire: str = "anthropic",
+        secondary: str | None = None,
         prices: Mapping[str, Price] | None = None,
         budget: float | None = None,
         max_requests: int | None = None,
+        body_cap: int = BODY_CAP,
+        max_concurrent: int = MAX_CONCURRENT,
     ):
         self.upstream = upstream.rstrip("/")
         self.wire = WIRES[wire]
         self.max_requests = max_requests  # the session's model-call cap, where the CLI has none
-        self.model = model  # the reference prices are looked up by
+        self.model = model  # the run's model reference
+        self.models = allowed_models(model, secondary)  # body's model name -> priced as
         self.prices = prices
-        self.budget = budget
+        self.body_cap = body_cap
+        self.ledger = Ledger(budget)
         self.usage = Usage()
         self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx
         self.exhausted = False  # a request was refused because the budget was spent
         self.capped = False  # a request was refused because max_requests were answered
+        self.fault: str | None = None  # the broker's own last failure, as one line
         self.first_request: dict[str, Any] | None = None  # what the CLI first asked (its prompt)
+        self._priced = price_for(model, prices) is not None
         self._key = api_key
         self._lock = threading.Lock()
+        self._calls: set[_Call] = set()
+        self._forwarding = 0  # calls between their reservation and their settling
+        self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._stopping = threading.Event()
         exchanges.parent.mkdir(parents=True, exist_ok=True)
-        self._log: IO[str] = exchanges.open("a", encoding="utf-8")
+        self._log: IO[str] | None = exchanges.open("a", encoding="utf-8")
         self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
         broker = self
 
@@ -80,94 +135,210 @@ class Broker:
             protocol_version = "HTTP/1.1"
             disable_nagle_algorithm = True
 
-            def do_POST(self) -> None:
-                broker._forward(self)
+            def serve(self) -> None:
+                broker._serve(self)
+
+            do_POST = do_GET = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = serve
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 64  # the relay's own backlog; the default (5) drops bursts
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                exc = sys.exc_info()[1]  # never the stdlib's traceback
+                if not isinstance(exc, OSError):  # (OSError: the client went away)
+                    broker._note_fault(exc)
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # (stop() waits up to one poll interval for the server loop: the default is 0.5 s)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def cost(self) -> float | None:
-        """What the session's model calls cost so far (None when the price is unknown)."""
-        return cost_usd(self.model, self.usage, self.prices)
+        """What the session's model calls cost so far (None when a price is unknown)."""
+        return self.ledger.spent if self._priced else None
 
     def start(self) -> Broker:
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """End the session's brokering: calls still in flight are cut and logged as
+        cancelled, quietly (the arm is over; nothing is waiting for them)."""
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
+        with self._lock:
+            calls = list(self._calls)
+        for call in calls:
+            self._record(call, 499, call.text, error="cancelled")  # (unless it just ended)
+            call.cut()
         self._client.close()
-        self._log.close()
+        with self._lock:
+            log, self._log = self._log, None
+        if log is not None:
+            log.close()
 
     # --- one request ------------------------------------------------------------------------
 
-    def _forward(self, h: BaseHTTPRequestHandler) -> None:
-        body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+    def _serve(self, h: BaseHTTPRequestHandler) -> None:
+        call = _Call(h)
+        with self._lock:
+            self._calls.add(call)
+        try:
+            self._forward(call)
+        except Refused as why:
+            self._reply_error(h, why.status, why.kind, why.message)
+            self._record(call, why.status, why.message, error="refused")
+        except _Cancelled:
+            pass  # stop() wrote its exchange
+        except Exception as exc:  # a fault of ours: one line, and the CLI is told
+            if self._stopping.is_set():
+                return
+            line = self._note_fault(exc)
+            self._reply_error(h, 502, "api_error", line)
+            self._record(call, 502, line, error="fault")
+        finally:
+            h.close_connection = True  # a refused body may be unread: no keep-alive after it
+            with self._lock:
+                self._calls.discard(call)
+
+    def _forward(self, call: _Call) -> None:
+        h = call.handler
+        if h.command != "POST":
+            raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
+        endpoint = route(self.wire, h.path)
+        call.body = read_body(h.rfile, h.headers, self.body_cap)
+        head = read_head(call.body)
+        priced_as = self.models.get(head.model)
+        if priced_as is None:
+            raise Refused(
+                400,
+                "invalid_request_error",
+                f"skillbench: model {head.model!r} is not one this run allows "
+                f"({', '.join(sorted(self.models))})",
+            )
+        call.model = head.model
         if self.first_request is None:
-            with contextlib.suppress(ValueError):
-                self.first_request = json.loads(body)
-        spent = self.cost
-        if self.budget is not None and spent is not None and spent >= self.budget:
+            with contextlib.suppress(ValueError, RecursionError):
+                self.first_request = json.loads(call.body)
+        with self._slot():
+            reserved = self._reserve(endpoint, head, priced_as, len(call.body))
+            try:
+                status, error = self._stream(call, endpoint)
+            finally:
+                self._settle(call, priced_as, reserved)
+        self._record(call, status, call.text or (error or ""), error=error)
+
+    @contextlib.contextmanager
+    def _slot(self) -> Iterator[None]:
+        """One of the session's concurrent-call slots, waited for (cancelled at stop)."""
+        while not self._slots.acquire(timeout=0.2):
+            if self._stopping.is_set():
+                raise _Cancelled
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+    def _reserve(self, endpoint: Route, head: Head, priced_as: str, size: int) -> float | None:
+        """Hold the call's worst case against the budget; Refused when it cannot be held."""
+        with self._lock:
+            if self.max_requests is not None and (
+                self.answered + self._forwarding >= self.max_requests
+            ):
+                self.capped = True
+                raise Refused(
+                    400,
+                    "invalid_request_error",
+                    f"skillbench: this session's cap of {self.max_requests} model calls is reached",
+                )
+            self._forwarding += 1
+        worst: float | None = 0.0
+        if endpoint.billed:
+            most = head.max_output if head.max_output is not None else self.wire.default_max_output
+            if most is None:
+                self._unforward()
+                raise Refused(
+                    400, "invalid_request_error", "skillbench broker: the request has no max_tokens"
+                )
+            # a token is at least one byte of the body: its size bounds the input
+            worst = worst_case_usd(priced_as, size, most, self.prices)
+        if not self.ledger.reserve(worst):
+            self._unforward()
             self.exhausted = True
-            why = "skillbench: this session's share of --max-cost is spent"
-            self._reply_error(h, 400, "invalid_request_error", why)
-            self._record(h.path, body, 400, "budget")
-            return
-        if self.max_requests is not None and self.answered >= self.max_requests:
-            self.capped = True
-            why = f"skillbench: this session's cap of {self.max_requests} model calls is reached"
-            self._reply_error(h, 400, "invalid_request_error", why)
-            self._record(h.path, body, 400, "cap")
-            return
+            raise Refused(
+                400,
+                "invalid_request_error",
+                "skillbench: this session's share of --max-cost cannot cover this call "
+                f"(it could cost up to ${worst:.2f})",
+            )
+        return worst
+
+    def _unforward(self) -> None:
+        with self._lock:
+            self._forwarding -= 1
+
+    def _stream(self, call: _Call, endpoint: Route) -> tuple[int, str | None]:
+        """Forward the call and pass its response through as it arrives: its status, and
+        why it failed (None: the provider answered)."""
+        h = call.handler
         headers = {k: v for k, v in h.headers.items() if k.lower() not in _DROP}
         headers.update(self.wire.auth(self._key))
         headers["accept-encoding"] = "identity"  # the usage is read from the stream as it passes
-        seen, status = bytearray(), 502  # what passed through
+        url = upstream_url(self.upstream, endpoint)
         try:
-            with self._client.stream(
-                "POST", self.upstream + h.path, content=body, headers=headers
-            ) as resp:
-                status = resp.status_code
-                h.send_response(status)
+            with self._client.stream("POST", url, content=call.body, headers=headers) as resp:
+                call.response = resp
+                if self._stopping.is_set():
+                    raise _Cancelled
+                h.send_response(resp.status_code)
                 for key, value in resp.headers.items():
                     if key.lower() not in _DROP and key.lower() != "content-encoding":
                         h.send_header(key, value)
                 h.send_header("Connection", "close")  # the end of the body is the end of it
                 h.end_headers()
-                h.close_connection = True
-                for chunk in resp.iter_raw():
-                    seen += chunk
-                    h.wfile.write(chunk)
-                    h.wfile.flush()
+                with contextlib.suppress(OSError):  # the CLI went away: what it used counts
+                    for chunk in resp.iter_raw():
+                        call.seen += chunk
+                        h.wfile.write(chunk)
+                        h.wfile.flush()
         except httpx.HTTPError as exc:
+            if self._stopping.is_set():
+                raise _Cancelled from None
             with self._lock:
                 self.failures += 1
-            self._reply_error(
-                h,
-                502,
-                "api_error",
-                f"skillbench broker: provider unreachable: {type(exc).__name__}",
-            )
-            self._record(h.path, body, 502, str(exc))
-            return
-        except OSError:
-            pass  # the CLI went away mid-stream: what it used still counts
-        text = seen.decode(errors="replace")
-        usage = self.wire.usage(text)
+            why = f"skillbench broker: provider unreachable: {type(exc).__name__}"
+            if call.response is None:  # nothing was sent to the CLI yet: it can be told
+                self._reply_error(h, 502, "api_error", why)
+            return 502, why
+        if self._stopping.is_set():
+            raise _Cancelled
         with self._lock:
-            self.usage = self.usage + usage
-            if status >= 500 or status == 429 or self.wire.cut(text):
+            if resp.status_code >= 500 or resp.status_code == 429 or self.wire.cut(call.text):
                 self.failures += 1
-            elif 200 <= status < 300:
+            elif 200 <= resp.status_code < 300:
                 self.answered += 1
-        self._record(h.path, body, status, text, usage)
+        return resp.status_code, None
+
+    def _settle(self, call: _Call, priced_as: str, reserved: float | None) -> None:
+        """Count what the call used, at its own model's price, and free its reservation."""
+        call.usage = self.wire.usage(call.text)
+        call.cost = cost_usd(priced_as, call.usage, self.prices)
+        self.ledger.settle(reserved, call.cost)
+        with self._lock:
+            self._forwarding -= 1
+            self.usage = self.usage + call.usage
+            if call.cost is None:
+                self._priced = False
+
+    # --- answers and records ----------------------------------------------------------------
 
     def _reply_error(self, h: BaseHTTPRequestHandler, status: int, kind: str, msg: str) -> None:
         data = json.dumps(self.wire.error(kind, msg)).encode()
@@ -175,29 +346,64 @@ class Broker:
             h.send_response(status)
             h.send_header("Content-Type", "application/json")
             h.send_header("Content-Length", str(len(data)))
+            h.send_header("Connection", "close")
             h.end_headers()
             h.wfile.write(data)
         except OSError:
             pass
 
-    def _record(
-        self, path: str, body: bytes, status: int, response: str, usage: Usage | None = None
-    ) -> None:
-        try:
-            request: Any = json.loads(body)
-        except ValueError:
-            request = body.decode(errors="replace")
+    def _note_fault(self, exc: BaseException | None) -> str:
+        """The broker's own failure as one line (the session reports it)."""
+        line = f"skillbench broker: {type(exc).__name__}: {str(exc)[:200]}"
+        self.fault = line
+        return line
+
+    def _record(self, call: _Call, status: int, response: str, error: str | None = None) -> None:
+        with self._lock:
+            if self._log is None or call.done:
+                return
+            call.done = True  # one exchange a call: its own, or stop()'s
         line = {
             "at": time.time(),
-            "path": path,
+            "path": call.handler.path,
             "status": status,
-            "request": request,
+            "model": call.model,
+            "request": _readable(call.body),
             "response": response[-_KEEP_LOG:],
-            "usage": None if usage is None else _plain(usage),
+            "usage": None if call.usage is None else _plain(call.usage),
+            "cost_usd": call.cost,
+            **({"error": error} if error else {}),
         }
+        try:
+            text = json.dumps(scrub_obj(line), ensure_ascii=False) + "\n"
+        except RecursionError:  # a body nested deeper than the scrubber goes: kept as text
+            line["request"] = call.body[:_KEEP_LOG].decode(errors="replace")
+            text = json.dumps(scrub_obj(line), ensure_ascii=False) + "\n"
         with self._lock:
-            self._log.write(json.dumps(scrub_obj(line), ensure_ascii=False) + "\n")
-            self._log.flush()
+            if self._log is not None:
+                self._log.write(text)
+                self._log.flush()
+
+
+def allowed_models(model: str, secondary: str | None = None) -> dict[str, str]:
+    """The model names a request body may carry, each with the reference it is priced as:
+    the run's model, and the CLI's secondary model when one is configured. A scripted run
+    prices everything as its script (nothing real is spent)."""
+    run = parse_model(model)
+    names = {run.name: model}
+    if secondary:
+        names[parse_model(secondary).name] = model if run.scripted else secondary
+    return names
+
+
+def _readable(body: bytes) -> Any:
+    """A request body for the exchange log: its JSON, or its text, within the log's cap."""
+    if len(body) > _KEEP_LOG:
+        return f"({len(body)} bytes, not kept)"
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return body.decode(errors="replace")
 
 
 def _plain(usage: Usage) -> dict[str, int]:
@@ -207,85 +413,3 @@ def _plain(usage: Usage) -> dict[str, int]:
         "cache_read_tokens": usage.cache_read_tokens,
         "cache_write_tokens": usage.cache_write_tokens,
     }
-
-
-def _events(text: str) -> list[dict[str, Any]]:
-    """The JSON objects of a response: the `data:` lines of an event stream, or the body."""
-    payloads = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
-    out = []
-    for payload in payloads or [text]:
-        try:
-            event = json.loads(payload)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            out.append(event)
-    return out
-
-
-def _anthropic_usage(text: str) -> Usage:
-    """From a Messages body, or the `message_start` / `message_delta` events of a stream
-    (later events carry the running totals)."""
-    found: dict[str, int] = {}
-    for event in _events(text):
-        raw = event.get("usage") or (event.get("message") or {}).get("usage") or {}
-        for key, value in raw.items():
-            if isinstance(value, int):
-                found[key] = value
-    return Usage(
-        input_tokens=found.get("input_tokens", 0),
-        output_tokens=found.get("output_tokens", 0),
-        cache_read_tokens=found.get("cache_read_input_tokens", 0),
-        cache_write_tokens=found.get("cache_creation_input_tokens", 0),
-    )
-
-
-def _openai_usage(text: str) -> Usage:
-    """From a Responses body or its stream's `response.completed` event (or a Chat
-    Completions body); OpenAI counts cached tokens inside the input tokens."""
-    usage = Usage()
-    for event in _events(text):
-        raw = (event.get("response") or {}).get("usage") or event.get("usage")
-        if not isinstance(raw, dict):
-            continue
-        details = raw.get("input_tokens_details") or raw.get("prompt_tokens_details") or {}
-        cached = int(details.get("cached_tokens") or 0)
-        total_in = int(raw.get("input_tokens") or raw.get("prompt_tokens") or 0)
-        usage = Usage(
-            input_tokens=max(0, total_in - cached),
-            output_tokens=int(raw.get("output_tokens") or raw.get("completion_tokens") or 0),
-            cache_read_tokens=cached,
-        )
-    return usage
-
-
-class Wire(msgspec.Struct, frozen=True):
-    """What differs between providers' APIs for a broker: how the key is sent, where usage
-    is, what a stream cut off mid-response looks like, and the shape of an error."""
-
-    auth: Callable[[str], dict[str, str]]
-    usage: Callable[[str], Usage]
-    cut: Callable[[str], bool]
-    error: Callable[[str, str], dict[str, Any]]
-
-
-WIRES: dict[str, Wire] = {
-    "anthropic": Wire(
-        auth=lambda key: {"x-api-key": key},
-        usage=_anthropic_usage,
-        cut=lambda text: "event: message_start" in text and "message_stop" not in text,
-        error=lambda kind, msg: {"type": "error", "error": {"type": kind, "message": msg}},
-    ),
-    "openai": Wire(
-        auth=lambda key: {"authorization": f"Bearer {key}"},
-        usage=_openai_usage,
-        cut=lambda text: (
-            "response.created" in text
-            and not any(
-                end in text
-                for end in ("response.completed", "response.failed", "response.incomplete")
-            )
-        ),
-        error=lambda kind, msg: {"error": {"type": kind, "message": msg, "code": kind}},
-    ),
-}

@@ -631,8 +631,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
         raise UsageError("publish needs --team REPO (or `team` in skillbench.toml)")
     if not is_skill(Path(args.skill)):
         raise UsageError(f"{args.skill}: not a skill folder (no SKILL.md)")
+    key = args.sign_key or loaded.settings.sign.key
     try:
-        _out(publish(Path(args.skill), Path(team)))
+        _out(publish(Path(args.skill), Path(team), sign_key=Path(key) if key else None))
     except TeamError as exc:
         _err(f"skillbench: publish refused: {exc}")
         return EXIT_FAIL
@@ -659,6 +660,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
         "require_power": True if args.require_power else None,
         "allow_inconclusive": True if args.allow_inconclusive else None,
         "trigger_method": args.trigger_method,
+        "require_signed": args.require_signed,
+        "allow_endpoints": args.allow_endpoints,
     }
     # the local config's gate table sits between the team repo's policy and the flags
     local = {k.replace("-", "_"): v for k, v in loaded.settings.gate.items()}
@@ -964,19 +967,28 @@ def build_parser() -> argparse.ArgumentParser:
         "Copy the skill's bytes into the team repo as skills/<name>/v<N>/ (identical bytes "
         "reuse their version; version folders are never modified), update skills/<name>/evals/ "
         "(add or modify, never remove), attach the local receipts for these exact bytes under "
-        "evals/<name>/v<N>/, and make one commit. Refuses a repo with uncommitted changes or a "
-        "version folder edited by hand.",
+        "evals/<name>/v<N>/ (signed with --sign-key, or [sign] key, when they are not), and make "
+        "one commit. Refuses a repo with uncommitted changes or a version folder edited by "
+        "hand.",
     )
     p.add_argument("skill", metavar="SKILL", help="the skill folder")
     p.add_argument("--team", metavar="REPO", help="the team repo (a git work tree)")
+    p.add_argument(
+        "--sign-key",
+        dest="sign_key",
+        metavar="PATH",
+        help="sign the receipts attached unsigned with this SSH private key ([sign] key)",
+    )
 
     p = command(
         "gate",
         cmd_gate,
         "pre-publish gate: exit 0 only when a receipt meets the policy",
         "Find the newest receipt that measured the skill's exact current bytes (team repo and "
-        "local store; a run that scored nothing never counts) and check it against the "
-        "policy: made by a real model (not the scripted driver), complete (unless "
+        "local store; a run that scored nothing never counts; under require-signed only "
+        "receipts signed by an allowed signer) and check it against the policy: its verdict, "
+        "counts and stats follow from its rows and it is not dated in the future, made by a "
+        "real model (not the scripted driver) at an allowed endpoint, complete (unless "
         "--allow-partial), verdict vs baseline (INCONCLUSIVE only with --allow-inconclusive), "
         "not FAIL vs the incumbent, trigger recall and "
         "precision minimums. Policy from flags, else "
@@ -1017,6 +1029,21 @@ def build_parser() -> argparse.ArgumentParser:
         dest="trigger_method",
         choices=["agent", "catalog"],
         help="accept trigger numbers only from this method",
+    )
+    p.add_argument(
+        "--require-signed",
+        dest="require_signed",
+        action=argparse.BooleanOptionalAction,
+        help="accept only receipts signed by a key in the team repo's "
+        ".skillbench/allowed_signers (default: when that file exists)",
+    )
+    p.add_argument(
+        "--allow-endpoint",
+        dest="allow_endpoints",
+        action="append",
+        metavar="URL",
+        help="accept models reached at this endpoint (repeatable; replaces the default, "
+        "the providers' own APIs)",
     )
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
 

@@ -33,6 +33,13 @@ class SandboxLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     keep_workspace: str = "100m"  # copied out of a failed arm, then a note
 
 
+class SignSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[sign]`: the SSH private key receipts are signed with (design §14), in CI a secret
+    written to a file; relative to the config file. None: receipts are not signed."""
+
+    key: str | None = None
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Every setting with its built-in default."""
 
@@ -52,6 +59,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     request_timeout: float = 600.0
     prices: dict[str, Price] = {}
     gate: dict[str, Any] = {}
+    sign: SignSettings = SignSettings()
 
 
 class Loaded(msgspec.Struct):
@@ -97,6 +105,9 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
             sources[key] = str(path)
         if isinstance(data.get("team"), str):  # a path in a config file is relative to it
             data["team"] = str(path.parent / data["team"])
+        sign = data.get("sign")
+        if isinstance(sign, dict) and isinstance(sign.get("key"), str):  # so is the key's
+            data["sign"] = {**sign, "key": str(path.parent / Path(sign["key"]).expanduser())}
     if os.environ.get("SKILLBENCH_MODEL") and not (flags or {}).get("model"):
         # the environment sits between the config and the flags (design §7: --model, then
         # SKILLBENCH_MODEL, then the config)

@@ -4,6 +4,8 @@ skills/<name>/v<N>/**            immutable: identical bytes reuse the version
 skills/<name>/versions.json      {"v1": "sha256:..."}: what each version folder must hash to
 skills/<name>/evals/**           mutable: files are added or modified, never removed
 evals/<name>/v<N>/<run_id>.json  receipts
+.skillbench/allowed_signers      optional: who may sign receipts (git's allowed_signers format);
+                                 when present the gate accepts only receipts signed by them
 """
 
 from __future__ import annotations
@@ -12,16 +14,28 @@ import json
 import re
 import shutil
 import subprocess
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from skillbench.receipts import Receipt, local_receipts, read_receipt
+from skillbench.engine.score import RowSummary, derive
+from skillbench.models import PROVIDER_ENDPOINTS, origin
+from skillbench.receipts import (
+    Receipt,
+    inconsistency,
+    local_receipts,
+    read_receipt,
+    signed,
+    signed_message,
+)
+from skillbench.signing import SigningError, verify
 from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
-from skillbench.verdict import INCONCLUSIVE, NONE, Row, decide
+from skillbench.verdict import INCONCLUSIVE, NONE
 
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
+SIGNERS = Path(".skillbench/allowed_signers")  # in the team repo
 
 
 class TeamError(Exception):
@@ -91,51 +105,71 @@ def incumbent(repo: Path, name: str, current: str) -> Version | None:
     return None
 
 
-def publish(skill_dir: Path, repo: Path) -> str:
-    """Publish the skill's bytes, its evals and its local receipts; one commit. Returns a
-    one-line account of what happened."""
+def publish(skill_dir: Path, repo: Path, sign_key: Path | None = None) -> str:
+    """Publish the skill's bytes, its evals and its local receipts; one commit. With
+    `sign_key`, every receipt attached unsigned is signed with it. Returns a one-line account
+    of what happened."""
     check_repo(repo)
     skill = read_skill(skill_dir)
     current = digest(skill_dir)
     existing = versions(repo, skill.name)
     same = next((v for v in existing if v.digest == current), None)
-    folder = repo / "skills" / skill.name
-    if same is None:
-        number = max((v.number for v in existing), default=0) + 1
-        target = folder / f"v{number}"
-        copy_files(skill_files(skill_dir), target)
-        index_path = folder / "versions.json"
-        index = json.loads(index_path.read_text()) if index_path.exists() else {}
-        index[target.name] = current
-        index_path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
-        version = target.name
-    else:
-        version = same.name
-    evals = skill_dir / "evals"
-    if evals.is_dir():  # add or modify, never remove
-        shutil.copytree(evals, folder / "evals", dirs_exist_ok=True, symlinks=True)
-    attached = left_out = 0
+    version = same.name if same else f"v{max((v.number for v in existing), default=0) + 1}"
+    # every receipt is read, checked and signed before anything is written: a key that
+    # cannot sign leaves the repo as it was
+    attach: list[tuple[Path, bytes]] = []
+    left_out = underived = signed_count = 0
     for path, receipt in local_receipts(skill.name, current):
         if not measured(receipt) or receipt.driver != "model":
             left_out += 1  # a scripted or empty run says nothing a team should keep
             continue
         dest = repo / "evals" / skill.name / version / path.name
-        if not dest.exists():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, dest)
-            attached += 1
+        if dest.exists():
+            continue
+        if inconsistency(receipt) is not None:
+            underived += 1  # the gate would refuse it; a key must never vouch for it
+            continue
+        data = path.read_bytes()
+        if sign_key is not None and signed_message(data)[1] is None:
+            try:
+                data = signed(data, sign_key)
+            except SigningError as exc:
+                raise TeamError(f"--sign-key: {exc}") from None
+            signed_count += 1
+        attach.append((dest, data))
+    folder = repo / "skills" / skill.name
+    if same is None:
+        target = folder / version
+        copy_files(skill_files(skill_dir), target)
+        index_path = folder / "versions.json"
+        index = json.loads(index_path.read_text()) if index_path.exists() else {}
+        index[target.name] = current
+        index_path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+    evals = skill_dir / "evals"
+    if evals.is_dir():  # add or modify, never remove
+        shutil.copytree(evals, folder / "evals", dirs_exist_ok=True, symlinks=True)
+    for dest, data in attach:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+    attached = len(attach)
     paths = [p for p in (f"skills/{skill.name}", f"evals/{skill.name}") if (repo / p).exists()]
     _git(repo, "add", "-A", "--", *paths)
     if not _git(repo, "status", "--porcelain").strip():
         return f"{skill.name} {version} ({current[:19]}) is already published; nothing to do"
     what = "new version" if same is None else "same bytes as the published version"
+    signing = f", {signed_count} signed" if signed_count else ""
     message = (
         f"publish {skill.name} {version} ({current[:19]})\n\n{what}; "
-        f"{attached} receipt{'s' * (attached != 1)} attached"
+        f"{attached} receipt{'s' * (attached != 1)} attached{signing}"
     )
     _git(repo, "commit", "-q", "-m", message)
-    left = f" ({left_out} scripted or unscored left out)" if left_out else ""
-    return f"published {skill.name} {version} ({current[:19]}): {what}, {attached} receipt(s){left}"
+    notes = [f"{left_out} scripted or unscored"] if left_out else []
+    notes += [f"{underived} that do not re-derive"] if underived else []
+    left = f" ({' and '.join(notes)} left out)" if notes else ""
+    return (
+        f"published {skill.name} {version} ({current[:19]}): {what}, {attached} receipt(s)"
+        f"{signing}{left}"
+    )
 
 
 # --- the gate -------------------------------------------------------------------------------
@@ -154,6 +188,12 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # must have been measured for min-recall / min-precision to count
     min_recall: float | None = None
     min_precision: float | None = None
+    # only receipts signed by a key in the team repo's .skillbench/allowed_signers count;
+    # None: required exactly when that file exists
+    require_signed: bool | None = None
+    # where the models may have been reached (scheme://host[:port]): the providers' own by
+    # default, so a run against a local or stub server is refused unless listed
+    allow_endpoints: list[str] = msgspec.field(default_factory=lambda: list(PROVIDER_ENDPOINTS))
 
 
 def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
@@ -181,6 +221,13 @@ def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
         raise TeamError("gate policy: `require` is PASS or NEUTRAL")
     if policy.trigger_method not in (None, "agent", "catalog"):
         raise TeamError("gate policy: `trigger-method` is agent or catalog")
+    for entry in policy.allow_endpoints:
+        if origin(entry) == "unknown":
+            raise TeamError(
+                f"gate policy: allow-endpoints entry {entry!r} is not a URL; write it like "
+                "http://127.0.0.1:8080"
+            )
+    policy.allow_endpoints = [origin(e) for e in policy.allow_endpoints]
     return policy
 
 
@@ -188,6 +235,57 @@ class GateResult(msgspec.Struct, frozen=True):
     passed: bool
     reason: str
     receipt: str | None = None
+
+
+def signed_receipt(path: str, signers: Path) -> tuple[Receipt, str]:
+    """The receipt file at `path` as its signer signed it, and the principal in `signers`
+    whose key did; SigningError saying why when there is none. The receipt is read from the
+    signed bytes themselves, so the gate judges exactly what was signed, whatever else the
+    file holds (a key written twice, say)."""
+    try:
+        message, signature = signed_message(Path(path).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise SigningError(f"cannot be read ({exc})") from None
+    if signature is None:
+        raise SigningError("is not signed")
+    principal = verify(message, signature, signers)
+    try:
+        return msgspec.json.decode(message, type=Receipt), principal
+    except msgspec.DecodeError as exc:
+        raise SigningError(f"is signed, but what was signed is not a receipt ({exc})") from None
+
+
+class _Signed(msgspec.Struct, frozen=True):
+    where: str
+    receipt: Receipt
+    signer: str | None  # None: signatures not required
+
+
+def _signed_only(
+    useful: list[tuple[str, Receipt]], repo: Path | None, current: str
+) -> _Signed | GateResult:
+    """The newest measured receipt whose signature verifies against the team repo's
+    allowed_signers; a refusal saying why the newest was not accepted when there is none."""
+    signers = repo / SIGNERS if repo is not None else None
+    if signers is None or not signers.is_file():
+        where = f"{signers}" if signers else "a team repo (--team)"
+        return GateResult(
+            False,
+            f"require-signed is set, but there is no {where} listing who may sign receipts; "
+            f"add {SIGNERS} to the team repo (docs/ci.md)",
+        )
+    first: str | None = None
+    for where, r in reversed(useful):
+        try:
+            return _Signed(where, *signed_receipt(where, signers))
+        except SigningError as exc:
+            first = first or f"the newest measured (run {r.run_id}) {exc}"
+    return GateResult(
+        False,
+        f"no receipt for {current[:19]} is signed by a key in {SIGNERS}: {first}; receipts "
+        "made on a laptop are advisory, sign them in CI (docs/ci.md)",
+        useful[-1][0],
+    )
 
 
 def skill_at(folder: Path) -> Skill:
@@ -217,12 +315,16 @@ def measured(r: Receipt) -> bool:
     return r.scored_rows > 0 and r.verdict != NONE
 
 
-def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
+def gate(
+    skill_dir: Path, repo: Path | None, policy: Policy, now: datetime | None = None
+) -> GateResult:
     """Does the newest receipt that measured these exact bytes meet the policy?
 
-    A later run that scored nothing (NONE) never shadows an earlier measured one; the
-    receipt used must come from a real model (not the scripted driver) and be complete
-    unless the policy allows partial runs.
+    A later run that scored nothing (NONE) never shadows an earlier measured one. Under
+    require-signed only receipts signed by an allowed signer count. The receipt used must
+    re-derive (its verdict, counts and power follow from its rows, its created_at is not in
+    the future), come from a real model (not the scripted driver) reached at an allowed
+    endpoint, and be complete unless the policy allows partial runs.
     """
     current = digest(skill_dir)
     found = [pr for pr in known_receipts(skill_at(skill_dir).name, repo) if pr[1].digest == current]
@@ -239,7 +341,17 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
             "`skillbench eval` again"
         )
         return GateResult(False, why, where)
-    where, r = useful[-1]
+    required = policy.require_signed
+    if required is None:
+        required = repo is not None and (repo / SIGNERS).is_file()
+    chosen = _signed_only(useful, repo, current) if required else _Signed(*useful[-1], None)
+    if isinstance(chosen, GateResult):
+        return chosen
+    where, r = chosen.where, chosen.receipt
+    problem = inconsistency(r, now)
+    if problem is not None:
+        why = f"the newest measured receipt (run {r.run_id}) {problem}"
+        return GateResult(False, why, where)
     if r.driver != "model":
         what = (
             f"the scripted driver ({r.models.get('agent') or r.provenance.models.get('agent')}"
@@ -251,6 +363,21 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
         why = (
             f"the newest measured receipt (run {r.run_id}) comes from {what}; run "
             "`skillbench eval` with a real --model"
+        )
+        return GateResult(False, why, where)
+    ends = r.provenance.endpoints
+    off = [
+        f"its {role} model at {e.url}"
+        for role, e in ends.items()
+        if e.url not in policy.allow_endpoints
+    ]
+    if off or not ends:
+        reached = ", ".join(off) if off else "no recorded endpoint"
+        why = (
+            f"the newest measured receipt (run {r.run_id}) reached {reached}, not an allowed "
+            f"endpoint ({', '.join(policy.allow_endpoints)}): a local or stub server says "
+            "nothing about the provider's model; list it in allow-endpoints "
+            "(--allow-endpoint) to accept it"
         )
         return GateResult(False, why, where)
     if not r.complete and not policy.allow_partial:
@@ -270,7 +397,7 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
     if policy.require_power and power.get("underpowered", True):
         needs = power.get("needed")
         reasons.append(
-            f"underpowered: {power.get('decided', 0)} decided comparisons, "
+            f"underpowered: {power.get('decided', 0)} decided units, "
             f"{needs if needs is not None else 'more than any run'} needed for "
             "p <= 0.05"
         )
@@ -283,11 +410,8 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
         )
     elif r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
         reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
-    try:
-        rows = msgspec.convert(r.rows, list[Row])
-    except msgspec.ValidationError as exc:
-        return GateResult(False, f"{where}: its rows do not parse ({exc}); run the eval again")
-    lost = decide(rows, "incumbent", r.min_net_lift) == "FAIL"
+    # the incumbent's verdict is re-derived too: the receipt's counts just matched its rows
+    lost = versus(r, "incumbent") == "FAIL"
     if lost and not policy.allow_incumbent_fail:
         reasons.append("FAIL vs the incumbent (the published version does better)")
     t = r.triggers or {}
@@ -312,6 +436,22 @@ def gate(skill_dir: Path, repo: Path | None, policy: Policy) -> GateResult:
             reasons.append(f"trigger {key} {shown} is under {minimum:.2f}")
     if reasons:
         return GateResult(False, "; ".join(reasons), where)
+    signed_by = f", signed by {chosen.signer}" if chosen.signer else ""
     return GateResult(
-        True, f"{r.verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} rows scored)", where
+        True,
+        f"{r.verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} rows scored{signed_by})",
+        where,
     )
+
+
+def versus(r: Receipt, opponent: str) -> str | None:
+    """The verdict against one opponent, re-derived from the receipt's rows by the engine's
+    rule; None when the run had no such opponent."""
+    p = r.provenance
+    if opponent not in p.opponents:
+        return None
+    rows = msgspec.convert(r.rows, list[RowSummary])
+    found = derive(
+        rows, opponents=p.opponents, units=p.units, k=p.k, seed=p.seed, min_net_lift=p.min_net_lift
+    )
+    return found.verdicts[opponent]

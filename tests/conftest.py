@@ -58,12 +58,13 @@ def skillbench_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[dict[str, Any]], FakeModelServer]]:
-    """Start a fake model server playing a script (a dict) and point both SDKs at it."""
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeModelServer]]:
+    """Start a fake model server playing a script (a dict), on a free port unless given, and
+    point both SDKs at it."""
     servers: list[FakeModelServer] = []
 
-    def start(script: dict[str, Any]) -> FakeModelServer:
-        server = FakeModelServer(parse_script(script)).start()
+    def start(script: dict[str, Any], port: int = 0) -> FakeModelServer:
+        server = FakeModelServer(parse_script(script), port=port).start()
         servers.append(server)
         for key, value in server.env().items():
             monkeypatch.setenv(key, value)

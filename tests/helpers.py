@@ -8,6 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.cli import main
+from skillbench.engine.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
+from skillbench.engine.run import receipt_of
+from skillbench.engine.score import summarize
+from skillbench.models import Endpoint
+from skillbench.receipts import write_receipt
+from skillbench.skills import digest
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -80,3 +86,68 @@ def run_eval(capsys, folder: Path, out: Path, *extra: str) -> tuple[int, list[st
     assert (out / "summary.json").is_file(), f"no summary.json (exit {code}): {captured.err}"
     summary = json.loads((out / "summary.json").read_text())
     return code, lines, summary
+
+
+# --- receipts as the engine writes them, without running sessions ---------------------
+
+_OUTCOME = {"W": "win", "L": "loss", "T": "tie", "U": "tie"}
+PROVIDER = {"agent": Endpoint("https://api.anthropic.com", True)}
+
+
+def engine_receipt(
+    skill_dir: Path,
+    run_id: str,
+    outcomes: dict[str, str],
+    *,
+    created: str = "2026-11-29T10:00:00+00:00",
+    model: str = MODEL,
+    triggers: dict[str, Any] | None = None,
+    endpoints: dict[str, Endpoint] | None = None,
+    sign_key: Path | None = None,
+) -> Path:
+    """A receipt for `skill_dir`'s bytes written the way `eval` writes one (summarize, then
+    receipt_of, then write_receipt), from rows given per opponent as letters: W win, L loss,
+    T tie, U unscored, one case each. Returns the run folder (receipt.json is in it)."""
+    cases = max(len(o) for o in outcomes.values())
+    units = [Unit(f"c{i}", f"c{i}") for i in range(1, cases + 1)]
+    plan = Plan(
+        run_id=run_id,
+        skill="greeter",
+        skill_dir=str(skill_dir),
+        version=digest(skill_dir),
+        assets_digest="sha256:0",
+        model=model,
+        judge_model=model,
+        k=1,
+        seed=1,
+        arms=[BASELINE, CANDIDATE, *(o for o in outcomes if o != BASELINE)],
+        opponents=list(outcomes),
+        sessions=[u.name for u in units],
+        units=units,
+        engine_version="0",
+        created_at=created,
+        endpoints={**PROVIDER, "judge": PROVIDER["agent"]} if endpoints is None else endpoints,
+    )
+    rows = [
+        RowRecord(
+            case=units[i].name,
+            rep=1,
+            opponent=opp,
+            outcome=_OUTCOME[letter],
+            decided_by="unscored" if letter == "U" else "checks",
+            arms={
+                CANDIDATE: ArmResult(letter == "W", letter == "U", []),
+                opp: ArmResult(letter == "L", letter == "U", []),
+            },
+        )
+        for opp, letters in outcomes.items()
+        for i, letter in enumerate(letters)
+    ]
+    summary = summarize(plan, {}, rows, [])
+    summary.triggers = triggers
+    receipt = receipt_of(plan, summary, "sha256:" + "0" * 64)
+    receipt.provenance.created_at = created
+    run_dir = skill_dir.parent.parent / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    write_receipt(receipt, run_dir, sign_key=sign_key)
+    return run_dir

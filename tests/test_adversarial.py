@@ -232,7 +232,7 @@ def test_the_run_folder_is_never_inside_the_skill(
     (folder / ".skillbench").rename(tmp_path / "aside")
     assert digest(folder) == before  # an old run folder is not part of the skill's bytes
     (tmp_path / "aside").rename(folder / ".skillbench")
-    fake(
+    server = fake(
         {
             "conversations": [
                 conv(
@@ -275,8 +275,8 @@ def test_the_run_folder_is_never_inside_the_skill(
     assert "No such file or directory" in listing and "CHECK-TEXT" not in listing
     assert digest(folder) == before
     capsys.readouterr()
-    # the receipt is found: the digest did not move
-    assert main(["gate", ".", "--allow-inconclusive"]) == 0
+    # the receipt is found: the digest did not move (the fake server is allowed explicitly)
+    assert main(["gate", ".", "--allow-endpoint", server.url, "--allow-inconclusive"]) == 0
     assert capsys.readouterr().out.startswith("gate passed: greeter: INCONCLUSIVE")
 
 
@@ -393,7 +393,7 @@ def test_gate_keeps_an_earlier_fail_over_a_run_that_measured_nothing(
             for i in range(5)
         },
     )
-    fake(
+    server = fake(
         {
             "conversations": [
                 conv(CAND, "Task a", {"text": "I skip it."}),
@@ -407,7 +407,7 @@ def test_gate_keeps_an_earlier_fail_over_a_run_that_measured_nothing(
         capsys, folder, tmp_path / "run2", "--execution-only", "--max-cost", "0"
     )
     assert (code, summary["verdict"], summary["scored_rows"]) == (2, "NONE", 0)
-    assert main(["gate", str(folder)]) == 1
+    assert main(["gate", str(folder), "--allow-endpoint", server.url]) == 1
     assert capsys.readouterr().out.strip() == (
         "gate refused: greeter: verdict vs baseline is FAIL (policy requires NEUTRAL)"
     )

@@ -663,13 +663,14 @@ def test_resume_retries_errored_sessions(fake, tmp_path: Path, capsys) -> None:
     code, _, summary = run_eval(capsys, folder, tmp_path / "run")
     assert code == 2 and summary["rows"][0]["decided_by"] == "unscored"
     outage.stop()
-    fake(
+    fake(  # the provider back, at the same endpoint (a resume refuses another one)
         {
             "conversations": [
                 conv(BASE, "Greeting", {"text": "no"}),
                 conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
             ]
-        }
+        },
+        port=int(outage.url.rsplit(":", 1)[1]),
     )
     code = main(
         ["eval", "--resume", str(tmp_path / "run"), "--model", MODEL, "--quiet", "--no-gen"]

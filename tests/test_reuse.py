@@ -25,6 +25,7 @@ BASE_ARGS = {
     "agent": "builtin",
     "agent_version": "0.1.0",
     "model": "anthropic/claude-sonnet-4-6",
+    "endpoint": "https://api.anthropic.com",
     "sandbox": SandboxSpec(image="img:1"),
     "rep": 1,
 }
@@ -65,6 +66,8 @@ def test_every_input_is_in_the_key(tmp_path: Path) -> None:
         "agent": key(tmp_path, c, agent="claude-code"),
         "agent_version": key(tmp_path, c, agent_version="2.1.333"),
         "model": key(tmp_path, c, model="anthropic/claude-opus-4-1"),
+        # the same model name behind a stub server (make bench) is another session
+        "endpoint": key(tmp_path, c, endpoint="http://127.0.0.1:8080"),
         "image": key(tmp_path, c, sandbox=SandboxSpec(image="img:2")),
         "memory": key(tmp_path, c, sandbox=SandboxSpec(image="img:1", memory="4g")),
         "rep": key(tmp_path, c, rep=2),

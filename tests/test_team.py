@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from skillbench.cli import main
-from skillbench.receipts import Provenance, Receipt, local_receipts, write_receipt
+from skillbench.receipts import Receipt, local_receipts, read_receipt
 from skillbench.skills import digest
-from tests.helpers import make_skill
+from tests.helpers import engine_receipt, make_skill
 
 MODEL = "anthropic/claude-sonnet-4-6"
 
@@ -48,54 +48,42 @@ def greeter(tmp_path: Path, body: str = "Say hello.") -> Path:
     return skill
 
 
+# rows that give each verdict (one case each, so one unit each, against the baseline): W
+# win, L loss, T tie, U unscored. PASS and FAIL need five decided units (design §16).
+ROWS = {
+    "PASS": "WWWWW",
+    "FAIL": "LLLLL",
+    "NEUTRAL": "WWWWL",  # 4W/1L: p = 6/32, not significant
+    "INCONCLUSIVE": "WWT",
+    "NONE": "UUU",
+}
+
+
 def receipt(
     skill: Path,
     run_id: str,
     verdict: str = "PASS",
     created: str = "2026-11-29T10:00:00+00:00",
-    incumbent: dict[str, int] | None = None,
+    incumbent: str | None = None,
     triggers: dict[str, Any] | None = None,
-    scored: int = 3,
-    complete: bool = True,
+    rows: str | None = None,
     driver: str = "model",
-    stats: dict[str, Any] | None = None,
 ) -> Receipt:
-    comparisons = {"baseline": {"win": 2, "loss": 0, "tie": 1, "net_lift": 0.67, "sign_p": 0.5}}
-    rows: list[dict[str, Any]] = []
-    if incumbent:
-        comparisons["incumbent"] = {**incumbent, "net_lift": None, "sign_p": 1.0}
-        # one case per row: the gate re-derives the verdict vs the incumbent from them
-        outcomes = [o for o, n in incumbent.items() for _ in range(n)]
-        rows = [
-            {"case": f"c{i}", "rep": 1, "opponent": "incumbent", "outcome": o}
-            | {"decided_by": "checks", "arms": {}}
-            for i, o in enumerate(outcomes)
-        ]
-    agent = MODEL if driver == "model" else "scripted/demo"
-    r = Receipt(
-        skill="greeter",
-        digest=digest(skill),
-        run_id=run_id,
-        verdict=verdict,
-        why="w",
-        expected_rows=3,
-        scored_rows=scored,
-        complete=complete,
-        agent="builtin",
-        models={"agent": agent, "judge": agent},
-        driver=driver,
-        stats=stats or {},
-        comparisons=comparisons,
-        rows=rows,
+    """A receipt as `eval` writes it, its rows giving `verdict` (or the `rows` given)."""
+    outcomes = {
+        "baseline": rows or ROWS[verdict],
+        **({"incumbent": incumbent} if incumbent else {}),
+    }
+    run_dir = engine_receipt(
+        skill,
+        run_id,
+        outcomes,
+        created=created,
+        model=MODEL if driver == "model" else "scripted/demo",
         triggers=triggers,
-        efficiency={},
-        provenance=Provenance(
-            engine_version="0", models={"agent": MODEL}, k=1, seed=1, arms={}, created_at=created
-        ),
     )
-    run_dir = skill.parent.parent / "runs" / run_id
-    run_dir.mkdir(parents=True)
-    write_receipt(r, run_dir)
+    r = read_receipt(run_dir / "receipt.json")
+    assert rows is not None or r.verdict == verdict, f"ROWS[{verdict!r}] gives {r.verdict}"
     return r
 
 
@@ -164,7 +152,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
 
     receipt(skill, "run-1", "PASS", triggers={"recall": 0.6, "precision": 1.0})
     code, out = gate(capsys, skill, repo, "--junit", str(tmp_path / "gate.xml"))
-    assert (code, out) == (0, "gate passed: greeter: PASS (run run-1, 3/3 rows scored)")
+    assert (code, out) == (0, "gate passed: greeter: PASS (run run-1, 5/5 rows scored)")
     assert 'failures="0"' in (tmp_path / "gate.xml").read_text()
 
     code, out = gate(
@@ -197,7 +185,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
         "run-4",
         "PASS",
         created="2026-11-29T13:00:00+00:00",
-        incumbent={"win": 0, "loss": 5, "tie": 1},  # five lost units: FAIL (p = 1/32)
+        incumbent="LLLLL",  # five lost units: FAIL (p = 1/32)
         triggers={"recall": 1.0, "precision": None},
     )
     code, out = gate(capsys, skill, repo)
@@ -215,7 +203,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
     )
     assert gate(capsys, skill, repo) == (
         0,
-        "gate passed: greeter: PASS (run run-4, 3/3 rows scored)",
+        "gate passed: greeter: PASS (run run-4, 10/10 rows scored)",  # two opponents
     )
 
     # a local skillbench.toml [gate] table overrides the team repo's policy
@@ -232,12 +220,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
 
 def test_gate_refuses_inconclusive_unless_the_policy_allows_it(tmp_path: Path, capsys) -> None:
     repo, skill = team_repo(tmp_path), greeter(tmp_path)
-    receipt(
-        skill,
-        "run-1",
-        "INCONCLUSIVE",
-        stats={"baseline": {"decided": 2, "needed": 5, "underpowered": True}},
-    )
+    receipt(skill, "run-1", "INCONCLUSIVE")  # two decided units
     code, out = gate(capsys, skill, repo)
     assert (code, out) == (
         1,
@@ -258,10 +241,10 @@ def test_gate_refuses_inconclusive_unless_the_policy_allows_it(tmp_path: Path, c
     assert gate(capsys, skill, repo)[0] == 0
     # an incumbent comparison on too few units is no FAIL either
     (repo / "pyproject.toml").unlink()
-    receipt(skill, "run-2", "PASS", created="2026-11-29T11:00:00+00:00", incumbent={"loss": 4})
+    receipt(skill, "run-2", "PASS", created="2026-11-29T11:00:00+00:00", incumbent="LLLLT")
     assert gate(capsys, skill, repo) == (
         0,
-        "gate passed: greeter: PASS (run run-2, 3/3 rows scored)",
+        "gate passed: greeter: PASS (run run-2, 10/10 rows scored)",
     )
 
 
@@ -269,7 +252,7 @@ def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) ->
     repo, skill = team_repo(tmp_path), greeter(tmp_path)
     receipt(skill, "run-1", "FAIL")
     # a later run that scored nothing (--max-cost 0, an outage, a killed sandbox) is newer...
-    receipt(skill, "run-2", "NONE", created="2026-11-29T11:00:00+00:00", scored=0, complete=False)
+    receipt(skill, "run-2", "NONE", created="2026-11-29T11:00:00+00:00")
     code, out = gate(capsys, skill, repo)
     # ...but never shadows the measured FAIL
     assert (code, out) == (
@@ -283,17 +266,17 @@ def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) ->
     assert code == 1 and "(run run-3) comes from the scripted driver (scripted/demo)" in out
 
     # a partial run is refused unless the policy allows it
-    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00", scored=2, complete=False)
+    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00", rows="WWWWWU")
     code, out = gate(capsys, skill, repo)
     assert (code, out) == (
         1,
         "gate refused: greeter: the newest measured receipt (run run-4) "
-        "is incomplete: 2/3 rows scored; resume or rerun the eval, or set "
+        "is incomplete: 5/6 rows scored; resume or rerun the eval, or set "
         "allow-partial = true",
     )
     assert gate(capsys, skill, repo, "--allow-partial") == (
         0,
-        "gate passed: greeter: PASS (run run-4, 2/3 rows scored)",
+        "gate passed: greeter: PASS (run run-4, 5/6 rows scored)",
     )
 
 
@@ -349,25 +332,20 @@ def test_gate_can_require_the_trigger_method(tmp_path: Path, capsys) -> None:
 
 def test_gate_can_require_power(tmp_path: Path, capsys) -> None:
     skill = greeter(tmp_path)
-    receipt(skill, "run-1", stats={"baseline": {"decided": 2, "needed": 6, "underpowered": True}})
-    assert gate(capsys, skill, None)[0] == 0  # not asked for: a PASS on 2 decided passes
+    receipt(skill, "run-1", rows="WWWWL")  # NEUTRAL on 5 decided units; 8 needed at 80 %
+    assert gate(capsys, skill, None)[0] == 0  # not asked for: the NEUTRAL passes
     code, out = gate(capsys, skill, None, "--require-power")
     assert (code, out) == (
         1,
-        "gate refused: greeter: underpowered: 2 decided comparisons, 6 needed for p <= 0.05",
+        "gate refused: greeter: underpowered: 5 decided units, 8 needed for p <= 0.05",
     )
-    receipt(
-        skill,
-        "run-2",
-        created="2026-11-29T11:00:00+00:00",
-        stats={"baseline": {"decided": 8, "needed": 6, "underpowered": False}},
-    )
+    receipt(skill, "run-2", created="2026-11-29T11:00:00+00:00", rows="WWWWWW")  # 6 decided
     assert gate(capsys, skill, None, "--require-power")[0] == 0
 
 
 def test_gate_refuses_when_nothing_was_ever_measured(tmp_path: Path, capsys) -> None:
     skill = greeter(tmp_path)
-    receipt(skill, "run-1", "NONE", scored=0, complete=False)
+    receipt(skill, "run-1", "NONE")
     code, out = gate(capsys, skill, None)
     assert code == 1
     assert "measured anything: the newest (run run-1) scored 0/3 rows (verdict NONE" in out
@@ -377,7 +355,7 @@ def test_publish_leaves_scripted_and_unscored_receipts_out(tmp_path: Path, capsy
     repo, skill = team_repo(tmp_path), greeter(tmp_path)
     receipt(skill, "run-1")
     receipt(skill, "run-2", "PASS", driver="scripted")
-    receipt(skill, "run-3", "NONE", scored=0, complete=False)
+    receipt(skill, "run-3", "NONE")
     assert main(["publish", str(skill), "--team", str(repo)]) == 0
     assert "1 receipt(s) (2 scripted or unscored left out)" in capsys.readouterr().out
     assert sorted(p.name for p in (repo / "evals/greeter/v1").iterdir()) == ["run-1.json"]
@@ -468,7 +446,7 @@ def test_incumbent_arm_receipt_and_scrubbing(fake, tmp_path: Path, capsys) -> No
     assert "NEW-VERSION" in cand and "OLD-VERSION" not in cand
     # the receipt: in the run folder and the local store, for the new bytes
     written = json.loads((out / "receipt.json").read_text())
-    assert written["digest"] == digest(skill) and written["schema_version"] == 2
+    assert written["digest"] == digest(skill) and written["schema_version"] == 4
     assert written["provenance"]["arms"]["incumbent"][0].endswith("(v1)")
     assert [r.run_id for _, r in local_receipts("greeter", digest(skill))] == [plan["run_id"]]
     # no credential survives in anything written
@@ -485,4 +463,4 @@ def test_gate_takes_a_published_version_folder(tmp_path: Path, capsys) -> None:
     assert main(["publish", str(skill), "--team", str(repo)]) == 0
     capsys.readouterr()
     code, out = gate(capsys, repo / "skills/greeter/v1", repo)
-    assert (code, out) == (0, "gate passed: greeter: PASS (run run-1, 3/3 rows scored)")
+    assert (code, out) == (0, "gate passed: greeter: PASS (run run-1, 5/5 rows scored)")

@@ -38,6 +38,12 @@ class ClaudeCodeAgent(CliAgent):
     api = "the Anthropic API"
     label, size = "Claude Code", "190 MB"
     upstream_vars = ("ANTHROPIC_BASE_URL", DEFAULT_UPSTREAM, "ANTHROPIC_API_KEY")
+    # Claude Code's "small fast model" (background calls; the `haiku` alias a subagent may
+    # ask for). Against its own API it is Haiku; behind our relay (a base URL not
+    # Anthropic's, a key not `sk-ant-api…`) 2.1.332 falls back to the run's model, as the
+    # exchange logs show. With `[agents.claude-code] secondary_model` set, these point it
+    # there, and the broker allows that model too, priced as itself.
+    secondary_vars = ("ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL")
 
     def package(self) -> tuple[str, str]:
         return f"{PACKAGE}@{self._version}", "package/claude"
@@ -71,7 +77,9 @@ class _Session(BrokeredSession):
         ]
 
     def env(self) -> dict[str, str]:
+        secondary = self.agent.secondary
         return {
+            **{var: parse_model(secondary).name for var in self.agent.secondary_vars if secondary},
             "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{RELAY_PORT}",
             "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
             "CLAUDE_CONFIG_DIR": CONFIG_DIR,

@@ -23,7 +23,7 @@ from typing import Any
 from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.agents.builtin.loop import SessionResult
 from skillbench.broker import Broker
-from skillbench.models import parse_model
+from skillbench.models import ModelRefError, parse_model
 from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
 from skillbench.sandbox.image import image_exists
 from skillbench.transcript import TraceWriter
@@ -127,19 +127,39 @@ class CliAgent:
     label: str  # "Claude Code"
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
+    # where the CLI takes the model it uses besides the run's (empty: it uses none)
+    secondary_vars: tuple[str, ...] = ()
 
-    def __init__(self, *, version: str | None = None, max_retries: int = 4, **_: object):
+    def __init__(
+        self,
+        *,
+        version: str | None = None,
+        max_retries: int = 4,
+        secondary_model: str | None = None,
+        **_: object,
+    ):
         self._version = version or self.default_version
         self.max_retries = max_retries  # the CLI's own retries of a failed model call
         self.upstream = Upstream(*self.upstream_vars)
+        self.secondary = secondary_model or None  # `[agents.<name>] secondary_model`
+        if self.secondary is not None:
+            if not self.secondary_vars:
+                raise AgentError(
+                    f"[agents.{self.name}] secondary_model: {self.label} {self._version} "
+                    "uses no model besides the run's; remove the setting"
+                )
+            try:
+                self.check_model(self.secondary, f"[agents.{self.name}] secondary_model")
+            except ModelRefError as exc:
+                raise AgentError(f"[agents.{self.name}] secondary_model: {exc}") from None
 
     def version(self) -> str:
         return self._version
 
-    def check_model(self, model: str) -> None:
+    def check_model(self, model: str, where: str = "--model") -> None:
         if parse_model(model).provider not in (self.provider, "scripted"):
             raise AgentError(
-                f"--agent {self.name} speaks {self.api}: use --model "
+                f"--agent {self.name} speaks {self.api}: use {where} "
                 f"{self.provider}/<model>, not {model}"
             )
 
@@ -168,6 +188,7 @@ class CliAgent:
             api_key=key,
             model=request.model,
             wire=self.wire,
+            secondary=self.secondary,
             exchanges=request.exchanges,
             prices=request.prices,
             budget=request.budget,
@@ -275,6 +296,8 @@ class BrokeredSession:
 
     def infrastructure(self, exit_code: int | None, stderr: str) -> str:
         """Why a CLI that ended without a result failed."""
+        if self.broker.fault:
+            return self.broker.fault
         if self.broker.failures:
             return "the model could not be reached"
         return f"the CLI exited {exit_code}: {stderr.strip()[-300:]}"

@@ -72,6 +72,8 @@ class CodexAgent(CliAgent):
     label, size = "Codex", "170 MB"
     upstream_vars = ("OPENAI_BASE_URL", DEFAULT_UPSTREAM, "OPENAI_API_KEY")
     cap_at_broker = True
+    # (no secondary_vars: `codex exec` 0.169.0 calls the run's model for everything;
+    # its review_model is for /review alone)
 
     def package(self) -> tuple[str, str]:
         return f"{PACKAGE}@{self._version}-linux-x64", MEMBER

@@ -33,6 +33,7 @@ from skillbench.engine.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
 from skillbench.evals.model import Session
 from skillbench.judge import family_warning
+from skillbench.models import endpoint
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import local_receipts
@@ -101,6 +102,7 @@ def estimate(opts: EvalOptions) -> Estimate:
                             agent=agent.name,
                             agent_version=agent.version(),
                             model=settings.model,
+                            endpoint=endpoint(settings.model).url,
                             sandbox=case_spec(box, spec, None),
                             rep=rep,
                         )

@@ -28,7 +28,7 @@ from skillbench.engine.records import (
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
-from skillbench.models import ModelRefError, parse_model
+from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxProvider, SandboxSpec
 from skillbench.sandbox.case_image import CaseImageError, case_image
@@ -222,6 +222,9 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     skill, assets = validated(skill_dir)
     settings = opts.settings
     check_credentials(settings.model, settings.judge_model or settings.model)
+    if settings.sign.key and not Path(settings.sign.key).is_file():
+        # found now, not after the run: the receipt is signed when the run ends
+        raise EvalError(f"[sign] key = {settings.sign.key}: no such key file")
     try:
         agent = make_agent(settings.agent, **settings.agents.get(settings.agent, {}))
         agent.check_model(settings.model)
@@ -262,10 +265,13 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                 ("the judge model", plan.judge_model, settings.judge_model),
                 ("the agent", plan.agent, settings.agent),
                 ("min-net-lift", plan.min_net_lift, settings.min_net_lift),
+                ("the model endpoints", plan.endpoints, endpoints_of(settings)),
                 ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
             )
             if old != new
         ]
+        if {"the model", "the judge model"} & set(changed):  # another model says it already
+            changed = [c for c in changed if c != "the model endpoints"]
         if changed:
             raise EvalError(
                 f"--resume {run_dir}: refused, {' and '.join(changed)} changed since "
@@ -308,6 +314,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         engine_version=__version__,
         agent=settings.agent,
         agent_version=agent.version(),
+        endpoints=endpoints_of(settings),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         case_filter=opts.case,
     )
@@ -319,6 +326,12 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
             " choose another --out"
         ) from None
     return plan, run_dir, skill, sessions
+
+
+def endpoints_of(settings: Settings) -> dict[str, Endpoint]:
+    """Where the agent and the judge models are reached from this environment."""
+    judge = settings.judge_model or settings.model
+    return {"agent": endpoint(settings.model), "judge": endpoint(judge)}
 
 
 def run_folder(skill_dir: Path, out: str | None, run_id: str) -> Path:

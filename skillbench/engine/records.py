@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from skillbench.checks import CheckResult
+from skillbench.models import Endpoint
 from skillbench.models.base import Usage
 from skillbench.verdict import MIN_NET_LIFT, UNSCORED
 
@@ -54,6 +55,8 @@ class Plan(msgspec.Struct, kw_only=True):
     agent: str = "builtin"  # what runs in the arms (agents/)
     agent_version: str = ""
     min_net_lift: float = MIN_NET_LIFT  # the verdict's practical floor (design §16)
+    # where the agent and judge models are reached (design §14); --resume refuses a change
+    endpoints: dict[str, Endpoint] = {}
 
 
 def session_key(session: str, arm: str, rep: int) -> str:

@@ -3,10 +3,11 @@ so a finished one is kept and reused by later runs of any version of the skill.
 
 An entry is keyed by a digest of everything the session does depend on: the case as loaded
 (task, checks, files, setup, limits, and the fixture's bytes, not its path), which arm it was
-(the baseline, the A/A twin, or the incumbent's digest), the agent and its version, the model,
-the sandbox image and limits, the repetition, and skillbench's own version. Any change to any
-of them is another key, so an entry never crosses an input change. Entries live under
-$SKILLBENCH_HOME/sessions/; only scored sessions (pass or fail) are kept.
+(the baseline, the A/A twin, or the incumbent's digest), the agent and its version, the model
+and the endpoint it is reached at (a run against a stub server never seeds a real run's
+cache), the sandbox image and limits, the repetition, and skillbench's own version. Any
+change to any of them is another key, so an entry never crosses an input change. Entries live
+under $SKILLBENCH_HOME/sessions/; only scored sessions (pass or fail) are kept.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class SessionInputs(msgspec.Struct, frozen=True, kw_only=True):
     agent: str
     agent_version: str
     model: str
+    endpoint: str  # where the model is reached: scheme and host (models.origin)
     sandbox: SandboxSpec
     rep: int
     engine_version: str = __version__
@@ -49,6 +51,7 @@ def session_inputs(
     agent: str,
     agent_version: str,
     model: str,
+    endpoint: str,
     sandbox: SandboxSpec,
     rep: int,
 ) -> SessionInputs:
@@ -63,6 +66,7 @@ def session_inputs(
         agent=agent,
         agent_version=agent_version,
         model=model,
+        endpoint=endpoint,
         sandbox=sandbox,
         rep=rep,
     )

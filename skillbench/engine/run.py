@@ -59,7 +59,7 @@ from skillbench.judge import judge
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
-from skillbench.receipts import Provenance, Receipt, write_receipt
+from skillbench.receipts import Provenance, Receipt, bundle_digest, write_receipt
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import (
     Sandbox,
@@ -75,6 +75,7 @@ from skillbench.sandbox.stage import (
     stage_arm,
 )
 from skillbench.scrub import scrub_obj
+from skillbench.signing import SigningError
 from skillbench.skills import Skill, read_skill
 from skillbench.transcript import TraceWriter, read_trace
 from skillbench.triggers import TriggerReport, targets_at
@@ -191,6 +192,7 @@ class _Run:
                 sandbox=self.spec_for(name),
                 agent_version=self.plan.agent_version,
                 model=self.plan.model,
+                endpoint=self.plan.endpoints["agent"].url,
                 rep=rep,
             )
         )
@@ -437,7 +439,9 @@ class _Run:
                 async with gate:
                     if name in self.skipped:
                         return
-                    if self.opts.max_cost is not None and self.spend >= self.opts.max_cost:
+                    if self.opts.max_cost is not None and (
+                        self.spend >= self.opts.max_cost or self.stopped
+                    ):
                         self.stopped = f"spend reached the --max-cost cap ${self.opts.max_cost:.2f}"
                         return
                     self.progress.started(session_key(name, arm, rep))
@@ -446,6 +450,8 @@ class _Run:
                 self.journal.append(record)
                 if record.reused_from is None:  # a reused session cost this run nothing
                     self.spend += record.cost_usd or 0.0
+                if record.stop_reason == "budget":  # its broker could not cover another call
+                    self.stopped = f"spend reached the --max-cost cap ${self.opts.max_cost:.2f}"
                 if record.outcome == "skipped":
                     self.skipped[name] = record.error or "setup failed"
                 self.progress.finished(record, self.spend)
@@ -545,12 +551,21 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
     # checks saw the raw transcript; their details are printed and written, so scrub them
     summary = msgspec.convert(scrub_obj(msgspec.to_builtins(summary)), Summary)
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
-    write_receipt(receipt_of(plan, summary), run_dir)
+    key = opts.settings.sign.key
+    try:
+        write_receipt(
+            receipt_of(plan, summary, bundle_digest(run_dir)),
+            run_dir,
+            sign_key=Path(key) if key else None,
+        )
+    except SigningError as exc:
+        raise EvalError(f"[sign] key: {exc}") from None
     return EvalResult(str(run_dir), summary)
 
 
-def receipt_of(plan: Plan, summary: Summary) -> Receipt:
-    """The receipt of a finished run: the summary's results plus where they came from."""
+def receipt_of(plan: Plan, summary: Summary, bundle: str) -> Receipt:
+    """The receipt of a finished run: the summary's results plus where they came from, and
+    the digest of the run folder's evidence."""
     arms: dict[str, list[str]] = {BASELINE: [], CANDIDATE: [f"{plan.skill}@{plan.version}"]}
     if plan.incumbent is not None:
         arms[INCUMBENT] = [f"{plan.skill}@{plan.incumbent.digest} ({plan.incumbent.version})"]
@@ -576,7 +591,6 @@ def receipt_of(plan: Plan, summary: Summary) -> Receipt:
         spend_usd=summary.spend_usd,
         reused=msgspec.to_builtins(summary.reused),
         noise_floor=msgspec.to_builtins(summary.noise_floor),
-        min_net_lift=summary.min_net_lift,
         provenance=Provenance(
             engine_version=plan.engine_version,
             models={"agent": plan.model, "judge": plan.judge_model},
@@ -584,5 +598,10 @@ def receipt_of(plan: Plan, summary: Summary) -> Receipt:
             seed=plan.seed,
             arms=arms,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            opponents=plan.opponents,
+            units=plan.units,
+            endpoints=plan.endpoints,
+            min_net_lift=plan.min_net_lift,
         ),
+        bundle=bundle,
     )

@@ -23,6 +23,7 @@ from skillbench.engine.records import (
     session_key,
 )
 from skillbench.engine.stats import (
+    Interval,
     Stats,
     cluster_ci,
     needed,
@@ -30,11 +31,12 @@ from skillbench.engine.stats import (
     pass_pow_k,
     sign_test,
 )
-from skillbench.models import parse_model
+from skillbench.models import Endpoint, parse_model
 from skillbench.verdict import (
     MIN_NET_LIFT,
     NONE,
     UNSCORED,
+    RowLike,
     Votes,
     tally,
     unit_votes,
@@ -151,10 +153,10 @@ def row_by_checks(
 
 
 def compare(
-    rows: Iterable[RowRecord], opponent: str, min_net_lift: float = MIN_NET_LIFT
+    rows: Iterable[RowLike], opponent: str, min_net_lift: float = MIN_NET_LIFT
 ) -> Comparison:
     """The scored rows against `opponent`, their units, and the verdict those units give."""
-    mine = [r for r in rows if r.opponent == opponent and r.scored]
+    mine = [r for r in rows if r.opponent == opponent and r.decided_by not in UNSCORED]
     counts = Counter(r.outcome for r in mine)
     votes = tally(mine, opponent)
     return Comparison(
@@ -455,6 +457,7 @@ class Summary(msgspec.Struct, kw_only=True):
     agent_version: str
     models: dict[str, str]  # agent, judge
     driver: str  # model | scripted
+    endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
     k: int
     seed: int
     stats: dict[str, Stats] = {}  # per opponent: power and intervals (design §11)
@@ -485,10 +488,6 @@ def summarize(
 ) -> Summary:
     """The summary of a run from its records."""
     skipped_names = {s.case for s in skipped}
-    scored = [r for r in rows if r.scored]
-    comparisons = {opp: compare(rows, opp, plan.min_net_lift) for opp in plan.opponents}
-    baseline = comparisons[plan.opponents[0]]
-    expected = len(plan.units) * plan.k * len(plan.opponents)
     # Complete: every row that could be measured was (a case the image cannot run is not the
     # run's failing; a failed setup, an error, a judge failure or a cost stop is).
     measurable = {s.case for s in skipped if s.environment}
@@ -500,24 +499,33 @@ def summarize(
     def order(r: RowRecord) -> tuple[int, int, int]:
         return names.index(r.case), r.rep, plan.opponents.index(r.opponent)
 
+    shown = [
+        RowSummary(r.case, r.rep, r.opponent, r.outcome, r.decided_by, r.arms, r.reason)
+        for r in sorted(rows, key=order)
+    ]
+    found = derive(
+        shown,
+        opponents=plan.opponents,
+        units=plan.units,
+        k=plan.k,
+        seed=plan.seed,
+        min_net_lift=plan.min_net_lift,
+    )
     return Summary(
         skill=plan.skill,
         version=plan.version,
         run_id=plan.run_id,
-        verdict=baseline.verdict,
+        verdict=found.verdict,
         why=why([r for r in rows if r.opponent == plan.opponents[0]])
-        if baseline.verdict != NONE
+        if found.verdict != NONE
         else nothing_scored(rows, stopped),
-        expected_rows=expected,
-        scored_rows=len(scored),
-        partial=len(scored) < expected,
-        complete=stopped is None and len(scored) == wanted,
+        expected_rows=found.expected_rows,
+        scored_rows=found.scored_rows,
+        partial=found.scored_rows < found.expected_rows,
+        complete=stopped is None and found.scored_rows == wanted,
         stopped=stopped,
-        comparisons=comparisons,
-        rows=[
-            RowSummary(r.case, r.rep, r.opponent, r.outcome, r.decided_by, r.arms, r.reason)
-            for r in sorted(rows, key=order)
-        ],
+        comparisons=found.comparisons,
+        rows=shown,
         skipped=skipped,
         efficiency=efficiency(plan, sessions),
         arm_scores=arm_scores(plan, sessions, skipped_names),
@@ -527,10 +535,11 @@ def summarize(
         reused=reuse_of(sessions),
         models={"agent": plan.model, "judge": plan.judge_model},
         driver="scripted" if scripted else "model",
+        endpoints=plan.endpoints,
         k=plan.k,
         seed=plan.seed,
         stats={
-            opp: stats_of(plan, sessions, scored, opp, comparisons[opp], skipped_names)
+            opp: stats_of(plan, sessions, found.power[opp], opp, skipped_names)
             for opp in plan.opponents
         },
         diagnostics=diagnostics(plan, sessions, skipped_names, rows),
@@ -539,19 +548,81 @@ def summarize(
     )
 
 
+class Power(msgspec.Struct, frozen=True, kw_only=True):
+    """The part of an opponent's Stats that its rows alone decide."""
+
+    decided: int  # units won + units lost
+    needed: int | None
+    underpowered: bool
+    sign_p: float
+    net_lift_ci: Interval | None  # a cluster bootstrap over the unit votes
+
+
+class Derived(msgspec.Struct, frozen=True, kw_only=True):
+    """What a run's rows establish: the verdict, the counts and the power of the test."""
+
+    verdict: str  # against the first opponent (the baseline); NONE when nothing was scored
+    verdicts: dict[str, str]  # per opponent
+    expected_rows: int
+    scored_rows: int
+    comparisons: dict[str, Comparison]
+    power: dict[str, Power]
+
+
+def derive(
+    rows: Sequence[RowSummary],
+    *,
+    opponents: Sequence[str],
+    units: Sequence[Unit],
+    k: int,
+    seed: int,
+    min_net_lift: float = MIN_NET_LIFT,
+) -> Derived:
+    """The verdict, counts and power of a run from its rows and what it planned (opponents,
+    units, k, seed, the practical floor), nothing else: summarize() takes them from here,
+    and the gate re-derives a receipt's with this same function (design §14), so the two can
+    never disagree on the rule. The rows are taken in plan order, whatever order they come
+    in; the verdict counts independent units (design §16, skillbench.verdict)."""
+    index = {u.name: i for i, u in enumerate(units)}
+    rank = {o: i for i, o in enumerate(opponents)}
+    ordered = sorted(
+        rows, key=lambda r: (index.get(r.case, len(index)), r.rep, rank.get(r.opponent, len(rank)))
+    )
+    scored = [r for r in ordered if r.decided_by not in UNSCORED]
+    comparisons, power, verdicts = {}, {}, {}
+    score = {"win": 1, "loss": -1, "tie": 0}
+    for opp in opponents:
+        c = comparisons[opp] = compare(scored, opp, min_net_lift)
+        verdicts[opp] = c.verdict
+        votes = c.units
+        need = needed(votes.win, votes.loss)
+        power[opp] = Power(
+            decided=votes.decided,
+            needed=need,
+            underpowered=need is None or votes.decided < need,
+            sign_p=c.sign_p,
+            net_lift_ci=cluster_ci([(score[v], 1) for v in unit_votes(scored, opp).values()], seed),
+        )
+    return Derived(
+        verdict=verdicts[opponents[0]],
+        verdicts=verdicts,
+        expected_rows=len(units) * k * len(opponents),
+        scored_rows=len(scored),
+        comparisons=comparisons,
+        power=power,
+    )
+
+
 def stats_of(
     plan: Plan,
     sessions: dict[str, SessionRecord],
-    rows: list[RowRecord],
+    power: Power,
     opponent: str,
-    c: Comparison,
     skipped: set[str],
 ) -> Stats:
-    """Power and intervals for the candidate against one opponent, in independent units:
-    the net lift's interval resamples unit votes, the pass rates resample whole stimuli
-    (a suite's sub-cases and every repetition of a case move together)."""
-    votes = c.units
-    need = needed(votes.win, votes.loss)
+    """Power (from the rows, by derive()) and pass rates (from the sessions) for the
+    candidate against one opponent; the pass rates' intervals resample whole stimuli (a
+    suite's sub-cases and every repetition of a case move together)."""
     arms = (CANDIDATE, opponent)
     units = [u for u in plan.units if u.session not in skipped]
     passed = {
@@ -580,15 +651,8 @@ def stats_of(
         }
         at_k = {arm: pass_at_k(counts[arm], plan.k) for arm in arms}
         pow_k = {arm: pass_pow_k(counts[arm], plan.k) for arm in arms}
-    score = {"win": 1, "loss": -1, "tie": 0}
     return Stats(
-        decided=votes.decided,
-        needed=need,
-        underpowered=need is None or votes.decided < need,
-        sign_p=c.sign_p,
-        net_lift_ci=cluster_ci(
-            [(score[v], 1) for v in unit_votes(rows, opponent).values()], plan.seed
-        ),
+        **msgspec.structs.asdict(power),
         pass_rate={arm: cluster_ci(by_stimulus(arm), plan.seed) for arm in arms},
         pass_at_k=at_k,
         pass_pow_k=pow_k,

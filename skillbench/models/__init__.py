@@ -5,7 +5,9 @@ and one entry in PROVIDERS."""
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -19,10 +21,13 @@ class ModelRefError(ValueError):
 
 
 class Provider(msgspec.Struct, frozen=True):
-    """How to build a provider's models, and the variable that holds its key (if any)."""
+    """How to build a provider's models, the variable that holds its key (if any), and where
+    its SDK sends requests: the base URL variable the SDK honours, else the provider's own."""
 
     make: Callable[..., Model]
     key_var: str | None
+    base_var: str | None = None
+    own_base: str | None = None
 
 
 def _anthropic(ref: str, **options: float) -> Model:
@@ -44,8 +49,10 @@ def _scripted(ref: str, **_: float) -> Model:
 
 
 PROVIDERS: dict[str, Provider] = {
-    "anthropic": Provider(_anthropic, "ANTHROPIC_API_KEY"),
-    "openai": Provider(_openai, "OPENAI_API_KEY"),
+    "anthropic": Provider(
+        _anthropic, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"
+    ),
+    "openai": Provider(_openai, "OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
     "scripted": Provider(_scripted, None),  # a fixed script, offline: not a model
 }
 
@@ -93,3 +100,55 @@ def resolve_model(ref: str | ModelRef, *, max_retries: int = 4, timeout: float =
     """Build the Model for a reference such as `anthropic/claude-sonnet-4-6`."""
     parsed = ref if isinstance(ref, ModelRef) else parse_model(ref)
     return PROVIDERS[parsed.provider].make(str(parsed), max_retries=max_retries, timeout=timeout)
+
+
+SCRIPTED_ENDPOINT = "scripted"  # a fixed script played in-process or by a local fake server
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class Endpoint(msgspec.Struct, frozen=True):
+    """Where a model was reached (design §14): scheme and host of the base URL, never its
+    credentials or path; and whether that is the provider's own API."""
+
+    url: str  # https://api.anthropic.com, http://127.0.0.1:8080, or "scripted"
+    provider: bool
+
+
+def origin(url: str) -> str:
+    """`scheme://host[:port]` of a URL: no userinfo, path, query or fragment (a gateway's
+    path or a `user:key@` can hold a secret), the scheme and host lowercased, a default port
+    dropped. "unknown" when the URL names no host."""
+    parts = urlsplit(url.strip())
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number
+        return "unknown"
+    if not parts.scheme or not host:
+        return "unknown"
+    scheme = parts.scheme.lower()
+    shown = f"[{host}]" if ":" in host else host
+    kept = f":{port}" if port is not None and port != _DEFAULT_PORTS.get(scheme) else ""
+    return f"{scheme}://{shown}{kept}"
+
+
+# the providers' own APIs, as origin() writes them
+PROVIDER_ENDPOINTS = tuple(origin(p.own_base) for p in PROVIDERS.values() if p.own_base)
+
+
+def base_url(ref: ModelRef) -> str | None:
+    """The base URL a provider's SDK (and a CLI agent's broker) sends requests to: the
+    provider's base URL variable when set, else its own API; None for a scripted model."""
+    provider = PROVIDERS[ref.provider]
+    if provider.own_base is None:
+        return None
+    return (os.environ.get(provider.base_var) if provider.base_var else None) or provider.own_base
+
+
+def endpoint(ref: str | ModelRef) -> Endpoint:
+    """The endpoint a model reference reaches from this environment."""
+    parsed = ref if isinstance(ref, ModelRef) else parse_model(ref)
+    base = base_url(parsed)
+    if base is None:
+        return Endpoint(SCRIPTED_ENDPOINT, provider=False)
+    url = origin(base)
+    return Endpoint(url, provider=url == origin(PROVIDERS[parsed.provider].own_base or ""))

@@ -67,3 +67,20 @@ def cost_usd(ref: str, usage: Usage, extra: Mapping[str, Price] | None = None) -
         + usage.cache_write_tokens * cache_write
     )
     return total / 1_000_000
+
+
+def worst_case_usd(
+    ref: str, input_tokens: int, output_tokens: int, extra: Mapping[str, Price] | None = None
+) -> float | None:
+    """The most a call could cost on model `ref`: every input token at the dearest input
+    rate (a cache write costs more than plain input) and every output token it may produce;
+    None when the model has no known price."""
+    price = price_for(ref, extra)
+    if price is None:
+        return None
+    dearest = max(
+        price.input,
+        price.input * 1.25 if price.cache_write is None else price.cache_write,
+        price.input / 10 if price.cache_read is None else price.cache_read,
+    )
+    return (input_tokens * dearest + output_tokens * price.output) / 1_000_000

@@ -1,0 +1,140 @@
+"""The model broker's limits on one request (design §14): a body cap enforced while reading
+(Content-Length or chunked), the few fields of the body the broker reads, and the session's
+budget as a ledger of what is spent plus what calls in flight may still spend.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from email.message import Message
+from io import BufferedIOBase
+
+import msgspec
+
+BODY_CAP = 32 << 20  # bytes: far above any real prompt (a 200k-token context is ~1 MB)
+_LENGTH = re.compile(rb"[0-9]{1,12}")
+_CHUNK = re.compile(rb"([0-9A-Fa-f]{1,8})(;[^\r\n]*)?\r?\n")
+
+
+class Refused(Exception):
+    """A request the broker answers itself, never forwarding it: status, error kind, why."""
+
+    def __init__(self, status: int, kind: str, message: str):
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+
+def _bad(message: str) -> Refused:
+    return Refused(400, "invalid_request_error", f"skillbench broker: {message}")
+
+
+def read_body(rfile: BufferedIOBase, headers: Message, cap: int = BODY_CAP) -> bytes:
+    """The request body, refused (413) as soon as it is known to pass `cap`: from the
+    Content-Length before reading any of it, or while reading a chunked body."""
+    lengths = headers.get_all("Content-Length") or []
+    codings = headers.get_all("Transfer-Encoding") or []
+    if codings:
+        if lengths:  # two framings: the classic request-smuggling ambiguity
+            raise _bad("a request with both Content-Length and Transfer-Encoding")
+        if [c.strip().lower() for c in ",".join(codings).split(",")] != ["chunked"]:
+            raise _bad(f"unsupported Transfer-Encoding {', '.join(codings)!r}")
+        return _chunked(rfile, cap)
+    if not lengths:
+        raise Refused(411, "invalid_request_error", "skillbench broker: a body needs a length")
+    if len(set(lengths)) != 1 or not _LENGTH.fullmatch(lengths[0].strip().encode()):
+        raise _bad(f"a malformed Content-Length {', '.join(lengths)!r}")
+    size = int(lengths[0])
+    if size > cap:
+        raise _too_big(cap)
+    body = rfile.read(size)
+    if len(body) != size:
+        raise _bad("the body ended before its Content-Length")
+    return body
+
+
+def _too_big(cap: int) -> Refused:
+    return Refused(
+        413, "request_too_large", f"skillbench broker: the body is over the {cap >> 20} MiB cap"
+    )
+
+
+def _chunked(rfile: BufferedIOBase, cap: int) -> bytes:
+    parts, total = [], 0
+    while True:
+        line = rfile.readline(1024)
+        match = _CHUNK.fullmatch(line)
+        if match is None:
+            raise _bad("a malformed chunk size")
+        size = int(match.group(1), 16)
+        if size == 0:
+            break
+        total += size
+        if total > cap:
+            raise _too_big(cap)
+        data = rfile.read(size)
+        if len(data) != size or rfile.readline(3) not in (b"\r\n", b"\n"):
+            raise _bad("a chunk ended early")
+        parts.append(data)
+    for _ in range(64):  # trailers, up to the blank line
+        if rfile.readline(8192) in (b"\r\n", b"\n", b""):
+            return b"".join(parts)
+    raise _bad("too many trailer lines")
+
+
+class Head(msgspec.Struct, frozen=True):
+    """What the broker reads of a request body: the model, and the output cap under each
+    wire's name for it (Messages, Responses, Chat Completions)."""
+
+    model: str
+    max_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_completion_tokens: int | None = None
+
+    @property
+    def max_output(self) -> int | None:
+        for value in (self.max_tokens, self.max_output_tokens, self.max_completion_tokens):
+            if value is not None:
+                return value
+        return None
+
+
+def read_head(body: bytes) -> Head:
+    """The body's head; Refused (400) for a body that is not a JSON object naming a model
+    (however it is malformed: too deep is one of the ways)."""
+    try:
+        head = msgspec.json.decode(body, type=Head)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise _bad(f"the body is not a model request: {str(exc)[:200]}") from None
+    if head.max_output is not None and head.max_output < 0:
+        raise _bad("a negative output cap")
+    return head
+
+
+class Ledger:
+    """A session's budget in USD: a call reserves its worst case before it is forwarded and
+    settles to its actual cost after, so calls in flight together can never spend past it."""
+
+    def __init__(self, budget: float | None):
+        self.budget = budget
+        self.spent = 0.0
+        self.reserved = 0.0
+        self._lock = threading.Lock()
+
+    def reserve(self, amount: float | None) -> bool:
+        """Hold `amount` for one call; False when what is left cannot cover it. An unknown
+        amount (no price for the model) cannot be held: it passes, counted at settle."""
+        if self.budget is None or amount is None:
+            return True
+        with self._lock:
+            if self.spent + self.reserved + amount > self.budget:
+                return False
+            self.reserved += amount
+            return True
+
+    def settle(self, reserved: float | None, actual: float | None) -> None:
+        """The call is over: release its reservation, count what it cost."""
+        with self._lock:
+            if self.budget is not None and reserved is not None:
+                self.reserved = max(0.0, self.reserved - reserved)
+            self.spent += actual or 0.0
