@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the bundled example skills: validate the library, run the paired-arm eval
-# of every skill, and measure triggers across the library both ways (the catalog call, and the
-# real agent CLI routing each prompt itself: Claude Code, or Codex for an OpenAI model). With
-# ANTHROPIC_API_KEY or OPENAI_API_KEY set it uses that provider; without, the scripted demo
-# driver (offline).
+# of every skill (and of diff-review once more beside the rest of the library), and measure
+# triggers across the library both ways (the catalog call, and the real agent CLI routing
+# each prompt itself: Claude Code, or Codex for an OpenAI model). With ANTHROPIC_API_KEY or
+# OPENAI_API_KEY set it uses that provider; without, the scripted demo driver (offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SB=.venv/bin/skillbench
@@ -36,6 +36,14 @@ for dir in skills/*/; do
   # any other; 2 (or a signal's code) means the run itself failed
   case "$status" in 0 | 1 | 3) ;; *) exit "$status" ;; esac
 done
+# the library arm: diff-review again, every arm beside the library's other three skills (the
+# baseline has them too): does it still help, and still fire, when they compete?
+echo
+echo "== skillbench eval skills/diff-review --with-library skills/"
+status=0
+"$SB" eval skills/diff-review --with-library skills/ --model "$model" \
+  --out "$out/diff-review-library" --no-gen --execution-only || status=$?
+case "$status" in 0 | 1 | 3) ;; *) exit "$status" ;; esac
 case "$model" in openai/*) agent=codex ;; *) agent=claude-code ;; esac
 echo
 echo "== skillbench triggers skills/ --method both --agent $agent"

@@ -182,6 +182,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         trigger_method=args.trigger_method,
         fresh_baseline=args.fresh_baseline,
         aa=args.aa,
+        library=args.with_library,
     )
     if args.oracle:  # the checks against the reference solutions: no model, no generation
         return _eval_oracle(opts)
@@ -727,6 +728,8 @@ def _resume_settings(args: argparse.Namespace) -> None:
     for name in ("model", "judge_model", "k", "team", "agent", "min_net_lift"):
         if getattr(args, name) is None and plan.get(name) is not None:
             setattr(args, name, plan[name])
+    if args.with_library is None and isinstance(plan.get("library"), dict):
+        args.with_library = plan["library"].get("path")
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -858,6 +861,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run a second baseline arm and report how often the two differ: "
         "the noise floor a real lift must clear",
+    )
+    p.add_argument(
+        "--with-library",
+        dest="with_library",
+        metavar="DIR",
+        help="the library arm: every arm also stages the other skills of the library root DIR "
+        "(the baseline: the library minus this skill), so the verdict and activation say "
+        "whether the skill still helps, and still fires, beside its siblings",
     )
     p.add_argument(
         "--plan",

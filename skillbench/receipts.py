@@ -85,6 +85,9 @@ class Receipt(msgspec.Struct, kw_only=True):
     spend_usd: float = 0.0  # every call of the run: sessions, judge, triggers, generation
     reused: dict[str, Any] | None = None  # baseline/incumbent sessions taken from earlier runs
     noise_floor: dict[str, Any] | None = None  # eval --aa: flips between two baseline arms
+    activation: dict[str, Any] | None = None  # did the skill load in its candidate sessions
+    ambient: dict[str, Any] | None = None  # the skills the agent CLI brought on its own, per arm
+    library: dict[str, Any] | None = None  # eval --with-library: the siblings every arm staged
     provenance: Provenance
     bundle: str = ""  # sha256: of the run folder's evidence (bundle_digest)
     signature: str | None = None  # ssh-keygen -Y sign over canonical(); see the module doc

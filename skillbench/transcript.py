@@ -11,6 +11,7 @@ trace_end {stop_reason, turns, duration_ms, usage, cost_usd}.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -98,6 +99,22 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+def loaded_skills(
+    events: list[dict[str, Any]], names: Callable[[dict[str, Any]], Iterable[str]]
+) -> set[str]:
+    """The skills loaded in a transcript: those `names` reads from a tool call, unless the
+    call's result was an error (a skill that is not there, a SKILL.md that cannot be read:
+    asked for, never loaded)."""
+    failed = {e.get("id") for e in events if e.get("type") == "tool_result" and e.get("is_error")}
+    return {
+        name
+        for e in events
+        if e.get("type") == "tool_call" and e.get("id") not in failed
+        for name in names(e)
+        if name
+    }
 
 
 def read_trace(path: Path) -> Transcript:

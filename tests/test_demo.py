@@ -74,7 +74,10 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         line.removeprefix("== skillbench eval skills/")
         for line in out
         if line.startswith("== skillbench eval ")
-    ] == skills  # every bundled skill
+    ] == [
+        *skills,
+        "diff-review --with-library skills/",
+    ]  # every bundled skill, then the library arm
     # two skills have enough units for a verdict, the other two do not (design §16)
     verdicts = [line for line in out if line.startswith("verdict: ")]
     assert verdicts == [
@@ -82,6 +85,7 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         "verdict: PASS",
         "verdict: INCONCLUSIVE (1 decided unit, at least 5 needed)",
         "verdict: INCONCLUSIVE (2 decided units, at least 5 needed)",
+        "verdict: PASS [partial — 11/12 scored]",  # diff-review beside its siblings
     ]
     assert (
         "candidate-vs-baseline: 7W/0L/4T rows · 5 of 5 units decided (5W/0L) · net lift +100% · "
@@ -114,6 +118,17 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     assert summary["comparisons"]["baseline"]["units"] == {"win": 5, "loss": 0, "tie": 0}
     # the suite's trap is marked, and the baseline fell for it: no SUITE-DISTRACTOR advice
     assert not any(d["kind"] == "suite-distractor" for d in summary["diagnostics"])
+    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (2, 2)
+    # the library arm: diff-review beside its three siblings, and it still fires
+    library = json.loads((tmp_path / "demo/diff-review-library/summary.json").read_text())
+    siblings = [s for s in skills if s != "diff-review"]
+    assert [s["name"] for s in library["library"]["skills"]] == siblings
+    assert (library["activation"]["fired"], library["activation"]["sessions"]) == (2, 2)
+    assert library["complete"] and library["verdict"] == summary["verdict"]
+    assert (
+        "library arm: every arm stages 3 other skills of skills/ (eval-suite-author, "
+        "eval-suite-converter, skill-eval-author); the candidate adds diff-review"
+    ) in out
     # the README's sample outputs are this run's, line for line (wall times vary)
     readme = (ROOT / "README.md").read_text()
     sample = readme.split("a real model's run has the same shape):\n\n", 1)[1].split("\n\n")[0]

@@ -131,6 +131,7 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         ("non-discriminating", "polish", "transcript_mentions: greeting"),
         ("non-discriminating", "style", "transcript_mentions: greeting"),
         ("judge-position", "", None),
+        ("never-fired", "", None),  # the scripted candidate never loads the skill
     }
     # the marked-preferring judge named the candidate wherever it stood (one A, one B); the
     # always-A judge named the first attempt twice: 3 of 4 answers went to the first position
@@ -161,22 +162,25 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     assert (
         summary["why"] == "wins on execution checks and the judge's rubric; 1 tie (1 judge-split)"
     )
-    assert lines[:5] == [
+    assert lines[:7] == [
         "verdict: INCONCLUSIVE [partial — 3/4 scored] (2 decided units, at least 5 needed)",
         "why: wins on execution checks and the judge's rubric; 1 tie (1 judge-split)",
         "skipped (environment): needs-codex — missing codex",
         "candidate-vs-baseline: 2W/0L/1T rows · 2 of 3 units decided (2W/0L) · net lift +67% · "
         "sign test p=0.250",
+        "activation: fired in 0 of 3 candidate sessions · net lift n/a where it fired (0 units) "
+        "vs +67% overall",
+        "ambient skills: none in any arm (the builtin loop lists only the staged skills)",
         "arm scores: baseline 0.67 · candidate 1.00",
     ]
-    assert lines[5] == "case-runs passed: baseline 2/3 · candidate 3/3"
-    assert lines[6:8] == [
+    assert lines[7] == "case-runs passed: baseline 2/3 · candidate 3/3"
+    assert lines[8:10] == [
         "triggers (catalog call): recall=1.00 precision=0.50 (tp=1 fn=0 fp=1 tn=0)",
         '  FALSE-FIRE: "rename this variable"',
     ]
-    assert lines[8].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[8]
+    assert lines[10].startswith("efficiency: baseline 1.0 turns · ") and "$" in lines[10]
     # the run total includes the judge's and the trigger calls, beyond the arms' sessions
-    assert lines[8].endswith(f"· run total ${summary['spend_usd']:.2f}")
+    assert lines[10].endswith(f"· run total ${summary['spend_usd']:.2f}")
     receipt_spend = json.loads((tmp_path / "run/receipt.json").read_text())["spend_usd"]
     assert receipt_spend == summary["spend_usd"] > 0
     assert {
@@ -266,9 +270,12 @@ cases:
     ]
     assert len(first_turns) == 2  # one session per arm
     assert lines[0] == "verdict: INCONCLUSIVE (1 decided unit, at least 5 needed)"
-    assert lines[2:5] == [
+    assert lines[2:7] == [
         "candidate-vs-baseline: 3W/0L/3T rows · 1 of 1 unit decided (1W/0L) · net lift +100% · "
         "sign test p=0.500",
+        "activation: fired in 0 of 1 candidate session · net lift n/a where it fired (0 units) "
+        "vs +100% overall",
+        "ambient skills: none in any arm (the builtin loop lists only the staged skills)",
         "arm scores: baseline 0.50 · candidate 1.00",
         "case-runs passed: baseline 3/6 · candidate 6/6",
     ]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from skillbench.cli import main
 from skillbench.engine.records import SessionRecord
-from skillbench.engine.reuse import SessionCache, cache_key, session_inputs
+from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
 from skillbench.evals.model import Case
 from skillbench.sandbox.base import SandboxSpec
 from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
@@ -24,6 +24,7 @@ BASE_ARGS = {
     "arm": "baseline",
     "agent": "builtin",
     "agent_version": "0.1.0",
+    "agent_options": {},
     "model": "anthropic/claude-sonnet-4-6",
     "endpoint": "https://api.anthropic.com",
     "sandbox": SandboxSpec(image="img:1"),
@@ -65,6 +66,8 @@ def test_every_input_is_in_the_key(tmp_path: Path) -> None:
         "arm": key(tmp_path, c, arm="incumbent sha256:abc"),
         "agent": key(tmp_path, c, agent="claude-code"),
         "agent_version": key(tmp_path, c, agent_version="2.1.333"),
+        "agent_options": key(tmp_path, c, agent_options={"ambient_skills": "keep"}),
+        "library": key(tmp_path, c, arm=arm_identity("baseline", None, "sha256:lib")),
         "model": key(tmp_path, c, model="anthropic/claude-opus-4-1"),
         # the same model name behind a stub server (make bench) is another session
         "endpoint": key(tmp_path, c, endpoint="http://127.0.0.1:8080"),

@@ -46,6 +46,7 @@ class AgentSession(Protocol):
     """A session being prepared: `relay` is set before the sandbox is made."""
 
     relay: Relay | None
+    ambient: tuple[str, ...]  # after `run`: the skills the CLI brought on its own
 
     async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
         """Run the task to its end in the staged sandbox, writing the transcript."""
@@ -79,6 +80,10 @@ class Agent(Protocol):
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the agent loaded, by name, in a session's raw transcript events."""
+        ...
+
+    def ambient_policy(self) -> str:
+        """What is done about the skills the agent brings on its own, for the report."""
         ...
 
     async def aclose(self) -> None:

@@ -3,8 +3,10 @@
 The CLI comes from the npm registry (the native binary ships in
 `@anthropic-ai/claude-code-linux-x64`; no node at run time), pinned and cached by version
 under ~/.cache/skillbench/agents/, and baked into an image variant of the sandbox image. It runs
-as the unprivileged `agent` user with a fresh config dir (no ambient skills) holding the
-staged skill as a real Claude Code skill, and reaches its model only through the session's
+as the unprivileged `agent` user with a fresh config dir holding the staged skill as a real
+Claude Code skill and a settings.json that turns off the skills Claude Code ships (the
+ambient skills, which would compete with the staged one; `ambient_skills = "keep"` keeps
+them), and reaches its model only through the session's
 broker (the sandbox holds a placeholder key). Its stream-json events become the one
 transcript schema; its `Bash` calls are `bash` commands for the checks.
 """
@@ -19,9 +21,9 @@ from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
-from skillbench.sandbox.base import HOMES
+from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
-from skillbench.transcript import TraceWriter
+from skillbench.transcript import TraceWriter, loaded_skills
 
 VERSION = "2.1.332"  # pinned: the version the tests ran; `[agents.claude-code] version`
 PACKAGE = "@anthropic-ai/claude-code-linux-x64"
@@ -29,6 +31,28 @@ RELAY_PORT = 8377  # the broker's address inside the sandbox: http://127.0.0.1:8
 CONFIG_DIR = f"{HOMES['agent']}/.claude"
 PLACEHOLDER_KEY = "sk-ant-placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
+# What turns off the skills 2.1.332 ships (found by running it against the fake server and
+# reading its init event): `disableBundledSkills` removes the bundled ones; the builtin plugins
+# its init event lists bring `plugin-authoring`; `doctor` survives the kill switch and goes by
+# name (never when a staged skill has that name: the override would hide it too).
+BUILTIN_PLUGINS = (
+    "cc-plugin-agents-md@builtin",
+    "cc-plugin-privacy@builtin",
+    "cc-plugin-plugin-authoring@builtin",
+)
+SURVIVORS = ("doctor",)
+
+
+def settings(staged: set[str]) -> str:
+    """$CLAUDE_CONFIG_DIR/settings.json: the CLI's own skills off."""
+    return json.dumps(
+        {
+            "disableBundledSkills": True,
+            "enabledPlugins": dict.fromkeys(BUILTIN_PLUGINS, False),
+            "skillOverrides": {name: "off" for name in SURVIVORS if name not in staged},
+        },
+        indent=2,
+    )
 
 
 class ClaudeCodeAgent(CliAgent):
@@ -44,6 +68,7 @@ class ClaudeCodeAgent(CliAgent):
     # exchange logs show. With `[agents.claude-code] secondary_model` set, these point it
     # there, and the broker allows that model too, priced as itself.
     secondary_vars = ("ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL")
+    ambient_off = "settings.json disableBundledSkills, its builtin plugins and `doctor` off"
 
     def package(self) -> tuple[str, str]:
         return f"{PACKAGE}@{self._version}", "package/claude"
@@ -52,18 +77,24 @@ class ClaudeCodeAgent(CliAgent):
         return _Session(self, request, self.broker(request), RELAY_PORT)
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
-        """The skills the agent loaded in a transcript: its `Skill` tool calls."""
-        return {
-            str(e["arguments"].get("skill", "")).rsplit(":", 1)[-1]
-            for e in events
-            if e.get("type") == "tool_call"
-            and e.get("name") == "Skill"
-            and isinstance(e.get("arguments"), dict)
-        }
+        """The skills the agent loaded in a transcript: its `Skill` tool calls (a plugin's
+        skill is `plugin:name`)."""
+
+        def named(e: dict[str, Any]) -> list[str]:
+            if e.get("name") != "Skill" or not isinstance(e.get("arguments"), dict):
+                return []
+            return [str(e["arguments"].get("skill", "")).rsplit(":", 1)[-1]]
+
+        return loaded_skills(events, named)
 
 
 class _Session(BrokeredSession):
     config_dir = CONFIG_DIR
+
+    async def prepare(self, sandbox: Sandbox) -> None:
+        if not self.agent.keep_ambient:
+            staged = {s.name for s in self.request.skills}
+            await sandbox.write_file(f"{CONFIG_DIR}/settings.json", settings(staged))
 
     def argv(self) -> list[str]:
         r = self.request
@@ -91,12 +122,14 @@ class _Session(BrokeredSession):
 
     def replay(self, stdout: str, trace: TraceWriter) -> str | None:
         stop, seen = _replay(stdout, trace)
-        missing = {s.name for s in self.request.skills} - set(seen or [])
+        staged = {s.name for s in self.request.skills}
+        missing = staged - set(seen or [])
         if seen is not None and missing:  # the guard reads what the agent itself reports
             raise ContaminationError(
                 f"Claude Code's init event lists {sorted(seen)}, not the "
                 f"staged skill(s) {sorted(missing)}"
             )
+        self.ambient = tuple(sorted(set(seen or []) - staged))
         return stop
 
 

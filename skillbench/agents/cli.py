@@ -129,6 +129,8 @@ class CliAgent:
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()
+    # the setting that turns off the skills the CLI ships (None: the pinned CLI has none)
+    ambient_off: str | None = None
 
     def __init__(
         self,
@@ -136,6 +138,7 @@ class CliAgent:
         version: str | None = None,
         max_retries: int = 4,
         secondary_model: str | None = None,
+        ambient_skills: str = "off",
         **_: object,
     ):
         self._version = version or self.default_version
@@ -152,6 +155,12 @@ class CliAgent:
                 self.check_model(self.secondary, f"[agents.{self.name}] secondary_model")
             except ModelRefError as exc:
                 raise AgentError(f"[agents.{self.name}] secondary_model: {exc}") from None
+        if ambient_skills not in ("off", "keep"):
+            raise AgentError(
+                f'[agents.{self.name}] ambient_skills must be "off" (the default: the skills '
+                f'the CLI ships are turned off) or "keep", not {ambient_skills!r}'
+            )
+        self.keep_ambient = ambient_skills == "keep"
 
     def version(self) -> str:
         return self._version
@@ -162,6 +171,14 @@ class CliAgent:
                 f"--agent {self.name} speaks {self.api}: use {where} "
                 f"{self.provider}/<model>, not {model}"
             )
+
+    def ambient_policy(self) -> str:
+        who = f"{self.label} {self._version}"
+        if self.keep_ambient:
+            return f'kept: [agents.{self.name}] ambient_skills = "keep"'
+        if self.ambient_off is None:
+            return f"{who} has no setting to turn them off"
+        return f"turned off: {self.ambient_off}"
 
     def image_name(self, base: str) -> str:
         return f"localhost/skillbench-{self.name}:{base.rsplit(':', 1)[-1]}-{self._version}"
@@ -218,6 +235,7 @@ class BrokeredSession:
         self.relay: Relay | None = Relay(relay_port, "127.0.0.1", broker.port)
         self.started = time.monotonic()
         self.workdir = WORKDIR  # the sandbox's, once `run` has it
+        self.ambient: tuple[str, ...] = ()  # what `replay` found the CLI listing on its own
 
     async def prepare(self, sandbox: Sandbox) -> None:
         """Write what the CLI needs in its config dir before it starts."""

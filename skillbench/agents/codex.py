@@ -10,7 +10,9 @@ events become the one transcript schema: a command is a `bash` call, a patch an 
 
 Codex has no turn cap of its own, so the broker enforces it (max_requests), and it has no
 event listing its skills, so the contamination guard reads the skills list in the first
-request Codex sent.
+request Codex sent; the skills it ships (its `.system` ones) are turned off in its config
+unless `ambient_skills = "keep"`, and whatever of them it still lists is the session's
+ambient skills.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
-from skillbench.transcript import TraceWriter
+from skillbench.transcript import TraceWriter, loaded_skills
 
 VERSION = "0.169.0"  # pinned: the version the tests ran; `[agents.codex] version`
 PACKAGE = "@openai/codex"
@@ -41,10 +43,16 @@ _ROOT = re.compile(r"^- `(r\d+)` = `([^`]+)`$", re.M)
 _READS = re.compile(r"skills/([A-Za-z0-9_.-]+)/SKILL\.md")
 
 
-def _config(retries: int, workdir: str) -> str:
-    """CODEX_HOME/config.toml: the broker as the only provider, the unattended note, and
-    nothing that reaches for the network on its own (each such attempt stalls the exit on
-    a DNS timeout in a sandbox without network)."""
+# What turns off the skills Codex ships under $CODEX_HOME/skills/.system (imagegen,
+# openai-docs, skill-creator, skill-installer in 0.169.0; found by running it against the
+# fake server and reading its first request): none of them is then listed in its prompt.
+AMBIENT_OFF = "[skills.bundled]\nenabled = false\n"
+
+
+def _config(retries: int, workdir: str, keep_ambient: bool) -> str:
+    """CODEX_HOME/config.toml: the broker as the only provider, the unattended note, the
+    skills Codex ships off (unless kept), and nothing that reaches for the network on its own
+    (each such attempt stalls the exit on a DNS timeout in a sandbox without network)."""
     return (
         'model_provider = "skillbench"\n'
         f"developer_instructions = {json.dumps(unattended_note(workdir))}\n"
@@ -61,7 +69,7 @@ def _config(retries: int, workdir: str) -> str:
         "supports_websockets = false\n"
         f"request_max_retries = {retries}\n"
         f"stream_max_retries = {retries}\n"
-    )
+    ) + ("" if keep_ambient else AMBIENT_OFF)
 
 
 class CodexAgent(CliAgent):
@@ -74,6 +82,7 @@ class CodexAgent(CliAgent):
     cap_at_broker = True
     # (no secondary_vars: `codex exec` 0.169.0 calls the run's model for everything;
     # its review_model is for /review alone)
+    ambient_off = "config.toml [skills.bundled] enabled = false"
 
     def package(self) -> tuple[str, str]:
         return f"{PACKAGE}@{self._version}-linux-x64", MEMBER
@@ -83,12 +92,13 @@ class CodexAgent(CliAgent):
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the agent loaded: Codex reads a skill's SKILL.md with a command."""
-        commands = [
-            str((e.get("arguments") or {}).get("command", ""))
-            for e in events
-            if e.get("type") == "tool_call" and e.get("name") == "bash"
-        ]
-        return {name for command in commands for name in _READS.findall(command)}
+
+        def named(e: dict[str, Any]) -> list[str]:
+            if e.get("name") != "bash":
+                return []
+            return _READS.findall(str((e.get("arguments") or {}).get("command", "")))
+
+        return loaded_skills(events, named)
 
 
 class _Session(BrokeredSession):
@@ -96,7 +106,8 @@ class _Session(BrokeredSession):
 
     async def prepare(self, sandbox: Sandbox) -> None:
         await sandbox.write_file(
-            f"{CODEX_HOME}/config.toml", _config(self.agent.max_retries, self.workdir)
+            f"{CODEX_HOME}/config.toml",
+            _config(self.agent.max_retries, self.workdir, self.agent.keep_ambient),
         )
 
     def argv(self) -> list[str]:
@@ -112,27 +123,31 @@ class _Session(BrokeredSession):
 
     def replay(self, stdout: str, trace: TraceWriter) -> str | None:
         stop = _replay(stdout, trace)
-        listed = _user_skills(self.broker.first_request)
+        listed = _listed(self.broker.first_request)
         staged = {s.name for s in self.request.skills}
-        if listed is not None and listed != staged:  # what Codex itself was shown
-            raise ContaminationError(
-                f"Codex listed the skills {sorted(listed)}, not the staged {sorted(staged)}"
-            )
+        if listed is not None:
+            user, bundled = listed
+            if user != staged:  # what Codex itself was shown
+                raise ContaminationError(
+                    f"Codex listed the skills {sorted(user)}, not the staged {sorted(staged)}"
+                )
+            self.ambient = tuple(sorted(bundled))
         return stop
 
 
-def _user_skills(request: dict[str, Any] | None) -> set[str] | None:
-    """The skills of Codex's prompt outside its own bundled (`.system`) ones; None when
-    Codex sent no request."""
+def _listed(request: dict[str, Any] | None) -> tuple[set[str], set[str]] | None:
+    """The skills of Codex's prompt: (outside its own bundled `.system` ones, the bundled
+    ones); None when Codex sent no request."""
     if request is None:
         return None
     text = _plain_text(request)
     roots = {key: path for key, path in _ROOT.findall(text)}
-    return {
-        name
-        for name, root in _LISTED.findall(text)
-        if not roots.get(root, "").rstrip("/").endswith("/.system")
-    }
+    user: set[str] = set()
+    bundled: set[str] = set()
+    for name, root in _LISTED.findall(text):
+        own = roots.get(root, "").rstrip("/").endswith("/.system")
+        (bundled if own else user).add(name)
+    return user, bundled
 
 
 def _plain_text(request: dict[str, Any]) -> str:

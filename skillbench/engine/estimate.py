@@ -23,6 +23,7 @@ from skillbench.engine.plan import (
     EvalOptions,
     case_spec,
     find_incumbent,
+    library_of,
     probe_requires,
     sessions_of,
     trigger_method,
@@ -84,6 +85,7 @@ def estimate(opts: EvalOptions) -> Estimate:
     version = digest(skill_dir)
     sessions = sessions_of(assets, opts.case)
     found = find_incumbent(opts, skill, version)
+    library = library_of(opts, skill)
     arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else [])
     box = sandbox_spec(settings, agent.image_name(opts.image))
     skipped, unprobed = _requires(sessions, box)
@@ -98,9 +100,14 @@ def estimate(opts: EvalOptions) -> Estimate:
                         session_inputs(
                             spec,
                             skill_dir,
-                            arm=arm_identity(arm, found.digest if found else None),
+                            arm=arm_identity(
+                                arm,
+                                found.digest if found else None,
+                                library.digest if library else None,
+                            ),
                             agent=agent.name,
                             agent_version=agent.version(),
+                            agent_options=settings.agents.get(agent.name, {}),
                             model=settings.model,
                             endpoint=endpoint(settings.model).url,
                             sandbox=case_spec(box, spec, None),

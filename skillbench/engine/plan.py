@@ -3,6 +3,7 @@ find the incumbent, and make (or reopen, for --resume) the run folder with its p
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import secrets
@@ -22,6 +23,8 @@ from skillbench.engine.records import (
     INCUMBENT,
     SUITE,
     Incumbent,
+    Library,
+    LibrarySkill,
     Plan,
     Unit,
 )
@@ -40,7 +43,9 @@ from skillbench.skills import (
     digest,
     eval_files,
     evals_digest,
+    is_library_root,
     read_skill,
+    root_children,
     skill_files,
 )
 from skillbench.team import TeamError, incumbent
@@ -72,6 +77,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
     case_images: dict[str, str] = {}  # session -> the image it runs in, when it has its own
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
+    library: str | None = None  # --with-library: a library root whose other skills every arm stages
 
 
 def trigger_method(opts: EvalOptions) -> str:
@@ -215,6 +221,39 @@ def find_incumbent(opts: EvalOptions, skill: Skill, version: str) -> Incumbent |
     return Incumbent(found.name, found.digest, found.path) if found else None
 
 
+def library_of(opts: EvalOptions, skill: Skill) -> Library | None:
+    """--with-library: the library's skills other than the one under test (by name: another
+    copy or version of it is left out too), each with its digest; EvalError when the folder
+    is no library root, a child is not a valid skill, or nothing is left beside the skill."""
+    if opts.library is None:
+        return None
+    root = Path(opts.library)
+    if not is_library_root(root):
+        raise EvalError(
+            f"--with-library {root}: not a library root (a folder whose sub-folders each hold "
+            "a SKILL.md); name the folder that holds the skills"
+        )
+    siblings = []
+    for child in root_children(root):
+        try:
+            other = read_skill(child)
+            version = digest(child)
+        except SpecError as exc:
+            raise EvalError(
+                f"--with-library {root}: {child.name} is not a valid skill "
+                f"({exc.problems[0].message}); fix it (skillbench check {child}) or move it out"
+            ) from None
+        if other.name != skill.name:
+            siblings.append(LibrarySkill(other.name, str(child.resolve()), version))
+    if not siblings:
+        raise EvalError(
+            f"--with-library {root}: holds no skill besides {skill.name}; the library arm "
+            "needs other skills for it to compete with"
+        )
+    key = hashlib.sha256(msgspec.json.encode([(s.name, s.digest) for s in siblings]))
+    return Library(str(root.resolve()), tuple(siblings), "sha256:" + key.hexdigest())
+
+
 def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> Prepared:
     """Validate, then make a new run folder with its plan (or reopen one for --resume).
     The agent's image is built here on first use (`log` tells the user)."""
@@ -267,6 +306,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                 ("min-net-lift", plan.min_net_lift, settings.min_net_lift),
                 ("the model endpoints", plan.endpoints, endpoints_of(settings)),
                 ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
+                ("the library (--with-library)", plan.library, library_of(opts, skill)),
             )
             if old != new
         ]
@@ -281,6 +321,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         return plan, run_dir, skill, sessions
     sessions = sessions_of(assets, opts.case)
     found = find_incumbent(opts, skill, version)
+    library = library_of(opts, skill)
     run_id = new_run_id()
     run_dir = run_folder(skill_dir, opts.out, run_id)
     try:
@@ -317,6 +358,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         endpoints=endpoints_of(settings),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         case_filter=opts.case,
+        library=library,
     )
     try:
         (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))

@@ -31,6 +31,23 @@ class Incumbent(msgspec.Struct, frozen=True):
     path: str
 
 
+class LibrarySkill(msgspec.Struct, frozen=True):
+    """A sibling the library arm stages beside the skill under test."""
+
+    name: str
+    path: str
+    digest: str
+
+
+class Library(msgspec.Struct, frozen=True):
+    """eval --with-library: every arm also stages these siblings (the library minus the skill
+    under test), so the candidate competes with them and the baseline has them too."""
+
+    path: str
+    skills: tuple[LibrarySkill, ...]
+    digest: str  # over the siblings' names and digests: what baseline reuse keys on
+
+
 class Plan(msgspec.Struct, kw_only=True):
     """Everything that identifies a run; `--resume` refuses when any of it changed."""
 
@@ -57,6 +74,7 @@ class Plan(msgspec.Struct, kw_only=True):
     min_net_lift: float = MIN_NET_LIFT  # the verdict's practical floor (design §16)
     # where the agent and judge models are reached (design §14); --resume refuses a change
     endpoints: dict[str, Endpoint] = {}
+    library: Library | None = None
 
 
 def session_key(session: str, arm: str, rep: int) -> str:
@@ -82,6 +100,8 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     checks: dict[str, list[CheckResult]] = {}  # unit name -> results
     notes: list[str] = []  # what the kept workspace left out (workspaces/<key>)
     reused_from: str | None = None  # the run whose identical session this is (not rerun)
+    loaded: list[str] = []  # the skills the agent loaded (its own way: a tool, a read)
+    ambient: list[str] = []  # the skills the agent CLI brought on its own (none staged them)
 
 
 class ArmResult(msgspec.Struct, omit_defaults=True):

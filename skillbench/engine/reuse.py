@@ -3,11 +3,12 @@ so a finished one is kept and reused by later runs of any version of the skill.
 
 An entry is keyed by a digest of everything the session does depend on: the case as loaded
 (task, checks, files, setup, limits, and the fixture's bytes, not its path), which arm it was
-(the baseline, the A/A twin, or the incumbent's digest), the agent and its version, the model
-and the endpoint it is reached at (a run against a stub server never seeds a real run's
-cache), the sandbox image and limits, the repetition, and skillbench's own version. Any
-change to any of them is another key, so an entry never crosses an input change. Entries live
-under $SKILLBENCH_HOME/sessions/; only scored sessions (pass or fail) are kept.
+(the baseline, the A/A twin, or the incumbent's digest, and the library siblings staged beside
+it), the agent, its version and its options (ambient skills kept or not), the model and the
+endpoint it is reached at (a run against a stub server never seeds a real run's cache), the
+sandbox image and limits, the repetition, and skillbench's own version. Any change to any of
+them is another key, so an entry never crosses an input change. Entries live under
+$SKILLBENCH_HOME/sessions/; only scored sessions (pass or fail) are kept.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class SessionInputs(msgspec.Struct, frozen=True, kw_only=True):
     arm: str  # "baseline", "aa", or "incumbent <digest>"
     agent: str
     agent_version: str
+    agent_options: dict[str, str]  # [agents.<name>]: ambient_skills, ...
     model: str
     endpoint: str  # where the model is reached: scheme and host (models.origin)
     sandbox: SandboxSpec
@@ -50,6 +52,7 @@ def session_inputs(
     arm: str,
     agent: str,
     agent_version: str,
+    agent_options: dict[str, str],
     model: str,
     endpoint: str,
     sandbox: SandboxSpec,
@@ -65,6 +68,7 @@ def session_inputs(
         arm=arm,
         agent=agent,
         agent_version=agent_version,
+        agent_options=agent_options,
         model=model,
         endpoint=endpoint,
         sandbox=sandbox,
@@ -72,9 +76,11 @@ def session_inputs(
     )
 
 
-def arm_identity(arm: str, incumbent_digest: str | None) -> str:
-    """What an arm is, for the key: the incumbent arm is the bytes it ran."""
-    return f"incumbent {incumbent_digest}" if arm == "incumbent" and incumbent_digest else arm
+def arm_identity(arm: str, incumbent_digest: str | None, library_digest: str | None) -> str:
+    """What an arm is, for the key: the incumbent arm is the bytes it ran; a library arm's
+    baseline also stages the library's siblings."""
+    found = f"incumbent {incumbent_digest}" if arm == "incumbent" and incumbent_digest else arm
+    return f"{found} beside {library_digest}" if library_digest else found
 
 
 def cache_key(inputs: SessionInputs) -> str:

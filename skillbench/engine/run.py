@@ -22,6 +22,7 @@ from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.checks import run_checks
 from skillbench.config import sandbox_spec
+from skillbench.engine.activation import NEVER_LOADED, activation_of, ambient_of, misfire
 from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
 from skillbench.engine.plan import (
     SUITE,
@@ -53,8 +54,15 @@ from skillbench.engine.reuse import (
     session_inputs,
 )
 from skillbench.engine.routing import RoutingError, measure
-from skillbench.engine.score import Skipped, Summary, arm_result, row_by_checks, summarize
-from skillbench.evals.model import Session, Suite
+from skillbench.engine.score import (
+    Diagnostic,
+    Skipped,
+    Summary,
+    arm_result,
+    row_by_checks,
+    summarize,
+)
+from skillbench.evals.model import Case, Session, Suite
 from skillbench.judge import judge
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
@@ -183,12 +191,14 @@ class _Run:
         if arm == CANDIDATE or self.opts.fresh_baseline:
             return None
         incumbent = self.plan.incumbent.digest if self.plan.incumbent else None
+        library = self.plan.library.digest if self.plan.library else None
         return cache_key(
             session_inputs(
                 self.specs[name],
                 self.skill_dir,
-                arm=arm_identity(arm, incumbent),
+                arm=arm_identity(arm, incumbent, library),
                 agent=self.plan.agent,
+                agent_options=self.settings.agents.get(self.plan.agent, {}),
                 sandbox=self.spec_for(name),
                 agent_version=self.plan.agent_version,
                 model=self.plan.model,
@@ -229,7 +239,7 @@ class _Run:
             rep=rep,
             model=self.plan.model,
             task=spec.task,
-            skills=(self.skill_info(arm),) if self.arm_skills(arm) else (),
+            skills=self.skill_infos(arm),
             max_turns=spec.max_turns,
             timeout_s=spec.timeout_minutes * 60,
             prices=self.settings.prices,
@@ -286,6 +296,8 @@ class _Run:
                 trace.close()
             record = replace(
                 record,
+                loaded=sorted(self.agent.invoked(trace.events)),
+                ambient=list(session.ambient),
                 stop_reason=result.stop_reason,
                 turns=result.turns,
                 seconds=result.duration_ms / 1000,
@@ -324,18 +336,26 @@ class _Run:
             self.closing.add(asyncio.ensure_future(staged.close()))
 
     def arm_skills(self, arm: str) -> dict[str, Path]:
-        """What an arm stages: nothing (baseline), the skill on disk, or the incumbent."""
+        """What an arm stages: nothing (baseline), the skill on disk, or the incumbent; with
+        --with-library, the library's other skills beside it in every arm."""
+        library = self.plan.library
+        staged = {s.name: Path(s.path) for s in library.skills} if library else {}
         if arm == CANDIDATE:
-            return {self.skill.name: self.skill_dir}
-        if arm == INCUMBENT and self.plan.incumbent is not None:
-            return {self.skill.name: Path(self.plan.incumbent.path)}
-        return {}
+            staged[self.skill.name] = self.skill_dir
+        elif arm == INCUMBENT and self.plan.incumbent is not None:
+            staged[self.skill.name] = Path(self.plan.incumbent.path)
+        return staged
 
-    def skill_info(self, arm: str) -> SkillInfo:
-        if arm == INCUMBENT and self.plan.incumbent is not None:
-            inc = read_skill(Path(self.plan.incumbent.path), folder_name=self.skill.name)
-            return SkillInfo(inc.name, inc.description)
-        return SkillInfo(self.skill.name, self.skill.description)
+    def skill_infos(self, arm: str) -> tuple[SkillInfo, ...]:
+        """The staged skills as the agent is told of them, sorted by name."""
+        infos = []
+        for name, folder in sorted(self.arm_skills(arm).items()):
+            if arm == CANDIDATE and name == self.skill.name:
+                found = self.skill
+            else:  # (the incumbent's folder is named by its digest)
+                found = read_skill(folder, folder_name=name)
+            infos.append(SkillInfo(found.name, found.description))
+        return tuple(infos)
 
     async def keep_workspace(self, checker: Sandbox, key: str) -> list[str]:
         """Copy a failed arm's /work into the run folder (capped, streamed); never fails the
@@ -360,7 +380,9 @@ class _Run:
                 opp = self.done.get(session_key(name, opponent, rep))
                 if cand is None or opp is None:
                     continue
-                row = row_by_checks(unit, rep, opponent, cand, opp)
+                row = self.misfired_row(unit, rep, opponent, cand, opp) or row_by_checks(
+                    unit, rep, opponent, cand, opp
+                )
                 if row is not None:
                     self.add_row(row)
                 else:
@@ -370,6 +392,29 @@ class _Run:
                             self.judged_row(judge_model, unit, rep, opponent, cand, opp)
                         )
                     )
+
+    def misfired_row(
+        self, unit: Unit, rep: int, opponent: str, cand: SessionRecord, opp: SessionRecord
+    ) -> RowRecord | None:
+        """On a case that says `expect_activation: false`, loading the skill loses the row
+        ("fired where it should not"), whatever the checks say."""
+        outcome = misfire(self.skill.name, self.expects(unit.session), cand, opp)
+        if outcome is None:
+            return None
+        arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
+        return RowRecord(
+            case=unit.name,
+            rep=rep,
+            opponent=opponent,
+            outcome=outcome,
+            decided_by="activation",
+            arms=arms,
+        )
+
+    def expects(self, name: str) -> bool:
+        """Whether the session's case expects the skill to load (a suite always does)."""
+        spec = self.specs[name]
+        return spec.expect_activation if isinstance(spec, Case) else True
 
     async def judged_row(
         self,
@@ -479,9 +524,19 @@ class _Run:
             Skipped(n, r, n in self.missing, [u.name for u in self.plan.units if u.session == n])
             for n, r in self.skipped.items()
         ]
-        return summarize(
-            self.plan, self.done, list(self.rows.values()), skipped, stopped=self.stopped
-        )
+        rows = list(self.rows.values())
+        summary = summarize(self.plan, self.done, rows, skipped, stopped=self.stopped)
+        return self.evidence(summary, rows)
+
+    def evidence(self, summary: Summary, rows: list[RowRecord]) -> Summary:
+        """The summary with activation, ambient skills and the library arm (design §16)."""
+        expected = {name: self.expects(name) for name in self.plan.sessions}
+        summary.activation = activation_of(self.plan, self.done, rows, expected)
+        summary.ambient = ambient_of(self.plan, self.done, self.agent.ambient_policy())
+        summary.library = self.plan.library
+        if summary.activation is not None and summary.activation.never:
+            summary.diagnostics.append(Diagnostic("never-fired", "", NEVER_LOADED))
+        return summary
 
     def spec_for(self, name: str) -> SandboxSpec:
         """The sandbox a session's arms and checker run in: its own image and workdir, if it
@@ -566,9 +621,14 @@ async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> 
 def receipt_of(plan: Plan, summary: Summary, bundle: str) -> Receipt:
     """The receipt of a finished run: the summary's results plus where they came from, and
     the digest of the run folder's evidence."""
-    arms: dict[str, list[str]] = {BASELINE: [], CANDIDATE: [f"{plan.skill}@{plan.version}"]}
+    siblings = [f"{s.name}@{s.digest}" for s in plan.library.skills] if plan.library else []
+    arms: dict[str, list[str]] = {
+        BASELINE: siblings,
+        CANDIDATE: sorted([*siblings, f"{plan.skill}@{plan.version}"]),
+    }
     if plan.incumbent is not None:
-        arms[INCUMBENT] = [f"{plan.skill}@{plan.incumbent.digest} ({plan.incumbent.version})"]
+        own = f"{plan.skill}@{plan.incumbent.digest} ({plan.incumbent.version})"
+        arms[INCUMBENT] = sorted([*siblings, own])
     return Receipt(
         skill=plan.skill,
         digest=plan.version,
@@ -591,6 +651,9 @@ def receipt_of(plan: Plan, summary: Summary, bundle: str) -> Receipt:
         spend_usd=summary.spend_usd,
         reused=msgspec.to_builtins(summary.reused),
         noise_floor=msgspec.to_builtins(summary.noise_floor),
+        activation=msgspec.to_builtins(summary.activation),
+        ambient=msgspec.to_builtins(summary.ambient),
+        library=msgspec.to_builtins(summary.library),
         provenance=Provenance(
             engine_version=plan.engine_version,
             models={"agent": plan.model, "judge": plan.judge_model},

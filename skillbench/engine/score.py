@@ -10,12 +10,14 @@ from typing import Any
 import msgspec
 
 from skillbench.checks import CheckResult
+from skillbench.engine.activation import FIRED_WHERE_NOT, Activation, Ambient
 from skillbench.engine.records import (
     AA,
     BASELINE,
     CANDIDATE,
     SUITE,
     ArmResult,
+    Library,
     Plan,
     RowRecord,
     SessionRecord,
@@ -170,6 +172,13 @@ def compare(
     )
 
 
+_SOURCES = {  # what decided a win or a loss, as the why line names it
+    "checks": "execution checks",
+    "judge": "the judge's rubric",
+    "activation": f"activation (the skill {FIRED_WHERE_NOT})",
+}
+
+
 def why(rows: list[RowRecord]) -> str:
     """A deterministic one-line reason for the verdict."""
     if not rows:
@@ -184,12 +193,9 @@ def why(rows: list[RowRecord]) -> str:
     sources = {
         r.decided_by for r in rows if r.outcome != "tie" and (pick is None or r.outcome == pick)
     }
-    if sources == {"checks"}:
-        lead += " on execution checks"
-    elif sources == {"judge"}:
-        lead += " on the judge's rubric"
-    elif sources:
-        lead += " on execution checks and the judge's rubric"
+    named = [phrase for source, phrase in _SOURCES.items() if source in sources]
+    if named:
+        lead += " on " + ", ".join(named[:-1]) + " and " * (len(named) > 1) + named[-1]
     parts = [lead]
     ties = sum(r.outcome == "tie" and r.scored for r in rows)
     splits = sum(r.decided_by == "judge-split" for r in rows)
@@ -466,6 +472,10 @@ class Summary(msgspec.Struct, kw_only=True):
     spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
     reused: Reuse | None = None
     noise_floor: NoiseFloor | None = None  # eval --aa
+    # design §16: was the skill loaded, what the CLI brought on its own, the library arm
+    activation: Activation | None = None
+    ambient: Ambient | None = None
+    library: Library | None = None
     min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used
 
 

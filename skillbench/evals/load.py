@@ -65,6 +65,7 @@ _RESERVED = (
     "/lib",
     "/var",
 )
+CASE_FIELDS = (*SESSION_FIELDS, "expect_activation")
 SUITE_FIELDS = (*SESSION_FIELDS, "cases")
 SUBCASE_FIELDS = ("name", "checks", "distractor")
 TRIGGER_FIELDS = ("should_trigger", "should_not_trigger")
@@ -459,11 +460,25 @@ def load_case(path: Path, skill_dir: Path) -> tuple[Case, list[Problem]]:
     doc = load_yaml_file(path)
     data = _root_mapping(doc, "a case", "task, checks, ...")
     rep = _Report(doc)
-    rep.fields((), data, SESSION_FIELDS, "a case")
+    rep.fields((), data, CASE_FIELDS, "a case")
     fields = _session_fields(rep, data, path, skill_dir)
+    if "expect_activation" in data:
+        value = data["expect_activation"]
+        if rep.expect(("expect_activation",), value, bool, "expect_activation"):
+            fields["expect_activation"] = value
     rep.raise_if_errors()
     case = Case(name=path.stem, path=str(path), **fields)
-    if not case.checks and case.judge is None:
+    name = skill_dir.resolve().name
+    if not case.expect_activation and re.search(
+        rf"(?<![\w-]){re.escape(name)}(?![\w-])", case.task, re.I
+    ):
+        rep.warn(
+            ("task",),
+            f"the task names the skill {name!r} but the case says "
+            "`expect_activation: false`: loading it is asked for, yet scored as a loss",
+        )
+    if not case.checks and case.judge is None and case.expect_activation:
+        # (with expect_activation: false, loading the skill decides the row on its own)
         rep.warn((), "case has no checks and no judge rubric: every row will be a tie")
     return case, rep.warnings()
 
@@ -473,7 +488,16 @@ def load_suite(path: Path, skill_dir: Path) -> tuple[Suite, list[Problem]]:
     doc = load_yaml_file(path)
     data = _root_mapping(doc, "a suite", "task, cases, ...")
     rep = _Report(doc)
-    rep.fields((), data, SUITE_FIELDS, "the suite")
+    if "expect_activation" in data:
+        rep.error(
+            ("expect_activation",),
+            "`expect_activation` is a field of a case, not of the suite (its sub-cases share "
+            "one session); write a case in evals/cases/ for a task the skill is not for",
+            key=True,
+        )
+    rep.fields(
+        (), {k: v for k, v in data.items() if k != "expect_activation"}, SUITE_FIELDS, "the suite"
+    )
     fields = _session_fields(rep, data, path, skill_dir)
     if "judge" in data:
         rep.warn(("judge",), "a suite is never judged; `judge` is ignored", key=True)

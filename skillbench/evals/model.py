@@ -83,6 +83,9 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
 class Case(Session, frozen=True, kw_only=True):
     """One execution case (`evals/cases/<stem>.yaml`); its name is the file stem."""
 
+    # False: a task the skill is not for; the candidate loading it there loses the row
+    expect_activation: bool = True
+
 
 class Suite(Session, frozen=True, kw_only=True):
     """`evals/suite.yaml`: one shared session per arm, many scored sub-cases; never judged."""

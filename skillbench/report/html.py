@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from skillbench.engine.records import CANDIDATE, RowRecord
+from skillbench.report.evidence import evidence_lines
 from skillbench.report.run_folder import RunFolder, load_run
 from skillbench.report.terminal import report_lines
 
@@ -97,6 +98,7 @@ def render(run: RunFolder) -> str:
         "</p></header>",
         _section("Report", "<pre class='terminal'>" + _e("\n".join(report_lines(s))) + "</pre>"),
         _stats(run),
+        _activation(run),
         _diagnostics(run),
         _section(f"Rows ({len(rows)})", _rows_shell(rows)),
         _triggers(s.triggers),
@@ -174,6 +176,29 @@ def _stats(run: RunFolder) -> str:
             "</div>"
         )
     return _section("Stats", "<div class='cards'>" + "".join(cards) + "</div>")
+
+
+def _activation(run: RunFolder) -> str:
+    """Whether the skill loaded, case by case, under the library, activation and ambient
+    lines of the report."""
+    s = run.summary
+    lines = "".join(f"<p>{_e(line.strip())}</p>" for line in evidence_lines(s))
+    cases = s.activation.cases if s.activation is not None else []
+    if not lines and not cases:
+        return ""
+    rows = "".join(
+        f"<tr class='{'ok' if (c.fired == c.sessions) == c.expected else 'bad'}'>"
+        f"<td>{_e(c.case)}</td><td>{c.fired} of {c.sessions}</td>"
+        f"<td>{'yes' if c.expected else 'no (expect_activation: false)'}</td></tr>"
+        for c in cases
+    )
+    table = (
+        "<table class='prompts'><thead><tr><th>case</th><th>skill loaded in</th>"
+        f"<th>should load</th></tr></thead><tbody>{rows}</tbody></table>"
+        if cases
+        else ""
+    )
+    return _section("Activation", lines + table)
 
 
 def _diagnostics(run: RunFolder) -> str:

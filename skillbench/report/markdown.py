@@ -4,6 +4,7 @@ comparisons, the rows that are not ties, the triggers line; nothing links outsid
 
 from __future__ import annotations
 
+from skillbench.report.evidence import evidence_lines
 from skillbench.report.run_folder import RunFolder
 from skillbench.report.terminal import comparison_text, report_lines
 
@@ -19,6 +20,7 @@ def markdown(run: RunFolder) -> str:
     out = [f"### skillbench: `{s.skill}` — {head}", "", f"**Why:** {s.why}", ""]
     for opponent, c in s.comparisons.items():
         out.append(f"- candidate vs {opponent}: **{c.verdict}** — {comparison_text(c)}")
+    out += [f"- {_cell(line.strip())}" for line in evidence_lines(s)]
     if s.triggers and not s.triggers.get("invalid"):
         t = s.triggers
         recall, precision = _ratio(t.get("recall")), _ratio(t.get("precision"))

@@ -7,6 +7,7 @@ from typing import Any
 from skillbench.engine.score import Comparison, Summary
 from skillbench.engine.stats import ALPHA, MIN_DECIDED
 from skillbench.judge import family_warning
+from skillbench.report.evidence import evidence_lines
 from skillbench.verdict import INCONCLUSIVE
 
 
@@ -33,6 +34,7 @@ def report_lines(summary: Summary) -> list[str]:
         lines.append(f"skipped ({kind}): {skip.case} — {skip.reason}")
     for opponent, c in summary.comparisons.items():
         lines.append(f"candidate-vs-{opponent}: {comparison_text(c)}")
+    lines.extend(evidence_lines(summary))
     arms = list(summary.case_runs)
     scores, runs = summary.arm_scores, summary.case_runs
     lines.append("arm scores: " + " · ".join(f"{a} {_num(scores.get(a))}" for a in arms))

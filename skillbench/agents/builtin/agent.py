@@ -11,7 +11,7 @@ from skillbench.agents.builtin.loop import SessionResult, run_agent
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.sandbox.base import Relay, Sandbox
-from skillbench.transcript import TraceWriter
+from skillbench.transcript import TraceWriter, loaded_skills
 
 
 class BuiltinAgent:
@@ -45,13 +45,16 @@ class BuiltinAgent:
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the loop's `skill` tool loaded."""
-        return {
-            str(e["arguments"].get("name", ""))
-            for e in events
-            if e.get("type") == "tool_call"
-            and e.get("name") == "skill"
-            and isinstance(e.get("arguments"), dict)
-        }
+
+        def named(e: dict[str, Any]) -> list[str]:
+            if e.get("name") != "skill" or not isinstance(e.get("arguments"), dict):
+                return []
+            return [str(e["arguments"].get("name", ""))]
+
+        return loaded_skills(events, named)
+
+    def ambient_policy(self) -> str:
+        return "the builtin loop lists only the staged skills"
 
     async def aclose(self) -> None:
         for model in self._models.values():
@@ -60,6 +63,7 @@ class BuiltinAgent:
 
 class _Session:
     relay: Relay | None = None
+    ambient: tuple[str, ...] = ()
 
     def __init__(self, model: Model, request: SessionRequest):
         self.model, self.request = model, request

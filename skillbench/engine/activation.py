@@ -1,0 +1,137 @@
+"""Activation and ambient skills (design §16): was the skill under test loaded in each
+candidate session, what the lift is over the sessions where it was, and which skills the agent
+CLI brought on its own. Pure functions over the run's records.
+
+A skill that never loads cannot help or hurt: a NEUTRAL verdict then says nothing about its
+instructions, only that the agent never read them. Activation tells the two apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from skillbench.engine.records import CANDIDATE, Plan, RowRecord, SessionRecord, session_key
+from skillbench.verdict import tally
+
+FIRED_WHERE_NOT = "fired where it should not"
+NEVER_LOADED = "the skill never loaded: the verdict measures its absence"
+RAN = ("pass", "fail")  # sessions whose transcript is the agent's whole work
+
+
+class CaseActivation(msgspec.Struct, frozen=True):
+    """One case (or the suite): in how many of its candidate sessions the skill loaded."""
+
+    case: str
+    fired: int
+    sessions: int
+    expected: bool = True  # False: `expect_activation: false`, loading it there is a loss
+
+
+class Activation(msgspec.Struct, frozen=True):
+    """The skill's activation over the run's candidate sessions."""
+
+    skill: str
+    fired: int  # candidate sessions of the cases that expect the skill that loaded it
+    sessions: int  # candidate sessions of those cases that ran
+    misfired: int  # candidate sessions of `expect_activation: false` cases that loaded it
+    unexpected: int  # candidate sessions of those cases that ran
+    cases: list[CaseActivation]
+    # the net lift against the first opponent in units (design §16: one vote per case, one
+    # per suite), over every scored row (the overall lift, as the verdict's comparison counts
+    # it) and over the rows whose candidate session loaded the skill: the same rule, so the
+    # two read side by side
+    lift: float | None
+    lift_when_fired: float | None
+    units_when_fired: int
+
+    @property
+    def never(self) -> bool:
+        return self.sessions > 0 and self.fired == 0
+
+
+class Ambient(msgspec.Struct, frozen=True):
+    """The skills the agent CLI brought on its own, per arm, and what was done about them."""
+
+    arms: dict[str, list[str]]  # arm -> every such skill its sessions were shown
+    policy: str  # "turned off (...)", "kept (...)", or that the CLI has no setting for it
+
+
+def fired(skill: str, record: SessionRecord | None) -> bool:
+    return record is not None and skill in record.loaded
+
+
+def misfire(
+    skill: str, expected: bool, cand: SessionRecord | None, opp: SessionRecord | None
+) -> str | None:
+    """On a case that says `expect_activation: false`, the row's outcome when exactly one arm
+    loaded the skill (the one that did loses); None when that does not decide it."""
+    if expected or cand is None or opp is None:
+        return None
+    if cand.outcome not in RAN or opp.outcome not in RAN:
+        return None  # an errored arm leaves the row unscored, as everywhere else
+    mine, theirs = fired(skill, cand), fired(skill, opp)
+    if mine == theirs:
+        return None
+    return "loss" if mine else "win"
+
+
+def _lift(rows: Iterable[RowRecord], opponent: str) -> tuple[float | None, int]:
+    votes = tally(rows, opponent)
+    return votes.net_lift, votes.total
+
+
+def activation_of(
+    plan: Plan,
+    sessions: Mapping[str, SessionRecord],
+    rows: Iterable[RowRecord],
+    expected: Mapping[str, bool],
+) -> Activation | None:
+    """Activation over the candidate sessions that ran (None when none did). `expected`:
+    per session name, whether the case expects the skill (False: expect_activation: false)."""
+    cases = []
+    for name in plan.sessions:
+        ran = [
+            r
+            for rep in range(1, plan.k + 1)
+            if (r := sessions.get(session_key(name, CANDIDATE, rep))) is not None
+            and r.outcome in RAN
+        ]
+        if ran:
+            loads = sum(fired(plan.skill, r) for r in ran)
+            cases.append(CaseActivation(name, loads, len(ran), expected.get(name, True)))
+    if not cases:
+        return None
+    session_of = {u.name: u.session for u in plan.units}
+    against = [r for r in rows if r.scored and r.opponent == plan.opponents[0]]
+    when_fired = [
+        r
+        for r in against
+        if fired(plan.skill, sessions.get(session_key(session_of[r.case], CANDIDATE, r.rep)))
+    ]
+    lift, _ = _lift(against, plan.opponents[0])
+    lift_fired, n_fired = _lift(when_fired, plan.opponents[0])
+    wanted = [c for c in cases if c.expected]
+    unwanted = [c for c in cases if not c.expected]
+    return Activation(
+        skill=plan.skill,
+        fired=sum(c.fired for c in wanted),
+        sessions=sum(c.sessions for c in wanted),
+        misfired=sum(c.fired for c in unwanted),
+        unexpected=sum(c.sessions for c in unwanted),
+        cases=cases,
+        lift=lift,
+        lift_when_fired=lift_fired,
+        units_when_fired=n_fired,
+    )
+
+
+def ambient_of(plan: Plan, sessions: Mapping[str, SessionRecord], policy: str) -> Ambient:
+    """What each arm's sessions were shown of the agent's own skills, and `policy`, what was
+    done about them."""
+    arms = {
+        arm: sorted({s for r in sessions.values() if r.arm == arm for s in r.ambient})
+        for arm in plan.arms
+    }
+    return Ambient(arms, policy)
