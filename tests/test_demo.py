@@ -118,12 +118,12 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     assert summary["comparisons"]["baseline"]["units"] == {"win": 5, "loss": 0, "tie": 0}
     # the suite's trap is marked, and the baseline fell for it: no SUITE-DISTRACTOR advice
     assert not any(d["kind"] == "suite-distractor" for d in summary["diagnostics"])
-    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (2, 2)
+    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (5, 5)
     # the library arm: diff-review beside its three siblings, and it still fires
     library = json.loads((tmp_path / "demo/diff-review-library/summary.json").read_text())
     siblings = [s for s in skills if s != "diff-review"]
     assert [s["name"] for s in library["library"]["skills"]] == siblings
-    assert (library["activation"]["fired"], library["activation"]["sessions"]) == (2, 2)
+    assert (library["activation"]["fired"], library["activation"]["sessions"]) == (5, 5)
     assert library["complete"] and library["verdict"] == summary["verdict"]
     assert (
         "library arm: every arm stages 3 other skills of skills/ (eval-suite-author, "
