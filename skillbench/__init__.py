@@ -1,3 +1,67 @@
-"""skillbench: does an agent skill make an LLM agent better, and does it get picked?"""
+"""skillbench: does an agent skill make an LLM agent better, and does it get picked?
+
+The Python API (skillbench/api.py) is importable from here: `skillbench.evaluate(...)`,
+`skillbench.Options`, `skillbench.errors.SkillbenchError`; README.md shows it in use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from skillbench.api import (
+        GateOptions,
+        Options,
+        estimate,
+        evaluate,
+        evaluate_triggers,
+        gate,
+        generate_evals,
+        measure_triggers,
+        run_oracles,
+    )
+    from skillbench.engine.run import EvalResult
+    from skillbench.engine.score import Summary
+    from skillbench.errors import SkillbenchError
+
+_API = {
+    "GateOptions": "skillbench.api",
+    "Options": "skillbench.api",
+    "estimate": "skillbench.api",
+    "evaluate": "skillbench.api",
+    "evaluate_triggers": "skillbench.api",
+    "gate": "skillbench.api",
+    "generate_evals": "skillbench.api",
+    "measure_triggers": "skillbench.api",
+    "run_oracles": "skillbench.api",
+    "EvalResult": "skillbench.engine.run",
+    "Summary": "skillbench.engine.score",
+    "SkillbenchError": "skillbench.errors",
+}
+__all__ = [
+    "EvalResult",
+    "GateOptions",
+    "Options",
+    "SkillbenchError",
+    "Summary",
+    "__version__",
+    "estimate",
+    "evaluate",
+    "evaluate_triggers",
+    "gate",
+    "generate_evals",
+    "measure_triggers",
+    "run_oracles",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use: `import skillbench` (every CLI start, every checker's
+    # `skillbench` in a sandbox) does not pay for the engine it may never run
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'skillbench' has no attribute {name!r}")

@@ -118,6 +118,9 @@ class Broker:
         self.exhausted = False  # a request was refused because the budget was spent
         self.capped = False  # a request was refused because max_requests were answered
         self.fault: str | None = None  # the broker's own last failure, as one line
+        # the provider's message for the last request it refused (a 4xx other than 429): what
+        # a CLI that gives up on it says in its own words, if at all
+        self.rejected: str | None = None
         self.first_request: dict[str, Any] | None = None  # what the CLI first asked (its prompt)
         self._priced = price_for(model, prices) is not None
         self._key = api_key
@@ -325,6 +328,8 @@ class Broker:
                 self.failures += 1
             elif 200 <= resp.status_code < 300:
                 self.answered += 1
+            elif resp.status_code >= 400:
+                self.rejected = _error_message(call.seen) or f"HTTP {resp.status_code}"
         return resp.status_code, None
 
     def _settle(self, call: _Call, priced_as: str, reserved: float | None) -> None:
@@ -413,3 +418,15 @@ def _plain(usage: Usage) -> dict[str, int]:
         "cache_read_tokens": usage.cache_read_tokens,
         "cache_write_tokens": usage.cache_write_tokens,
     }
+
+
+def _error_message(body: bytes | bytearray) -> str | None:
+    """The `error.message` of a provider's error body (Anthropic's and OpenAI's shape), as one
+    short line; None when the body is not one."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return " ".join(message.split())[:400] if isinstance(message, str) and message else None

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from skillbench.evals.load import path_escape
+from skillbench.evals.checks import path_escape
 from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.jsonreply import first_json_object
 from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox

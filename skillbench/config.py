@@ -5,12 +5,13 @@ the nearest `pyproject.toml`. Flags override config; config overrides built-in d
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
+from skillbench.inputs import InputError, load_toml
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import SandboxSpec, parse_size
@@ -19,7 +20,7 @@ from skillbench.verdict import MIN_NET_LIFT
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
 
 
-class ConfigError(Exception):
+class ConfigError(SkillbenchError):
     """The config file is unreadable or has a wrong value; the message names the file."""
 
 
@@ -31,6 +32,12 @@ class SandboxLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     home: str = "64m"  # the agent's HOME
     tmp: str = "256m"  # /tmp
     keep_workspace: str = "100m"  # copied out of a failed arm, then a note
+
+
+class ClusterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[cluster]`: where sessions run when one machine is not enough (docs/scale-out.md)."""
+
+    address: str | None = None  # what ray.init(address=...) takes; None: this machine
 
 
 class SignSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -55,11 +62,14 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pids: int = 512
     cpus: float = 1.0
     sandbox: SandboxLimits = SandboxLimits()
+    cluster: ClusterSettings = ClusterSettings()
     max_retries: int = 4
     request_timeout: float = 600.0
     prices: dict[str, Price] = {}
     gate: dict[str, Any] = {}
     sign: SignSettings = SignSettings()
+    # `skillbench image build` FROM this digest-pinned Debian image instead of mmdebstrap
+    image_from_registry: str | None = None
 
 
 class Loaded(msgspec.Struct):
@@ -87,9 +97,9 @@ def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+        return load_toml(path)
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:

@@ -28,6 +28,7 @@ import msgspec
 
 from skillbench.engine.records import Unit
 from skillbench.engine.score import RowSummary, derive
+from skillbench.inputs import load_json
 from skillbench.models import Endpoint
 from skillbench.scrub import scrub_obj
 from skillbench.signing import sign
@@ -179,7 +180,8 @@ def write_receipt(receipt: Receipt, run_dir: Path, sign_key: Path | None = None)
 
 
 def read_receipt(path: Path) -> Receipt:
-    return msgspec.json.decode(path.read_bytes(), type=Receipt)
+    """A receipt file; InputError (a DecodeError) for anything that is not one."""
+    return load_json(path, Receipt)
 
 
 def local_receipts(skill: str, digest: str | None = None) -> list[tuple[Path, Receipt]]:

@@ -10,10 +10,14 @@ evals/<name>/v<N>/<run_id>.json  receipts
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import re
 import shutil
 import subprocess
+import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,8 @@ from typing import Any
 import msgspec
 
 from skillbench.engine.score import RowSummary, derive
+from skillbench.errors import SkillbenchError
+from skillbench.inputs import MAX_JSON, InputError, load_json, load_toml, read_capped
 from skillbench.models import PROVIDER_ENDPOINTS, origin
 from skillbench.receipts import (
     Receipt,
@@ -36,9 +42,10 @@ from skillbench.verdict import INCONCLUSIVE, NONE
 
 _VERSION = re.compile(r"^v([1-9][0-9]*)$")
 SIGNERS = Path(".skillbench/allowed_signers")  # in the team repo
+PUBLISH_WAIT = 120.0  # seconds a publish waits for another one in the same team repo
 
 
-class TeamError(Exception):
+class TeamError(SkillbenchError):
     """The team repo refuses the operation; the message says why and what to do."""
 
 
@@ -52,24 +59,33 @@ class Version(msgspec.Struct, frozen=True):
 def _git(repo: Path, *args: str) -> str:
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
     if done.returncode != 0:
-        raise TeamError(f"git {' '.join(args)} failed in {repo}: {done.stderr.strip()}")
+        said = "; ".join(line.strip() for line in done.stderr.splitlines() if line.strip())
+        raise TeamError(f"git {args[0]} failed in {repo}: {said}")
     return done.stdout
+
+
+def _index(path: Path) -> dict[str, str]:
+    try:
+        return load_json(path, dict[str, str]) if path.exists() else {}
+    except InputError as exc:
+        raise TeamError(f"{exc}; restore it from git") from None
 
 
 def check_repo(repo: Path) -> None:
     """A git work tree with no uncommitted changes."""
     if not (repo / ".git").exists():
         raise TeamError(f"{repo}: not a git work tree (run `git init` there first)")
-    dirty = _git(repo, "status", "--porcelain")
-    if dirty.strip():
-        raise TeamError(f"{repo}: has uncommitted changes; commit or stash them first:\n{dirty}")
+    dirty = _git(repo, "status", "--porcelain").splitlines()
+    if dirty:
+        shown = ", ".join(line[3:] for line in dirty[:3]) + (", ..." if len(dirty) > 3 else "")
+        raise TeamError(f"{repo}: has uncommitted changes ({shown}); commit or stash them first")
 
 
 def versions(repo: Path, name: str) -> list[Version]:
     """The published versions of a skill, checked against versions.json (oldest first)."""
     folder = repo / "skills" / name
     index_path = folder / "versions.json"
-    index: dict[str, str] = json.loads(index_path.read_text()) if index_path.exists() else {}
+    index = _index(index_path)
     found = []
     for child in sorted(folder.iterdir()) if folder.is_dir() else []:
         match = _VERSION.match(child.name)
@@ -105,12 +121,65 @@ def incumbent(repo: Path, name: str, current: str) -> Version | None:
     return None
 
 
+@contextlib.contextmanager
+def _locked(repo: Path, wait: float = PUBLISH_WAIT) -> Iterator[None]:
+    """One publish at a time in a team repo: an flock on a file in its git folder (never in
+    the work tree, so never committed); a second publish waits its turn."""
+    if not (repo / ".git").exists():
+        check_repo(repo)  # (says it is not a git work tree)
+    git_dir = Path(_git(repo, "rev-parse", "--absolute-git-dir").strip())
+    with (git_dir / "skillbench-publish.lock").open("a") as lock:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TeamError(
+                        f"{repo}: another publish has held it for {wait:.0f} s; try again "
+                        "when that one is done"
+                    ) from None
+                time.sleep(0.05)
+        yield  # (closing the file releases the lock)
+
+
+def _restore(repo: Path, paths: tuple[str, ...]) -> None:
+    """Put the skill's folders back as HEAD has them (the tree was clean when publish began):
+    unstage, restore what is tracked, remove what is not."""
+    present = [p for p in paths if (repo / p).exists()]
+    if not present:
+        return
+    _git(repo, "reset", "-q", "--", *present)
+    tracked = [p for p in present if _git(repo, "ls-files", "--", p).strip()]
+    if tracked:
+        _git(repo, "checkout", "-q", "--", *tracked)
+    _git(repo, "clean", "-fdq", "--", *present)
+    for path in present:  # and the skills/ or evals/ folder made for it, if now empty
+        with contextlib.suppress(OSError):
+            (repo / path).parent.rmdir()
+
+
 def publish(skill_dir: Path, repo: Path, sign_key: Path | None = None) -> str:
     """Publish the skill's bytes, its evals and its local receipts; one commit. With
     `sign_key`, every receipt attached unsigned is signed with it. Returns a one-line account
-    of what happened."""
-    check_repo(repo)
-    skill = read_skill(skill_dir)
+    of what happened. Holds the repo's lock; a failure leaves it clean."""
+    with _locked(repo):
+        check_repo(repo)
+        skill = read_skill(skill_dir)
+        try:
+            return _publish(skill_dir, repo, skill, sign_key)
+        except BaseException as exc:
+            try:
+                _restore(repo, (f"skills/{skill.name}", f"evals/{skill.name}"))
+            except TeamError as also:
+                raise TeamError(f"{exc}; restoring the team repo failed too: {also}") from None
+            if isinstance(exc, TeamError):
+                raise TeamError(f"{exc}; nothing was published") from None
+            raise
+
+
+def _publish(skill_dir: Path, repo: Path, skill: Skill, sign_key: Path | None) -> str:
     current = digest(skill_dir)
     existing = versions(repo, skill.name)
     same = next((v for v in existing if v.digest == current), None)
@@ -142,7 +211,7 @@ def publish(skill_dir: Path, repo: Path, sign_key: Path | None = None) -> str:
         target = folder / version
         copy_files(skill_files(skill_dir), target)
         index_path = folder / "versions.json"
-        index = json.loads(index_path.read_text()) if index_path.exists() else {}
+        index = _index(index_path)
         index[target.name] = current
         index_path.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
     evals = skill_dir / "evals"
@@ -198,8 +267,6 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
     """Policy from the team repo's [tool.skillbench.gate] / skillbench.toml [gate], then flags."""
-    import tomllib
-
     data: dict[str, Any] = {}
     if repo is not None:
         for name, table in (
@@ -208,7 +275,10 @@ def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
         ):
             path = repo / name
             if path.is_file():
-                found: Any = tomllib.loads(path.read_text())
+                try:
+                    found: Any = load_toml(path)
+                except InputError as exc:
+                    raise TeamError(str(exc)) from None
                 for key in table:
                     found = found.get(key, {}) if isinstance(found, dict) else {}
                 data.update({k.replace("-", "_"): v for k, v in found.items()})
@@ -243,15 +313,15 @@ def signed_receipt(path: str, signers: Path) -> tuple[Receipt, str]:
     signed bytes themselves, so the gate judges exactly what was signed, whatever else the
     file holds (a key written twice, say)."""
     try:
-        message, signature = signed_message(Path(path).read_bytes())
-    except (OSError, ValueError) as exc:
+        message, signature = signed_message(read_capped(Path(path), MAX_JSON))
+    except (OSError, ValueError, RecursionError) as exc:
         raise SigningError(f"cannot be read ({exc})") from None
     if signature is None:
         raise SigningError("is not signed")
     principal = verify(message, signature, signers)
     try:
         return msgspec.json.decode(message, type=Receipt), principal
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise SigningError(f"is signed, but what was signed is not a receipt ({exc})") from None
 
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
+from skillbench.sandbox.image_check import image_problems
 from skillbench.skills import (
     eval_files,
     is_library_root,
@@ -17,7 +19,7 @@ from skillbench.skills import (
 )
 
 
-class NotASkill(Exception):
+class NotASkill(SkillbenchError):
     """The path is neither a skill folder nor a library root."""
 
 
@@ -69,5 +71,6 @@ def check_skill(folder: Path) -> SkillCheck:
             problems.extend(exc.problems)
     assets = load_assets(folder, name)
     problems.extend(assets.problems)
+    problems.extend(image_problems([*assets.cases, *([assets.suite] if assets.suite else [])]))
     problems.sort(key=lambda p: (p.path, p.line))
     return SkillCheck(str(folder), name, assets, tuple(problems))

@@ -18,7 +18,7 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.evals import SpecError, load_case, load_suite
-from skillbench.models.fake_server import anthropic_shape
+from skillbench.models.fake_wire import anthropic_shape
 from tests.helpers import BASE, CAND, conv, make_skill, run_eval, skill, write, write_file
 
 

@@ -283,3 +283,23 @@ def test_the_turn_cap_is_the_agents_own_end_not_an_error(
         ("max_turns", "fail", 1)
     }
     assert code == 3 and summary["scored_rows"] == 1  # one unit: INCONCLUSIVE
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_script_with_no_matching_conversation_says_so_as_the_error(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    folder = greeter(tmp_path, agent)
+    fake({"conversations": [conv("(?s)never-in-any-prompt", "nor here", {"text": "never"})]})
+    code, _, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
+    )
+    assert code == 2 and summary["verdict"] == "NONE"
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    errors = [j["error"] for j in journal if j["type"] == "session"]
+    assert errors and all(
+        e.startswith(
+            "the model refused the request: scripted model: no conversation of the script matches"
+        )
+        for e in errors
+    ), errors

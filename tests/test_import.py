@@ -196,3 +196,78 @@ def test_imported_suites_run_end_to_end_and_their_oracles_pass(
     report = capsys.readouterr().out.splitlines()
     assert "oracle PASS: add-two" in report and f"oracle PASS: {hello}" in report
     assert "oracle: 2 of 2 reference solution(s) pass every check; 3 case(s) skipped" in report
+
+
+def test_a_dataset_imports_every_task_it_can_and_lists_the_rest(tmp_path: Path, capsys) -> None:
+    steps = {  # a multi-step task: several instructions, one verdict each
+        "7a7a/two-steps/task.toml": (
+            'version = "1.0"\n[[steps]]\ninstruction = "step1.md"\n'
+            '[[steps]]\ninstruction = "step2.md"\n'
+        ),
+        "7a7a/two-steps/step1.md": "Create a.txt.\n",
+        "7a7a/two-steps/step2.md": "Create b.txt.\n",
+        "7a7a/two-steps/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+    }
+    sidecar = {  # a compose service, a skills_dir and a field no importer knows
+        "0b1c/hello task/task.toml": 'skills_dir = "skills"\nsurprise = 1\n'
+        + HARBOR["0b1c/hello task/task.toml"]
+        + "[agent.extra]\nflag = true\n",
+        "0b1c/hello task/environment/docker-compose.yaml": (
+            "services:\n  main:\n    build: .\n  db:\n    image: postgres:16\n"
+        ),
+    }
+    src = write(tmp_path / "dataset", {**HARBOR, **steps, **sidecar})
+    into = target(tmp_path)
+    code, out = imported(capsys, "harbor", src, into)
+    assert code == 0, out
+    assert len(out[0].split(": ", 1)[1].split(", ")) == 2  # both hello tasks imported
+    assert out[1] == "2 imported, 1 skipped:"
+    assert out[2].startswith(
+        f"  7a7a/two-steps: {src}/7a7a/two-steps/task.toml: a multi-step task ([[steps]]"
+    )
+    assert not (into / "evals/cases/two-steps.yaml").exists()
+    joined = "\n".join(out)
+    assert "hello task: skills_dir — not staged: the skill under test is the --into skill" in joined
+    assert "hello task: surprise — not a Harbor field skillbench maps" in joined
+    assert "hello task: agent.extra — not a Harbor field skillbench maps" in joined
+    assert (
+        "hello task: environment/docker-compose.yaml — its services (main, db) are not started"
+        in joined
+    )
+    # a source where no task imports is refused, naming why each was skipped
+    only = write(tmp_path / "only", steps)
+    code, out = imported(capsys, "harbor", only, skill(tmp_path / "other", {}))
+    assert code == 2
+    assert "no task could be imported (7a7a/two-steps: " in out[-1] and "[[steps]]" in out[-1]
+
+
+def test_a_skill_in_references_that_is_not_the_into_skill_is_a_warning(
+    tmp_path: Path, capsys
+) -> None:
+    files = {
+        **OPTIMIZER,
+        "suite.yml": OPTIMIZER["suite.yml"].replace("cases:\n", "references: references\ncases:\n"),
+        "references/poet/SKILL.md": "---\nname: poet\ndescription: Writes poems.\n---\n",
+        "references/style.md": "short lines\n",
+    }
+    src, into = write(tmp_path / "so", files), target(tmp_path)
+    code, out = imported(capsys, "skill-optimizer", src, into)
+    assert code == 0, out
+    warned = [x for x in out if x.startswith("warning: case haiku: references/poet/")]
+    assert warned == [
+        f"warning: case haiku: references/poet/ is the skill poet, not the --into skill "
+        f"{into.name}: {into.name} is the one under test; references/poet/ is left out of the "
+        "workspace"
+    ]
+    # the rest of references/ is the workspace's seed; the other skill is not in it
+    assert (into / "evals/cases/haiku/fixture/style.md").is_file()
+    assert not (into / "evals/cases/haiku/fixture/poet").exists()
+    # when it is the --into skill, it is the candidate's (staged as the skill), not fixture
+    same = skill(tmp_path / "poet-home", {})
+    poet = same.parent / "poet"
+    same.rename(poet)
+    code, out = imported(capsys, "skill-optimizer", src, poet)
+    assert code == 0, out
+    assert not any(x.startswith("warning:") for x in out)
+    assert any("references/poet/ — the skill under test" in x for x in out)
+    assert not (poet / "evals/cases/haiku/fixture/poet").exists()

@@ -161,14 +161,24 @@ def test_report_renders_every_format_from_the_run_folder(tmp_path: Path, capsys)
     assert main(["report", str(run), "--format", "junit"]) == 0
     suite = ElementTree.fromstring(capsys.readouterr().out)
     assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
+    # the lost row names its failing check and the check's detail
+    failure = suite.find("testcase[@name='charlie rep 1 vs baseline']/failure")
+    assert failure is not None
+    assert failure.get("message") == (
+        "loss (checks): candidate: file_exists: hello.txt — hello.txt is missing in candidate"
+    )
+    assert "hello.txt is missing in candidate" in (failure.text or "")
     assert main(["report", str(run), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("### skillbench: `greeter` — INCONCLUSIVE")
     table = [line for line in md.splitlines() if line.startswith("| ") and "case" not in line]
     assert table == [
-        "| charlie | 1 | baseline | **loss** | checks |",
-        "| bravo | 1 | baseline | win | checks |",
-        "| delta | 1 | baseline | win | checks |",
+        "| charlie | 1 | baseline | **loss** | checks | "
+        "candidate: file_exists: hello.txt — hello.txt is missing in candidate |",
+        "| bravo | 1 | baseline | win | checks | "
+        "baseline: file_exists: hello.txt — hello.txt is missing in baseline |",
+        "| delta | 1 | baseline | win | checks | "
+        "baseline: file_exists: hello.txt — hello.txt is missing in baseline |",
     ]
     assert "http" not in md  # a PR comment links nowhere
     assert main(["report", str(run), "--format", "html"]) == 0
@@ -247,3 +257,46 @@ def test_progress_lines_mark_reused_sessions(capsys) -> None:
         "[1/2] a.baseline.1: pass · reused from run run-0 (not run again)",
         "[2/2] a.candidate.1: pass · 3 turns · 2.5s",
     ]
+
+
+def test_a_tie_the_candidate_failed_says_which_check_failed(tmp_path: Path, capsys) -> None:
+    run = fixed_run(tmp_path / "run", {"alpha": "tie", "bravo": "win"})
+    # both arms of alpha fail the same check: a tie, but the markdown still says why
+    journal = run / "journal.jsonl"
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    for record in lines:
+        if record["type"] == "row" and record["case"] == "alpha":
+            for arm in record["arms"].values():
+                arm["passed"] = False
+                arm["checks"] = [{"name": "verifier: v.sh", "passed": False, "detail": "exit 1"}]
+    journal.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    summary = json.loads((run / "summary.json").read_text())
+    for row in summary["rows"]:
+        if row["case"] == "alpha":
+            row["arms"] = next(
+                x["arms"] for x in lines if x.get("case") == "alpha" and x["type"] == "row"
+            )
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert main(["report", str(run), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "#### Ties where the candidate failed too (1)" in md
+    assert (
+        "- alpha rep 1 vs baseline: candidate: verifier: v.sh — exit 1; "
+        "baseline: verifier: v.sh — exit 1"
+    ) in md
+
+
+def test_report_piped_into_head_exits_quietly(tmp_path: Path) -> None:
+    run = fixed_run(tmp_path / "run", {f"case{i:03}": "loss" for i in range(400)})
+    for fmt in ("terminal", "markdown", "html", "junit"):
+        report = subprocess.Popen(
+            [sys.executable, "-m", "skillbench", "report", str(run), "--format", fmt],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert report.stdout is not None
+        report.stdout.readline()
+        report.stdout.close()  # what `| head -1` does once it has its line
+        _, err = report.communicate(timeout=60)
+        assert report.returncode == 0, (fmt, err)
+        assert err == b"", (fmt, err)

@@ -316,6 +316,8 @@ class BrokeredSession:
         """Why a CLI that ended without a result failed."""
         if self.broker.fault:
             return self.broker.fault
+        if self.broker.rejected:  # e.g. a scripted model's "no conversation … matches"
+            return f"the model refused the request: {self.broker.rejected}"
         if self.broker.failures:
             return "the model could not be reached"
         return f"the CLI exited {exit_code}: {stderr.strip()[-300:]}"

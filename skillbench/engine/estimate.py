@@ -69,6 +69,7 @@ class Estimate(msgspec.Struct, kw_only=True):
     trigger_method: str | None  # None: no triggers file, or --execution-only
     cost_usd: float | None  # None: the model has no known price
     seconds: float
+    parallel: int  # the sessions at once the time assumes
     basis: str  # where the per-session figures came from
 
 
@@ -155,6 +156,7 @@ def estimate(opts: EvalOptions) -> Estimate:
         trigger_method=method,
         cost_usd=cost_usd(settings.model, usage, settings.prices),
         seconds=wall,
+        parallel=settings.parallel,
         basis=basis,
     )
 
@@ -227,7 +229,7 @@ def _per_session(skill: str, model: str, agent: str) -> tuple[float, float, floa
     )
 
 
-def plan_lines(e: Estimate, max_cost: float | None, parallel: int) -> list[str]:
+def plan_lines(e: Estimate, max_cost: float | None) -> list[str]:
     """The `eval --plan` report."""
     arms = ", ".join(e.arms)
     lines = [
@@ -256,7 +258,7 @@ def plan_lines(e: Estimate, max_cost: float | None, parallel: int) -> list[str]:
         else f"~${e.cost_usd:.2f}"
     )
     lines.append(f"  estimated cost: {cost}; {e.basis}")
-    lines.append(f"  estimated time: ~{_duration(e.seconds)} at --parallel {parallel}")
+    lines.append(f"  estimated time: ~{_duration(e.seconds)} at --parallel {e.parallel}")
     over = over_budget(e, max_cost)
     if over:
         lines.append(f"  {over}")

@@ -52,7 +52,9 @@ async def oracle_run(
             "build` (or `make setup`)"
         )
     sessions = sessions_of(assets, opts.case)
-    images = await asyncio.to_thread(build_case_images, sessions, opts.image, BuiltinAgent(), log)
+    images, unavailable = await asyncio.to_thread(
+        build_case_images, sessions, opts.image, BuiltinAgent(), log
+    )
     provider = make_provider()
     spec = sandbox_spec(opts.settings, opts.image)
     gate = asyncio.Semaphore(opts.settings.parallel)
@@ -60,6 +62,8 @@ async def oracle_run(
     async def one(name: str, session: Session) -> OracleResult:
         if session.oracle is None:
             return OracleResult(name, None, note="no reference solution (`oracle:`)")
+        if name in unavailable:
+            return OracleResult(name, None, note=unavailable[name])
         own = case_spec(spec, session, images.get(name))
         async with gate:
             return await _solve(provider, own, skill_dir, name, session)

@@ -28,13 +28,15 @@ from skillbench.engine.records import (
     Plan,
     Unit,
 )
+from skillbench.errors import EvalError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
+from skillbench.inputs import load_json
 from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxProvider, SandboxSpec
-from skillbench.sandbox.case_image import CaseImageError, case_image
+from skillbench.sandbox.case_image import CaseImageError, CaseImageUnavailable, case_image
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.stage import missing_requirements
 from skillbench.skills import (
@@ -49,14 +51,6 @@ from skillbench.skills import (
     skill_files,
 )
 from skillbench.team import TeamError, incumbent
-
-
-class EvalError(Exception):
-    """The run cannot start or go on: bad assets, a changed skill on resume, contamination."""
-
-    def __init__(self, message: str, problems: Sequence[Problem] = ()):
-        self.problems = list(problems)
-        super().__init__(message)
 
 
 class EvalOptions(msgspec.Struct, kw_only=True):
@@ -76,6 +70,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     fresh_baseline: bool = False  # rerun baseline and incumbent sessions, never reuse them
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
     case_images: dict[str, str] = {}  # session -> the image it runs in, when it has its own
+    unavailable: dict[str, str] = {}  # session -> why its remote image cannot be had offline
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
     library: str | None = None  # --with-library: a library root whose other skills every arm stages
 
@@ -111,10 +106,12 @@ def case_spec(base: SandboxSpec, session: Session, image: str | None) -> Sandbox
 
 def build_case_images(
     sessions: dict[str, Session], base: str, agent: Agent, log: Callable[[str], None]
-) -> dict[str, str]:
+) -> tuple[dict[str, str], dict[str, str]]:
     """The image of every session that has its own (with the agent's CLI added, for a CLI
-    agent); EvalError naming the case file when one cannot be built."""
-    images = {}
+    agent), and why each session whose remote image cannot be had offline is skipped;
+    EvalError naming the case file when an image cannot be built or pulled as named."""
+    images: dict[str, str] = {}
+    unavailable: dict[str, str] = {}
     for name, spec in sessions.items():
         if spec.image is None and spec.containerfile is None:
             continue
@@ -124,11 +121,15 @@ def build_case_images(
                 containerfile=Path(spec.containerfile) if spec.containerfile else None,
                 base=base,
                 log=log,
+                network=spec.build_network,
             )
             images[name] = agent.image(own, log)
+        except CaseImageUnavailable as exc:  # the other cases still run and score
+            unavailable[name] = str(exc)
+            log(f"skipping {name}: {exc}")
         except (CaseImageError, AgentError) as exc:
             raise EvalError(f"{spec.path}: the case's image: {exc}") from None
-    return images
+    return images, unavailable
 
 
 def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
@@ -287,12 +288,14 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         opts.image = agent.image(base, log)  # the arms (and their checkers) run there
     except AgentError as exc:
         raise EvalError(f"--agent {settings.agent}: {exc}") from None
-    opts.case_images = build_case_images(sessions_of(assets, opts.case), base, agent, log)
+    opts.case_images, opts.unavailable = build_case_images(
+        sessions_of(assets, opts.case), base, agent, log
+    )
     version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
     if opts.resume:
         run_dir = Path(opts.resume)
         try:
-            plan = msgspec.json.decode((run_dir / "plan.json").read_bytes(), type=Plan)
+            plan = load_json(run_dir / "plan.json", Plan)
         except (OSError, msgspec.DecodeError) as exc:
             raise EvalError(f"--resume {run_dir}: no readable plan.json ({exc})") from None
         changed = [

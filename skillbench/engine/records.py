@@ -100,6 +100,7 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     checks: dict[str, list[CheckResult]] = {}  # unit name -> results
     notes: list[str] = []  # what the kept workspace left out (workspaces/<key>)
     reused_from: str | None = None  # the run whose identical session this is (not rerun)
+    node: str | None = None  # the cluster node it ran on (None: this machine)
     loaded: list[str] = []  # the skills the agent loaded (its own way: a tool, a read)
     ambient: list[str] = []  # the skills the agent CLI brought on its own (none staged them)
 

@@ -24,6 +24,7 @@ import msgspec
 from skillbench import __version__
 from skillbench.engine.records import SessionRecord
 from skillbench.evals.model import Session
+from skillbench.inputs import load_json
 from skillbench.receipts import home
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.skills import tree_digest
@@ -107,7 +108,7 @@ class SessionCache:
     def get(self, key: str) -> Reused | None:
         folder = self._folder(key)
         try:
-            entry = msgspec.json.decode((folder / "entry.json").read_bytes(), type=_Entry)
+            entry = load_json(folder / "entry.json", _Entry)
         except (OSError, msgspec.DecodeError):
             return None
         transcript = folder / "transcript.jsonl"

@@ -107,7 +107,15 @@ class EvalResult(msgspec.Struct):
 # --- planning -------------------------------------------------------------------------------
 
 
-class _Run:
+class Placement(Protocol):
+    """Where sessions run when not here: a cluster (skillbench.cluster)."""
+
+    async def place(
+        self, runner: Runner, name: str, arm: str, rep: int, attempt: int
+    ) -> SessionRecord: ...
+
+
+class Runner:
     def __init__(
         self,
         opts: EvalOptions,
@@ -116,8 +124,10 @@ class _Run:
         skill: Skill,
         sessions: dict[str, Session],
         progress: Progress,
+        placement: Placement | None = None,
     ):
         self.opts = opts
+        self.placement = placement
         self.plan = plan
         self.run_dir = run_dir
         self.skill = skill
@@ -139,12 +149,13 @@ class _Run:
             for r in self.done.values()
             if r.outcome == "skipped"
         }
+        self.skipped.update(opts.unavailable)
+        self.missing: set[str] = set(opts.unavailable)  # sessions skipped for the environment
         self.spend = opts.spent_before + sum(
             r.cost_usd or 0.0 for r in self.done.values() if r.reused_from is None
         )
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         self.stopped: str | None = None
-        self.missing: set[str] = set()  # sessions skipped because the image lacks a tool
         self.judge_tasks: list[asyncio.Task[None]] = []
         self.judging: set[RowKey] = set()  # rows waiting for the judge
         # judge calls are light, but a burst of them would meet the provider's rate limits
@@ -177,9 +188,9 @@ class _Run:
         hit = self.cache.get(key) if key else None
         if hit is not None:
             return self.reused(hit, name, arm, rep)
-        record = await self.attempt(provider, name, arm, rep, 1)
+        record = await self.place(provider, name, arm, rep, 1)
         if record.outcome == "error":  # infrastructure: once more in a fresh sandbox
-            record = await self.attempt(provider, name, arm, rep, 2)
+            record = await self.place(provider, name, arm, rep, 2)
         if key:
             transcript = self.run_dir / record.transcript if record.transcript else None
             self.cache.put(key, record, self.plan.run_id, transcript)
@@ -247,13 +258,24 @@ class _Run:
             exchanges=self.run_dir / "exchanges" / f"{key}.jsonl",
         )
 
+    async def place(
+        self, provider: SandboxProvider, name: str, arm: str, rep: int, attempt: int
+    ) -> SessionRecord:
+        """One attempt of a session, here or on the cluster; an earlier attempt's transcript
+        is kept beside it."""
+        key = session_key(name, arm, rep)
+        transcript = self.run_dir / "transcripts" / f"{key}.jsonl"
+        if attempt > 1 and transcript.exists():
+            transcript.rename(transcript.with_name(f"{key}.attempt{attempt - 1}.jsonl"))
+        if self.placement is not None:
+            return await self.placement.place(self, name, arm, rep, attempt)
+        return await self.attempt(provider, name, arm, rep, attempt)
+
     async def attempt(
         self, provider: SandboxProvider, name: str, arm: str, rep: int, attempt: int
     ) -> SessionRecord:
         key = session_key(name, arm, rep)
         transcript = self.run_dir / "transcripts" / f"{key}.jsonl"
-        if attempt > 1 and transcript.exists():
-            transcript.rename(transcript.with_name(f"{key}.attempt{attempt - 1}.jsonl"))
         record = SessionRecord(
             key=key, session=name, arm=arm, rep=rep, outcome="error", attempts=attempt
         )
@@ -514,9 +536,7 @@ class _Run:
         finally:
             for task in self.judge_tasks:
                 task.cancel()
-            await asyncio.gather(*self.closing, return_exceptions=True)
-            await provider.aclose()
-            await self.agent.aclose()
+            await self.close(provider)
             await judge_model.aclose()
             self.journal.close()
             shutil.rmtree(self.run_dir / "tmp", ignore_errors=True)
@@ -537,6 +557,12 @@ class _Run:
         if summary.activation is not None and summary.activation.never:
             summary.diagnostics.append(Diagnostic("never-fired", "", NEVER_LOADED))
         return summary
+
+    async def close(self, provider: SandboxProvider) -> None:
+        """Remove the sandboxes still being removed; close the provider and the agent."""
+        await asyncio.gather(*self.closing, return_exceptions=True)
+        await provider.aclose()
+        await self.agent.aclose()
 
     def spec_for(self, name: str) -> SandboxSpec:
         """The sandbox a session's arms and checker run in: its own image and workdir, if it
@@ -585,10 +611,16 @@ async def triggers_only(opts: EvalOptions) -> TriggerReport:
     return report
 
 
-async def execute(prepared: Prepared, opts: EvalOptions, progress: Progress) -> EvalResult:
-    """Run the prepared eval; write summary.json; return the run folder and the summary."""
+async def execute(
+    prepared: Prepared,
+    opts: EvalOptions,
+    progress: Progress,
+    placement: Placement | None = None,
+) -> EvalResult:
+    """Run the prepared eval (its sessions here, or where `placement` puts them); write
+    summary.json; return the run folder and the summary."""
     plan, run_dir, skill, sessions = prepared
-    runner = _Run(opts, plan, run_dir, skill, sessions, progress)
+    runner = Runner(opts, plan, run_dir, skill, sessions, progress, placement)
     summary = await runner.run()
     if opts.triggers:
         if opts.max_cost is not None and runner.spend >= opts.max_cost:

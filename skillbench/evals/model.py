@@ -77,6 +77,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     oracle: str | None = None  # a reference solution's script, its path under evals/
     image: str | None = None  # a local image the case runs in (with the sandbox's users added)
     containerfile: str | None = None  # absolute path of the Containerfile its image is built from
+    build_network: bool = False  # the containerfile's build may reach the network
     workdir: str | None = None  # where its workspace is (default /work), e.g. an image's /app
 
 

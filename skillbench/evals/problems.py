@@ -6,6 +6,8 @@ from typing import Literal
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
+
 Severity = Literal["error", "warning"]
 
 
@@ -21,7 +23,7 @@ class Problem(msgspec.Struct, frozen=True):
         return f"{self.path}:{self.line}: {self.severity}: {self.message}"
 
 
-class SpecError(Exception):
+class SpecError(SkillbenchError):
     """Eval assets or a skill could not be read; `problems` holds every error (and warning)."""
 
     def __init__(self, problems: list[Problem]) -> None:

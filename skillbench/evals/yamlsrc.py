@@ -1,8 +1,9 @@
 """Strict YAML reading that remembers the line of every value.
 
-Asset files are untrusted input: the reader caps size and node count (alias bombs),
-refuses binary, non-UTF-8 and BOM-prefixed files, duplicate keys and non-standard tags, and
-turns every failure into a `SpecError` whose problem names the file and line.
+Asset files are untrusted input: the reader caps size, nesting depth (PyYAML composes
+recursively: 5,000 `[` would be a RecursionError) and node count (alias bombs), refuses
+binary, non-UTF-8 and BOM-prefixed files, duplicate keys and non-standard tags, and turns
+every failure into a `SpecError` whose problem names the file and line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from skillbench.evals.problems import Problem, SpecError
 
 MAX_BYTES = 1024 * 1024
 MAX_NODES = 50_000
+MAX_DEPTH = 64  # collections in collections; eval assets need a handful
 
 KeyPath = tuple[str | int, ...]
 
@@ -114,7 +116,7 @@ def load_yaml_file(path: Path) -> Doc:
 def parse_yaml(text: str, shown: str, *, first_line: int = 1) -> Doc:
     """Parse YAML text (one document) into a `Doc`; `first_line` offsets embedded YAML."""
     try:
-        loader = yaml.SafeLoader(text)
+        loader = CappedLoader(text)
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, max(exc.position, 0)) + first_line
         what = f"character U+{exc.character:04X} is not allowed in YAML"
@@ -122,6 +124,10 @@ def parse_yaml(text: str, shown: str, *, first_line: int = 1) -> Doc:
     try:
         try:
             node = loader.get_single_node()
+        except _TooDeep as exc:
+            line = exc.mark.line + first_line
+            what = f"values nested more than {MAX_DEPTH} levels deep"
+            raise SpecError([Problem(shown, line, "error", what)]) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = (mark.line + first_line) if mark else first_line
@@ -137,8 +143,29 @@ def parse_yaml(text: str, shown: str, *, first_line: int = 1) -> Doc:
         loader.dispose()
 
 
+class _TooDeep(yaml.YAMLError):
+    def __init__(self, mark: yaml.Mark):
+        super().__init__(f"line {mark.line + 1}: values nested more than {MAX_DEPTH} levels deep")
+        self.mark = mark
+
+
+class CappedLoader(yaml.SafeLoader):
+    """SafeLoader whose composer stops at MAX_DEPTH, before Python's recursion limit."""
+
+    depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise _TooDeep(self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
 class _Builder:
-    def __init__(self, loader: yaml.SafeLoader, shown: str, first_line: int):
+    def __init__(self, loader: CappedLoader, shown: str, first_line: int):
         self.loader = loader
         self.shown = shown
         self.first = first_line

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -35,6 +36,26 @@ class Imported(msgspec.Struct):
     files: list[NewFile] = []
     unmapped: list[str] = []  # "<where>: <field> — <why>"
     cases: list[str] = []
+    skipped: list[str] = []  # "<where>: <why>": a task that could not be imported
+    warnings: list[str] = []  # what the user should look at before running the import
+
+
+def each(out: Imported, where: str, add: Callable[[], None]) -> None:
+    """Import one task of a folder of them: one that cannot be imported is skipped with its
+    reason, and the rest of the folder still imports."""
+    kept = len(out.files), len(out.unmapped), len(out.warnings)
+    try:
+        add()
+    except ImportError_ as exc:  # nothing of a skipped task is written or listed
+        del out.files[kept[0] :], out.unmapped[kept[1] :], out.warnings[kept[2] :]
+        out.skipped.append(f"{where}: {exc}")
+
+
+def none_left(out: Imported, src: Path) -> None:
+    """Refuse an import where every task was skipped (nothing to write), naming why each was."""
+    if not out.cases and out.skipped:
+        reasons = "; ".join(out.skipped[:3]) + (" …" if len(out.skipped) > 3 else "")
+        raise ImportError_(f"{src}: no task could be imported ({reasons})")
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")

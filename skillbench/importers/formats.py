@@ -12,24 +12,29 @@ import hashlib
 import json
 import math
 import re
-import tomllib
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from skillbench.evals.load import workdir_problem
+from skillbench.evals.cases import workdir_problem
+from skillbench.evals.yamlsrc import CappedLoader
 from skillbench.importers.base import (
     Imported,
     ImportError_,
     NewFile,
+    each,
     headed,
+    none_left,
     safe_name,
     support,
     yaml_str,
 )
+from skillbench.inputs import InputError, load_toml, read_capped
 from skillbench.sandbox.case_image import SANDBOX_FROM
 from skillbench.sandbox.image import image_exists
+from skillbench.skills import is_skill
 
 
 def _containerfile(
@@ -61,9 +66,10 @@ def _image(ref: str, where: str, out: Imported) -> dict[str, str]:
 
 def _toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ImportError_(f"{path}: cannot read it as TOML: {exc}") from None
+        return load_toml(path)
+    except InputError as exc:
+        why = str(exc).removeprefix(f"{path}: ")
+        raise ImportError_(f"{path}: cannot read it as TOML: {why}") from None
 
 
 def _case_yaml(
@@ -87,7 +93,7 @@ def _minutes(seconds: Any) -> int | None:
 # --- Margin Eval --------------------------------------------------------------------------
 
 
-def import_margin(src: Path) -> Imported:
+def import_margin(src: Path, into: Path | None = None) -> Imported:
     """A Margin suite: suite.toml and cases/<id>/{case.toml, prompt.md, tests/test.sh}."""
     suite = _toml(src / "suite.toml") if (src / "suite.toml").is_file() else None
     if suite is None:
@@ -113,7 +119,8 @@ def import_margin(src: Path) -> Imported:
     for key in sorted(set(suite) - {"kind", "name", "description", "cases"}):
         out.unmapped.append(f"suite.toml: `{key}` — not a Margin suite field; ignored")
     for case in names:
-        _margin_case(src / "cases" / case, out)
+        each(out, f"cases/{case}", partial(_margin_case, src / "cases" / case, out))
+    none_left(out, src)
     return out
 
 
@@ -209,7 +216,7 @@ def _harbor_tasks(src: Path) -> list[tuple[Path, str | None]]:
     return found
 
 
-def import_harbor(src: Path) -> Imported:
+def import_harbor(src: Path, into: Path | None = None) -> Imported:
     """One Harbor task folder, a folder of them, or a downloaded dataset of UUID folders."""
     out = Imported(source=f"harbor {src}")
     tasks = _harbor_tasks(src)
@@ -221,7 +228,9 @@ def import_harbor(src: Path) -> Imported:
         if taken[name] > 1:  # a collision after sanitising: a stable suffix from the UUID
             seed = uuid or str(folder.relative_to(src))
             name = f"{name}-{hashlib.sha256(seed.encode()).hexdigest()[:8]}"
-        _harbor_task(folder, name, out)
+        where = str(folder.relative_to(src)) if folder != src else folder.name
+        each(out, where, partial(_harbor_task, folder, name, out))
+    none_left(out, src)
     return out
 
 
@@ -234,11 +243,70 @@ _DROPPED = {
     ("solution", "env"): "the oracle runs with the agent's environment",
 }
 _METADATA = (("environment", "cpus"), ("environment", "memory_mb"), ("environment", "gpus"))
+# every task.toml field this importer reads, maps or names as dropped; any other is listed
+_KNOWN = {
+    *_DROPPED,
+    *_METADATA,
+    ("environment", "docker_image"),
+    ("agent", "timeout_sec"),
+    ("verifier", "timeout_sec"),
+    ("metadata",),
+}
+_COMPOSE = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+
+
+def _fields(table: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The key paths of a task.toml: a table's own keys, down to the known tables' leaves."""
+    paths = []
+    for key, value in table.items():
+        path = (*prefix, key)
+        if isinstance(value, dict) and path != ("metadata",) and not prefix:
+            paths += _fields(value, path)
+        else:
+            paths.append(path)
+    return paths
+
+
+def _harbor_unmapped(folder: Path, task: dict[str, Any], where: str, out: Imported) -> None:
+    """What the task has that no native field takes: compose services, skills_dir, and any
+    field this importer does not know (never dropped without a word)."""
+    for path in _fields(task):
+        if path in _KNOWN:
+            continue
+        if path[-1] == "skills_dir":
+            out.unmapped.append(
+                f"{where}: {'.'.join(path)} — not staged: the skill under test is the "
+                "--into skill (the candidate's arm stages it; the baseline has none)"
+            )
+        else:
+            out.unmapped.append(f"{where}: {'.'.join(path)} — not a Harbor field skillbench maps")
+    for name in _COMPOSE:
+        compose = folder / "environment" / name
+        if compose.is_file():
+            services = _compose_services(compose)
+            out.unmapped.append(
+                f"{where}: environment/{name} — its services ({services}) are not started: "
+                "the case runs in the sandbox alone, so a task that needs them fails"
+            )
+
+
+def _compose_services(compose: Path) -> str:
+    try:
+        data = _load_yaml(compose)
+    except ImportError_:
+        return "unreadable"
+    services = data.get("services") if isinstance(data, dict) else None
+    return ", ".join(map(str, services)) if isinstance(services, dict) and services else "none"
 
 
 def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     where, source = folder.name, f"harbor task {folder}"
     task = _toml(folder / "task.toml")
+    if "steps" in task:
+        raise ImportError_(
+            f"{folder / 'task.toml'}: a multi-step task ([[steps]], one instruction each) is "
+            "not supported: a case here is one task and one verdict"
+        )
     instruction = (
         (folder / "instruction.md").read_text(encoding="utf-8")
         if (folder / "instruction.md").is_file()
@@ -265,6 +333,7 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     for keys, why in _DROPPED.items():
         if get(*keys) is not None:
             out.unmapped.append(f"{where}: {'.'.join(keys)} — dropped: {why}")
+    _harbor_unmapped(folder, task, where, out)
     if get("verifier", "timeout_sec") is not None:
         out.unmapped.append(f"{where}: verifier.timeout_sec — a verifier gets 600 s here")
     docker = folder / "environment" / "Dockerfile"
@@ -320,14 +389,17 @@ _SUITE_DROPPED = {
 }
 
 
+MAX_YAML = 4 << 20  # a suite file with its cases inline
+
+
 def _load_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        return yaml.load(read_capped(path, MAX_YAML).decode("utf-8"), Loader=CappedLoader)
+    except (InputError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ImportError_(f"{path}: cannot read it: {exc}") from None
 
 
-def import_skill_optimizer(src: Path) -> Imported:
+def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
     """A skill-optimizer suite: suite.yml (or the file given) with inline or file cases,
     graders printing {pass, score, evidence}, and the checks/, bin/, workspace/ folders."""
     path = src / "suite.yml" if src.is_dir() else src
@@ -348,20 +420,24 @@ def import_skill_optimizer(src: Path) -> Imported:
         else:
             case, base, root = item, suite, path.parent
         if not isinstance(case, dict) or not case.get("name") or not case.get("task"):
-            raise ImportError_(f"{path}: case {i + 1} needs `name` and `task`")
-        _optimizer_case(
-            {
-                **{k: base[k] for k in ("timeoutSeconds", "setup", "references") if k in base},
-                **case,
-            },
-            root,
-            path.parent,
+            out.skipped.append(f"{path.name}: case {i + 1} — it needs `name` and `task`")
+            continue
+        merged = {
+            **{k: base[k] for k in ("timeoutSeconds", "setup", "references") if k in base},
+            **case,
+        }
+        each(
             out,
+            f"case {case['name']}",
+            partial(_optimizer_case, merged, root, path.parent, into, out),
         )
+    none_left(out, path)
     return out
 
 
-def _optimizer_case(case: dict[str, Any], root: Path, suite_dir: Path, out: Imported) -> None:
+def _optimizer_case(
+    case: dict[str, Any], root: Path, suite_dir: Path, into: Path | None, out: Imported
+) -> None:
     name = safe_name(str(case["name"]))
     where, source = f"case {case['name']}", f"skill-optimizer case {case['name']} ({root})"
     graders = case.get("graders") or []
@@ -385,7 +461,7 @@ def _optimizer_case(case: dict[str, Any], root: Path, suite_dir: Path, out: Impo
     seed: list[NewFile] = []
     refs = case.get("references")
     if refs:
-        seed += support(root / str(refs), f"cases/{name}/fixture", source)
+        seed += _references(root / str(refs), f"cases/{name}/fixture", where, into, source, out)
     if (suite_dir / "workspace").is_dir():
         seed += support(suite_dir / "workspace", f"cases/{name}/fixture", source)
     if (suite_dir / "bin").is_dir():
@@ -402,6 +478,40 @@ def _optimizer_case(case: dict[str, Any], root: Path, suite_dir: Path, out: Impo
         NewFile(f"cases/{name}.yaml", _case_yaml(source, str(case["task"]), checks, extra, []))
     )
     out.cases.append(name)
+
+
+def _references(
+    refs: Path, dest: str, where: str, into: Path | None, source: str, out: Imported
+) -> list[NewFile]:
+    """The references folder as the workspace's seed, minus the skills in it: such a suite
+    keeps the skill under test there (references/<skill>/SKILL.md), and a skill copied into
+    the workspace would be the baseline's too. The --into skill is the one under test."""
+    skills = [refs] if is_skill(refs) else sorted(p for p in refs.iterdir() if is_skill(p))
+    files = [
+        f
+        for f in support(refs, dest, source)
+        if not any(f.rel.startswith(_rel(dest, refs, s)) for s in skills)
+    ]
+    for folder in skills:
+        shown = refs.name if folder == refs else f"{refs.name}/{folder.name}"
+        if into is not None and folder.name != into.resolve().name:
+            out.warnings.append(
+                f"{where}: {shown}/ is the skill {folder.name}, not the --into skill "
+                f"{into.resolve().name}: {into.resolve().name} is the one under test; "
+                f"{shown}/ is left out of the workspace"
+            )
+        else:
+            out.unmapped.append(
+                f"{where}: {shown}/ — the skill under test: the candidate's arm stages it as "
+                "the --into skill; left out of the workspace so the baseline never sees it"
+            )
+    return files
+
+
+def _rel(dest: str, refs: Path, skill: Path) -> str:
+    """Where `skill` (in `refs`) would land under `dest`, as a prefix of file paths."""
+    inner = skill.relative_to(refs).as_posix()
+    return f"{dest}/" if inner == "." else f"{dest}/{inner}/"
 
 
 IMPORTERS = {

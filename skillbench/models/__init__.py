@@ -11,12 +11,13 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
 from skillbench.models.base import Model
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 
 
-class ModelRefError(ValueError):
+class ModelRefError(SkillbenchError, ValueError):
     """A model reference that names no provider we know."""
 
 

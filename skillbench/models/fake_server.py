@@ -5,7 +5,8 @@ Chat Completions) and `POST /v1/responses` (OpenAI Responses, streamed: what Cod
 Tests point the real SDKs and agent CLIs at it through their base URLs; nothing is patched.
 The script (skillbench.models.script) decides each reply, including faults: a status with
 Retry-After, a stall past the client's timeout, a malformed body, a stream cut off.
-Every request is logged for tests to assert on.
+Every request is logged for tests to assert on. What each protocol's requests and replies
+look like is fake_wire.py; this module is the HTTP side: routing, faults, logging.
 
     python -m skillbench.models.fake_server SCRIPT.yaml [--port N]
 """
@@ -25,6 +26,16 @@ from typing import Any
 
 import msgspec
 
+from skillbench.models.fake_wire import (
+    ERROR_KINDS,
+    REPLIES,
+    anthropic_shape,
+    error_body,
+    message_events,
+    openai_shape,
+    response_events,
+    responses_shape,
+)
 from skillbench.models.script import Play, Player, Script, ScriptError, load_script, parse_script
 
 
@@ -50,54 +61,6 @@ class LoggedRequest(msgspec.Struct):
     usage: dict[str, int] = {}
     at: float = 0.0
     api_key: str = ""  # the credential the client sent (x-api-key, or a bearer token)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
-    return ""
-
-
-def anthropic_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
-    system = _text(body.get("system", ""))
-    users = [_text(m.get("content")) for m in body.get("messages", []) if m.get("role") == "user"]
-    turns = sum(m.get("role") == "assistant" for m in body.get("messages", []))
-    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
-
-
-def openai_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
-    messages = body.get("messages", [])
-    system = "".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
-    users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
-    turns = sum(m.get("role") == "assistant" for m in messages)
-    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
-
-
-_OUTPUT_ITEMS = {"function_call", "custom_tool_call", "reasoning", "local_shell_call"}
-_CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md")
-
-
-def responses_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
-    """A Responses request: the instructions and developer messages are the system prompt;
-    the user messages the harness adds about its environment are not the user's."""
-    items = [i for i in body.get("input", []) if isinstance(i, dict)]
-    system = _text(body.get("instructions", "")) + "".join(
-        _text(i.get("content")) for i in items if i.get("role") in ("developer", "system")
-    )
-    users = [
-        t
-        for i in items
-        if i.get("role") == "user"
-        if not (t := _text(i.get("content"))).lstrip().startswith(_CONTEXT_TAGS)
-    ]
-    turns, was_output = 0, False
-    for item in items:  # one assistant turn is a run of output items
-        output = item.get("type") in _OUTPUT_ITEMS or item.get("role") == "assistant"
-        turns += output and not was_output
-        was_output = output
-    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
 
 
 class _Server(ThreadingHTTPServer):
@@ -198,19 +161,23 @@ class FakeModelServer:
         try:
             play = self.player.play(system, first, last, turns)
         except ScriptError as exc:
-            entry.status = 500
-            return self._send(h, 500, _error(protocol, "api_error", f"fake server: {exc}"))
+            # a 400, not a 500: asking again cannot match, so the agent (a CLI too) stops at
+            # once, and the message is the session's error (see Broker.rejected)
+            entry.status = 400
+            return self._send(
+                h, 400, error_body(protocol, "invalid_request_error", f"scripted model: {exc}")
+            )
         entry.source, entry.step = play.source, play.step
         if play.fault is not None:
             return self._fault(h, entry, play)
         if play.latency:
             time.sleep(play.latency)
-        reply, usage = _REPLIES[protocol](body, play, raw, turns)
+        reply, usage = REPLIES[protocol](body, play, raw, turns)
         entry.usage = usage
         if protocol == "responses":
-            return self._stream_events(h, _response_events(reply))
+            return self._stream_events(h, response_events(reply))
         if protocol == "anthropic" and body.get("stream"):
-            return self._stream_events(h, _message_events(reply))
+            return self._stream_events(h, message_events(reply))
         self._send(h, 200, reply)
 
     @staticmethod
@@ -264,9 +231,9 @@ class FakeModelServer:
         if fault.retry_after is not None:
             headers["retry-after"] = f"{fault.retry_after:g}"
             headers["retry-after-ms"] = str(int(fault.retry_after * 1000))
-        kind = _ERROR_KINDS.get(status, "api_error")
+        kind = ERROR_KINDS.get(status, "api_error")
         message = fault.message or f"injected fault {status}"
-        body = json.dumps(_error(entry.protocol, kind, message)).encode()
+        body = json.dumps(error_body(entry.protocol, kind, message)).encode()
         self._send_raw(h, status, body, headers)
 
     def _send(self, h: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
@@ -284,205 +251,6 @@ class FakeModelServer:
             h.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a stall past its timeout)
-
-
-_ERROR_KINDS = {
-    429: "rate_limit_error",
-    401: "authentication_error",
-    403: "permission_error",
-    400: "invalid_request_error",
-}
-
-
-def _message_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """A Messages reply as the API streams it, block by block."""
-    content, usage = reply["content"], reply["usage"]
-    start = {**reply, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
-    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": start})]
-    for i, block in enumerate(content):
-        opened: dict[str, Any]
-        delta: dict[str, Any]
-        if block["type"] == "text":
-            opened = {"type": "text", "text": ""}
-            delta = {"type": "text_delta", "text": block["text"]}
-        else:
-            opened = {**block, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        events += [
-            ("content_block_start", {"index": i, "content_block": opened}),
-            ("content_block_delta", {"index": i, "delta": delta}),
-            ("content_block_stop", {"index": i}),
-        ]
-    events += [
-        (
-            "message_delta",
-            {
-                "delta": {"stop_reason": reply["stop_reason"], "stop_sequence": None},
-                "usage": {"output_tokens": usage["output_tokens"]},
-            },
-        ),
-        ("message_stop", {}),
-    ]
-    return events
-
-
-def _response_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """A Responses reply as the API streams it: created, each output item added, its text
-    delta, done, then completed with the usage."""
-    opened = {**reply, "status": "in_progress", "output": [], "usage": None}
-    events: list[tuple[str, dict[str, Any]]] = [("response.created", {"response": opened})]
-    for i, item in enumerate(reply["output"]):
-        events.append(("response.output_item.added", {"output_index": i, "item": item}))
-        if item["type"] == "message":
-            text = item["content"][0]["text"]
-            events.append(
-                (
-                    "response.output_text.delta",
-                    {"item_id": item["id"], "output_index": i, "content_index": 0, "delta": text},
-                )
-            )
-        events.append(("response.output_item.done", {"output_index": i, "item": item}))
-    events.append(("response.completed", {"response": reply}))
-    return events
-
-
-def _error(protocol: str, kind: str, message: str) -> dict[str, Any]:
-    if protocol == "anthropic":
-        return {"type": "error", "error": {"type": kind, "message": message}}
-    return {"error": {"type": kind, "message": message, "code": kind}}
-
-
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
-def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
-    content: list[dict[str, Any]] = [{"type": "text", "text": play.text}] if play.text else []
-    for j, (name, args) in enumerate(play.tool_calls):
-        content.append(
-            {"type": "tool_use", "id": f"toolu_{turns}_{j}", "name": name, "input": args}
-        )
-    system = _text(body.get("system", ""))
-    cached = _tokens(system) if system and isinstance(body.get("system"), list) else 0
-    usage = {
-        "input_tokens": max(1, _tokens(raw.decode(errors="replace")) - cached),
-        "output_tokens": _tokens(play.text + json.dumps([a for _, a in play.tool_calls])),
-        "cache_creation_input_tokens": cached if turns == 0 else 0,
-        "cache_read_input_tokens": cached if turns > 0 else 0,
-    }
-    stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
-    reply = {
-        "id": f"msg_fake_{turns}",
-        "type": "message",
-        "role": "assistant",
-        "model": body.get("model", "fake"),
-        "content": content,
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": usage,
-    }
-    return reply, usage
-
-
-_OPENAI_FINISH = {
-    "end_turn": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "refusal": "content_filter",
-}
-
-
-def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
-    calls = [
-        {
-            "id": f"call_{turns}_{j}",
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)},
-        }
-        for j, (name, args) in enumerate(play.tool_calls)
-    ]
-    system = "".join(
-        _text(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"
-    )
-    cached = _tokens(system) if system and turns > 0 else 0
-    prompt = _tokens(raw.decode(errors="replace"))
-    completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
-    stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
-    message: dict[str, Any] = {"role": "assistant", "content": play.text or None}
-    if calls:
-        message["tool_calls"] = calls
-    reply = {
-        "id": f"chatcmpl-fake-{turns}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "fake"),
-        "choices": [{"index": 0, "message": message, "finish_reason": _OPENAI_FINISH[stop]}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached},
-        },
-    }
-    usage = {
-        "input_tokens": prompt - cached,
-        "output_tokens": completion,
-        "cache_read_input_tokens": cached,
-    }
-    return reply, usage
-
-
-def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
-    output: list[dict[str, Any]] = []
-    if play.text:
-        output.append(
-            {
-                "type": "message",
-                "id": f"msg_{turns}",
-                "role": "assistant",
-                "status": "completed",
-                "content": [{"type": "output_text", "text": play.text, "annotations": []}],
-            }
-        )
-    for j, (name, args) in enumerate(play.tool_calls):
-        output.append(
-            {
-                "type": "function_call",
-                "id": f"fc_{turns}_{j}",
-                "status": "completed",
-                "call_id": f"call_{turns}_{j}",
-                "name": name,
-                "arguments": json.dumps(args),
-            }
-        )
-    system, _, _, _ = responses_shape(body)
-    cached = _tokens(system) if turns > 0 else 0
-    prompt = _tokens(raw.decode(errors="replace"))
-    completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
-    reply = {
-        "id": f"resp_fake_{turns}",
-        "object": "response",
-        "created_at": int(time.time()),
-        "status": "completed",
-        "model": body.get("model", "fake"),
-        "output": output,
-        "usage": {
-            "input_tokens": prompt,
-            "input_tokens_details": {"cached_tokens": cached},
-            "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": prompt + completion,
-        },
-    }
-    usage = {
-        "input_tokens": prompt - cached,
-        "output_tokens": completion,
-        "cache_read_input_tokens": cached,
-    }
-    return reply, usage
-
-
-_REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": _responses_reply}
 
 
 class SpawnedServer:

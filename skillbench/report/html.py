@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,10 +121,9 @@ def _page(title: str, body: str, data: str, js: str) -> str:
         "DATA": data,
         "JS": js,
     }
-    page = _PAGE
-    for name, value in parts.items():  # (not str.format: the CSS and JS are full of braces)
-        page = page.replace(f"@@{name}@@", value, 1)
-    return page
+    # One pass over the template alone (not str.format: the CSS and JS are full of braces):
+    # a placeholder written in the data, such as a check's `@@JS@@`, is never filled in.
+    return _SLOT.sub(lambda m: parts[m.group(1)], _PAGE)
 
 
 def _e(text: object) -> str:
@@ -361,6 +361,7 @@ def _efficiency(run: RunFolder) -> str:
     return _section("Efficiency", "<div class='charts'>" + "".join(charts) + "</div>" + total)
 
 
+_SLOT = re.compile(r"@@([A-Z]+)@@")
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -5,6 +5,7 @@ from __future__ import annotations
 from xml.sax.saxutils import escape, quoteattr
 
 from skillbench.engine.score import Summary
+from skillbench.report.why import failing_checks
 from skillbench.verdict import UNSCORED
 
 
@@ -35,14 +36,17 @@ def eval_junit(summary: Summary) -> str:
     for row in summary.rows:
         name = f"{row.case} rep {row.rep} vs {row.opponent}"
         detail = f"{row.outcome} ({row.decided_by})"
+        why = failing_checks(row.arms)  # the failing checks: what a CI reader looks for
+        text = "\n".join([detail, *why])
         if row.outcome == "loss":
             failures += 1
-            body = f"<failure message={quoteattr(detail)}/>"
+            message = f"{detail}: {why[0]}" if why else detail
+            body = f"<failure message={quoteattr(message)}>{escape(text)}</failure>"
         elif row.decided_by in UNSCORED:
             skipped += 1
-            body = f"<skipped message={quoteattr(detail)}/>"
+            body = f"<skipped message={quoteattr(detail)}/><system-out>{escape(text)}</system-out>"
         else:
-            body = f"<system-out>{escape(detail)}</system-out>"
+            body = f"<system-out>{escape(text)}</system-out>"
         cases.append(f"<testcase classname={cls} name={quoteattr(name)}>{body}</testcase>")
     for skip in summary.skipped:  # the rows a skipped case (or suite) would have had
         reason = quoteattr(skip.reason)

@@ -4,9 +4,11 @@ comparisons, the rows that are not ties, the triggers line; nothing links outsid
 
 from __future__ import annotations
 
+from skillbench.engine.records import CANDIDATE
 from skillbench.report.evidence import evidence_lines
 from skillbench.report.run_folder import RunFolder
 from skillbench.report.terminal import comparison_text, report_lines
+from skillbench.report.why import failing_checks
 
 
 def _cell(text: object) -> str:
@@ -41,14 +43,26 @@ def markdown(run: RunFolder) -> str:
     decided.sort(key=lambda r: (r.outcome != "loss", r.case, r.rep))
     out += ["", f"#### Rows that are not ties ({len(decided)} of {len(s.rows)})", ""]
     if decided:
-        out += ["| case | rep | vs | outcome | decided by |", "|---|---|---|---|---|"]
+        out += [
+            "| case | rep | vs | outcome | decided by | failing checks |",
+            "|---|---|---|---|---|---|",
+        ]
         out += [
             f"| {_cell(r.case)} | {r.rep} | {_cell(r.opponent)} | "
-            f"{'**loss**' if r.outcome == 'loss' else r.outcome} | {_cell(r.decided_by)} |"
+            f"{'**loss**' if r.outcome == 'loss' else r.outcome} | {_cell(r.decided_by)} | "
+            f"{'<br>'.join(_cell(x) for x in failing_checks(r.arms)) or '-'} |"
             for r in decided
         ]
     else:
         out.append("Every row is a tie.")
+    failed_ties = [r for r in s.rows if r.outcome == "tie" and not r.arms[CANDIDATE].passed]
+    if failed_ties:  # both arms failed: the row says nothing either way, but why it failed does
+        out += ["", f"#### Ties where the candidate failed too ({len(failed_ties)})", ""]
+        out += [
+            f"- {_cell(r.case)} rep {r.rep} vs {_cell(r.opponent)}: "
+            f"{'; '.join(_cell(x) for x in failing_checks(r.arms)) or 'failed'}"
+            for r in failed_ties
+        ]
     if s.diagnostics:
         out += [
             "",

@@ -12,6 +12,7 @@ import msgspec
 from skillbench.engine.journal import read_journal
 from skillbench.engine.records import Plan, RowRecord, SessionRecord
 from skillbench.engine.score import Summary
+from skillbench.inputs import load_json
 
 
 class RunFolderError(Exception):
@@ -37,8 +38,8 @@ class RunFolder(msgspec.Struct):
         for line in text.splitlines():
             try:
                 event = json.loads(line)
-            except ValueError:
-                continue  # a torn last line
+            except (ValueError, RecursionError):
+                continue  # a torn last line (or one nested past the parser's limit)
             if isinstance(event, dict):
                 events.append(event)
         return events
@@ -49,13 +50,13 @@ def load_run(path: Path) -> RunFolder:
     if not path.is_dir():
         raise RunFolderError(f"{path}: no such run folder")
     try:
-        plan = msgspec.json.decode((path / "plan.json").read_bytes(), type=Plan)
+        plan = load_json(path / "plan.json", Plan)
     except (OSError, msgspec.DecodeError) as exc:
         raise RunFolderError(
             f"{path}: no readable plan.json ({exc}); is it a run folder?"
         ) from None
     try:
-        summary = msgspec.json.decode((path / "summary.json").read_bytes(), type=Summary)
+        summary = load_json(path / "summary.json", Summary)
     except (OSError, msgspec.DecodeError):
         raise RunFolderError(
             f"{path}: the run has no summary.json yet (it did not "

@@ -7,7 +7,9 @@ must pass tests/sandbox_conformance.py.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import weakref
 from collections.abc import Callable
 
 from skillbench.sandbox.base import SandboxError, SandboxProvider
@@ -20,6 +22,7 @@ def _podman() -> SandboxProvider:
 
 
 PROVIDERS: dict[str, Callable[[], SandboxProvider]] = {"podman": _podman}
+_MADE: weakref.WeakSet[SandboxProvider] = weakref.WeakSet()  # for `stop_all`
 
 
 def make_provider(name: str = "podman") -> SandboxProvider:
@@ -30,4 +33,13 @@ def make_provider(name: str = "podman") -> SandboxProvider:
         raise SandboxError(
             f"no sandbox provider {name!r} (providers: {', '.join(PROVIDERS)}){hint}"
         )
-    return PROVIDERS[name]()
+    provider = PROVIDERS[name]()
+    _MADE.add(provider)
+    return provider
+
+
+def stop_all() -> None:
+    """Remove every sandbox and workspace of every provider this process made, now."""
+    for provider in list(_MADE):
+        with contextlib.suppress(Exception):  # (the process exits next: remove what can be)
+            provider.stop_now()

@@ -26,6 +26,8 @@ from typing import Protocol
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
+
 WORKDIR = "/work"
 SKILLS_DIR = "/skills"  # staged skills, read-only, one folder per skill
 CASE_DIR = "/case"  # the skill's evals/, read-only, only in the checker
@@ -48,7 +50,7 @@ def parse_size(text: str) -> int:
     return int(float(number) * _UNITS[unit])
 
 
-class SandboxError(Exception):
+class SandboxError(SkillbenchError):
     """The sandbox failed (infrastructure), as opposed to a command in it failing."""
 
 
@@ -176,3 +178,8 @@ class SandboxProvider(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+    def stop_now(self) -> None:
+        """Remove every sandbox and workspace it made, synchronously: the process is exiting
+        (a second Ctrl-C) and no cleanup of its own will run."""
+        ...

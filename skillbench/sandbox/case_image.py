@@ -1,23 +1,36 @@
-"""Per-case images (design §13): a case may run in its own local image (`image:`) or one built
-from its own Containerfile (`containerfile:`), as imported Harbor and Margin tasks do.
+"""Per-case images (design §13, §17): a case may run in its own image (`image:`, pulled once
+when it names a registry: sandbox/pull.py) or one built from its own Containerfile
+(`containerfile:`), as imported Harbor and Margin tasks do.
 
 Offline, a Containerfile must start FROM a local image; `FROM skillbench-sandbox` builds on
 the sandbox image. Either way a thin layer is added that the sandbox needs (the `agent` and
 `checker` users, /work), and the build refuses an image without python3 (the executor runs on
 it). Images are named by the digest of everything that went in, so an edit rebuilds and an
 unchanged case reuses its image (and its cached baseline sessions).
+
+Builds run as root on the host, so they are kept to their context (design §15): the recipe
+is linted (evals/containerfile.py) right before the build, as `check` does; RUN steps get no
+network unless the case says `build_network: true`; and each build has its own temporary
+folder, where buildah keeps cache mounts, so no build sees another's (or plants links in it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from skillbench.evals.containerfile import NETWORK_FIELD, lint
+from skillbench.evals.imageref import is_remote
+from skillbench.evals.problems import SpecError
+from skillbench.evals.yamlsrc import read_text
 from skillbench.sandbox.image import USERS_SCRIPT, image_exists
+from skillbench.sandbox.pull import ImageUnavailable, PullError, pull
+from skillbench.sandbox.service import runtime_dir
 
 SANDBOX_FROM = "skillbench-sandbox"  # `FROM skillbench-sandbox`: the sandbox image
 _FROM = re.compile(r"(?im)^(\s*FROM\s+)skillbench-sandbox(\s|$)")
@@ -36,22 +49,43 @@ class CaseImageError(Exception):
     """A case's image could not be found or built; the message says what to do."""
 
 
+class CaseImageUnavailable(CaseImageError):
+    """A case's remote image is not cached and its registry cannot be reached: only the
+    cases that need it are skipped."""
+
+
 def _tree_digest(folder: Path) -> str:
     h = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(folder.rglob("*")):
+        # a link is its text (never followed: it may point anywhere on the host)
+        data = os.readlink(path).encode() if path.is_symlink() else None
+        if data is None and not path.is_file():
+            continue
+        data = path.read_bytes() if data is None else b"link " + data
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 
-def _build(name: str, recipe: str, context: Path) -> None:
-    done = subprocess.run(
-        ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(context)],
-        input=recipe.encode(),
-        capture_output=True,
-    )
+def _build(name: str, recipe: str, context: Path, *, network: bool = False) -> None:
+    with tempfile.TemporaryDirectory(prefix="build-", dir=runtime_dir()) as scratch:
+        done = subprocess.run(
+            [
+                *("podman", "build", "--pull=never", "-q", "-t", name, "-f", "-"),
+                *(() if network else ("--network=none",)),
+                str(context),
+            ],
+            input=recipe.encode(),
+            capture_output=True,
+            env={**os.environ, "TMPDIR": scratch},  # buildah's cache mounts live here
+        )
     if done.returncode != 0:
         tail = done.stderr.decode(errors="replace").strip()[-800:]
-        raise CaseImageError(f"podman build failed: {tail}")
+        offline = (
+            ""
+            if network
+            else f" (it ran without network: `{NETWORK_FIELD}: true` in the case allows it)"
+        )
+        raise CaseImageError(f"podman build failed{offline}: {tail}")
 
 
 def _image_id(ref: str) -> str:
@@ -62,17 +96,32 @@ def _image_id(ref: str) -> str:
 
 
 def case_image(
-    *, image: str | None, containerfile: Path | None, base: str, log: Callable[[str], None]
+    *,
+    image: str | None,
+    containerfile: Path | None,
+    base: str,
+    log: Callable[[str], None],
+    network: bool = False,
 ) -> str:
     """The image a case runs in, built on first use."""
     if containerfile is not None:
-        recipe = _FROM.sub(lambda m: m.group(1) + base + m.group(2), containerfile.read_text())
-        source = hashlib.sha256(recipe.encode() + _tree_digest(containerfile.parent).encode())
+        try:
+            text = read_text(containerfile)
+        except SpecError as exc:
+            raise CaseImageError(str(exc)) from None
+        refused = lint(containerfile, text, network=network)
+        if refused:
+            raise CaseImageError(f"{refused[0]} (the image was not built)")
+        recipe = _FROM.sub(lambda m: m.group(1) + base + m.group(2), text)
+        online = b"\0network" if network else b""  # (an image built online is another image)
+        source = hashlib.sha256(
+            recipe.encode() + _tree_digest(containerfile.parent).encode() + online
+        )
         own = f"localhost/skillbench-case-src:{source.hexdigest()[:12]}"
         if not image_exists(own):
             log(f"building {own} from {containerfile}")
             try:
-                _build(own, recipe, containerfile.parent)
+                _build(own, recipe, containerfile.parent, network=network)
             except CaseImageError as exc:
                 raise CaseImageError(
                     f"{containerfile}: {exc}; offline, FROM must name a local "
@@ -81,7 +130,14 @@ def case_image(
                 ) from None
     else:
         assert image is not None
-        if not image_exists(image):
+        if is_remote(image):
+            try:
+                pull(image, log=log)
+            except ImageUnavailable as exc:
+                raise CaseImageUnavailable(str(exc)) from None
+            except PullError as exc:
+                raise CaseImageError(str(exc)) from None
+        elif not image_exists(image):
             raise CaseImageError(
                 f"image {image!r} is not a local image: build or load it "
                 "(`podman images` lists them), or use a containerfile"

@@ -2,8 +2,10 @@
 
 No container registry is reachable on many machines, so the default build assembles a
 minimal Debian root filesystem with mmdebstrap (from the host's own apt sources) and
-imports it. Where mmdebstrap is missing, `podman build` on the bundled Containerfile is
-the normal path for a machine that can pull.
+imports it. Where a registry is reachable, `--from-registry REF` (or `image_from_registry`
+in skillbench.toml) builds the bundled Containerfile FROM a Debian image pinned by digest,
+pulled first through the API (sandbox/pull.py: the pin is verified). Where mmdebstrap is
+missing, the Containerfile is built FROM Debian's tag as the last resort.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+
+from skillbench.evals.imageref import is_remote, pinned_digest, ref_problem
+from skillbench.sandbox.pull import PullError, pull
 
 PACKAGES = ("python3", "git", "ca-certificates", "procps")
 CONTAINERFILE = Path(__file__).parent / "files" / "Containerfile"
@@ -73,19 +78,46 @@ def _host_sources() -> list[str]:
 
 
 def build_image(
-    *, force: bool = False, name: str = IMAGE, log: Callable[[str], None] = print
+    *,
+    force: bool = False,
+    name: str = IMAGE,
+    log: Callable[[str], None] = print,
+    from_registry: str | None = None,
 ) -> str:
-    """Build the sandbox image unless it exists (or `force`); return its name."""
+    """Build the sandbox image unless it exists (or `force`); return its name.
+    `from_registry`: a digest-pinned Debian image to build FROM instead of mmdebstrap."""
     if shutil.which("podman") is None:
         raise ImageBuildError("podman is not installed; run `make setup` (or `skillbench doctor`)")
+    if from_registry is not None:
+        _check_base(from_registry)
     if not force and image_exists(name):
         log(f"image {name} already present")
         return name
-    if shutil.which("mmdebstrap"):
+    if from_registry is not None:
+        try:
+            pull(from_registry, log=log)
+        except PullError as exc:
+            raise ImageBuildError(str(exc)) from None
+        _build_with_containerfile(name, log, base=from_registry)
+    elif shutil.which("mmdebstrap"):
         _build_with_mmdebstrap(name, log)
     else:
         _build_with_containerfile(name, log)
     return name
+
+
+def _check_base(ref: str) -> None:
+    """A registry base must be named with its registry and pinned by digest: the sandbox is
+    then built from bytes known in advance, whatever the tag points to today."""
+    problem = ref_problem(ref)
+    if problem:
+        raise ImageBuildError(f"--from-registry: {problem}")
+    if not is_remote(ref) or pinned_digest(ref) is None:
+        raise ImageBuildError(
+            f"--from-registry {ref}: name the registry and pin the digest, e.g. "
+            "docker.io/library/debian:bookworm-slim@sha256:<digest> (`podman pull` it once "
+            "and read `podman image inspect --format '{{.Digest}}' IMAGE`)"
+        )
 
 
 def _build_with_mmdebstrap(name: str, log: Callable[[str], None]) -> None:
@@ -124,10 +156,19 @@ def _build_with_mmdebstrap(name: str, log: Callable[[str], None]) -> None:
     log(f"built {name}")
 
 
-def _build_with_containerfile(name: str, log: Callable[[str], None]) -> None:
-    log(f"building {name} from {CONTAINERFILE} (needs a reachable registry)")
+def _build_with_containerfile(
+    name: str, log: Callable[[str], None], *, base: str | None = None
+) -> None:
+    """`podman build` of the Containerfile: FROM `base` (podman's `--from` replaces the file's
+    FROM; the base is already pulled, so the build never pulls), or FROM Debian's tag as the
+    file says when none is given (pulled by the build)."""
+    log(f"building {name} from {CONTAINERFILE} FROM {base or 'its own FROM'}")
+    pinned = ("--pull=never", f"--from={base}") if base else ()
     done = subprocess.run(
-        ["podman", "build", "-t", name, "-f", str(CONTAINERFILE), str(CONTAINERFILE.parent)],
+        [
+            *("podman", "build", *pinned, "-t", name),
+            *("-f", str(CONTAINERFILE), str(CONTAINERFILE.parent)),
+        ],
         capture_output=True,
     )
     if done.returncode != 0:

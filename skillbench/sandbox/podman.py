@@ -1,6 +1,7 @@
-"""The podman Sandbox provider: podman-py for container lifecycle and archives; commands and
-small files go through the in-sandbox executor (executor.py), which is the container's PID 1
-and serves a unix socket in a host folder bind-mounted into the container.
+"""The podman Sandbox provider: podman-py creates each container (limits, mounts, the
+executor as PID 1) and its tmpfs workspace volume, removes what it made, and sweeps what dead
+skillbench processes left; the sandbox itself, commands and files through the in-sandbox
+executor, is container.py.
 
 Measured facts this relies on are in ../shared/podman-notes.md: runc, init always on,
 `stop_signal` as an int, both ulimits or neither, force removal with timeout 0.
@@ -9,22 +10,17 @@ Measured facts this relies on are in ../shared/podman-notes.md: runc, init alway
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import errno
-import io
 import itertools
-import json
 import os
 import re
 import shutil
 import socket
-import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from podman import PodmanClient
@@ -32,27 +28,22 @@ from podman import PodmanClient
 from skillbench.sandbox import executor
 from skillbench.sandbox.base import (
     AGENT,
-    DEFAULT_OUTPUT_CAP,
     HOMES,
-    ROOT,
     UIDS,
-    WORKDIR,
-    ExecResult,
     Mount,
-    Relay,
     SandboxError,
     SandboxSpec,
     parse_size,
 )
-from skillbench.sandbox.copyout import CopyOut
+from skillbench.sandbox.container import PodmanSandbox
 from skillbench.sandbox.service import PodmanService, runtime_dir
 
 LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"
+PROVIDER_LABEL = "skillbench.provider"  # which provider in that process: what it removes
 EXECUTOR_FILE = Path(executor.__file__)
 _IN_SANDBOX = "/opt/skillbench/executor.py"
 _SOCKET_DIR = "/run/skillbench"
-_REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
 _LOGS = "16m"  # /logs, for verifiers that write a reward file (Harbor's /logs/verifier)
 _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the other tmpfs
 
@@ -71,6 +62,17 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _listed(fetch: Callable[[], list[Any]]) -> list[Any]:
+    """A listing, retried: podman fails a whole list when an item in it is removed while it
+    is listed (another skillbench's sweep, a run ending); [] if that keeps happening."""
+    for _ in range(3):
+        try:
+            return fetch()
+        except Exception:
+            time.sleep(0.1)
+    return []
+
+
 def _owner_gone(labels: dict[str, str] | None, host: str) -> bool:
     """Labelled by a skillbench process on this host that no longer runs."""
     owner_host, _, pid = (labels or {}).get(OWNER_LABEL, "").rpartition(":")
@@ -86,6 +88,12 @@ class PodmanProvider:
         self._local = threading.local()
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
+        # Creations run in worker threads that a cancelled await does not stop: the count
+        # lets the final sweep wait for them, `_stopping` refuses new ones.
+        self._creating = threading.Condition()
+        self._in_flight = 0
+        self._stopping = False
+        self.labels = {LABEL: "1", OWNER_LABEL: _owner(), PROVIDER_LABEL: os.urandom(6).hex()}
         if sweep:
             self.sweep()
 
@@ -101,11 +109,13 @@ class PodmanProvider:
         """Remove containers left by skillbench processes on this host that are gone."""
         removed = 0
         host = socket.gethostname()
-        for ctr in self.client().containers.list(all=True, filters={"label": LABEL}):
+        ours = {"label": LABEL}
+        for ctr in _listed(lambda: self.client().containers.list(all=True, filters=ours)):
             if _owner_gone(ctr.labels, host):
-                ctr.remove(force=True, timeout=0)
-                removed += 1
-        for vol in self.client().volumes.list(filters={"label": LABEL}):
+                with contextlib.suppress(Exception):  # another process's sweep took it first
+                    ctr.remove(force=True, timeout=0)
+                    removed += 1
+        for vol in _listed(lambda: self.client().volumes.list(filters=ours)):
             if _owner_gone(vol.attrs.get("Labels"), host):
                 with contextlib.suppress(Exception):  # still in use: the next sweep takes it
                     vol.remove(force=True)
@@ -118,6 +128,45 @@ class PodmanProvider:
                 else:
                     path.unlink(missing_ok=True)
         return removed
+
+    @contextlib.contextmanager
+    def _creation(self) -> Iterator[None]:
+        with self._creating:
+            if self._stopping:
+                raise SandboxError("the run is stopping: no new sandboxes")
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._creating:
+                self._in_flight -= 1
+                self._creating.notify_all()
+
+    def remove_own(self, wait: float = 10.0) -> None:
+        """Remove every container and volume this provider made, whatever the state of the
+        sandboxes that hold them: after the creations under way have finished, none start."""
+        with self._creating:
+            self._stopping = True
+            self._creating.wait_for(lambda: self._in_flight == 0, timeout=wait)
+        mine = {"label": f"{PROVIDER_LABEL}={self.labels[PROVIDER_LABEL]}"}
+        # a client of its own: the threads' clients may be mid-request
+        with PodmanClient(base_url=self.service.url, timeout=wait) as client:
+            for ctr in _listed(lambda: client.containers.list(all=True, filters=mine)):
+                with contextlib.suppress(Exception):  # (gone meanwhile)
+                    ctr.remove(force=True, timeout=0)
+            for vol in _listed(lambda: client.volumes.list(filters=mine)):
+                with contextlib.suppress(Exception):
+                    vol.remove(force=True)
+
+    def stop_now(self) -> None:
+        """A second Ctrl-C: remove what this provider made and stop the service, at once."""
+        try:
+            self.remove_own()
+        finally:
+            for sandbox in list(self._live):
+                shutil.rmtree(sandbox._sock_dir, ignore_errors=True)
+            if self._owns_service:
+                self.service.stop()
 
     async def create(self, spec: SandboxSpec) -> PodmanSandbox:
         """Create and start a container, then connect to its executor."""
@@ -151,15 +200,16 @@ class PodmanProvider:
             "device": "tmpfs",
             "o": f"nr_blocks={blocks},uid={uid},gid={uid},mode=0755,nosuid,nodev",
         }
-        labels = {LABEL: "1", OWNER_LABEL: _owner()}
+        labels = self.labels
 
         def make() -> None:
-            try:
-                self.client().volumes.create(
-                    name, driver="local", driver_opts=options, labels=labels
-                )
-            except Exception as exc:
-                raise SandboxError(f"could not create a workspace volume: {exc}") from exc
+            with self._creation():
+                try:
+                    self.client().volumes.create(
+                        name, driver="local", driver_opts=options, labels=labels
+                    )
+                except Exception as exc:
+                    raise SandboxError(f"could not create a workspace volume: {exc}") from exc
 
         await asyncio.to_thread(make)
         found = PodmanWorkspace(self, name)
@@ -167,6 +217,10 @@ class PodmanProvider:
         return found
 
     def _create_container(self, spec: SandboxSpec, sock_dir: Path) -> str:
+        with self._creation():
+            return self._create_started(spec, sock_dir)
+
+    def _create_started(self, spec: SandboxSpec, sock_dir: Path) -> str:
         home = HOMES[spec.user]
         tmpfs = [("/tmp", spec.tmp, "1777"), (home, spec.home, "0700")]
         if spec.workspace is None:
@@ -188,7 +242,7 @@ class PodmanProvider:
             ],
             init=False,
             working_dir=spec.workdir,
-            labels={LABEL: "1", OWNER_LABEL: _owner(), **spec.labels},
+            labels={**self.labels, **spec.labels},
             mem_limit=memory,
             # nothing the agent writes outside /work, HOME and /tmp; no setuid escalation
             read_only=True,
@@ -241,11 +295,17 @@ class PodmanProvider:
         return str(ctr.id)
 
     async def aclose(self) -> None:
-        """Close every sandbox still open, then stop the service if we started it."""
-        await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
-        await asyncio.gather(*(w.close() for w in list(self._workspaces)), return_exceptions=True)
-        if self._owns_service:
-            self.service.stop()
+        """Close every sandbox still open, sweep up what an interrupted creation made, then
+        stop the service if we started it."""
+        try:
+            await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
+            await asyncio.gather(
+                *(w.close() for w in list(self._workspaces)), return_exceptions=True
+            )
+            await asyncio.to_thread(self.remove_own)
+        finally:
+            if self._owns_service:
+                self.service.stop()
 
 
 _WS_IDS = itertools.count(1)
@@ -274,330 +334,3 @@ class PodmanWorkspace:
         except Exception as exc:  # already gone is fine; anything else is swept next start
             if "no such volume" not in str(exc).lower() and "404" not in str(exc):
                 raise SandboxError(f"could not remove workspace {self.name}: {exc}") from exc
-
-
-class PodmanSandbox:
-    """One podman container and the connection to the executor inside it."""
-
-    def __init__(
-        self,
-        provider: PodmanProvider,
-        ctr_id: str,
-        sock_dir: Path,
-        relay: Relay | None = None,
-        workdir: str = WORKDIR,
-    ):
-        self.provider = provider
-        self.name = ctr_id[:12]
-        self.workdir = workdir
-        self.ctr_id = ctr_id
-        self._sock_dir = sock_dir
-        self._relay = relay
-        self._inbound: dict[int, asyncio.Queue[bytes | None]] = {}  # relayed connections
-        self._bridges: set[asyncio.Task[None]] = set()
-        self._writer: asyncio.StreamWriter | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._ids = itertools.count(1)
-        self._closed = False
-        self.broken: str | None = None  # why the sandbox is no longer usable
-
-    # --- the executor channel -----------------------------------------------------------
-
-    async def connect(self, timeout: float = 30.0) -> None:
-        """Connect to the executor's socket once it is listening."""
-        path = self._sock_dir / "exec.sock"
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 30)
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                if time.monotonic() > deadline:
-                    raise SandboxError(
-                        f"sandbox {self.name}: the command executor did not start"
-                    ) from None
-                await asyncio.sleep(0.01)
-        try:
-            first = await asyncio.wait_for(reader.readline(), timeout)
-            ready = json.loads(first or b"{}").get("ready")
-        except (TimeoutError, ValueError, OSError):  # OSError: killed as it answered
-            ready = False
-        if not ready:
-            writer.close()
-            raise SandboxError(f"sandbox {self.name}: the command executor did not answer")
-        self._writer = writer
-        self._reader = asyncio.create_task(self._read_replies(reader))
-
-    async def _read_replies(self, reader: asyncio.StreamReader) -> None:
-        while True:
-            try:
-                line = await reader.readline()
-            except OSError:  # reset: the container was killed mid-reply
-                break
-            if not line:
-                break
-            reply = json.loads(line)
-            if "event" in reply:
-                self._relayed(reply)
-                continue
-            future = self._pending.pop(reply.get("id"), None)
-            if future is not None and not future.done():
-                future.set_result(reply)
-        # EOF: the container is gone (removed, or killed from outside).
-        self.broken = self.broken or "the sandbox stopped"
-        pending, self._pending = self._pending, {}
-        for future in pending.values():
-            if not future.done():
-                future.set_exception(SandboxError(f"sandbox {self.name}: {self.broken}"))
-
-    # --- the relay: loopback connections in the sandbox, bridged to the host target ---------
-
-    def _relayed(self, event: dict[str, Any]) -> None:
-        sid = event["sid"]
-        if event["event"] == "open":
-            inbound: asyncio.Queue[bytes | None] = asyncio.Queue()
-            self._inbound[sid] = inbound
-            task = asyncio.get_running_loop().create_task(self._bridge(sid, inbound))
-            self._bridges.add(task)
-            task.add_done_callback(self._bridges.discard)
-        elif sid in self._inbound:
-            data = base64.b64decode(event["data"]) if event["event"] == "data" else None
-            self._inbound[sid].put_nowait(data)
-
-    def _send(self, message: dict[str, Any]) -> None:
-        if self._writer is not None and not self._closed:
-            self._writer.write((json.dumps(message) + "\n").encode())
-
-    async def _bridge(self, sid: int, inbound: asyncio.Queue[bytes | None]) -> None:
-        assert self._relay is not None
-        try:
-            reader, writer = await asyncio.open_connection(self._relay.host, self._relay.target)
-        except OSError:
-            self._send({"op": "relay_close", "sid": sid})
-            return
-
-        async def up() -> None:  # sandbox -> host
-            while (chunk := await inbound.get()) is not None:
-                writer.write(chunk)
-                await writer.drain()
-            if writer.can_write_eof():
-                writer.write_eof()
-
-        async def down() -> None:  # host -> sandbox
-            while chunk := await reader.read(1 << 16):
-                self._send(
-                    {"op": "relay_data", "sid": sid, "data": base64.b64encode(chunk).decode()}
-                )
-                if self._writer is not None:
-                    await self._writer.drain()
-            self._send({"op": "relay_close", "sid": sid})
-
-        try:
-            await asyncio.gather(up(), down())
-        except (OSError, RuntimeError):
-            self._send({"op": "relay_close", "sid": sid})
-        finally:
-            self._inbound.pop(sid, None)
-            writer.close()
-
-    async def _call(self, op: str, wait: float, **fields: Any) -> dict[str, Any]:
-        if self._closed:
-            raise SandboxError(f"sandbox {self.name} is closed")
-        if self.broken:
-            raise SandboxError(f"sandbox {self.name} is unusable: {self.broken}")
-        assert self._writer is not None
-        rid = next(self._ids)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = future
-        try:
-            self._writer.write((json.dumps({"id": rid, "op": op, **fields}) + "\n").encode())
-            await self._writer.drain()
-            return await asyncio.wait_for(future, wait + _REPLY_GRACE)
-        except TimeoutError:
-            self.broken = f"no answer to {op} within {wait + _REPLY_GRACE:.0f} s"
-            raise SandboxError(f"sandbox {self.name} hung: {self.broken}") from None
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            raise SandboxError(f"sandbox {self.name}: executor pipe closed: {exc}") from None
-        finally:
-            self._pending.pop(rid, None)
-
-    @staticmethod
-    def _raise_for(reply: dict[str, Any], path: str = "") -> None:
-        if "error" not in reply:
-            return
-        code = reply.get("errno")
-        message = reply.get("message", "")
-        if code in (errno.EROFS, errno.EACCES, errno.EPERM):
-            raise PermissionError(code, message, path)
-        if code:
-            raise OSError(code, message, path)  # becomes FileNotFoundError etc.
-        if reply["error"] == "FileTooLarge":
-            raise OSError(errno.EFBIG, "file too large to read", path)
-        raise SandboxError(f"{reply['error']}: {message}")
-
-    # --- the Sandbox protocol -----------------------------------------------------------
-
-    async def exec(
-        self,
-        cmd: str | Sequence[str],
-        *,
-        timeout: float = 120,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        stdin: str | bytes | None = None,
-        output_cap: int = DEFAULT_OUTPUT_CAP,
-        user: str | None = None,
-    ) -> ExecResult:
-        """Run a command; see base.Sandbox for the semantics."""
-        data = stdin.encode() if isinstance(stdin, str) else stdin
-        reply = await self._call(
-            "exec",
-            timeout,
-            cmd=cmd if isinstance(cmd, str) else list(cmd),
-            timeout=timeout,
-            cwd=cwd,
-            env=dict(env or {}),
-            stdin=None if data is None else base64.b64encode(data).decode(),
-            cap=output_cap,
-            user=user,
-        )
-        self._raise_for(reply, cwd or "")
-        return ExecResult(
-            exit_code=int(reply["exit_code"]),
-            stdout=base64.b64decode(reply["stdout"]).decode("utf-8", "replace"),
-            stderr=base64.b64decode(reply["stderr"]).decode("utf-8", "replace"),
-            timed_out=bool(reply["timed_out"]),
-            truncated=bool(reply["truncated"]),
-            duration=float(reply["duration"]),
-        )
-
-    async def read_file(self, path: str) -> bytes:
-        reply = await self._call("read", 60, path=path)
-        self._raise_for(reply, path)
-        return base64.b64decode(reply["data"])
-
-    async def read_text(self, path: str) -> str:
-        """The file decoded as UTF-8 (undecodable bytes replaced)."""
-        return (await self.read_file(path)).decode("utf-8", "replace")
-
-    async def write_file(self, path: str, content: str | bytes) -> None:
-        data = content.encode() if isinstance(content, str) else content
-        reply = await self._call("write", 60, path=path, data=base64.b64encode(data).decode())
-        self._raise_for(reply, path)
-
-    async def exists(self, path: str) -> bool:
-        reply = await self._call("exists", 30, path=path)
-        self._raise_for(reply, path)
-        return bool(reply["exists"])
-
-    async def put_tree(self, src: Path, dest: str) -> None:
-        # unpacked by the sandbox's user, so the files are theirs (never root's)
-        data = await asyncio.to_thread(_tar_folder, src)
-        done = await self.exec(
-            ["sh", "-c", 'mkdir -p -- "$1" && exec tar -x -C "$1" -f -', "put_tree", dest],
-            stdin=data,
-            timeout=120,
-        )
-        if not done.ok:
-            raise PermissionError(errno.EACCES, done.stderr.strip()[-500:], dest)
-
-    async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
-        if not await self.exists(src):
-            raise FileNotFoundError(errno.ENOENT, "no such folder in the sandbox", src)
-        copy = CopyOut(dest, cap)
-        # Files that can never fit are found first and left out of the archives, so a 2 GB
-        # file cannot stop the copy of everything after it.
-        big = await self._find0(
-            src, "-xdev", "-type", "f", "-size", f"+{cap}c", "-printf", "%s/%P\\0"
-        )
-        too_big = {rel: int(size) for size, rel in (entry.split("/", 1) for entry in big)}
-        for rel, size in sorted(too_big.items()):
-            copy.left_out(rel, size)
-        for part in await self._parts(src, "", set(too_big), copy):
-            if copy.stream_left <= 0:
-                break
-            path = f"{src.rstrip('/')}/{part}" if part else src
-            under = str(PurePosixPath(part).parent) if part else ""
-            try:
-                await asyncio.to_thread(self._get_archive, path, copy, under, not part)
-            except SandboxError as exc:
-                copy.notes.add(f"{part}: not copied ({exc})")
-        return copy.done()
-
-    async def _find0(self, *args: str) -> list[str]:
-        # as root: every entry, whatever modes the agent left on them
-        found = await self.exec(["find", *args], user=ROOT, timeout=120, output_cap=64 << 20)
-        return found.stdout.split("\0")[:-1]
-
-    async def _parts(self, src: str, rel: str, skip: set[str], copy: CopyOut) -> list[str]:
-        """The paths under `src` to archive whole so that nothing in `skip` is included.
-        Links and special files met on the way are recreated or noted here: the archive API
-        would follow a link it is pointed at."""
-        if not any(not rel or s.startswith(f"{rel}/") for s in skip):
-            return [rel]
-        parts = []
-        folder = f"{src.rstrip('/')}/{rel}" if rel else src
-        found = await self._find0(
-            folder, "-mindepth", "1", "-maxdepth", "1", "-printf", "%y%P\\0%l\\0"
-        )
-        for entry, link in zip(found[::2], found[1::2], strict=True):
-            kind, path = entry[0], f"{rel}/{entry[1:]}" if rel else entry[1:]
-            if path in skip:
-                continue
-            if kind == "l":
-                copy.symlink(path, link)
-            elif kind in "dfD":
-                parts += await self._parts(src, path, skip, copy)
-            else:
-                what = {"p": "FIFO", "s": "socket"}.get(kind, "device or special file")
-                copy.notes.add(f"{path}: a {what}, left out")
-        return parts
-
-    def _get_archive(self, src: str, copy: CopyOut, under: str, strip_top: bool) -> None:
-        # Streamed (podman-py's own get_archive reads the whole tar into memory first).
-        api = self.provider.client().api
-        response = api.get(
-            f"/containers/{self.ctr_id}/archive", params={"path": [src]}, stream=True
-        )
-        try:
-            if not response.ok:
-                raise SandboxError(
-                    f"sandbox {self.name}: could not copy {src} out ({response.status_code})"
-                )
-            copy.extract(response.iter_content(1 << 16), under=under, strip_top=strip_top)
-        finally:
-            response.close()
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self.broken = "the sandbox was closed"
-        try:
-            await asyncio.to_thread(self._remove)
-        finally:
-            if self._writer is not None:
-                self._writer.close()
-            if self._reader is not None:
-                await asyncio.gather(self._reader, return_exceptions=True)
-            for bridge in list(self._bridges):
-                bridge.cancel()
-            await asyncio.gather(*self._bridges, return_exceptions=True)
-            shutil.rmtree(self._sock_dir, ignore_errors=True)
-            self.provider._live.discard(self)
-
-    def _remove(self) -> None:
-        try:
-            self.provider.client().containers.get(self.ctr_id).remove(force=True, timeout=0)
-        except Exception as exc:  # already gone is fine; anything else is swept next start
-            if "no such container" not in str(exc).lower() and "404" not in str(exc):
-                raise SandboxError(f"could not remove sandbox {self.name}: {exc}") from exc
-
-
-def _tar_folder(src: Path) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for child in sorted(src.iterdir()):
-            tar.add(child, arcname=child.name)
-    return buf.getvalue()

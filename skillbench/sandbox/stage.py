@@ -230,11 +230,14 @@ async def missing_requirements(sandbox: Sandbox, requires: Sequence[str]) -> lis
     """The `requires` entries the sandbox image lacks: programs, or `python3:<module>`."""
     missing = []
     for item in requires:
-        if item.startswith("python3:"):
-            cmd = f"python3 -c {shlex.quote('import ' + item.split(':', 1)[1])}"
-        else:
-            cmd = f"command -v {shlex.quote(item)}"
-        probe = await sandbox.exec(cmd, timeout=30)
+        probe = await sandbox.exec(requirement_probe(item), timeout=30)
         if not probe.ok:
             missing.append(item)
     return missing
+
+
+def requirement_probe(item: str) -> str:
+    """The shell command that succeeds when an image has the `requires` entry `item`."""
+    if item.startswith("python3:"):
+        return f"python3 -c {shlex.quote('import ' + item.split(':', 1)[1])}"
+    return f"command -v {shlex.quote(item)} >/dev/null"

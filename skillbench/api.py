@@ -1,0 +1,379 @@
+"""The Python API: what `skillbench eval`, `triggers`, `gen` and `gate` do, without the CLI.
+
+    import skillbench
+
+    result = skillbench.evaluate("skills/pdf", options=skillbench.Options(k=3))
+    print(result.summary.verdict, result.run_dir)
+
+Each function loads the settings the CLI would (skillbench.toml or [tool.skillbench] nearest
+the skill, SKILLBENCH_MODEL, the defaults) and lays the options over them, the way flags are.
+They raise only `skillbench.errors.SkillbenchError`s; the CLI is a shell over them that parses
+flags into `Options`, calls one function, renders its result and maps the error to an exit
+code. Messages name the CLI flag of an option (`--max-cost`), the same spelling as the field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from skillbench.errors import EvalError, Interrupted, OptionsError
+from skillbench.validate import NotASkill
+
+if TYPE_CHECKING:
+    from skillbench.config import Settings
+    from skillbench.engine.estimate import Estimate
+    from skillbench.engine.oracle import OracleResult
+    from skillbench.engine.plan import EvalOptions
+    from skillbench.engine.records import SessionRecord
+    from skillbench.engine.run import EvalResult, Progress
+    from skillbench.team import GateResult
+    from skillbench.triggers import TriggerReport
+
+Log = Callable[[str], None]  # one line for the user: a note, a warning, an image being built
+
+
+def _quiet(line: str) -> None:
+    pass
+
+
+class Options(msgspec.Struct, kw_only=True, frozen=True):
+    """How to run an eval or a trigger measurement; each field is the `skillbench eval`
+    flag of the same name. A None setting comes from the config, then the default."""
+
+    model: str | None = None  # the arms' model: anthropic/<m>, openai/<m> or scripted/<name>
+    judge_model: str | None = None  # the judge's model (default: model)
+    agent: str | None = None  # what runs in the arms: builtin, claude-code or codex
+    k: int | None = None  # repetitions of every case (default 1)
+    min_net_lift: float | None = None  # the net lift over units PASS/FAIL need (default 0.2)
+    parallel: int | None = None  # sessions (and trigger calls) at once, 1 to 64 (default 4)
+    team: str | None = None  # a team repo: adds the incumbent arm
+    out: str | None = None  # the run folder (default .skillbench/runs/<run_id>/)
+    resume: str | None = None  # a run folder to continue; reruns only what is missing
+    case: str | None = None  # run this one case (or "suite")
+    max_cost: float | None = None  # USD: stop starting sessions once spend passes it
+    seed: int | None = None  # the judge's order (default random)
+    generate: bool = True  # first write the evals the skill lacks with the model
+    triggers: bool = True  # also measure triggers, when the skill has evals/triggers.yaml
+    runs: int = 1  # trigger calls per prompt
+    threshold: float = 0.5  # the trigger rate that counts as fired, in (0, 1]
+    trigger_method: str | None = None  # "catalog" or "agent" (measure_triggers: or "both")
+    fresh_baseline: bool = False  # rerun baseline and incumbent sessions, never reuse them
+    aa: bool = False  # also run a second baseline arm: the A/A noise floor
+    with_library: str | None = None  # a library root: every arm also stages its other skills
+    cluster: str | None = None  # a Ray cluster's address: the sessions run there (skillbench[ray])
+
+
+class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
+    """The team repo and the policy fields that override its [gate] table (None: keep)."""
+
+    team: str | None = None
+    require: str | None = None  # the weakest verdict allowed: PASS or NEUTRAL
+    min_recall: float | None = None
+    min_precision: float | None = None
+    allow_incumbent_fail: bool | None = None
+    allow_partial: bool | None = None  # accept a run that did not score every row
+    require_power: bool | None = None  # refuse a verdict the sign test cannot support
+    allow_inconclusive: bool | None = None  # accept INCONCLUSIVE (fewer than 5 decided units)
+    trigger_method: str | None = None  # accept trigger numbers only from this method
+    require_signed: bool | None = None  # only receipts signed by an allowed signer
+    allow_endpoints: list[str] | None = None  # the model endpoints accepted (replaces default)
+
+
+DEFAULTS = Options()  # the frozen defaults every function starts from
+NO_OVERRIDES = GateOptions()  # the policy exactly as the team repo and the config say
+
+_SETTINGS = ("model", "judge_model", "k", "parallel", "team", "agent", "min_net_lift")
+# what a resumed run keeps
+_RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift")
+
+
+def _settings(start: Path, options: Options) -> Settings:
+    from skillbench.config import load_settings
+
+    flags = {name: getattr(options, name) for name in _SETTINGS}
+    return load_settings(start, flags).settings
+
+
+def _check(options: Options) -> None:
+    from skillbench.config import MAX_PARALLEL
+
+    if options.runs < 1:
+        raise OptionsError("--runs must be at least 1")
+    if not 0 < options.threshold <= 1:
+        raise OptionsError("--threshold is a trigger rate in (0, 1]")
+    if options.parallel is not None and not 1 <= options.parallel <= MAX_PARALLEL:
+        raise OptionsError(
+            f"--parallel must be between 1 and {MAX_PARALLEL} (each session is a "
+            "sandbox; more than the machine can run only queues)"
+        )
+
+
+def _resumed(skill: str | None, run_dir: Path, options: Options) -> tuple[str | None, Options]:
+    """A resumed run keeps the settings it started with: the plan's skill folder, models,
+    repetitions and team, unless an option names one explicitly (and a changed one is
+    refused when the run is prepared), and its library arm."""
+    try:
+        plan = json.loads((run_dir / "plan.json").read_text())
+        skill = skill or str(plan["skill_dir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise OptionsError(f"--resume {run_dir}: no readable plan.json there") from None
+    kept = {n: plan[n] for n in _RESUMED if getattr(options, n) is None and plan.get(n) is not None}
+    if options.with_library is None and isinstance(plan.get("library"), dict):
+        kept["with_library"] = plan["library"].get("path")
+    return skill, msgspec.structs.replace(options, **kept)
+
+
+def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> EvalOptions:
+    """The engine's options for a run of `skill` under `options` and the config."""
+    from skillbench.engine.plan import EvalOptions
+
+    skill_dir = None if skill is None else os.fspath(skill)
+    if options.resume:
+        skill_dir, options = _resumed(skill_dir, Path(options.resume), options)
+    if skill_dir is None:
+        raise OptionsError("eval needs a SKILL folder (or --resume RUN_DIR)")
+    _check(options)
+    settings = _settings(Path(skill_dir), options)
+    if options.max_cost is not None and options.max_cost < 0:
+        raise OptionsError("--max-cost is a spend cap in USD: 0 or more")
+    return EvalOptions(
+        skill_dir=skill_dir,
+        settings=settings,
+        out=options.out,
+        resume=options.resume,
+        case=options.case,
+        max_cost=options.max_cost,
+        seed=options.seed,
+        triggers=options.triggers,
+        runs=options.runs,
+        threshold=options.threshold,
+        team=settings.team,
+        trigger_method=options.trigger_method,
+        fresh_baseline=options.fresh_baseline,
+        aa=options.aa,
+        library=options.with_library,
+    )
+
+
+def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log) -> None:
+    """What a new run does before its sessions: warn when the estimate passes --max-cost,
+    and write the evals of `kinds` the skill lacks (counting their cost toward the cap)."""
+    if options.resume:
+        return
+    if options.max_cost is not None:
+        from skillbench.engine.estimate import estimate as estimated
+        from skillbench.engine.estimate import over_budget
+
+        warning = over_budget(estimated(opts), options.max_cost)
+        if warning:
+            log(f"note: {warning}")
+    if options.generate:
+        opts.spent_before = _generate(Path(opts.skill_dir), opts.settings, kinds, log, True)
+
+
+def _generate(
+    skill_dir: Path, settings: Settings, kinds: Sequence[str], log: Log, only_missing: bool
+) -> float:
+    from skillbench.engine.gen import generate_missing
+    from skillbench.skills import is_skill
+
+    if not is_skill(skill_dir):
+        raise NotASkill(f"{skill_dir}: not a skill folder (no SKILL.md)")
+    return generate_missing(skill_dir, settings, kinds, log, only_missing=only_missing)
+
+
+def evaluate(
+    skill: str | os.PathLike[str] | None,
+    *,
+    options: Options = DEFAULTS,
+    progress: Progress | None = None,
+    log: Log = _quiet,
+    on_second_signal: Callable[[Interrupted], None] | None = None,
+) -> EvalResult:
+    """The paired-arm eval of `skill` (None with `options.resume`): generate what the skill
+    lacks, plan, run every session, score, judge, measure triggers, and write the run
+    folder with its summary.json and receipt. `progress` hears of every session. Raises
+    Interrupted when Ctrl-C stops the run. Given `on_second_signal` (for a CLI or a CI job:
+    it installs signal handlers), SIGTERM stops it the same way, and a second signal exits
+    the process at once, after removing every sandbox, calling `on_second_signal` with the
+    Interrupted of the first to say its line."""
+    from skillbench.engine.interrupt import Stop
+    from skillbench.engine.plan import prepare
+    from skillbench.engine.run import execute
+    from skillbench.models import parse_model
+
+    opts = _eval_options(skill, options)
+    _before_run(opts, options, ["cases", "triggers"] if options.triggers else ["cases"], log)
+    prepared = prepare(opts, log=log)
+    if parse_model(opts.settings.model).scripted:
+        log(
+            f"note: using the scripted driver ({opts.settings.model}): a fixed script, not a "
+            "model; the verdict shows the pipeline works, not that the skill helps"
+        )
+    run_dir = prepared[1]
+    cluster = _open_cluster(options.cluster or opts.settings.cluster.address, opts, log)
+    work = execute(prepared, opts, progress or _Silent(), cluster)
+    stop = None
+    if on_second_signal is not None:
+        say = on_second_signal
+        stop = Stop(lambda signum: say(Interrupted(str(run_dir), signum=signum)))
+    try:
+        return asyncio.run(work if stop is None else stop.run(work))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
+        raise Interrupted(str(run_dir), signum=first) from None
+    except OSError as exc:  # the run folder could not be written: a full disk, most often
+        full = exc.errno == errno.ENOSPC
+        raise EvalError(
+            f"writing the run folder {run_dir} failed: "
+            f"{exc.strerror or exc}{' (the disk is full)' if full else ''}; nothing finished "
+            f"is lost: {'free some space' if full else 'fix that'}, then continue with: "
+            f"skillbench eval --resume {run_dir}"
+        ) from None
+    finally:
+        if cluster is not None:
+            cluster.close()
+            for node, count in cluster.lost.items():
+                log(f"cluster: {node} dropped out mid-run; its {count} session(s) were retried")
+
+
+def _open_cluster(address: str | None, opts: EvalOptions, log: Log) -> Any:
+    """The cluster the sessions are placed on (None: this machine), its nodes prepared.
+    Ray is imported only here, and only when a cluster is asked for."""
+    if not address:
+        return None
+    from skillbench.cluster import ClusterError, open_cluster
+
+    try:
+        return open_cluster(address, [opts.image, *opts.case_images.values()], log)
+    except ClusterError as exc:
+        raise OptionsError(str(exc)) from None
+
+
+class _Silent:
+    def planned(self, total: int, done: int) -> None:
+        pass
+
+    def started(self, key: str) -> None:
+        pass
+
+    def finished(self, record: SessionRecord, spend: float) -> None:
+        pass
+
+
+def estimate(skill: str | os.PathLike[str] | None, *, options: Options = DEFAULTS) -> Estimate:
+    """What `evaluate` would do (`eval --plan`): sessions, model calls, cost and time;
+    nothing is started."""
+    from skillbench.engine.estimate import estimate as estimated
+
+    return estimated(_eval_options(skill, options))
+
+
+def run_oracles(
+    skill: str | os.PathLike[str] | None, *, options: Options = DEFAULTS, log: Log = _quiet
+) -> list[OracleResult]:
+    """Every case's reference solution (`oracle:`) run against its checks (`eval --oracle`);
+    no model is called and nothing is generated."""
+    from skillbench.engine.oracle import oracle_run
+
+    return asyncio.run(oracle_run(_eval_options(skill, options), log=log))
+
+
+def evaluate_triggers(
+    skill: str | os.PathLike[str] | None, *, options: Options = DEFAULTS, log: Log = _quiet
+) -> TriggerReport:
+    """The trigger measurement of an eval alone (`eval --triggers-only`): the skill and its
+    evals validated, a missing triggers file generated, no sandboxes for the cases."""
+    from skillbench.engine.run import triggers_only
+
+    opts = _eval_options(skill, options)
+    _before_run(opts, options, ["triggers"], log)
+    return asyncio.run(triggers_only(opts))
+
+
+def generate_evals(
+    skill: str | os.PathLike[str],
+    *,
+    kinds: Sequence[str] = ("cases", "triggers"),
+    options: Options = DEFAULTS,
+    log: Log = _quiet,
+) -> float:
+    """Write evals of `kinds` with the model (`skillbench gen`); an existing file is never
+    replaced. Returns what the calls cost in USD."""
+    skill_dir = Path(skill)
+    return _generate(skill_dir, _settings(skill_dir, options), kinds, log, False)
+
+
+def measure_triggers(
+    path: str | os.PathLike[str], *, options: Options = DEFAULTS, log: Log = _quiet
+) -> dict[str, list[TriggerReport]]:
+    """Trigger recall and precision of a skill, or of every skill of a library root with an
+    evals/triggers.yaml (`skillbench triggers`), by method: "catalog" (default without an
+    agent), "agent" (default with one) or "both", concurrently. One report per skill each."""
+    from skillbench.engine.routing import RoutingError, measure
+    from skillbench.triggers import targets_at
+    from skillbench.validate import skills_at
+
+    root = Path(path)
+    skills_at(root)
+    targets = targets_at(root)
+    if not targets:
+        raise EvalError(f"{root}: no skill there has an evals/triggers.yaml")
+    _check(options)
+    settings = _settings(root, options)
+    method = options.trigger_method or ("agent" if options.agent else "catalog")
+    methods = ["catalog", "agent"] if method == "both" else [method]
+
+    async def each() -> list[list[TriggerReport]]:
+        return list(
+            await asyncio.gather(
+                *(
+                    measure(
+                        settings,
+                        targets,
+                        method=m,
+                        agent=settings.agent,
+                        runs=options.runs,
+                        threshold=options.threshold,
+                        log=log,
+                    )
+                    for m in methods
+                )
+            )
+        )
+
+    try:
+        return dict(zip(methods, asyncio.run(each()), strict=True))
+    except RoutingError as exc:
+        raise EvalError(str(exc)) from None
+
+
+def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) -> GateResult:
+    """Does the newest receipt that measured the skill's exact bytes meet the policy
+    (`skillbench gate`)? Policy: the team repo's, then the local config's [gate], then
+    `options`."""
+    from skillbench.config import load_settings
+    from skillbench.skills import is_skill
+    from skillbench.team import gate as gated
+    from skillbench.team import load_policy
+
+    skill_dir = Path(skill)
+    if not is_skill(skill_dir):
+        raise NotASkill(f"{skill_dir}: not a skill folder (no SKILL.md)")
+    settings = load_settings(skill_dir, {"team": options.team}).settings
+    team = Path(settings.team) if settings.team else None
+    flags = msgspec.structs.asdict(options)
+    del flags["team"]
+    # the local config's gate table sits between the team repo's policy and the options
+    local = {k.replace("-", "_"): v for k, v in settings.gate.items()}
+    policy = load_policy(team, {**local, **{k: v for k, v in flags.items() if v is not None}})
+    return gated(skill_dir, team, policy)

@@ -1,0 +1,108 @@
+"""The `skillbench` command line: argument parsing and rendering only.
+
+One module per command or command group, each declaring its arguments beside its handler
+(`register_<command>`) and calling the Python API (skillbench/api.py) or a library function;
+this module orders them into one parser and maps the errors (skillbench/errors.py) to one
+line and an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from skillbench import __version__
+from skillbench.cli.cluster import register_cluster
+from skillbench.cli.common import EXIT_OK, EXIT_USAGE, UsageError, err
+from skillbench.cli.config import register_config
+from skillbench.cli.doctor import register_doctor, register_image
+from skillbench.cli.eval import register_eval
+from skillbench.cli.gen import register_gen
+from skillbench.cli.imports import register_import
+from skillbench.cli.reports import register_compare, register_report, register_view
+from skillbench.cli.skills import register_catalog, register_check, register_digest
+from skillbench.cli.team import register_gate, register_publish, register_receipts
+from skillbench.cli.triggers import register_triggers
+from skillbench.config import ConfigError
+from skillbench.errors import EvalError, OptionsError
+from skillbench.evals import SpecError
+from skillbench.models import ModelRefError
+from skillbench.sandbox.base import SandboxError
+from skillbench.team import TeamError
+from skillbench.validate import NotASkill
+
+# the order `skillbench --help` lists the commands in
+REGISTER = (
+    register_check,
+    register_digest,
+    register_catalog,
+    register_eval,
+    register_triggers,
+    register_import,
+    register_gen,
+    register_publish,
+    register_gate,
+    register_report,
+    register_view,
+    register_compare,
+    register_receipts,
+    register_config,
+    register_doctor,
+    register_image,
+    register_cluster,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="skillbench",
+        description="Measure whether an agent skill makes an LLM agent better, and whether "
+        "it gets picked for the right requests.",
+        epilog="Run `skillbench COMMAND --help` for each command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"skillbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for register in REGISTER:
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `skillbench` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except (UsageError, OptionsError, ConfigError, NotASkill, TeamError) as exc:
+        err(f"skillbench: error: {exc}")
+        return EXIT_USAGE
+    except SpecError as exc:
+        for problem in exc.problems:
+            err(str(problem))
+        return EXIT_USAGE
+    except EvalError as exc:
+        for problem in exc.problems:
+            err(str(problem))
+        err(f"skillbench: error: {exc}")
+        return EXIT_USAGE
+    except ModelRefError as exc:
+        err(f"skillbench: error: --model: {exc}")
+        return EXIT_USAGE
+    except SandboxError as exc:
+        err(f"skillbench: sandbox error: {exc}; `skillbench doctor` says what to fix")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        err("skillbench: interrupted")
+        return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (`skillbench report RUN | head`): it had what it wanted,
+    so exit quietly; stdout now points at /dev/null so the interpreter's last flush of what is
+    still buffered finds no closed pipe (and prints no traceback)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_OK

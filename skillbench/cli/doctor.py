@@ -1,0 +1,94 @@
+"""`doctor` and `image build`: what the sandboxes need, and the images they run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from skillbench.cli.common import EXIT_FAIL, EXIT_OK, command, err, out, settings_for
+
+if TYPE_CHECKING:
+    from skillbench.cli.common import Subparsers
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from skillbench.agents import AGENTS, make_agent
+    from skillbench.sandbox.doctor import diagnose
+    from skillbench.sandbox.image import IMAGE, image_exists
+
+    findings = diagnose()
+    for f in findings:
+        mark = "ok " if f.ok else "MISSING"
+        out(f"{mark:8}{f.name}: {f.detail}" + ("" if f.ok else f"\n        fix: {f.fix}"))
+    for name in AGENTS:  # agent image variants are optional: built on first use
+        variant = make_agent(name).image_name(IMAGE)
+        if variant != IMAGE:
+            found = "built" if image_exists(variant) else "not built yet (built on first use)"
+            out(
+                f"{'note':8}agent {name}: {variant} {found}; `skillbench image build "
+                f"--agent {name}` builds it now"
+            )
+    bad = sum(not f.ok for f in findings)
+    out("all set" if not bad else f"{bad} problem{'s' * (bad != 1)}; run the fixes above")
+    return EXIT_OK if not bad else EXIT_FAIL
+
+
+def cmd_image_build(args: argparse.Namespace) -> int:
+    from skillbench.agents import AgentError, make_agent
+    from skillbench.sandbox.image import ImageBuildError, build_image
+
+    loaded = settings_for(Path.cwd(), args, ())
+    try:
+        base = build_image(
+            force=args.force,
+            log=out,
+            from_registry=args.from_registry or loaded.settings.image_from_registry,
+        )
+        for name in args.agent or ():
+            agent = make_agent(name, **loaded.settings.agents.get(name, {}))
+            out(f"image {agent.image(base, out)} ready")
+    except (ImageBuildError, AgentError) as exc:
+        err(f"skillbench: image build failed: {exc}")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def register_doctor(sub: Subparsers) -> None:
+    command(
+        sub,
+        "doctor",
+        cmd_doctor,
+        "check podman, the runtime and the sandbox image",
+        "Check everything the sandboxes need (podman, runc, mmdebstrap, the containers.conf "
+        "drop-in, the sandbox image) and print the exact command that fixes each gap. "
+        "Exit 0 when all is set, 1 otherwise.",
+    )
+
+
+def register_image(sub: Subparsers) -> None:
+    image = sub.add_parser(
+        "image", help="manage the sandbox image", description="Manage the sandbox image."
+    )
+    image_sub = image.add_subparsers(dest="image_command", required=True, metavar="ACTION")
+    p = image_sub.add_parser(
+        "build",
+        help="build the sandbox image",
+        description="Build the sandbox image locally (mmdebstrap from the host's Debian "
+        "sources, imported into podman; or the bundled Containerfile where mmdebstrap is "
+        "missing). Skips the build when the image exists, unless --force.",
+    )
+    p.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    p.add_argument(
+        "--from-registry",
+        metavar="REF",
+        help="build with `podman build` FROM this Debian image, named with its registry and "
+        "pinned by digest (REF@sha256:…), instead of mmdebstrap; default: "
+        "image_from_registry in skillbench.toml",
+    )
+    p.add_argument(
+        "--agent",
+        action="append",
+        help="also build this agent's image (claude-code, codex); repeatable",
+    )
+    p.set_defaults(handler=cmd_image_build)

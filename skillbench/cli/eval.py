@@ -1,0 +1,259 @@
+"""`eval`: the paired-arm eval of a skill, its --plan, --oracle and --triggers-only modes.
+Parses the flags into `skillbench.Options`, calls the API, renders what it returns."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from contextlib import closing
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from skillbench import api
+from skillbench.cli.common import (
+    EXIT_FAIL,
+    EXIT_INCONCLUSIVE,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    check_output,
+    command,
+    err,
+    out,
+    write_page,
+)
+from skillbench.errors import Interrupted
+
+if TYPE_CHECKING:
+    from skillbench.cli.common import Subparsers
+
+
+def options_of(args: argparse.Namespace) -> api.Options:
+    """The API's options from the eval flags (a flag left out is None: the config decides)."""
+    return api.Options(
+        model=args.model,
+        judge_model=args.judge_model,
+        agent=args.agent,
+        k=args.k,
+        min_net_lift=args.min_net_lift,
+        parallel=args.parallel,
+        team=args.team,
+        out=args.out,
+        resume=args.resume,
+        case=args.case,
+        max_cost=args.max_cost,
+        seed=args.seed,
+        generate=not args.no_gen,
+        triggers=not args.execution_only,
+        runs=args.runs,
+        threshold=args.threshold,
+        trigger_method=args.trigger_method,
+        fresh_baseline=args.fresh_baseline,
+        aa=args.aa,
+        with_library=args.with_library,
+        cluster=args.cluster,
+    )
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from skillbench.report.progress import ProgressDisplay
+    from skillbench.report.terminal import report_lines
+
+    if args.resume and args.plan:
+        raise UsageError("--plan and --resume exclude each other (the plan is in the run folder)")
+    if args.triggers_only and args.execution_only:
+        raise UsageError("--triggers-only and --execution-only exclude each other")
+    if args.junit:
+        check_output(Path(args.junit), "--junit")
+    options = options_of(args)
+    if args.oracle:  # the checks against the reference solutions: no model, no generation
+        return _oracle(args.skill, options)
+    if args.plan:
+        from skillbench.engine.estimate import plan_lines
+
+        for line in plan_lines(api.estimate(args.skill, options=options), args.max_cost):
+            out(line)
+        out("nothing was started (--plan)")
+        return EXIT_OK
+    if args.triggers_only:
+        return _triggers_only(args.skill, options, args.json)
+    progress = ProgressDisplay(quiet=args.quiet)
+
+    def last_words(stopped: Interrupted) -> None:
+        progress.close()
+        err(str(stopped))
+
+    try:
+        with closing(progress):  # closed before any error is printed
+            result = api.evaluate(
+                args.skill,
+                options=options,
+                progress=progress,
+                log=err,
+                on_second_signal=last_words,
+            )
+    except Interrupted as exc:
+        err(str(exc))
+        return exc.code
+    summary = result.summary
+    page = write_page(Path(result.run_dir))
+    if args.json:
+        print(json.dumps(msgspec.to_builtins(summary), indent=2))
+    else:
+        for line in report_lines(summary):
+            out(line)
+        out(f"run: {result.run_dir}")
+        if page is not None:
+            out(f"report: {page}")
+    if args.junit:  # after the report: a failed write must not hide the results
+        from skillbench.report.junit import eval_junit
+
+        try:
+            Path(args.junit).write_text(eval_junit(summary), encoding="utf-8")
+        except OSError as exc:
+            err(
+                f"skillbench: error: --junit {args.junit}: could not write it: "
+                f"{exc.strerror or exc}"
+            )
+            return EXIT_USAGE
+    if summary.verdict == "NONE":
+        err(
+            "skillbench: nothing could be scored (see the run folder's journal.jsonl); "
+            "the receipt says NONE and no gate accepts it"
+        )
+        return EXIT_USAGE
+    if summary.verdict == "INCONCLUSIVE":
+        return EXIT_INCONCLUSIVE
+    return EXIT_FAIL if summary.verdict == "FAIL" else EXIT_OK
+
+
+def _oracle(skill: str | None, options: api.Options) -> int:
+    from skillbench.engine.oracle import oracle_lines
+
+    results = api.run_oracles(skill, options=options, log=err)
+    for line in oracle_lines(results):
+        out(line)
+    if not any(r.passed is not None for r in results):
+        err("skillbench: no case has a reference solution (`oracle:` in its case file)")
+        return EXIT_USAGE
+    return EXIT_FAIL if any(r.passed is False for r in results) else EXIT_OK
+
+
+def _triggers_only(skill: str | None, options: api.Options, as_json: bool) -> int:
+    from skillbench.report.terminal import trigger_lines
+
+    report = api.evaluate_triggers(skill, options=options, log=err)
+    if as_json:
+        print(json.dumps({"triggers": report.summary()}, indent=2))
+    else:
+        for line in trigger_lines(report.summary()):
+            out(line)
+    return EXIT_OK
+
+
+def register_eval(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "eval",
+        cmd_eval,
+        "run the paired-arm eval of a skill",
+        "Run every case (and the suite) with the skill (candidate) and without it (baseline), "
+        "each arm in its own podman sandbox, score the checks, send ties with a rubric to the "
+        "judge, and print the verdict. Everything lands in the run folder (--out, default "
+        ".skillbench/runs/<run_id>/); a run cut short continues with --resume. Exit 0 done, "
+        "1 verdict FAIL, 2 bad input or nothing scored, 3 verdict INCONCLUSIVE (fewer than 5 "
+        "decided units).",
+    )
+    p.add_argument("skill", nargs="?", metavar="SKILL", help="the skill folder")
+    p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
+    p.add_argument(
+        "--agent",
+        help="what runs in the arms: builtin (default), claude-code or "
+        "codex (the real CLI in the sandbox)",
+    )
+    p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
+    p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
+    p.add_argument(
+        "--min-net-lift",
+        dest="min_net_lift",
+        type=float,
+        metavar="SHARE",
+        help="the net lift over units PASS and FAIL need beyond significance (default 0.2)",
+    )
+    p.add_argument(
+        "--parallel", type=int, help="sessions (and trigger calls) at once, at most 64 (default 4)"
+    )
+    p.add_argument("--case", metavar="STEM", help="run one case (or `suite`)")
+    p.add_argument("--out", metavar="DIR", help="run folder")
+    p.add_argument(
+        "--resume", metavar="RUN_DIR", help="continue a run; reruns only what is missing"
+    )
+    p.add_argument(
+        "--max-cost",
+        dest="max_cost",
+        type=float,
+        metavar="USD",
+        help="stop starting sessions once spend passes this",
+    )
+    p.add_argument("--seed", type=int, help="seed for the judge's order (default random)")
+    p.add_argument("--team", metavar="REPO", help="team repo: adds the incumbent arm")
+    p.add_argument(
+        "--no-gen",
+        dest="no_gen",
+        action="store_true",
+        help="do not generate missing evals with the model",
+    )
+    p.add_argument("--triggers-only", action="store_true", help="measure triggers only")
+    p.add_argument("--execution-only", action="store_true", help="skip the trigger measurement")
+    p.add_argument("--runs", type=int, default=1, help="trigger calls per prompt (default 1)")
+    p.add_argument("--threshold", type=float, default=0.5, help="trigger rate that counts as fired")
+    p.add_argument(
+        "--oracle",
+        action="store_true",
+        help="run each case's reference solution (`oracle:`) instead of an agent "
+        "and report whether every check passes; no model is called",
+    )
+    p.add_argument(
+        "--aa",
+        action="store_true",
+        help="also run a second baseline arm and report how often the two differ: "
+        "the noise floor a real lift must clear",
+    )
+    p.add_argument(
+        "--with-library",
+        dest="with_library",
+        metavar="DIR",
+        help="the library arm: every arm also stages the other skills of the library root DIR "
+        "(the baseline: the library minus this skill), so the verdict and activation say "
+        "whether the skill still helps, and still fires, beside its siblings",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the sessions on a Ray cluster (what ray.init takes: auto, IP:port, "
+        "ray://host:port; default [cluster] address); needs skillbench[ray]",
+    )
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the sessions that will run, model calls, estimated cost and time, and "
+        "exit without running any (cases with `requires` get a probe sandbox)",
+    )
+    p.add_argument(
+        "--fresh-baseline",
+        dest="fresh_baseline",
+        action="store_true",
+        help="run baseline and incumbent sessions again instead of reusing "
+        "identical ones from earlier runs",
+    )
+    p.add_argument(
+        "--trigger-method",
+        dest="trigger_method",
+        choices=["catalog", "agent"],
+        help="how triggers are measured (default: agent with a CLI --agent, else catalog)",
+    )
+    p.add_argument("--json", action="store_true", help="print summary.json instead of the report")
+    p.add_argument("--junit", metavar="FILE", help="also write the rows as JUnit XML")
+    p.add_argument("--quiet", action="store_true", help="no progress output")

@@ -1,0 +1,138 @@
+"""`report`, `view`, `compare`: a finished run folder rendered, served or set against another."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from skillbench.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    check_output,
+    command,
+    err,
+    out,
+    write_page,
+)
+from skillbench.report.formats import FORMATS
+
+if TYPE_CHECKING:
+    from skillbench.cli.common import Subparsers
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from skillbench.report.run_folder import RunFolderError, load_run
+
+    try:
+        run = load_run(Path(args.run))
+    except RunFolderError as exc:
+        raise UsageError(str(exc)) from None
+    sys.stdout.write(FORMATS[args.format](run))
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    import webbrowser
+
+    from skillbench.report.run_folder import RunFolderError, load_run
+    from skillbench.report.serve import report_url, server_for
+
+    run_dir = Path(args.run)
+    try:
+        load_run(run_dir)
+    except RunFolderError as exc:
+        raise UsageError(str(exc)) from None
+    if write_page(run_dir) is None:
+        return EXIT_USAGE
+    try:
+        server = server_for(run_dir, args.port)
+    except OSError as exc:
+        raise UsageError(
+            f"--port {args.port}: cannot listen there ({exc.strerror or exc}); "
+            "leave --port out for a free one"
+        ) from None
+    url = report_url(server)
+    out(f"serving {run_dir} at {url} (Ctrl-C to stop)")
+    if args.open and not webbrowser.open(url):
+        err("note: no browser could be opened here; open the address yourself")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from skillbench.report.compare import compare_html, compare_lines, compare_runs
+    from skillbench.report.run_folder import RunFolderError, load_run
+
+    try:
+        a, b = load_run(Path(args.run_a)), load_run(Path(args.run_b))
+    except RunFolderError as exc:
+        raise UsageError(str(exc)) from None
+    diff = compare_runs(a, b)
+    for line in compare_lines(diff):
+        out(line)
+    if args.html:
+        check_output(Path(args.html), "--html")
+        try:
+            Path(args.html).write_text(compare_html(diff), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(
+                f"--html {args.html}: could not write it: {exc.strerror or exc}"
+            ) from None
+        out(f"html: {args.html}")
+    return EXIT_OK
+
+
+def register_report(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "report",
+        cmd_report,
+        "render a finished run in any format",
+        "Render a finished run folder as the terminal report, summary JSON, JUnit XML, a "
+        "markdown PR comment (verdict, why, the rows that are not ties) or the self-contained "
+        "report.html, on stdout. Built from the run folder alone.",
+    )
+    p.add_argument("run", metavar="RUN", help="a run folder")
+    p.add_argument(
+        "--format",
+        choices=list(FORMATS),
+        default="terminal",
+        help="what to render (default terminal)",
+    )
+
+
+def register_view(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "view",
+        cmd_view,
+        "serve a run's report.html on 127.0.0.1",
+        "Build the run folder's report.html if needed and serve the folder on 127.0.0.1 (a "
+        "free port unless --port) until Ctrl-C; the address is printed.",
+    )
+    p.add_argument("run", metavar="RUN", help="a run folder")
+    p.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    p.add_argument("--open", action="store_true", help="open a browser too, when there is one")
+
+
+def register_compare(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "compare",
+        cmd_compare,
+        "what changed between two runs, row by row",
+        "Show the verdicts of two runs side by side and every row whose outcome changed "
+        "(e.g. v3 and v4 of a skill, or two models), and the rows only one run has.",
+    )
+    p.add_argument("run_a", metavar="RUN_A", help="the earlier run folder")
+    p.add_argument("run_b", metavar="RUN_B", help="the later run folder")
+    p.add_argument("--html", metavar="FILE", help="also write the comparison as HTML")

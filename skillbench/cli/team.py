@@ -1,0 +1,199 @@
+"""`publish`, `gate`, `receipts`: a skill's versions in the team repo, the receipts for them."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from skillbench import api
+from skillbench.cli.common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    UsageError,
+    check_output,
+    command,
+    err,
+    out,
+    settings_for,
+)
+from skillbench.skills import digest, is_skill, read_skill
+
+if TYPE_CHECKING:
+    from skillbench.cli.common import Subparsers
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from skillbench.team import TeamError, publish
+
+    loaded = settings_for(Path(args.skill), args, ("team",))
+    team = loaded.settings.team
+    if not team:
+        raise UsageError("publish needs --team REPO (or `team` in skillbench.toml)")
+    if not is_skill(Path(args.skill)):
+        raise UsageError(f"{args.skill}: not a skill folder (no SKILL.md)")
+    key = args.sign_key or loaded.settings.sign.key
+    try:
+        out(publish(Path(args.skill), Path(team), sign_key=Path(key) if key else None))
+    except TeamError as exc:
+        err(f"skillbench: publish refused: {exc}")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from skillbench.report.junit import gate_junit
+    from skillbench.team import skill_at
+
+    if args.junit:
+        check_output(Path(args.junit), "--junit")
+    options = api.GateOptions(
+        team=args.team,
+        require=args.require,
+        min_recall=args.min_recall,
+        min_precision=args.min_precision,
+        allow_incumbent_fail=True if args.allow_incumbent_fail else None,
+        allow_partial=True if args.allow_partial else None,
+        require_power=True if args.require_power else None,
+        allow_inconclusive=True if args.allow_inconclusive else None,
+        trigger_method=args.trigger_method,
+        require_signed=args.require_signed,
+        allow_endpoints=args.allow_endpoints,
+    )
+    result = api.gate(args.skill, options=options)
+    skill_dir = Path(args.skill)
+    name = skill_at(skill_dir).name
+    if args.junit:
+        Path(args.junit).write_text(gate_junit(name, result.passed, result.reason), "utf-8")
+    if result.passed:
+        out(f"gate passed: {name}: {result.reason}")
+        return EXIT_OK
+    out(f"gate refused: {name}: {result.reason}")
+    return EXIT_FAIL
+
+
+def cmd_receipts(args: argparse.Namespace) -> int:
+    from skillbench.team import known_receipts
+
+    skill_dir = Path(args.skill)
+    skill = read_skill(skill_dir)
+    current = digest(skill_dir)
+    loaded = settings_for(skill_dir, args, ("team",))
+    team = Path(loaded.settings.team) if loaded.settings.team else None
+    found = known_receipts(skill.name, team)
+    if not found:
+        out(f"no receipts for {skill.name}")
+        return EXIT_OK
+    for where, r in found:
+        mark = "*" if r.digest == current else " "
+        out(
+            f"{mark} {r.digest[:19]}  {r.provenance.created_at}  {r.run_id}  {r.verdict:8}  {where}"
+        )
+    out("(* = the skill's current bytes)")
+    return EXIT_OK
+
+
+def register_publish(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "publish",
+        cmd_publish,
+        "publish the skill into a team repo",
+        "Copy the skill's bytes into the team repo as skills/<name>/v<N>/ (identical bytes "
+        "reuse their version; version folders are never modified), update skills/<name>/evals/ "
+        "(add or modify, never remove), attach the local receipts for these exact bytes under "
+        "evals/<name>/v<N>/ (signed with --sign-key, or [sign] key, when they are not), and make "
+        "one commit. Refuses a repo with uncommitted changes or a version folder edited by "
+        "hand.",
+    )
+    p.add_argument("skill", metavar="SKILL", help="the skill folder")
+    p.add_argument("--team", metavar="REPO", help="the team repo (a git work tree)")
+    p.add_argument(
+        "--sign-key",
+        dest="sign_key",
+        metavar="PATH",
+        help="sign the receipts attached unsigned with this SSH private key ([sign] key)",
+    )
+
+
+def register_gate(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "gate",
+        cmd_gate,
+        "pre-publish gate: exit 0 only when a receipt meets the policy",
+        "Find the newest receipt that measured the skill's exact current bytes (team repo and "
+        "local store; a run that scored nothing never counts; under require-signed only "
+        "receipts signed by an allowed signer) and check it against the policy: its verdict, "
+        "counts and stats follow from its rows and it is not dated in the future, made by a "
+        "real model (not the scripted driver) at an allowed endpoint, complete (unless "
+        "--allow-partial), verdict vs baseline (INCONCLUSIVE only with --allow-inconclusive), "
+        "not FAIL vs the incumbent, trigger recall and "
+        "precision minimums. Policy from flags, else "
+        "[tool.skillbench.gate] in the team repo's pyproject.toml or [gate] in its "
+        "skillbench.toml. Exit 0 pass, 1 refused (with a one-line reason).",
+    )
+    p.add_argument(
+        "skill", metavar="SKILL", help="the skill folder, or a published skills/<name>/v<N> folder"
+    )
+    p.add_argument("--team", metavar="REPO", help="the team repo")
+    p.add_argument("--require", choices=["PASS", "NEUTRAL"], help="weakest verdict allowed")
+    p.add_argument("--min-recall", dest="min_recall", type=float, help="trigger recall floor")
+    p.add_argument(
+        "--min-precision", dest="min_precision", type=float, help="trigger precision floor"
+    )
+    p.add_argument(
+        "--allow-incumbent-fail",
+        action="store_true",
+        help="do not refuse a FAIL against the incumbent",
+    )
+    p.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="accept a receipt whose run did not score every row",
+    )
+    p.add_argument(
+        "--require-power",
+        action="store_true",
+        help="refuse a verdict the sign test could not make significant",
+    )
+    p.add_argument(
+        "--allow-inconclusive",
+        action="store_true",
+        help="accept an INCONCLUSIVE verdict (fewer than 5 decided units)",
+    )
+    p.add_argument(
+        "--trigger-method",
+        dest="trigger_method",
+        choices=["agent", "catalog"],
+        help="accept trigger numbers only from this method",
+    )
+    p.add_argument(
+        "--require-signed",
+        dest="require_signed",
+        action=argparse.BooleanOptionalAction,
+        help="accept only receipts signed by a key in the team repo's "
+        ".skillbench/allowed_signers (default: when that file exists)",
+    )
+    p.add_argument(
+        "--allow-endpoint",
+        dest="allow_endpoints",
+        action="append",
+        metavar="URL",
+        help="accept models reached at this endpoint (repeatable; replaces the default, "
+        "the providers' own APIs)",
+    )
+    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+
+
+def register_receipts(sub: Subparsers) -> None:
+    p = command(
+        sub,
+        "receipts",
+        cmd_receipts,
+        "list the receipts known for a skill's versions",
+        "List receipts from the local store ($SKILLBENCH_HOME, default ~/.skillbench) and, "
+        "with --team, from the team repo; the skill's current bytes are starred.",
+    )
+    p.add_argument("skill", metavar="SKILL", help="the skill folder")
+    p.add_argument("--team", metavar="REPO", help="the team repo")

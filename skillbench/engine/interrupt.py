@@ -1,0 +1,52 @@
+"""Stopping a run on a signal: the first Ctrl-C (or SIGTERM, as CI cancelling a job or
+`timeout` sends) cancels it, so every session's cleanup runs and the journal says what is done;
+a second one exits at once, after removing every sandbox and workspace volume this process
+made, with one line and the first signal's exit code (130, or 143)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from skillbench.sandbox import stop_all
+
+T = TypeVar("T")
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Stop:
+    """Runs the work of a run under the two-signal rule; `signals` holds what arrived."""
+
+    def __init__(self, last_words: Callable[[int], None]):
+        self.last_words = last_words  # prints the one line, given the first signal
+        self.signals: list[int] = []
+
+    @property
+    def code(self) -> int:
+        return 128 + self.signals[0]
+
+    async def run(self, work: Awaitable[T]) -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+
+        def arrived(signum: int) -> None:
+            self.signals.append(signum)
+            if len(self.signals) == 1:
+                task.cancel()  # the sessions' own cleanup runs
+                return
+            # (this callback never returns: further signals wait in the loop, unseen)
+            stop_all()
+            self.last_words(self.signals[0])
+            os._exit(self.code)  # the journal is fsynced line by line: nothing is lost
+
+        for signum in SIGNALS:
+            loop.add_signal_handler(signum, arrived, signum)
+        try:
+            return await work
+        finally:
+            for signum in SIGNALS:
+                loop.remove_signal_handler(signum)

@@ -1,0 +1,55 @@
+"""The errors skillbench raises on purpose, one hierarchy for the Python API and the CLI.
+
+Every one's text is one line (or, with `problems`, one line per problem) that names the file,
+option or flag at fault and what to do; none needs a traceback to be understood.
+
+    SkillbenchError             the base: catch this to catch everything below
+    ├── OptionsError            an option value or combination is refused (also a ValueError)
+    ├── ConfigError             skillbench.toml / [tool.skillbench] has a wrong value
+    ├── NotASkill               a path is neither a skill folder nor a library root
+    ├── SpecError               the skill or its eval assets have errors (`problems`)
+    ├── ModelRefError           a model reference names no known provider (also a ValueError)
+    ├── EvalError               the run cannot start or go on (`problems`, when about assets)
+    ├── SandboxError            podman or the sandbox failed (infrastructure)
+    ├── TeamError               the team repo or the gate policy refuses the operation
+    └── Interrupted             Ctrl-C or SIGTERM stopped a run; `run_dir` resumes it
+
+The ones defined elsewhere subclass `SkillbenchError` where they live; this module holds the
+base and the ones that belong to no single module. It imports nothing from skillbench.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Sequence
+from typing import Any
+
+
+class SkillbenchError(Exception):
+    """Anything skillbench refuses or cannot do, said in one line."""
+
+
+class OptionsError(SkillbenchError, ValueError):
+    """An option value or combination is refused before any work starts."""
+
+
+class EvalError(SkillbenchError):
+    """The run cannot start or go on: bad assets, a changed skill on resume, contamination."""
+
+    def __init__(self, message: str, problems: Sequence[Any] = ()):
+        self.problems = list(problems)  # evals.Problem, one line each (path:line: ...)
+        super().__init__(message)
+
+
+class Interrupted(SkillbenchError):
+    """A run stopped by Ctrl-C (SIGINT) or SIGTERM; nothing finished is lost, and
+    `skillbench eval --resume <run_dir>` (or `Options(resume=run_dir)`) goes on. `code` is
+    the exit status a shell expects after that signal (130, 143)."""
+
+    def __init__(self, run_dir: str, *, signum: int):
+        self.run_dir = run_dir
+        self.code = 128 + signum
+        how = "terminated" if signum == signal.SIGTERM else "interrupted"
+        super().__init__(
+            f"{how}; nothing finished is lost. Continue with: skillbench eval --resume {run_dir}"
+        )

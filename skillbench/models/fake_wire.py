@@ -1,0 +1,259 @@
+"""The providers' wire formats as the fake model server speaks them: what a request's
+system prompt, first and last user messages and turn count are (Anthropic Messages, OpenAI
+Chat Completions, OpenAI Responses), the reply a script's play becomes in each, its stream
+of server-sent events, and each protocol's error body."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from skillbench.models.script import Play
+
+
+def text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+def anthropic_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
+    system = text_of(body.get("system", ""))
+    users = [text_of(m.get("content")) for m in body.get("messages", []) if m.get("role") == "user"]
+    turns = sum(m.get("role") == "assistant" for m in body.get("messages", []))
+    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
+
+
+def openai_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
+    messages = body.get("messages", [])
+    system = "".join(text_of(m.get("content")) for m in messages if m.get("role") == "system")
+    users = [text_of(m.get("content")) for m in messages if m.get("role") == "user"]
+    turns = sum(m.get("role") == "assistant" for m in messages)
+    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
+
+
+_OUTPUT_ITEMS = {"function_call", "custom_tool_call", "reasoning", "local_shell_call"}
+_CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md")
+
+
+def responses_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
+    """A Responses request: the instructions and developer messages are the system prompt;
+    the user messages the harness adds about its environment are not the user's."""
+    items = [i for i in body.get("input", []) if isinstance(i, dict)]
+    system = text_of(body.get("instructions", "")) + "".join(
+        text_of(i.get("content")) for i in items if i.get("role") in ("developer", "system")
+    )
+    users = [
+        t
+        for i in items
+        if i.get("role") == "user"
+        if not (t := text_of(i.get("content"))).lstrip().startswith(_CONTEXT_TAGS)
+    ]
+    turns, was_output = 0, False
+    for item in items:  # one assistant turn is a run of output items
+        output = item.get("type") in _OUTPUT_ITEMS or item.get("role") == "assistant"
+        turns += output and not was_output
+        was_output = output
+    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
+
+
+ERROR_KINDS = {
+    429: "rate_limit_error",
+    401: "authentication_error",
+    403: "permission_error",
+    400: "invalid_request_error",
+}
+
+
+def message_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A Messages reply as the API streams it, block by block."""
+    content, usage = reply["content"], reply["usage"]
+    start = {**reply, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": start})]
+    for i, block in enumerate(content):
+        opened: dict[str, Any]
+        delta: dict[str, Any]
+        if block["type"] == "text":
+            opened = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            opened = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [
+            ("content_block_start", {"index": i, "content_block": opened}),
+            ("content_block_delta", {"index": i, "delta": delta}),
+            ("content_block_stop", {"index": i}),
+        ]
+    events += [
+        (
+            "message_delta",
+            {
+                "delta": {"stop_reason": reply["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        ),
+        ("message_stop", {}),
+    ]
+    return events
+
+
+def response_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A Responses reply as the API streams it: created, each output item added, its text
+    delta, done, then completed with the usage."""
+    opened = {**reply, "status": "in_progress", "output": [], "usage": None}
+    events: list[tuple[str, dict[str, Any]]] = [("response.created", {"response": opened})]
+    for i, item in enumerate(reply["output"]):
+        events.append(("response.output_item.added", {"output_index": i, "item": item}))
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            events.append(
+                (
+                    "response.output_text.delta",
+                    {"item_id": item["id"], "output_index": i, "content_index": 0, "delta": text},
+                )
+            )
+        events.append(("response.output_item.done", {"output_index": i, "item": item}))
+    events.append(("response.completed", {"response": reply}))
+    return events
+
+
+def error_body(protocol: str, kind: str, message: str) -> dict[str, Any]:
+    if protocol == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"type": kind, "message": message, "code": kind}}
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+    content: list[dict[str, Any]] = [{"type": "text", "text": play.text}] if play.text else []
+    for j, (name, args) in enumerate(play.tool_calls):
+        content.append(
+            {"type": "tool_use", "id": f"toolu_{turns}_{j}", "name": name, "input": args}
+        )
+    system = text_of(body.get("system", ""))
+    cached = _tokens(system) if system and isinstance(body.get("system"), list) else 0
+    usage = {
+        "input_tokens": max(1, _tokens(raw.decode(errors="replace")) - cached),
+        "output_tokens": _tokens(play.text + json.dumps([a for _, a in play.tool_calls])),
+        "cache_creation_input_tokens": cached if turns == 0 else 0,
+        "cache_read_input_tokens": cached if turns > 0 else 0,
+    }
+    stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
+    reply = {
+        "id": f"msg_fake_{turns}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    return reply, usage
+
+
+_OPENAI_FINISH = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+}
+
+
+def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+    calls = [
+        {
+            "id": f"call_{turns}_{j}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
+        for j, (name, args) in enumerate(play.tool_calls)
+    ]
+    system = "".join(
+        text_of(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"
+    )
+    cached = _tokens(system) if system and turns > 0 else 0
+    prompt = _tokens(raw.decode(errors="replace"))
+    completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
+    stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
+    message: dict[str, Any] = {"role": "assistant", "content": play.text or None}
+    if calls:
+        message["tool_calls"] = calls
+    reply = {
+        "id": f"chatcmpl-fake-{turns}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": _OPENAI_FINISH[stop]}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
+    usage = {
+        "input_tokens": prompt - cached,
+        "output_tokens": completion,
+        "cache_read_input_tokens": cached,
+    }
+    return reply, usage
+
+
+def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+    output: list[dict[str, Any]] = []
+    if play.text:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{turns}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": play.text, "annotations": []}],
+            }
+        )
+    for j, (name, args) in enumerate(play.tool_calls):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{turns}_{j}",
+                "status": "completed",
+                "call_id": f"call_{turns}_{j}",
+                "name": name,
+                "arguments": json.dumps(args),
+            }
+        )
+    system, _, _, _ = responses_shape(body)
+    cached = _tokens(system) if turns > 0 else 0
+    prompt = _tokens(raw.decode(errors="replace"))
+    completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
+    reply = {
+        "id": f"resp_fake_{turns}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": body.get("model", "fake"),
+        "output": output,
+        "usage": {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion,
+        },
+    }
+    usage = {
+        "input_tokens": prompt - cached,
+        "output_tokens": completion,
+        "cache_read_input_tokens": cached,
+    }
+    return reply, usage
+
+
+REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": _responses_reply}

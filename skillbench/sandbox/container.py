@@ -1,0 +1,362 @@
+"""One podman sandbox as the engine sees it: the container and the connection to the
+command executor inside it (executor.py, the container's PID 1, on a unix socket in a host
+folder bind-mounted into the container), the loopback relay it bridges to the host, and the
+copy of a folder out of it. The provider that makes and sweeps them is podman.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import errno
+import io
+import itertools
+import json
+import shutil
+import tarfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from skillbench.sandbox.base import (
+    DEFAULT_OUTPUT_CAP,
+    ROOT,
+    WORKDIR,
+    ExecResult,
+    Relay,
+    SandboxError,
+)
+from skillbench.sandbox.copyout import CopyOut
+
+if TYPE_CHECKING:
+    from skillbench.sandbox.podman import PodmanProvider
+
+_REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
+
+
+class PodmanSandbox:
+    """One podman container and the connection to the executor inside it."""
+
+    def __init__(
+        self,
+        provider: PodmanProvider,
+        ctr_id: str,
+        sock_dir: Path,
+        relay: Relay | None = None,
+        workdir: str = WORKDIR,
+    ):
+        self.provider = provider
+        self.name = ctr_id[:12]
+        self.workdir = workdir
+        self.ctr_id = ctr_id
+        self._sock_dir = sock_dir
+        self._relay = relay
+        self._inbound: dict[int, asyncio.Queue[bytes | None]] = {}  # relayed connections
+        self._bridges: set[asyncio.Task[None]] = set()
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._closed = False
+        self.broken: str | None = None  # why the sandbox is no longer usable
+
+    # --- the executor channel -----------------------------------------------------------
+
+    async def connect(self, timeout: float = 30.0) -> None:
+        """Connect to the executor's socket once it is listening."""
+        path = self._sock_dir / "exec.sock"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 30)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise SandboxError(
+                        f"sandbox {self.name}: the command executor did not start"
+                    ) from None
+                await asyncio.sleep(0.01)
+        try:
+            first = await asyncio.wait_for(reader.readline(), timeout)
+            ready = json.loads(first or b"{}").get("ready")
+        except (TimeoutError, ValueError, OSError):  # OSError: killed as it answered
+            ready = False
+        if not ready:
+            writer.close()
+            raise SandboxError(f"sandbox {self.name}: the command executor did not answer")
+        self._writer = writer
+        self._reader = asyncio.create_task(self._read_replies(reader))
+
+    async def _read_replies(self, reader: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                line = await reader.readline()
+            except OSError:  # reset: the container was killed mid-reply
+                break
+            if not line:
+                break
+            reply = json.loads(line)
+            if "event" in reply:
+                self._relayed(reply)
+                continue
+            future = self._pending.pop(reply.get("id"), None)
+            if future is not None and not future.done():
+                future.set_result(reply)
+        # EOF: the container is gone (removed, or killed from outside).
+        self.broken = self.broken or "the sandbox stopped"
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(SandboxError(f"sandbox {self.name}: {self.broken}"))
+
+    # --- the relay: loopback connections in the sandbox, bridged to the host target ---------
+
+    def _relayed(self, event: dict[str, Any]) -> None:
+        sid = event["sid"]
+        if event["event"] == "open":
+            inbound: asyncio.Queue[bytes | None] = asyncio.Queue()
+            self._inbound[sid] = inbound
+            task = asyncio.get_running_loop().create_task(self._bridge(sid, inbound))
+            self._bridges.add(task)
+            task.add_done_callback(self._bridges.discard)
+        elif sid in self._inbound:
+            data = base64.b64decode(event["data"]) if event["event"] == "data" else None
+            self._inbound[sid].put_nowait(data)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        if self._writer is not None and not self._closed:
+            self._writer.write((json.dumps(message) + "\n").encode())
+
+    async def _bridge(self, sid: int, inbound: asyncio.Queue[bytes | None]) -> None:
+        assert self._relay is not None
+        try:
+            reader, writer = await asyncio.open_connection(self._relay.host, self._relay.target)
+        except OSError:
+            self._send({"op": "relay_close", "sid": sid})
+            return
+
+        async def up() -> None:  # sandbox -> host
+            while (chunk := await inbound.get()) is not None:
+                writer.write(chunk)
+                await writer.drain()
+            if writer.can_write_eof():
+                writer.write_eof()
+
+        async def down() -> None:  # host -> sandbox
+            while chunk := await reader.read(1 << 16):
+                self._send(
+                    {"op": "relay_data", "sid": sid, "data": base64.b64encode(chunk).decode()}
+                )
+                if self._writer is not None:
+                    await self._writer.drain()
+            self._send({"op": "relay_close", "sid": sid})
+
+        try:
+            await asyncio.gather(up(), down())
+        except (OSError, RuntimeError):
+            self._send({"op": "relay_close", "sid": sid})
+        finally:
+            self._inbound.pop(sid, None)
+            writer.close()
+
+    async def _call(self, op: str, wait: float, **fields: Any) -> dict[str, Any]:
+        if self._closed:
+            raise SandboxError(f"sandbox {self.name} is closed")
+        if self.broken:
+            raise SandboxError(f"sandbox {self.name} is unusable: {self.broken}")
+        assert self._writer is not None
+        rid = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = future
+        try:
+            self._writer.write((json.dumps({"id": rid, "op": op, **fields}) + "\n").encode())
+            await self._writer.drain()
+            return await asyncio.wait_for(future, wait + _REPLY_GRACE)
+        except TimeoutError:
+            self.broken = f"no answer to {op} within {wait + _REPLY_GRACE:.0f} s"
+            raise SandboxError(f"sandbox {self.name} hung: {self.broken}") from None
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise SandboxError(f"sandbox {self.name}: executor pipe closed: {exc}") from None
+        finally:
+            self._pending.pop(rid, None)
+
+    @staticmethod
+    def _raise_for(reply: dict[str, Any], path: str = "") -> None:
+        if "error" not in reply:
+            return
+        code = reply.get("errno")
+        message = reply.get("message", "")
+        if code in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise PermissionError(code, message, path)
+        if code:
+            raise OSError(code, message, path)  # becomes FileNotFoundError etc.
+        if reply["error"] == "FileTooLarge":
+            raise OSError(errno.EFBIG, "file too large to read", path)
+        raise SandboxError(f"{reply['error']}: {message}")
+
+    # --- the Sandbox protocol -----------------------------------------------------------
+
+    async def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float = 120,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | bytes | None = None,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
+        user: str | None = None,
+    ) -> ExecResult:
+        """Run a command; see base.Sandbox for the semantics."""
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        reply = await self._call(
+            "exec",
+            timeout,
+            cmd=cmd if isinstance(cmd, str) else list(cmd),
+            timeout=timeout,
+            cwd=cwd,
+            env=dict(env or {}),
+            stdin=None if data is None else base64.b64encode(data).decode(),
+            cap=output_cap,
+            user=user,
+        )
+        self._raise_for(reply, cwd or "")
+        return ExecResult(
+            exit_code=int(reply["exit_code"]),
+            stdout=base64.b64decode(reply["stdout"]).decode("utf-8", "replace"),
+            stderr=base64.b64decode(reply["stderr"]).decode("utf-8", "replace"),
+            timed_out=bool(reply["timed_out"]),
+            truncated=bool(reply["truncated"]),
+            duration=float(reply["duration"]),
+        )
+
+    async def read_file(self, path: str) -> bytes:
+        reply = await self._call("read", 60, path=path)
+        self._raise_for(reply, path)
+        return base64.b64decode(reply["data"])
+
+    async def read_text(self, path: str) -> str:
+        """The file decoded as UTF-8 (undecodable bytes replaced)."""
+        return (await self.read_file(path)).decode("utf-8", "replace")
+
+    async def write_file(self, path: str, content: str | bytes) -> None:
+        data = content.encode() if isinstance(content, str) else content
+        reply = await self._call("write", 60, path=path, data=base64.b64encode(data).decode())
+        self._raise_for(reply, path)
+
+    async def exists(self, path: str) -> bool:
+        reply = await self._call("exists", 30, path=path)
+        self._raise_for(reply, path)
+        return bool(reply["exists"])
+
+    async def put_tree(self, src: Path, dest: str) -> None:
+        # unpacked by the sandbox's user, so the files are theirs (never root's)
+        data = await asyncio.to_thread(_tar_folder, src)
+        done = await self.exec(
+            ["sh", "-c", 'mkdir -p -- "$1" && exec tar -x -C "$1" -f -', "put_tree", dest],
+            stdin=data,
+            timeout=120,
+        )
+        if not done.ok:
+            raise PermissionError(errno.EACCES, done.stderr.strip()[-500:], dest)
+
+    async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
+        if not await self.exists(src):
+            raise FileNotFoundError(errno.ENOENT, "no such folder in the sandbox", src)
+        copy = CopyOut(dest, cap)
+        # Files that can never fit are found first and left out of the archives, so a 2 GB
+        # file cannot stop the copy of everything after it.
+        big = await self._find0(
+            src, "-xdev", "-type", "f", "-size", f"+{cap}c", "-printf", "%s/%P\\0"
+        )
+        too_big = {rel: int(size) for size, rel in (entry.split("/", 1) for entry in big)}
+        for rel, size in sorted(too_big.items()):
+            copy.left_out(rel, size)
+        for part in await self._parts(src, "", set(too_big), copy):
+            if copy.stream_left <= 0:
+                break
+            path = f"{src.rstrip('/')}/{part}" if part else src
+            under = str(PurePosixPath(part).parent) if part else ""
+            try:
+                await asyncio.to_thread(self._get_archive, path, copy, under, not part)
+            except SandboxError as exc:
+                copy.notes.add(f"{part}: not copied ({exc})")
+        return copy.done()
+
+    async def _find0(self, *args: str) -> list[str]:
+        # as root: every entry, whatever modes the agent left on them
+        found = await self.exec(["find", *args], user=ROOT, timeout=120, output_cap=64 << 20)
+        return found.stdout.split("\0")[:-1]
+
+    async def _parts(self, src: str, rel: str, skip: set[str], copy: CopyOut) -> list[str]:
+        """The paths under `src` to archive whole so that nothing in `skip` is included.
+        Links and special files met on the way are recreated or noted here: the archive API
+        would follow a link it is pointed at."""
+        if not any(not rel or s.startswith(f"{rel}/") for s in skip):
+            return [rel]
+        parts = []
+        folder = f"{src.rstrip('/')}/{rel}" if rel else src
+        found = await self._find0(
+            folder, "-mindepth", "1", "-maxdepth", "1", "-printf", "%y%P\\0%l\\0"
+        )
+        for entry, link in zip(found[::2], found[1::2], strict=True):
+            kind, path = entry[0], f"{rel}/{entry[1:]}" if rel else entry[1:]
+            if path in skip:
+                continue
+            if kind == "l":
+                copy.symlink(path, link)
+            elif kind in "dfD":
+                parts += await self._parts(src, path, skip, copy)
+            else:
+                what = {"p": "FIFO", "s": "socket"}.get(kind, "device or special file")
+                copy.notes.add(f"{path}: a {what}, left out")
+        return parts
+
+    def _get_archive(self, src: str, copy: CopyOut, under: str, strip_top: bool) -> None:
+        # Streamed (podman-py's own get_archive reads the whole tar into memory first).
+        api = self.provider.client().api
+        response = api.get(
+            f"/containers/{self.ctr_id}/archive", params={"path": [src]}, stream=True
+        )
+        try:
+            if not response.ok:
+                raise SandboxError(
+                    f"sandbox {self.name}: could not copy {src} out ({response.status_code})"
+                )
+            copy.extract(response.iter_content(1 << 16), under=under, strip_top=strip_top)
+        finally:
+            response.close()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.broken = "the sandbox was closed"
+        try:
+            await asyncio.to_thread(self._remove)
+        finally:
+            if self._writer is not None:
+                self._writer.close()
+            if self._reader is not None:
+                await asyncio.gather(self._reader, return_exceptions=True)
+            for bridge in list(self._bridges):
+                bridge.cancel()
+            await asyncio.gather(*self._bridges, return_exceptions=True)
+            shutil.rmtree(self._sock_dir, ignore_errors=True)
+            self.provider._live.discard(self)
+
+    def _remove(self) -> None:
+        try:
+            self.provider.client().containers.get(self.ctr_id).remove(force=True, timeout=0)
+        except Exception as exc:  # already gone is fine; anything else is swept next start
+            if "no such container" not in str(exc).lower() and "404" not in str(exc):
+                raise SandboxError(f"could not remove sandbox {self.name}: {exc}") from exc
+
+
+def _tar_folder(src: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for child in sorted(src.iterdir()):
+            tar.add(child, arcname=child.name)
+    return buf.getvalue()

@@ -1,0 +1,198 @@
+"""Sessions on a real multi-node Ray cluster (design §18): a head and two worker nodes, each
+worker with its own podman service and storage, so `cluster prepare` has to ship the images.
+Runs against the fake model server as a provider with a real-looking key that must never
+reach a worker."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from skillbench.cluster.images import image_id
+from skillbench.cluster.local import LocalCluster, Node, free_port
+from skillbench.engine.journal import read_journal
+from skillbench.sandbox.image import IMAGE
+from tests.helpers import BASE, CAND, conv, skill, write_file
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.cluster]
+
+KEY = "sk-ant-api03-cluster-KEY-must-stay-on-the-driver-0123456789"
+CASES = 6
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Node]]]:
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"), workers=2, slots=2)
+    try:
+        local.start()
+        yield local.address, local.nodes
+    finally:
+        local.stop()
+
+
+def _scenario(tmp_path: Path, fake, monkeypatch) -> Path:
+    """A skill whose candidate writes the file and whose baseline does not, over CASES cases,
+    each model call slow enough that sessions overlap on both nodes."""
+    folder = skill(
+        tmp_path,
+        {
+            f"evals/cases/c{i}.yaml": f"task: Task c{i}\nchecks: [{{file_exists: out{i}.txt}}]\n"
+            for i in range(CASES)
+        },
+    )
+    convs = []
+    for i in range(CASES):
+        convs.append(conv(CAND, f"Task c{i}", write_file(f"out{i}.txt", "hi"), {"text": "done"}))
+        convs.append(conv(BASE, f"Task c{i}", {"text": "I did nothing"}))
+    fake({"latency": 0.4, "conversations": convs})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # the driver's key: the fake takes any
+    return folder
+
+
+def _rows(summary: dict) -> list[tuple]:
+    return sorted((r["case"], r["rep"], r["opponent"], r["outcome"]) for r in summary["rows"])
+
+
+def _eval(folder: Path, out: Path, *extra: str) -> tuple[int, dict]:
+    code = main(
+        [
+            "eval",
+            str(folder),
+            "--model",
+            "anthropic/claude-sonnet-4-6",
+            "--out",
+            str(out),
+            "--quiet",
+            "--seed",
+            "7",
+            "--no-gen",
+            "--execution-only",
+            "--fresh-baseline",
+            *extra,
+        ]
+    )
+    return code, json.loads((out / "summary.json").read_text())
+
+
+def test_cluster_run_matches_a_local_run_and_keys_stay_on_the_driver(
+    cluster, tmp_path: Path, fake, monkeypatch
+) -> None:
+    address, nodes = cluster
+    folder = _scenario(tmp_path, fake, monkeypatch)
+    code_local, local = _eval(folder, tmp_path / "local")
+    code, remote = _eval(folder, tmp_path / "remote", "--cluster", address)
+    journal = (tmp_path / "remote/journal.jsonl").read_text()
+    assert code == code_local and remote["verdict"] == local["verdict"], journal[-2000:]
+    sessions, _ = read_journal(tmp_path / "remote/journal.jsonl")
+    assert _rows(remote) == _rows(local) and len(_rows(remote)) == CASES
+    ran_on = {r.node for r in sessions.values()}
+    assert len(ran_on) == 2 and None not in ran_on, ran_on  # both workers, never the driver
+    assert all(
+        (tmp_path / "remote" / r.transcript).is_file() for r in sessions.values() if r.transcript
+    )
+    # the key: not in any worker process's environment, not in Ray's logs or spill files
+    for node in nodes:
+        for pid in node.processes():
+            try:
+                assert KEY.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+                assert KEY.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+            except FileNotFoundError:
+                pass
+    searched = 0
+    for path in cluster_temp().rglob("*"):  # Ray's logs, sockets and spilled objects
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < 64 << 20:
+            assert KEY.encode() not in path.read_bytes(), path
+            searched += 1
+    assert searched > 10  # (the logs are there: the search looked at something)
+    # ... and the workers did call the model: through the relay, with the token
+    assert all(r.turns >= 1 for r in sessions.values())
+
+
+def cluster_temp() -> Path:
+    """Ray's temp folder of the test cluster (logs, sockets, spilled objects)."""
+    import ray
+
+    return Path(ray._private.worker._global_node.get_temp_dir_path())
+
+
+def test_a_node_lost_mid_run_loses_and_duplicates_nothing(
+    cluster, tmp_path: Path, fake, monkeypatch, capsys
+) -> None:
+    address, nodes = cluster
+    folder = _scenario(tmp_path, fake, monkeypatch)
+    out = tmp_path / "run"
+    journal = out / "journal.jsonl"
+
+    def kill_when_busy() -> None:  # once the first session is back, the others are in flight
+        while not (journal.is_file() and '"type":"session"' in journal.read_text()):
+            time.sleep(0.05)
+        nodes[1].kill()
+
+    killer = threading.Thread(target=kill_when_busy, daemon=True)
+    killer.start()
+    code, summary = _eval(folder, out, "--cluster", address, "--parallel", "4")
+    killer.join(timeout=5)
+    err = capsys.readouterr().err
+    sessions, rows = read_journal(journal)
+    keys = [json.loads(x)["key"] for x in journal.read_text().splitlines() if '"session"' in x]
+    assert len(keys) == len(set(keys)) == 2 * CASES  # none lost, none twice
+    assert len(rows) == CASES and summary["scored_rows"] == CASES
+    retried = [r for r in sessions.values() if r.attempts == 2]
+    assert retried and all(
+        r.node and r.node.endswith(tuple(n[:8] for n in alive_nodes())) for r in retried
+    )
+    assert "dropped out mid-run" in err, err
+    assert code == 0 and summary["verdict"] in ("PASS", "INCONCLUSIVE")
+
+
+def test_cluster_prepare_leaves_every_node_with_the_drivers_image(cluster, capsys) -> None:
+    address, nodes = cluster
+    assert main(["cluster", "prepare", "--cluster", address]) == 0
+    assert "every slot node holds localhost/skillbench-sandbox:" in capsys.readouterr().out
+    want = image_id(IMAGE, lambda *a: ["podman", *a])
+    for node in nodes:
+        assert want and image_id(IMAGE, lambda *a, n=node: ["podman", "--url", n.url, *a]) == want
+
+
+def alive_nodes() -> list[str]:
+    import ray
+
+    return [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+
+
+def test_no_cluster_no_ray_import_and_a_clear_error_without_one(
+    tmp_path: Path, fake, monkeypatch, capsys
+) -> None:
+    code = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, skillbench.cli, skillbench.engine.run; sys.exit('ray' in sys.modules)",
+        ],
+        capture_output=True,
+    ).returncode
+    assert code == 0
+    folder = _scenario(tmp_path, fake, monkeypatch)
+    code = main(
+        [
+            "eval",
+            str(folder),
+            "--model",
+            "anthropic/claude-sonnet-4-6",
+            "--no-gen",
+            "--quiet",
+            "--execution-only",
+            "--cluster",
+            f"127.0.0.1:{free_port()}",
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "no Ray cluster answers there" in err[0], err
