@@ -21,8 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import msgspec
+
 from skillbench.evals import load_case
-from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.base import SandboxSpec, Service
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm
@@ -99,6 +101,25 @@ async def main(reps: int) -> None:
             await arm.close()
 
         cycles = [(await timed(cycle()))[0] for _ in range(reps)]
+
+        # a case's service (an HTTP server, health-checked) in the arm's own pod
+        http = Service(
+            name="svc",
+            command=("python3", "-m", "http.server", "8000"),
+            healthcheck=(
+                "python3",
+                "-c",
+                "import urllib.request as u; u.urlopen('http://svc:8000/')",
+            ),
+        )
+        podded = msgspec.structs.replace(spec, services=(http,))
+
+        async def arm_up_and_down(arm_spec: SandboxSpec) -> None:
+            arm = await stage_arm(provider, arm_spec, case, {}, scratch=tmp)
+            await arm.close()
+
+        plain = [(await timed(arm_up_and_down(spec)))[0] for _ in range(reps)]
+        pods = [(await timed(arm_up_and_down(podded)))[0] for _ in range(reps)]
         check_phase_median = statistics.median(checks)
         print(f"sandbox benchmark  image {IMAGE}  cores {os.cpu_count()}")
         print(f"  create+start+executor   {fmt(create)}")
@@ -111,10 +132,15 @@ async def main(reps: int) -> None:
         print(f"  destroy                 {fmt(destroy)}")
         print(f"  check phase             {fmt(checks)}")
         print(
-            f"    (checker create+start, agent sandbox removed, chown /work; "
+            f"    (checker create+start, agent sandbox removed, /work handed over; "
             f"{check_phase_median / statistics.median(cycles):.0%} of a cycle)"
         )
         print(f"  full staged arm cycle   {fmt(cycles)}")
+        pod_ratio = statistics.median(pods) / statistics.median(plain)
+        print(
+            f"  arm with a service pod  {fmt(pods)}   ratio to a plain arm {pod_ratio:.2f} "
+            f"(+{(statistics.median(pods) - statistics.median(plain)) * 1000:.0f} ms)"
+        )
         single = statistics.median(cycles)
         for conc in (1, 4, 8):
             n = max(8, conc * 2)

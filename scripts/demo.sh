@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The main job on the bundled example skills: validate the library, run the paired-arm eval
-# of every skill (and of diff-review once more beside the rest of the library), and measure
-# triggers across the library both ways (the catalog call, and the real agent CLI routing
-# each prompt itself: Claude Code, or Codex for an OpenAI model). With ANTHROPIC_API_KEY or
-# OPENAI_API_KEY set it uses that provider; without, the scripted demo driver (offline).
+# of every skill (and of diff-review once more beside the rest of the library, and once with
+# the real agent CLI in both arms), and measure triggers across the library both ways (the
+# catalog call, and the real agent CLI routing each prompt itself: Claude Code, or Codex for
+# an OpenAI model), then run one round of tuning a skill's description (chosen on validation,
+# reported on test). With ANTHROPIC_API_KEY or OPENAI_API_KEY set it uses that provider;
+# without, the scripted demo driver (offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SB=.venv/bin/skillbench
@@ -45,9 +47,21 @@ status=0
   --out "$out/diff-review-library" --no-gen --execution-only || status=$?
 case "$status" in 0 | 1 | 3) ;; *) exit "$status" ;; esac
 case "$model" in openai/*) agent=codex ;; *) agent=claude-code ;; esac
+# the skill the way users consume it: the real agent CLI in both arms, on one case to keep
+# the demo short (offline, the scripted driver plays the CLI's own tools through a fake server)
+echo
+echo "== skillbench eval skills/diff-review --agent $agent --case small-change"
+status=0
+"$SB" eval skills/diff-review --agent "$agent" --case small-change --model "$model" \
+  --out "$out/diff-review-$agent" --no-gen --execution-only || status=$?
+case "$status" in 0 | 1 | 3) ;; *) exit "$status" ;; esac
 echo
 echo "== skillbench triggers skills/ --method both --agent $agent"
 "$SB" triggers skills/ --model "$model" --method both --agent "$agent"
+echo
+echo "== skillbench tune skills/skill-eval-author --method catalog --rounds 1 --runs 1"
+"$SB" tune skills/skill-eval-author --model "$model" --method catalog --rounds 1 --runs 1 \
+  --out "$out/tune"
 echo
 echo "demo: done; each eval's transcripts, journal, summary, receipt and report.html are in"
 echo "$out/<skill>. Read one in a browser (skillbench view $out/diff-review serves it):"

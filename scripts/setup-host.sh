@@ -2,7 +2,8 @@
 # Host set-up for skillbench's podman sandboxes. Idempotent: installs only what is missing.
 # Needs root (or sudo) for apt and /etc/containers; see ../shared podman notes for why each
 # setting is here (runc over crun, cgroupfs, short exit_command_delay). No init binary is
-# needed: skillbench's executor is each sandbox's PID 1 and reaps orphans itself.
+# needed in a sandbox: skillbench's executor is each sandbox's PID 1 and reaps orphans itself
+# (catatonit is installed for the infra container of service pods).
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -15,6 +16,9 @@ for pair in podman:podman runc:runc mmdebstrap:mmdebstrap git:git npm:npm chromi
   bin=${pair%%:*}; pkg=${pair##*:}
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/bin/$bin" ] || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
 done
+# catatonit: podman builds the infra ("pause") image of a case's service pod from it, locally
+# (no registry to pull one from); it is only a Recommends of podman.
+command -v catatonit >/dev/null 2>&1 || [ -x /usr/libexec/podman/catatonit ] || need+=(catatonit)
 # Debian's own python3 needs python3-venv for `python3 -m venv`.
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then

@@ -165,8 +165,18 @@ def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> Eva
 
 
 def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log) -> None:
-    """What a new run does before its sessions: warn when the estimate passes --max-cost,
-    and write the evals of `kinds` the skill lacks (counting their cost toward the cap)."""
+    """What a run does before its sessions: warn when --parallel sessions would not fit in
+    this machine's memory; for a new run, also warn when the estimate passes --max-cost, and
+    write the evals of `kinds` the skill lacks (counting their cost toward the cap)."""
+    from skillbench.sandbox import capacity
+
+    if not (options.cluster or opts.settings.cluster.address):  # else they run on the workers
+        settings = opts.settings
+        memory = capacity.parallel_warning(
+            settings.agent, settings.parallel, capacity.mem_available()
+        )
+        if memory:
+            log(f"warning: {memory}")
     if options.resume:
         return
     if options.max_cost is not None:

@@ -4,6 +4,7 @@ path escaping the workspace makes that check fail with a reason; it never errors
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 import re
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ import msgspec
 from skillbench.evals.checks import path_escape
 from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.jsonreply import first_json_object
-from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox
+from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
 from skillbench.transcript import Transcript
 
 COMMAND_TIMEOUT = 120.0
@@ -21,13 +22,16 @@ COMMAND_TIMEOUT = 120.0
 
 class CheckResult(msgspec.Struct, frozen=True):
     """One check's outcome: its name as written, whether it passed, and why; a grader's or a
-    reward's score; `infrastructure` when a verifier could give no verdict (exit 2)."""
+    reward's score; `infrastructure` when a verifier could give no verdict (exit 2); every
+    named metric of a reward file; what a verifier script printed (its tails)."""
 
     name: str
     passed: bool
     detail: str = ""
     score: float | None = None
     infrastructure: bool = False
+    metrics: dict[str, float] = {}
+    output: str = ""
 
 
 async def run_checks(
@@ -35,16 +39,22 @@ async def run_checks(
     transcript: Transcript,
     sandbox: Sandbox | None,
     case_dir: str = CASE_DIR,
+    earlier: Sequence[CheckResult] | None = None,
 ) -> list[CheckResult]:
     """Evaluate checks against a finished session: `transcript` as it happened (unscrubbed),
     `sandbox` the checker holding the arm's /work (stage.check_phase), `case_dir` the case's
-    own folder there ($CASE for verifiers and graders)."""
+    own folder there ($CASE for verifiers and graders). `earlier`: these checks' results on
+    the same session before (a reused one): those that read only the transcript stand."""
     text = transcript.all_text.lower()
     commands = transcript.bash_commands
+    if sandbox is not None:
+        await _clear_rewards(checks, sandbox)
     results = []
-    for check in checks:
+    for i, check in enumerate(checks):
         try:
-            if check.kind in SCRIPTED and sandbox is not None:
+            if earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
+                results.append(earlier[i])
+            elif check.kind in SCRIPTED and sandbox is not None:
                 results.append(await _scripted(check, transcript, sandbox, case_dir))
             else:
                 results.append(await _one(check, text, commands, sandbox))
@@ -53,7 +63,28 @@ async def run_checks(
     return results
 
 
+async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> None:
+    """Remove what the agent left where a reward file will be read from: a reward is the
+    check phase's own, never a file (or a locked one) the agent made in advance. (Outside
+    the workspace the checker's /logs and /tmp are fresh anyway.)"""
+    work = sandbox.workdir.rstrip("/")
+    paths = [
+        path
+        for c in checks
+        if c.kind == "reward" and c.arg
+        for path in [c.arg if c.arg.startswith("/") else f"{work}/{c.arg}"]
+        if path.startswith(f"{work}/")
+    ]
+    if paths:
+        done = await sandbox.exec(["rm", "-rf", "--", *paths], timeout=COMMAND_TIMEOUT)
+        if not done.ok:  # the agent's reward would be read: score nothing
+            raise SandboxError(f"could not clear the reward files: {done.stderr.strip()[-200:]}")
+
+
 SCRIPTED = frozenset({"verifier", "reward", "grader"})
+TRANSCRIPT_ONLY = frozenset(
+    {"transcript_mentions", "transcript_omits", "command_matching", "no_command_matching"}
+)
 SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl
 
@@ -77,28 +108,37 @@ async def _scripted(
 
     if check.kind == "verifier":
         done = await run_script(check.script or arg)
-        tail = (done.stderr or done.stdout).strip()[-300:]
+        tail, output = (done.stderr or done.stdout).strip()[-300:], _output(done)
         if done.timed_out:
-            return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
+            return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s", output=output)
         if done.exit_code == 2:  # the verifier could not judge: not the agent's failing
-            return CheckResult(name, False, f"exit 2 (no verdict): {tail}", infrastructure=True)
+            return CheckResult(
+                name, False, f"exit 2 (no verdict): {tail}", infrastructure=True, output=output
+            )
         detail = f"exit {done.exit_code}" + (f": {tail}" if done.exit_code and tail else "")
-        return CheckResult(name, done.exit_code == 0, detail)
+        return CheckResult(name, done.exit_code == 0, detail, output=output)
     if check.kind == "reward":
+        output = ""
         if check.script:  # Harbor's test.sh: its exit code says nothing, its reward file does
             done = await run_script(check.script)
+            output = _output(done)
             if done.timed_out:
                 return CheckResult(
-                    name, False, f"{check.script} timed out after {SCRIPT_TIMEOUT:g} s"
+                    name,
+                    False,
+                    f"{check.script} timed out after {SCRIPT_TIMEOUT:g} s",
+                    output=output,
                 )
         path = arg if arg.startswith("/") else f"{work}/{arg}"
         if not await sandbox.exists(path):
-            return CheckResult(name, False, f"no reward file at {path}")
-        value = _reward_value(await sandbox.read_text(path))
-        if value is None:
-            return CheckResult(name, False, f"{path} holds no number (or no `reward` in JSON)")
-        least = 1.0 if check.min is None else check.min
-        return CheckResult(name, value >= least, f"reward {value:g} (min {least:g})", score=value)
+            return CheckResult(name, False, f"no reward file at {path}", output=output)
+        metrics = reward_metrics(await sandbox.read_text(path))
+        if not metrics:
+            return CheckResult(
+                name, False, f"{path} holds no number (nor JSON of named numbers)", output=output
+            )
+        passed, score, detail = reward_verdict(metrics, check)
+        return CheckResult(name, passed, detail, score=score, metrics=metrics, output=output)
     # grader: a command printing {"pass", "score", "evidence"}, or its exit code
     await sandbox.write_file(
         f"{RESULTS}/trace.jsonl", "".join(json.dumps(e) + "\n" for e in transcript.events)
@@ -128,15 +168,52 @@ async def _scripted(
     )
 
 
-def _reward_value(text: str) -> float | None:
-    """reward.txt's number, or reward.json's `reward` (or the JSON number itself)."""
+OUTPUT_TAIL = 2000  # characters of a verifier's stdout and of its stderr kept on the row
+
+
+def _output(done: ExecResult) -> str:
+    """What a verifier printed, both streams' tails: shown for failing rows and oracle runs."""
+    parts = [
+        f"{label}:\n{text.strip()[-OUTPUT_TAIL:]}"
+        for label, text in (("stdout", done.stdout), ("stderr", done.stderr))
+        if text.strip()
+    ]
+    return "\n".join(parts)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def reward_metrics(text: str) -> dict[str, float]:
+    """A reward file's named numbers: reward.txt's number (as `reward`), or reward.json's
+    numeric entries (a bare JSON number is `reward`); {} when it holds none."""
     try:
         data = json.loads(text)
     except ValueError:
-        return None
+        return {}
+    if _number(data):
+        return {"reward": float(data)}
     if isinstance(data, dict):
-        data = data.get("reward")
-    return float(data) if isinstance(data, int | float) and not isinstance(data, bool) else None
+        return {str(k): float(v) for k, v in data.items() if _number(v)}
+    return {}
+
+
+def reward_verdict(metrics: dict[str, float], check: Check) -> tuple[bool, float | None, str]:
+    """(passed, score, detail) under Harbor's pass rule: the case's `metric` when it names
+    one, else the `reward` key, else every metric must reach `min` (default 1)."""
+    least = 1.0 if check.min is None else check.min
+    key = check.metric or ("reward" if "reward" in metrics else None)
+    if key is not None:
+        if key not in metrics:
+            shown = ", ".join(sorted(metrics))
+            return False, None, f"no metric {key!r} in the reward file (it has {shown})"
+        value = metrics[key]
+        return value >= least, value, f"{key} {value:g} (min {least:g})"
+    low = sorted(k for k, v in metrics.items() if v < least)
+    shown = ", ".join(f"{k} {v:g}" for k, v in sorted(metrics.items()))
+    why = f"; below min {least:g}: {', '.join(low)}" if low else f" (min {least:g} each)"
+    return not low, min(metrics.values()), shown + why
 
 
 async def _one(
@@ -171,7 +248,10 @@ async def _one(
         reason = path_escape(arg)
         if reason:
             return CheckResult(name, False, f"path {reason}")
-        exists = await sandbox.exists(f"{sandbox.workdir}/{arg}")
+        try:
+            exists = await sandbox.exists(f"{sandbox.workdir}/{arg}")
+        except OSError as exc:  # a locked folder, a loop: not "absent", and not "exists"
+            return CheckResult(name, False, f"unreadable: {exc.strerror or exc}")
         if check.kind == "file_exists":
             return CheckResult(name, exists, "exists" if exists else "missing")
         return CheckResult(name, not exists, "exists" if exists else "absent")

@@ -12,6 +12,8 @@ option or flag at fault and what to do; none needs a traceback to be understood.
     ├── EvalError               the run cannot start or go on (`problems`, when about assets)
     ├── SandboxError            podman or the sandbox failed (infrastructure)
     ├── TeamError               the team repo or the gate policy refuses the operation
+    ├── TuneError, SplitError,  `skillbench tune` cannot start or go on; its split cannot be
+    │   ApplyError              made; the description cannot be written into SKILL.md
     └── Interrupted             Ctrl-C or SIGTERM stopped a run; `run_dir` resumes it
 
 The ones defined elsewhere subclass `SkillbenchError` where they live; this module holds the

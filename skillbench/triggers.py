@@ -16,7 +16,7 @@ The skill fired on a prompt when its rate over `--runs` reaches `--threshold`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -26,6 +26,7 @@ from skillbench.evals import SpecError, load_triggers
 from skillbench.evals.model import Triggers
 from skillbench.jsonreply import first_json_object
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
+from skillbench.models.pricing import Price, cost_usd
 from skillbench.skills import Skill, catalog, catalog_lines, is_skill, read_skill, root_children
 
 SYSTEM = (
@@ -55,6 +56,63 @@ class PromptResult(msgspec.Struct, frozen=True):
     rate: float | None
     stolen_by: tuple[str, ...] = ()  # other skills selected when a should-trigger prompt missed
     error: str | None = None
+    others: tuple[str, ...] = ()  # every other skill selected in some run (who competes for it)
+
+
+class Counts(msgspec.Struct, frozen=True):
+    """Recall and precision of some prompts' results, and the counts behind them."""
+
+    recall: float | None
+    precision: float | None
+    tp: int
+    fn: int
+    fp: int
+    tn: int
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def counts(results: Sequence[PromptResult]) -> Counts:
+    """The design §4 counting rules: a failed call misses a should-trigger prompt and is
+    neither fp nor tn otherwise."""
+    tp = sum(r.should_trigger and r.fired is True for r in results)
+    fn = sum(r.should_trigger and r.fired is not True for r in results)
+    fp = sum(not r.should_trigger and r.fired is True for r in results)
+    tn = sum(not r.should_trigger and r.fired is False for r in results)
+    return Counts(_ratio(tp, tp + fn), _ratio(tp, tp + fp), tp, fn, fp, tn)
+
+
+CAPPED = "not called: the --max-cost cap was reached"
+
+
+class Spend:
+    """What the model calls cost so far, against an optional cap (--max-cost). A trigger call
+    or routing session asks before it starts, so a run stops near the cap, not far past it;
+    once refused, every later call is refused too (a measurement with holes is no figure)."""
+
+    def __init__(
+        self,
+        cap: float | None = None,
+        prices: Mapping[str, Price] | None = None,
+        spent: float = 0.0,
+    ):
+        self.cap, self.prices, self.total = cap, dict(prices or {}), spent
+        self.stopped = False
+
+    def remaining(self) -> float | None:
+        return None if self.cap is None else max(0.0, self.cap - self.total)
+
+    def allows(self) -> bool:
+        if self.cap is not None and self.total >= self.cap:
+            self.stopped = True
+        return not self.stopped
+
+    def charge(self, ref: str, usage: Usage, cost: float | None = None) -> None:
+        """Add a call's cost: `cost` when the caller knows it, else its usage at `ref`'s price
+        (an unknown price adds nothing: --max-cost refuses such a model up front)."""
+        self.total += (cost if cost is not None else cost_usd(ref, usage, self.prices)) or 0.0
 
 
 class TriggerReport(msgspec.Struct, frozen=True):
@@ -107,9 +165,10 @@ class TriggerCaller:
     method = "catalog call"
     canary = False
 
-    def __init__(self, model: Model, parallel: int = 16):
+    def __init__(self, model: Model, parallel: int = 16, spend: Spend | None = None):
         self.model = model
         self.gate = asyncio.Semaphore(parallel)
+        self.spend = spend
         self.cache: dict[tuple[str, int], asyncio.Task[Call]] = {}
         self.calls = 0
 
@@ -121,6 +180,8 @@ class TriggerCaller:
 
     async def _call(self, text: str) -> Call:
         async with self.gate:
+            if self.spend is not None and not self.spend.allows():
+                return Call(None, CAPPED)
             self.calls += 1
             try:
                 done = await self.model.complete(
@@ -131,15 +192,13 @@ class TriggerCaller:
                 )
             except ModelError as exc:
                 return Call(None, f"call failed: {exc}")
+            if self.spend is not None:
+                self.spend.charge(self.model.ref, done.usage)
         reply = first_json_object(done.text)
         chosen = None if reply is None else reply.get("selected")
         if not isinstance(chosen, list) or not all(isinstance(s, str) for s in chosen):
             return Call(None, "no usable JSON in the reply", done.usage)
         return Call(tuple(chosen), None, done.usage)
-
-
-def _ratio(num: int, den: int) -> float | None:
-    return num / den if den else None
 
 
 def canary_prompt(skill: Skill, triggers: Triggers) -> str:
@@ -187,25 +246,19 @@ async def evaluate(
             continue
         rate = sum(skill.name in (c.selected or ()) for c in ok) / len(ok)
         fired = rate >= threshold
-        stolen = sorted({s for c in ok for s in (c.selected or ()) if s != skill.name})
-        results.append(
-            PromptResult(
-                prompt, expected, fired, rate, tuple(stolen) if expected and not fired else ()
-            )
-        )
-    tp = sum(r.should_trigger and r.fired is True for r in results)
-    fn = sum(r.should_trigger and r.fired is not True for r in results)  # a failed call misses
-    fp = sum(not r.should_trigger and r.fired is True for r in results)
-    tn = sum(not r.should_trigger and r.fired is False for r in results)
+        others = tuple(sorted({s for c in ok for s in (c.selected or ()) if s != skill.name}))
+        stolen = others if expected and not fired else ()
+        results.append(PromptResult(prompt, expected, fired, rate, stolen, others=others))
+    n = counts(results)
     return TriggerReport(
         skill=skill.name,
         method=router.method,
-        recall=_ratio(tp, tp + fn),
-        precision=_ratio(tp, tp + fp),
-        tp=tp,
-        fn=fn,
-        fp=fp,
-        tn=tn,
+        recall=n.recall,
+        precision=n.precision,
+        tp=n.tp,
+        fn=n.fn,
+        fp=n.fp,
+        tn=n.tn,
         misses=[r.prompt for r in results if r.should_trigger and r.fired is not True],
         false_fires=[r.prompt for r in results if not r.should_trigger and r.fired is True],
         errored=[r.prompt for r in results if r.fired is None],

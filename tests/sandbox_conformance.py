@@ -5,6 +5,7 @@ exact semantics asserted here)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 
@@ -105,11 +106,12 @@ class SandboxConformance:
         out = tmp_path / "out"
         assert await sandbox.get_tree("/work/proj", out) == []
         assert (out / "sub/b.txt").read_text() == "new\n"
-        assert (out / "link").is_symlink() and (out / "sub/a.txt").read_text() == "A"
+        assert (out / "sub/a.txt").read_text() == "A" and not os.path.lexists(out / "link")
+        assert json.loads((tmp_path / "out.symlinks.json").read_text()) == {"link": "sub/a.txt"}
         owner = await sandbox.exec("stat -c %U /work/proj/run.sh /work/proj/sub")
         assert owner.stdout.split() == ["agent", "agent"]  # unpacked by the user, not root
 
-    async def test_get_tree_keeps_links_skips_specials_and_caps(
+    async def test_get_tree_records_links_skips_specials_and_caps(
         self, sandbox: Sandbox, tmp_path: Path
     ) -> None:
         await sandbox.exec(
@@ -118,7 +120,10 @@ class SandboxConformance:
         )
         out = tmp_path / "out"
         notes = await sandbox.get_tree("/work/w", out, cap=1000)
-        assert os.readlink(out / "dir/etc") == "/etc" and os.readlink(out / "abs") == "/etc/passwd"
+        # links are data on the host: recorded with their targets, never made
+        links = json.loads((tmp_path / "out.symlinks.json").read_text())
+        assert links == {"abs": "/etc/passwd", "dir/etc": "/etc"}
+        assert not any(p.is_symlink() for p in out.rglob("*"))
         assert not (out / "fifo").exists() and not (out / "big").exists()
         assert any("fifo: a FIFO" in n for n in notes) and any(
             "big: 3000 bytes" in n for n in notes

@@ -102,7 +102,7 @@ def test_console_script_and_module_entry_points(tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("command", ["check", "digest", "catalog", "doctor"])
+@pytest.mark.parametrize("command", ["check", "digest", "catalog", "doctor", "tune"])
 def test_every_command_has_useful_help(command: str, capsys) -> None:
     with pytest.raises(SystemExit) as info:
         main([command, "--help"])

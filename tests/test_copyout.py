@@ -4,6 +4,7 @@ ladders, specials and the byte cap, from crafted archives; no sandbox needed."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import tarfile
 from pathlib import Path
@@ -28,7 +29,7 @@ def entry(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.T
     return info
 
 
-def test_links_are_kept_and_never_used_as_a_ladder(tmp_path: Path) -> None:
+def test_links_are_recorded_as_data_and_never_used_as_a_ladder(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     copy = CopyOut(tmp_path / "out", cap=1 << 20)
@@ -44,10 +45,11 @@ def test_links_are_kept_and_never_used_as_a_ladder(tmp_path: Path) -> None:
         )
     )
     out = tmp_path / "out"
-    assert os.readlink(out / "up") == str(outside) and list(outside.iterdir()) == []
+    assert not os.path.lexists(out / "up") and list(outside.iterdir()) == []
     assert (out / "ok.txt").read_bytes() == b"fine"
     assert not (tmp_path / "escape.txt").exists()
     notes = copy.done()
+    assert json.loads((tmp_path / "out.symlinks.json").read_text()) == {"up": str(outside)}
     assert "up/planted.txt: below a symlink, left out" in notes
     assert "work/../escape.txt: unsafe name, left out" in notes
     assert "/abs.txt: unsafe name, left out" in notes

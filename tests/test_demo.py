@@ -56,6 +56,7 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         )
     }
     env["DEMO_OUT"] = str(tmp_path / "demo")
+    before = (ROOT / "skills/skill-eval-author/SKILL.md").read_bytes()
     done = subprocess.run(
         ["bash", str(ROOT / "scripts/demo.sh")],
         env=env,
@@ -77,7 +78,8 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     ] == [
         *skills,
         "diff-review --with-library skills/",
-    ]  # every bundled skill, then the library arm
+        "diff-review --agent claude-code --case small-change",
+    ]  # every bundled skill, then the library arm, then the real Claude Code CLI offline
     # two skills have enough units for a verdict, the other two do not (design §16)
     verdicts = [line for line in out if line.startswith("verdict: ")]
     assert verdicts == [
@@ -86,6 +88,7 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         "verdict: INCONCLUSIVE (1 decided unit, at least 5 needed)",
         "verdict: INCONCLUSIVE (2 decided units, at least 5 needed)",
         "verdict: PASS [partial — 11/12 scored]",  # diff-review beside its siblings
+        "verdict: INCONCLUSIVE (1 decided unit, at least 5 needed)",  # one case, Claude Code
     ]
     assert (
         "candidate-vs-baseline: 7W/0L/4T rows · 5 of 5 units decided (5W/0L) · net lift +100% · "
@@ -139,6 +142,20 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     triggers = readme.split("From `make demo` (scripted driver):\n\n", 1)[1].split("\n\n")[0]
     for line in triggers.splitlines():
         assert line.strip() == "..." or line.removeprefix("    ") in out, line
+    # one tuning round, with its table; SKILL.md is left as it was (no --apply)
+    tuned = readme.split("From `make demo` (scripted driver, `--method catalog --rounds 1", 1)[1]
+    for line in tuned.split(":\n\n", 1)[1].split("\n\n")[0].splitlines():
+        assert line.removeprefix("    ") in out, line
+    assert (ROOT / "skills/skill-eval-author/SKILL.md").read_bytes() == before
+    assert (tmp_path / "demo/tune/report.html").is_file()
+    # Claude Code in both arms, played by the scripted driver: the README's sample is this run's
+    cli = readme.split("From `make demo` (scripted driver, `--agent claude-code", 1)[1]
+    for line in cli.split(":\n\n", 1)[1].split("\n\n")[0].splitlines():
+        assert re.sub(r"\d+\.\ds", "_s", line.strip()) in timeless, line
+    cli_summary = json.loads((tmp_path / "demo/diff-review-claude-code/summary.json").read_text())
+    assert cli_summary["scored_rows"] == 1 and cli_summary["activation"]["fired"] == 1
+    cli_receipt = json.loads((tmp_path / "demo/diff-review-claude-code/receipt.json").read_text())
+    assert (cli_receipt["driver"], cli_receipt["agent"]) == ("scripted", "claude-code")
     # the demo ends with the path of a report.html a person can open
     assert out[-1] == str(tmp_path / "demo/diff-review/report.html")
     assert "<html" in Path(out[-1]).read_text()[:200]
@@ -167,3 +184,43 @@ def test_a_model_that_cannot_generate_skips_generation_and_says_so(tmp_path: Pat
     ) in err
     assert "triggers: not measured: the skill has no evals/triggers.yaml" in out.splitlines()
     assert not (skill / "evals/triggers.yaml").exists()
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_the_scripted_driver_plays_claude_code_arms_offline(tmp_path: Path, capsys) -> None:
+    # the real Claude Code CLI against the fake server scripted/demo starts: the candidate
+    # (its skills listing names diff-review) loads the skill with Skill and does the work,
+    # the baseline (no listing) reviews less well, and the judge scores the pair
+    run = tmp_path / "run"
+    argv = ["eval", str(ROOT / "skills/diff-review"), "--agent", "claude-code"]
+    argv += ["--model", "scripted/demo", "--case", "small-change", "--no-gen", "--out", str(run)]
+    code = main(argv)
+    out = capsys.readouterr().out.splitlines()
+    assert code in (0, 1), out
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["scored_rows"] == 1 and summary["verdict"] != "NONE", out
+    assert summary["comparisons"]["baseline"]["win"] == 1
+    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (1, 1)
+    receipt = json.loads((run / "receipt.json").read_text())
+    assert receipt["driver"] == "scripted" and receipt["complete"]
+    assert any(line.startswith("models: agent claude-code ") for line in out), out
+
+    def tools(arm: str) -> list[str]:
+        # the tool calls of the arm's last request to the model: its whole conversation
+        last = json.loads(
+            (run / f"exchanges/small-change.{arm}.1.jsonl").read_text().splitlines()[-1]
+        )
+        return [
+            block["name"]
+            for message in last["request"]["messages"]
+            if message["role"] == "assistant"
+            for block in message["content"]
+            if block.get("type") == "tool_use"
+        ]
+
+    assert tools("candidate") == ["Skill", "Bash", "Write"]
+    assert tools("baseline") == ["Bash", "Write"]
+    review = "stats.py:average — the empty-list guard was removed"
+    assert review in (run / "transcripts/small-change.candidate.1.jsonl").read_text()

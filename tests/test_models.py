@@ -17,7 +17,9 @@ from skillbench.models.base import (
     ToolSpec,
     Usage,
 )
+from skillbench.models.fake_wire import anthropic_shape
 from skillbench.models.pricing import Price, cost_usd
+from skillbench.models.script import Player, parse_script
 
 REFS = ["anthropic/claude-sonnet-4-6", "openai/gpt-4.1"]
 TOOL = ToolSpec("bash", "run", {"type": "object", "properties": {"command": {"type": "string"}}})
@@ -196,3 +198,27 @@ def test_unknown_model_versions_have_no_guessed_price() -> None:
     assert cost_usd("anthropic/claude-opus-4-5-20251101", usage) == pytest.approx(5.0)
     assert cost_usd("anthropic/claude-opus-4-1", usage) == pytest.approx(15.0)
     assert cost_usd("anthropic/claude-opus-4-7", usage) is None  # unknown: n/a, not a guess
+
+
+def test_a_system_message_after_the_first_user_turn_is_part_of_the_system_prompt() -> None:
+    # Claude Code, for a model name it does not know (scripted/demo is "demo"), sends its
+    # skills listing as a system-role message after the user's: the script must see it there
+    body = {
+        "system": [{"type": "text", "text": "cc_entrypoint=sdk-cli; You are Claude Code"}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "review stats.py"}]},
+            {"role": "system", "content": [{"type": "text", "text": "- diff-review: Review"}]},
+        ],
+    }
+    system, first, last, turns = anthropic_shape(body)
+    assert "- diff-review: Review" in system and "cc_entrypoint" in system
+    assert (first, last, turns) == ("review stats.py", "review stats.py", 0)
+    script = parse_script(
+        {
+            "conversations": [
+                {"when": "(?s)cc_entrypoint=.*- diff-review: .*stats", "steps": [{"text": "c"}]},
+                {"when": "(?s)cc_entrypoint=", "steps": [{"text": "b"}]},
+            ]
+        }
+    )
+    assert Player(script).play(system, first, last, turns).source == "conversation 0"

@@ -100,11 +100,14 @@ def test_reuse_never_returns_a_session_whose_inputs_differ(
     tmp = tmp_path_factory.mktemp("prop")
     cache = SessionCache(tmp / "cache")
     original = case(tmp)
+    workspace = tmp / "workspace.tar"
+    workspace.write_bytes(b"")
     cache.put(
         key(tmp, original),
         SessionRecord(key="k", session="sum", arm="baseline", rep=1, outcome="pass"),
         "run-0",
         None,
+        workspace,
     )
     fields: dict[str, object] = {}
     args: dict[str, object] = {}
@@ -123,16 +126,17 @@ def test_reuse_never_returns_a_session_whose_inputs_differ(
     assert (hit is not None) == same
 
 
-def test_only_scored_sessions_are_kept(tmp_path: Path) -> None:
-    cache = SessionCache(tmp_path)
-    for outcome in ("error", "skipped"):
-        cache.put(
-            outcome,
-            SessionRecord(key="k", session="s", arm="baseline", rep=1, outcome=outcome),
-            "run-0",
-            None,
-        )
-        assert cache.get(outcome) is None
+def test_only_scored_sessions_with_their_workspace_are_kept(tmp_path: Path) -> None:
+    cache = SessionCache(tmp_path / "cache")
+    workspace = tmp_path / "workspace.tar"
+    workspace.write_bytes(b"")
+    for outcome in ("error", "skipped", "pass"):
+        record = SessionRecord(key="k", session="s", arm="baseline", rep=1, outcome=outcome)
+        cache.put(outcome, record, "run-0", None, workspace)
+        cache.put(f"{outcome}-bare", record, "run-0", None, None)  # its checks can't run again
+        assert cache.get(f"{outcome}-bare") is None
+    assert cache.get("error") is None and cache.get("skipped") is None
+    assert cache.get("pass") is not None
 
 
 CASES = {

@@ -25,6 +25,7 @@ from skillbench.cli.reports import register_compare, register_report, register_v
 from skillbench.cli.skills import register_catalog, register_check, register_digest
 from skillbench.cli.team import register_gate, register_publish, register_receipts
 from skillbench.cli.triggers import register_triggers
+from skillbench.cli.tune import register_tune
 from skillbench.config import ConfigError
 from skillbench.errors import EvalError, OptionsError
 from skillbench.evals import SpecError
@@ -42,6 +43,7 @@ REGISTER = (
     register_triggers,
     register_import,
     register_gen,
+    register_tune,
     register_publish,
     register_gate,
     register_report,

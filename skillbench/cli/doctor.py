@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from skillbench.agents import AGENTS, make_agent
+    from skillbench.sandbox.capacity import doctor_line, mem_available
     from skillbench.sandbox.doctor import diagnose
     from skillbench.sandbox.image import IMAGE, image_exists
 
@@ -29,6 +30,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 f"{'note':8}agent {name}: {variant} {found}; `skillbench image build "
                 f"--agent {name}` builds it now"
             )
+    memory = doctor_line(mem_available())
+    if memory:
+        out(f"{'note':8}{memory}")
     bad = sum(not f.ok for f in findings)
     out("all set" if not bad else f"{bad} problem{'s' * (bad != 1)}; run the fixes above")
     return EXIT_OK if not bad else EXIT_FAIL

@@ -40,6 +40,10 @@ def cmd_import(args: argparse.Namespace) -> int:
             out(f"  {note}")
     for note in result.warnings:
         out(f"warning: {note}")
+    if result.mapped:
+        out(f"mapped ({len(result.mapped)}):")
+        for note in result.mapped:
+            out(f"  {note}")
     if result.unmapped:
         out(f"not mapped ({len(result.unmapped)}):")
         for note in result.unmapped:

@@ -48,6 +48,7 @@ class Job(msgspec.Struct, kw_only=True):
     rep: int
     attempt: int
     spend: float  # what the run has spent so far (the session's --max-cost budget)
+    snapshot: str | None  # the run-folder path of the workspace archive reuse keeps, if any
     env: dict[str, str]  # the driver relay's base URLs and token
 
 
@@ -106,7 +107,8 @@ def run_session(
             return
         for path in sorted(scratch.rglob("*")):
             rel = path.relative_to(scratch)
-            if rel.parts[0] not in KEPT or path.is_symlink() or not path.is_file():
+            wanted = rel.parts[0] in KEPT or rel.as_posix() == decoded.snapshot
+            if not wanted or path.is_symlink() or not path.is_file():
                 continue
             with path.open("rb") as f:
                 chunk, first = f.read(CHUNK), True
@@ -146,7 +148,8 @@ async def _attempt(
     runner.spend = job.spend
     provider = make_provider()
     try:
-        return await runner.attempt(provider, job.name, job.arm, job.rep, job.attempt)
+        snapshot = scratch / job.snapshot if job.snapshot else None
+        return await runner.attempt(provider, job.name, job.arm, job.rep, job.attempt, snapshot)
     finally:
         await runner.close(provider)
 
@@ -170,7 +173,7 @@ class Cluster:
         return self._packed[key]
 
     async def place(
-        self, runner: Runner, name: str, arm: str, rep: int, attempt: int
+        self, runner: Runner, name: str, arm: str, rep: int, attempt: int, snapshot: Path | None
     ) -> SessionRecord:
         """Run one attempt on a worker; write what it returns into the runner's run folder."""
         plan = runner.plan
@@ -182,6 +185,7 @@ class Cluster:
             rep=rep,
             attempt=attempt,
             spend=runner.spend,
+            snapshot=snapshot.relative_to(runner.run_dir).as_posix() if snapshot else None,
             env=self.relay.env(),
         )
         skill = self._ref(plan.version, Path(runner.opts.skill_dir))
@@ -200,7 +204,7 @@ class Cluster:
                 if item[0] == "node":
                     node = item[1]
                 elif item[0] == "file":
-                    _write(runner.run_dir, item[1], item[2], item[3])
+                    _write(runner.run_dir, item[1], item[2], item[3], job.snapshot)
                 elif item[0] == "refused":
                     raise EvalError(item[1])
                 elif item[0] == "failed":
@@ -246,9 +250,9 @@ def _errored(
     )
 
 
-def _write(run_dir: Path, rel: str, chunk: bytes, first: bool) -> None:
+def _write(run_dir: Path, rel: str, chunk: bytes, first: bool, snapshot: str | None) -> None:
     path = Path(rel)
-    if path.is_absolute() or ".." in path.parts or path.parts[0] not in KEPT:
+    if path.is_absolute() or ".." in path.parts or (path.parts[0] not in KEPT and rel != snapshot):
         raise ClusterError(f"a worker sent a file outside the run folder: {rel!r}")
     dest = run_dir / path
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -14,12 +14,14 @@ import msgspec
 from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.checks import CheckResult, run_checks
 from skillbench.config import sandbox_spec
+from skillbench.egress import phase_proxy
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
     build_case_images,
     case_home,
     case_spec,
+    run_folder,
     sessions_of,
     validated,
 )
@@ -27,7 +29,7 @@ from skillbench.evals.model import Session, Suite
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import image_exists
-from skillbench.sandbox.stage import SetupFailed, check_phase, stage_arm
+from skillbench.sandbox.stage import SetupFailed, check_phase, harbor_mounts, stage_arm
 from skillbench.transcript import Transcript
 
 ORACLE_DIR = "/tmp/oracle"  # where the reference solution's folder is put in the sandbox
@@ -58,6 +60,8 @@ async def oracle_run(
     provider = make_provider()
     spec = sandbox_spec(opts.settings, opts.image)
     gate = asyncio.Semaphore(opts.settings.parallel)
+    # where the egress proxy records the connections of a case that lists hosts
+    network_dir = Path(opts.out or Path(".skillbench") / "oracle") / "network"
 
     async def one(name: str, session: Session) -> OracleResult:
         if session.oracle is None:
@@ -65,30 +69,65 @@ async def oracle_run(
         if name in unavailable:
             return OracleResult(name, None, note=unavailable[name])
         own = case_spec(spec, session, images.get(name))
-        async with gate:
-            return await _solve(provider, own, skill_dir, name, session)
+        log = network_dir / f"{name}.oracle.jsonl"
+        net = session.network
+        async with (
+            gate,
+            phase_proxy(own, net.agent, log, "agent") as solve_box,
+            phase_proxy(own, net.verifier, log, "verifier") as check_box,
+        ):
+            return await _solve(provider, (solve_box, check_box), skill_dir, name, session)
 
+    out = run_folder(skill_dir, opts.out, "") if opts.out is not None else None
     try:
-        return list(await asyncio.gather(*(one(n, s) for n, s in sessions.items())))
+        results = list(await asyncio.gather(*(one(n, s) for n, s in sessions.items())))
     finally:
         await provider.aclose()
+    if out is not None:
+        _write(out, results)
+    return results
+
+
+def _write(out: Path, results: list[OracleResult]) -> None:
+    """`--out`: the oracle runs' results (each check with its verifier's output) as
+    oracle.json, and the report as oracle.txt."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "oracle.json").write_bytes(msgspec.json.format(msgspec.json.encode(results)))
+        (out / "oracle.txt").write_text("".join(line + "\n" for line in oracle_lines(results)))
+    except OSError as exc:
+        raise EvalError(
+            f"--out {out}: cannot write the oracle results ({exc.strerror or exc}); "
+            "choose another --out"
+        ) from None
 
 
 async def _solve(
-    provider: SandboxProvider, spec: SandboxSpec, skill_dir: Path, name: str, session: Session
+    provider: SandboxProvider,
+    specs: tuple[SandboxSpec, SandboxSpec],
+    skill_dir: Path,
+    name: str,
+    session: Session,
 ) -> OracleResult:
+    """The reference solution in the agent phase's sandbox (`specs[0]`), then its checks in
+    a checker (`specs[1]`)."""
     assert session.oracle is not None
     script = skill_dir / "evals" / session.oracle
+    # a Harbor task's solve.sh runs as Harbor runs it, from /solution (its files beside it)
+    solution = harbor_mounts(skill_dir / "evals", session.harbor, ("solution",))
+    run = f"/solution/{script.name}" if solution else f"{ORACLE_DIR}/{script.name}"
     try:
-        staged = await stage_arm(provider, spec, session, {})
+        agent_box = msgspec.structs.replace(specs[0], mounts=specs[0].mounts + solution)
+        staged = await stage_arm(provider, agent_box, session, {})
     except SetupFailed as exc:
         return OracleResult(name, None, note=f"setup failed: {exc}")
     except SandboxError as exc:
         return OracleResult(name, None, note=f"sandbox: {exc}")
     try:
-        await staged.sandbox.put_tree(script.parent, ORACLE_DIR)
+        if not solution:
+            await staged.sandbox.put_tree(script.parent, ORACLE_DIR)
         done = await staged.sandbox.exec(
-            ["bash", f"{ORACLE_DIR}/{script.name}"],
+            ["bash", run],
             cwd=staged.sandbox.workdir,
             timeout=session.timeout_minutes * 60,
         )
@@ -113,7 +152,7 @@ async def _solve(
                 },
             ]
         )
-        checker = await check_phase(provider, spec, staged, skill_dir)
+        checker = await check_phase(provider, specs[1], staged, skill_dir, session.harbor)
         home = case_home(session, skill_dir)
         checks = list(await run_checks(session.checks, transcript, checker, home))
         if isinstance(session, Suite):
@@ -133,7 +172,12 @@ def oracle_lines(results: list[OracleResult]) -> list[str]:
     for r in results:
         state = {True: "PASS", False: "FAIL", None: "SKIP"}[r.passed]
         lines.append(f"oracle {state}: {r.case}" + (f" — {r.note}" if r.note else ""))
-        lines += [f"  {c.name}: {c.detail}" for c in r.checks if not c.passed]
+        for c in r.checks:
+            if not c.passed:
+                lines.append(f"  {c.name}: {c.detail}")
+            if c.output:  # what the verifier printed: how its author debugs a task
+                lines.append(f"  {c.name} printed:")
+                lines += [f"    {line}" for line in c.output.splitlines()]
     ran = [r for r in results if r.passed is not None]
     good = sum(r.passed is True for r in ran)
     lines.append(

@@ -98,9 +98,13 @@ def case_home(spec: Session, skill_dir: Path) -> str:
 
 
 def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
-    """The sandbox a session runs in: `base` with the session's own image and workdir."""
+    """The sandbox a session runs in: `base` with the session's own image, workdir and
+    services."""
     return msgspec.structs.replace(
-        base, image=image or base.image, workdir=session.workdir or base.workdir
+        base,
+        image=image or base.image,
+        workdir=session.workdir or base.workdir,
+        services=session.services,
     )
 
 
@@ -379,10 +383,10 @@ def endpoints_of(settings: Settings) -> dict[str, Endpoint]:
     return {"agent": endpoint(settings.model), "judge": endpoint(judge)}
 
 
-def run_folder(skill_dir: Path, out: str | None, run_id: str) -> Path:
-    """Where a new run goes: `--out`, else `.skillbench/runs/<run_id>` under the current folder,
-    or beside the skill when the current folder is inside it. Never inside the skill: later
-    arms would see the journal (the checks' text) and other arms' transcripts."""
+def run_folder(skill_dir: Path, out: str | None, run_id: str, kind: str = "runs") -> Path:
+    """Where a new run goes: `--out`, else `.skillbench/<kind>/<run_id>` under the current
+    folder, or beside the skill when the current folder is inside it. Never inside the skill:
+    later arms would see the journal (the checks' text) and other arms' transcripts."""
     skill = skill_dir.resolve()
     if out is not None:
         if Path(out).resolve().is_relative_to(skill):
@@ -396,7 +400,7 @@ def run_folder(skill_dir: Path, out: str | None, run_id: str) -> Path:
     base = Path.cwd()
     if base.resolve().is_relative_to(skill):
         base = skill.parent
-    return base / RUNS_DIR / "runs" / run_id
+    return base / RUNS_DIR / kind / run_id
 
 
 def check_credentials(*refs: str) -> None:

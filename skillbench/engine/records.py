@@ -98,7 +98,7 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     attempts: int = 1
     transcript: str | None = None
     checks: dict[str, list[CheckResult]] = {}  # unit name -> results
-    notes: list[str] = []  # what the kept workspace left out (workspaces/<key>)
+    notes: list[str] = []  # what the handover changed, what the kept workspace left out
     reused_from: str | None = None  # the run whose identical session this is (not rerun)
     node: str | None = None  # the cluster node it ran on (None: this machine)
     loaded: list[str] = []  # the skills the agent loaded (its own way: a tool, a read)
@@ -110,6 +110,7 @@ class ArmResult(msgspec.Struct, omit_defaults=True):
     error: bool
     checks: list[CheckResult]
     notes: list[str] = []
+    metrics: dict[str, float] = {}  # every named metric its reward files gave
 
 
 class RowRecord(msgspec.Struct, tag="row", kw_only=True):

@@ -9,6 +9,12 @@ endpoint it is reached at (a run against a stub server never seeds a real run's 
 sandbox image and limits, the repetition, and skillbench's own version. Any change to any of
 them is another key, so an entry never crosses an input change. Entries live under
 $SKILLBENCH_HOME/sessions/; only scored sessions (pass or fail) are kept.
+
+What is reused is the session, never its score (design §15): an entry keeps the workspace as
+its check phase was handed it (`workspace.tar`), and a run that reuses it runs the checks
+again there, against the check files as they are now. The files under evals/ are therefore
+not in the key: editing tests/expected.txt or a verify.sh changes the outcome exactly as a
+fresh session would, without running the agent again.
 """
 
 from __future__ import annotations
@@ -89,11 +95,13 @@ def cache_key(inputs: SessionInputs) -> str:
 
 
 class Reused(msgspec.Struct, frozen=True):
-    """A cached session: its record (as its run journaled it), transcript and run."""
+    """A cached session: its record (as its run journaled it), transcript, workspace (the
+    archive its checks run on) and run."""
 
     record: SessionRecord
     run_id: str
     transcript: Path | None
+    workspace: Path
 
 
 class SessionCache:
@@ -111,12 +119,24 @@ class SessionCache:
             entry = load_json(folder / "entry.json", _Entry)
         except (OSError, msgspec.DecodeError):
             return None
-        transcript = folder / "transcript.jsonl"
-        return Reused(entry.record, entry.run_id, transcript if transcript.is_file() else None)
+        transcript, workspace = folder / "transcript.jsonl", folder / "workspace.tar"
+        if not workspace.is_file():  # its checks could not run again: not reusable
+            return None
+        return Reused(
+            entry.record, entry.run_id, transcript if transcript.is_file() else None, workspace
+        )
 
-    def put(self, key: str, record: SessionRecord, run_id: str, transcript: Path | None) -> None:
-        """Keep a scored session (atomically: a reader sees all of an entry or none)."""
-        if record.outcome not in ("pass", "fail"):
+    def put(
+        self,
+        key: str,
+        record: SessionRecord,
+        run_id: str,
+        transcript: Path | None,
+        workspace: Path | None,
+    ) -> None:
+        """Keep a scored session with its workspace archive (atomically: a reader sees all of
+        an entry or none)."""
+        if record.outcome not in ("pass", "fail") or workspace is None or not workspace.is_file():
             return
         folder = self._folder(key)
         if folder.is_dir():
@@ -126,6 +146,7 @@ class SessionCache:
         try:
             if transcript is not None and transcript.is_file():
                 shutil.copyfile(transcript, tmp / "transcript.jsonl")
+            shutil.copyfile(workspace, tmp / "workspace.tar")
             (tmp / "entry.json").write_bytes(msgspec.json.encode(_Entry(record, run_id)))
             os.rename(tmp, folder)
         except OSError:

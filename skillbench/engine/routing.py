@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from msgspec.structs import replace
@@ -29,7 +30,16 @@ from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.stage import ContaminationError, stage_arm
 from skillbench.skills import Skill
 from skillbench.transcript import TraceWriter
-from skillbench.triggers import Call, TriggerCaller, TriggerReport, TriggerTarget, evaluate_all
+from skillbench.triggers import (
+    CAPPED,
+    Call,
+    Router,
+    Spend,
+    TriggerCaller,
+    TriggerReport,
+    TriggerTarget,
+    evaluate_all,
+)
 
 ROUTING_TURNS = 3  # room to load a skill (and say so) before the session is cut
 ROUTING_TIMEOUT = 300.0
@@ -53,9 +63,11 @@ class AgentRouter:
         model: str,
         settings: Settings,
         folder: Path,
+        spend: Spend | None = None,
     ):
         self.agent, self.provider, self.spec = agent, provider, spec
         self.model, self.settings, self.folder = model, settings, folder
+        self.spend = spend
         self.method = f"agent {agent.name}"
         self.gate = asyncio.Semaphore(settings.parallel)
         self.cache: dict[tuple[tuple[str, ...], str, int], asyncio.Task[Call]] = {}
@@ -69,6 +81,8 @@ class AgentRouter:
 
     async def _route(self, library: Sequence[Skill], prompt: str, run: int) -> Call:
         async with self.gate:
+            if self.spend is not None and not self.spend.allows():
+                return Call(None, CAPPED)
             self.sessions += 1
             key = f"route-{self.sessions:04d}"
             request = SessionRequest(
@@ -82,6 +96,7 @@ class AgentRouter:
                 max_turns=ROUTING_TURNS,
                 timeout_s=ROUTING_TIMEOUT,
                 prices=self.settings.prices,
+                budget=None if self.spend is None else self.spend.remaining(),
                 routing=True,
                 exchanges=self.folder / "exchanges" / f"{key}.jsonl",
             )
@@ -104,6 +119,11 @@ class AgentRouter:
             finally:
                 trace.close()
                 await session.close()
+            if self.spend is not None:
+                self.spend.charge(self.model, result.usage, result.cost_usd)
+                if result.stop_reason == "budget":  # the broker refused the session's calls
+                    self.spend.stopped = True
+                    return Call(None, CAPPED, result.usage)
         loaded = tuple(sorted(self.agent.invoked(trace.events)))
         if result.errored and not loaded:  # a skill loaded before a failure still fired
             return Call(None, result.error, result.usage)
@@ -124,16 +144,34 @@ async def measure(
     """Every target's trigger report by `method` ("catalog" or "agent"). The agent method
     keeps its sessions' transcripts and exchanges under `folder` (a temporary folder when
     None)."""
+    async with open_router(settings, method=method, agent=agent, folder=folder, log=log) as r:
+        return await evaluate_all(r, targets, runs=runs, threshold=threshold)
+
+
+@asynccontextmanager
+async def open_router(
+    settings: Settings,
+    *,
+    method: str,
+    agent: str,
+    model: str | None = None,
+    folder: Path | None = None,
+    spend: Spend | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> AsyncIterator[Router]:
+    """The router of `method` ("catalog" or "agent") on `model` (default the settings'),
+    open for as many evaluations as the caller makes (identical calls are made once), every
+    call charged to `spend`. Raises RoutingError when the agent method cannot run here."""
+    model = model or settings.model
     if method == "catalog":
-        model = resolve_model(
-            settings.model, max_retries=settings.max_retries, timeout=settings.request_timeout
+        caller = resolve_model(
+            model, max_retries=settings.max_retries, timeout=settings.request_timeout
         )
         try:
-            return await evaluate_all(
-                TriggerCaller(model, settings.parallel), targets, runs=runs, threshold=threshold
-            )
+            yield TriggerCaller(caller, settings.parallel, spend)
         finally:
-            await model.aclose()
+            await caller.aclose()
+        return
     try:
         runner = make_agent(
             agent,
@@ -141,7 +179,7 @@ async def measure(
             timeout=settings.request_timeout,
             **settings.agents.get(agent, {}),
         )
-        runner.check_model(settings.model)
+        runner.check_model(model)
         if not image_exists(IMAGE):
             raise RoutingError(
                 f"the sandbox image {IMAGE} is missing: run `skillbench image "
@@ -154,16 +192,16 @@ async def measure(
     if folder is None:
         folder = scratch = Path(tempfile.mkdtemp(prefix="skillbench-routing-"))
     provider = make_provider()
-    router = AgentRouter(
-        runner,
-        provider,
-        sandbox_spec(settings, image),
-        model=settings.model,
-        settings=settings,
-        folder=folder,
-    )
     try:
-        return await evaluate_all(router, targets, runs=runs, threshold=threshold)
+        yield AgentRouter(
+            runner,
+            provider,
+            sandbox_spec(settings, image),
+            model=model,
+            settings=settings,
+            folder=folder,
+            spend=spend,
+        )
     finally:
         await runner.aclose()
         await provider.aclose()

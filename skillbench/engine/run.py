@@ -20,8 +20,9 @@ from msgspec.structs import replace
 
 from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.agents.builtin.loop import SkillInfo
-from skillbench.checks import run_checks
+from skillbench.checks import CheckResult, run_checks
 from skillbench.config import sandbox_spec
+from skillbench.egress import phase_proxy
 from skillbench.engine.activation import NEVER_LOADED, activation_of, ambient_of, misfire
 from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
 from skillbench.engine.plan import (
@@ -80,12 +81,13 @@ from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
     check_phase,
+    recheck_phase,
     stage_arm,
 )
 from skillbench.scrub import scrub_obj
 from skillbench.signing import SigningError
 from skillbench.skills import Skill, read_skill
-from skillbench.transcript import TraceWriter, read_trace
+from skillbench.transcript import TraceWriter, Transcript, read_trace
 from skillbench.triggers import TriggerReport, targets_at
 
 
@@ -111,7 +113,7 @@ class Placement(Protocol):
     """Where sessions run when not here: a cluster (skillbench.cluster)."""
 
     async def place(
-        self, runner: Runner, name: str, arm: str, rep: int, attempt: int
+        self, runner: Runner, name: str, arm: str, rep: int, attempt: int, snapshot: Path | None
     ) -> SessionRecord: ...
 
 
@@ -187,13 +189,17 @@ class Runner:
         key = self.reuse_key(name, arm, rep)
         hit = self.cache.get(key) if key else None
         if hit is not None:
-            return self.reused(hit, name, arm, rep)
-        record = await self.place(provider, name, arm, rep, 1)
+            again = await self.reused(provider, hit, name, arm, rep)
+            if again.outcome != "error":
+                return again  # (an infrastructure error there: the session runs afresh)
+        # a session that may be reused keeps its workspace as the check phase got it
+        snapshot = self.run_dir / "tmp" / f"{session_key(name, arm, rep)}.tar" if key else None
+        record = await self.place(provider, name, arm, rep, 1, snapshot)
         if record.outcome == "error":  # infrastructure: once more in a fresh sandbox
-            record = await self.place(provider, name, arm, rep, 2)
+            record = await self.place(provider, name, arm, rep, 2, snapshot)
         if key:
             transcript = self.run_dir / record.transcript if record.transcript else None
-            self.cache.put(key, record, self.plan.run_id, transcript)
+            self.cache.put(key, record, self.plan.run_id, transcript, snapshot)
         return record
 
     def reuse_key(self, name: str, arm: str, rep: int) -> str | None:
@@ -218,8 +224,12 @@ class Runner:
             )
         )
 
-    def reused(self, hit: Reused, name: str, arm: str, rep: int) -> SessionRecord:
-        """A cached session as this run's: its transcript copied into the run folder."""
+    async def reused(
+        self, provider: SandboxProvider, hit: Reused, name: str, arm: str, rep: int
+    ) -> SessionRecord:
+        """A cached session as this run's: its transcript copied into the run folder, its
+        checks run again on its workspace against the current check files (a session is
+        reused, never a score)."""
         key = session_key(name, arm, rep)
         transcript = None
         if hit.transcript is not None:
@@ -227,8 +237,7 @@ class Runner:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(hit.transcript, dest)
             transcript = str(dest.relative_to(self.run_dir))
-        notes = [f"reused from run {hit.run_id} (its workspace is kept there)"]
-        return replace(
+        record = replace(
             hit.record,
             key=key,
             session=name,
@@ -236,8 +245,32 @@ class Runner:
             rep=rep,
             transcript=transcript,
             reused_from=hit.run_id,
-            notes=notes if hit.record.notes else [],
+            checks={},
+            notes=[],
         )
+        text = read_trace(self.run_dir / transcript) if transcript else Transcript([])
+        log = self.run_dir / "network" / f"{key}.jsonl"
+        hosts = self.specs[name].network.verifier
+        async with phase_proxy(self.spec_for(name), hosts, log, "verifier") as check_box:
+            try:
+                staged = await recheck_phase(
+                    provider,
+                    check_box,
+                    hit.workspace,
+                    self.skill_dir,
+                    self.run_dir / "tmp",
+                    self.specs[name].harbor,
+                )
+            except (SandboxError, ConnectionError, OSError) as exc:
+                return replace(record, outcome="error", error=f"sandbox: {exc}")
+            try:
+                assert staged.checker is not None
+                record = replace(record, notes=handover_notes(staged.handover))
+                return await self.score(staged.checker, record, text, hit.record.checks)
+            except (SandboxError, ConnectionError) as exc:
+                return replace(record, outcome="error", error=f"sandbox: {exc}")
+            finally:
+                self.closing.add(asyncio.ensure_future(staged.close()))
 
     def request(self, name: str, arm: str, rep: int) -> SessionRequest:
         """What the agent is asked to do in one arm session."""
@@ -259,20 +292,32 @@ class Runner:
         )
 
     async def place(
-        self, provider: SandboxProvider, name: str, arm: str, rep: int, attempt: int
+        self,
+        provider: SandboxProvider,
+        name: str,
+        arm: str,
+        rep: int,
+        attempt: int,
+        snapshot: Path | None,
     ) -> SessionRecord:
         """One attempt of a session, here or on the cluster; an earlier attempt's transcript
-        is kept beside it."""
+        is kept beside it. `snapshot`: where a reusable session's workspace archive goes."""
         key = session_key(name, arm, rep)
         transcript = self.run_dir / "transcripts" / f"{key}.jsonl"
         if attempt > 1 and transcript.exists():
             transcript.rename(transcript.with_name(f"{key}.attempt{attempt - 1}.jsonl"))
         if self.placement is not None:
-            return await self.placement.place(self, name, arm, rep, attempt)
-        return await self.attempt(provider, name, arm, rep, attempt)
+            return await self.placement.place(self, name, arm, rep, attempt, snapshot)
+        return await self.attempt(provider, name, arm, rep, attempt, snapshot)
 
     async def attempt(
-        self, provider: SandboxProvider, name: str, arm: str, rep: int, attempt: int
+        self,
+        provider: SandboxProvider,
+        name: str,
+        arm: str,
+        rep: int,
+        attempt: int,
+        snapshot: Path | None = None,
     ) -> SessionRecord:
         key = session_key(name, arm, rep)
         transcript = self.run_dir / "transcripts" / f"{key}.jsonl"
@@ -283,7 +328,9 @@ class Runner:
         started = time.monotonic()
         session = await self.agent.session(self.request(name, arm, rep))
         try:
-            return await self.attempt_in(provider, session, record, skills, transcript, started)
+            return await self.attempt_in(
+                provider, session, record, skills, transcript, started, snapshot
+            )
         finally:
             await session.close()
 
@@ -295,67 +342,98 @@ class Runner:
         skills: dict[str, Path],
         transcript: Path,
         started: float,
+        snapshot: Path | None,
     ) -> SessionRecord:
-        name, key = record.session, record.key
+        name = record.session
         spec = self.specs[name]
-        box = replace(self.spec_for(name), relay=session.relay)
-        try:
-            staged = await stage_arm(provider, box, spec, skills, scratch=self.run_dir / "tmp")
-        except SetupFailed as exc:
-            return replace(record, outcome="skipped", error=str(exc))
-        except ContaminationError as exc:
-            raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
-        except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
-            # its channel: never a run-folder write, which fails with ENOSPC and the like)
-            return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
-        try:
-            trace = TraceWriter(transcript)
+        log = self.run_dir / "network" / f"{record.key}.jsonl"
+        agent_box = replace(self.spec_for(name), relay=session.relay)
+        async with (
+            phase_proxy(agent_box, spec.network.agent, log, "agent") as box,
+            phase_proxy(self.spec_for(name), spec.network.verifier, log, "verifier") as check_box,
+        ):
             try:
-                result = await session.run(staged.sandbox, trace)
+                staged = await stage_arm(provider, box, spec, skills, scratch=self.run_dir / "tmp")
+            except SetupFailed as exc:
+                return replace(record, outcome="skipped", error=str(exc))
             except ContaminationError as exc:
                 raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
-            finally:
-                trace.close()
-            record = replace(
-                record,
-                loaded=sorted(self.agent.invoked(trace.events)),
-                ambient=list(session.ambient),
-                stop_reason=result.stop_reason,
-                turns=result.turns,
-                seconds=result.duration_ms / 1000,
-                usage=result.usage,
-                cost_usd=result.cost_usd,
-                transcript=str(transcript.relative_to(self.run_dir)),
-            )
-            if result.errored:
-                return replace(record, error=result.error)
-            checker = await check_phase(provider, self.spec_for(name), staged, self.skill_dir)
-            text = trace.transcript()  # what happened, not the scrubbed copy on disk
-            checks = {}
-            home = case_home(spec, self.skill_dir)
-            if isinstance(spec, Suite):
-                for sub in spec.cases:
-                    checks[f"{SUITE}/{sub.name}"] = await run_checks(
-                        (*spec.checks, *sub.checks), text, checker, home
-                    )
-            else:
-                checks[name] = await run_checks(spec.checks, text, checker, home)
-            unjudged = [c for results in checks.values() for c in results if c.infrastructure]
-            if unjudged:  # a verifier that could not judge: the arm's rows go unscored
-                return replace(
+            except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
+                # its channel: never a run-folder write, which fails with ENOSPC and the like)
+                return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
+            try:
+                trace = TraceWriter(transcript)
+                try:
+                    result = await session.run(staged.sandbox, trace)
+                except ContaminationError as exc:
+                    raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
+                finally:
+                    trace.close()
+                record = replace(
                     record,
-                    checks=checks,
-                    error=f"{unjudged[0].name} gave no verdict: {unjudged[0].detail}",
+                    loaded=sorted(self.agent.invoked(trace.events)),
+                    ambient=list(session.ambient),
+                    stop_reason=result.stop_reason,
+                    turns=result.turns,
+                    seconds=result.duration_ms / 1000,
+                    usage=result.usage,
+                    cost_usd=result.cost_usd,
+                    transcript=str(transcript.relative_to(self.run_dir)),
                 )
-            passed = all(c.passed for results in checks.values() for c in results)
-            notes = [] if passed else await self.keep_workspace(checker, key)
-            return replace(record, outcome="pass" if passed else "fail", checks=checks, notes=notes)
-        except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
-            # its channel: never a run-folder write, which fails with ENOSPC and the like)
-            return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
-        finally:
-            # Removing the containers (~0.1 s each) need not hold the session's slot.
-            self.closing.add(asyncio.ensure_future(staged.close()))
+                if result.errored:
+                    return replace(record, error=result.error)
+                checker = await check_phase(
+                    provider, check_box, staged, self.skill_dir, spec.harbor
+                )
+                record = replace(record, notes=handover_notes(staged.handover))
+                if snapshot is not None:  # before any check changes it
+                    cap = parse_size(self.settings.sandbox.keep_workspace)
+                    snapshot.parent.mkdir(parents=True, exist_ok=True)
+                    snapshot.unlink(missing_ok=True)  # (an earlier attempt's)
+                    await checker.save_archive(checker.workdir, snapshot, cap=cap)
+                # what happened, not the scrubbed copy on disk
+                return await self.score(checker, record, trace.transcript())
+            except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
+                # its channel: never a run-folder write, which fails with ENOSPC and the like)
+                return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
+            finally:
+                # Removing the containers (~0.1 s each) need not hold the session's slot.
+                self.closing.add(asyncio.ensure_future(staged.close()))
+
+    async def score(
+        self,
+        checker: Sandbox,
+        record: SessionRecord,
+        text: Transcript,
+        earlier: dict[str, list[CheckResult]] | None = None,
+    ) -> SessionRecord:
+        """Run the session's checks in its checker; the record with its outcome. `earlier`:
+        the results of a reused session, whose transcript checks stand (the transcript on
+        disk is scrubbed; the check ran on the real one, and both it and the check are in the
+        reuse key)."""
+        spec = self.specs[record.session]
+        home = case_home(spec, self.skill_dir)
+        units = (
+            {f"{SUITE}/{sub.name}": (*spec.checks, *sub.checks) for sub in spec.cases}
+            if isinstance(spec, Suite)
+            else {record.session: spec.checks}
+        )
+        checks = {
+            unit: await run_checks(listed, text, checker, home, (earlier or {}).get(unit))
+            for unit, listed in units.items()
+        }
+        unjudged = [c for results in checks.values() for c in results if c.infrastructure]
+        if unjudged:  # a verifier that could not judge: the arm's rows go unscored
+            return replace(
+                record,
+                checks=checks,
+                error=f"{unjudged[0].name} gave no verdict: {unjudged[0].detail}",
+            )
+        passed = all(c.passed for results in checks.values() for c in results)
+        notes = [*record.notes, *([] if passed else await self.keep_workspace(checker, record.key))]
+        if record.reused_from is not None:
+            notes.insert(0, f"reused from run {record.reused_from}; its checks ran again here")
+        return replace(record, outcome="pass" if passed else "fail", checks=checks, notes=notes)
 
     def arm_skills(self, arm: str) -> dict[str, Path]:
         """What an arm stages: nothing (baseline), the skill on disk, or the incumbent; with
@@ -578,6 +656,13 @@ class Runner:
         for name, missing in (await probe_requires(provider, self.sandbox_spec, wanted)).items():
             self.skipped[name] = f"missing {', '.join(missing)}"
             self.missing.add(name)
+
+
+def handover_notes(notes: list[str], most: int = 10) -> list[str]:
+    """What the handover to the checker cut or changed (a link the agent aimed at the answer
+    key shows here), at most `most` lines."""
+    more = [f"handover: ... and {len(notes) - most} more"] if len(notes) > most else []
+    return [f"handover: {n}" for n in notes[:most]] + more
 
 
 async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerReport | None:

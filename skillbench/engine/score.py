@@ -79,7 +79,8 @@ def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:
     if record is None or record.outcome == "error":
         return ArmResult(False, True, [])
     checks = record.checks.get(unit.name, [])
-    return ArmResult(all(c.passed for c in checks), False, checks, record.notes)
+    metrics = {k: v for c in checks for k, v in c.metrics.items()}
+    return ArmResult(all(c.passed for c in checks), False, checks, record.notes, metrics)
 
 
 def environment_gap(check: CheckResult) -> bool:

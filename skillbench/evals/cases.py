@@ -13,7 +13,9 @@ from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.fields import Report, root_mapping, type_name
 from skillbench.evals.imageref import ref_problem
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
+from skillbench.evals.network import parse_network
 from skillbench.evals.problems import Problem, SpecError
+from skillbench.evals.services import parse_services
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
 SESSION_FIELDS = (
@@ -32,6 +34,9 @@ SESSION_FIELDS = (
     "containerfile",
     "build_network",
     "workdir",
+    "network",
+    "services",
+    "harbor",
 )
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
 _RESERVED = (
@@ -100,7 +105,15 @@ def _session_fields(
             rep.error(("workdir",), problem)
         else:
             out["workdir"] = data["workdir"]
+    if "harbor" in data and rep.expect(("harbor",), data["harbor"], str, "harbor"):
+        out["harbor"] = _harbor(rep, data["harbor"], case_file)
     out.update(_image(rep, data, case_file, skill_dir))
+    if "network" in data:
+        network = parse_network(rep, data["network"])
+        if network is not None:
+            out["network"] = network
+    if "services" in data:
+        out["services"] = parse_services(rep, data["services"])
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:
@@ -179,6 +192,27 @@ def _image(rep: Report, data: dict[str, Any], case_file: Path, skill_dir: Path) 
             except SpecError as exc:
                 rep.problems += exc.problems
     return out
+
+
+def _harbor(rep: Report, value: str, case_file: Path) -> str | None:
+    """A Harbor task's folder under evals/ (relative to the case file), holding tests/."""
+    evals = next((p for p in case_file.resolve().parents if p.name == "evals"), None)
+    target = (case_file.parent / value).resolve()
+    if evals is None or not target.is_relative_to(evals) or target == evals:
+        rep.error(
+            ("harbor",),
+            f"`harbor` folder {value!r} is not inside the skill's evals/ folder; keep the "
+            "task's tests/ and solution/ beside the case (the checker sees only evals/)",
+        )
+        return None
+    if not (target / "tests").is_dir():
+        rep.error(
+            ("harbor",),
+            f"`harbor` folder {value!r} holds no tests/ (looked for {target / 'tests'}); it "
+            "is relative to the case file",
+        )
+        return None
+    return str(target.relative_to(evals))
 
 
 def _files(rep: Report, value: Any) -> dict[str, str]:

@@ -85,17 +85,23 @@ def script_path(
 def _reward(
     rep: Report, at: KeyPath, value: Any, line: int, case_file: Path | None
 ) -> Check | None:
-    """`reward: FILE` or `reward: {file: FILE, min: N, run: SCRIPT}`."""
+    """`reward: FILE` or `reward: {file: FILE, min: N, metric: NAME, run: SCRIPT}`."""
     if isinstance(value, str):
         value = {"file": value}
     if not isinstance(value, dict):
         rep.error(at, f"`reward` is a file or a mapping {{file, min, run}}, got {type_name(value)}")
         return None
-    unknown = sorted(set(value) - {"file", "min", "run"})
+    unknown = sorted(set(value) - {"file", "min", "metric", "run"})
     if unknown:
         rep.error(
-            at, f"`reward` has unknown field(s) {', '.join(unknown)}; it takes file, min and run"
+            at,
+            f"`reward` has unknown field(s) {', '.join(unknown)}; it takes file, min, metric "
+            "and run",
         )
+        return None
+    metric = value.get("metric")
+    if metric is not None and (not isinstance(metric, str) or not metric.strip()):
+        rep.error(at, f"`reward` `metric` must be a reward.json key, got {type_name(metric)}")
         return None
     file, least, run = value.get("file"), value.get("min", 1), value.get("run")
     if not isinstance(file, str) or not file.strip():
@@ -116,7 +122,7 @@ def _reward(
         script = script_path(rep, at, run, case_file, "reward run")
         if script is None:
             return None
-    return Check("reward", file, line, script=script, min=float(least))
+    return Check("reward", file, line, script=script, min=float(least), metric=metric)
 
 
 def _lint_check(rep: Report, at: KeyPath, check: Check) -> None:

@@ -70,6 +70,8 @@ def load_assets(skill_dir: Path, skill_name: str | None = None) -> EvalAssets:
         got: list[Triggers] = []
         _collect(problems, got, load_triggers, evals / "triggers.yaml", skill_name)
         triggers = got[0] if got else None
+    if (evals / "triggers.test.yaml").exists():  # `skillbench tune`'s held-apart test set
+        _collect(problems, [], load_triggers, evals / "triggers.test.yaml", skill_name)
     return EvalAssets(str(skill_dir), tuple(cases), suite, triggers, tuple(problems))
 
 

@@ -6,7 +6,9 @@ from typing import Literal
 
 import msgspec
 
+from skillbench.evals.network import Network
 from skillbench.evals.problems import Problem
+from skillbench.sandbox.base import Service
 
 Bucket = Literal["explicit", "implicit", "contextual", "negative", "adversarial"]
 BUCKETS: tuple[str, ...] = ("explicit", "implicit", "contextual", "negative", "adversarial")
@@ -21,8 +23,9 @@ CHECK_KINDS: dict[str, str] = {
     "command_succeeds": "the shell command exits 0 in the sandbox within 120 s",
     "verifier": "the script (relative to the case file) exits 0 pass, 1 fail, 2 infrastructure "
     "(the arm's rows unscored)",
-    "reward": "{file, min, run}: after `run` (a script, its exit code ignored), the number in "
-    "`file` (reward.txt, or reward.json's `reward`) is at least `min` (default 1)",
+    "reward": "{file, min, metric, run}: after `run` (a script, its exit code ignored), the "
+    "reward in `file` is at least `min` (default 1): reward.txt's number; reward.json's `reward`, "
+    "else its `metric`, else every metric it names",
     "grader": "the command prints {pass, score, evidence} JSON (or exits 0); $CASE, $WORK and "
     "$RESULTS (trace.jsonl) are set",
 }
@@ -41,12 +44,14 @@ class Check(msgspec.Struct, frozen=True):
     line: int = 0
     script: str | None = None  # verifier / reward `run`: the script's path under evals/
     min: float | None = None  # reward: the smallest passing reward
+    metric: str | None = None  # reward: the reward.json metric that decides (default: `reward`)
 
     @property
     def name(self) -> str:
         """How the check is shown in reports: `kind: argument`."""
         if self.kind == "reward":
-            return f"reward: {self.arg} >= {self.min if self.min is not None else 1:g}"
+            what = f"{self.arg}:{self.metric}" if self.metric else self.arg
+            return f"reward: {what} >= {self.min if self.min is not None else 1:g}"
         return self.kind if self.arg is None else f"{self.kind}: {self.arg}"
 
 
@@ -79,6 +84,11 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     containerfile: str | None = None  # absolute path of the Containerfile its image is built from
     build_network: bool = False  # the containerfile's build may reach the network
     workdir: str | None = None  # where its workspace is (default /work), e.g. an image's /app
+    network: Network = Network()  # what each phase may reach through the egress proxy
+    services: tuple[Service, ...] = ()  # containers beside each arm's sandbox, in start order
+    # a Harbor task's folder under evals/: its tests/ and solution/ are shown read-only at
+    # /tests and /solution in the checker (and /solution to the oracle), as Harbor does
+    harbor: str | None = None
 
 
 class Case(Session, frozen=True, kw_only=True):

@@ -7,6 +7,7 @@ skill and validates it with the same loader `skillbench check` uses (a dry impor
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -35,6 +36,7 @@ class Imported(msgspec.Struct):
     source: str  # "harbor task <path>", for headers and reports
     files: list[NewFile] = []
     unmapped: list[str] = []  # "<where>: <field> — <why>"
+    mapped: list[str] = []  # "<where>: <field> — <what it became>": mapped, but not 1:1
     cases: list[str] = []
     skipped: list[str] = []  # "<where>: <why>": a task that could not be imported
     warnings: list[str] = []  # what the user should look at before running the import
@@ -43,11 +45,12 @@ class Imported(msgspec.Struct):
 def each(out: Imported, where: str, add: Callable[[], None]) -> None:
     """Import one task of a folder of them: one that cannot be imported is skipped with its
     reason, and the rest of the folder still imports."""
-    kept = len(out.files), len(out.unmapped), len(out.warnings)
+    kept = len(out.files), len(out.unmapped), len(out.warnings), len(out.mapped)
     try:
         add()
     except ImportError_ as exc:  # nothing of a skipped task is written or listed
         del out.files[kept[0] :], out.unmapped[kept[1] :], out.warnings[kept[2] :]
+        del out.mapped[kept[3] :]
         out.skipped.append(f"{where}: {exc}")
 
 
@@ -82,16 +85,64 @@ def yaml_str(text: str) -> str:
     return "|\n" + lines if body.strip() else '""\n'
 
 
-def support(
-    src: Path,
-    dest_rel: str,
-    source: str,
-    rewrite: dict[str, str] | None = None,
-) -> list[NewFile]:
-    """Every file under `src` as files under `dest_rel`; scripts get a header, and text files
-    the `rewrite` replacements (e.g. Harbor's absolute /tests/ paths)."""
+# A source is read, never followed: a symlink in it could point at any file of the host, and
+# what it points at would be copied into the skill. Links are listed as not mapped instead.
+
+
+def linked(path: Path) -> bool:
+    """Whether `path` or a folder on the way to it is a symlink (paths start at a resolved
+    source root, so any link met is one inside the source)."""
+    return os.path.realpath(path) != os.path.abspath(path)
+
+
+def is_file(path: Path) -> bool:
+    """A regular file of the source, reached without a link."""
+    return path.is_file() and not linked(path)
+
+
+def is_dir(path: Path) -> bool:
+    """A folder of the source, reached without a link."""
+    return path.is_dir() and not linked(path)
+
+
+def refuse_link(path: Path) -> Path:
+    """`path`, unless it (or a folder on the way) is a link: refused in one line."""
+    if linked(path):
+        raise ImportError_(
+            f"{path}: a symlink; import never follows links in the source (copy the file in)"
+        )
+    return path
+
+
+def text(path: Path, missing: str | None = None) -> str:
+    """A source file's text (`missing` when there is none, if given; else OSError); a link
+    is refused in one line."""
+    refuse_link(path)
+    if missing is not None and not path.is_file():
+        return missing
+    return path.read_text(encoding="utf-8")
+
+
+def source_links(root: Path) -> list[str]:
+    """Every symlink under `root`, as not-mapped notes."""
+    notes = []
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            path = Path(folder) / name
+            if path.is_symlink():
+                notes.append(
+                    f"{path.relative_to(root)}: a symlink (to {os.readlink(path)}) — not "
+                    "followed: import copies no links (copy what it points at in)"
+                )
+    return notes
+
+
+def support(src: Path, dest_rel: str, source: str) -> list[NewFile]:
+    """Every file under `src` as files under `dest_rel` (links left out: `source_links`
+    lists them); scripts get a header comment saying where they came from, nothing else."""
     out = []
-    for path in sorted(p for p in src.rglob("*") if p.is_file()):
+    found = [] if linked(src) else [Path(f) / n for f, _, names in os.walk(src) for n in names]
+    for path in sorted(p for p in found if p.is_file() and not p.is_symlink()):
         rel = f"{dest_rel}/{path.relative_to(src).as_posix()}"
         data = path.read_bytes()
         try:
@@ -99,8 +150,6 @@ def support(
         except UnicodeDecodeError:
             out.append(NewFile(rel, data, _executable(path)))
             continue
-        for old, new in (rewrite or {}).items():
-            text = text.replace(old, new)
         if path.suffix in (".sh", ".py", ".bash") or text.startswith("#!"):
             data = headed(text, source)
         else:

@@ -26,12 +26,19 @@ from skillbench.importers.base import (
     NewFile,
     each,
     headed,
+    is_dir,
+    is_file,
     none_left,
+    refuse_link,
     safe_name,
+    source_links,
     support,
+    text,
     yaml_str,
 )
+from skillbench.importers.compose import compose_services, services_field
 from skillbench.inputs import InputError, load_toml, read_capped
+from skillbench.sandbox.base import HANDOVER
 from skillbench.sandbox.case_image import SANDBOX_FROM
 from skillbench.sandbox.image import image_exists
 from skillbench.skills import is_skill
@@ -66,7 +73,7 @@ def _image(ref: str, where: str, out: Imported) -> dict[str, str]:
 
 def _toml(path: Path) -> dict[str, Any]:
     try:
-        return load_toml(path)
+        return load_toml(refuse_link(path))
     except InputError as exc:
         why = str(exc).removeprefix(f"{path}: ")
         raise ImportError_(f"{path}: cannot read it as TOML: {why}") from None
@@ -95,16 +102,17 @@ def _minutes(seconds: Any) -> int | None:
 
 def import_margin(src: Path, into: Path | None = None) -> Imported:
     """A Margin suite: suite.toml and cases/<id>/{case.toml, prompt.md, tests/test.sh}."""
-    suite = _toml(src / "suite.toml") if (src / "suite.toml").is_file() else None
+    src = src.resolve()
+    suite = _toml(src / "suite.toml") if is_file(src / "suite.toml") else None
     if suite is None:
         raise ImportError_(
             f"{src}: no suite.toml; a Margin suite holds suite.toml and cases/<id>/case.toml"
         )
-    out = Imported(source=f"margin suite {src}")
+    out = Imported(source=f"margin suite {src}", unmapped=source_links(src))
     listed = suite.get("cases")
     folders = (
-        sorted(p.name for p in (src / "cases").iterdir() if p.is_dir())
-        if (src / "cases").is_dir()
+        sorted(p.name for p in (src / "cases").iterdir() if is_dir(p))
+        if is_dir(src / "cases")
         else []
     )
     names = [str(n) for n in listed] if isinstance(listed, list) else folders
@@ -126,7 +134,7 @@ def import_margin(src: Path, into: Path | None = None) -> Imported:
 
 def _margin_case(folder: Path, out: Imported) -> None:
     where = f"cases/{folder.name}"
-    meta = _toml(folder / "case.toml") if (folder / "case.toml").is_file() else None
+    meta = _toml(folder / "case.toml") if is_file(folder / "case.toml") else None
     if meta is None:
         raise ImportError_(f"{folder}: no case.toml")
     if meta.get("kind") != "test_case":
@@ -136,20 +144,16 @@ def _margin_case(folder: Path, out: Imported) -> None:
             f"{folder / 'case.toml'}: name {meta.get('name')!r} must equal the "
             f"folder name {folder.name!r}"
         )
-    prompt = (
-        (folder / "prompt.md").read_text(encoding="utf-8")
-        if (folder / "prompt.md").is_file()
-        else ""
-    )
+    prompt = text(folder / "prompt.md", missing="")
     if not prompt.strip():
         raise ImportError_(f"{folder / 'prompt.md'}: missing or empty (the agent's whole task)")
-    if not (folder / "tests" / "test.sh").is_file():
+    if not is_file(folder / "tests" / "test.sh"):
         raise ImportError_(f"{folder / 'tests' / 'test.sh'}: missing (the verifier)")
     name = safe_name(folder.name)
     source = f"margin case {folder}"
     notes = [f"description: {meta['description']}"] if meta.get("description") else []
     extra: dict[str, str] = {}
-    if (folder / "oracle" / "solve.sh").is_file():
+    if is_file(folder / "oracle" / "solve.sh"):
         extra["oracle"] = f"{name}/oracle/solve.sh"
         out.files += support(folder / "oracle", f"cases/{name}/oracle", source)
     cwd = {meta.get(k) for k in ("agent_cwd", "test_cwd")} - {None}
@@ -171,16 +175,17 @@ def _margin_case(folder: Path, out: Imported) -> None:
         out.unmapped.append(f"{where}: test_timeout_seconds — a verifier gets 600 s here")
     if "image" in meta:
         extra.update(_image(str(meta["image"]), where, out))
-    elif (folder / "env" / "Dockerfile").is_file():
+    elif is_file(folder / "env" / "Dockerfile"):
         extra.update(_containerfile(folder / "env" / "Dockerfile", name, where, source, out))
     if "metadata" in meta:
         notes.append(f"metadata: {meta['metadata']}")
     # Margin stages tests/ at test_cwd after the agent and runs test.sh there: so does this
     wrapper = (
-        "#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd, then run "
-        "its verifier (exit 0 pass, 1 fail, 2 no verdict)\n"
-        'rm -rf "$WORK/tests" && cp -r "$CASE/tests" "$WORK/tests" && cd "$WORK" && '
-        "exec bash tests/test.sh\n"
+        "#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd (a fresh copy; "
+        "every link the agent made into it is cut first), then run its verifier (exit 0 pass, "
+        "1 fail, 2 no verdict)\n"
+        f'python3 -I {HANDOVER} stage "$CASE/tests" "$WORK/tests" "$WORK" || exit 2\n'
+        'cd "$WORK" && exec bash tests/test.sh\n'
     )
     out.files += [
         NewFile(
@@ -198,14 +203,14 @@ def _margin_case(folder: Path, out: Imported) -> None:
 
 def _harbor_tasks(src: Path) -> list[tuple[Path, str | None]]:
     """(task folder, its dataset UUID folder name or None) for a task or a dataset."""
-    if (src / "task.toml").is_file():
+    if is_file(src / "task.toml"):
         return [(src, None)]
     found: list[tuple[Path, str | None]] = []
-    for child in sorted(p for p in src.iterdir() if p.is_dir()):
-        if (child / "task.toml").is_file():
+    for child in sorted(p for p in src.iterdir() if is_dir(p)):
+        if is_file(child / "task.toml"):
             found.append((child, None))
             continue
-        inner = [p for p in child.iterdir() if p.is_dir() and (p / "task.toml").is_file()]
+        inner = [p for p in child.iterdir() if is_dir(p) and is_file(p / "task.toml")]
         if len(inner) == 1:  # a downloaded dataset: <uuid>/<task-name>/
             found.append((inner[0], child.name))
     if not found:
@@ -218,7 +223,8 @@ def _harbor_tasks(src: Path) -> list[tuple[Path, str | None]]:
 
 def import_harbor(src: Path, into: Path | None = None) -> Imported:
     """One Harbor task folder, a folder of them, or a downloaded dataset of UUID folders."""
-    out = Imported(source=f"harbor {src}")
+    src = src.resolve()
+    out = Imported(source=f"harbor {src}", unmapped=source_links(src))
     tasks = _harbor_tasks(src)
     taken: dict[str, int] = {}
     for folder, _ in tasks:
@@ -237,17 +243,28 @@ def import_harbor(src: Path, into: Path | None = None) -> Imported:
 _DROPPED = {
     ("version",): "the task format's version",
     ("environment", "build_timeout_sec"): "no image is built",
-    ("environment", "allow_internet"): "sandboxes have no network",
     ("environment", "mcp_servers"): "no MCP servers in the sandbox",
     ("verifier", "env"): "the checker's environment is fixed",
     ("solution", "env"): "the oracle runs with the agent's environment",
 }
+# Harbor's `allow_internet = true` becomes an allowlist: the hosts its verifiers install from
+# (pytest with uv: uv's installer, its GitHub downloads, PyPI). A sandbox never gets the
+# whole internet; a task that needs more lists its hosts in the case's `network`.
+INTERNET = (
+    "pypi.org",
+    "files.pythonhosted.org",
+    "astral.sh",
+    "github.com",
+    "objects.githubusercontent.com",
+    "release-assets.githubusercontent.com",
+)
 _METADATA = (("environment", "cpus"), ("environment", "memory_mb"), ("environment", "gpus"))
 # every task.toml field this importer reads, maps or names as dropped; any other is listed
 _KNOWN = {
     *_DROPPED,
     *_METADATA,
     ("environment", "docker_image"),
+    ("environment", "allow_internet"),
     ("agent", "timeout_sec"),
     ("verifier", "timeout_sec"),
     ("metadata",),
@@ -274,9 +291,9 @@ def _harbor_unmapped(folder: Path, task: dict[str, Any], where: str, out: Import
         if path in _KNOWN:
             continue
         if path[-1] == "skills_dir":
-            out.unmapped.append(
-                f"{where}: {'.'.join(path)} — not staged: the skill under test is the "
-                "--into skill (the candidate's arm stages it; the baseline has none)"
+            out.mapped.append(
+                f"{where}: {'.'.join(path)} — the skill under test: the --into skill, staged "
+                "in the candidate's arm as the agent's skill (the baseline has none)"
             )
         else:
             out.unmapped.append(f"{where}: {'.'.join(path)} — not a Harbor field skillbench maps")
@@ -307,15 +324,11 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
             f"{folder / 'task.toml'}: a multi-step task ([[steps]], one instruction each) is "
             "not supported: a case here is one task and one verdict"
         )
-    instruction = (
-        (folder / "instruction.md").read_text(encoding="utf-8")
-        if (folder / "instruction.md").is_file()
-        else ""
-    )
+    instruction = text(folder / "instruction.md", missing="")
     if not instruction.strip():
         raise ImportError_(f"{folder / 'instruction.md'}: missing or empty (the agent's task)")
     test = folder / "tests" / "test.sh"
-    if not test.is_file():
+    if not is_file(test):
         raise ImportError_(f"{test}: missing (the verifier that writes the reward)")
 
     def get(*keys: str) -> Any:
@@ -334,15 +347,29 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         if get(*keys) is not None:
             out.unmapped.append(f"{where}: {'.'.join(keys)} — dropped: {why}")
     _harbor_unmapped(folder, task, where, out)
+    if get("environment", "allow_internet") is True:
+        extra["network"] = f"[{', '.join(INTERNET)}]"
+        out.unmapped.append(
+            f"{where}: environment.allow_internet — mapped to `network: {extra['network']}` "
+            "(the package indexes verifiers install from); add any other host the task needs"
+        )
     if get("verifier", "timeout_sec") is not None:
         out.unmapped.append(f"{where}: verifier.timeout_sec — a verifier gets 600 s here")
     docker = folder / "environment" / "Dockerfile"
     if get("environment", "docker_image"):
         extra.update(_image(str(get("environment", "docker_image")), where, out))
-    elif docker.is_file():
+    elif is_file(docker):
         extra.update(_containerfile(docker, name, where, source, out))
+    for compose in (
+        folder / "environment" / n for n in ("docker-compose.yaml", "docker-compose.yml")
+    ):
+        if compose.is_file():  # its sidecars run in the arm's pod; `main` is the sandbox
+            services = compose_services(compose, where, out)
+            if services:
+                extra["services"] = services_field(services)
+            break
     workdirs = (
-        re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (docker.is_file()) else []
+        re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (is_file(docker)) else []
     )
     if workdirs and workdirs[-1] not in ("/work", "/work/"):
         # the Dockerfile's last WORKDIR: where the task's files are and its tests run
@@ -355,23 +382,21 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     reward = (
         "/logs/verifier/reward.json" if "reward.json" in tests else ("/logs/verifier/reward.txt")
     )
-    # the tests read their assets at /tests/...: they are staged at /tmp/tests, and the
-    # absolute paths rewritten to match
-    staged = {"/tests/": "/tmp/tests/", "/tests ": "/tmp/tests "}
+    # the task's files go beside the case unmodified; the checker shows tests/ and solution/
+    # at /tests and /solution (`harbor:`), as Harbor does, and makes /logs/verifier
     wrapper = (
-        "#!/bin/sh\n# stage tests/ where the rewritten paths expect them, run the "
-        "verifier; the reward file, not the exit code, is the verdict\n"
-        'rm -rf /tmp/tests && cp -r "$CASE/tests" /tmp/tests && cd "$WORK" && '
-        "bash /tmp/tests/test.sh\nexit 0\n"
+        "#!/bin/sh\n# run the task's verifier where Harbor puts it; the reward file, not the "
+        'exit code, is the verdict\ncd "$WORK" && bash /tests/test.sh\nexit 0\n'
     )
-    if (folder / "solution" / "solve.sh").is_file():
-        extra["oracle"] = f"{name}/oracle/solve.sh"
-        out.files += support(folder / "solution", f"cases/{name}/oracle", source, staged)
+    extra["harbor"] = name
+    if is_file(folder / "solution" / "solve.sh"):
+        extra["oracle"] = f"{name}/solution/solve.sh"
+        out.files += support(folder / "solution", f"cases/{name}/solution", source)
     check = f"reward: {{file: {reward}, min: 1, run: {name}/run-tests.sh}}"
     out.files += [
         NewFile(f"cases/{name}.yaml", _case_yaml(source, instruction, [check], extra, notes)),
         NewFile(f"cases/{name}/run-tests.sh", headed(wrapper, source), executable=True),
-        *support(folder / "tests", f"cases/{name}/tests", source, staged),
+        *support(folder / "tests", f"cases/{name}/tests", source),
     ]
     out.cases.append(name)
 
@@ -394,7 +419,8 @@ MAX_YAML = 4 << 20  # a suite file with its cases inline
 
 def _load_yaml(path: Path) -> Any:
     try:
-        return yaml.load(read_capped(path, MAX_YAML).decode("utf-8"), Loader=CappedLoader)
+        data = read_capped(refuse_link(path), MAX_YAML).decode("utf-8")
+        return yaml.load(data, Loader=CappedLoader)
     except (InputError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ImportError_(f"{path}: cannot read it: {exc}") from None
 
@@ -402,13 +428,14 @@ def _load_yaml(path: Path) -> Any:
 def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
     """A skill-optimizer suite: suite.yml (or the file given) with inline or file cases,
     graders printing {pass, score, evidence}, and the checks/, bin/, workspace/ folders."""
-    path = src / "suite.yml" if src.is_dir() else src
-    if not path.is_file():
+    src = src.resolve()
+    path = src / "suite.yml" if is_dir(src) else src
+    if not is_file(path):
         raise ImportError_(f"{src}: no suite.yml (a skill-optimizer suite file)")
     suite = _load_yaml(path)
     if not isinstance(suite, dict) or not isinstance(suite.get("cases"), list):
         raise ImportError_(f"{path}: a suite is a mapping with a `cases` list")
-    out = Imported(source=f"skill-optimizer suite {path}")
+    out = Imported(source=f"skill-optimizer suite {path}", unmapped=source_links(path.parent))
     for key, why in _SUITE_DROPPED.items():
         if key in suite:
             out.unmapped.append(f"{path.name}: `{key}` — dropped: {why}")
@@ -462,14 +489,14 @@ def _optimizer_case(
     refs = case.get("references")
     if refs:
         seed += _references(root / str(refs), f"cases/{name}/fixture", where, into, source, out)
-    if (suite_dir / "workspace").is_dir():
+    if is_dir(suite_dir / "workspace"):
         seed += support(suite_dir / "workspace", f"cases/{name}/fixture", source)
-    if (suite_dir / "bin").is_dir():
+    if is_dir(suite_dir / "bin"):
         seed += support(suite_dir / "bin", f"cases/{name}/fixture/bin", source)
     if seed:
         extra["fixture"] = f"{name}/fixture"
         out.files += list({f.rel: f for f in seed}.values())  # later folders win, as copied
-    if (suite_dir / "checks").is_dir():
+    if is_dir(suite_dir / "checks"):
         out.files += support(suite_dir / "checks", f"cases/{name}/checks", source)
     for key, why in _SUITE_DROPPED.items():
         if key in case:

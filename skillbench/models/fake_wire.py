@@ -21,9 +21,15 @@ def text_of(content: Any) -> str:
 
 
 def anthropic_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
-    system = text_of(body.get("system", ""))
-    users = [text_of(m.get("content")) for m in body.get("messages", []) if m.get("role") == "user"]
-    turns = sum(m.get("role") == "assistant" for m in body.get("messages", []))
+    """A Messages request: `system` and any system-role messages are the system prompt
+    (Claude Code sends its environment, agents and skills listing as a system message after
+    the first user turn when it does not know the model's name, as for `scripted/demo`)."""
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    system = text_of(body.get("system", "")) + "".join(
+        "\n" + text_of(m.get("content")) for m in messages if m.get("role") == "system"
+    )
+    users = [text_of(m.get("content")) for m in messages if m.get("role") == "user"]
+    turns = sum(m.get("role") == "assistant" for m in messages)
     return system, (users[0] if users else ""), (users[-1] if users else ""), turns
 
 

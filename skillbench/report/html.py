@@ -303,6 +303,21 @@ def confusion_matrix(reports: list[dict[str, Any]]) -> str:
     )
 
 
+def trigger_details(t: dict[str, Any]) -> str:
+    """A trigger report's figures, grid and prompts, without a section around them."""
+    return _triggers(t).split("</h2>", 1)[1].removesuffix("</section>")
+
+
+def section(title: str, inner: str) -> str:
+    """A titled section of a page (inner is markup: escape what goes in it)."""
+    return _section(title, inner)
+
+
+def page(title: str, body: str) -> str:
+    """A page in the report's style, without data blocks or script (triggers, tune)."""
+    return _page(title, body, "", "")
+
+
 def render_triggers(by_method: dict[str, list[dict[str, Any]]]) -> str:
     """`skillbench triggers ROOT --html`: per method, the library's confusion matrix and each
     skill's prompts."""
@@ -310,16 +325,10 @@ def render_triggers(by_method: dict[str, list[dict[str, Any]]]) -> str:
     for method, reports in by_method.items():
         inner = [confusion_matrix(reports)] if len(reports) > 1 else []
         for r in reports:
-            inner.append(
-                f"<h3>{_e(r['skill'])}</h3>"
-                + _triggers(r).split("</h2>", 1)[1].removesuffix("</section>")
-            )
+            inner.append(f"<h3>{_e(r['skill'])}</h3>" + trigger_details(r))
         sections.append(_section(f"Triggers ({method})", "".join(inner)))
-    return _page(
-        "skillbench triggers",
-        "<header><h1>skillbench triggers</h1></header>" + "".join(sections),
-        "",
-        "",
+    return page(
+        "skillbench triggers", "<header><h1>skillbench triggers</h1></header>" + "".join(sections)
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from xml.sax.saxutils import escape, quoteattr
 
 from skillbench.engine.score import Summary
-from skillbench.report.why import failing_checks
+from skillbench.report.why import failing_checks, verifier_outputs
 from skillbench.verdict import UNSCORED
 
 
@@ -37,7 +37,7 @@ def eval_junit(summary: Summary) -> str:
         name = f"{row.case} rep {row.rep} vs {row.opponent}"
         detail = f"{row.outcome} ({row.decided_by})"
         why = failing_checks(row.arms)  # the failing checks: what a CI reader looks for
-        text = "\n".join([detail, *why])
+        text = "\n".join([detail, *why, *verifier_outputs(row.arms)])
         if row.outcome == "loss":
             failures += 1
             message = f"{detail}: {why[0]}" if why else detail

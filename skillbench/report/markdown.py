@@ -8,7 +8,7 @@ from skillbench.engine.records import CANDIDATE
 from skillbench.report.evidence import evidence_lines
 from skillbench.report.run_folder import RunFolder
 from skillbench.report.terminal import comparison_text, report_lines
-from skillbench.report.why import failing_checks
+from skillbench.report.why import failing_checks, verifier_outputs
 
 
 def _cell(text: object) -> str:
@@ -63,6 +63,21 @@ def markdown(run: RunFolder) -> str:
             f"{'; '.join(_cell(x) for x in failing_checks(r.arms)) or 'failed'}"
             for r in failed_ties
         ]
+    printed = [
+        (r, text)
+        for r in s.rows
+        if not r.arms[CANDIDATE].passed
+        for text in verifier_outputs(r.arms)
+    ]
+    if printed:  # a failing verifier's own words, folded: they can be long
+        out += [
+            "",
+            f"<details><summary>What the failing verifiers printed ({len(printed)})</summary>",
+        ]
+        for r, text in printed:
+            head, _, body = text.partition("\n")
+            out += ["", f"{_cell(r.case)} rep {r.rep} · {_cell(head)}", "", "```", body, "```"]
+        out += ["", "</details>"]
     if s.diagnostics:
         out += [
             "",

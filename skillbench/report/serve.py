@@ -1,21 +1,82 @@
-"""`skillbench view`: a run folder's report.html served on 127.0.0.1 until Ctrl-C."""
+"""`skillbench view`: a run folder's report.html served on 127.0.0.1 until Ctrl-C.
+
+A run folder holds what agents made (a failed arm's workspace), so the server hands out only
+regular files inside it: each step of the path is opened without following a link (O_NOFOLLOW,
+relative to the folder before it), `..` and empty steps are refused, and folders are never
+listed. Anything else is 404.
+"""
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import http.server
+import mimetypes
+import os
+import shutil
+import stat
+import urllib.parse
 from pathlib import Path
 
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # (a FIFO never blocks)
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
+
+def open_inside(root: Path, url_path: str) -> int | None:
+    """A descriptor of the regular file `url_path` names inside `root`, or None."""
+    parts = urllib.parse.unquote(urllib.parse.urlsplit(url_path).path).split("/")[1:]
+    if not parts or any(p in ("", ".", "..") or "\0" in p for p in parts):
+        return None
+    fds: list[int] = []
+    try:
+        fds.append(os.open(root, _FOLDER))
+        for part in parts[:-1]:
+            fds.append(os.open(part, _FOLDER, dir_fd=fds[-1]))
+        fd = os.open(parts[-1], _FILE, dir_fd=fds[-1])
+    except OSError:  # missing, a link (ELOOP), not a folder: not served
+        return None
+    finally:
+        for folder in fds:
+            os.close(folder)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    root: Path
+
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+    def do_HEAD(self) -> None:
+        self._serve(body=False)
+
+    def do_GET(self) -> None:
+        self._serve(body=True)
+
+    def _serve(self, body: bool) -> None:
+        path = "/report.html" if self.path in ("", "/") else self.path
+        fd = open_inside(self.root, path)
+        if fd is None:
+            self.send_error(404)
+            return
+        with os.fdopen(fd, "rb") as fh:
+            kind = mimetypes.guess_type(path.split("?", 1)[0])[0] or "application/octet-stream"
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(os.fstat(fh.fileno()).st_size))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            if body:
+                with contextlib.suppress(ConnectionError):
+                    shutil.copyfileobj(fh, self.wfile)
 
 
 def server_for(run_dir: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
     """A server for the run folder on 127.0.0.1 (a free port when 0); OSError if it cannot
     listen there. Only loopback: a run folder holds transcripts."""
-    handler = functools.partial(_Quiet, directory=str(run_dir))
+    handler = type("RunFolderHandler", (_Handler,), {"root": run_dir.resolve()})
     return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
 
 

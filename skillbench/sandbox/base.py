@@ -31,6 +31,7 @@ from skillbench.errors import SkillbenchError
 WORKDIR = "/work"
 SKILLS_DIR = "/skills"  # staged skills, read-only, one folder per skill
 CASE_DIR = "/case"  # the skill's evals/, read-only, only in the checker
+HANDOVER = "/opt/skillbench/handover.py"  # handover.py, in every sandbox (its `stage` command)
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
 # The image's users: the agent works as `agent`; checks run as `checker`, a user the agent
 # never was; `root` is the executor's own (used only to hand /work to the checker).
@@ -86,6 +87,18 @@ class Relay(msgspec.Struct, frozen=True):
     target: int
 
 
+class Service(msgspec.Struct, frozen=True, kw_only=True):
+    """A container a case runs beside its arm's sandbox (a database, an HTTP API): in the
+    arm's own pod, reachable on localhost and by `name`, healthy before the agent starts."""
+
+    name: str
+    image: str | None = None  # None: the arm's own sandbox image
+    command: tuple[str, ...] = ()  # () : the image's own command
+    env: dict[str, str] = {}
+    healthcheck: tuple[str, ...] = ()  # an argv run in the service until it exits 0
+    health_timeout: float = 60.0  # seconds it may take to become healthy
+
+
 class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     """How to make a sandbox. The defaults are the isolation every arm gets.
 
@@ -105,6 +118,9 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     workdir: str = WORKDIR  # where the workspace is mounted, the agent starts and checks run
     logs: bool = False  # a writable /logs (tmpfs): where imported verifiers write rewards
     relay: Relay | None = None
+    egress: Relay | None = None  # the egress proxy's relay, when the phase has an allowlist
+    services: tuple[Service, ...] = ()  # the case's: stage_arm starts them in the arm's pod
+    pod: str | None = None  # the pod (SandboxProvider.pod) this sandbox joins: its network
     pids: int = 512
     cpus: float = 1.0
     nofile: int = 4096
@@ -142,14 +158,33 @@ class Sandbox(Protocol):
 
     async def exists(self, path: str) -> bool: ...
 
+    async def hand_over(self, user: str) -> list[str]:
+        """Give the workspace to `user` for the check phase (design §15): every entry theirs
+        and unlockable, hard links broken, and every symlink cut that does not lead, now,
+        to something inside the workspace or on the read-only image. Returns a note per
+        entry changed."""
+        ...
+
     async def put_tree(self, src: Path, dest: str) -> None:
         """Copy the host folder `src` into the sandbox folder `dest` (created if missing)."""
         ...
 
     async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
         """Copy the sandbox folder `src` to the host folder `dest`, streamed, at most `cap`
-        bytes of file content; symlinks stay links and are never followed. Returns notes on
-        what was left out (devices, FIFOs, hard links, unsafe names, the cut at `cap`)."""
+        bytes of file content; symlinks are never made on the host or followed, they are
+        recorded with their targets in `<dest>.symlinks.json`. Returns notes on what was left
+        out (devices, FIFOs, hard links, unsafe names, the cut at `cap`)."""
+        ...
+
+    async def save_archive(self, src: str, dest: Path, *, cap: int) -> bool:
+        """Write the sandbox folder `src` to the host file `dest` as a tar archive (as it is:
+        owners, modes, links as links); False, and no file, when it holds more than `cap`
+        bytes. For baseline reuse, which runs the checks again on it."""
+        ...
+
+    async def load_archive(self, archive: Path, dest: str) -> None:
+        """Make the sandbox folder `dest` hold exactly what `save_archive` wrote to
+        `archive` (whatever was there before is removed)."""
         ...
 
     async def close(self) -> None:
@@ -168,10 +203,26 @@ class Workspace(Protocol):
         ...
 
 
+class Pod(Protocol):
+    """One arm's services and the network namespace its sandboxes join: nothing but
+    loopback, so only that arm's sandboxes reach them, and they reach nothing else."""
+
+    name: str
+
+    async def close(self) -> None:
+        """Remove the services and the pod; safe to call twice."""
+        ...
+
+
 class SandboxProvider(Protocol):
-    """Makes sandboxes and workspaces."""
+    """Makes sandboxes, workspaces and pods."""
 
     async def create(self, spec: SandboxSpec) -> Sandbox: ...
+
+    async def pod(self, spec: SandboxSpec) -> Pod:
+        """A pod running `spec.services` (in order), each healthy before the next starts;
+        SandboxError naming the service and why when one does not become healthy."""
+        ...
 
     async def workspace(self, size: str, owner: str = AGENT) -> Workspace:
         """A fresh, empty workspace of at most `size` bytes belonging to `owner`."""

@@ -43,7 +43,7 @@ class PodmanSandbox:
         provider: PodmanProvider,
         ctr_id: str,
         sock_dir: Path,
-        relay: Relay | None = None,
+        relays: tuple[Relay, ...] = (),
         workdir: str = WORKDIR,
     ):
         self.provider = provider
@@ -51,7 +51,7 @@ class PodmanSandbox:
         self.workdir = workdir
         self.ctr_id = ctr_id
         self._sock_dir = sock_dir
-        self._relay = relay
+        self._relays = {r.port: r for r in relays}  # by the port inside the sandbox
         self._inbound: dict[int, asyncio.Queue[bytes | None]] = {}  # relayed connections
         self._bridges: set[asyncio.Task[None]] = set()
         self._writer: asyncio.StreamWriter | None = None
@@ -117,7 +117,8 @@ class PodmanSandbox:
         if event["event"] == "open":
             inbound: asyncio.Queue[bytes | None] = asyncio.Queue()
             self._inbound[sid] = inbound
-            task = asyncio.get_running_loop().create_task(self._bridge(sid, inbound))
+            relay = self._relays[event["port"]]
+            task = asyncio.get_running_loop().create_task(self._bridge(relay, sid, inbound))
             self._bridges.add(task)
             task.add_done_callback(self._bridges.discard)
         elif sid in self._inbound:
@@ -128,10 +129,9 @@ class PodmanSandbox:
         if self._writer is not None and not self._closed:
             self._writer.write((json.dumps(message) + "\n").encode())
 
-    async def _bridge(self, sid: int, inbound: asyncio.Queue[bytes | None]) -> None:
-        assert self._relay is not None
+    async def _bridge(self, relay: Relay, sid: int, inbound: asyncio.Queue[bytes | None]) -> None:
         try:
-            reader, writer = await asyncio.open_connection(self._relay.host, self._relay.target)
+            reader, writer = await asyncio.open_connection(relay.host, relay.target)
         except OSError:
             self._send({"op": "relay_close", "sid": sid})
             return
@@ -250,6 +250,11 @@ class PodmanSandbox:
         self._raise_for(reply, path)
         return bool(reply["exists"])
 
+    async def hand_over(self, user: str) -> list[str]:
+        reply = await self._call("handover", 300, user=user)
+        self._raise_for(reply, self.workdir)
+        return [str(n) for n in reply["notes"]]
+
     async def put_tree(self, src: Path, dest: str) -> None:
         # unpacked by the sandbox's user, so the files are theirs (never root's)
         data = await asyncio.to_thread(_tar_folder, src)
@@ -283,6 +288,42 @@ class PodmanSandbox:
             except SandboxError as exc:
                 copy.notes.add(f"{part}: not copied ({exc})")
         return copy.done()
+
+    async def save_archive(self, src: str, dest: Path, *, cap: int) -> bool:
+        return await asyncio.to_thread(self._save_archive, src, dest, cap)
+
+    def _save_archive(self, src: str, dest: Path, cap: int) -> bool:
+        response = self.provider.client().api.get(
+            f"/containers/{self.ctr_id}/archive", params={"path": [src]}, stream=True
+        )
+        try:
+            if not response.ok:
+                raise SandboxError(
+                    f"sandbox {self.name}: could not archive {src} ({response.status_code})"
+                )
+            with dest.open("wb") as out:
+                for chunk in response.iter_content(1 << 16):
+                    out.write(chunk)
+                    if out.tell() > cap:
+                        break
+                fits = out.tell() <= cap
+        finally:
+            response.close()
+        if not fits:
+            dest.unlink()
+        return fits
+
+    async def load_archive(self, archive: Path, dest: str) -> None:
+        # as root: what the image had at `dest` goes, the archive's owners and modes stay
+        script = 'find "$1" -mindepth 1 -delete && exec tar -x -p --strip-components=1 -C "$1" -f -'
+        done = await self.exec(
+            ["sh", "-c", script, "load_archive", dest],
+            stdin=await asyncio.to_thread(archive.read_bytes),
+            user=ROOT,
+            timeout=300,
+        )
+        if not done.ok:
+            raise SandboxError(f"could not load {archive} into {dest}: {done.stderr[-300:]}")
 
     async def _find0(self, *args: str) -> list[str]:
         # as root: every entry, whatever modes the agent left on them
@@ -348,10 +389,9 @@ class PodmanSandbox:
 
     def _remove(self) -> None:
         try:
-            self.provider.client().containers.get(self.ctr_id).remove(force=True, timeout=0)
-        except Exception as exc:  # already gone is fine; anything else is swept next start
-            if "no such container" not in str(exc).lower() and "404" not in str(exc):
-                raise SandboxError(f"could not remove sandbox {self.name}: {exc}") from exc
+            self.provider.remove_container(self.ctr_id)
+        except Exception as exc:  # anything but already gone (fine) is swept next start
+            raise SandboxError(f"could not remove sandbox {self.name}: {exc}") from exc
 
 
 def _tar_folder(src: Path) -> bytes:

@@ -2,13 +2,16 @@
 
 The agent made the tree, so it may hold anything: a 2 GB sparse file, a venv full of
 absolute symlinks, FIFOs, devices, names with `..`. The stream is read as it arrives (never
-held whole in memory), file content stops at a byte cap, symlinks are recreated as links and
-never followed (nothing is written through a path with a link in it), and whatever is left
-out is returned as a note. No input makes it raise: an error ends the copy with a note.
+held whole in memory), file content stops at a byte cap, symlinks are recorded as data (their
+targets as text in `<dest>.symlinks.json` beside the copy, never as live links on the host,
+where a viewer or a later copy could follow them), nothing is written below a link, and
+whatever is left out is returned as a note. No input makes it raise: an error ends the copy
+with a note.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tarfile
 from collections.abc import Iterable, Iterator
@@ -71,12 +74,13 @@ def _parts(name: str, strip_top: bool) -> PurePosixPath | None:
     return PurePosixPath(*parts) if parts else PurePosixPath(".")
 
 
-def _safe_parent(dest: Path, rel: PurePosixPath) -> Path | None:
-    """The host folder for `rel`'s parent, made if missing; None if any part is a link."""
+def _safe_parent(dest: Path, rel: PurePosixPath, links: dict[str, str]) -> Path | None:
+    """The host folder for `rel`'s parent, made if missing; None if any part is a link (one
+    recorded, or one on disk)."""
     here = dest
-    for part in rel.parts[:-1]:
+    for i, part in enumerate(rel.parts[:-1]):
         here = here / part
-        if here.is_symlink():
+        if here.is_symlink() or PurePosixPath(*rel.parts[: i + 1]).as_posix() in links:
             return None
         if not here.exists():
             here.mkdir()
@@ -95,6 +99,8 @@ class CopyOut:
         self.budget = cap
         self.stream_left = cap + _HEADER_ALLOWANCE
         self.notes = _Notes()
+        self.links: dict[str, str] = {}  # path in the copy -> the link's target, as text
+        self.manifest = dest.with_name(f"{dest.name}.symlinks.json")
         dest.mkdir(parents=True, exist_ok=True)
 
     def extract(self, chunks: Iterable[bytes], under: str = "", strip_top: bool = True) -> None:
@@ -120,13 +126,15 @@ class CopyOut:
         self.stream_left -= stream.read_total
 
     def _one(self, tar: tarfile.TarFile, member: tarfile.TarInfo, rel: PurePosixPath) -> None:
-        parent = _safe_parent(self.dest, rel)
+        parent = _safe_parent(self.dest, rel, self.links)
         if parent is None:
             self.notes.add(f"{rel}: below a symlink, left out")
             return
         target = parent / rel.name
         clash = f"{rel}: clashes with an entry already copied, left out"
-        if member.isdir():
+        if str(rel) in self.links:
+            self.notes.add(clash)
+        elif member.isdir():
             if target.is_symlink() or (target.exists() and not target.is_dir()):
                 self.notes.add(clash)
             else:
@@ -155,15 +163,16 @@ class CopyOut:
             self.notes.add(f"{rel}: a {kind}, left out")
 
     def symlink(self, rel: str, link: str) -> None:
-        """Recreate a link as a link (never followed), unless something is already there."""
+        """Record a link and its target (never made, never followed), unless something is
+        already there."""
         path = PurePosixPath(rel)
-        parent = _safe_parent(self.dest, path)
+        parent = _safe_parent(self.dest, path, self.links)
         if parent is None:
             self.notes.add(f"{rel}: below a symlink, left out")
-        elif os.path.lexists(parent / path.name):
+        elif os.path.lexists(parent / path.name) or path.as_posix() in self.links:
             self.notes.add(f"{rel}: clashes with an entry already copied, left out")
         else:
-            os.symlink(link, parent / path.name)
+            self.links[path.as_posix()] = link
 
     def left_out(self, rel: str, size: int) -> None:
         """Note a file too big for what is left of the cap."""
@@ -172,5 +181,11 @@ class CopyOut:
         )
 
     def done(self) -> list[str]:
-        """The notes on everything left out."""
+        """Write the links' record (when there are links); the notes on everything left out."""
+        if self.links:
+            try:
+                data = json.dumps(dict(sorted(self.links.items())), indent=1)
+                self.manifest.write_text(data + "\n", encoding="utf-8", errors="replace")
+            except OSError as exc:
+                self.notes.add(f"symlinks not recorded: {exc.strerror or exc}")
         return self.notes.done()

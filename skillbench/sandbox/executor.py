@@ -13,8 +13,9 @@ forked child that drops to the user first. A user process has no capabilities, c
 signal, ptrace or read the memory of this root, non-dumpable process, and is the OOM
 killer's first choice.
 
-Request: {"id": n, "op": "exec"|"read"|"write"|"exists", ...}; reply: {"id": n, ...}.
-An "exec" may name another `user` (the host uses "root" to hand /work to the checker).
+Request: {"id": n, "op": "exec"|"read"|"write"|"exists"|"handover", ...}; reply: {"id": n,
+...}. An "exec" may name another `user`; "handover" gives the workspace to the named user the
+way handover.py (beside this file) says, in this root process, before any check.
 Commands run in their own session so a timeout kills the whole process group from inside.
 """
 
@@ -22,10 +23,12 @@ import base64
 import contextlib
 import ctypes
 import errno
+import itertools
 import json
 import os
 import pwd
 import queue
+import select
 import signal
 import socket
 import subprocess
@@ -153,7 +156,7 @@ def _exec(req):
                 os.close(fd)
     timed_out = False
     try:
-        code = proc.wait(timeout=float(req.get("timeout", 120)))
+        code = _wait(proc, float(req.get("timeout", 120)))
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(proc.pid)
@@ -176,6 +179,23 @@ def _exec(req):
         "truncated": cut_out or cut_err,
         "duration": time.monotonic() - started,
     }
+
+
+def _wait(proc, timeout):
+    """The command's exit status, asleep in poll(2) on a pidfd until it exits (Popen.wait
+    with a timeout wakes every 50 ms to look); TimeoutExpired like Popen.wait."""
+    try:
+        fd = os.pidfd_open(proc.pid)  # (not reaped yet: the reaper leaves _ACTIVE alone)
+    except (AttributeError, OSError):  # an older kernel or Python
+        return proc.wait(timeout=timeout)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(min(max(0, int(timeout * 1000)), 2**31 - 1)):  # (an int in ms)
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+    finally:
+        os.close(fd)
+    return proc.wait()
 
 
 def _feed(fd, data):
@@ -263,7 +283,20 @@ def _write(req):
 
 
 def _exists(req):
-    return {"exists": os.path.lexists(_path(req))}
+    # only "nothing there" is absent: a path that cannot be read (a locked folder, a loop)
+    # is an error, never a missing file
+    try:
+        os.lstat(_path(req))
+    except (FileNotFoundError, NotADirectoryError):
+        return {"exists": False}
+    return {"exists": True}
+
+
+def _hand_over(req):
+    import handover  # beside this file in every sandbox
+
+    user = pwd.getpwnam(req["user"])
+    return {"notes": handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)}
 
 
 OPS = {
@@ -271,6 +304,7 @@ OPS = {
     "read": lambda req: _as_user(_read, req),
     "write": lambda req: _as_user(_write, req),
     "exists": lambda req: _as_user(_exists, req),
+    "handover": _hand_over,
 }
 
 
@@ -291,10 +325,15 @@ def _handle(req):
     _reply(result)
 
 
-def _reap_orphans():
-    """As PID 1, wait for orphaned zombies (never for a child an exec is waiting on)."""
+def _reap_orphans(wakeups):
+    """As PID 1, wait for orphaned zombies (never for a child an exec is waiting on).
+
+    Woken by SIGCHLD (through `wakeups`, the signal wakeup pipe) rather than polling /proc,
+    so an idle sandbox costs no CPU; a burst of exits is one scan per 0.2 s. Orphans reparent
+    to PID 1, so their exit signals it too."""
     me = os.getpid()
     while True:
+        os.read(wakeups, 4096)  # every signal byte since the last scan: one scan covers them
         time.sleep(0.2)
         with _SPAWN:
             for entry in os.listdir("/proc"):
@@ -310,36 +349,39 @@ def _reap_orphans():
                         os.waitpid(int(entry), os.WNOHANG)
 
 
+# Relayed connections, numbered across every relay: per connection, what the host sent,
+# written to it by its own thread.
+_RELAYED = threading.Lock()
+_SIDS = itertools.count(1)
+_OUTBOXES: dict = {}
+
+
 class _Relay:
     """Connections to a loopback port inside the sandbox, carried over the host channel.
 
-    The sandbox has no network; a program in it (an agent CLI) talks to 127.0.0.1:<port>,
-    and its bytes travel as {"event": "open"|"data"|"close", "sid": n} messages to the host,
-    which answers with "relay_data" / "relay_close" requests. The host decides where they go
-    (skillbench's model broker); nothing else is reachable.
+    The sandbox has no network; a program in it (an agent CLI, or anything using the egress
+    proxy) talks to 127.0.0.1:<port>, and its bytes travel as {"event": "open"|"data"|"close",
+    "sid": n} messages to the host ("open" names the port), which answers with "relay_data" /
+    "relay_close" requests. The host decides where they go (skillbench's model broker, the
+    egress proxy); nothing else is reachable. Several relays share one numbering of
+    connections, so a host request names its connection by `sid` alone.
     """
 
     def __init__(self, port):
+        self.port = port
         self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.server.bind(("127.0.0.1", port))  # before any user process can take the port
         self.server.listen(64)
-        self.conns = {}
-        self.outboxes = {}  # per connection: what the host sent, written by its own thread
-        self.lock = threading.Lock()
-        self.ids = 0
 
     def serve(self):
         while True:
             conn, _ = self.server.accept()
-            with self.lock:
-                self.ids += 1
-                sid = self.ids
-                self.conns[sid] = conn
             outbox: queue.SimpleQueue = queue.SimpleQueue()
-            with self.lock:
-                self.outboxes[sid] = outbox
-            _reply({"event": "open", "sid": sid})
+            with _RELAYED:
+                sid = next(_SIDS)
+                _OUTBOXES[sid] = outbox
+            _reply({"event": "open", "sid": sid, "port": self.port})
             threading.Thread(target=self._pump, args=(sid, conn), daemon=True).start()
             threading.Thread(target=self._deliver, args=(sid, conn, outbox), daemon=True).start()
 
@@ -354,10 +396,11 @@ class _Relay:
             _reply({"event": "data", "sid": sid, "data": base64.b64encode(chunk).decode()})
         _reply({"event": "close", "sid": sid})
 
-    def send(self, req):
+    @staticmethod
+    def send(req):
         """Queue what the host sent; a client that stops reading blocks only its own writer."""
-        with self.lock:
-            outbox = self.outboxes.get(req["sid"])
+        with _RELAYED:
+            outbox = _OUTBOXES.get(req["sid"])
         if outbox is not None:
             outbox.put(req)
 
@@ -371,9 +414,8 @@ class _Relay:
                 conn.sendall(base64.b64decode(req["data"]))
         except OSError:
             pass
-        with self.lock:
-            self.conns.pop(sid, None)
-            self.outboxes.pop(sid, None)
+        with _RELAYED:
+            _OUTBOXES.pop(sid, None)
         conn.close()
 
 
@@ -403,7 +445,8 @@ def main():
     name = sys.argv[sys.argv.index("--user") + 1] if "--user" in sys.argv else "root"
     _USER = pwd.getpwnam(name)
     _harden(_USER)
-    relay = _Relay(int(sys.argv[sys.argv.index("--relay") + 1])) if "--relay" in sys.argv else None
+    # --relay PORT, once per relay (the model broker's, the egress proxy's)
+    relays = [_Relay(int(sys.argv[i + 1])) for i, a in enumerate(sys.argv) if a == "--relay"]
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -412,16 +455,21 @@ def main():
     _conn, _ = server.accept()
     server.close()
     os.unlink(path)  # one client only: the host
-    threading.Thread(target=_reap_orphans, daemon=True).start()
-    if relay is not None:
+    # SIGCHLD needs a handler (any) for Python to write its byte to the wakeup pipe
+    wakeups, wake = os.pipe()
+    os.set_blocking(wake, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    signal.set_wakeup_fd(wake, warn_on_full_buffer=False)
+    threading.Thread(target=_reap_orphans, args=(wakeups,), daemon=True).start()
+    for relay in relays:
         threading.Thread(target=relay.serve, daemon=True).start()
     _reply({"id": 0, "ready": True, "pid": os.getpid()})
     for line in _conn.makefile("rb"):
         if not line.strip():
             continue
         req = json.loads(line)
-        if relay is not None and req.get("op") in ("relay_data", "relay_close"):
-            relay.send(req)  # in order, no reply: a stream, not a request
+        if relays and req.get("op") in ("relay_data", "relay_close"):
+            _Relay.send(req)  # in order, no reply: a stream, not a request
             continue
         try:
             threading.Thread(target=_handle, args=(req,), daemon=True).start()

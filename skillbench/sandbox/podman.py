@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from podman import PodmanClient
+from podman.api import prepare_body
 
-from skillbench.sandbox import executor
+from skillbench.sandbox import executor, handover
 from skillbench.sandbox.base import (
     AGENT,
+    HANDOVER,
     HOMES,
     UIDS,
     Mount,
@@ -36,16 +38,21 @@ from skillbench.sandbox.base import (
     parse_size,
 )
 from skillbench.sandbox.container import PodmanSandbox
+from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
 from skillbench.sandbox.service import PodmanService, runtime_dir
 
 LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"
 PROVIDER_LABEL = "skillbench.provider"  # which provider in that process: what it removes
 EXECUTOR_FILE = Path(executor.__file__)
+HANDOVER_FILE = Path(handover.__file__)
 _IN_SANDBOX = "/opt/skillbench/executor.py"
 _SOCKET_DIR = "/run/skillbench"
 _LOGS = "16m"  # /logs, for verifiers that write a reward file (Harbor's /logs/verifier)
 _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the other tmpfs
+# A cgroup (cgroupfs path, e.g. /skillbench) every sandbox and its conmon go under, so their
+# CPU and memory can be read (bench/cpu.py, bench/memory.py) or capped together.
+CGROUP_ENV = "SKILLBENCH_CGROUP_PARENT"
 
 
 def _owner() -> str:
@@ -85,31 +92,35 @@ class PodmanProvider:
     def __init__(self, service: PodmanService | None = None, *, sweep: bool = True):
         self.service = service or PodmanService.start_or_reuse()
         self._owns_service = service is None
-        self._local = threading.local()
+        self._client = PodmanClient(base_url=self.service.url, timeout=120, max_pool_size=64)
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
+        self._pods: dict[str, PodmanPod] = {}
         # Creations run in worker threads that a cancelled await does not stop: the count
         # lets the final sweep wait for them, `_stopping` refuses new ones.
         self._creating = threading.Condition()
         self._in_flight = 0
         self._stopping = False
         self.labels = {LABEL: "1", OWNER_LABEL: _owner(), PROVIDER_LABEL: os.urandom(6).hex()}
+        self.cgroup_parent = os.environ.get(CGROUP_ENV) or None
         if sweep:
             self.sweep()
 
     def client(self) -> PodmanClient:
-        """The calling thread's client (podman-py clients are not shared across threads)."""
-        client = getattr(self._local, "client", None)
-        if client is None:
-            client = PodmanClient(base_url=self.service.url, timeout=120)
-            self._local.client = client
-        return client
+        """The one client every thread shares: one connection pool to the service (its
+        urllib3 pool is thread-safe), instead of a client and a pool per worker thread."""
+        return self._client
 
     def sweep(self) -> int:
         """Remove containers left by skillbench processes on this host that are gone."""
         removed = 0
         host = socket.gethostname()
         ours = {"label": LABEL}
+        # pods first: a pod's infra container cannot be removed on its own
+        for pod in _listed(lambda: self.client().pods.list(filters=ours)):
+            if _owner_gone(pod.attrs.get("Labels"), host):
+                with contextlib.suppress(Exception):  # another process's sweep took it first
+                    remove_pod(self.client(), pod.name)
         for ctr in _listed(lambda: self.client().containers.list(all=True, filters=ours)):
             if _owner_gone(ctr.labels, host):
                 with contextlib.suppress(Exception):  # another process's sweep took it first
@@ -151,6 +162,9 @@ class PodmanProvider:
         mine = {"label": f"{PROVIDER_LABEL}={self.labels[PROVIDER_LABEL]}"}
         # a client of its own: the threads' clients may be mid-request
         with PodmanClient(base_url=self.service.url, timeout=wait) as client:
+            for pod in _listed(lambda: client.pods.list(filters=mine)):
+                with contextlib.suppress(Exception):  # (gone meanwhile)
+                    remove_pod(client, pod.name)
             for ctr in _listed(lambda: client.containers.list(all=True, filters=mine)):
                 with contextlib.suppress(Exception):  # (gone meanwhile)
                     ctr.remove(force=True, timeout=0)
@@ -165,6 +179,8 @@ class PodmanProvider:
         finally:
             for sandbox in list(self._live):
                 shutil.rmtree(sandbox._sock_dir, ignore_errors=True)
+            for pod in list(self._pods.values()):
+                shutil.rmtree(pod.folder, ignore_errors=True)
             if self._owns_service:
                 self.service.stop()
 
@@ -176,7 +192,8 @@ class PodmanProvider:
         except BaseException:
             shutil.rmtree(sock_dir, ignore_errors=True)
             raise
-        sandbox = PodmanSandbox(self, ctr_id, sock_dir, spec.relay, spec.workdir)
+        relays = tuple(r for r in (spec.relay, spec.egress) if r is not None)
+        sandbox = PodmanSandbox(self, ctr_id, sock_dir, relays, spec.workdir)
         self._live.add(sandbox)
         try:
             await sandbox.connect()
@@ -184,6 +201,10 @@ class PodmanProvider:
             await sandbox.close()
             raise
         return sandbox
+
+    async def pod(self, spec: SandboxSpec) -> PodmanPod:
+        """The arm's pod with `spec.services` running and healthy (pod.py)."""
+        return await start_pod(self, spec)
 
     async def workspace(self, size: str, owner: str = AGENT) -> PodmanWorkspace:
         """A tmpfs volume: a kernel-enforced size (ENOSPC past it) on rootful podman 4.3,
@@ -238,7 +259,12 @@ class PodmanProvider:
                 *("python3", "-u", _IN_SANDBOX),
                 *("--listen", f"{_SOCKET_DIR}/exec.sock", "--user", spec.user),
                 *("--workdir", spec.workdir),
-                *(("--relay", str(spec.relay.port)) if spec.relay else ()),
+                *(
+                    arg
+                    for r in (spec.relay, spec.egress)
+                    if r is not None
+                    for arg in ("--relay", str(r.port))
+                ),
             ],
             init=False,
             working_dir=spec.workdir,
@@ -268,6 +294,7 @@ class PodmanProvider:
                     for m in (
                         *spec.mounts,
                         Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
+                        Mount(str(HANDOVER_FILE), HANDOVER, read_only=True),
                         Mount(str(sock_dir), _SOCKET_DIR, read_only=False),
                     )
                 ),
@@ -281,18 +308,52 @@ class PodmanProvider:
             # (a volume mounted over a folder of the image starts with its files: podman
             # copies them in, so an image's /app seeds a case whose workdir is /app)
             kwargs["volumes"] = {spec.workspace: {"bind": spec.workdir, "mode": "rw"}}
-        if not spec.network:
+        if spec.pod is not None:
+            # the pod's network (loopback only) and its hosts file naming the services
+            kwargs["pod"] = spec.pod
+            kwargs["mounts"].append(
+                {
+                    "type": "bind",
+                    "source": self._pods[spec.pod].hosts,
+                    "target": HOSTS,
+                    "read_only": True,
+                }
+            )
+        elif not spec.network:
             kwargs["network_mode"] = "none"
+        if self.cgroup_parent:
+            kwargs["cgroup_parent"] = self.cgroup_parent
+        api = self.client().api
         try:
-            ctr = self.client().containers.create(spec.image, **kwargs)
+            # podman-py's own translation of the keywords into a spec, posted without the
+            # inspect `containers.create` follows it with (an inspect runs `runc state`)
+            payload = self.client().containers._render_payload({"image": spec.image, **kwargs})
+            created = api.post(
+                "/containers/create",
+                headers={"content-type": "application/json"},
+                data=prepare_body(payload),
+            )
+            created.raise_for_status()
+            ctr_id = str(created.json()["Id"])
         except Exception as exc:
             raise SandboxError(f"could not create a sandbox from {spec.image}: {exc}") from exc
         try:
-            ctr.start()
+            api.post(f"/containers/{ctr_id}/start").raise_for_status()
         except Exception as exc:
-            ctr.remove(force=True, timeout=0)
+            self.remove_container(ctr_id)
             raise SandboxError(f"could not start a sandbox from {spec.image}: {exc}") from exc
-        return str(ctr.id)
+        return ctr_id
+
+    def remove_container(self, ctr_id: str) -> None:
+        """Kill and remove a container in one request (no inspect first); gone already is
+        fine."""
+        response = self.client().api.delete(
+            f"/containers/{ctr_id}", params={"force": True, "timeout": 0, "ignore": True}
+        )
+        response.raise_for_status()
+        failed = [r["Err"] for r in response.json() if r.get("Err")]  # one report per container
+        if failed:
+            raise SandboxError(f"could not remove container {ctr_id[:12]}: {failed[0]}")
 
     async def aclose(self) -> None:
         """Close every sandbox still open, sweep up what an interrupted creation made, then
@@ -300,10 +361,14 @@ class PodmanProvider:
         try:
             await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
             await asyncio.gather(
+                *(p.close() for p in list(self._pods.values())), return_exceptions=True
+            )
+            await asyncio.gather(
                 *(w.close() for w in list(self._workspaces)), return_exceptions=True
             )
             await asyncio.to_thread(self.remove_own)
         finally:
+            self._client.close()
             if self._owns_service:
                 self.service.stop()
 

@@ -57,6 +57,11 @@ class PodmanService:
         self._process = process
 
     @property
+    def pid(self) -> int | None:
+        """The service's process id when this process started it."""
+        return None if self._process is None else self._process.pid
+
+    @property
     def owned(self) -> bool:
         return self._process is not None
 

@@ -5,8 +5,9 @@ fixture → inline files → `setup` → the skill(s), read-only under /skills (
 bind-mounted read-only from the start and filled from the host). All of it runs as the
 agent user. After the agent phase, `check_phase` starts a fresh checker sandbox from the same
 image on the same /work, removes the agent's sandbox (every agent process with it), hands
-/work to the `checker` user and shows the skill's `evals/` read-only under /case. Only /work
-crosses over; the agent's sandbox never sees /case.
+/work to the `checker` user (handover.py: no link the agent made leads to the answer key, no
+file stays locked) and shows the skill's `evals/` read-only under /case. Only /work crosses
+over; the agent's sandbox never sees /case.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from skillbench.sandbox.base import (
     SKILLS_DIR,
     WORKDIR,
     Mount,
+    Pod,
     Sandbox,
     SandboxError,
     SandboxProvider,
@@ -38,13 +40,30 @@ from skillbench.skills import copy_for_staging
 
 SETUP_TIMEOUT = 60.0
 TOOLS_DIR = "/opt/skillbench"  # skillbench itself, read-only, for checks that call it
+# git in a check reads the repository the agent left: none of the config that makes git run
+# a program (hooks, fsmonitor; also when an include brings it in) may come from it. Settings
+# given in the environment win over every config file, and no system or global file is read.
+_GIT = {
+    "core.hooksPath": "/dev/null",
+    "core.fsmonitor": "false",
+    "safe.directory": "*",  # /work is the checker's after the handover; any other repo too
+}
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_PAGER": "cat",
+    "GIT_CONFIG_COUNT": str(len(_GIT)),
+    **{f"GIT_CONFIG_KEY_{i}": key for i, key in enumerate(_GIT)},
+    **{f"GIT_CONFIG_VALUE_{i}": value for i, value in enumerate(_GIT.values())},
+}
 # The checker's environment is fixed, not inherited: no user site-packages, a known PATH
-# (with `skillbench` on it).
+# (with `skillbench` on it), git as above.
 CHECK_ENV = {
     "PATH": f"/usr/local/bin:/usr/bin:/bin:{TOOLS_DIR}/bin",
     "PYTHONNOUSERSITE": "1",
     "LANG": "C.UTF-8",
     "CASE": CASE_DIR,
+    **GIT_ENV,
 }
 # `skillbench` in the checker: the host's own package and its dependencies, mounted
 # read-only; it runs on the image's python3 when that is the host's Python version.
@@ -94,20 +113,25 @@ class ContaminationError(Exception):
 
 class StagedArm(msgspec.Struct):
     """A sandbox seeded for one arm, its workspace, and the host folders behind its
-    read-only mounts; after `check_phase`, also the checker sandbox."""
+    read-only mounts; after `check_phase`, also the checker sandbox. With the case's
+    services, the pod both sandboxes joined."""
 
     sandbox: Sandbox
     workspace: Workspace
     skills: tuple[str, ...]
     host_dir: str  # holds skills/ and case/, removed on close
     checker: Sandbox | None = None
+    handover: list[str] = []  # what the handover to the checker cut or copied
+    pod: Pod | None = None
 
     async def close(self) -> None:
-        """Destroy the sandboxes, the workspace and the host folders."""
+        """Destroy the sandboxes, the services, the workspace and the host folders."""
         try:
             for box in (self.sandbox, self.checker):
                 if box is not None:
                     await box.close()
+            if self.pod is not None:
+                await self.pod.close()
             await self.workspace.close()
         finally:
             shutil.rmtree(self.host_dir, ignore_errors=True)
@@ -122,25 +146,34 @@ async def stage_arm(
     scratch: Path | None = None,
 ) -> StagedArm:
     """Create a sandbox and seed it for `session` with `skills` (name -> folder) staged
-    under /skills/<name> (none = the baseline)."""
+    under /skills/<name> (none = the baseline). The case's services start first, in a pod
+    of the arm's own that the sandbox joins: they are healthy before anything is staged."""
     if scratch is not None:
         scratch.mkdir(parents=True, exist_ok=True)
     host_dir = Path(tempfile.mkdtemp(prefix="arm-", dir=scratch))
     (host_dir / "skills").mkdir()
     mounts = (Mount(str(host_dir / "skills"), SKILLS_DIR, read_only=True),)
-    workspace = None
+    workspace = pod = None
     try:
         workspace = await provider.workspace(spec.disk)
+        pod = await provider.pod(spec) if spec.services else None
         sandbox = await provider.create(
-            msgspec.structs.replace(spec, mounts=spec.mounts + mounts, workspace=workspace.name)
+            msgspec.structs.replace(
+                spec,
+                mounts=spec.mounts + mounts,
+                workspace=workspace.name,
+                pod=pod.name if pod else None,
+            )
         )
     except BaseException:
+        if pod is not None:
+            await pod.close()
         if workspace is not None:
             await workspace.close()
         shutil.rmtree(host_dir, ignore_errors=True)
         raise
     names = tuple(sorted(skills))
-    arm = StagedArm(sandbox, workspace, names, str(host_dir))
+    arm = StagedArm(sandbox, workspace, names, str(host_dir), pod=pod)
     try:
         if sandbox.workdir != WORKDIR:  # what the image had there came in as root's
             owned = await sandbox.exec(
@@ -185,17 +218,82 @@ async def guard_contamination(sandbox: Sandbox, expected: Sequence[str]) -> None
 
 
 async def check_phase(
-    provider: SandboxProvider, spec: SandboxSpec, arm: StagedArm, skill_dir: Path
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    arm: StagedArm,
+    skill_dir: Path,
+    harbor: str | None = None,
 ) -> Sandbox:
     """After the agent phase: the checker sandbox, where checks run (design §9).
 
     A fresh sandbox from the same image mounts the arm's workspace and the skill's `evals/`
     at /case, read-only; then the agent's sandbox is removed, so no agent process is left,
-    and /work is handed to the `checker` user. The checker's root filesystem, HOME and /tmp
-    are new; its environment is CHECK_ENV. The checker starts before the agent's sandbox
-    goes because the workspace lives only while a sandbox holds it.
+    and /work is handed to the `checker` user (Sandbox.hand_over; its notes are kept on the
+    arm). The checker's root filesystem, HOME and /tmp are new; its environment is CHECK_ENV.
+    The checker starts before the agent's sandbox goes because the workspace lives only while
+    a sandbox holds it. It joins the arm's pod, so checks may query the case's services
+    (which outlive the agent's sandbox). `harbor`: a Harbor task's folder under evals/
+    (harbor_mounts).
     """
-    case = Path(arm.host_dir) / "case"
+    arm.checker = await _open_checker(
+        provider, spec, arm.workspace, Path(arm.host_dir), skill_dir, harbor, arm.pod
+    )
+    await arm.sandbox.close()
+    await _hand_over(arm)
+    await _harbor_logs(arm.checker, harbor)
+    return arm.checker
+
+
+async def recheck_phase(
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    archive: Path,
+    skill_dir: Path,
+    scratch: Path,
+    harbor: str | None = None,
+) -> StagedArm:
+    """A checker for a reused session (its checks run again against the current check files):
+    a fresh workspace holding what the session's own check phase was handed (`archive`, from
+    Sandbox.save_archive), handed over once more. No agent sandbox: its `sandbox` is the
+    checker too."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    host_dir = Path(tempfile.mkdtemp(prefix="recheck-", dir=scratch))
+    workspace = pod = None
+    try:
+        workspace = await provider.workspace(spec.disk)
+        # the case's services, fresh: what the session did to its own is gone with it
+        pod = await provider.pod(spec) if spec.services else None
+        checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir, harbor, pod)
+    except BaseException:
+        if pod is not None:
+            await pod.close()
+        if workspace is not None:
+            await workspace.close()
+        shutil.rmtree(host_dir, ignore_errors=True)
+        raise
+    arm = StagedArm(checker, workspace, (), str(host_dir), checker=checker, pod=pod)
+    try:
+        await checker.load_archive(archive, spec.workdir)
+        await _hand_over(arm)
+        await _harbor_logs(checker, harbor)
+    except BaseException:
+        await arm.close()
+        raise
+    return arm
+
+
+async def _open_checker(
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    workspace: Workspace,
+    host_dir: Path,
+    skill_dir: Path,
+    harbor: str | None,
+    pod: Pod | None = None,
+) -> Sandbox:
+    """A fresh checker sandbox on `workspace`, with the skill's current `evals/` at /case
+    (and a Harbor task's files where Harbor puts them)."""
+    case = host_dir / "case"
     evals = skill_dir / "evals"
     if evals.is_dir():
         # links are followed: an eval may point at a script the skill ships
@@ -205,25 +303,53 @@ async def check_phase(
     checker_spec = msgspec.structs.replace(
         spec,
         user=CHECKER,
-        workspace=arm.workspace.name,
+        workspace=workspace.name,
+        pod=pod.name if pod else None,
         env={**spec.env, **CHECK_ENV},
         logs=True,
         mounts=(
             *spec.mounts,
             Mount(str(case), CASE_DIR, read_only=True),
-            *_tool_mounts(Path(arm.host_dir)),
+            *harbor_mounts(case, harbor, ("tests", "solution")),
+            *_tool_mounts(host_dir),
         ),
     )
-    arm.checker = await provider.create(checker_spec)
-    await arm.sandbox.close()
-    claim = await arm.checker.exec(
-        ["chown", "-R", "-h", f"{CHECKER}:{CHECKER}", spec.workdir], user=ROOT, timeout=300
+    return await provider.create(checker_spec)
+
+
+def harbor_mounts(evals: Path, harbor: str | None, parts: Sequence[str]) -> tuple[Mount, ...]:
+    """A Harbor task's `parts` (tests, solution) at Harbor's absolute paths, read-only: its
+    test.sh runs unmodified. Each is a mount point of its own, so the handover cuts every
+    agent link into it (a link may stay only when it leads into /work or the image)."""
+    if harbor is None:
+        return ()
+    folder = evals / harbor
+    return tuple(
+        Mount(str(folder / part), f"/{part}", read_only=True)
+        for part in parts
+        if (folder / part).is_dir()
     )
-    if not claim.ok:
-        raise SandboxError(
-            f"could not hand {spec.workdir} to the checker: {claim.stderr.strip()[-300:]}"
-        )
-    return arm.checker
+
+
+async def _harbor_logs(checker: Sandbox, harbor: str | None) -> None:
+    """The folders Harbor makes before its verifier runs, fresh on the checker's own /logs
+    (after the handover: nothing of the agent's is there)."""
+    if harbor is None:
+        return
+    done = await checker.exec(["mkdir", "-p", *HARBOR_LOGS], timeout=30)
+    if not done.ok:
+        raise SandboxError(f"could not make {' and '.join(HARBOR_LOGS)}: {done.stderr[-200:]}")
+
+
+HARBOR_LOGS = ("/logs/verifier", "/logs/agent")
+
+
+async def _hand_over(arm: StagedArm) -> None:
+    assert arm.checker is not None
+    try:
+        arm.handover = await arm.checker.hand_over(CHECKER)
+    except OSError as exc:
+        raise SandboxError(f"could not hand the workspace to the checker: {exc}") from None
 
 
 async def missing_requirements(sandbox: Sandbox, requires: Sequence[str]) -> list[str]:

@@ -66,6 +66,11 @@ function armColumn(row, arm) {
   for (const c of (s.checks[row.case] || [])) {
     const li = el("li", "check " + (c.passed ? "pass" : "fail"), c.name);
     li.appendChild(el("span", "detail", c.detail));
+    const metrics = Object.entries(c.metrics || {});
+    if (metrics.length) {
+      li.appendChild(el("span", "detail", "metrics: " + metrics.map(function (m) { return m[0] + " " + m[1]; }).join(", ")));
+    }
+    if (c.output && !c.passed) li.appendChild(long(c.output));  // the failing verifier's own words
     checks.appendChild(li);
   }
   col.appendChild(checks);

@@ -1,0 +1,278 @@
+"""The egress proxy (design §17): the only way from a sandbox to the hosts its case allows.
+
+The sandbox keeps `--network none`. A phase whose case lists hosts gets one of these on the
+host, reached through the executor's relay (a loopback port inside, like the model broker),
+with `HTTP_PROXY`/`HTTPS_PROXY` pointing at it. It speaks HTTP CONNECT (for TLS, which it
+never opens) and plain absolute-form HTTP, one request per connection. A target is let
+through only when it matches an entry of the allowlist (host and port); the name is resolved
+here, on the host, and a name that resolves to a private, loopback or link-local address is
+refused unless that address is itself listed (an allowed name cannot be pointed at the host's
+own services). Anything else is answered 403. Every connection, allowed or refused, is one
+line in the session's `network/<session key>.jsonl`: phase, host, port, bytes each way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import msgspec
+
+from skillbench.evals.network import Allowed, parse_entry
+from skillbench.sandbox.base import Relay, SandboxSpec
+
+PROXY_PORT = 3128  # the proxy's address inside the sandbox: http://127.0.0.1:3128
+_HEAD_CAP = 64 << 10  # bytes of a request head; more is refused
+_CONNECT_TIMEOUT = 10.0
+# Hop-by-hop headers of the client's request (RFC 9110 §7.6.1) and the proxy's own.
+_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "upgrade"}
+
+
+def proxy_env(direct: Sequence[str] = (), port: int = PROXY_PORT) -> dict[str, str]:
+    """What a phase's commands see: the proxy for HTTP and HTTPS, with `localhost` and
+    `direct` (the model broker's relay; the case's own services) left unproxied. 127.0.0.1
+    goes through the proxy, so a listed `127.0.0.1:PORT` is the host's own loopback."""
+    url = f"http://127.0.0.1:{port}"
+    bypass = ",".join(["localhost", *direct])
+    return {
+        "HTTP_PROXY": url,
+        "HTTPS_PROXY": url,
+        "http_proxy": url,
+        "https_proxy": url,
+        "NO_PROXY": bypass,
+        "no_proxy": bypass,
+    }
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+class EgressProxy:
+    """One phase's proxy: start() it, point the sandbox's egress relay at `port`, stop() it."""
+
+    def __init__(self, allowed: Sequence[str], log: Path, phase: str):
+        self.allowed = tuple(parse_entry(a) for a in allowed)
+        self.log, self.phase = log, phase
+        self._server = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.port = int(self._server.getsockname()[1])
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def start(self) -> EgressProxy:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        threading.Thread(target=self._accept, daemon=True, name="egress").start()
+        return self
+
+    def stop(self) -> None:
+        """Close the listener and cut every connection still open."""
+        self._stopped = True
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)
+        self._server.close()
+        with self._lock:
+            live = list(self._open)
+        for sock in live:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def _accept(self) -> None:
+        while not self._stopped:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    # one connection ------------------------------------------------------------------------
+
+    def _serve(self, client: socket.socket) -> None:
+        started = time.monotonic()
+        entry: dict[str, object] = {"phase": self.phase, "method": None, "host": None, "port": None}
+        upstream: socket.socket | None = None
+        self._track(client)
+        try:
+            head, rest = _read_head(client)
+            method, host, port, forward = _target(head)
+            entry.update(method=method, host=host, port=port)
+            address = self._permit(host, port)
+            entry["address"] = address
+            try:
+                upstream = socket.create_connection((address, port), timeout=_CONNECT_TIMEOUT)
+            except OSError as exc:
+                raise _Refused(502, f"could not connect to {host}:{port}: {exc}") from None
+            upstream.settimeout(None)
+            self._track(upstream)
+            if method == "CONNECT":
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                rest = forward + rest
+            sent, received = _pipe(client, upstream, rest)
+            entry.update(allowed=True, sent=sent, received=received)
+        except _Refused as exc:
+            entry.update(allowed=False, status=exc.status, reason=exc.reason)
+            body = f"skillbench egress ({self.phase} phase): {exc.reason}\n".encode()
+            with contextlib.suppress(OSError):
+                client.sendall(
+                    f"HTTP/1.1 {exc.status} {'Forbidden' if exc.status == 403 else 'Error'}\r\n"
+                    f"Content-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+                    "Connection: close\r\n\r\n".encode()
+                    + body
+                )
+        except OSError as exc:  # the client went away mid-way
+            entry.update(allowed=entry.get("address") is not None, error=str(exc))
+        finally:
+            for sock in (client, upstream):
+                if sock is not None:
+                    self._untrack(sock)
+                    sock.close()
+            entry["seconds"] = round(time.monotonic() - started, 4)
+            self._record(entry)
+
+    def _permit(self, host: str, port: int) -> str:
+        """The address to connect to for `host:port`, or _Refused (403) saying why not."""
+        listed = [a for a in self.allowed if a.host == host and port in a.ports]
+        if not listed:
+            raise _Refused(403, f"{host}:{port} is not in the case's network allowlist")
+        if listed[0].address:
+            return host
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise _Refused(502, f"could not resolve {host}: {exc}") from None
+        explicit = {a.host for a in self.allowed if a.address and port in a.ports}
+        for info in infos:
+            address = str(info[4][0])
+            ip = ipaddress.ip_address(address)
+            if ip.is_global or address in explicit:
+                return address
+        raise _Refused(
+            403,
+            f"{host} resolves to a private or local address ({infos[0][4][0]}); "
+            "list that address itself to allow it",
+        )
+
+    def _record(self, entry: dict[str, object]) -> None:
+        line = json.dumps({"at": time.time(), **entry}) + "\n"
+        with self._lock, self.log.open("a") as fh:  # (both phases' proxies share the file)
+            fh.write(line)
+
+    def _track(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.add(sock)
+
+    def _untrack(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(sock)
+
+
+def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
+    """The request head (through the blank line) and whatever followed it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        if len(data) > _HEAD_CAP:
+            raise _Refused(431, "the request head is too large")
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise _Refused(400, "the connection closed before a request")
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def _target(head: bytes) -> tuple[str, str, int, bytes]:
+    """(method, host, port, the head to send upstream) of a proxy request."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3:
+        raise _Refused(400, "not an HTTP request")
+    method, target, version = parts
+    if method == "CONNECT":
+        try:
+            allowed = _host_port(target)
+        except ValueError:
+            raise _Refused(400, f"CONNECT needs host:port, got {target!r}") from None
+        return method, allowed.host, allowed.ports[0], b""
+    url = urlsplit(target)
+    if url.scheme != "http" or not url.hostname:
+        raise _Refused(
+            400, f"a proxied request needs an absolute http:// URL, got {target[:200]!r}"
+        )
+    host = url.hostname.lower().rstrip(".")
+    port = url.port or 80
+    path = url.path or "/"
+    if url.query:
+        path += f"?{url.query}"
+    headers = [h for h in lines[1:] if h.split(":", 1)[0].strip().lower() not in _HOP]
+    forward = "\r\n".join([f"{method} {path} {version}", *headers, "Connection: close", "", ""])
+    return method, host, port, forward.encode("latin-1")
+
+
+def _host_port(text: str) -> Allowed:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(text)
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    return Allowed(host.lower().rstrip("."), (int(port),))
+
+
+def _pipe(client: socket.socket, upstream: socket.socket, first: bytes) -> tuple[int, int]:
+    """Copy both ways until both sides are done; (bytes sent upstream, bytes received)."""
+    counts = [0, 0]
+
+    def copy(src: socket.socket, dst: socket.socket, slot: int, lead: bytes = b"") -> None:
+        try:
+            if lead:
+                dst.sendall(lead)
+                counts[slot] += len(lead)
+            while chunk := src.recv(65536):
+                dst.sendall(chunk)
+                counts[slot] += len(chunk)
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def back() -> None:
+        copy(upstream, client, 1)
+        # the upstream is done answering: the exchange is over, whatever the client keeps open
+        with contextlib.suppress(OSError):
+            client.shutdown(socket.SHUT_RD)
+
+    down = threading.Thread(target=back, daemon=True)
+    down.start()
+    copy(client, upstream, 0, first)
+    down.join()
+    return counts[0], counts[1]
+
+
+@contextlib.asynccontextmanager
+async def phase_proxy(
+    spec: SandboxSpec, hosts: Sequence[str], log: Path, phase: str
+) -> AsyncIterator[SandboxSpec]:
+    """`spec` for one phase: unchanged when the phase may reach nothing (no relay, no proxy
+    variables); else with a started proxy for `hosts` behind the egress relay, stopped after."""
+    if not hosts:
+        yield spec
+        return
+    proxy = EgressProxy(hosts, log, phase).start()
+    try:
+        yield msgspec.structs.replace(
+            spec,
+            egress=Relay(PROXY_PORT, "127.0.0.1", proxy.port),
+            # (a CLI agent's broker, at its own loopback port, is reached directly)
+            env={**spec.env, **proxy_env([f"127.0.0.1:{spec.relay.port}"] if spec.relay else [])},
+        )
+    finally:
+        await asyncio.to_thread(proxy.stop)

@@ -1,0 +1,210 @@
+"""A case's services as a podman pod beside one arm (design §17): the pod's network namespace
+has only loopback (`--network none`), every container of the arm joins it (the services, the
+agent's sandbox, then its checker), and a hosts file of our own, mounted read-only in each,
+names the services at 127.0.0.1. Each arm gets its own pod, so no arm reaches another's
+services, and no service reaches anything outside its pod.
+
+Measured on podman 4.3: the pod's infra container is built locally from catatonit
+(scripts/setup-host.sh installs it); `--add-host` on a pod with no network never reaches
+/etc/hosts, hence the mounted file; a pod removed without a kill first waits 5 s for its
+containers to stop; a container that had exec sessions (the health probes) takes ~3.5 s to
+remove, off the session's slot (the engine closes arms in the background).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from skillbench.sandbox.base import SandboxError, SandboxSpec, Service, parse_size
+from skillbench.sandbox.service import runtime_dir
+
+if TYPE_CHECKING:
+    from skillbench.sandbox.podman import PodmanProvider
+
+HOSTS = "/etc/hosts"
+_PROBE_EVERY = 0.25  # seconds between health probes
+_PROBE_GRACE = 5.0  # seconds the last probe may take past the deadline
+_TAIL = 300  # characters of a probe's or a service's output kept in a reason
+
+
+class PodmanPod:
+    """One arm's pod: its services, and the hosts file its containers mount."""
+
+    def __init__(self, provider: PodmanProvider, name: str, folder: Path):
+        self.provider = provider
+        self.name = name
+        self.folder = folder  # holds the hosts file; removed with the pod
+        self._closed = False
+
+    @property
+    def hosts(self) -> str:
+        return str(self.folder / "hosts")
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await asyncio.to_thread(remove_pod, self.provider.client(), self.name)
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.provider._pods.pop(self.name, None)
+
+
+def remove_pod(client: Any, name: str) -> None:
+    """Kill, then remove, a pod with every container in it; gone already is fine."""
+    try:
+        pod = client.pods.get(name)
+        with contextlib.suppress(Exception):  # (nothing running in it)
+            pod.kill(signal=9)
+        pod.remove(force=True)
+    except Exception as exc:
+        if "no such pod" not in str(exc).lower() and "404" not in str(exc):
+            raise SandboxError(f"could not remove pod {name}: {exc}") from exc
+
+
+def hosts_file(services: tuple[Service, ...]) -> str:
+    names = " ".join(s.name for s in services)
+    return f"127.0.0.1\tlocalhost {names}\n::1\tlocalhost\n"
+
+
+async def start_pod(provider: PodmanProvider, spec: SandboxSpec) -> PodmanPod:
+    """Create the pod and start its services in order, each healthy before the next."""
+    folder = Path(tempfile.mkdtemp(prefix=f"sb-{os.getpid()}-pod-", dir=runtime_dir()))
+    (folder / "hosts").write_text(hosts_file(spec.services))
+    (folder / "hosts").chmod(0o644)
+    name = f"skillbench-pod-{os.getpid()}-{os.urandom(4).hex()}"
+    labels = {**provider.labels, **spec.labels}
+
+    def create() -> None:
+        with provider._creation():
+            try:
+                provider.client().pods.create(
+                    name, labels=labels, netns={"nsmode": "none"}, share=["net"]
+                )
+            except Exception as exc:
+                raise SandboxError(
+                    f"could not create a pod for the case's services: {exc}"
+                ) from exc
+
+    try:
+        await asyncio.to_thread(create)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    pod = PodmanPod(provider, name, folder)
+    provider._pods[name] = pod
+    try:
+        for service in spec.services:
+            ctr_id = await asyncio.to_thread(_start_service, provider, spec, pod, service)
+            await _healthy(provider, ctr_id, service)
+    except BaseException:
+        await pod.close()
+        raise
+    return pod
+
+
+def _start_service(
+    provider: PodmanProvider, spec: SandboxSpec, pod: PodmanPod, service: Service
+) -> str:
+    image = service.image or spec.image
+    kwargs: dict[str, Any] = dict(
+        pod=pod.name,
+        name=f"{pod.name}-{service.name}",
+        labels={**provider.labels, **spec.labels},
+        environment=dict(service.env),
+        mounts=[{"type": "bind", "source": pod.hosts, "target": HOSTS, "read_only": True}],
+        # the arm's limits (a service is the case's, not the agent's, but shares the machine)
+        mem_limit=parse_size(spec.memory),
+        pids_limit=spec.pids,
+        nano_cpus=int(spec.cpus * 1e9),
+        ulimits=[  # both or neither: nofile alone resets nproc and start fails
+            {"Name": "nofile", "Soft": spec.nofile, "Hard": spec.nofile},
+            {"Name": "nproc", "Soft": spec.nproc, "Hard": spec.nproc},
+        ],
+        no_new_privileges=True,
+        stop_signal=9,
+    )
+    if service.command:
+        kwargs["command"] = list(service.command)
+    with provider._creation():
+        try:
+            ctr = provider.client().containers.create(image, **kwargs)
+            ctr.start()
+        except Exception as exc:
+            raise SandboxError(
+                f"service {service.name!r} could not start from {image}: {exc}"
+            ) from exc
+        return str(ctr.id)
+
+
+async def _healthy(provider: PodmanProvider, ctr_id: str, service: Service) -> None:
+    """Wait until the service's health check passes (or, without one, it is running);
+    SandboxError with the last probe's and the service's own output when it does not."""
+    deadline = time.monotonic() + service.health_timeout
+    last = "no probe finished"
+    while True:
+        await _running(provider, ctr_id, service)
+        if not service.healthcheck:
+            return
+        left = deadline - time.monotonic()
+        try:
+            code, out = await asyncio.wait_for(
+                # (a probe started near the deadline still gets its grace: a slow machine
+                # must not turn "unhealthy" into "did not answer")
+                asyncio.to_thread(_probe, provider, ctr_id, service.healthcheck),
+                max(left, _PROBE_GRACE),
+            )
+            if code == 0:
+                return
+            last = (
+                f"last probe exited {code}: {out[-_TAIL:]}" if out else f"last probe exited {code}"
+            )
+        except TimeoutError:
+            last = "the last probe did not finish"
+        except Exception as exc:  # (e.g. it stopped as the probe began: the next look says so)
+            last = f"the last probe could not run: {exc}"
+        if time.monotonic() + _PROBE_EVERY > deadline:
+            await _running(provider, ctr_id, service)  # (a service that stopped says so)
+            logs = await asyncio.to_thread(_logs, provider, ctr_id)
+            raise SandboxError(
+                f"service {service.name!r} was not healthy within "
+                f"{service.health_timeout:g} s ({last}); its output: {logs or 'none'}"
+            )
+        await asyncio.sleep(_PROBE_EVERY)
+
+
+async def _running(provider: PodmanProvider, ctr_id: str, service: Service) -> None:
+    state = await asyncio.to_thread(_state, provider, ctr_id)
+    if state != "running":
+        logs = await asyncio.to_thread(_logs, provider, ctr_id)
+        raise SandboxError(
+            f"service {service.name!r} stopped ({state}) before it was healthy; "
+            f"its output: {logs or 'none'}"
+        )
+
+
+def _state(provider: PodmanProvider, ctr_id: str) -> str:
+    return str(provider.client().containers.get(ctr_id).status)
+
+
+def _logs(provider: PodmanProvider, ctr_id: str) -> str:
+    ctr = provider.client().containers.get(ctr_id)
+    found = ctr.logs(stdout=True, stderr=True, tail=5)
+    logs = (found if isinstance(found, bytes) else b"".join(found)).decode("utf-8", "replace")
+    return " ".join(logs.split())[-_TAIL:]
+
+
+def _probe(provider: PodmanProvider, ctr_id: str, argv: tuple[str, ...]) -> tuple[int, str]:
+    ctr = provider.client().containers.get(ctr_id)
+    code, out = ctr.exec_run(list(argv), demux=True)  # (without demux: framed bytes)
+    both = out if isinstance(out, tuple) else (out, None)
+    text = b"".join(part or b"" for part in both).decode("utf-8", "replace")
+    return int(code or 0), " ".join(text.split())

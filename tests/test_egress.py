@@ -1,0 +1,201 @@
+"""Network per phase (design §17, issue 23 part 3), offline against real podman: a local HTTP
+server on the host stands in for the internet. Through the egress proxy a listed host:port
+answers from inside the sandbox, every other target is refused 403 and recorded; a phase with
+`network: none` has no proxy, no relay and reaches nothing; a verifier-only allowlist lets the
+checks fetch while the agent cannot."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from skillbench.egress import PROXY_PORT, phase_proxy
+from skillbench.evals.cases import load_case
+from skillbench.evals.network import Network, parse_entry
+from skillbench.importers.formats import INTERNET, import_harbor
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.podman import PodmanProvider
+from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write
+
+# A GET of $1 with python's urllib (which reads HTTP_PROXY): prints the body, or the error.
+FETCH = (
+    "import sys, urllib.request\n"
+    "try:\n"
+    "    print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())\n"
+    "except Exception as exc:\n"
+    "    print('FAILED', exc)\n"
+)
+
+
+class _Internet(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = f"hello from {self.path}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def internet() -> Iterator[int]:
+    """The port of an HTTP server on the host's 127.0.0.1."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Internet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+def _lines(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_entries_parse_as_documented() -> None:
+    assert parse_entry("PyPI.org").ports == (80, 443)
+    assert parse_entry("127.0.0.1:8080").ports == (8080,)
+    assert parse_entry("[::1]:80").host == "::1"
+    for bad in ("http://pypi.org", "*.pypi.org", "a:0", "[::1"):
+        with pytest.raises(ValueError):
+            parse_entry(bad)
+
+
+def test_harbor_allow_internet_becomes_the_package_index_allowlist(tmp_path: Path) -> None:
+    task = write(
+        tmp_path / "task",
+        {
+            "task.toml": "[environment]\nallow_internet = true\n",
+            "instruction.md": "Write out.txt\n",
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+        },
+    )
+    imported = import_harbor(task)
+    assert any("allow_internet — mapped to `network: [pypi.org" in n for n in imported.unmapped)
+    folder = make_skill(tmp_path, "s")
+    for new in imported.files:
+        write(folder / "evals", {new.rel: new.content})
+    case, _ = load_case(folder / "evals/cases/task.yaml", folder)
+    assert case.network == Network(INTERNET, INTERNET)
+
+
+@pytest.mark.sandbox
+@pytest.mark.anyio
+async def test_a_listed_host_answers_and_every_other_target_is_refused(
+    provider: PodmanProvider, spec: SandboxSpec, internet: int, tmp_path: Path
+) -> None:
+    log = tmp_path / "network" / "case.candidate.1.jsonl"
+    async with phase_proxy(spec, [f"127.0.0.1:{internet}"], log, "agent") as box_spec:
+        box = await provider.create(box_spec)
+        try:
+            await box.write_file("fetch.py", FETCH)
+            ok = await box.exec(["python3", "fetch.py", f"http://127.0.0.1:{internet}/pkg"])
+            assert ok.stdout.strip() == "hello from /pkg", ok
+            # HTTPS goes by CONNECT: a tunnel to the same listed host:port
+            tunnel = await box.exec(
+                [
+                    "python3",
+                    "-c",
+                    "import http.client as h; c = h.HTTPConnection('127.0.0.1', "
+                    f"{PROXY_PORT}); c.set_tunnel('127.0.0.1', {internet}); "
+                    "c.request('GET', '/tls'); print(c.getresponse().read().decode())",
+                ]
+            )
+            assert tunnel.stdout.strip() == "hello from /tls", tunnel
+            other_port = await box.exec(
+                ["python3", "fetch.py", f"http://127.0.0.1:{internet + 1}/"]
+            )
+            other_host = await box.exec(["python3", "fetch.py", f"http://localhost.:{internet}/"])
+            named = await box.exec(["python3", "fetch.py", "http://example.com/"])
+            for refused in (other_port, other_host, named):
+                assert "FAILED HTTP Error 403" in refused.stdout, refused
+        finally:
+            await box.close()
+    seen = _lines(log)
+    allowed = [(e["method"], e["port"]) for e in seen if e["allowed"]]
+    assert sorted(allowed) == [("CONNECT", internet), ("GET", internet)]
+    refused = {(e["host"], e["port"]) for e in seen if not e["allowed"]}
+    assert refused == {
+        ("127.0.0.1", internet + 1),
+        ("localhost", internet),
+        ("example.com", 80),
+    }
+    assert all(e["phase"] == "agent" for e in seen)
+    assert all(e["received"] > 0 for e in seen if e["allowed"])
+
+
+@pytest.mark.sandbox
+@pytest.mark.anyio
+async def test_a_phase_with_network_none_reaches_nothing(
+    provider: PodmanProvider, spec: SandboxSpec, internet: int, tmp_path: Path
+) -> None:
+    log = tmp_path / "network.jsonl"
+    async with phase_proxy(spec, (), log, "agent") as box_spec:
+        assert box_spec is spec  # no relay, no proxy variables
+        box = await provider.create(box_spec)
+        try:
+            await box.write_file("fetch.py", FETCH)
+            env = await box.exec("env | grep -i _proxy || true")
+            assert env.stdout == ""
+            for url in (f"http://127.0.0.1:{internet}/", f"http://127.0.0.1:{PROXY_PORT}/"):
+                direct = await box.exec(["python3", "fetch.py", url])
+                assert direct.stdout.startswith("FAILED"), direct
+            # even told to use the proxy's address, nothing listens there
+            forced = await box.exec(
+                ["python3", "fetch.py", f"http://127.0.0.1:{internet}/"],
+                env={"HTTP_PROXY": f"http://127.0.0.1:{PROXY_PORT}"},
+            )
+            assert "Connection refused" in forced.stdout, forced
+        finally:
+            await box.close()
+    assert not log.exists()
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_a_verifier_only_allowlist_lets_the_checks_fetch_but_not_the_agent(
+    fake, internet: int, tmp_path: Path, capsys
+) -> None:
+    url = f"http://127.0.0.1:{internet}/answer"
+    folder = skill(
+        tmp_path,
+        {
+            "evals/fetch.py": FETCH,
+            "evals/cases/net.yaml": (
+                "task: Task net\n"
+                f"network:\n  agent: none\n  verifier: ['127.0.0.1:{internet}']\n"
+                "checks:\n"
+                "  - command_succeeds: grep -q FAILED agent.txt\n"
+                f"  - command_succeeds: python3 $CASE/fetch.py {url} | grep -q 'hello from'\n"
+            ),
+        },
+    )
+    agent_fetch = f"python3 -c \"$(cat <<'EOF'\n{FETCH}EOF\n)\" {url} > agent.txt"
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Task net", bash(agent_fetch), {"text": "done"}),
+                conv(BASE, "Task net", bash(agent_fetch), {"text": "done"}),
+            ]
+        }
+    )
+    out = tmp_path / "run"
+    _, lines, _ = run_eval(capsys, folder, out, "--execution-only")
+    journal = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines()]
+    sessions = [j for j in journal if j["type"] == "session"]
+    # in both arms: the agent's fetch failed (no proxy), and the checks' own fetch passed
+    assert sorted(s["arm"] for s in sessions) == ["baseline", "candidate"], lines
+    for s in sessions:
+        assert s["outcome"] == "pass", s
+    logs = sorted((out / "network").glob("*.jsonl"))
+    assert [p.name for p in logs] == ["net.baseline.1.jsonl", "net.candidate.1.jsonl"]
+    for log in logs:  # the verifier's one connection, and none from the agent phase
+        seen = [(e["phase"], e["allowed"], e["port"]) for e in _lines(log)]
+        assert seen == [("verifier", True, internet)]

@@ -1,0 +1,92 @@
+"""handover.py's decisions on the host, without a sandbox: which links lead where, what
+`stage` cuts, what a repository's config keeps. (The whole handover runs in real checkers in
+tests/test_checkphase_attacks.py.)"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from skillbench.sandbox import handover
+from skillbench.sandbox.handover import _Places, resolve, stage
+
+
+def test_resolve_follows_links_like_the_kernel(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub/f").write_text("x")
+    os.symlink("sub", tmp_path / "d")
+    os.symlink("d/../sub/f", tmp_path / "a")  # `..` of the resolved folder
+    os.symlink("loop", tmp_path / "loop")
+    os.symlink("nowhere", tmp_path / "dangling")
+    os.symlink("sub/f/x", tmp_path / "notdir")
+    end, met = resolve(str(tmp_path / "a"))  # type: ignore[misc]
+    assert end == str(tmp_path / "sub/f") and met == [str(tmp_path / "a"), str(tmp_path / "d")]
+    for name in ("loop", "dangling", "notdir"):
+        assert resolve(str(tmp_path / name)) is None, name
+
+
+def test_only_links_into_the_workspace_or_the_fixed_image_stay(tmp_path: Path) -> None:
+    work, case = tmp_path / "work", tmp_path / "case"
+    (work / "sub").mkdir(parents=True)
+    case.mkdir()
+    (case / "expected.txt").write_text("key")
+    (work / "sub/real.txt").write_text("mine")
+    places = _Places(str(work), ["/", str(work), str(case), "/proc"])
+    links = {
+        "alias": "sub/real.txt",
+        "python": shutil.which("python3") or "/usr/bin/python3",  # the image
+        "key": str(case / "expected.txt"),  # another mount
+        "up": "../case/expected.txt",
+        "proc": "/proc/self/root" + str(case / "expected.txt"),  # through /proc
+        "above": str(tmp_path),  # a folder holding mounts
+        "later": "tests/expected.txt",  # dangling: staging could bring it to life
+    }
+    for name, target in links.items():
+        os.symlink(target, work / name)
+    kept = sorted(name for name in links if places.safe(str(work / name)))
+    assert kept == ["alias", "python"]
+
+
+def test_stage_cuts_every_link_into_what_it_stages(tmp_path: Path) -> None:
+    work, src = tmp_path / "work", tmp_path / "src"
+    src.mkdir()
+    (src / "expected.txt").write_text("key")
+    (work / "tests").mkdir(parents=True)
+    (work / "tests/expected.txt").write_text("decoy")
+    (work / "mine.txt").write_text("mine")
+    os.symlink("tests/expected.txt", work / "out.txt")
+    os.symlink("tests", work / "d")
+    os.symlink("d/expected.txt", work / "via")
+    os.symlink("mine.txt", work / "alias")
+    stage(str(src), str(work / "tests"), str(work))
+    assert (work / "tests/expected.txt").read_text() == "key"
+    for name in ("out.txt", "d", "via"):
+        assert os.readlink(work / name).startswith(handover.CUT), name
+        assert not (work / name).exists()
+    assert (work / "alias").read_text() == "mine"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_repositorys_config_keeps_only_what_reading_it_needs(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    config = tmp_path / ".git/config"
+    with config.open("a") as fh:
+        fh.write(
+            '[remote "my.origin"]\n\turl = https://example.invalid/a \\"b\\".git\n'
+            "\tuploadpack = evil\n[core]\n\tfsmonitor = /work/fsm\n"
+            '[include]\n\tpath = ../evil.cfg\n[filter "x"]\n\tclean = evil\n'
+            "[alias]\n\tst = !evil\n[user]\n\tname = A\\\\B\n"
+        )
+    note = handover._tame_git_config(str(config))
+    assert note is not None and "filter.x.clean" in note and "include.path" in note
+    listed = subprocess.run(
+        ["git", "config", "--file", str(config), "--list"], capture_output=True, text=True
+    ).stdout.splitlines()
+    assert 'remote.my.origin.url=https://example.invalid/a "b".git' in listed
+    assert "user.name=A\\B" in listed and "core.bare=false" in listed
+    assert not [x for x in listed if "evil" in x or "fsmonitor" in x or "include" in x]
+    assert handover._tame_git_config(str(config)) is None  # nothing left to drop
