@@ -242,6 +242,11 @@ def evaluate(
         first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
         raise Interrupted(str(run_dir), signum=first) from None
     except OSError as exc:  # the run folder could not be written: a full disk, most often
+        if exc.errno is None and exc.filename is None:  # (an HTTP error of the podman client)
+            raise EvalError(
+                f"the sandbox service failed: {str(exc)[:300]}; nothing finished is lost: "
+                f"`skillbench doctor` says what to fix, then: skillbench eval --resume {run_dir}"
+            ) from None
         full = exc.errno == errno.ENOSPC
         raise EvalError(
             f"writing the run folder {run_dir} failed: "

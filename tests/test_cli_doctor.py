@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from skillbench.cli import main
 from skillbench.sandbox.capacity import mem_available, parallel_for
+from skillbench.sandbox.connection import NO_LOCAL_SERVICE
 from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.service import URL_ENV, ping
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.sandbox
 
@@ -27,6 +37,7 @@ def test_doctor_reports_a_ready_machine(capsys) -> None:
         "mmdebstrap",
         "podman config",
         "podman runtime",
+        "podman service",
         "sandbox image",
     ]
     assert f"ok      sandbox image: {IMAGE}" in out
@@ -48,3 +59,102 @@ def test_doctor_reports_a_ready_machine(capsys) -> None:
 def test_image_build_skips_an_existing_image(capsys) -> None:
     assert main(["image", "build"]) == 0
     assert capsys.readouterr().out == f"image {IMAGE} already present\n"
+
+
+@pytest.fixture
+def tcp_service(tmp_path: Path) -> Iterator[str]:
+    """A real podman service reached over tcp: it answers, but shares no socket folder."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        ["podman", "system", "service", "--time=0", url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not ping(url, timeout=1.0):
+            assert proc.poll() is None and time.monotonic() < deadline, "tcp service never answered"
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _service_lines(out: list[str]) -> list[str]:
+    at = next(i for i, line in enumerate(out) if " podman service: " in line)
+    return out[at : at + 2]
+
+
+def test_doctor_names_the_service_and_that_it_shares_the_filesystem(
+    capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (URL_ENV, "CONTAINER_HOST", "CONTAINER_CONNECTION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PODMAN_CONNECTIONS_CONF", "/nonexistent/podman-connections.json")
+    main(["doctor"])
+    line = _service_lines(capsys.readouterr().out.splitlines())[0]
+    assert line.startswith("ok      podman service: a service of skillbench's own, started per run")
+    assert line.endswith(": unix, shares this host's filesystem")
+
+
+def test_doctor_and_eval_refuse_a_service_that_shares_no_filesystem(
+    tcp_service: str, capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(URL_ENV, raising=False)
+    monkeypatch.setenv("CONTAINER_HOST", tcp_service)
+    assert main(["doctor"]) == 1
+    assert _service_lines(capsys.readouterr().out.splitlines()) == [
+        f"MISSING podman service: {tcp_service} (from CONTAINER_HOST): tcp, does not share "
+        "this host's filesystem",
+        "        fix: this version needs a shared filesystem for the executor channel (the "
+        "API-only path is not built yet): use a local podman on Linux (unset CONTAINER_HOST)",
+    ]
+    args = ["eval", str(ROOT / "skills/diff-review"), "--model", "scripted/demo", "--no-gen"]
+    code = main([*args, "--case", "small-change", "--execution-only", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert err[-1] == (
+        f"skillbench: sandbox error: the podman service at {tcp_service} (CONTAINER_HOST) does "
+        "not share this host's filesystem (tcp); this version needs a shared filesystem for the "
+        "executor channel (the API-only path is not built yet): use a local podman on Linux "
+        "(unset CONTAINER_HOST / CONTAINER_CONNECTION); `skillbench doctor` says what to fix"
+    )
+
+
+def test_a_configured_service_that_does_not_answer_is_named(
+    capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(URL_ENV, raising=False)
+    monkeypatch.setenv("CONTAINER_HOST", "tcp://127.0.0.1:9")
+    main(["doctor"])
+    assert _service_lines(capsys.readouterr().out.splitlines()) == [
+        "MISSING podman service: tcp://127.0.0.1:9 (from CONTAINER_HOST) does not answer",
+        "        fix: start it (`podman machine start` for a podman machine) or unset "
+        "CONTAINER_HOST",
+    ]
+
+
+def test_doctor_on_macos_checks_only_what_the_host_has(
+    capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """runc, mmdebstrap and the drop-in live in the podman machine VM there, not on the host."""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    for name in (URL_ENV, "CONTAINER_HOST", "CONTAINER_CONNECTION", "PODMAN_CONNECTIONS_CONF"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line[8:].split(":")[0] for line in out if line[:3] in ("ok ", "MIS")] == [
+        "podman",
+        "podman service",
+        "sandbox image",
+    ]
+    assert _service_lines(out) == [
+        "MISSING podman service: none configured",
+        f"        fix: {NO_LOCAL_SERVICE}",
+    ]

@@ -28,7 +28,7 @@ from skillbench.engine.plan import (
 from skillbench.evals.model import Session, Suite
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
-from skillbench.sandbox.image import image_exists
+from skillbench.sandbox.image import ImageBuildError, first_use
 from skillbench.sandbox.stage import SetupFailed, check_phase, harbor_mounts, stage_arm
 from skillbench.transcript import Transcript
 
@@ -48,11 +48,10 @@ async def oracle_run(
     """Run every case's reference solution and its checks; one result per case."""
     skill_dir = Path(opts.skill_dir)
     _, assets = validated(skill_dir)
-    if not image_exists(opts.image):
-        raise EvalError(
-            f"the sandbox image {opts.image} is missing: run `skillbench image "
-            "build` (or `make setup`)"
-        )
+    try:
+        first_use(opts.image, log)
+    except ImageBuildError as exc:
+        raise EvalError(str(exc)) from None
     sessions = sessions_of(assets, opts.case)
     images, unavailable = await asyncio.to_thread(
         build_case_images, sessions, opts.image, BuiltinAgent(), log

@@ -37,7 +37,7 @@ from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxProvider, SandboxSpec
 from skillbench.sandbox.case_image import CaseImageError, CaseImageUnavailable, case_image
-from skillbench.sandbox.image import IMAGE, image_exists
+from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.sandbox.stage import missing_requirements
 from skillbench.skills import (
     RUNS_DIR,
@@ -282,11 +282,10 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                     f'be counted; add [prices."{ref}"] with input and output (USD '
                     "per million tokens) to skillbench.toml"
                 )
-    if not image_exists(opts.image):
-        raise EvalError(
-            f"the sandbox image {opts.image} is missing: run `skillbench image "
-            "build` (or `make setup`)"
-        )
+    try:
+        first_use(opts.image, log)
+    except ImageBuildError as exc:
+        raise EvalError(str(exc)) from None
     base = opts.image
     try:
         opts.image = agent.image(base, log)  # the arms (and their checkers) run there

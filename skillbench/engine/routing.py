@@ -26,7 +26,7 @@ from skillbench.evals.model import Session
 from skillbench.models import resolve_model
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
-from skillbench.sandbox.image import IMAGE, image_exists
+from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.sandbox.stage import ContaminationError, stage_arm
 from skillbench.skills import Skill
 from skillbench.transcript import TraceWriter
@@ -180,11 +180,10 @@ async def open_router(
             **settings.agents.get(agent, {}),
         )
         runner.check_model(model)
-        if not image_exists(IMAGE):
-            raise RoutingError(
-                f"the sandbox image {IMAGE} is missing: run `skillbench image "
-                "build` (or `make setup`)"
-            )
+        try:
+            first_use(IMAGE, log)
+        except ImageBuildError as exc:
+            raise RoutingError(str(exc)) from None
         image = await asyncio.to_thread(runner.image, IMAGE, log)
     except AgentError as exc:
         raise RoutingError(f"--agent {agent}: {exc}") from None

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
 
+from skillbench.sandbox.base import SandboxError
+from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN
 from skillbench.sandbox.image import IMAGE, image_exists
+from skillbench.sandbox.service import chosen, ping, runtime_dir
 
+PODMAN = "install podman: https://podman.io/docs/installation"
 CONF_DROPIN = Path("/etc/containers/containers.conf.d/50-skillbench.conf")
 
 
@@ -31,8 +36,43 @@ def _binary(name: str, package: str) -> Finding:
     return Finding(name, False, "not installed", f"apt-get install -y {package}")
 
 
-def diagnose() -> list[Finding]:
-    """Check podman, its runtime, the configuration drop-in and the sandbox image."""
+def _service() -> Finding:
+    """Which podman service the sandboxes would use, over what, and whether it shares this
+    host's filesystem (the executor channel needs that in this version)."""
+    name = "podman service"
+    try:
+        connection = chosen()
+    except SandboxError as exc:
+        return Finding(name, False, str(exc), "fix the named setting or file")
+    if connection is None and sys.platform != "linux":
+        return Finding(name, False, "none configured", NO_LOCAL_SERVICE)
+    if connection is None:
+        return Finding(
+            name,
+            True,
+            f"{OWN}, started per run under {runtime_dir()}: unix, shares this host's filesystem",
+        )
+    where = f"{connection.url} (from {connection.source})"
+    if not ping(connection, 10):
+        return Finding(
+            name,
+            False,
+            f"{where} does not answer",
+            "start it (`podman machine start` for a podman machine) or unset CONTAINER_HOST",
+        )
+    if connection.shares_filesystem:
+        return Finding(name, True, f"{where}: unix, shares this host's filesystem")
+    return Finding(
+        name,
+        False,
+        f"{where}: {connection.transport}, does not share this host's filesystem",
+        "this version needs a shared filesystem for the executor channel (the API-only path "
+        "is not built yet): use a local podman on Linux (unset CONTAINER_HOST)",
+    )
+
+
+def _linux_host() -> list[Finding]:
+    """podman, runc, mmdebstrap and the drop-in selecting runc on this Linux host."""
     findings = [
         _binary("podman", "podman"),
         _binary("runc", "runc"),
@@ -66,6 +106,17 @@ def diagnose() -> list[Finding]:
                     "podman info", False, info.stderr.strip()[-300:], "bash scripts/setup-host.sh"
                 )
             )
+    return findings
+
+
+def diagnose() -> list[Finding]:
+    """Check podman, its runtime, the configuration drop-in, the service and the image."""
+    if sys.platform != "linux":  # the runtime and its config are the podman machine VM's
+        podman = _binary("podman", "podman")
+        findings = [podman if podman.ok else Finding("podman", False, "not installed", PODMAN)]
+    else:
+        findings = _linux_host()
+    findings.append(_service())
     if image_exists(IMAGE):
         findings.append(Finding("sandbox image", True, IMAGE))
     else:

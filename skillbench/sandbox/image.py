@@ -106,6 +106,20 @@ def build_image(
     return name
 
 
+def first_use(name: str, log: Callable[[str], None]) -> None:
+    """Make sure the sandbox image `name` is there: the default one is built now, saying so
+    (an installed `skillbench` has no `make setup` to run first); another one is refused."""
+    if image_exists(name):
+        return
+    if name != IMAGE:
+        raise ImageBuildError(f"the sandbox image {name} is missing: build it, or drop --image")
+    log(f"the sandbox image {name} is missing; building it now (first use)")
+    try:
+        build_image(name=name, log=log)
+    except ImageBuildError as exc:
+        raise ImageBuildError(f"the sandbox image {name} could not be built: {exc}") from None
+
+
 def _check_base(ref: str) -> None:
     """A registry base must be named with its registry and pinned by digest: the sandbox is
     then built from bytes known in advance, whatever the tag points to today."""

@@ -37,6 +37,7 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     parse_size,
 )
+from skillbench.sandbox.connection import needs_shared_filesystem
 from skillbench.sandbox.container import PodmanSandbox
 from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
 from skillbench.sandbox.service import PodmanService, runtime_dir
@@ -92,7 +93,10 @@ class PodmanProvider:
     def __init__(self, service: PodmanService | None = None, *, sweep: bool = True):
         self.service = service or PodmanService.start_or_reuse()
         self._owns_service = service is None
-        self._client = PodmanClient(base_url=self.service.url, timeout=120, max_pool_size=64)
+        if not self.service.connection.shares_filesystem:
+            self.service.stop()  # only if ours: a configured one is left running
+            raise SandboxError(needs_shared_filesystem(self.service.connection))
+        self._client = self.service.client(120, max_pool_size=64)
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
         self._pods: dict[str, PodmanPod] = {}
@@ -161,7 +165,7 @@ class PodmanProvider:
             self._creating.wait_for(lambda: self._in_flight == 0, timeout=wait)
         mine = {"label": f"{PROVIDER_LABEL}={self.labels[PROVIDER_LABEL]}"}
         # a client of its own: the threads' clients may be mid-request
-        with PodmanClient(base_url=self.service.url, timeout=wait) as client:
+        with self.service.client(wait) as client:
             for pod in _listed(lambda: client.pods.list(filters=mine)):
                 with contextlib.suppress(Exception):  # (gone meanwhile)
                     remove_pod(client, pod.name)
@@ -340,7 +344,10 @@ class PodmanProvider:
         try:
             api.post(f"/containers/{ctr_id}/start").raise_for_status()
         except Exception as exc:
-            self.remove_container(ctr_id)
+            # (a failed start may leave nothing to remove: podman's 404 then is an OSError
+            # that would read as a run-folder write; the sweep gets any leftover)
+            with contextlib.suppress(Exception):
+                self.remove_container(ctr_id)
             raise SandboxError(f"could not start a sandbox from {spec.image}: {exc}") from exc
         return ctr_id
 

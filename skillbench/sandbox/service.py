@@ -1,8 +1,11 @@
-"""The podman REST service skillbench talks to: started on its own socket, or reused.
+"""The podman REST service skillbench talks to: one configured for it, or its own.
 
-No systemd socket activation here, so skillbench starts `podman system service --time=0`
-itself (`--time=0`, or it exits when idle) and stops it when done. A service named by
-SKILLBENCH_PODMAN_URL that answers a ping is reused and never stopped by us.
+Which one, and in what order, is connection.py (SKILLBENCH_PODMAN_URL, CONTAINER_HOST,
+podman's default connection). A configured service is reused and never stopped by us; a
+SKILLBENCH_PODMAN_URL that no longer answers (a test's service gone) is passed over, any other
+configured one that does not answer is refused, since the user asked for it. With nothing
+configured, skillbench starts `podman system service --time=0` itself (no systemd socket
+activation here; `--time=0`, or it exits when idle) and stops it when done.
 """
 
 from __future__ import annotations
@@ -12,22 +15,31 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
+from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, URL_ENV, Connection, configured
 from skillbench.scrub import without_secrets
 
-URL_ENV = "SKILLBENCH_PODMAN_URL"
+
+def client_of(connection: Connection, timeout: float, **options: Any) -> PodmanClient:
+    """A client for `connection` (its ssh key, if it names one)."""
+    if connection.identity:
+        options["identity"] = connection.identity
+    return PodmanClient(base_url=connection.url, timeout=timeout, **options)
 
 
-def ping(url: str, timeout: float = 2.0) -> bool:
+def ping(url: str | Connection, timeout: float = 2.0) -> bool:
     """True when a podman service answers at `url`."""
+    connection = url if isinstance(url, Connection) else Connection(url, URL_ENV)
     try:
-        with PodmanClient(base_url=url, timeout=timeout) as client:
+        with client_of(connection, timeout) as client:
             return bool(client.ping())
     except Exception:
         return False
@@ -49,12 +61,29 @@ def runtime_dir() -> Path:
     return folder
 
 
+def chosen() -> Connection | None:
+    """The configured service to use (None: start our own); a SKILLBENCH_PODMAN_URL that no
+    longer answers is passed over for the next in line."""
+    connection = configured()
+    if connection is not None and connection.source == URL_ENV and not ping(connection):
+        connection = configured({k: v for k, v in os.environ.items() if k != URL_ENV})
+    return connection
+
+
 class PodmanService:
     """A podman API endpoint; `owned` when this process started it (and so stops it)."""
 
-    def __init__(self, url: str, process: subprocess.Popen[bytes] | None = None):
-        self.url = url
+    def __init__(
+        self, connection: Connection | str, process: subprocess.Popen[bytes] | None = None
+    ):
+        if isinstance(connection, str):
+            connection = Connection(connection, OWN if process else URL_ENV)
+        self.connection = connection
+        self.url = connection.url
         self._process = process
+
+    def client(self, timeout: float, **options: Any) -> PodmanClient:
+        return client_of(self.connection, timeout, **options)
 
     @property
     def pid(self) -> int | None:
@@ -67,10 +96,18 @@ class PodmanService:
 
     @classmethod
     def start_or_reuse(cls, *, ready_timeout: float = 15.0) -> PodmanService:
-        """Reuse the service in SKILLBENCH_PODMAN_URL if healthy, else start our own."""
-        url = os.environ.get(URL_ENV)
-        if url and ping(url):
-            return cls(url)
+        """Reuse the configured service (connection.py), else start our own."""
+        connection = chosen()
+        if connection is not None and connection.source != URL_ENV and not ping(connection, 10):
+            raise SandboxError(
+                f"the podman service at {connection.url} ({connection.source}) does not "
+                "answer; start it (`podman machine start` for a podman machine) or point "
+                "CONTAINER_HOST at one that runs"
+            )
+        if connection is not None:
+            return cls(connection)
+        if sys.platform != "linux":  # podman there is a remote client: no `system service`
+            raise SandboxError(NO_LOCAL_SERVICE)
         if shutil.which("podman") is None:
             raise SandboxError("podman is not installed; run `make setup` or `skillbench doctor`")
         sock = runtime_dir() / f"podman-{os.getpid()}.sock"
@@ -95,7 +132,7 @@ class PodmanService:
                     f"podman system service exited ({process.returncode}); see {log.name}"
                 )
             if sock.exists() and ping(url, timeout=1.0):
-                return cls(url, process)
+                return cls(Connection(url, OWN), process)
             time.sleep(0.02)
         process.kill()
         raise SandboxError(f"podman system service did not answer within {ready_timeout:.0f} s")
