@@ -72,3 +72,55 @@ def test_margin_repo_in_the_image_is_the_agents_cwd_end_to_end(
     assert row["arms"]["baseline"]["checks"][0]["passed"] is False  # exit 1, not 2
     assert main(["eval", str(into), "--oracle", "--model", "scripted/demo"]) == 0
     assert "oracle PASS: fix-add" in capsys.readouterr().out
+
+
+# A skill-optimizer suite: setup reads the case's own files at $CASE (checks/, as graders do),
+# which are gone when the agent starts; the skill under test sits in references/greeter/.
+OPTIMIZER = {
+    "suite.yml": (
+        "name: seeds\nreferences: references\ncases:\n"
+        "  - name: seeded\n    task: Copy the seed into out.txt.\n"
+        "    setup: [cp $CASE/checks/seed.txt seed.txt]\n"
+        "    graders:\n      - name: copied\n        command: python3 $CASE/checks/copied.py\n"
+    ),
+    "checks/seed.txt": "s33d\n",
+    "checks/copied.py": (
+        "import json, os\nw = os.environ['WORK']\n"
+        "out = open(os.path.join(w, 'out.txt')).read() if os.path.exists(os.path.join(w, "
+        "'out.txt')) else ''\nleak = os.path.exists(os.path.join(w, 'greeter'))\n"
+        "print(json.dumps({'pass': out == 's33d\\n' and not leak, 'score': float(out == "
+        "'s33d\\n'), 'evidence': [repr(out), f'skill in workspace: {leak}']}))\n"
+    ),
+    "references/notes.md": "copy things carefully\n",
+    "references/greeter/SKILL.md": "---\nname: greeter\ndescription: greets\n---\nGreet.\n",
+}
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_optimizer_setup_sees_case_files_the_agent_never_does(fake, tmp_path: Path, capsys) -> None:
+    into = skill(tmp_path, {})
+    src = write(tmp_path / "o", OPTIMIZER)
+    assert main(["import", "skill-optimizer", str(src), "--into", str(into)]) == 0
+    assert "references/greeter/ — the skill under test" in capsys.readouterr().out
+    # the candidate copies the seed setup left, and finds no /case (the answers) from its
+    # sandbox; the baseline only looks around
+    fake(
+        {
+            "conversations": [
+                conv(
+                    CAND,
+                    "Copy the seed",
+                    bash("test ! -e /tmp/case && test ! -e /case && cp seed.txt out.txt"),
+                    {"text": "ok"},
+                ),
+                conv(BASE, "Copy the seed", bash("ls -a > listing.txt"), {"text": "ok"}),
+            ]
+        }
+    )
+    code, lines, summary = run_eval(capsys, into, tmp_path / "run", "--execution-only")
+    assert code == 3, lines
+    arms = summary["rows"][0]["arms"]
+    assert summary["rows"][0]["outcome"] == "win", arms
+    assert arms["baseline"]["checks"][0]["detail"].endswith("skill in workspace: False"), arms

@@ -97,6 +97,16 @@ def case_home(spec: Session, skill_dir: Path) -> str:
     return CASE_DIR if rel == "." else f"{CASE_DIR}/{rel}"
 
 
+def setup_case(spec: Session, skill_dir: Path) -> Path | None:
+    """What `setup` sees at $CASE: the case's own folder (the one case_home names) on the
+    host; None without a setup or such a folder."""
+    home = case_home(spec, skill_dir)
+    folder = (skill_dir / "evals" / home.removeprefix(CASE_DIR).lstrip("/")).resolve()
+    if not spec.setup or home == CASE_DIR or not folder.is_dir():
+        return None
+    return folder
+
+
 def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
     """The sandbox a session runs in: `base` with the session's own image, workdir and
     services."""

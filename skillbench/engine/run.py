@@ -34,6 +34,7 @@ from skillbench.engine.plan import (
     case_spec,
     check_credentials,
     probe_requires,
+    setup_case,
     trigger_method,
     validated,
 )
@@ -353,7 +354,14 @@ class Runner:
             phase_proxy(self.spec_for(name), spec.network.verifier, log, "verifier") as check_box,
         ):
             try:
-                staged = await stage_arm(provider, box, spec, skills, scratch=self.run_dir / "tmp")
+                staged = await stage_arm(
+                    provider,
+                    box,
+                    spec,
+                    skills,
+                    scratch=self.run_dir / "tmp",
+                    case=setup_case(spec, self.skill_dir),
+                )
             except SetupFailed as exc:
                 return replace(record, outcome="skipped", error=str(exc))
             except ContaminationError as exc:
