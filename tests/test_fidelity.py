@@ -124,3 +124,22 @@ def test_optimizer_setup_sees_case_files_the_agent_never_does(fake, tmp_path: Pa
     arms = summary["rows"][0]["arms"]
     assert summary["rows"][0]["outcome"] == "win", arms
     assert arms["baseline"]["checks"][0]["detail"].endswith("skill in workspace: False"), arms
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+def test_a_node_grader_is_refused_up_front_on_an_image_without_node(tmp_path: Path, capsys) -> None:
+    suite = {
+        "suite.yml": (
+            "name: n\ncases:\n  - name: js\n    task: t\n    graders:\n"
+            "      - name: g\n        command: node $CASE/checks/g.js\n"
+        )
+    }
+    into = skill(tmp_path, {})
+    assert (
+        main(["import", "skill-optimizer", str(write(tmp_path / "o", suite)), "--into", str(into)])
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["eval", str(into), "--plan", "--model", "scripted/demo"]) == 0
+    assert "  skipped (environment): js — missing node" in capsys.readouterr().out

@@ -158,7 +158,9 @@ async def test_a_service_that_exits_fails_fast_with_its_output(provider: PodmanP
             ),
         ),
     )
-    with pytest.raises(SandboxError, match=r"service 'db' stopped \((exited|stopped)\).*bad config"):
+    with pytest.raises(
+        SandboxError, match=r"service 'db' stopped \((exited|stopped)\).*bad config"
+    ):
         await stage_arm(provider, spec, Case(name="c", path="c.yaml", task="t"), {})
     assert ours(provider.client()) == []
 
