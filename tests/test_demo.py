@@ -224,3 +224,51 @@ def test_the_scripted_driver_plays_claude_code_arms_offline(tmp_path: Path, caps
     assert tools("baseline") == ["Bash", "Write"]
     review = "stats.py:average — the empty-list guard was removed"
     assert review in (run / "transcripts/small-change.candidate.1.jsonl").read_text()
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_the_scripted_driver_plays_codex_arms_offline(tmp_path: Path, capsys) -> None:
+    # the real Codex CLI against the fake server scripted/demo starts: the candidate (its
+    # developer message lists diff-review) reads the skill's SKILL.md, which is how Codex
+    # loads a skill, then reviews with exec_command; the baseline reviews less well
+    run = tmp_path / "run"
+    argv = ["eval", str(ROOT / "skills/diff-review"), "--agent", "codex", "--case"]
+    argv += ["small-change", "--model", "scripted/demo", "--no-gen", "--execution-only"]
+    code = main([*argv, "--out", str(run)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 3, out  # one case: INCONCLUSIVE (design §16)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["scored_rows"] == 1 and summary["verdict"] != "NONE", out
+    assert summary["comparisons"]["baseline"]["win"] == 1
+    assert [r["decided_by"] for r in summary["rows"]] in (["judge"], ["checks"])
+    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (1, 1)
+    receipt = json.loads((run / "receipt.json").read_text())
+    assert receipt["driver"] == "scripted" and receipt["complete"]
+    assert any(line.startswith("models: agent codex ") for line in out), out
+
+    def calls(arm: str) -> list[tuple[str, str]]:
+        # the commands and their outputs in the arm's last request: its whole conversation
+        last = json.loads(
+            (run / f"exchanges/small-change.{arm}.1.jsonl").read_text().splitlines()[-1]
+        )
+        items = last["request"]["input"]
+        outputs = {i["call_id"]: i["output"] for i in items if i["type"] == "function_call_output"}
+        return [
+            (json.loads(i["arguments"])["cmd"], outputs[i["call_id"]])
+            for i in items
+            if i["type"] == "function_call" and i["name"] == "exec_command"
+        ]
+
+    cand, base = calls("candidate"), calls("baseline")
+    assert [c.split()[:2] for c, _ in cand] == [
+        ["cat", "/home/agent/.codex/skills/diff-review/SKILL.md"],
+        ["git", "diff"],
+        ["cat", ">"],
+    ]
+    assert "name: diff-review" in cand[0][1]  # the skill Codex listed was really there
+    assert "-    if not values:" in cand[1][1]  # the diff shows the removed guard
+    assert [c.split()[:2] for c, _ in base] == [["git", "diff"], ["cat", ">"]]
+    review = "stats.py:average — the empty-list guard was removed"
+    assert review in (run / "transcripts/small-change.candidate.1.jsonl").read_text()

@@ -81,6 +81,19 @@ def test_every_input_is_in_the_key(tmp_path: Path) -> None:
     assert len(set(changed.values())) == len(changed)
 
 
+def test_a_scripted_models_script_is_in_the_key(tmp_path: Path, monkeypatch) -> None:
+    """An edited script is another model: its sessions are never served to the old one."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(scripts))
+    (scripts / "mine.yaml").write_text("conversations: []\n")
+    c = case(tmp_path)
+    first = key(tmp_path, c, model="scripted/mine")
+    assert key(tmp_path, c, model="scripted/mine") == first
+    (scripts / "mine.yaml").write_text("conversations: [{steps: [{text: done}]}]\n")
+    assert key(tmp_path, c, model="scripted/mine") != first
+
+
 def test_the_case_files_location_is_not_an_input(tmp_path: Path) -> None:
     a = case(tmp_path)
     b = msgspec.structs.replace(a, path="/elsewhere/sum.yaml")
