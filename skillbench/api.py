@@ -53,6 +53,7 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     judge_model: str | None = None  # the judge's model (default: model)
     agent: str | None = None  # what runs in the arms: builtin, claude-code or codex
     k: int | None = None  # repetitions of every case (default 1)
+    min_net_lift: float | None = None  # the net lift over units PASS/FAIL need (default 0.2)
     parallel: int | None = None  # sessions (and trigger calls) at once, 1 to 64 (default 4)
     team: str | None = None  # a team repo: adds the incumbent arm
     out: str | None = None  # the run folder (default .skillbench/runs/<run_id>/)
@@ -81,6 +82,7 @@ class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
     allow_incumbent_fail: bool | None = None
     allow_partial: bool | None = None  # accept a run that did not score every row
     require_power: bool | None = None  # refuse a verdict the sign test cannot support
+    allow_inconclusive: bool | None = None  # accept INCONCLUSIVE (fewer than 5 decided units)
     trigger_method: str | None = None  # accept trigger numbers only from this method
     require_signed: bool | None = None  # only receipts signed by an allowed signer
     allow_endpoints: list[str] | None = None  # the model endpoints accepted (replaces default)
@@ -89,8 +91,9 @@ class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
 DEFAULTS = Options()  # the frozen defaults every function starts from
 NO_OVERRIDES = GateOptions()  # the policy exactly as the team repo and the config say
 
-_SETTINGS = ("model", "judge_model", "k", "parallel", "team", "agent")
-_RESUMED = ("model", "judge_model", "k", "team", "agent")  # what a resumed run keeps
+_SETTINGS = ("model", "judge_model", "k", "parallel", "team", "agent", "min_net_lift")
+# what a resumed run keeps
+_RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift")
 
 
 def _settings(start: Path, options: Options) -> Settings:

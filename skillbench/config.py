@@ -15,6 +15,7 @@ from skillbench.inputs import InputError, load_toml
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import SandboxSpec, parse_size
+from skillbench.verdict import MIN_NET_LIFT
 
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
 
@@ -55,6 +56,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     agents: dict[str, dict[str, str]] = {}  # [agents.claude-code] version = "2.1.332"
     parallel: int = 4
     k: int = 1
+    min_net_lift: float = MIN_NET_LIFT  # PASS/FAIL need at least this net lift over units
     team: str | None = None
     memory: str = "2g"
     pids: int = 512
@@ -132,6 +134,11 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         raise ConfigError(f"{where}: {exc}") from None
     if settings.k < 1:
         raise ConfigError(f"{path or 'config'}: k must be at least 1")
+    if not 0.0 <= settings.min_net_lift <= 1.0:
+        raise ConfigError(
+            f"{path or 'config'}: min-net-lift is a share of units between 0 and 1 "
+            f"(default {MIN_NET_LIFT}), got {settings.min_net_lift}"
+        )
     if not 1 <= settings.parallel <= MAX_PARALLEL:
         raise ConfigError(f"{path or 'config'}: parallel must be between 1 and {MAX_PARALLEL}")
     for key in ("disk", "home", "tmp", "keep_workspace"):

@@ -20,6 +20,7 @@ from skillbench.receipts import (
 from skillbench.signing import SigningError, verify
 from skillbench.skills import digest
 from skillbench.team import SIGNERS, TeamError, known_receipts, measured, skill_at
+from skillbench.verdict import INCONCLUSIVE
 
 
 class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -30,6 +31,7 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     allow_partial: bool = False  # accept a receipt whose run did not score every row
     require_agent: str | None = None  # e.g. "claude-code": only measurements by that agent
     require_power: bool = False  # refuse a verdict resting on too few decided comparisons
+    allow_inconclusive: bool = False  # accept INCONCLUSIVE (too few decided units) vs baseline
     trigger_method: str | None = None  # "agent" (real routing) or "catalog": how triggers
     # must have been measured for min-recall / min-precision to count
     min_recall: float | None = None
@@ -217,11 +219,18 @@ def gate(
     if policy.require_power and power.get("underpowered", True):
         needs = power.get("needed")
         reasons.append(
-            f"underpowered: {power.get('decided', 0)} decided comparisons, "
+            f"underpowered: {power.get('decided', 0)} decided units, "
             f"{needs if needs is not None else 'more than any run'} needed for "
             "p <= 0.05"
         )
-    if r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
+    if r.verdict == INCONCLUSIVE and not policy.allow_inconclusive:
+        units = (r.stats.get("baseline") or {}).get("decided", 0)
+        reasons.append(
+            f"verdict vs baseline is INCONCLUSIVE: {units} decided unit(s), and no verdict "
+            "rests on fewer than 5; add cases (or --k for flaky ones), or set "
+            "allow-inconclusive = true"
+        )
+    elif r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
         reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
     # the incumbent's verdict is re-derived too: the receipt's counts just matched its rows
     lost = versus(r, "incumbent") == "FAIL"
@@ -264,4 +273,7 @@ def versus(r: Receipt, opponent: str) -> str | None:
     if opponent not in p.opponents:
         return None
     rows = msgspec.convert(r.rows, list[RowSummary])
-    return derive(rows, opponents=p.opponents, units=p.units, k=p.k, seed=p.seed).verdicts[opponent]
+    found = derive(
+        rows, opponents=p.opponents, units=p.units, k=p.k, seed=p.seed, min_net_lift=p.min_net_lift
+    )
+    return found.verdicts[opponent]

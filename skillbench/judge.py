@@ -5,6 +5,7 @@ only when both answers agree; otherwise it is a tie marked `judge-split`."""
 from __future__ import annotations
 
 import random
+import re
 
 import msgspec
 
@@ -104,3 +105,37 @@ def _side(winner: str | None, cand_is_a: bool) -> str:
     if winner == "tie":
         return "tie"
     return "win" if (winner == "A") == cand_is_a else "loss"
+
+
+# A judge rates its own family's answers higher (self-preference); vendor lines count as one.
+_FAMILIES = ((re.compile(r"claude"), "Claude"), (re.compile(r"(gpt|o\d|chatgpt|codex)"), "GPT"))
+
+
+def shared_family(agent_model: str, judge_model: str) -> str | None:
+    """The model family the agent and the judge share (`anthropic/claude-sonnet-4-6` and
+    `anthropic/claude-opus-4-1` are both Claude), or None; a scripted driver has none."""
+
+    def family(ref: str) -> str | None:
+        provider, _, name = ref.partition("/")
+        if provider == "scripted" or not name:
+            return None
+        name = name.lower().rsplit("/", 1)[-1]
+        for pattern, found in _FAMILIES:
+            if pattern.match(name):
+                return found
+        lead = re.match(r"[a-z]+", name)
+        return lead.group(0) if lead else None
+
+    mine = family(agent_model)
+    return mine if mine is not None and mine == family(judge_model) else None
+
+
+def family_warning(agent_model: str, judge_model: str) -> str | None:
+    """The warning the judge line carries when judge and agent share a family."""
+    found = shared_family(agent_model, judge_model)
+    if found is None:
+        return None
+    return (
+        f"warning: the judge and the agent are both {found} models, and a judge favours its "
+        "own family's answers; set --judge-model to another family"
+    )

@@ -32,10 +32,12 @@ from skillbench.inputs import load_json
 from skillbench.models import Endpoint
 from skillbench.scrub import scrub_obj
 from skillbench.signing import sign
+from skillbench.verdict import MIN_NET_LIFT
 
 # 2: expected/scored rows say what was measured; complete, agent, driver.
 # 3: bundle, signature, and what re-deriving needs (opponents, units) and endpoints.
-SCHEMA_VERSION = 3
+# 4: verdicts in independent units with INCONCLUSIVE (design §16), and the floor they used.
+SCHEMA_VERSION = 4
 # The bundle: these files, and every regular file under these folders, of the run folder.
 BUNDLE_FILES = ("journal.jsonl", "summary.json")
 BUNDLE_FOLDERS = ("transcripts", "exchanges", "triggers/transcripts", "triggers/exchanges")
@@ -54,6 +56,7 @@ class Provenance(msgspec.Struct, kw_only=True):
     opponents: list[str] = []  # in plan order: the verdict is against the first
     units: list[Unit] = []  # what the rows are of
     endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
+    min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used (design §16)
 
 
 class Receipt(msgspec.Struct, kw_only=True):
@@ -63,7 +66,7 @@ class Receipt(msgspec.Struct, kw_only=True):
     skill: str
     digest: str
     run_id: str
-    verdict: str  # PASS | NEUTRAL | FAIL, or NONE when nothing was scored
+    verdict: str  # PASS | NEUTRAL | FAIL | INCONCLUSIVE, or NONE when nothing was scored
     why: str
     expected_rows: int
     scored_rows: int
@@ -225,7 +228,9 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
     for row in rows:
         if row.case not in units or row.opponent not in p.opponents:
             return f"a row of {row.case} vs {row.opponent} is not one the run planned"
-    found = derive(rows, opponents=p.opponents, units=p.units, k=p.k, seed=p.seed)
+    found = derive(
+        rows, opponents=p.opponents, units=p.units, k=p.k, seed=p.seed, min_net_lift=p.min_net_lift
+    )
     if r.verdict != found.verdict:
         return f"its verdict {r.verdict} does not follow from its rows (they give {found.verdict})"
     if (r.scored_rows, r.expected_rows) != (found.scored_rows, found.expected_rows):

@@ -106,7 +106,7 @@ def test_the_agent_cannot_forge_its_checks(fake, tmp_path: Path, capsys) -> None
     )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
     run = tmp_path / "run"
-    assert code == 0 and summary["verdict"] == "NEUTRAL", lines
+    assert code == 3 and summary["verdict"] == "INCONCLUSIVE", lines  # every unit tied
     # every row scored on checks: no cheat passed, and no attack broke a sandbox
     assert (summary["scored_rows"], summary["expected_rows"]) == (4, 4)
     assert {(r["outcome"], r["decided_by"]) for r in summary["rows"]} == {("tie", "checks")}
@@ -187,7 +187,7 @@ def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)  # this process's own peak RSS, not the suite's
     _, err = proc.communicate()
-    assert os.waitstatus_to_exitcode(status) == 0, err.decode()
+    assert os.waitstatus_to_exitcode(status) == 3, err.decode()  # too few units: INCONCLUSIVE
     print(f"eval peak RSS {usage.ru_maxrss // 1024} MB")  # shown with -s
     assert usage.ru_maxrss < 600 * 1024, f"peak RSS {usage.ru_maxrss // 1024} MB"
     kept = sum(p.stat().st_size for p in run.rglob("*") if p.is_file() and not p.is_symlink())
@@ -217,7 +217,7 @@ def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
     again = subprocess.run(
         [*argv[:5], "--resume", str(run), "--quiet"], env=env, capture_output=True, text=True
     )
-    assert again.returncode == 0, again.stderr
+    assert again.returncode == 3, again.stderr
     assert len(journal(run)) == 6  # 4 sessions and 2 rows, as before
 
 
@@ -269,7 +269,7 @@ def test_the_run_folder_is_never_inside_the_skill(
     )
 
     monkeypatch.chdir(folder)  # `skillbench eval .` from the skill's own folder
-    assert main(["eval", ".", "--model", MODEL, "--quiet", "--no-gen"]) == 0
+    assert main(["eval", ".", "--model", MODEL, "--quiet", "--no-gen"]) == 3  # one unit
     made = list((tmp_path / "lib/.skillbench/runs").iterdir())  # beside the skill
     assert len(made) == 1
     assert sorted(p.name for p in (folder / ".skillbench/runs").iterdir()) == ["old"]
@@ -279,8 +279,8 @@ def test_the_run_folder_is_never_inside_the_skill(
     assert digest(folder) == before
     capsys.readouterr()
     # the receipt is found: the digest did not move (the fake server is allowed explicitly)
-    assert main(["gate", ".", "--allow-endpoint", server.url]) == 0
-    assert capsys.readouterr().out.startswith("gate passed: greeter: NEUTRAL")
+    assert main(["gate", ".", "--allow-endpoint", server.url, "--allow-inconclusive"]) == 0
+    assert capsys.readouterr().out.startswith("gate passed: greeter: INCONCLUSIVE")
 
 
 def test_checks_read_the_real_transcript_and_the_files_keep_it_scrubbed(
@@ -308,7 +308,7 @@ def test_checks_read_the_real_transcript_and_the_files_keep_it_scrubbed(
         }
     )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run")
-    assert code == 0
+    assert code == 3  # one unit: INCONCLUSIVE
     row = summary["rows"][0]
     assert (row["outcome"], row["arms"]["candidate"]["passed"]) == ("win", True)
     on_disk = (tmp_path / "run/transcripts/login.candidate.1.jsonl").read_text()
@@ -388,7 +388,14 @@ def test_the_podman_service_gets_no_api_keys() -> None:
 def test_gate_keeps_an_earlier_fail_over_a_run_that_measured_nothing(
     fake, tmp_path: Path, capsys
 ) -> None:
-    folder = skill(tmp_path, {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: a\n"})
+    # five cases the baseline wins: the fewest units a FAIL can rest on
+    folder = skill(
+        tmp_path,
+        {
+            f"evals/cases/a{i}.yaml": f"task: Task a{i}\nchecks:\n  - file_exists: a\n"
+            for i in range(5)
+        },
+    )
     server = fake(
         {
             "conversations": [
@@ -483,7 +490,7 @@ def test_the_agent_cannot_stand_in_for_skillbench_in_the_checker(
     }
     fake({"conversations": [conv("(?s)", "Margin suite", plant, {"text": "done"})]})
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
-    assert code == 0, lines
+    assert code == 3, lines  # one unit: INCONCLUSIVE
     checks = summary["rows"][0]["arms"]["candidate"]["checks"]
     # the real importer ran, read the planted suite.toml and refused it
     assert checks[0]["passed"] is False and "cannot read it as TOML" in checks[0]["detail"]

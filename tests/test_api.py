@@ -59,13 +59,14 @@ def test_evaluate_runs_an_eval_and_gate_reads_its_receipt(fake, tmp_path: Path, 
     assert isinstance(result, skillbench.EvalResult)
     summary = result.summary
     assert isinstance(summary, skillbench.Summary)
-    assert (summary.verdict, summary.complete, summary.scored_rows) == ("PASS", True, 1)
+    # one case is one unit: too few for a verdict (design §16)
+    assert (summary.verdict, summary.complete, summary.scored_rows) == ("INCONCLUSIVE", True, 1)
     assert [(r.case, r.outcome, r.decided_by) for r in summary.rows] == [("hello", "win", "checks")]
     assert summary.triggers is not None
     assert (summary.triggers["recall"], summary.triggers["precision"]) == (1.0, 1.0)
     # the run folder is the CLI's: summary.json as returned, a receipt beside it
     written = json.loads((Path(result.run_dir) / "summary.json").read_text())
-    assert written["verdict"] == "PASS" and written["rows"][0]["outcome"] == "win"
+    assert written["verdict"] == "INCONCLUSIVE" and written["rows"][0]["outcome"] == "win"
     assert progress.total == 2 and sorted(progress.running) == sorted(progress.outcomes)
     assert progress.outcomes == {"hello.baseline.1": "fail", "hello.candidate.1": "pass"}
     assert capsys.readouterr().out == ""  # nothing rendered: that is the CLI's job
@@ -73,9 +74,12 @@ def test_evaluate_runs_an_eval_and_gate_reads_its_receipt(fake, tmp_path: Path, 
     # the gate finds that receipt (made at the fake server, an endpoint it must be told of);
     # the policy comes from the options
     here = [server.url]
-    passed = skillbench.gate(folder, options=skillbench.GateOptions(allow_endpoints=here))
-    assert passed.passed and passed.reason.startswith("PASS")
-    strict = skillbench.GateOptions(allow_endpoints=here, min_recall=1.5)
+    allowed = skillbench.GateOptions(allow_endpoints=here, allow_inconclusive=True)
+    passed = skillbench.gate(folder, options=allowed)
+    assert passed.passed and passed.reason.startswith("INCONCLUSIVE")
+    refused = skillbench.gate(folder, options=skillbench.GateOptions(allow_endpoints=here))
+    assert not refused.passed and "INCONCLUSIVE" in refused.reason  # refused by default
+    strict = skillbench.GateOptions(allow_endpoints=here, allow_inconclusive=True, min_recall=1.5)
     refused = skillbench.gate(folder, options=strict)
     assert not refused.passed and "trigger recall 1.00 is under 1.50" in refused.reason
     assert "endpoint" in skillbench.gate(folder).reason  # the providers' own APIs only

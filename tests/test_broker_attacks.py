@@ -245,7 +245,7 @@ def _exchanges(run: Path) -> list[dict[str, Any]]:
 def test_the_relay_reaches_only_the_providers_own_endpoints(hosts, tmp_path: Path, capfd) -> None:
     fake, upstream_seen, evil_seen = hosts(lambda evil: _script(_attack(evil, "paths"), 0.3))
     code, err, summary = _eval(capfd, tmp_path, "--parallel", "1")
-    assert code == 0, err
+    assert code == 3, err  # one case: INCONCLUSIVE
     assert "Traceback" not in err  # the nested body is a refusal, not a crash
     seen = _attacks(tmp_path / "run", "hello.baseline.1")
     refused = {
@@ -301,7 +301,7 @@ def test_claude_codes_secondary_model_is_allowed_when_configured(
     hosts(lambda _: _script(probe))
     config = '[agents.claude-code]\nsecondary_model = "anthropic/claude-haiku-4-5"\n'
     code, err, _ = _eval(capfd, tmp_path, "--parallel", "1", config=config)
-    assert code == 0, err
+    assert code == 3, err  # one case: INCONCLUSIVE
     events = (tmp_path / "run/transcripts/hello.baseline.1.jsonl").read_text()
     assert "small=claude-haiku-4-5 haiku=claude-haiku-4-5" in events and "status 200" in events
     rows = [r for r in _exchanges(tmp_path / "run") if r["model"] == "claude-haiku-4-5"]

@@ -1,4 +1,5 @@
-"""The bundled library is valid, and the offline demo shows a verdict, triggers and a skip."""
+"""The bundled library is valid, and the offline demo shows decided and INCONCLUSIVE verdicts,
+triggers and a skip."""
 
 from __future__ import annotations
 
@@ -79,7 +80,20 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         "diff-review --with-library skills/",
         "diff-review --agent claude-code --case small-change",
     ]  # every bundled skill, then the library arm, then the real Claude Code CLI offline
-    assert "verdict: PASS [partial — 8/9 scored] (underpowered: 4 decided, 6 needed)" in out
+    # two skills have enough units for a verdict, the other two do not (design §16)
+    verdicts = [line for line in out if line.startswith("verdict: ")]
+    assert verdicts == [
+        "verdict: PASS [partial — 11/12 scored]",
+        "verdict: PASS",
+        "verdict: INCONCLUSIVE (1 decided unit, at least 5 needed)",
+        "verdict: INCONCLUSIVE (2 decided units, at least 5 needed)",
+        "verdict: PASS [partial — 11/12 scored]",  # diff-review beside its siblings
+        "verdict: INCONCLUSIVE (1 decided unit, at least 5 needed)",  # one case, Claude Code
+    ]
+    assert (
+        "candidate-vs-baseline: 7W/0L/4T rows · 5 of 5 units decided (5W/0L) · net lift +100% · "
+        "sign test p=0.031"
+    ) in out  # diff-review: the suite's seven sub-cases are one unit
     assert "skipped (environment): codex-assisted — missing codex" in out
     # each eval's triggers line, then the library both ways: the catalog call, and Claude
     # Code routing each prompt itself
@@ -103,13 +117,16 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         assert outcomes <= {"pass", "fail"}, (name, outcomes)
         assert summary["complete"] and summary["scored_rows"] > 0, name
     summary = json.loads((tmp_path / "demo/diff-review/summary.json").read_text())
-    assert summary["comparisons"]["baseline"]["win"] == 4
-    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (2, 2)
+    assert summary["comparisons"]["baseline"]["win"] == 7
+    assert summary["comparisons"]["baseline"]["units"] == {"win": 5, "loss": 0, "tie": 0}
+    # the suite's trap is marked, and the baseline fell for it: no SUITE-DISTRACTOR advice
+    assert not any(d["kind"] == "suite-distractor" for d in summary["diagnostics"])
+    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (5, 5)
     # the library arm: diff-review beside its three siblings, and it still fires
     library = json.loads((tmp_path / "demo/diff-review-library/summary.json").read_text())
     siblings = [s for s in skills if s != "diff-review"]
     assert [s["name"] for s in library["library"]["skills"]] == siblings
-    assert (library["activation"]["fired"], library["activation"]["sessions"]) == (2, 2)
+    assert (library["activation"]["fired"], library["activation"]["sessions"]) == (5, 5)
     assert library["complete"] and library["verdict"] == summary["verdict"]
     assert (
         "library arm: every arm stages 3 other skills of skills/ (eval-suite-author, "
@@ -119,7 +136,8 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     readme = (ROOT / "README.md").read_text()
     sample = readme.split("a real model's run has the same shape):\n\n", 1)[1].split("\n\n")[0]
     timeless = [re.sub(r"\d+\.\ds", "_s", line) for line in out]
-    for line in sample.splitlines():
+    inconclusive = readme.split("too few units for any\nverdict:\n\n", 1)[1].split("\n\n")[0]
+    for line in [*sample.splitlines(), *inconclusive.splitlines()]:
         assert re.sub(r"\d+\.\ds", "_s", line.removeprefix("    ")) in timeless, line
     triggers = readme.split("From `make demo` (scripted driver):\n\n", 1)[1].split("\n\n")[0]
     for line in triggers.splitlines():
@@ -159,7 +177,7 @@ def test_a_model_that_cannot_generate_skips_generation_and_says_so(tmp_path: Pat
         ["eval", str(skill), "--model", "scripted/demo", "--quiet", "--out", str(tmp_path / "run")]
     )
     out, err = capsys.readouterr()
-    assert code == 0, err
+    assert code == 3, err  # one case: INCONCLUSIVE
     assert (
         "note: scripted/demo is a fixed script, not a model, and cannot write evals; not "
         "generating triggers (write them, or use a real --model)"
@@ -180,7 +198,7 @@ def test_the_scripted_driver_plays_claude_code_arms_offline(tmp_path: Path, caps
     argv += ["--model", "scripted/demo", "--case", "small-change", "--no-gen", "--out", str(run)]
     code = main(argv)
     out = capsys.readouterr().out.splitlines()
-    assert code in (0, 1), out
+    assert code == 3, out  # one case: INCONCLUSIVE (design §16)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["scored_rows"] == 1 and summary["verdict"] != "NONE", out
     assert summary["comparisons"]["baseline"]["win"] == 1
@@ -204,5 +222,53 @@ def test_the_scripted_driver_plays_claude_code_arms_offline(tmp_path: Path, caps
 
     assert tools("candidate") == ["Skill", "Bash", "Write"]
     assert tools("baseline") == ["Bash", "Write"]
+    review = "stats.py:average — the empty-list guard was removed"
+    assert review in (run / "transcripts/small-change.candidate.1.jsonl").read_text()
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_the_scripted_driver_plays_codex_arms_offline(tmp_path: Path, capsys) -> None:
+    # the real Codex CLI against the fake server scripted/demo starts: the candidate (its
+    # developer message lists diff-review) reads the skill's SKILL.md, which is how Codex
+    # loads a skill, then reviews with exec_command; the baseline reviews less well
+    run = tmp_path / "run"
+    argv = ["eval", str(ROOT / "skills/diff-review"), "--agent", "codex", "--case"]
+    argv += ["small-change", "--model", "scripted/demo", "--no-gen", "--execution-only"]
+    code = main([*argv, "--out", str(run)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 3, out  # one case: INCONCLUSIVE (design §16)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["scored_rows"] == 1 and summary["verdict"] != "NONE", out
+    assert summary["comparisons"]["baseline"]["win"] == 1
+    assert [r["decided_by"] for r in summary["rows"]] in (["judge"], ["checks"])
+    assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (1, 1)
+    receipt = json.loads((run / "receipt.json").read_text())
+    assert receipt["driver"] == "scripted" and receipt["complete"]
+    assert any(line.startswith("models: agent codex ") for line in out), out
+
+    def calls(arm: str) -> list[tuple[str, str]]:
+        # the commands and their outputs in the arm's last request: its whole conversation
+        last = json.loads(
+            (run / f"exchanges/small-change.{arm}.1.jsonl").read_text().splitlines()[-1]
+        )
+        items = last["request"]["input"]
+        outputs = {i["call_id"]: i["output"] for i in items if i["type"] == "function_call_output"}
+        return [
+            (json.loads(i["arguments"])["cmd"], outputs[i["call_id"]])
+            for i in items
+            if i["type"] == "function_call" and i["name"] == "exec_command"
+        ]
+
+    cand, base = calls("candidate"), calls("baseline")
+    assert [c.split()[:2] for c, _ in cand] == [
+        ["cat", "/home/agent/.codex/skills/diff-review/SKILL.md"],
+        ["git", "diff"],
+        ["cat", ">"],
+    ]
+    assert "name: diff-review" in cand[0][1]  # the skill Codex listed was really there
+    assert "-    if not values:" in cand[1][1]  # the diff shows the removed guard
+    assert [c.split()[:2] for c, _ in base] == [["git", "diff"], ["cat", ">"]]
     review = "stats.py:average — the empty-list guard was removed"
     assert review in (run / "transcripts/small-change.candidate.1.jsonl").read_text()

@@ -82,11 +82,11 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     code, lines, summary = run_eval(
         capsys, folder, tmp_path / "run", "--junit", str(tmp_path / "eval.xml")
     )
-    assert code == 0
+    assert code == 3  # INCONCLUSIVE: three cases are too few units for a verdict
     rows = by_case(summary)
     suite = ElementTree.parse(tmp_path / "eval.xml").getroot()
     assert (suite.get("name"), suite.get("tests"), suite.get("failures"), suite.get("skipped")) == (
-        "skillbench eval greeter: PASS",
+        "skillbench eval greeter: INCONCLUSIVE",
         "4",
         "0",
         "1",
@@ -117,9 +117,15 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         "loss": 0,
         "tie": 1,
         "net_lift": pytest.approx(2 / 3),
-        "sign_p": 0.5,
+        "sign_p": 0.25,  # one-sided, over the 2 decided units
+        "units": {"win": 2, "loss": 0, "tie": 1},
+        "verdict": "INCONCLUSIVE",
     }
-    assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (4, 3, "PASS")
+    assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (
+        4,
+        3,
+        "INCONCLUSIVE",
+    )
     # both arms mention "greeting" in polish and style: those checks cannot discriminate
     assert {(d["kind"], d["case"], d["check"]) for d in summary["diagnostics"]} == {
         ("non-discriminating", "polish", "transcript_mentions: greeting"),
@@ -132,7 +138,7 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     position = next(d for d in summary["diagnostics"] if d["kind"] == "judge-position")
     assert position["detail"] == "the judge picked the attempt shown first in 3 of 4 answers (75%)"
     power = summary["stats"]["baseline"]
-    assert (power["decided"], power["needed"], power["underpowered"]) == (2, 6, True)
+    assert (power["decided"], power["needed"], power["underpowered"]) == (2, 5, True)
     assert power["pass_rate"]["candidate"]["value"] == 1.0  # 3 of 3 unit runs
     assert power["net_lift_ci"]["value"] == pytest.approx(2 / 3)
     assert power["pass_at_k"] is None  # k = 1
@@ -157,11 +163,12 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
         summary["why"] == "wins on execution checks and the judge's rubric; 1 tie (1 judge-split)"
     )
     assert lines[:7] == [
-        "verdict: PASS [partial — 3/4 scored] (underpowered: 2 decided, 6 needed)",
+        "verdict: INCONCLUSIVE [partial — 3/4 scored] (2 decided units, at least 5 needed)",
         "why: wins on execution checks and the judge's rubric; 1 tie (1 judge-split)",
         "skipped (environment): needs-codex — missing codex",
-        "candidate-vs-baseline: +67% net lift (2W / 0L / 1T over 3 comparisons, sign test p=0.500)",
-        "activation: fired in 0 of 3 candidate sessions · net lift n/a where it fired (0 rows) "
+        "candidate-vs-baseline: 2W/0L/1T rows · 2 of 3 units decided (2W/0L) · net lift +67% · "
+        "sign test p=0.250",
+        "activation: fired in 0 of 3 candidate sessions · net lift n/a where it fired (0 units) "
         "vs +67% overall",
         "ambient skills: none in any arm (the builtin loop lists only the staged skills)",
         "arm scores: baseline 0.67 · candidate 1.00",
@@ -242,7 +249,7 @@ cases:
         }
     )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
-    assert code == 0
+    assert code == 3  # one suite is one unit: INCONCLUSIVE
     outcomes = {r["case"]: r["outcome"] for r in summary["rows"]}
     assert outcomes == {
         "suite/finds-sign-bug": "win",
@@ -253,16 +260,21 @@ cases:
         "suite/ignores-distractor": "tie",
     }
     assert all(r["decided_by"] == "checks" for r in summary["rows"])
-    assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (6, 6, "PASS")
+    assert (summary["expected_rows"], summary["scored_rows"], summary["verdict"]) == (
+        6,
+        6,
+        "INCONCLUSIVE",
+    )
     first_turns = [
         r for r in server.log() if not any(m["role"] == "assistant" for m in r.body["messages"])
     ]
     assert len(first_turns) == 2  # one session per arm
-    assert lines[0] == "verdict: PASS (underpowered: 3 decided, 6 needed)"
+    assert lines[0] == "verdict: INCONCLUSIVE (1 decided unit, at least 5 needed)"
     assert lines[2:7] == [
-        "candidate-vs-baseline: +50% net lift (3W / 0L / 3T over 6 comparisons, sign test p=0.250)",
-        "activation: fired in 0 of 1 candidate session · net lift n/a where it fired (0 rows) "
-        "vs +50% overall",
+        "candidate-vs-baseline: 3W/0L/3T rows · 1 of 1 unit decided (1W/0L) · net lift +100% · "
+        "sign test p=0.500",
+        "activation: fired in 0 of 1 candidate session · net lift n/a where it fired (0 units) "
+        "vs +100% overall",
         "ambient skills: none in any arm (the builtin loop lists only the staged skills)",
         "arm scores: baseline 0.50 · candidate 1.00",
         "case-runs passed: baseline 3/6 · candidate 6/6",
@@ -292,7 +304,7 @@ def test_errored_arm_is_retried_once_and_unscored(fake, tmp_path: Path, capsys) 
         }
     )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
-    assert code == 0
+    assert code == 3
     rows = by_case(summary)
     flaky = rows["a-flaky.baseline.1"]
     assert (flaky["outcome"], flaky["decided_by"]) == ("tie", "unscored")
@@ -338,7 +350,7 @@ def test_agent_cannot_read_evals_reach_network_or_write_skill(fake, tmp_path: Pa
         }
     )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run")
-    assert code == 0
+    assert code == 3  # one tied unit: INCONCLUSIVE
     for arm in ("baseline", "candidate"):
         trace = [
             json.loads(x)
@@ -351,6 +363,44 @@ def test_agent_cannot_read_evals_reach_network_or_write_skill(fake, tmp_path: Pa
             assert "Permission denied" in results[2]
     assert (folder / "SKILL.md").read_text().count("pwned") == 0
     assert summary["rows"][0]["outcome"] == "tie"
+
+
+def test_a_check_the_image_cannot_run_is_unscored_not_a_tie(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/a-gap.yaml": "task: Greeting gap\nchecks:\n"
+            "  - file_exists: g.txt\n  - command_succeeds: no-such-tool-here --check g.txt\n",
+            "evals/cases/b-fine.yaml": "task: Greeting fine\nchecks: [{file_exists: g.txt}]\n",
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Greeting", write_file("g.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Greeting", {"text": "no"}),
+            ]
+        }
+    )
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert code == 3
+    gap = by_case(summary)["a-gap.baseline.1"]
+    assert (gap["outcome"], gap["decided_by"]) == ("tie", "environment-gap")
+    assert gap["reason"].startswith(
+        "environment gap: command_succeeds: no-such-tool-here --check g.txt could not run in "
+        "either arm (exit 127"
+    )
+    assert summary["comparisons"]["baseline"]["units"] == {"win": 1, "loss": 0, "tie": 0}
+    assert lines[1] == (
+        "why: wins on execution checks; 1 unscored (environment gap: a check could not run "
+        "in either arm)"
+    )
+    receipt = json.loads((tmp_path / "run/receipt.json").read_text())
+    assert (receipt["complete"], receipt["scored_rows"], receipt["expected_rows"]) == (
+        False,
+        1,
+        2,
+    )
 
 
 def test_bad_assets_stop_before_any_model_call(fake, tmp_path: Path, capsys) -> None:
@@ -442,7 +492,7 @@ def test_sigkill_mid_run_then_resume_reruns_only_what_is_missing(fake, tmp_path:
         capture_output=True,
         text=True,
     )
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.returncode == 3, resumed.stderr  # INCONCLUSIVE: 4 units
     sessions = [json.loads(x) for x in journal.read_text().splitlines()]
     keys = [d["key"] for d in sessions if d["type"] == "session"]
     assert sorted(keys) == sorted(
@@ -455,8 +505,10 @@ def test_sigkill_mid_run_then_resume_reruns_only_what_is_missing(fake, tmp_path:
         summary["verdict"],
         summary["scored_rows"],
         summary["comparisons"]["baseline"]["win"],
-    ) == ("PASS", 4, 4)
-    assert resumed.stdout.splitlines()[0] == "verdict: PASS (underpowered: 4 decided, 6 needed)"
+    ) == ("INCONCLUSIVE", 4, 4)
+    assert resumed.stdout.splitlines()[0] == (
+        "verdict: INCONCLUSIVE (4 decided units, at least 5 needed)"
+    )
     # the killed run's sandboxes were swept by the resumed one
     from podman import PodmanClient
 
@@ -595,7 +647,7 @@ def test_relative_out_and_skill_paths(fake, tmp_path: Path, capsys, monkeypatch)
         ]
     )
     lines = capsys.readouterr().out.splitlines()
-    assert code == 0 and lines[0] == "verdict: PASS (underpowered: 1 decided, 6 needed)"
+    assert code == 3 and lines[0] == "verdict: INCONCLUSIVE (1 decided unit, at least 5 needed)"
     assert json.loads((tmp_path / "runs/rel/summary.json").read_text())["scored_rows"] == 1
 
 
@@ -631,7 +683,7 @@ def test_resume_retries_errored_sessions(fake, tmp_path: Path, capsys) -> None:
         ["eval", "--resume", str(tmp_path / "run"), "--model", MODEL, "--quiet", "--no-gen"]
     )
     first = capsys.readouterr().out.splitlines()[0]
-    assert code == 0 and first == "verdict: PASS (underpowered: 1 decided, 6 needed)"
+    assert code == 3 and first == "verdict: INCONCLUSIVE (1 decided unit, at least 5 needed)"
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     keys = [j["key"] for j in journal if j["type"] == "session"]
     assert (
@@ -656,7 +708,7 @@ def test_k_repetitions_and_case_filter(fake, tmp_path: Path, capsys) -> None:
         }
     )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--k", "2", "--case", "b")
-    assert code == 0
+    assert code == 3  # two repetitions of one case: one unit
     assert [(r["case"], r["rep"], r["outcome"]) for r in summary["rows"]] == [
         ("b", 1, "win"),
         ("b", 2, "win"),

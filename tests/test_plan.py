@@ -4,12 +4,15 @@ baseline sessions left out; a --max-cost below the estimate said before anything
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from skillbench.cli import main
+from skillbench.sandbox.podman import OWNER_LABEL
 from tests.helpers import BASE, CAND, MODEL, conv, run_eval, skill, write_file
 
 CASES = {
@@ -20,8 +23,12 @@ CASES = {
 
 
 def containers() -> set[str]:
-    out = subprocess.run(["podman", "ps", "-aq"], capture_output=True, text=True).stdout
-    return set(out.split())
+    """The sandboxes this test process owns (other processes share the machine's podman)."""
+    owner = f"label={OWNER_LABEL}={socket.gethostname()}:{os.getpid()}"
+    done = subprocess.run(
+        ["podman", "ps", "-aq", "--filter", owner], capture_output=True, text=True
+    )
+    return set(done.stdout.split())
 
 
 def plan(capsys, folder: Path, *extra: str) -> tuple[int, list[str], str]:
@@ -60,6 +67,29 @@ def test_plan_starts_nothing_and_counts_what_a_run_would_do(fake, tmp_path: Path
 
 
 @pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+def test_plan_counts_only_the_sessions_that_will_run(fake, tmp_path: Path, capsys) -> None:
+    needs = "task: Use the tool\nrequires: [no-such-tool-here]\nchecks:\n  - file_exists: t\n"
+    folder = skill(tmp_path, {**CASES, "evals/cases/needs.yaml": needs})
+    server = fake({"conversations": []})
+    before = containers()
+    code, lines, _ = plan(capsys, folder, "--execution-only")
+    assert code == 0
+    # the case whose image lacks its tool is probed out, as the run would skip it
+    assert lines[0].endswith("2 case(s) x 2 arms (baseline, candidate) x k=1")
+    assert lines[1:3] == [
+        "  sessions: 4 to run",
+        "  skipped (environment): needs — missing no-such-tool-here",
+    ]
+    # judge and agent are one model here: the judge line says what that costs
+    assert lines[-2] == (
+        "  judge: warning: the judge and the agent are both Claude models, and a judge "
+        "favours its own family's answers; set --judge-model to another family"
+    )
+    assert server.log() == [] and containers() == before  # the probe sandbox is gone
+
+
+@pytest.mark.sandbox
 @pytest.mark.e2e
 @pytest.mark.usefixtures("podman_service")
 def test_plan_after_a_run_uses_its_figures_and_its_reusable_baselines(
@@ -75,7 +105,7 @@ def test_plan_after_a_run_uses_its_figures_and_its_reusable_baselines(
         }
     )
     code, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
-    assert code == 0
+    assert code == 3  # one unit: INCONCLUSIVE
     (folder / "SKILL.md").write_text((folder / "SKILL.md").read_text() + "\nMore.\n")
     code, lines, _ = plan(capsys, folder, "--execution-only")
     assert code == 0

@@ -95,11 +95,11 @@ class TestRunFolder:
         )
         fake({"conversations": [conv("(?s)", "Task a", write_file("a", "x"), {"text": "done"})]})
         code, _, _ = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
-        assert code == 0
+        assert code == 3  # one unit: INCONCLUSIVE
         # the printed resume command has no --model; the environment names another model
         monkeypatch.setenv("SKILLBENCH_MODEL", "scripted/demo")
-        assert main(["eval", "--resume", str(tmp_path / "run"), "--quiet"]) == 0
-        assert capsys.readouterr().out.startswith("verdict: NEUTRAL")
+        assert main(["eval", "--resume", str(tmp_path / "run"), "--quiet"]) == 3
+        assert capsys.readouterr().out.startswith("verdict: INCONCLUSIVE")
         # a flag that names another model explicitly is still refused
         code = main(["eval", "--resume", str(tmp_path / "run"), "--model", "scripted/demo"])
         assert code == 2 and "the model changed" in capsys.readouterr().err
@@ -226,7 +226,7 @@ class TestRunFolder:
             )
             done_before = len(read_journal(disk / "run/journal.jsonl")[0])
             subprocess.run(["mount", "-o", "remount,size=20m", str(disk)], check=True)
-            assert main(["eval", "--resume", str(disk / "run"), "--quiet"]) == 0
+            assert main(["eval", "--resume", str(disk / "run"), "--quiet"]) == 3  # 3 units
             sessions, rows = read_journal(disk / "run/journal.jsonl")
             assert len(sessions) == 6 and len(rows) == 3 and done_before < 6
         finally:
@@ -262,7 +262,7 @@ class TestRunFolder:
         finally:
             subprocess.run(["umount", "-l", str(reports)], check=False)
         out, err = capsys.readouterr()
-        assert code == 2 and out.startswith("verdict: NEUTRAL")  # the report came first
+        assert code == 2 and out.startswith("verdict: INCONCLUSIVE")  # the report came first
         assert err.strip() == (
             f"skillbench: error: --junit {reports / 'eval.xml'}: could not "
             "write it: No space left on device"
@@ -293,7 +293,7 @@ class TestRunFolder:
             }
         )
         code, _, summary = run_eval(capsys, folder, tmp_path / "run")
-        assert code == 0 and summary["triggers"]["tp"] == 6
+        assert code == 3 and summary["triggers"]["tp"] == 6  # one unit: INCONCLUSIVE
         assert server.peak_in_flight <= 2  # sessions and trigger calls alike
         sessions = [
             j

@@ -153,7 +153,9 @@ def test_the_page_holds_every_row_regressions_first_and_escapes_the_agents_text(
 def test_report_renders_every_format_from_the_run_folder(tmp_path: Path, capsys) -> None:
     run = fixed_run(tmp_path / "run", OUTCOMES)
     assert main(["report", str(run), "--format", "terminal"]) == 0
-    assert capsys.readouterr().out.startswith("verdict: NEUTRAL")
+    assert capsys.readouterr().out.startswith(
+        "verdict: INCONCLUSIVE (3 decided units, at least 5 needed)"
+    )
     assert main(["report", str(run), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == json.loads((run / "summary.json").read_text())
     assert main(["report", str(run), "--format", "junit"]) == 0
@@ -168,7 +170,7 @@ def test_report_renders_every_format_from_the_run_folder(tmp_path: Path, capsys)
     assert "hello.txt is missing in candidate" in (failure.text or "")
     assert main(["report", str(run), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
-    assert md.startswith("### skillbench: `greeter` — NEUTRAL")
+    assert md.startswith("### skillbench: `greeter` — INCONCLUSIVE")
     table = [line for line in md.splitlines() if line.startswith("| ") and "case" not in line]
     assert table == [
         "| charlie | 1 | baseline | **loss** | checks | "
@@ -201,7 +203,7 @@ def test_compare_shows_the_rows_that_changed_and_both_verdicts(tmp_path: Path, c
     page = tmp_path / "compare.html"
     assert main(["compare", str(a), str(b), "--html", str(page)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2] == "verdict: NEUTRAL -> PASS"
+    assert lines[2] == "verdict: INCONCLUSIVE -> INCONCLUSIVE"  # 4 units: too few for either
     assert lines[3] == "rows: 2 changed, 2 the same"
     assert lines[4:6] == [
         "  alpha #1 vs baseline: tie (judge) -> win (checks)",
@@ -229,6 +231,32 @@ def test_view_serves_the_report_on_loopback_until_interrupted(tmp_path: Path) ->
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
     assert (run / "report.html").is_file()
+
+
+def test_progress_lines_mark_reused_sessions(capsys) -> None:
+    from skillbench.report.progress import ProgressDisplay
+
+    display = ProgressDisplay()
+    display.planned(2, 0)
+    for key, reused in (("a.baseline.1", "run-0"), ("a.candidate.1", None)):
+        display.finished(
+            SessionRecord(
+                key=key,
+                session="a",
+                arm=key.split(".")[1],
+                rep=1,
+                outcome="pass",
+                turns=3,
+                seconds=2.5,
+                reused_from=reused,
+            ),
+            0.0,
+        )
+    assert capsys.readouterr().err.splitlines() == [
+        "running 2 of 2 sessions",
+        "[1/2] a.baseline.1: pass · reused from run run-0 (not run again)",
+        "[2/2] a.candidate.1: pass · 3 turns · 2.5s",
+    ]
 
 
 def test_a_tie_the_candidate_failed_says_which_check_failed(tmp_path: Path, capsys) -> None:

@@ -81,6 +81,19 @@ def test_every_input_is_in_the_key(tmp_path: Path) -> None:
     assert len(set(changed.values())) == len(changed)
 
 
+def test_a_scripted_models_script_is_in_the_key(tmp_path: Path, monkeypatch) -> None:
+    """An edited script is another model: its sessions are never served to the old one."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(scripts))
+    (scripts / "mine.yaml").write_text("conversations: []\n")
+    c = case(tmp_path)
+    first = key(tmp_path, c, model="scripted/mine")
+    assert key(tmp_path, c, model="scripted/mine") == first
+    (scripts / "mine.yaml").write_text("conversations: [{steps: [{text: done}]}]\n")
+    assert key(tmp_path, c, model="scripted/mine") != first
+
+
 def test_the_case_files_location_is_not_an_input(tmp_path: Path) -> None:
     a = case(tmp_path)
     b = msgspec.structs.replace(a, path="/elsewhere/sum.yaml")
@@ -166,11 +179,11 @@ def test_a_second_eval_of_an_edited_skill_starts_no_baseline_session(
         return sum("No skills are available" in json.dumps(r.body) for r in server.log())
 
     code, _, first = run_eval(capsys, folder, tmp_path / "run1", "--execution-only")
-    assert code == 0 and first["reused"] is None and baseline_calls() == 2
+    assert code == 3 and first["reused"] is None and baseline_calls() == 2  # 2 units
     # edit the skill: a new version, the same cases
     (folder / "SKILL.md").write_text((folder / "SKILL.md").read_text() + "\nBe warm.\n")
     code, lines, second = run_eval(capsys, folder, tmp_path / "run2", "--execution-only")
-    assert code == 0
+    assert code == 3
     assert baseline_calls() == 2  # no baseline session ran again
     assert second["reused"] == {"sessions": 2, "of": 2, "runs": [first["run_id"]]}
     assert (
@@ -190,7 +203,10 @@ def test_a_second_eval_of_an_edited_skill_starts_no_baseline_session(
     # what changed between the two versions, and the PR comment of the second
     assert main(["compare", str(tmp_path / "run1"), str(tmp_path / "run2")]) == 0
     compared = capsys.readouterr().out.splitlines()
-    assert compared[2:4] == ["verdict: PASS -> PASS", "rows: 0 changed, 2 the same"]
+    assert compared[2:4] == [
+        "verdict: INCONCLUSIVE -> INCONCLUSIVE",
+        "rows: 0 changed, 2 the same",
+    ]
     assert main(["report", str(tmp_path / "run2"), "--format", "markdown"]) == 0
     assert "#### Rows that are not ties (2 of 2)" in capsys.readouterr().out
     # editing a case's task is another input: that case's baseline runs again, the other not
@@ -230,7 +246,7 @@ def test_aa_runs_two_baselines_and_reports_their_flip_rate(fake, tmp_path: Path,
     code, lines, summary = run_eval(
         capsys, folder, tmp_path / "run", "--execution-only", "--aa", "--parallel", "1"
     )
-    assert code == 0
+    assert code == 3  # two units: INCONCLUSIVE
     assert summary["noise_floor"] == {"flips": 1, "compared": 2, "flip_rate": 0.5}
     assert (
         "noise floor (A/A): the two baseline arms differ on 1 of 2 comparisons (50%): a "

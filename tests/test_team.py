@@ -48,9 +48,15 @@ def greeter(tmp_path: Path, body: str = "Say hello.") -> Path:
     return skill
 
 
-# rows that give each verdict (one case each, against the baseline): W win, L loss, T tie,
-# U unscored
-ROWS = {"PASS": "WWT", "FAIL": "LLT", "NEUTRAL": "WLT", "NONE": "UUU"}
+# rows that give each verdict (one case each, so one unit each, against the baseline): W
+# win, L loss, T tie, U unscored. PASS and FAIL need five decided units (design §16).
+ROWS = {
+    "PASS": "WWWWW",
+    "FAIL": "LLLLL",
+    "NEUTRAL": "WWWWL",  # 4W/1L: p = 6/32, not significant
+    "INCONCLUSIVE": "WWT",
+    "NONE": "UUU",
+}
 
 
 def receipt(
@@ -146,7 +152,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
 
     receipt(skill, "run-1", "PASS", triggers={"recall": 0.6, "precision": 1.0})
     code, out = gate(capsys, skill, repo, "--junit", str(tmp_path / "gate.xml"))
-    assert (code, out) == (0, "gate passed: greeter: PASS (run run-1, 3/3 rows scored)")
+    assert (code, out) == (0, "gate passed: greeter: PASS (run run-1, 5/5 rows scored)")
     assert 'failures="0"' in (tmp_path / "gate.xml").read_text()
 
     code, out = gate(
@@ -179,7 +185,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
         "run-4",
         "PASS",
         created="2026-11-29T13:00:00+00:00",
-        incumbent="LLT",
+        incumbent="LLLLL",  # five lost units: FAIL (p = 1/32)
         triggers={"recall": 1.0, "precision": None},
     )
     code, out = gate(capsys, skill, repo)
@@ -197,7 +203,7 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
     )
     assert gate(capsys, skill, repo) == (
         0,
-        "gate passed: greeter: PASS (run run-4, 6/6 rows scored)",  # two opponents
+        "gate passed: greeter: PASS (run run-4, 10/10 rows scored)",  # two opponents
     )
 
     # a local skillbench.toml [gate] table overrides the team repo's policy
@@ -210,6 +216,36 @@ def test_gate_pass_and_each_refusal(tmp_path: Path, capsys) -> None:
     (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text() + "changed\n")
     code, out = gate(capsys, skill, repo)
     assert code == 1 and "no receipt for" in out
+
+
+def test_gate_refuses_inconclusive_unless_the_policy_allows_it(tmp_path: Path, capsys) -> None:
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    receipt(skill, "run-1", "INCONCLUSIVE")  # two decided units
+    code, out = gate(capsys, skill, repo)
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: verdict vs baseline is INCONCLUSIVE: 2 decided unit(s), and no "
+        "verdict rests on fewer than 5; add cases (or --k for flaky ones), or set "
+        "allow-inconclusive = true",
+    )
+    assert gate(capsys, skill, repo, "--allow-inconclusive") == (
+        0,
+        "gate passed: greeter: INCONCLUSIVE (run run-1, 3/3 rows scored)",
+    )
+    code, out = gate(capsys, skill, repo, "--allow-inconclusive", "--require", "PASS")
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: verdict vs baseline is INCONCLUSIVE (policy requires PASS)",
+    )
+    (repo / "pyproject.toml").write_text("[tool.skillbench.gate]\nallow-inconclusive = true\n")
+    assert gate(capsys, skill, repo)[0] == 0
+    # an incumbent comparison on too few units is no FAIL either
+    (repo / "pyproject.toml").unlink()
+    receipt(skill, "run-2", "PASS", created="2026-11-29T11:00:00+00:00", incumbent="LLLLT")
+    assert gate(capsys, skill, repo) == (
+        0,
+        "gate passed: greeter: PASS (run run-2, 10/10 rows scored)",
+    )
 
 
 def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) -> None:
@@ -230,17 +266,17 @@ def test_gate_only_accepts_real_complete_measurements(tmp_path: Path, capsys) ->
     assert code == 1 and "(run run-3) comes from the scripted driver (scripted/demo)" in out
 
     # a partial run is refused unless the policy allows it
-    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00", rows="WWU")
+    receipt(skill, "run-4", "PASS", created="2026-11-29T13:00:00+00:00", rows="WWWWWU")
     code, out = gate(capsys, skill, repo)
     assert (code, out) == (
         1,
         "gate refused: greeter: the newest measured receipt (run run-4) "
-        "is incomplete: 2/3 rows scored; resume or rerun the eval, or set "
+        "is incomplete: 5/6 rows scored; resume or rerun the eval, or set "
         "allow-partial = true",
     )
     assert gate(capsys, skill, repo, "--allow-partial") == (
         0,
-        "gate passed: greeter: PASS (run run-4, 2/3 rows scored)",
+        "gate passed: greeter: PASS (run run-4, 5/6 rows scored)",
     )
 
 
@@ -296,12 +332,12 @@ def test_gate_can_require_the_trigger_method(tmp_path: Path, capsys) -> None:
 
 def test_gate_can_require_power(tmp_path: Path, capsys) -> None:
     skill = greeter(tmp_path)
-    receipt(skill, "run-1", rows="WWT")  # PASS on 2 decided comparisons
-    assert gate(capsys, skill, None)[0] == 0  # not asked for: a PASS on 2 decided passes
+    receipt(skill, "run-1", rows="WWWWL")  # NEUTRAL on 5 decided units; 8 needed at 80 %
+    assert gate(capsys, skill, None)[0] == 0  # not asked for: the NEUTRAL passes
     code, out = gate(capsys, skill, None, "--require-power")
     assert (code, out) == (
         1,
-        "gate refused: greeter: underpowered: 2 decided comparisons, 6 needed for p <= 0.05",
+        "gate refused: greeter: underpowered: 5 decided units, 8 needed for p <= 0.05",
     )
     receipt(skill, "run-2", created="2026-11-29T11:00:00+00:00", rows="WWWWWW")  # 6 decided
     assert gate(capsys, skill, None, "--require-power")[0] == 0
@@ -393,15 +429,16 @@ def test_incumbent_arm_receipt_and_scrubbing(fake, tmp_path: Path, capsys) -> No
         ]
     )
     lines = capsys.readouterr().out.splitlines()
-    assert code == 0
+    assert code == 3  # one case: INCONCLUSIVE
     plan = json.loads((out / "plan.json").read_text())
     assert plan["arms"] == ["baseline", "candidate", "incumbent"]
     assert plan["incumbent"]["version"] == "v1"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["comparisons"]["incumbent"]["tie"] == 1  # both staged versions pass
-    assert summary["verdict"] == "PASS"  # still decided against the baseline
+    assert summary["verdict"] == "INCONCLUSIVE"  # still decided against the baseline
     assert any(
-        line.startswith("candidate-vs-incumbent: +0% net lift (0W / 0L / 1T") for line in lines
+        line.startswith("candidate-vs-incumbent: 0W/0L/1T rows · 0 of 1 unit decided")
+        for line in lines
     )
     # each arm loaded its own version of the skill
     inc = (out / "transcripts/a.incumbent.1.jsonl").read_text()
@@ -410,7 +447,7 @@ def test_incumbent_arm_receipt_and_scrubbing(fake, tmp_path: Path, capsys) -> No
     assert "NEW-VERSION" in cand and "OLD-VERSION" not in cand
     # the receipt: in the run folder and the local store, for the new bytes
     written = json.loads((out / "receipt.json").read_text())
-    assert written["digest"] == digest(skill) and written["schema_version"] == 3
+    assert written["digest"] == digest(skill) and written["schema_version"] == 4
     assert written["provenance"]["arms"]["incumbent"][0].endswith("(v1)")
     assert [r.run_id for _, r in local_receipts("greeter", digest(skill))] == [plan["run_id"]]
     # no credential survives in anything written
@@ -427,4 +464,4 @@ def test_gate_takes_a_published_version_folder(tmp_path: Path, capsys) -> None:
     assert main(["publish", str(skill), "--team", str(repo)]) == 0
     capsys.readouterr()
     code, out = gate(capsys, repo / "skills/greeter/v1", repo)
-    assert (code, out) == (0, "gate passed: greeter: PASS (run run-1, 3/3 rows scored)")
+    assert (code, out) == (0, "gate passed: greeter: PASS (run run-1, 5/5 rows scored)")

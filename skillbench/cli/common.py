@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INCONCLUSIVE = 3  # eval: too few decided units for any verdict (not a FAIL, not a pass)
 
 Handler = Callable[[argparse.Namespace], int]
 

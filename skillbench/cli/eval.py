@@ -14,6 +14,7 @@ import msgspec
 from skillbench import api
 from skillbench.cli.common import (
     EXIT_FAIL,
+    EXIT_INCONCLUSIVE,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
@@ -36,6 +37,7 @@ def options_of(args: argparse.Namespace) -> api.Options:
         judge_model=args.judge_model,
         agent=args.agent,
         k=args.k,
+        min_net_lift=args.min_net_lift,
         parallel=args.parallel,
         team=args.team,
         out=args.out,
@@ -122,6 +124,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "the receipt says NONE and no gate accepts it"
         )
         return EXIT_USAGE
+    if summary.verdict == "INCONCLUSIVE":
+        return EXIT_INCONCLUSIVE
     return EXIT_FAIL if summary.verdict == "FAIL" else EXIT_OK
 
 
@@ -159,7 +163,8 @@ def register_eval(sub: Subparsers) -> None:
         "each arm in its own podman sandbox, score the checks, send ties with a rubric to the "
         "judge, and print the verdict. Everything lands in the run folder (--out, default "
         ".skillbench/runs/<run_id>/); a run cut short continues with --resume. Exit 0 done, "
-        "1 verdict FAIL, 2 bad input or nothing scored.",
+        "1 verdict FAIL, 2 bad input or nothing scored, 3 verdict INCONCLUSIVE (fewer than 5 "
+        "decided units).",
     )
     p.add_argument("skill", nargs="?", metavar="SKILL", help="the skill folder")
     p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
@@ -170,6 +175,13 @@ def register_eval(sub: Subparsers) -> None:
     )
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
+    p.add_argument(
+        "--min-net-lift",
+        dest="min_net_lift",
+        type=float,
+        metavar="SHARE",
+        help="the net lift over units PASS and FAIL need beyond significance (default 0.2)",
+    )
     p.add_argument(
         "--parallel", type=int, help="sessions (and trigger calls) at once, at most 64 (default 4)"
     )
@@ -226,8 +238,8 @@ def register_eval(sub: Subparsers) -> None:
     p.add_argument(
         "--plan",
         action="store_true",
-        help="print the sessions, model calls, estimated cost and time, and exit "
-        "without starting anything",
+        help="print the sessions that will run, model calls, estimated cost and time, and "
+        "exit without running any (cases with `requires` get a probe sandbox)",
     )
     p.add_argument(
         "--fresh-baseline",

@@ -55,6 +55,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         allow_incumbent_fail=True if args.allow_incumbent_fail else None,
         allow_partial=True if args.allow_partial else None,
         require_power=True if args.require_power else None,
+        allow_inconclusive=True if args.allow_inconclusive else None,
         trigger_method=args.trigger_method,
         require_signed=args.require_signed,
         allow_endpoints=args.allow_endpoints,
@@ -126,7 +127,8 @@ def register_gate(sub: Subparsers) -> None:
         "receipts signed by an allowed signer) and check it against the policy: its verdict, "
         "counts and stats follow from its rows and it is not dated in the future, made by a "
         "real model (not the scripted driver) at an allowed endpoint, complete (unless "
-        "--allow-partial), verdict vs baseline, not FAIL vs the incumbent, trigger recall and "
+        "--allow-partial), verdict vs baseline (INCONCLUSIVE only with --allow-inconclusive), "
+        "not FAIL vs the incumbent, trigger recall and "
         "precision minimums. Policy from flags, else "
         "[tool.skillbench.gate] in the team repo's pyproject.toml or [gate] in its "
         "skillbench.toml. Exit 0 pass, 1 refused (with a one-line reason).",
@@ -154,6 +156,11 @@ def register_gate(sub: Subparsers) -> None:
         "--require-power",
         action="store_true",
         help="refuse a verdict the sign test could not make significant",
+    )
+    p.add_argument(
+        "--allow-inconclusive",
+        action="store_true",
+        help="accept an INCONCLUSIVE verdict (fewer than 5 decided units)",
     )
     p.add_argument(
         "--trigger-method",

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 import msgspec
 
 from skillbench.engine.records import CANDIDATE, Plan, RowRecord, SessionRecord, session_key
+from skillbench.verdict import tally
 
 FIRED_WHERE_NOT = "fired where it should not"
 NEVER_LOADED = "the skill never loaded: the verdict measures its absence"
@@ -37,12 +38,13 @@ class Activation(msgspec.Struct, frozen=True):
     misfired: int  # candidate sessions of `expect_activation: false` cases that loaded it
     unexpected: int  # candidate sessions of those cases that ran
     cases: list[CaseActivation]
-    # (wins - losses) / rows against the first opponent, over every scored row (the overall
-    # lift, as the verdict's comparison counts it) and over the rows whose candidate session
-    # loaded the skill: the same formula, so the two read side by side
+    # the net lift against the first opponent in units (design §16: one vote per case, one
+    # per suite), over every scored row (the overall lift, as the verdict's comparison counts
+    # it) and over the rows whose candidate session loaded the skill: the same rule, so the
+    # two read side by side
     lift: float | None
     lift_when_fired: float | None
-    rows_when_fired: int
+    units_when_fired: int
 
     @property
     def never(self) -> bool:
@@ -75,11 +77,9 @@ def misfire(
     return "loss" if mine else "win"
 
 
-def _lift(rows: Iterable[RowRecord]) -> tuple[float | None, int]:
-    outcomes = [r.outcome for r in rows]
-    if not outcomes:
-        return None, 0
-    return (outcomes.count("win") - outcomes.count("loss")) / len(outcomes), len(outcomes)
+def _lift(rows: Iterable[RowRecord], opponent: str) -> tuple[float | None, int]:
+    votes = tally(rows, opponent)
+    return votes.net_lift, votes.total
 
 
 def activation_of(
@@ -110,8 +110,8 @@ def activation_of(
         for r in against
         if fired(plan.skill, sessions.get(session_key(session_of[r.case], CANDIDATE, r.rep)))
     ]
-    lift, _ = _lift(against)
-    lift_fired, n_fired = _lift(when_fired)
+    lift, _ = _lift(against, plan.opponents[0])
+    lift_fired, n_fired = _lift(when_fired, plan.opponents[0])
     wanted = [c for c in cases if c.expected]
     unwanted = [c for c in cases if not c.expected]
     return Activation(
@@ -123,7 +123,7 @@ def activation_of(
         cases=cases,
         lift=lift,
         lift_when_fired=lift_fired,
-        rows_when_fired=n_fired,
+        units_when_fired=n_fired,
     )
 
 

@@ -1,7 +1,8 @@
-"""Cost before spending (design §11): what a run would do and roughly cost, with no sandbox
-started and no model called.
+"""Cost before spending (design §11, §16): what a run would do and roughly cost, with no model
+called and no sandbox started but the probe of cases with `requires`.
 
-Sessions are counted from the plan (cases x arms x k), less the baseline and incumbent
+Sessions are counted as they will run (design §16): cases x arms x k, less the cases whose
+image lacks a `requires` tool (probed as the run would) and the baseline and incumbent
 sessions the reuse cache already holds. Per-session turns, tokens and seconds come from the
 newest earlier receipt of the same skill with the same agent and model; without one, from
 stated defaults. The cost is those tokens at the price table's rates.
@@ -9,6 +10,7 @@ stated defaults. The cost is those tokens at the price table's rates.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from skillbench.engine.plan import (
     case_spec,
     find_incumbent,
     library_of,
+    probe_requires,
     sessions_of,
     trigger_method,
     units_of,
@@ -29,10 +32,15 @@ from skillbench.engine.plan import (
 )
 from skillbench.engine.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
+from skillbench.evals.model import Session
+from skillbench.judge import family_warning
 from skillbench.models import endpoint
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import local_receipts
+from skillbench.sandbox import make_provider
+from skillbench.sandbox.base import SandboxError, SandboxSpec
+from skillbench.sandbox.image import image_exists
 from skillbench.skills import digest
 
 # Without an earlier receipt: per model call in a session, and per session.
@@ -47,11 +55,14 @@ ROUTING_CALLS = 2  # an agent routing session: load the skill, answer
 class Estimate(msgspec.Struct, kw_only=True):
     skill: str
     version: str
-    cases: int
+    cases: int  # that will run
     arms: list[str]
     k: int
     sessions: int  # that will run
     reused: int  # baseline and incumbent sessions the cache holds
+    skipped: dict[str, str] = {}  # case -> why it will not run (its image lacks a tool)
+    unprobed: str | None = None  # why some cases' `requires` could not be probed
+    judge_warning: str | None = None  # judge and agent share a model family
     session_calls: float
     judge_calls: int  # at most: only check ties go to the judge, in both orders
     trigger_calls: int
@@ -78,6 +89,8 @@ def estimate(opts: EvalOptions) -> Estimate:
     library = library_of(opts, skill)
     arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else [])
     box = sandbox_spec(settings, agent.image_name(opts.image))
+    skipped, unprobed = _requires(sessions, box)
+    sessions = {n: s for n, s in sessions.items() if n not in skipped}
     cache = SessionCache()
     reused = 0
     if not opts.fresh_baseline:
@@ -129,6 +142,9 @@ def estimate(opts: EvalOptions) -> Estimate:
     return Estimate(
         skill=skill.name,
         version=version,
+        skipped=skipped,
+        unprobed=unprobed,
+        judge_warning=family_warning(settings.model, settings.judge_model or settings.model),
         cases=len(sessions),
         arms=arms,
         k=settings.k,
@@ -143,6 +159,41 @@ def estimate(opts: EvalOptions) -> Estimate:
         parallel=settings.parallel,
         basis=basis,
     )
+
+
+def _requires(sessions: dict[str, Session], box: SandboxSpec) -> tuple[dict[str, str], str | None]:
+    """The cases whose image lacks a `requires` tool (case -> why), probed the way the run
+    probes them, and why some could not be probed (their image is not built yet, or podman
+    is not there): those are counted as if they will run."""
+    wanted, later = {}, 0
+    for name, spec in sessions.items():
+        if not spec.requires:
+            continue
+        if spec.image is None and spec.containerfile is None and image_exists(box.image):
+            wanted[name] = (box.image, spec.requires)
+        else:  # its own image (or the agent's) is built when the run starts
+            later += 1
+    skipped: dict[str, str] = {}
+    note = (
+        f"{later} case(s) with `requires` not probed: the run builds their image" if later else None
+    )
+    if wanted:
+        try:
+            missing = asyncio.run(_probe(box, wanted))
+        except SandboxError as exc:
+            return {}, f"`requires` not probed ({exc}): every case counted as if it runs"
+        skipped = {name: f"missing {', '.join(tools)}" for name, tools in missing.items()}
+    return skipped, note
+
+
+async def _probe(
+    box: SandboxSpec, wanted: dict[str, tuple[str, tuple[str, ...]]]
+) -> dict[str, list[str]]:
+    provider = make_provider()
+    try:
+        return await probe_requires(provider, box, wanted)
+    finally:
+        await provider.aclose()
 
 
 def _per_session(skill: str, model: str, agent: str) -> tuple[float, float, float, float, str]:
@@ -189,6 +240,10 @@ def plan_lines(e: Estimate, max_cost: float | None) -> list[str]:
         e.reused
     )
     lines.append(f"  sessions: {e.sessions} to run{reused}")
+    for case, why in e.skipped.items():
+        lines.append(f"  skipped (environment): {case} — {why}")
+    if e.unprobed:
+        lines.append(f"  note: {e.unprobed}")
     triggers = ""
     if e.trigger_method:
         method = "catalog call" if e.trigger_method == "catalog" else "agent routing"
@@ -207,6 +262,8 @@ def plan_lines(e: Estimate, max_cost: float | None) -> list[str]:
     over = over_budget(e, max_cost)
     if over:
         lines.append(f"  {over}")
+    if e.judge_warning and e.judge_calls:
+        lines.append(f"  judge: {e.judge_warning}")
     return lines
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from skillbench.config import Settings, sandbox_spec
-from skillbench.engine.plan import EvalError, check_credentials
+from skillbench.engine.plan import EvalError, check_credentials, setup_case
 from skillbench.evals import load_assets, load_case
 from skillbench.generate import (
     Generated,
@@ -82,7 +82,9 @@ def _dry_run(provider: SandboxProvider, spec: SandboxSpec) -> SeedCheck:
     async def seed(case_file: Path, skill_dir: Path) -> str | None:
         case, _ = load_case(case_file, skill_dir)
         try:
-            arm = await stage_arm(provider, spec, case, {skill_dir.name: skill_dir})
+            arm = await stage_arm(
+                provider, spec, case, {skill_dir.name: skill_dir}, case=setup_case(case, skill_dir)
+            )
         except (SetupFailed, SandboxError) as exc:
             return str(exc)
         await arm.close()

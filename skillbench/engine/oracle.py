@@ -23,6 +23,7 @@ from skillbench.engine.plan import (
     case_spec,
     run_folder,
     sessions_of,
+    setup_case,
     validated,
 )
 from skillbench.evals.model import Session, Suite
@@ -117,7 +118,9 @@ async def _solve(
     run = f"/solution/{script.name}" if solution else f"{ORACLE_DIR}/{script.name}"
     try:
         agent_box = msgspec.structs.replace(specs[0], mounts=specs[0].mounts + solution)
-        staged = await stage_arm(provider, agent_box, session, {})
+        staged = await stage_arm(
+            provider, agent_box, session, {}, case=setup_case(session, skill_dir)
+        )
     except SetupFailed as exc:
         return OracleResult(name, None, note=f"setup failed: {exc}")
     except SandboxError as exc:

@@ -7,7 +7,7 @@ import hashlib
 import os
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,9 +35,10 @@ from skillbench.evals.problems import errors_in
 from skillbench.inputs import load_json
 from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
-from skillbench.sandbox.base import CASE_DIR, SandboxSpec
+from skillbench.sandbox.base import CASE_DIR, SandboxProvider, SandboxSpec
 from skillbench.sandbox.case_image import CaseImageError, CaseImageUnavailable, case_image
 from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
+from skillbench.sandbox.stage import missing_requirements
 from skillbench.skills import (
     RUNS_DIR,
     Skill,
@@ -94,6 +95,16 @@ def case_home(spec: Session, skill_dir: Path) -> str:
         return CASE_DIR
     rel = folder.relative_to(evals).as_posix()
     return CASE_DIR if rel == "." else f"{CASE_DIR}/{rel}"
+
+
+def setup_case(spec: Session, skill_dir: Path) -> Path | None:
+    """What `setup` sees at $CASE: the case's own folder (the one case_home names) on the
+    host; None without a setup or such a folder."""
+    home = case_home(spec, skill_dir)
+    folder = (skill_dir / "evals" / home.removeprefix(CASE_DIR).lstrip("/")).resolve()
+    if not spec.setup or home == CASE_DIR or not folder.is_dir():
+        return None
+    return folder
 
 
 def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
@@ -173,11 +184,35 @@ def sessions_of(assets: EvalAssets, case: str | None) -> dict[str, Session]:
     return found
 
 
+async def probe_requires(
+    provider: SandboxProvider, base: SandboxSpec, wanted: Mapping[str, tuple[str, Sequence[str]]]
+) -> dict[str, list[str]]:
+    """What each session's image lacks of its `requires` (session -> (image, requires)),
+    for the sessions that lack something; one probe sandbox per image."""
+    by_image: dict[str, dict[str, Sequence[str]]] = {}
+    for name, (image, requires) in wanted.items():
+        if requires:
+            by_image.setdefault(image, {})[name] = requires
+    found = {}
+    for image, sessions in by_image.items():
+        box = await provider.create(msgspec.structs.replace(base, image=image))
+        try:
+            for name, requires in sessions.items():
+                missing = await missing_requirements(box, requires)
+                if missing:
+                    found[name] = missing
+        finally:
+            await box.close()
+    return found
+
+
 def units_of(sessions: dict[str, Session]) -> list[Unit]:
     units = []
     for name, spec in sessions.items():
         if isinstance(spec, Suite):
-            units += [Unit(f"{SUITE}/{sub.name}", SUITE) for sub in spec.cases]
+            units += [
+                Unit(f"{SUITE}/{sub.name}", SUITE, distractor=sub.distractor) for sub in spec.cases
+            ]
         else:
             units.append(Unit(name, name, judge=spec.judge is not None))
     return units
@@ -284,6 +319,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                 ("the model", plan.model, settings.model),
                 ("the judge model", plan.judge_model, settings.judge_model),
                 ("the agent", plan.agent, settings.agent),
+                ("min-net-lift", plan.min_net_lift, settings.min_net_lift),
                 ("the model endpoints", plan.endpoints, endpoints_of(settings)),
                 ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
                 ("the library (--with-library)", plan.library, library_of(opts, skill)),
@@ -324,6 +360,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         model=settings.model,
         judge_model=settings.judge_model or settings.model,
         k=settings.k,
+        min_net_lift=settings.min_net_lift,
         seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),
         arms=[BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else []),
         opponents=[BASELINE] + ([INCUMBENT] if found else []),

@@ -7,12 +7,11 @@ import msgspec
 from skillbench.checks import CheckResult
 from skillbench.models import Endpoint
 from skillbench.models.base import Usage
+from skillbench.verdict import MIN_NET_LIFT, UNSCORED
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
 SUITE = "suite"  # the session name of evals/suite.yaml
 AA = "baseline-b"  # eval --aa: a second, independent baseline arm (the noise floor)
-# Ties that say nothing about the skill: an arm errored, or the judge could not answer.
-UNSCORED = frozenset({"unscored", "judge-refused", "judge-unparseable", "judge-error"})
 
 
 class Unit(msgspec.Struct, frozen=True):
@@ -21,6 +20,7 @@ class Unit(msgspec.Struct, frozen=True):
     name: str
     session: str  # the case name, or "suite"
     judge: bool = False
+    distractor: bool = False  # a suite sub-case the suite marks as a trap (design §11)
 
 
 class Incumbent(msgspec.Struct, frozen=True):
@@ -71,6 +71,7 @@ class Plan(msgspec.Struct, kw_only=True):
     team: str | None = None  # the team repo the incumbent came from (--resume keeps it)
     agent: str = "builtin"  # what runs in the arms (agents/)
     agent_version: str = ""
+    min_net_lift: float = MIN_NET_LIFT  # the verdict's practical floor (design §16)
     # where the agent and judge models are reached (design §14); --resume refuses a change
     endpoints: dict[str, Endpoint] = {}
     library: Library | None = None
@@ -125,6 +126,7 @@ class RowRecord(msgspec.Struct, tag="row", kw_only=True):
     judge_candidate_first: bool | None = None
     judge_cost_usd: float | None = None
     judge_winners: list[str] = []  # the judge's answer in each order: A | B | tie
+    reason: str | None = None  # why an unscored row says nothing (an error, an environment gap)
 
     @property
     def scored(self) -> bool:

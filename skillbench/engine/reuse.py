@@ -47,6 +47,7 @@ class SessionInputs(msgspec.Struct, frozen=True, kw_only=True):
     agent_options: dict[str, str]  # [agents.<name>]: ambient_skills, ...
     model: str
     endpoint: str  # where the model is reached: scheme and host (models.origin)
+    script_digest: str | None  # a scripted model's script: its bytes are the "model"
     sandbox: SandboxSpec
     rep: int
     engine_version: str = __version__
@@ -78,6 +79,7 @@ def session_inputs(
         agent_options=agent_options,
         model=model,
         endpoint=endpoint,
+        script_digest=_script_digest(model),
         sandbox=sandbox,
         rep=rep,
     )
@@ -156,3 +158,15 @@ class SessionCache:
 class _Entry(msgspec.Struct, frozen=True):
     record: SessionRecord
     run_id: str
+
+
+def _script_digest(model: str) -> str | None:
+    """The sha256 of the script a `scripted/<name>` model plays (None for a real model):
+    an edited script is another model, so its sessions are never served to the old one's."""
+    from skillbench.models import parse_model
+    from skillbench.models.scripted import find_script
+
+    ref = parse_model(model)
+    if not ref.scripted:
+        return None
+    return hashlib.sha256(find_script(ref.name).read_bytes()).hexdigest()

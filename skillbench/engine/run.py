@@ -33,6 +33,8 @@ from skillbench.engine.plan import (
     case_home,
     case_spec,
     check_credentials,
+    probe_requires,
+    setup_case,
     trigger_method,
     validated,
 )
@@ -80,7 +82,6 @@ from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
     check_phase,
-    missing_requirements,
     recheck_phase,
     stage_arm,
 )
@@ -353,7 +354,14 @@ class Runner:
             phase_proxy(self.spec_for(name), spec.network.verifier, log, "verifier") as check_box,
         ):
             try:
-                staged = await stage_arm(provider, box, spec, skills, scratch=self.run_dir / "tmp")
+                staged = await stage_arm(
+                    provider,
+                    box,
+                    spec,
+                    skills,
+                    scratch=self.run_dir / "tmp",
+                    case=setup_case(spec, self.skill_dir),
+                )
             except SetupFailed as exc:
                 return replace(record, outcome="skipped", error=str(exc))
             except ContaminationError as exc:
@@ -648,20 +656,14 @@ class Runner:
         return case_spec(self.sandbox_spec, self.specs[name], self.opts.case_images.get(name))
 
     async def probe_requires(self, provider: SandboxProvider) -> None:
-        by_image: dict[str, dict[str, tuple[str, ...]]] = {}
-        for n, s in self.specs.items():
-            if s.requires and n not in self.skipped:
-                by_image.setdefault(self.spec_for(n).image, {})[n] = s.requires
-        for image, wanted in by_image.items():  # one probe sandbox per image
-            box = await provider.create(replace(self.sandbox_spec, image=image))
-            try:
-                for name, requires in wanted.items():
-                    missing = await missing_requirements(box, requires)
-                    if missing:
-                        self.skipped[name] = f"missing {', '.join(missing)}"
-                        self.missing.add(name)
-            finally:
-                await box.close()
+        wanted = {
+            n: (self.spec_for(n).image, s.requires)
+            for n, s in self.specs.items()
+            if n not in self.skipped
+        }
+        for name, missing in (await probe_requires(provider, self.sandbox_spec, wanted)).items():
+            self.skipped[name] = f"missing {', '.join(missing)}"
+            self.missing.add(name)
 
 
 def handover_notes(notes: list[str], most: int = 10) -> list[str]:
@@ -787,6 +789,7 @@ def receipt_of(plan: Plan, summary: Summary, bundle: str) -> Receipt:
             opponents=plan.opponents,
             units=plan.units,
             endpoints=plan.endpoints,
+            min_net_lift=plan.min_net_lift,
         ),
         bundle=bundle,
     )

@@ -1,5 +1,5 @@
-"""Scoring (design §3): rows from sessions, net lift, the verdict, the why line, the exact
-sign test, arm scores, case-runs passed and efficiency. Pure functions over records."""
+"""Scoring (design §3, §16): rows from sessions, the units the verdict counts, the why line,
+arm scores, case-runs passed and efficiency. Pure functions over records."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from skillbench.engine.records import (
     BASELINE,
     CANDIDATE,
     SUITE,
-    UNSCORED,
     ArmResult,
     Library,
     Plan,
@@ -28,23 +27,36 @@ from skillbench.engine.records import (
 from skillbench.engine.stats import (
     Interval,
     Stats,
+    cluster_ci,
     needed,
-    net_lift_ci,
     pass_at_k,
     pass_pow_k,
     sign_test,
-    wilson,
 )
 from skillbench.models import Endpoint, parse_model
-from skillbench.verdict import NONE, verdict_of
+from skillbench.verdict import (
+    MIN_NET_LIFT,
+    NONE,
+    UNSCORED,
+    RowLike,
+    Votes,
+    tally,
+    unit_votes,
+    verdict_of,
+)
 
 
 class Comparison(msgspec.Struct):
-    win: int
+    """The candidate against one opponent: the scored rows, and the independent units the
+    verdict counts (design §16)."""
+
+    win: int  # rows
     loss: int
     tie: int
-    net_lift: float | None
-    sign_p: float
+    net_lift: float | None  # over units: (units won - units lost) / units scored
+    sign_p: float  # one-sided exact sign test over the decided units
+    units: Votes = Votes()
+    verdict: str = NONE  # PASS | NEUTRAL | FAIL | INCONCLUSIVE | NONE
 
 
 class Efficiency(msgspec.Struct):
@@ -71,6 +83,24 @@ def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:
     return ArmResult(all(c.passed for c in checks), False, checks, record.notes, metrics)
 
 
+def environment_gap(check: CheckResult) -> bool:
+    """A check that could not run: its command (or a grader's runtime) is not in the image."""
+    return not check.passed and check.detail.startswith(("exit 126", "exit 127"))
+
+
+def gap_in_both(mine: ArmResult, theirs: ArmResult) -> str | None:
+    """Why a row measures nothing when a check hit an environment gap in both arms (both
+    then fail it, so it would read as a tie); None when every check could run somewhere."""
+    missing = {c.name for c in theirs.checks if environment_gap(c)}
+    for check in mine.checks:
+        if environment_gap(check) and check.name in missing:
+            return (
+                f"environment gap: {check.name} could not run in either arm "
+                f"({check.detail[:200]}); the image lacks what it runs"
+            )
+    return None
+
+
 def row_by_checks(
     unit: Unit, rep: int, opponent: str, cand: SessionRecord | None, opp: SessionRecord | None
 ) -> RowRecord | None:
@@ -78,6 +108,11 @@ def row_by_checks(
     arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
     mine, theirs = arms[CANDIDATE], arms[opponent]
     if mine.error or theirs.error:
+        failed = [
+            f"{arm} {'errored: ' + (r.error or 'no reason given') if r else 'has no session'}"
+            for arm, r in ((CANDIDATE, cand), (opponent, opp))
+            if r is None or r.outcome == "error"
+        ]
         return RowRecord(
             case=unit.name,
             rep=rep,
@@ -85,6 +120,18 @@ def row_by_checks(
             outcome="tie",
             decided_by="unscored",
             arms=arms,
+            reason="; ".join(failed),
+        )
+    gap = gap_in_both(mine, theirs)
+    if gap:  # not a tie: nothing was measured (and no judge can stand in for the checks)
+        return RowRecord(
+            case=unit.name,
+            rep=rep,
+            opponent=opponent,
+            outcome="tie",
+            decided_by="environment-gap",
+            arms=arms,
+            reason=gap,
         )
     if mine.passed != theirs.passed:
         outcome = "win" if mine.passed else "loss"
@@ -108,17 +155,22 @@ def row_by_checks(
     return None
 
 
-def compare(rows: Iterable[RowRecord | RowSummary]) -> Comparison:
-    counts = Counter(r.outcome for r in rows)
-    w, lo, t = counts["win"], counts["loss"], counts["tie"]
-    total = w + lo + t
-    return Comparison(w, lo, t, (w - lo) / total if total else None, sign_test(w, lo))
-
-
-def verdict(c: Comparison) -> str:
-    """The verdict against one opponent (design §3); NEUTRAL when nothing was compared."""
-    found = verdict_of(c.win, c.loss, c.tie)
-    return "NEUTRAL" if found == NONE else found
+def compare(
+    rows: Iterable[RowLike], opponent: str, min_net_lift: float = MIN_NET_LIFT
+) -> Comparison:
+    """The scored rows against `opponent`, their units, and the verdict those units give."""
+    mine = [r for r in rows if r.opponent == opponent and r.decided_by not in UNSCORED]
+    counts = Counter(r.outcome for r in mine)
+    votes = tally(mine, opponent)
+    return Comparison(
+        win=counts["win"],
+        loss=counts["loss"],
+        tie=counts["tie"],
+        net_lift=votes.net_lift,
+        sign_p=sign_test(votes.win, votes.loss),
+        units=votes,
+        verdict=verdict_of(votes, min_net_lift),
+    )
 
 
 _SOURCES = {  # what decided a win or a loss, as the why line names it
@@ -132,10 +184,10 @@ def why(rows: list[RowRecord]) -> str:
     """A deterministic one-line reason for the verdict."""
     if not rows:
         return "nothing could be scored"
-    c = compare(rows)
-    if c.win > c.loss:
+    counts = Counter(r.outcome for r in rows if r.scored)
+    if counts["win"] > counts["loss"]:
         lead, pick = "wins", "win"
-    elif c.loss > c.win:
+    elif counts["loss"] > counts["win"]:
         lead, pick = "loses", "loss"
     else:
         lead, pick = "no net difference", None
@@ -146,26 +198,33 @@ def why(rows: list[RowRecord]) -> str:
     if named:
         lead += " on " + ", ".join(named[:-1]) + " and " * (len(named) > 1) + named[-1]
     parts = [lead]
-    ties = sum(r.outcome == "tie" and r.decided_by != "unscored" for r in rows)
+    ties = sum(r.outcome == "tie" and r.scored for r in rows)
     splits = sum(r.decided_by == "judge-split" for r in rows)
-    unscored = sum(r.decided_by == "unscored" for r in rows)
     if ties:
         parts.append(
             f"{ties} tie{'s' * (ties != 1)}" + (f" ({splits} judge-split)" if splits else "")
         )
-    if unscored:
-        parts.append(f"{unscored} unscored (infrastructure errors)")
+    parts += unscored_parts(rows)
     return "; ".join(parts)
+
+
+def unscored_parts(rows: Sequence[RowRecord]) -> list[str]:
+    """How many rows measured nothing, by why."""
+    parts = []
+    for why_not, kinds in (
+        ("infrastructure errors", {"unscored"}),
+        ("environment gap: a check could not run in either arm", {"environment-gap"}),
+        ("the judge could not answer", UNSCORED - {"unscored", "environment-gap"}),
+    ):
+        n = sum(r.decided_by in kinds for r in rows)
+        if n:
+            parts.append(f"{n} unscored ({why_not})")
+    return parts
 
 
 def nothing_scored(rows: list[RowRecord], stopped: str | None) -> str:
     """Why a run has verdict NONE."""
-    parts = ["nothing scored"]
-    unscored = sum(not r.scored for r in rows)
-    if unscored:
-        parts.append(
-            f"{unscored} row{'s' * (unscored != 1)} unscored (infrastructure errors or the judge)"
-        )
+    parts = ["nothing scored", *unscored_parts(rows)]
     if stopped:
         parts.append(stopped)
     return "; ".join(parts)
@@ -258,18 +317,18 @@ def diagnostics(
         everyone = {a for a, _, _ in ran} == set(plan.arms)
         if (
             unit.session == SUITE
+            and unit.distractor
             and everyone
             and all(arm_result(unit, r).passed for _, _, r in ran)
         ):
-            # one line for the sub-case, not one per check: a distractor (or any sub-case)
-            # no arm ever fails measures nothing
+            # one line for the trap, not one per check. Only for a sub-case the suite marks
+            # as a trap: a real defect every arm found is evidence, never something to drop.
             found.append(
                 Diagnostic(
                     "suite-distractor",
                     unit.name,
-                    "every arm passed all its "
-                    "checks in every repetition: it cannot tell the arms "
-                    "apart; make the trap tempting, or drop it",
+                    "a trap nobody fell for: every arm passed all its checks in every "
+                    "repetition, so it cannot tell the arms apart; make it tempting, or drop it",
                 )
             )
             continue
@@ -285,9 +344,8 @@ def diagnostics(
                     Diagnostic(
                         "environment-gap",
                         unit.name,
-                        "failed with exit "
-                        "126/127 in every arm: the image lacks what it runs, so "
-                        "this reads as a tie, not a result",
+                        "failed with exit 126/127 in every arm: the image lacks "
+                        "what it runs, so its rows are unscored, not ties",
                         name,
                     )
                 )
@@ -361,7 +419,7 @@ def noise_floor(plan: Plan, sessions: dict[str, SessionRecord]) -> NoiseFloor | 
     return NoiseFloor(flips, compared, flips / compared if compared else None)
 
 
-class RowSummary(msgspec.Struct):
+class RowSummary(msgspec.Struct, omit_defaults=True):
     """One row as the summary shows it."""
 
     case: str
@@ -370,6 +428,7 @@ class RowSummary(msgspec.Struct):
     outcome: str
     decided_by: str
     arms: dict[str, ArmResult]
+    reason: str | None = None  # why an unscored row measured nothing
 
 
 class Reuse(msgspec.Struct, frozen=True):
@@ -387,7 +446,7 @@ class Summary(msgspec.Struct, kw_only=True):
     skill: str
     version: str
     run_id: str
-    verdict: str  # PASS | NEUTRAL | FAIL | NONE
+    verdict: str  # PASS | NEUTRAL | FAIL | INCONCLUSIVE | NONE (design §16)
     why: str
     expected_rows: int
     scored_rows: int
@@ -418,6 +477,7 @@ class Summary(msgspec.Struct, kw_only=True):
     activation: Activation | None = None
     ambient: Ambient | None = None
     library: Library | None = None
+    min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used
 
 
 def reuse_of(sessions: dict[str, SessionRecord]) -> Reuse | None:
@@ -439,7 +499,6 @@ def summarize(
 ) -> Summary:
     """The summary of a run from its records."""
     skipped_names = {s.case for s in skipped}
-    scored = [r for r in rows if r.scored]
     # Complete: every row that could be measured was (a case the image cannot run is not the
     # run's failing; a failed setup, an error, a judge failure or a cost stop is).
     measurable = {s.case for s in skipped if s.environment}
@@ -452,17 +511,24 @@ def summarize(
         return names.index(r.case), r.rep, plan.opponents.index(r.opponent)
 
     shown = [
-        RowSummary(r.case, r.rep, r.opponent, r.outcome, r.decided_by, r.arms)
+        RowSummary(r.case, r.rep, r.opponent, r.outcome, r.decided_by, r.arms, r.reason)
         for r in sorted(rows, key=order)
     ]
-    found = derive(shown, opponents=plan.opponents, units=plan.units, k=plan.k, seed=plan.seed)
+    found = derive(
+        shown,
+        opponents=plan.opponents,
+        units=plan.units,
+        k=plan.k,
+        seed=plan.seed,
+        min_net_lift=plan.min_net_lift,
+    )
     return Summary(
         skill=plan.skill,
         version=plan.version,
         run_id=plan.run_id,
         verdict=found.verdict,
         why=why([r for r in rows if r.opponent == plan.opponents[0]])
-        if scored
+        if found.verdict != NONE
         else nothing_scored(rows, stopped),
         expected_rows=found.expected_rows,
         scored_rows=found.scored_rows,
@@ -484,22 +550,23 @@ def summarize(
         k=plan.k,
         seed=plan.seed,
         stats={
-            opp: stats_of(plan, sessions, found.power[opp], opp, skipped_names, runs)
+            opp: stats_of(plan, sessions, found.power[opp], opp, skipped_names)
             for opp in plan.opponents
         },
         diagnostics=diagnostics(plan, sessions, skipped_names, rows),
         noise_floor=noise_floor(plan, sessions),
+        min_net_lift=plan.min_net_lift,
     )
 
 
 class Power(msgspec.Struct, frozen=True, kw_only=True):
     """The part of an opponent's Stats that its rows alone decide."""
 
-    decided: int  # wins + losses
+    decided: int  # units won + units lost
     needed: int | None
     underpowered: bool
     sign_p: float
-    net_lift_ci: Interval | None
+    net_lift_ci: Interval | None  # a cluster bootstrap over the unit votes
 
 
 class Derived(msgspec.Struct, frozen=True, kw_only=True):
@@ -520,11 +587,13 @@ def derive(
     units: Sequence[Unit],
     k: int,
     seed: int,
+    min_net_lift: float = MIN_NET_LIFT,
 ) -> Derived:
     """The verdict, counts and power of a run from its rows and what it planned (opponents,
-    units, k, seed), nothing else: summarize() takes them from here, and the gate re-derives
-    a receipt's with this same function (design §14), so the two can never disagree on the
-    rule. The rows are taken in plan order, whatever order they come in."""
+    units, k, seed, the practical floor), nothing else: summarize() takes them from here,
+    and the gate re-derives a receipt's with this same function (design §14), so the two can
+    never disagree on the rule. The rows are taken in plan order, whatever order they come
+    in; the verdict counts independent units (design §16, skillbench.verdict)."""
     index = {u.name: i for i, u in enumerate(units)}
     rank = {o: i for i, o in enumerate(opponents)}
     ordered = sorted(
@@ -532,20 +601,21 @@ def derive(
     )
     scored = [r for r in ordered if r.decided_by not in UNSCORED]
     comparisons, power, verdicts = {}, {}, {}
+    score = {"win": 1, "loss": -1, "tie": 0}
     for opp in opponents:
-        mine = [r for r in scored if r.opponent == opp]
-        c = comparisons[opp] = compare(mine)
-        verdicts[opp] = verdict(c)
-        need = needed(c.win, c.loss)
+        c = comparisons[opp] = compare(scored, opp, min_net_lift)
+        verdicts[opp] = c.verdict
+        votes = c.units
+        need = needed(votes.win, votes.loss)
         power[opp] = Power(
-            decided=c.win + c.loss,
+            decided=votes.decided,
             needed=need,
-            underpowered=need is None or c.win + c.loss < need,
+            underpowered=need is None or votes.decided < need,
             sign_p=c.sign_p,
-            net_lift_ci=net_lift_ci([r.outcome for r in mine], seed),
+            net_lift_ci=cluster_ci([(score[v], 1) for v in unit_votes(scored, opp).values()], seed),
         )
     return Derived(
-        verdict=verdicts[opponents[0]] if scored else NONE,
+        verdict=verdicts[opponents[0]],
         verdicts=verdicts,
         expected_rows=len(units) * k * len(opponents),
         scored_rows=len(scored),
@@ -560,30 +630,41 @@ def stats_of(
     power: Power,
     opponent: str,
     skipped: set[str],
-    runs: dict[str, list[int]],
 ) -> Stats:
     """Power (from the rows, by derive()) and pass rates (from the sessions) for the
-    candidate against one opponent."""
+    candidate against one opponent; the pass rates' intervals resample whole stimuli (a
+    suite's sub-cases and every repetition of a case move together)."""
     arms = (CANDIDATE, opponent)
+    units = [u for u in plan.units if u.session not in skipped]
+    passed = {
+        arm: {
+            (u.name, rep): arm_result(u, sessions.get(session_key(u.session, arm, rep))).passed
+            for u in units
+            for rep in range(1, plan.k + 1)
+        }
+        for arm in arms
+    }
+    session_of = {u.name: u.session for u in units}
+
+    def by_stimulus(arm: str) -> list[tuple[float, int]]:  # (runs passed, runs) per stimulus
+        tally: dict[str, list[int]] = {}
+        for (name, _), ok in passed[arm].items():
+            counts = tally.setdefault(session_of[name], [0, 0])
+            counts[0] += ok
+            counts[1] += 1
+        return [(ok, n) for _, (ok, n) in sorted(tally.items())]
+
     at_k = pow_k = None
-    if plan.k > 1:
-        units = [u for u in plan.units if u.session not in skipped]
-        passes = {
-            arm: [
-                sum(
-                    arm_result(u, sessions.get(session_key(u.session, arm, rep))).passed
-                    for rep in range(1, plan.k + 1)
-                )
-                for u in units
-            ]
+    if plan.k > 1 and units:
+        counts = {
+            arm: [sum(passed[arm][(u.name, rep)] for rep in range(1, plan.k + 1)) for u in units]
             for arm in arms
         }
-        if units:
-            at_k = {arm: pass_at_k(passes[arm], plan.k) for arm in arms}
-            pow_k = {arm: pass_pow_k(passes[arm], plan.k) for arm in arms}
+        at_k = {arm: pass_at_k(counts[arm], plan.k) for arm in arms}
+        pow_k = {arm: pass_pow_k(counts[arm], plan.k) for arm in arms}
     return Stats(
         **msgspec.structs.asdict(power),
-        pass_rate={arm: wilson(*runs[arm]) for arm in arms},
+        pass_rate={arm: cluster_ci(by_stimulus(arm), plan.seed) for arm in arms},
         pass_at_k=at_k,
         pass_pow_k=pow_k,
     )

@@ -1,5 +1,5 @@
-"""The uncertainty around a verdict (design §11): how many decided comparisons the sign test
-would need, a bootstrap interval for the net lift, Wilson intervals for pass rates, and the
+"""The uncertainty around a verdict (design §11, §16): the one-sided exact sign test over
+independent units, how many decided units it would need, cluster-bootstrap intervals, and the
 unbiased pass@k / pass^k estimators. Pure functions, no I/O."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from fractions import Fraction
 
 import msgspec
 
 ALPHA = 0.05
-_Z = 1.959963984540054  # the two-sided 95 % normal quantile
+MIN_DECIDED = 5  # 5 unanimous votes: 1/32 <= 0.05 one-sided; 4 give 1/16, never significant
 _RESAMPLES = 2000
 _MAX_NEEDED = 200  # beyond this, no eval anyone runs would decide it
 
@@ -25,34 +26,36 @@ class Interval(msgspec.Struct, frozen=True):
 
 
 class Stats(msgspec.Struct, frozen=True, kw_only=True):
-    """The candidate against one opponent."""
+    """The candidate against one opponent, counted in independent units (design §16)."""
 
-    decided: int  # wins + losses
-    needed: int | None  # decided comparisons the sign test needs at this split; None: > 200
+    decided: int  # units won plus units lost
+    needed: int | None  # decided units the sign test needs at this split; None: > 200
     underpowered: bool
     sign_p: float
-    net_lift_ci: Interval | None  # None when there are no rows
-    pass_rate: dict[str, Interval | None]  # per arm: unit runs passed
+    net_lift_ci: Interval | None  # over units; None when no unit was scored
+    pass_rate: dict[str, Interval | None]  # per arm: unit runs passed, resampled by stimulus
     pass_at_k: dict[str, float] | None = None  # per arm, when k > 1
     pass_pow_k: dict[str, float] | None = None
 
 
 def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact sign test over decisive rows (ties dropped)."""
+    """One-sided exact sign test in the observed direction (ties dropped): the chance of a
+    lead at least this large if wins and losses were equally likely."""
     n = wins + losses
     if n == 0:
         return 1.0
-    k = min(wins, losses)
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+    lead = max(wins, losses)
+    return min(1.0, sum(math.comb(n, i) for i in range(lead, n + 1)) / 2**n)
 
 
 def needed(wins: int, losses: int) -> int | None:
-    """The fewest decided comparisons at which a split like this one (the same share for the
-    leader, rounded in its favour) reaches p <= 0.05; at least 6, the all-one-way minimum.
+    """The fewest decided units at which a split like this one (the same share for the
+    leader, rounded in its favour) reaches p <= 0.05; at least 5, the all-one-way minimum.
     None when more than 200 would be needed (an even split never gets there)."""
     n = wins + losses
-    lead = max(wins, losses) / n if n else 1.0
-    if n and lead <= 0.5:
+    # exact: 9 of 12 must scale to 9 of 12, not to the 10 a float's rounding gives
+    lead = Fraction(max(wins, losses), n) if n else Fraction(1)
+    if lead <= Fraction(1, 2):
         return None
     for size in range(1, _MAX_NEEDED + 1):
         top = math.ceil(lead * size)
@@ -61,29 +64,25 @@ def needed(wins: int, losses: int) -> int | None:
     return None
 
 
-def wilson(passed: int, total: int) -> Interval | None:
-    """The pass rate with its Wilson 95 % interval (None with nothing to count)."""
-    if total == 0:
+def cluster_ci(clusters: Sequence[tuple[float, int]], seed: int) -> Interval | None:
+    """A ratio over independent units (the sum of their numerators over the sum of their
+    denominators) with a 95 % percentile cluster bootstrap: whole units are drawn with
+    replacement, never the rows inside one, so rows that share a stimulus move together.
+    Seeded, so the same run gives the same interval. Every denominator is at least 1."""
+    if not clusters:
         return None
-    p = passed / total
-    centre = (p + _Z**2 / (2 * total)) / (1 + _Z**2 / total)
-    half = _Z * math.sqrt(p * (1 - p) / total + _Z**2 / (4 * total**2)) / (1 + _Z**2 / total)
-    # (at 0 or 1 passed the bounds meet the rate exactly; rounding must not cross it)
-    return Interval(p, max(0.0, min(centre - half, p)), min(1.0, max(centre + half, p)))
-
-
-def net_lift_ci(outcomes: Sequence[str], seed: int) -> Interval | None:
-    """Net lift (W - L) / n with a 95 % percentile bootstrap interval over the rows, seeded so
-    the same run gives the same interval."""
-    if not outcomes:
-        return None
-    scores = [1 if o == "win" else -1 if o == "loss" else 0 for o in outcomes]
-    n = len(scores)
+    nums = [n for n, _ in clusters]
+    dens = [d for _, d in clusters]
+    point = sum(nums) / sum(dens)
     rng = random.Random(seed)
-    lifts = sorted(sum(rng.choices(scores, k=n)) / n for _ in range(_RESAMPLES))
-    point = sum(scores) / n
-    low = lifts[int(0.025 * _RESAMPLES)]
-    high = lifts[int(0.975 * _RESAMPLES) - 1]
+    picks = range(len(clusters))
+    ratios = []
+    for _ in range(_RESAMPLES):
+        drawn = rng.choices(picks, k=len(clusters))
+        ratios.append(sum(map(nums.__getitem__, drawn)) / sum(map(dens.__getitem__, drawn)))
+    ratios.sort()
+    low = ratios[int(0.025 * _RESAMPLES)]
+    high = ratios[int(0.975 * _RESAMPLES) - 1]
     return Interval(point, min(low, point), max(high, point))
 
 

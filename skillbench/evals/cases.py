@@ -59,7 +59,7 @@ _RESERVED = (
 )
 CASE_FIELDS = (*SESSION_FIELDS, "expect_activation")
 SUITE_FIELDS = (*SESSION_FIELDS, "cases")
-SUBCASE_FIELDS = ("name", "checks")
+SUBCASE_FIELDS = ("name", "checks", "distractor")
 
 _REQUIRES = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._+-]*|python3:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$")
 _SUBCASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -363,4 +363,7 @@ def _subcase(rep: Report, at: KeyPath, item: Any, path: Path) -> SubCase | None:
     checks = parse_checks(rep, (*at, "checks"), item["checks"], path) if "checks" in item else ()
     if not checks:
         rep.warn(at, f"sub-case {name!r} has no checks: it passes in every arm")
-    return SubCase(name, checks, rep.doc.line(at))
+    distractor = item.get("distractor", False)
+    if not rep.expect((*at, "distractor"), distractor, bool, "distractor"):
+        return None
+    return SubCase(name, checks, rep.doc.line(at), distractor)

@@ -61,6 +61,7 @@ class SubCase(msgspec.Struct, frozen=True):
     name: str
     checks: tuple[Check, ...]
     line: int = 0
+    distractor: bool = False  # a trap (a harmless change to leave alone), not a defect to find
 
 
 class Session(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from skillbench.evals.cases import workdir_problem
 from skillbench.importers.base import (
@@ -24,7 +25,7 @@ from skillbench.importers.base import (
     support,
     text,
 )
-from skillbench.sandbox.base import HANDOVER
+from skillbench.sandbox.base import HANDOVER, WORKDIR
 
 
 def import_margin(src: Path, into: Path | None = None) -> Imported:
@@ -83,21 +84,10 @@ def _margin_case(folder: Path, out: Imported) -> None:
     if is_file(folder / "oracle" / "solve.sh"):
         extra["oracle"] = f"{name}/oracle/solve.sh"
         out.files += support(folder / "oracle", f"cases/{name}/oracle", source)
-    cwd = {meta.get(k) for k in ("agent_cwd", "test_cwd")} - {None}
-    if len(cwd) == 1 and str(next(iter(cwd))) not in ("/work", "/work/"):
-        why = workdir_problem(str(next(iter(cwd))))
-        if why is None:
-            extra["workdir"] = str(next(iter(cwd)))
-        else:
-            out.unmapped.append(
-                f"{where}: agent_cwd/test_cwd {next(iter(cwd))} — {why}; /work is used"
-            )
-    elif len(cwd) > 1:
-        out.unmapped.append(
-            f"{where}: agent_cwd/test_cwd {', '.join(sorted(map(str, cwd)))} — "
-            "one workdir here: the agent starts and the verifier runs in "
-            f"{extra.get('workdir', '/work')}"
-        )
+    workdir = _margin_workdir(meta.get("agent_cwd"), where, out)
+    if workdir != WORKDIR:
+        extra["workdir"] = workdir
+    test_cwd = str(meta.get("test_cwd") or workdir).rstrip("/") or "/"
     if "test_timeout_seconds" in meta:
         out.unmapped.append(f"{where}: test_timeout_seconds — a verifier gets 600 s here")
     if "image" in meta:
@@ -106,13 +96,25 @@ def _margin_case(folder: Path, out: Imported) -> None:
         extra.update(containerfile_field(folder / "env" / "Dockerfile", name, where, source, out))
     if "metadata" in meta:
         notes.append(f"metadata: {meta['metadata']}")
-    # Margin stages tests/ at test_cwd after the agent and runs test.sh there: so does this
+    # Margin stages tests/ at {test_cwd}/tests after the agent and runs test.sh there: so does
+    # this. In the workspace: a fresh copy (every link the agent made into it cut first); at
+    # / it is /tests, shown read-only by the checker as a Harbor task's tests are (`harbor:`)
+    if test_cwd == "/":
+        extra["harbor"] = name
+        run = "cd / && exec bash /tests/test.sh\n"
+    else:
+        if test_cwd != workdir:
+            out.unmapped.append(
+                f"{where}: test_cwd {test_cwd} — tests/ is staged in the workspace and test.sh "
+                f"runs in {workdir} (the checker writes only there or at /tests)"
+            )
+        run = (
+            f'python3 -I {HANDOVER} stage "$CASE/tests" "$WORK/tests" "$WORK" || exit 2\n'
+            'cd "$WORK" && exec bash tests/test.sh\n'
+        )
     wrapper = (
-        "#!/bin/sh\n# stage tests/ in the workspace, as Margin does at test_cwd (a fresh copy; "
-        "every link the agent made into it is cut first), then run its verifier (exit 0 pass, "
-        "1 fail, 2 no verdict)\n"
-        f'python3 -I {HANDOVER} stage "$CASE/tests" "$WORK/tests" "$WORK" || exit 2\n'
-        'cd "$WORK" && exec bash tests/test.sh\n'
+        "#!/bin/sh\n# stage tests/ where Margin does, then run its verifier (exit 0 pass, "
+        "1 fail, 2 no verdict)\n" + run
     )
     out.files += [
         NewFile(
@@ -123,3 +125,15 @@ def _margin_case(folder: Path, out: Imported) -> None:
         *support(folder / "tests", f"cases/{name}/tests", source),
     ]
     out.cases.append(name)
+
+
+def _margin_workdir(agent_cwd: Any, where: str, out: Imported) -> str:
+    """Where the agent starts is the workspace (`workdir:`): a repository the image holds
+    there (/testbed) seeds it."""
+    if agent_cwd is None or str(agent_cwd).rstrip("/") == WORKDIR:
+        return WORKDIR
+    why = workdir_problem(str(agent_cwd).rstrip("/") or "/")
+    if why is not None:
+        out.unmapped.append(f"{where}: agent_cwd {agent_cwd} — {why}; {WORKDIR} is used")
+        return WORKDIR
+    return str(agent_cwd).rstrip("/")

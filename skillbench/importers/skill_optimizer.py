@@ -4,6 +4,7 @@ with inline or file cases, graders printing {pass, score, evidence}, its support
 from __future__ import annotations
 
 import json
+import re
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,9 @@ def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
     return out
 
 
+_NODE = re.compile(r"(?:^|[\s;&|(])(?:node|npx|npm)(?:\s|$)")
+
+
 def _optimizer_case(
     case: dict[str, Any], root: Path, suite_dir: Path, into: Path | None, out: Imported
 ) -> None:
@@ -96,6 +100,13 @@ def _optimizer_case(
     if setup:
         text = "\n".join(setup) if isinstance(setup, list) else str(setup)
         extra["setup"] = yaml_str(text).rstrip("\n")
+    if any(_NODE.search(c) for c in [*(g["command"] for g in graders), extra.get("setup", "")]):
+        # the sandbox image has no node: `requires` makes check and eval say so up front
+        extra["requires"] = "[node]"
+        out.unmapped.append(
+            f"{where}: its setup or graders run node — not in the sandbox image: the case "
+            "requires node (give it an `image:` with nodejs) or it is refused"
+        )
     # references, then workspace/, then bin/ make the seed of /work: the fixture
     seed: list[NewFile] = []
     refs = case.get("references")

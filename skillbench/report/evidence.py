@@ -44,7 +44,7 @@ def activation_lines(a: Activation) -> list[str]:
         lines.append(
             f"activation: fired in {a.fired} of {a.sessions} candidate "
             f"session{'s' * (a.sessions != 1)} · net lift {_pct(a.lift_when_fired)} where it "
-            f"fired ({a.rows_when_fired} row{'s' * (a.rows_when_fired != 1)}) vs "
+            f"fired ({a.units_when_fired} unit{'s' * (a.units_when_fired != 1)}) vs "
             f"{_pct(a.lift)} overall"
         )
         missed = [c for c in a.cases if c.expected and c.fired < c.sessions]

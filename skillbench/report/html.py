@@ -147,13 +147,15 @@ def _stats(run: RunFolder) -> str:
         if st is not None:
             needed = "more than 200" if st.needed is None else str(st.needed)
             power = (
-                f"<p>{st.decided} decided, {needed} needed for p ≤ 0.05"
+                f"<p>{st.decided} decided units, {needed} needed for p ≤ 0.05"
                 f"{' — underpowered' if st.underpowered else ''}</p>"
             )
         lift = "n/a" if c.net_lift is None else f"{c.net_lift:+.0%}"
+        u = c.units
         cards.append(
-            f"<div class='card'><h3>candidate vs {_e(opponent)}</h3>"
-            f"<p class='big'>{lift}{_e(ci)}</p><p>{c.win}W / {c.loss}L / {c.tie}T · "
+            f"<div class='card'><h3>candidate vs {_e(opponent)}: {_e(c.verdict)}</h3>"
+            f"<p class='big'>{lift}{_e(ci)}</p><p>{c.win}W / {c.loss}L / {c.tie}T rows · "
+            f"{u.decided} of {u.total} units decided ({u.win}W / {u.loss}L) · "
             f"sign test p={c.sign_p:.3f}</p>{power}</div>"
         )
     first = next(iter(s.stats.values()), None)
@@ -163,7 +165,9 @@ def _stats(run: RunFolder) -> str:
             for arm, iv in first.pass_rate.items()
             if iv is not None
         )
-        cards.append(f"<div class='card'><h3>pass rate (Wilson 95 %)</h3><p>{rates}</p></div>")
+        cards.append(
+            f"<div class='card'><h3>pass rate (95 %, resampled by unit)</h3><p>{rates}</p></div>"
+        )
     if s.noise_floor is not None and s.noise_floor.flip_rate is not None:
         n = s.noise_floor
         cards.append(

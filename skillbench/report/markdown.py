@@ -7,7 +7,7 @@ from __future__ import annotations
 from skillbench.engine.records import CANDIDATE
 from skillbench.report.evidence import evidence_lines
 from skillbench.report.run_folder import RunFolder
-from skillbench.report.terminal import report_lines
+from skillbench.report.terminal import comparison_text, report_lines
 from skillbench.report.why import failing_checks, verifier_outputs
 
 
@@ -21,11 +21,7 @@ def markdown(run: RunFolder) -> str:
     head = report_lines(s)[0].removeprefix("verdict: ")
     out = [f"### skillbench: `{s.skill}` — {head}", "", f"**Why:** {s.why}", ""]
     for opponent, c in s.comparisons.items():
-        lift = "n/a" if c.net_lift is None else f"{c.net_lift:+.0%}"
-        out.append(
-            f"- candidate vs {opponent}: **{lift}** net lift ({c.win}W / {c.loss}L / "
-            f"{c.tie}T, sign test p={c.sign_p:.3f})"
-        )
+        out.append(f"- candidate vs {opponent}: **{c.verdict}** — {comparison_text(c)}")
     out += [f"- {_cell(line.strip())}" for line in evidence_lines(s)]
     if s.triggers and not s.triggers.get("invalid"):
         t = s.triggers

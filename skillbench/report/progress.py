@@ -57,11 +57,14 @@ class ProgressDisplay:
         if self.quiet:
             return
         what = record.outcome + (f" ({record.error})" if record.error else "")
-        # the error is a provider's or a sandbox's text: scrubbed, escaped, never markup
-        line = printable(
-            f"[{self.done}/{self.total}] {record.key}: {what} · "
-            f"{record.turns} turns · {record.seconds:.1f}s"
+        # a reused session did not run now: its turns and time are another run's
+        how = (
+            f"reused from run {record.reused_from} (not run again)"
+            if record.reused_from
+            else f"{record.turns} turns · {record.seconds:.1f}s"
         )
+        # the error is a provider's or a sandbox's text: scrubbed, escaped, never markup
+        line = printable(f"[{self.done}/{self.total}] {record.key}: {what} · {how}")
         if self.live is not None:
             self.live.console.print(Text(line))
         else:

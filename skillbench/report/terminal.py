@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillbench.engine.score import Summary
+from skillbench.engine.score import Comparison, Summary
+from skillbench.engine.stats import ALPHA, MIN_DECIDED
+from skillbench.judge import family_warning
 from skillbench.report.evidence import evidence_lines
+from skillbench.verdict import INCONCLUSIVE
 
 
 def _pct(x: float | None) -> str:
@@ -30,11 +33,7 @@ def report_lines(summary: Summary) -> list[str]:
         kind = "environment" if skip.environment else "setup failed"
         lines.append(f"skipped ({kind}): {skip.case} — {skip.reason}")
     for opponent, c in summary.comparisons.items():
-        n = c.win + c.loss + c.tie
-        lines.append(
-            f"candidate-vs-{opponent}: {_pct(c.net_lift)} net lift ({c.win}W / {c.loss}L"
-            f" / {c.tie}T over {n} comparison{'s' * (n != 1)}, sign test p={c.sign_p:.3f})"
-        )
+        lines.append(f"candidate-vs-{opponent}: {comparison_text(c)}")
     lines.extend(evidence_lines(summary))
     arms = list(summary.case_runs)
     scores, runs = summary.arm_scores, summary.case_runs
@@ -65,13 +64,16 @@ def report_lines(summary: Summary) -> list[str]:
             f"baseline: {r.sessions} of {r.of} sessions reused from run "
             f"{', '.join(r.runs)} (--fresh-baseline reruns them)"
         )
-    agent, judge = summary.models.get("agent", ""), summary.models.get("judge")
+    agent, judge = summary.models.get("agent", ""), summary.models.get("judge", "")
     if summary.agent != "builtin":
         who = f"{summary.agent} {summary.agent_version}".strip()
         lines.append(f"models: agent {who} · model {agent} · judge {judge}")
     else:
         note = " (scripted driver: a fixed script, not a model)" * (summary.driver == "scripted")
         lines.append(f"models: agent {agent} · judge {judge}{note}")
+    warning = family_warning(agent, judge)
+    if warning:
+        lines.append(f"  {warning}")
     if summary.diagnostics:
         lines.append("diagnostics (the eval itself):")
         for d in summary.diagnostics:
@@ -84,14 +86,32 @@ def report_lines(summary: Summary) -> list[str]:
     return lines
 
 
+def comparison_text(c: Comparison) -> str:
+    """The rows and the independent units they make (design §16), and what the units give:
+    `4W/0L/4T rows · 3 of 3 units decided (3W/0L) · net lift +100% · sign test p=0.125`."""
+    u = c.units
+    return (
+        f"{c.win}W/{c.loss}L/{c.tie}T rows · {u.decided} of {u.total} unit"
+        f"{'s' * (u.total != 1)} decided ({u.win}W/{u.loss}L) · net lift {_pct(c.net_lift)} · "
+        f"sign test p={c.sign_p:.3f}"
+    )
+
+
 def _power(summary: Summary) -> str:
-    """The note that a verdict rests on too few decided comparisons to mean much."""
+    """Why a verdict is not PASS or FAIL: too few decided units for any verdict, too few for
+    this split, a lead the test cannot call significant, or a lift under the floor."""
     first = next(iter(summary.stats.values()), None)
-    if summary.verdict == "NONE" or first is None or not first.underpowered:
+    if summary.verdict not in (INCONCLUSIVE, "NEUTRAL") or first is None:
         return ""
-    if first.needed is None:
-        return f" (underpowered: {first.decided} decided, more than 200 needed at this split)"
-    return f" (underpowered: {first.decided} decided, {first.needed} needed)"
+    units = f"{first.decided} decided unit{'s' * (first.decided != 1)}"
+    if summary.verdict == INCONCLUSIVE:
+        return f" ({units}, at least {MIN_DECIDED} needed)"
+    if first.underpowered:
+        need = "more than 200" if first.needed is None else str(first.needed)
+        return f" (underpowered: {units}, {need} needed at this split)"
+    if first.sign_p > ALPHA:
+        return f" (not significant: sign test p={first.sign_p:.3f} over {units})"
+    return f" (net lift under the {summary.min_net_lift:.0%} floor)"
 
 
 def trigger_lines(t: dict[str, Any]) -> list[str]:

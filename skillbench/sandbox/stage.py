@@ -39,6 +39,7 @@ from skillbench.sandbox.base import (
 from skillbench.skills import copy_for_staging
 
 SETUP_TIMEOUT = 60.0
+SETUP_CASE = "/tmp/case"  # $CASE for `setup`, in the agent's sandbox until setup ends
 TOOLS_DIR = "/opt/skillbench"  # skillbench itself, read-only, for checks that call it
 # git in a check reads the repository the agent left: none of the config that makes git run
 # a program (hooks, fsmonitor; also when an include brings it in) may come from it. Settings
@@ -144,10 +145,13 @@ async def stage_arm(
     skills: Mapping[str, Path],
     *,
     scratch: Path | None = None,
+    case: Path | None = None,
 ) -> StagedArm:
     """Create a sandbox and seed it for `session` with `skills` (name -> folder) staged
     under /skills/<name> (none = the baseline). The case's services start first, in a pod
-    of the arm's own that the sandbox joins: they are healthy before anything is staged."""
+    of the arm's own that the sandbox joins: they are healthy before anything is staged.
+    `case`: the case's own folder on the host, shown to `setup` as $CASE (plan.setup_case)
+    and removed before the agent starts."""
     if scratch is not None:
         scratch.mkdir(parents=True, exist_ok=True)
     host_dir = Path(tempfile.mkdtemp(prefix="arm-", dir=scratch))
@@ -188,11 +192,7 @@ async def stage_arm(
         for rel, content in session.files.items():
             await sandbox.write_file(rel, content)
         if session.setup:
-            done = await sandbox.exec(
-                ["/bin/sh", "-ce", session.setup], cwd=sandbox.workdir, timeout=SETUP_TIMEOUT
-            )
-            if not done.ok:
-                raise SetupFailed(session.name, done.exit_code, done.stderr, done.timed_out)
+            await _setup(sandbox, session, case)
         for name, folder in skills.items():
             copy_for_staging(folder, host_dir / "skills" / name)
         await guard_contamination(sandbox, names)
@@ -200,6 +200,29 @@ async def stage_arm(
         await arm.close()
         raise
     return arm
+
+
+async def _setup(sandbox: Sandbox, session: Session, case: Path | None) -> None:
+    """The case's `setup`, as the agent user in the workspace. With `case`, its own folder
+    (a skill-optimizer suite's checks/, say) is at $CASE while it runs, read-only, as it is
+    for its graders, and gone before the agent starts: it may hold the answers."""
+    assert session.setup is not None
+    env: dict[str, str] = {}
+    if case is not None:
+        await sandbox.put_tree(case, SETUP_CASE)  # (the root filesystem is read-only)
+        await sandbox.exec(["chmod", "-R", "a-w", SETUP_CASE], timeout=30)
+        env["CASE"] = SETUP_CASE
+    try:
+        done = await sandbox.exec(
+            ["/bin/sh", "-ce", session.setup], cwd=sandbox.workdir, env=env, timeout=SETUP_TIMEOUT
+        )
+    finally:
+        if case is not None:
+            gone = await sandbox.exec(["rm", "-rf", SETUP_CASE], user=ROOT, timeout=60)
+            if not gone.ok:
+                raise SandboxError(f"could not remove {SETUP_CASE} after setup: {gone.stderr}")
+    if not done.ok:
+        raise SetupFailed(session.name, done.exit_code, done.stderr, done.timed_out)
 
 
 async def guard_contamination(sandbox: Sandbox, expected: Sequence[str]) -> None:

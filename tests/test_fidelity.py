@@ -1,0 +1,145 @@
+"""Issue 23 part 5: foreign suites run as their own harness runs them. A Margin case whose
+agent starts in a repository the image holds (/testbed) and whose test.sh, run from /, calls
+/tests/verifier.py: imported unmodified, its oracle passes and the arms' rows differ."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from tests.helpers import BASE, CAND, bash, conv, run_eval, skill, write
+
+MARGIN = {
+    "suite.toml": 'kind = "test_suite"\nname = "repo"\ndescription = "d"\ncases = ["fix-add"]\n',
+    "cases/fix-add/case.toml": (
+        'kind = "test_case"\nname = "fix-add"\ndescription = "fix it"\n'
+        'agent_cwd = "/testbed"\ntest_cwd = "/"\ntest_timeout_seconds = 60\n'
+    ),
+    "cases/fix-add/prompt.md": "calc.py in your folder adds wrongly: fix add().\n",
+    # the repository is the image's, at /testbed (as an SWE-style suite's images hold it)
+    "cases/fix-add/env/Dockerfile": (
+        "FROM skillbench-sandbox\nRUN mkdir -p /testbed && "
+        "printf 'def add(a, b):\\n    return a - b\\n' > /testbed/calc.py && "
+        "echo repo > /testbed/README\n"
+    ),
+    "cases/fix-add/tests/test.sh": (
+        "#!/bin/bash\ncd /testbed || exit 2\n[ -f /tests/verifier.py ] || exit 2\n"
+        "python3 /tests/verifier.py\n"
+    ),
+    "cases/fix-add/tests/verifier.py": (
+        "import sys\nsys.path.insert(0, '/testbed')\nimport calc\n"
+        "sys.exit(0 if calc.add(2, 3) == 5 and open('README').read() == 'repo\\n' else 1)\n"
+    ),
+    "cases/fix-add/oracle/solve.sh": "#!/bin/bash\nsed -i 's/a - b/a + b/' calc.py\n",
+}
+
+
+def test_margin_agent_cwd_is_the_workspace_and_tests_are_at_slash_tests(
+    tmp_path: Path, capsys
+) -> None:
+    into = skill(tmp_path, {})
+    assert main(["import", "margin", str(write(tmp_path / "m", MARGIN)), "--into", str(into)]) == 0
+    out = capsys.readouterr().out
+    assert "not mapped (1):" in out and "test_timeout_seconds" in out, out  # the cwds are mapped
+    case = (into / "evals/cases/fix-add.yaml").read_text()
+    assert "workdir: /testbed" in case and "harbor: fix-add" in case
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_margin_repo_in_the_image_is_the_agents_cwd_end_to_end(
+    fake, tmp_path: Path, capsys
+) -> None:
+    into = skill(tmp_path, {})
+    assert main(["import", "margin", str(write(tmp_path / "m", MARGIN)), "--into", str(into)]) == 0
+    capsys.readouterr()
+    # the candidate edits calc.py by its relative name: only there when /testbed is its cwd
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "adds wrongly", bash("sed -i 's/a - b/a + b/' calc.py"), {"text": "ok"}),
+                conv(BASE, "adds wrongly", bash("ls > listing.txt"), {"text": "ok"}),
+            ]
+        }
+    )
+    code, lines, summary = run_eval(capsys, into, tmp_path / "run", "--execution-only")
+    assert code == 3, lines  # one case: too few units for a verdict (INCONCLUSIVE)
+    row = summary["rows"][0]
+    assert row["outcome"] == "win", lines
+    assert row["arms"]["baseline"]["checks"][0]["passed"] is False  # exit 1, not 2
+    assert main(["eval", str(into), "--oracle", "--model", "scripted/demo"]) == 0
+    assert "oracle PASS: fix-add" in capsys.readouterr().out
+
+
+# A skill-optimizer suite: setup reads the case's own files at $CASE (checks/, as graders do),
+# which are gone when the agent starts; the skill under test sits in references/greeter/.
+OPTIMIZER = {
+    "suite.yml": (
+        "name: seeds\nreferences: references\ncases:\n"
+        "  - name: seeded\n    task: Copy the seed into out.txt.\n"
+        "    setup: [cp $CASE/checks/seed.txt seed.txt]\n"
+        "    graders:\n      - name: copied\n        command: python3 $CASE/checks/copied.py\n"
+    ),
+    "checks/seed.txt": "s33d\n",
+    "checks/copied.py": (
+        "import json, os\nw = os.environ['WORK']\n"
+        "out = open(os.path.join(w, 'out.txt')).read() if os.path.exists(os.path.join(w, "
+        "'out.txt')) else ''\nleak = os.path.exists(os.path.join(w, 'greeter'))\n"
+        "print(json.dumps({'pass': out == 's33d\\n' and not leak, 'score': float(out == "
+        "'s33d\\n'), 'evidence': [repr(out), f'skill in workspace: {leak}']}))\n"
+    ),
+    "references/notes.md": "copy things carefully\n",
+    "references/greeter/SKILL.md": "---\nname: greeter\ndescription: greets\n---\nGreet.\n",
+}
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_optimizer_setup_sees_case_files_the_agent_never_does(fake, tmp_path: Path, capsys) -> None:
+    into = skill(tmp_path, {})
+    src = write(tmp_path / "o", OPTIMIZER)
+    assert main(["import", "skill-optimizer", str(src), "--into", str(into)]) == 0
+    assert "references/greeter/ — the skill under test" in capsys.readouterr().out
+    # the candidate copies the seed setup left, and finds no /case (the answers) from its
+    # sandbox; the baseline only looks around
+    fake(
+        {
+            "conversations": [
+                conv(
+                    CAND,
+                    "Copy the seed",
+                    bash("test ! -e /tmp/case && test ! -e /case && cp seed.txt out.txt"),
+                    {"text": "ok"},
+                ),
+                conv(BASE, "Copy the seed", bash("ls -a > listing.txt"), {"text": "ok"}),
+            ]
+        }
+    )
+    code, lines, summary = run_eval(capsys, into, tmp_path / "run", "--execution-only")
+    assert code == 3, lines
+    arms = summary["rows"][0]["arms"]
+    assert summary["rows"][0]["outcome"] == "win", arms
+    assert arms["baseline"]["checks"][0]["detail"].endswith("skill in workspace: False"), arms
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+def test_a_node_grader_is_refused_up_front_on_an_image_without_node(tmp_path: Path, capsys) -> None:
+    suite = {
+        "suite.yml": (
+            "name: n\ncases:\n  - name: js\n    task: t\n    graders:\n"
+            "      - name: g\n        command: node $CASE/checks/g.js\n"
+        )
+    }
+    into = skill(tmp_path, {})
+    assert (
+        main(["import", "skill-optimizer", str(write(tmp_path / "o", suite)), "--into", str(into)])
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["eval", str(into), "--plan", "--model", "scripted/demo"]) == 0
+    assert "  skipped (environment): js — missing node" in capsys.readouterr().out
