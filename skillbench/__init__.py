@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         run_oracles,
     )
     from skillbench.engine.run import EvalResult
-    from skillbench.engine.score import Summary
+    from skillbench.engine.summary import Summary
     from skillbench.errors import SkillbenchError
 
 _API = {
@@ -37,7 +37,7 @@ _API = {
     "measure_triggers": "skillbench.api",
     "run_oracles": "skillbench.api",
     "EvalResult": "skillbench.engine.run",
-    "Summary": "skillbench.engine.score",
+    "Summary": "skillbench.engine.summary",
     "SkillbenchError": "skillbench.errors",
 }
 __all__ = [

@@ -9,7 +9,8 @@ from typing import Any
 
 import msgspec
 
-from skillbench.engine.score import RowSummary, derive
+from skillbench.engine.score import derive
+from skillbench.engine.summary import RowSummary
 from skillbench.inputs import MAX_JSON, InputError, load_toml, read_capped
 from skillbench.models import PROVIDER_ENDPOINTS, origin
 from skillbench.receipts import (

@@ -27,7 +27,8 @@ from typing import Any
 import msgspec
 
 from skillbench.engine.records import Unit
-from skillbench.engine.score import RowSummary, derive
+from skillbench.engine.score import derive
+from skillbench.engine.summary import RowSummary
 from skillbench.inputs import load_json
 from skillbench.models import Endpoint
 from skillbench.scrub import scrub_obj

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from skillbench.cli import main
-from skillbench.engine.score import Summary
+from skillbench.engine.summary import Summary
 from skillbench.report.junit import eval_junit
 from skillbench.skills import evals_digest, read_skill
 from tests.helpers import make_skill

@@ -19,7 +19,8 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.engine.records import Unit
-from skillbench.engine.score import RowSummary, derive
+from skillbench.engine.score import derive
+from skillbench.engine.summary import RowSummary
 from skillbench.models import Endpoint, endpoint
 from skillbench.receipts import bundle_digest, store_dir
 from skillbench.skills import digest

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from skillbench.checks import CheckResult, run_checks
 from skillbench.engine.records import RowRecord, SessionRecord, Unit
-from skillbench.engine.score import compare, row_by_checks, why
+from skillbench.engine.rows import compare, row_by_checks, why
 from skillbench.evals.model import Check
 from skillbench.jsonreply import first_json_object
 from skillbench.judge import judge, tail

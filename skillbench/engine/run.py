@@ -56,14 +56,9 @@ from skillbench.engine.reuse import (
     session_inputs,
 )
 from skillbench.engine.routing import RoutingError, measure
-from skillbench.engine.score import (
-    Diagnostic,
-    Skipped,
-    Summary,
-    arm_result,
-    row_by_checks,
-    summarize,
-)
+from skillbench.engine.rows import arm_result, row_by_checks
+from skillbench.engine.score import summarize
+from skillbench.engine.summary import Diagnostic, Skipped, Summary
 from skillbench.evals.model import Case, Session, Suite
 from skillbench.judge import judge
 from skillbench.models import resolve_model

@@ -1,233 +1,40 @@
-"""Scoring (design §3, §16): rows from sessions, the units the verdict counts, the why line,
-arm scores, case-runs passed and efficiency. Pure functions over records."""
+"""Scoring (design §3, §16): the units the verdict counts, arm scores, case-runs passed,
+efficiency, diagnostics, the noise floor, and the summary and derived verdict of a run.
+Pure functions over records."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 
 from skillbench.checks import CheckResult
-from skillbench.engine.activation import FIRED_WHERE_NOT, Activation, Ambient
 from skillbench.engine.records import (
     AA,
     BASELINE,
     CANDIDATE,
     SUITE,
-    ArmResult,
-    Library,
     Plan,
     RowRecord,
     SessionRecord,
     Unit,
     session_key,
 )
-from skillbench.engine.stats import (
-    Interval,
-    Stats,
-    cluster_ci,
-    needed,
-    pass_at_k,
-    pass_pow_k,
-    sign_test,
+from skillbench.engine.rows import arm_result, compare, nothing_scored, why
+from skillbench.engine.stats import Stats, cluster_ci, needed, pass_at_k, pass_pow_k
+from skillbench.engine.summary import (
+    Derived,
+    Diagnostic,
+    Efficiency,
+    NoiseFloor,
+    Power,
+    Reuse,
+    RowSummary,
+    Skipped,
+    Summary,
 )
-from skillbench.models import Endpoint, parse_model
-from skillbench.verdict import (
-    MIN_NET_LIFT,
-    NONE,
-    UNSCORED,
-    RowLike,
-    Votes,
-    tally,
-    unit_votes,
-    verdict_of,
-)
-
-
-class Comparison(msgspec.Struct):
-    """The candidate against one opponent: the scored rows, and the independent units the
-    verdict counts (design §16)."""
-
-    win: int  # rows
-    loss: int
-    tie: int
-    net_lift: float | None  # over units: (units won - units lost) / units scored
-    sign_p: float  # one-sided exact sign test over the decided units
-    units: Votes = Votes()
-    verdict: str = NONE  # PASS | NEUTRAL | FAIL | INCONCLUSIVE | NONE
-
-
-class Efficiency(msgspec.Struct):
-    turns: float
-    seconds: float
-    cost_usd: float | None
-    input_tokens: float
-    output_tokens: float
-
-
-class Skipped(msgspec.Struct):
-    case: str
-    reason: str
-    environment: bool = False  # the image lacks a `requires` tool: not the run's failing
-    units: list[str] = []  # the scored units it would have had (a suite's sub-cases)
-
-
-def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:
-    """How one arm did on one unit: passed when every check passed; error when it errored."""
-    if record is None or record.outcome == "error":
-        return ArmResult(False, True, [])
-    checks = record.checks.get(unit.name, [])
-    metrics = {k: v for c in checks for k, v in c.metrics.items()}
-    return ArmResult(all(c.passed for c in checks), False, checks, record.notes, metrics)
-
-
-def environment_gap(check: CheckResult) -> bool:
-    """A check that could not run: its command (or a grader's runtime) is not in the image."""
-    return not check.passed and check.detail.startswith(("exit 126", "exit 127"))
-
-
-def gap_in_both(mine: ArmResult, theirs: ArmResult) -> str | None:
-    """Why a row measures nothing when a check hit an environment gap in both arms (both
-    then fail it, so it would read as a tie); None when every check could run somewhere."""
-    missing = {c.name for c in theirs.checks if environment_gap(c)}
-    for check in mine.checks:
-        if environment_gap(check) and check.name in missing:
-            return (
-                f"environment gap: {check.name} could not run in either arm "
-                f"({check.detail[:200]}); the image lacks what it runs"
-            )
-    return None
-
-
-def row_by_checks(
-    unit: Unit, rep: int, opponent: str, cand: SessionRecord | None, opp: SessionRecord | None
-) -> RowRecord | None:
-    """The row when checks decide it (or it is unscored); None when the judge must decide."""
-    arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
-    mine, theirs = arms[CANDIDATE], arms[opponent]
-    if mine.error or theirs.error:
-        failed = [
-            f"{arm} {'errored: ' + (r.error or 'no reason given') if r else 'has no session'}"
-            for arm, r in ((CANDIDATE, cand), (opponent, opp))
-            if r is None or r.outcome == "error"
-        ]
-        return RowRecord(
-            case=unit.name,
-            rep=rep,
-            opponent=opponent,
-            outcome="tie",
-            decided_by="unscored",
-            arms=arms,
-            reason="; ".join(failed),
-        )
-    gap = gap_in_both(mine, theirs)
-    if gap:  # not a tie: nothing was measured (and no judge can stand in for the checks)
-        return RowRecord(
-            case=unit.name,
-            rep=rep,
-            opponent=opponent,
-            outcome="tie",
-            decided_by="environment-gap",
-            arms=arms,
-            reason=gap,
-        )
-    if mine.passed != theirs.passed:
-        outcome = "win" if mine.passed else "loss"
-        return RowRecord(
-            case=unit.name,
-            rep=rep,
-            opponent=opponent,
-            outcome=outcome,
-            decided_by="checks",
-            arms=arms,
-        )
-    if not unit.judge:
-        return RowRecord(
-            case=unit.name,
-            rep=rep,
-            opponent=opponent,
-            outcome="tie",
-            decided_by="checks",
-            arms=arms,
-        )
-    return None
-
-
-def compare(
-    rows: Iterable[RowLike], opponent: str, min_net_lift: float = MIN_NET_LIFT
-) -> Comparison:
-    """The scored rows against `opponent`, their units, and the verdict those units give."""
-    mine = [r for r in rows if r.opponent == opponent and r.decided_by not in UNSCORED]
-    counts = Counter(r.outcome for r in mine)
-    votes = tally(mine, opponent)
-    return Comparison(
-        win=counts["win"],
-        loss=counts["loss"],
-        tie=counts["tie"],
-        net_lift=votes.net_lift,
-        sign_p=sign_test(votes.win, votes.loss),
-        units=votes,
-        verdict=verdict_of(votes, min_net_lift),
-    )
-
-
-_SOURCES = {  # what decided a win or a loss, as the why line names it
-    "checks": "execution checks",
-    "judge": "the judge's rubric",
-    "activation": f"activation (the skill {FIRED_WHERE_NOT})",
-}
-
-
-def why(rows: list[RowRecord]) -> str:
-    """A deterministic one-line reason for the verdict."""
-    if not rows:
-        return "nothing could be scored"
-    counts = Counter(r.outcome for r in rows if r.scored)
-    if counts["win"] > counts["loss"]:
-        lead, pick = "wins", "win"
-    elif counts["loss"] > counts["win"]:
-        lead, pick = "loses", "loss"
-    else:
-        lead, pick = "no net difference", None
-    sources = {
-        r.decided_by for r in rows if r.outcome != "tie" and (pick is None or r.outcome == pick)
-    }
-    named = [phrase for source, phrase in _SOURCES.items() if source in sources]
-    if named:
-        lead += " on " + ", ".join(named[:-1]) + " and " * (len(named) > 1) + named[-1]
-    parts = [lead]
-    ties = sum(r.outcome == "tie" and r.scored for r in rows)
-    splits = sum(r.decided_by == "judge-split" for r in rows)
-    if ties:
-        parts.append(
-            f"{ties} tie{'s' * (ties != 1)}" + (f" ({splits} judge-split)" if splits else "")
-        )
-    parts += unscored_parts(rows)
-    return "; ".join(parts)
-
-
-def unscored_parts(rows: Sequence[RowRecord]) -> list[str]:
-    """How many rows measured nothing, by why."""
-    parts = []
-    for why_not, kinds in (
-        ("infrastructure errors", {"unscored"}),
-        ("environment gap: a check could not run in either arm", {"environment-gap"}),
-        ("the judge could not answer", UNSCORED - {"unscored", "environment-gap"}),
-    ):
-        n = sum(r.decided_by in kinds for r in rows)
-        if n:
-            parts.append(f"{n} unscored ({why_not})")
-    return parts
-
-
-def nothing_scored(rows: list[RowRecord], stopped: str | None) -> str:
-    """Why a run has verdict NONE."""
-    parts = ["nothing scored", *unscored_parts(rows)]
-    if stopped:
-        parts.append(stopped)
-    return "; ".join(parts)
+from skillbench.models import parse_model
+from skillbench.verdict import MIN_NET_LIFT, NONE, UNSCORED, unit_votes
 
 
 def unit_runs(plan: Plan, skipped: set[str]) -> list[tuple[Unit, int]]:
@@ -286,16 +93,6 @@ def efficiency(plan: Plan, sessions: dict[str, SessionRecord]) -> dict[str, Effi
             output_tokens=sum(s.usage.output_tokens for s in ran) / n,
         )
     return out
-
-
-class Diagnostic(msgspec.Struct, frozen=True):
-    """Something about the eval itself worth fixing (design §11): a check that cannot tell the
-    arms apart, an environment gap read as a result, a flaky case."""
-
-    kind: str  # non-discriminating | environment-gap | flaky
-    case: str
-    detail: str
-    check: str | None = None
 
 
 def diagnostics(
@@ -395,14 +192,6 @@ def judge_position(rows: Sequence[RowRecord]) -> tuple[int, int] | None:
     return (answers.count("A"), len(answers)) if answers else None
 
 
-class NoiseFloor(msgspec.Struct, frozen=True):
-    """eval --aa: how often two independent baseline arms disagree on a unit."""
-
-    flips: int
-    compared: int
-    flip_rate: float | None
-
-
 def noise_floor(plan: Plan, sessions: dict[str, SessionRecord]) -> NoiseFloor | None:
     """Units and repetitions where the baseline and its A/A twin differ (pass vs fail)."""
     if AA not in plan.arms:
@@ -417,67 +206,6 @@ def noise_floor(plan: Plan, sessions: dict[str, SessionRecord]) -> NoiseFloor | 
             a, b = (arm_result(unit, r).passed for r in pair if r is not None)
             flips += a != b
     return NoiseFloor(flips, compared, flips / compared if compared else None)
-
-
-class RowSummary(msgspec.Struct, omit_defaults=True):
-    """One row as the summary shows it."""
-
-    case: str
-    rep: int
-    opponent: str
-    outcome: str
-    decided_by: str
-    arms: dict[str, ArmResult]
-    reason: str | None = None  # why an unscored row measured nothing
-
-
-class Reuse(msgspec.Struct, frozen=True):
-    """Baseline and incumbent sessions taken from earlier runs instead of run again."""
-
-    sessions: int  # reused
-    of: int  # baseline and incumbent sessions of the run
-    runs: list[str]  # where they came from
-
-
-class Summary(msgspec.Struct, kw_only=True):
-    """What a run established (design §7 summary keys, plus arm scores, case runs and
-    provenance): summary.json, `--json`, the report, JUnit and the receipt all read this."""
-
-    skill: str
-    version: str
-    run_id: str
-    verdict: str  # PASS | NEUTRAL | FAIL | INCONCLUSIVE | NONE (design §16)
-    why: str
-    expected_rows: int
-    scored_rows: int
-    partial: bool
-    complete: bool
-    stopped: str | None
-    comparisons: dict[str, Comparison]
-    rows: list[RowSummary]
-    skipped: list[Skipped]
-    triggers: dict[str, Any] | None = None  # TriggerReport.summary()
-    efficiency: dict[str, Efficiency]
-    arm_scores: dict[str, float | None]
-    case_runs: dict[str, list[int]]  # arm -> [passed, expected]
-    agent: str
-    agent_version: str
-    models: dict[str, str]  # agent, judge
-    driver: str  # model | scripted
-    endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
-    k: int
-    seed: int
-    stats: dict[str, Stats] = {}  # per opponent: power and intervals (design §11)
-    diagnostics: list[Diagnostic] = []
-    triggers_note: str | None = None  # why the triggers were not measured
-    spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
-    reused: Reuse | None = None
-    noise_floor: NoiseFloor | None = None  # eval --aa
-    # design §16: was the skill loaded, what the CLI brought on its own, the library arm
-    activation: Activation | None = None
-    ambient: Ambient | None = None
-    library: Library | None = None
-    min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used
 
 
 def reuse_of(sessions: dict[str, SessionRecord]) -> Reuse | None:
@@ -557,27 +285,6 @@ def summarize(
         noise_floor=noise_floor(plan, sessions),
         min_net_lift=plan.min_net_lift,
     )
-
-
-class Power(msgspec.Struct, frozen=True, kw_only=True):
-    """The part of an opponent's Stats that its rows alone decide."""
-
-    decided: int  # units won + units lost
-    needed: int | None
-    underpowered: bool
-    sign_p: float
-    net_lift_ci: Interval | None  # a cluster bootstrap over the unit votes
-
-
-class Derived(msgspec.Struct, frozen=True, kw_only=True):
-    """What a run's rows establish: the verdict, the counts and the power of the test."""
-
-    verdict: str  # against the first opponent (the baseline); NONE when nothing was scored
-    verdicts: dict[str, str]  # per opponent
-    expected_rows: int
-    scored_rows: int
-    comparisons: dict[str, Comparison]
-    power: dict[str, Power]
 
 
 def derive(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from skillbench.engine.activation import FIRED_WHERE_NOT, Activation, Ambient
 from skillbench.engine.records import Library
-from skillbench.engine.score import Summary
+from skillbench.engine.summary import Summary
 
 
 def _pct(x: float | None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
-from skillbench.engine.score import Summary
+from skillbench.engine.summary import Summary
 from skillbench.report.why import failing_checks, verifier_outputs
 from skillbench.verdict import UNSCORED
 

@@ -11,7 +11,7 @@ import msgspec
 
 from skillbench.engine.journal import read_journal
 from skillbench.engine.records import Plan, RowRecord, SessionRecord
-from skillbench.engine.score import Summary
+from skillbench.engine.summary import Summary
 from skillbench.inputs import load_json
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillbench.engine.score import Comparison, Summary
 from skillbench.engine.stats import ALPHA, MIN_DECIDED
+from skillbench.engine.summary import Comparison, Summary
 from skillbench.judge import family_warning
 from skillbench.report.evidence import evidence_lines
 from skillbench.verdict import INCONCLUSIVE
