@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from skillbench.engine.oracle import OracleResult
     from skillbench.engine.plan import EvalOptions
     from skillbench.engine.records import SessionRecord
-    from skillbench.engine.run import EvalResult, Progress
+    from skillbench.engine.run import EvalResult
+    from skillbench.engine.session import Progress
     from skillbench.gate import GateResult
     from skillbench.triggers import TriggerReport
 
