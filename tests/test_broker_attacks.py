@@ -254,7 +254,10 @@ def test_the_relay_reaches_only_the_providers_own_endpoints(hosts, tmp_path: Pat
         if name not in ("concurrent", "big_length", "big_chunked")
     }
     assert all(isinstance(s, int) and 400 <= s < 500 for s in refused.values()), seen
-    assert seen["big_length"] == 413 and seen["big_chunked"] == 413, seen
+    assert seen["big_length"] == 413, seen
+    # refused before it is read: the 413, or a closed connection while the body is still being
+    # sent; either way it reached no upstream (asserted below)
+    assert seen["big_chunked"] in (413, "eof"), seen
     assert evil_seen == []  # the real key went nowhere else
     assert {path for _, path, _ in upstream_seen} <= ALLOWED_PATHS, upstream_seen
     assert {model for _, _, model in upstream_seen} == {"claude-sonnet-4-6"}

@@ -172,7 +172,7 @@ def test_no_agent_link_reaches_the_answer_key(fake, tmp_path: Path, capsys) -> N
         }
     )
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
-    assert code == 0, lines
+    assert code == 3, lines  # the attacks all tie with the baseline: too few decided units
     rows = {r["case"]: r["arms"]["candidate"] for r in summary["rows"]}
     assert sorted(rows) == sorted(ATTACKS)
     cheated = sorted(n for n, arm in rows.items() if arm["passed"] and n != "legit")

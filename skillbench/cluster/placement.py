@@ -166,6 +166,7 @@ class Cluster:
             resources={SLOT: 1}, num_cpus=0, max_retries=0, num_returns="streaming"
         )
         self._packed: dict[str, Any] = {}
+        self._cancelled: list[Any] = []  # generators of cancelled tasks, cleaning up
 
     def _ref(self, key: str, folder: Path) -> Any:
         if key not in self._packed:
@@ -215,7 +216,8 @@ class Cluster:
                     self.placed[node] = self.placed.get(node, 0) + 1
                     return replace(record, node=node)
         except asyncio.CancelledError:
-            ray.cancel(gen)  # the task's own cleanup removes its sandboxes
+            ray.cancel(gen)  # the task's own cleanup removes its sandboxes ...
+            self._cancelled.append(gen)  # ... which close() waits for
             raise
         except ray.exceptions.RayTaskError as exc:
             why = f"the session failed on {node}: {str(exc.cause)[:300]}"
@@ -230,7 +232,12 @@ class Cluster:
     def report(self) -> dict[str, Any]:
         return {"address": self.address, "sessions": self.placed, "lost": self.lost}
 
-    def close(self) -> None:
+    def close(self, wait: float = 60.0) -> None:
+        """Stop the relay once every cancelled task has removed its sandboxes: a driver that
+        exits first makes Ray kill them mid-cleanup (their owner is gone)."""
+        if self._cancelled:
+            done = [g.completed() for g in self._cancelled]
+            ray.wait(done, num_returns=len(done), timeout=wait)
         self.relay.stop()
 
 
