@@ -23,11 +23,9 @@ import base64
 import contextlib
 import ctypes
 import errno
-import itertools
 import json
 import os
 import pwd
-import queue
 import select
 import signal
 import socket
@@ -348,74 +346,6 @@ def _reap_orphans(wakeups):
 
 # Relayed connections, numbered across every relay: per connection, what the host sent,
 # written to it by its own thread.
-_RELAYED = threading.Lock()
-_SIDS = itertools.count(1)
-_OUTBOXES: dict = {}
-
-
-class _Relay:
-    """Connections to a loopback port inside the sandbox, carried over the host channel.
-
-    The sandbox has no network; a program in it (an agent CLI, or anything using the egress
-    proxy) talks to 127.0.0.1:<port>, and its bytes travel as {"event": "open"|"data"|"close",
-    "sid": n} messages to the host ("open" names the port), which answers with "relay_data" /
-    "relay_close" requests. The host decides where they go (skillbench's model broker, the
-    egress proxy); nothing else is reachable. Several relays share one numbering of
-    connections, so a host request names its connection by `sid` alone.
-    """
-
-    def __init__(self, port):
-        self.port = port
-        self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.server.bind(("127.0.0.1", port))  # before any user process can take the port
-        self.server.listen(64)
-
-    def serve(self):
-        while True:
-            conn, _ = self.server.accept()
-            outbox: queue.SimpleQueue = queue.SimpleQueue()
-            with _RELAYED:
-                sid = next(_SIDS)
-                _OUTBOXES[sid] = outbox
-            _reply({"event": "open", "sid": sid, "port": self.port})
-            threading.Thread(target=self._pump, args=(sid, conn), daemon=True).start()
-            threading.Thread(target=self._deliver, args=(sid, conn, outbox), daemon=True).start()
-
-    def _pump(self, sid, conn):
-        while True:
-            try:
-                chunk = conn.recv(65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            _reply({"event": "data", "sid": sid, "data": base64.b64encode(chunk).decode()})
-        _reply({"event": "close", "sid": sid})
-
-    @staticmethod
-    def send(req):
-        """Queue what the host sent; a client that stops reading blocks only its own writer."""
-        with _RELAYED:
-            outbox = _OUTBOXES.get(req["sid"])
-        if outbox is not None:
-            outbox.put(req)
-
-    def _deliver(self, sid, conn, outbox):
-        try:
-            while True:
-                req = outbox.get()
-                if req["op"] == "relay_close":
-                    conn.shutdown(socket.SHUT_WR)
-                    break
-                conn.sendall(base64.b64decode(req["data"]))
-        except OSError:
-            pass
-        with _RELAYED:
-            _OUTBOXES.pop(sid, None)
-        conn.close()
-
-
 def _harden(user):
     """Make this root process one the sandbox's users cannot touch."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -442,8 +372,11 @@ def main():
     name = sys.argv[sys.argv.index("--user") + 1] if "--user" in sys.argv else "root"
     _USER = pwd.getpwnam(name)
     _harden(_USER)
+    import portrelay  # beside this file in every sandbox
+
     # --relay PORT, once per relay (the model broker's, the egress proxy's)
-    relays = [_Relay(int(sys.argv[i + 1])) for i, a in enumerate(sys.argv) if a == "--relay"]
+    ports = [int(sys.argv[i + 1]) for i, a in enumerate(sys.argv) if a == "--relay"]
+    relays = [portrelay.Relay(port, _reply) for port in ports]
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -466,7 +399,7 @@ def main():
             continue
         req = json.loads(line)
         if relays and req.get("op") in ("relay_data", "relay_close"):
-            _Relay.send(req)  # in order, no reply: a stream, not a request
+            portrelay.Relay.send(req)  # in order, no reply: a stream, not a request
             continue
         try:
             threading.Thread(target=_handle, args=(req,), daemon=True).start()

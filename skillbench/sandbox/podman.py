@@ -26,7 +26,7 @@ from typing import Any
 from podman import PodmanClient
 from podman.api import prepare_body
 
-from skillbench.sandbox import executor, handover
+from skillbench.sandbox import executor, handover, portrelay
 from skillbench.sandbox.base import (
     AGENT,
     HANDOVER,
@@ -47,7 +47,9 @@ OWNER_LABEL = "skillbench.owner"
 PROVIDER_LABEL = "skillbench.provider"  # which provider in that process: what it removes
 EXECUTOR_FILE = Path(executor.__file__)
 HANDOVER_FILE = Path(handover.__file__)
+PORTRELAY_FILE = Path(portrelay.__file__)
 _IN_SANDBOX = "/opt/skillbench/executor.py"
+PORTRELAY = "/opt/skillbench/portrelay.py"  # imported by the executor, beside it
 _SOCKET_DIR = "/run/skillbench"
 _LOGS = "16m"  # /logs, for verifiers that write a reward file (Harbor's /logs/verifier)
 _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the other tmpfs
@@ -299,6 +301,7 @@ class PodmanProvider:
                         *spec.mounts,
                         Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
                         Mount(str(HANDOVER_FILE), HANDOVER, read_only=True),
+                        Mount(str(PORTRELAY_FILE), PORTRELAY, read_only=True),
                         Mount(str(sock_dir), _SOCKET_DIR, read_only=False),
                     )
                 ),
