@@ -46,7 +46,8 @@ class Node:
         self.url = f"unix://{self.root}/podman.sock"
         # (podman refuses a runroot longer than 50 characters)
         self.runroot = tempfile.mkdtemp(prefix=f"sb-{name}-", dir="/tmp")
-        store = ["--root", str(self.root / "storage"), "--runroot", self.runroot]
+        self.store = ["--root", str(self.root / "storage"), "--runroot", self.runroot]
+        store = self.store
         self.podman = subprocess.Popen(
             ["podman", *store, "system", "service", "--time=0", self.url],
             stdout=subprocess.DEVNULL,
@@ -96,6 +97,10 @@ class Node:
 
     def stop(self) -> None:
         self.kill()
+        # its containers outlive its service (each has its own conmon): remove them first
+        subprocess.run(
+            ["podman", *self.store, "rm", "-a", "-f", "-t", "0"], capture_output=True, timeout=120
+        )
         os.killpg(self.podman.pid, signal.SIGTERM)
         self.podman.wait(timeout=30)
         mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
