@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from skillbench.engine.records import SessionRecord
     from skillbench.engine.run import EvalResult
     from skillbench.engine.session import Progress
-    from skillbench.gate import GateResult
+    from skillbench.gating import GateResult
     from skillbench.triggers import TriggerReport
 
 Log = Callable[[str], None]  # one line for the user: a note, a warning, an image being built
@@ -378,8 +378,8 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     (`skillbench gate`)? Policy: the team repo's, then the local config's [gate], then
     `options`."""
     from skillbench.config import load_settings
-    from skillbench.gate import gate as gated
-    from skillbench.gate import load_policy
+    from skillbench.gating import gate as gated
+    from skillbench.gating import load_policy
     from skillbench.skills import is_skill
 
     skill_dir = Path(skill)
