@@ -43,6 +43,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from sandbox import make_skill  # bench/sandbox.py, beside this file: the same staged arm
+
 from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
@@ -53,21 +55,6 @@ from skillbench.sandbox.stage import check_phase, stage_arm
 TARGET = 0.15  # CPU-s per arm (issue 27)
 TICK = os.sysconf("SC_CLK_TCK")
 CGROUP_ROOTS = (Path("/sys/fs/cgroup/cpuacct"), Path("/sys/fs/cgroup"))  # v1, then v2
-
-
-def make_skill(root: Path) -> Path:
-    skill = root / "bench-skill"
-    (skill / "evals/cases").mkdir(parents=True)
-    (skill / "evals/fixtures/seed").mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: bench-skill\ndescription: Benchmark.\n---\n")
-    (skill / "scripts").mkdir()
-    (skill / "scripts/a.sh").write_text("echo a\n")
-    (skill / "evals/fixtures/seed/data.txt").write_text("x" * 10_000)
-    (skill / "evals/cases/c.yaml").write_text(
-        "task: t\nfixture: ../fixtures/seed\nfiles: {a.txt: a}\nsetup: echo ok > s.txt\n"
-        "checks: [{file_exists: s.txt}]\n"
-    )
-    return skill
 
 
 def self_cpu() -> float:
