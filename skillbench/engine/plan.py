@@ -39,6 +39,7 @@ from skillbench.sandbox.base import CASE_DIR, SandboxProvider, SandboxSpec
 from skillbench.sandbox.case_image import CaseImageError, CaseImageUnavailable, case_image
 from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.sandbox.stage import missing_requirements
+from skillbench.sandbox.variants import build_variant, variant_for
 from skillbench.skills import (
     RUNS_DIR,
     Skill,
@@ -121,13 +122,20 @@ def case_spec(base: SandboxSpec, session: Session, image: str | None) -> Sandbox
 def build_case_images(
     sessions: dict[str, Session], base: str, agent: Agent, log: Callable[[str], None]
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """The image of every session that has its own (with the agent's CLI added, for a CLI
-    agent), and why each session whose remote image cannot be had offline is skipped;
+    """The image of every session that has its own, or needs a variant of the sandbox image
+    for its `requires` (sandbox/variants.py), with the agent's CLI added for a CLI agent;
+    why each session whose remote image cannot be had offline is skipped;
     EvalError naming the case file when an image cannot be built or pulled as named."""
     images: dict[str, str] = {}
     unavailable: dict[str, str] = {}
     for name, spec in sessions.items():
         if spec.image is None and spec.containerfile is None:
+            variant = variant_for(base, spec.requires)  # e.g. `requires: [node]`
+            if variant is not None:
+                try:
+                    images[name] = agent.image(build_variant(variant, log), log)
+                except (ImageBuildError, AgentError) as exc:
+                    raise EvalError(f"{spec.path}: `requires`: {exc}") from None
             continue
         try:
             own = case_image(

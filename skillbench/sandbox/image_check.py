@@ -1,6 +1,7 @@
 """What `skillbench check` can tell about the cases' own images (design §17) before a run:
-which are missing locally (a remote one would be pulled, which needs its registry), and which
-`requires` entries a present image lacks (the run would skip those cases).
+which are missing locally (a remote one would be pulled, which needs its registry), which
+`requires` entries a present image lacks (the run would skip those cases), and which variant
+of the sandbox image a case's `requires` needs that is not built yet (sandbox/variants.py).
 
 The probe is one short `podman run` per image, without network, as the image's own user:
 only `command -v` and `python3 -c 'import …'`, the same probes the run makes.
@@ -18,8 +19,10 @@ from skillbench.evals.imageref import is_remote, ref_problem
 from skillbench.evals.model import Session
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.yamlsrc import load_yaml_file
+from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.pull import present
 from skillbench.sandbox.stage import requirement_probe
+from skillbench.sandbox.variants import variant_for
 
 PROBE_TIMEOUT = 60.0
 
@@ -31,6 +34,18 @@ def image_problems(sessions: Iterable[Session]) -> list[Problem]:
     probed: dict[str, list[Session]] = {}  # a present image -> the cases with `requires` on it
     for spec in sessions:
         ref = spec.image
+        variant = variant_for(IMAGE, spec.requires) if spec.containerfile is None else None
+        if ref is None and variant is not None and not image_exists(variant):
+            found.append(
+                _warn(
+                    spec,
+                    f"`requires` {', '.join(spec.requires)}: the case runs in the sandbox "
+                    f"image's variant {variant}, not built yet: the first eval builds it "
+                    "(about a minute, from the apt mirror), or `skillbench image build "
+                    "--node` now",
+                    "requires",
+                )
+            )
         if ref is None or ref_problem(ref):  # (a malformed reference is already an error)
             continue
         if shutil.which("podman") is None:
@@ -70,10 +85,10 @@ def image_problems(sessions: Iterable[Session]) -> list[Problem]:
     return found
 
 
-def _warn(spec: Session, message: str) -> Problem:
-    """A warning at the case's `image:` line."""
+def _warn(spec: Session, message: str, field: str = "image") -> Problem:
+    """A warning at the case's `image:` (or `field`) line."""
     try:
-        line = load_yaml_file(Path(spec.path)).line(("image",))
+        line = load_yaml_file(Path(spec.path)).line((field,))
     except SpecError:
         line = 1
     return Problem(spec.path, line, "warning", message)
