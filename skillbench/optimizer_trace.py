@@ -16,6 +16,7 @@ newText}, bash {command}, lower case. Each agent's tools map onto them:
 | claude-code | Skill {skill} | read {path: <its config dir>/skills/<skill>/SKILL.md} |
 | claude-code | Glob, Grep, LS | find, grep, ls |
 | codex | its shell commands (`bash` in the transcript) | bash |
+| any | a command that is only `cat FILE` (how Codex reads a file) | read {path: FILE} |
 | codex | apply_patch, one file change each | write (a file added), edit (else) |
 
 Any other tool keeps its name, in lower case, and its arguments.
@@ -24,6 +25,7 @@ Any other tool keeps its name, in lower case, and its arguments.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -97,6 +99,8 @@ def _calls(name: str, args: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any
                     "write" if change.get("kind") == "add" else "edit",
                     {"path": change.get("path")},
                 )
+    elif name in _RENAMED and (shown := _cat(_RENAMED[name], args)) is not None:
+        yield "read", {"path": shown}
     elif name in _RENAMED:
         yield _RENAMED[name], _arguments(_RENAMED[name], args)
     else:
@@ -116,6 +120,16 @@ def _arguments(tool: str, args: dict[str, Any]) -> dict[str, Any]:
         out["oldText"] = args.get("old_string", "")
         out["newText"] = args.get("new_string", "")
     return out
+
+
+_CAT = re.compile(r"\s*cat\s+([^\s;&|<>()`$'\"]+)\s*")
+
+
+def _cat(tool: str, args: dict[str, Any]) -> str | None:
+    """The file a bash command only prints (`cat FILE`, nothing else), or None: an agent
+    with no read tool (Codex) reads a file so."""
+    found = _CAT.fullmatch(str(args.get("command", ""))) if tool == "bash" else None
+    return found.group(1) if found else None
 
 
 def _lower(name: str) -> str:

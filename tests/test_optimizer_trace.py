@@ -132,7 +132,7 @@ def test_claude_codes_tools_map_by_name(tmp_path: Path) -> None:
             },
             use("t3", "Write", {"file_path": "/work/out.txt", "content": "x"}),
             use("t4", "Edit", {"file_path": "/work/out.txt", "old_string": "x", "new_string": "y"}),
-            use("t5", "Bash", {"command": "cat out.txt", "description": "show"}),
+            use("t5", "Bash", {"command": "cat out.txt | wc -l", "description": "count"}),
             use("t6", "Grep", {"pattern": "x"}),
             use("t7", "TodoWrite", {"todos": []}),
             {"type": "result", "subtype": "success"},
@@ -143,7 +143,7 @@ def test_claude_codes_tools_map_by_name(tmp_path: Path) -> None:
         ("read", {"path": "/work/references/notes.md"}),
         ("write", {"path": "/work/out.txt", "content": "x"}),
         ("edit", {"path": "/work/out.txt", "oldText": "x", "newText": "y"}),
-        ("bash", {"command": "cat out.txt"}),
+        ("bash", {"command": "cat out.txt | wc -l"}),  # more than a read
         ("grep", {"pattern": "x"}),
         ("todowrite", {"todos": []}),
     ]
@@ -183,9 +183,9 @@ def test_codex_shell_commands_and_patches_map_onto_bash_write_and_edit(tmp_path:
         ],
     )
     assert _calls(entries) == [
-        ("bash", {"command": "cat SKILL.md"}),
+        ("read", {"path": "SKILL.md"}),  # Codex has no read tool: `cat FILE` is its read
         ("write", {"path": "/work/new.txt"}),
         ("edit", {"path": "/work/old.txt"}),
     ]
     results = [(e["name"], e["isError"]) for e in entries if e["type"] == "tool_result"]
-    assert results == [("bash", False), ("write", False), ("edit", False)]
+    assert results == [("read", False), ("write", False), ("edit", False)]

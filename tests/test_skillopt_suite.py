@@ -89,15 +89,15 @@ ATTACK = (
 )
 
 
-def _greeter(tmp_path: Path) -> Path:
+def _greeter(tmp_path: Path, config: str) -> Path:
     """The skill under test as its own folder (the bytes of references/greeter/), with a
     skillbench.toml beside it as tests/helpers.skill makes."""
-    write(tmp_path, {"skillbench.toml": "max_retries = 1\nrequest_timeout = 5.0\n"})
+    write(tmp_path, {"skillbench.toml": "max_retries = 1\nrequest_timeout = 5.0\n" + config})
     return write(tmp_path / "lib" / "greeter", {"SKILL.md": SKILL})
 
 
-def _imported(tmp_path: Path, capsys) -> tuple[Path, list[str]]:
-    into = _greeter(tmp_path)
+def _imported(tmp_path: Path, capsys, config: str = "") -> tuple[Path, list[str]]:
+    into = _greeter(tmp_path, config)
     src = write(tmp_path / "suite", SUITE)
     assert main(["import", "skill-optimizer", str(src), "--into", str(into)]) == 0
     return into, capsys.readouterr().out.splitlines()
@@ -170,3 +170,64 @@ def test_skill_optimizer_suite_end_to_end(fake, tmp_path: Path, capsys) -> None:
     )
     assert base[1]["detail"] == "score 0; reads: []; trace of greet-guest; forged: false"
     assert base[0]["detail"] == 'score 0; "Hello, Ada.\\n"; skill in workspace: false'
+
+
+# Each CLI agent's own tools: Claude Code loads the skill with its Skill tool, Codex (no such
+# tool) reads SKILL.md with its shell; both are a `read` of it in the grader's trace.
+CLI = {
+    "claude-code": (
+        "anthropic/claude-sonnet-4-6",
+        {"Skill": {"skill": "greeter"}},
+        "Bash",
+        "command",
+        "/home/agent/.claude/skills/greeter/SKILL.md",
+    ),
+    "codex": (
+        "openai/gpt-5.1",
+        {"exec_command": {"cmd": "cat ~/.codex/skills/greeter/SKILL.md"}},
+        "exec_command",
+        "cmd",
+        "~/.codex/skills/greeter/SKILL.md",
+    ),
+}
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+@pytest.mark.parametrize("agent", sorted(CLI))
+def test_cli_agents_traces_reach_the_graders_in_skill_optimizers_format(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    model, load, shell, arg, read = CLI[agent]
+    into, _ = _imported(tmp_path, capsys, f'agent = "{agent}"\n')
+    greet = "printf 'Hail, %s!\\n' \"$(cat guest.txt)\" > greeting.txt"
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)greeter",
+                    "Greet the guest",
+                    {"tool_calls": [load]},
+                    {"tool_calls": [{shell: {arg: greet}}]},
+                    {"text": "done"},
+                ),
+                conv(
+                    "(?s)",
+                    "Greet the guest",
+                    {"tool_calls": [{shell: {arg: ATTACK}}]},
+                    {"text": "done"},
+                ),
+            ]
+        }
+    )
+    code, lines, summary = run_eval(
+        capsys, into, tmp_path / "run", "--execution-only", "--model", model
+    )
+    assert code == 3, lines
+    row = summary["rows"][0]
+    assert row["outcome"] == "win", row
+    cand, base = row["arms"]["candidate"]["checks"], row["arms"]["baseline"]["checks"]
+    assert [c["passed"] for c in cand] == [True, True], cand
+    assert cand[1]["detail"] == f'score 1; reads: ["{read}"]; trace of greet-guest; forged: false'
+    assert base[1]["detail"] == "score 0; reads: []; trace of greet-guest; forged: false"
