@@ -72,8 +72,10 @@ SUITE = {
         "  evidence: [JSON.stringify(got), `skill in workspace: ${leak}`] }));\n"
     ),
     "checks/read-skill.mjs": TRACE_READS,
+    # as skill-optimizer's verify-suite runs it: in the workspace, with $CASE and $RESULTS
     "solutions/greet-guest/solution.sh": (
-        "printf 'Hail, %s!\\n' \"$(cat guest.txt)\" > greeting.txt\n"
+        "name=$(node -p \"require(process.env.CASE + '/checks/guest.json').name\")\n"
+        "printf 'Hail, %s!\\n' \"$name\" > greeting.txt\n"
         "cat > \"$RESULTS/trace.jsonl\" <<'JSONL'\n"
         '{"type":"trace_start","schemaVersion":1,"caseName":"greet-guest","model":"reference"}\n'
         '{"type":"tool_call","name":"read","arguments":{"path":"references/greeter/SKILL.md"}}\n'

@@ -1,9 +1,10 @@
 """`eval --oracle` (issue 17): prove the checks work before paying for models. Each case with
 a reference solution (`oracle:`, e.g. an imported Harbor `solution/solve.sh` or Margin
 `oracle/solve.sh`) runs that script instead of an agent, in a sandbox staged like a baseline
-arm (with $WORK and $RESULTS, as skill-optimizer runs its `solutions/<case>/solution.sh`; the
-trace such a solution writes at $RESULTS/trace.jsonl is what its graders read), and then
-every check must pass in the checker. No model is called."""
+arm (with $WORK, $RESULTS and the case's own folder at $CASE, as skill-optimizer runs its
+`solutions/<case>/solution.sh`; the trace such a solution writes at $RESULTS/trace.jsonl is
+what its graders read), and then every check must pass in the checker. No model is
+called."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
     build_case_images,
+    case_folder,
     case_home,
     case_spec,
     run_folder,
@@ -32,7 +34,13 @@ from skillbench.evals.model import Session, Suite
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import ImageBuildError, first_use
-from skillbench.sandbox.stage import SetupFailed, check_phase, harbor_mounts, stage_arm
+from skillbench.sandbox.stage import (
+    SETUP_CASE,
+    SetupFailed,
+    check_phase,
+    harbor_mounts,
+    stage_arm,
+)
 from skillbench.transcript import Transcript
 
 ORACLE_DIR = "/tmp/oracle"  # where the reference solution's folder is put in the sandbox
@@ -131,11 +139,16 @@ async def _solve(
         if not solution:
             await staged.sandbox.put_tree(script.parent, ORACLE_DIR)
         work = staged.sandbox.workdir
+        env = {"WORK": work, "RESULTS": RESULTS}
+        own = case_folder(session, skill_dir)
+        if own is not None:  # its case's files, as skill-optimizer's solutions see them
+            await staged.sandbox.put_tree(own, SETUP_CASE)
+            env["CASE"] = SETUP_CASE
         done = await staged.sandbox.exec(
             ["bash", "-c", f'mkdir -p {RESULTS} && exec bash "$0"', run],
             cwd=work,
             timeout=session.timeout_minutes * 60,
-            env={"WORK": work, "RESULTS": RESULTS},
+            env=env,
         )
         output = (done.stdout + done.stderr).strip()[-2000:]
         # a skill-optimizer reference solution writes the trace its graders read

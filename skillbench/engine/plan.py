@@ -98,14 +98,17 @@ def case_home(spec: Session, skill_dir: Path) -> str:
     return CASE_DIR if rel == "." else f"{CASE_DIR}/{rel}"
 
 
-def setup_case(spec: Session, skill_dir: Path) -> Path | None:
-    """What `setup` sees at $CASE: the case's own folder (the one case_home names) on the
-    host; None without a setup or such a folder."""
+def case_folder(spec: Session, skill_dir: Path) -> Path | None:
+    """The case's own folder (the one case_home names) on the host, or None without one."""
     home = case_home(spec, skill_dir)
     folder = (skill_dir / "evals" / home.removeprefix(CASE_DIR).lstrip("/")).resolve()
-    if not spec.setup or home == CASE_DIR or not folder.is_dir():
-        return None
-    return folder
+    return folder if home != CASE_DIR and folder.is_dir() else None
+
+
+def setup_case(spec: Session, skill_dir: Path) -> Path | None:
+    """What `setup` sees at $CASE: the case's own folder on the host; None without a setup
+    or such a folder."""
+    return case_folder(spec, skill_dir) if spec.setup else None
 
 
 def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
