@@ -36,13 +36,18 @@ def image_problems(sessions: Iterable[Session]) -> list[Problem]:
         ref = spec.image
         variant = variant_for(IMAGE, spec.requires) if spec.containerfile is None else None
         if ref is None and variant is not None and not image_exists(variant):
+            how = (
+                "the first eval builds it (about a minute, from the apt mirror), or "
+                "`skillbench image build --node` now"
+                if shutil.which("mmdebstrap")
+                else "it is built with mmdebstrap, which is missing: apt-get install "
+                "mmdebstrap, then `skillbench image build --node`"
+            )
             found.append(
                 _warn(
                     spec,
                     f"`requires` {', '.join(spec.requires)}: the case runs in the sandbox "
-                    f"image's variant {variant}, not built yet: the first eval builds it "
-                    "(about a minute, from the apt mirror), or `skillbench image build "
-                    "--node` now",
+                    f"image's variant {variant}, not built yet: {how}",
                     "requires",
                 )
             )
