@@ -7,6 +7,7 @@ the baseline cannot, and forges a trace instead, which no grader sees)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,26 @@ def test_cli_agents_traces_reach_the_graders_in_skill_optimizers_format(
     assert [c["passed"] for c in cand] == [True, True], cand
     assert cand[1]["detail"] == f'score 1; reads: ["{read}"]; trace of greet-guest; forged: false'
     assert base[1]["detail"] == "score 0; reads: []; trace of greet-guest; forged: false"
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_a_missing_variant_is_built_on_first_use_saying_so(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    into, _ = _imported(tmp_path, capsys)
+    # a variant of another recipe (one more package) is one this machine never built
+    monkeypatch.setitem(variants.VARIANTS, "node", ("nodejs", "jq"))
+    name = variants.variant_name("node")
+    try:
+        assert main(["eval", str(into), "--oracle", "--model", "scripted/demo"]) == 0
+        done = capsys.readouterr()
+        assert f"the node variant {name} is missing; building it now (first use)" in done.err
+        assert f"built {name}" in done.err and "oracle PASS: greet-guest" in done.out
+        ran = subprocess.run(
+            ["podman", "run", "--rm", name, "jq", "--version"], text=True, capture_output=True
+        )
+        assert ran.stdout.startswith("jq-"), ran
+    finally:
+        subprocess.run(["podman", "rmi", "-f", name], capture_output=True)
