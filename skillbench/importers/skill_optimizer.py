@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from skillbench.evals import SpecError
 from skillbench.importers.base import (
     Imported,
     ImportError_,
@@ -25,7 +26,7 @@ from skillbench.importers.base import (
     timeout_minutes,
     yaml_str,
 )
-from skillbench.skills import is_skill
+from skillbench.skills import is_skill, staged_files
 
 _SUITE_DROPPED = {
     "models": "the model is skillbench's --model",
@@ -192,14 +193,18 @@ def _solution(suite_dir: Path, case: str) -> Path | None:
 
 
 def _differing(ref: Path, into: Path) -> str:
-    """What differs between the skill in references/ and the --into skill (their files, but
-    the --into skill's evals/), or "" when they are the same bytes."""
+    """What differs between the skill in references/ and the --into skill, as the candidate
+    sees them (skills.staged_files: without evals/, fixtures/, .skillbench/), or "" when they
+    are the same bytes."""
 
     def files(root: Path) -> dict[str, bytes]:
+        try:
+            found = staged_files(root)
+        except SpecError:  # a link out of the skill: not what the candidate would see
+            return {"(a link out of the skill)": b""}
         return {
-            p.relative_to(root).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink() and p.relative_to(root).parts[0] != "evals"
+            f.rel: (b"L" + f.link.encode()) if f.link is not None else Path(f.abspath).read_bytes()
+            for f in found
         }
 
     theirs, mine = files(ref), files(into)
