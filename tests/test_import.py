@@ -265,7 +265,15 @@ def test_a_skill_in_references_that_is_not_the_into_skill_is_a_warning(
     assert not (into / "evals/cases/haiku/fixture/poet").exists()
     # when it is the --into skill (the same files), it is the candidate's (staged as the
     # skill), not fixture
-    poet = write(tmp_path / "poet-home" / "poet", {"SKILL.md": files["references/poet/SKILL.md"]})
+    poet = write(
+        tmp_path / "poet-home" / "poet",
+        {
+            "SKILL.md": files["references/poet/SKILL.md"],
+            # what the candidate never sees is not a difference: earlier runs, its evals
+            ".skillbench/runs/r1/plan.json": "{}",
+            "evals/cases/old.yaml": "task: t\nchecks:\n  - file_exists: a\n",
+        },
+    )
     code, out = imported(capsys, "skill-optimizer", src, poet)
     assert code == 0, out
     assert not any(x.startswith("warning:") for x in out)
