@@ -143,6 +143,22 @@ def test_check_says_when_the_node_variant_is_not_built(
 
 
 @pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+def test_check_probes_the_requires_of_a_node_case_in_its_variant(tmp_path: Path, capsys) -> None:
+    into, _ = _imported(tmp_path, capsys)
+    assert main(["image", "build", "--node"]) == 0
+    case = into / "evals/cases/greet-guest.yaml"
+    case.write_text(case.read_text().replace("requires: [node]", "requires: [node, deno]"))
+    capsys.readouterr()
+    assert main(["check", str(into)]) == 0  # a warning: what the run would skip
+    out = capsys.readouterr().out
+    assert (
+        f"greet-guest.yaml:7: warning: image {variants.variant_name('node')} lacks deno "
+        "(`requires`): the run would skip this case" in out
+    ), out
+
+
+@pytest.mark.sandbox
 @pytest.mark.e2e
 @pytest.mark.usefixtures("podman_service")
 def test_skill_optimizer_suite_end_to_end(fake, tmp_path: Path, capsys) -> None:
