@@ -12,7 +12,7 @@ newText}, bash {command}, lower case. Each agent's tools map onto them:
 |---|---|---|
 | builtin | bash, read_file, write_file, edit_file | bash, read, write, edit |
 | builtin | skill {name} | read {path: /skills/<name>/SKILL.md} (what the tool returns) |
-| claude-code | Bash, Read, Write, Edit, MultiEdit | bash, read, write, edit, edit |
+| claude-code | Bash, Read, Write, Edit, MultiEdit | bash, read, write, edit, edit {path, edits} |
 | claude-code | Skill {skill} | read {path: <its config dir>/skills/<skill>/SKILL.md} |
 | claude-code | Glob, Grep, LS | find, grep, ls |
 | codex | its shell commands (`bash` in the transcript) | bash |
@@ -76,7 +76,7 @@ def _entries(events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             for name, arguments in mapped:
                 yield {"type": "tool_call", "id": e.get("id"), "name": name, "arguments": arguments}
         elif kind == "tool_result":
-            names = calls.get(str(e.get("id"))) or [_lower(str(e.get("name", "")))]
+            names = calls.get(str(e.get("id"))) or [str(e.get("name", "")).lower()]
             for name in names:
                 yield {
                     "type": "tool_result",
@@ -104,7 +104,7 @@ def _calls(name: str, args: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any
     elif name in _RENAMED:
         yield _RENAMED[name], _arguments(_RENAMED[name], args)
     else:
-        yield _lower(name), args
+        yield name.lower(), args
 
 
 def _arguments(tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +116,13 @@ def _arguments(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     out = {"path": args.get("path", args.get("file_path"))}
     if tool == "write":
         out["content"] = args.get("content", "")
-    elif tool == "edit" and "edits" not in args:
+    elif tool == "edit" and isinstance(args.get("edits"), list):  # Claude Code's MultiEdit
+        out["edits"] = [
+            {"oldText": e.get("old_string", ""), "newText": e.get("new_string", "")}
+            for e in args["edits"]
+            if isinstance(e, dict)
+        ]
+    elif tool == "edit":
         out["oldText"] = args.get("old_string", "")
         out["newText"] = args.get("new_string", "")
     return out
@@ -130,7 +136,3 @@ def _cat(tool: str, args: dict[str, Any]) -> str | None:
     with no read tool (Codex) reads a file so."""
     found = _CAT.fullmatch(str(args.get("command", ""))) if tool == "bash" else None
     return found.group(1) if found else None
-
-
-def _lower(name: str) -> str:
-    return name.lower()

@@ -132,6 +132,11 @@ def test_claude_codes_tools_map_by_name(tmp_path: Path) -> None:
             },
             use("t3", "Write", {"file_path": "/work/out.txt", "content": "x"}),
             use("t4", "Edit", {"file_path": "/work/out.txt", "old_string": "x", "new_string": "y"}),
+            use(
+                "t4b",
+                "MultiEdit",
+                {"file_path": "/work/out.txt", "edits": [{"old_string": "y", "new_string": "z"}]},
+            ),
             use("t5", "Bash", {"command": "cat out.txt | wc -l", "description": "count"}),
             use("t6", "Grep", {"pattern": "x"}),
             use("t7", "TodoWrite", {"todos": []}),
@@ -143,6 +148,7 @@ def test_claude_codes_tools_map_by_name(tmp_path: Path) -> None:
         ("read", {"path": "/work/references/notes.md"}),
         ("write", {"path": "/work/out.txt", "content": "x"}),
         ("edit", {"path": "/work/out.txt", "oldText": "x", "newText": "y"}),
+        ("edit", {"path": "/work/out.txt", "edits": [{"oldText": "y", "newText": "z"}]}),
         ("bash", {"command": "cat out.txt | wc -l"}),  # more than a read
         ("grep", {"pattern": "x"}),
         ("todowrite", {"todos": []}),
