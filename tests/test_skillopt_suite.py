@@ -16,7 +16,7 @@ from skillbench.cli import main
 from skillbench.sandbox import variants
 from skillbench.sandbox.image_check import image_problems
 from skillbench.validate import check_skill
-from tests.helpers import BASE, CAND, bash, conv, run_eval, write
+from tests.helpers import BASE, CAND, MODEL, bash, conv, run_eval, write
 
 SKILL = (
     "---\nname: greeter\ndescription: Greets guests the house way.\n---\n"
@@ -199,6 +199,9 @@ def test_skill_optimizer_suite_end_to_end(fake, tmp_path: Path, capsys) -> None:
     )
     assert base[1]["detail"] == "score 0; reads: []; trace of greet-guest; forged: false"
     assert base[0]["detail"] == 'score 0; "Hello, Ada.\\n"; skill in workspace: false'
+    # the plan keys the baseline by the image it ran in (the variant): it would be reused
+    assert main(["eval", str(into), "--plan", "--execution-only", "--model", MODEL]) == 0
+    assert "  sessions: 1 to run (1 baseline/incumbent session(s) reused" in capsys.readouterr().out
 
 
 # Each CLI agent's own tools: Claude Code loads the skill with its Skill tool, Codex (no such

@@ -97,7 +97,7 @@ def estimate(opts: EvalOptions) -> Estimate:
     cache = SessionCache()
     reused = 0
     if not opts.fresh_baseline:
-        for spec in sessions.values():
+        for name, spec in sessions.items():
             for arm in (a for a in arms if a != CANDIDATE):
                 for rep in range(1, settings.k + 1):
                     key = cache_key(
@@ -114,7 +114,7 @@ def estimate(opts: EvalOptions) -> Estimate:
                             agent_options=settings.agents.get(agent.name, {}),
                             model=settings.model,
                             endpoint=endpoint(settings.model).url,
-                            sandbox=case_spec(box, spec, None),
+                            sandbox=case_spec(box, spec, images.get(name)),
                             rep=rep,
                         )
                     )
