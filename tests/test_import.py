@@ -298,6 +298,8 @@ def test_a_node_grader_makes_the_case_require_node(tmp_path: Path, capsys) -> No
             "      - name: g\n        command: node $CASE/checks/g.js\n"
             "  - name: py\n    task: t\n    graders:\n"
             "      - name: g\n        command: python3 nodes.py\n"
+            "  - name: tsx\n    task: t\n    graders:\n"
+            "      - name: g\n        command: cd $WORK && npx tsc --noEmit\n"
         )
     }
     into = target(tmp_path)
@@ -306,3 +308,6 @@ def test_a_node_grader_makes_the_case_require_node(tmp_path: Path, capsys) -> No
     assert any("case js: its setup or graders run node — `requires: [node]`" in x for x in out)
     assert "requires: [node]" in (into / "evals/cases/js.yaml").read_text()
     assert "requires" not in (into / "evals/cases/py.yaml").read_text()
+    # npx is not in the node variant: required too, so check and the run say it is missing
+    assert "requires: [node, npx]" in (into / "evals/cases/tsx.yaml").read_text()
+    assert any(x.endswith("; npm and npx are not in it") and "case tsx" in x for x in out), out

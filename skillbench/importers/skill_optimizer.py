@@ -76,7 +76,7 @@ def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
     return out
 
 
-_NODE = re.compile(r"(?:^|[\s;&|(])(?:node|npx|npm)(?:\s|$)")
+_NODE = re.compile(r"(?:^|[\s;&|(])(node|npx|npm)(?=\s|$)")
 
 
 def _optimizer_case(
@@ -101,13 +101,19 @@ def _optimizer_case(
     if setup:
         text = "\n".join(setup) if isinstance(setup, list) else str(setup)
         extra["setup"] = yaml_str(text).rstrip("\n")
-    if any(_NODE.search(c) for c in [*(g["command"] for g in graders), extra.get("setup", "")]):
-        # the sandbox image has no node; a case that requires it runs in the node variant
-        extra["requires"] = "[node]"
+    commands = [*(g["command"] for g in graders), extra.get("setup", "")]
+    used = {m for c in commands for m in _NODE.findall(c)}
+    if used:
+        # the sandbox image has no node; a case that requires it runs in the node variant,
+        # which has no npm or npx (Debian's npm is hundreds of packages): a case that runs
+        # them requires them too, so check and the run say it lacks them
+        needs = ["node", *sorted(used - {"node"})]
+        extra["requires"] = f"[{', '.join(needs)}]"
         out.mapped.append(
-            f"{where}: its setup or graders run node — `requires: [node]`: it runs in the "
-            "sandbox image's node variant (built on first use, or `skillbench image build "
-            "--node`)"
+            f"{where}: its setup or graders run {', '.join(sorted(used))} — `requires: "
+            f"{extra['requires']}`: it runs in the sandbox image's node variant (built on first "
+            "use, or `skillbench image build --node`)"
+            + ("; npm and npx are not in it" if used - {"node"} else "")
         )
     solution = _solution(suite_dir, str(case["name"]))
     if solution is not None:  # `skill-optimizer verify-suite` runs it: our `eval --oracle`
