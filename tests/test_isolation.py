@@ -92,9 +92,11 @@ async def test_skill_is_read_only_and_evals_invisible_and_no_host_env(
             "mkdir /skills/other",
         ):
             assert (await box.exec(attempt)).exit_code != 0, attempt
-            # and even root could not: the mount itself is read-only
-            done = await box.exec(attempt, user="root")
-            assert done.exit_code != 0 and "Read-only file system" in done.stderr, attempt
+            # and even root could not: the mount itself is read-only (on the api channel
+            # /skills is a tmpfs filled after setup, root's: root there is only ever the host)
+            if provider.channel == "local":
+                done = await box.exec(attempt, user="root")
+                assert done.exit_code != 0 and "Read-only file system" in done.stderr, attempt
         assert (await box.read_text("/skills/demo/SKILL.md")).startswith("---\nname: demo")
 
         search = f"find / -xdev \\( -path /proc -o -path /sys \\) -prune -o -name '*{marker}*' -print; grep -rl {marker} / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; true"

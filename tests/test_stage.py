@@ -18,6 +18,7 @@ from skillbench.sandbox.stage import (
     missing_requirements,
     stage_arm,
 )
+from tests.conftest import CHANNELS
 from tests.helpers import make_skill
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
@@ -49,6 +50,7 @@ def skill_with_case(tmp_path: Path, case: str = CASE) -> Path:
     )
 
 
+@pytest.mark.parametrize("channel", CHANNELS, indirect=True)
 async def test_seeding_order_and_skill_visibility(
     provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
 ) -> None:
@@ -69,6 +71,7 @@ async def test_seeding_order_and_skill_visibility(
     assert not Path(arm.host_dir).exists()
 
 
+@pytest.mark.parametrize("channel", CHANNELS, indirect=True)
 async def test_baseline_sees_no_skill(
     provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
 ) -> None:
@@ -79,15 +82,19 @@ async def test_baseline_sees_no_skill(
         assert (await arm.sandbox.exec("ls -A /skills")).stdout == ""
         # the guard refuses an arm that can see a skill it did not stage
         (Path(arm.host_dir) / "skills/demo").mkdir()
+        await arm.sandbox.sync_skills()  # (a bind mount shows it at once; the api copies it)
         with pytest.raises(ContaminationError, match=r"\['demo'\] differ from those staged none"):
             await guard_contamination(arm.sandbox, arm.skills)
         (Path(arm.host_dir) / "skills/demo").rmdir()
+        await arm.sandbox.sync_skills()
         # ... and one where a skill it did stage is missing
         with pytest.raises(ContaminationError, match=r"none differ from those staged \['other'\]"):
             await guard_contamination(arm.sandbox, ["other"])
         # a listing that fails (a sandbox being killed, say) is no evidence of contamination:
         # an infrastructure error, retried, never a refused run
         (Path(arm.host_dir) / "skills").chmod(0o000)
+        if provider.channel == "api":  # (a copy: the lock goes on the sandbox's side)
+            assert (await arm.sandbox.exec(["chmod", "000", "/skills"], user="root")).ok
         with pytest.raises(SandboxError, match="could not list /skills"):
             await guard_contamination(arm.sandbox, [])
         (Path(arm.host_dir) / "skills").chmod(0o755)

@@ -158,6 +158,11 @@ class Sandbox(Protocol):
 
     async def exists(self, path: str) -> bool: ...
 
+    async def sync_skills(self) -> None:
+        """Show in the sandbox what was staged, after setup (design §2: setup, then skill),
+        into the host folder behind its /skills mount: a bind mount shows it already."""
+        ...
+
     async def hand_over(self, user: str) -> list[str]:
         """Give the workspace to `user` for the check phase (design §15): every entry theirs
         and unlockable, hard links broken, and every symlink cut that does not lead, now,

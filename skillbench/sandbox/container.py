@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from skillbench.sandbox.base import (
     DEFAULT_OUTPUT_CAP,
     ROOT,
+    SKILLS_DIR,
     WORKDIR,
     ExecResult,
     Relay,
@@ -47,12 +48,14 @@ class PodmanSandbox:
         sock_dir: Path | None,
         relays: tuple[Relay, ...] = (),
         workdir: str = WORKDIR,
+        skills: Path | None = None,
     ):
         self.provider = provider
         self.name = ctr_id[:12]
         self.workdir = workdir
         self.ctr_id = ctr_id
         self._sock_dir = sock_dir
+        self._skills = skills  # the host folder behind /skills, copied in by sync_skills
         self._relays = {r.port: r for r in relays}  # by the port inside the sandbox
         self._inbound: dict[int, asyncio.Queue[bytes | None]] = {}  # relayed connections
         self._bridges: set[asyncio.Task[None]] = set()
@@ -263,6 +266,25 @@ class PodmanSandbox:
         reply = await self._call("exists", 30, path=path)
         self._raise_for(reply, path)
         return bool(reply["exists"])
+
+    async def sync_skills(self) -> None:
+        # On the api channel /skills is a tmpfs (the root filesystem is read-only once the
+        # sandbox runs, and setup must see no skill): filled here as root, root's files, no
+        # one's to write. (Root in the sandbox could; only the host runs anything as root.)
+        if self._sock_dir is not None or self._skills is None:
+            return
+        script = (  # a mirror of the host folder, as a bind mount would show it
+            'find "$1" -mindepth 1 -delete && tar -x --no-same-owner -C "$1" -f - && '
+            'chmod -R a-w "$1"'
+        )
+        done = await self.exec(
+            ["sh", "-c", script, "sync_skills", SKILLS_DIR],
+            stdin=await asyncio.to_thread(_tar_folder, self._skills),
+            user=ROOT,
+            timeout=120,
+        )
+        if not done.ok:
+            raise SandboxError(f"could not stage the skills: {done.stderr.strip()[-300:]}")
 
     async def hand_over(self, user: str) -> list[str]:
         reply = await self._call("handover", 300, user=user)

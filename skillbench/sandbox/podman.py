@@ -31,6 +31,7 @@ from skillbench.sandbox.base import (
     AGENT,
     HANDOVER,
     HOMES,
+    SKILLS_DIR,
     UIDS,
     Mount,
     SandboxError,
@@ -52,6 +53,7 @@ _IN_SANDBOX = "/opt/skillbench/executor.py"
 PORTRELAY = "/opt/skillbench/portrelay.py"  # imported by the executor, beside it
 _SOCKET_DIR = "/run/skillbench"
 _LOGS = "16m"  # /logs, for verifiers that write a reward file (Harbor's /logs/verifier)
+_SKILLS = "256m"  # the api channel's /skills tmpfs: the staged skills, without their evals
 _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the other tmpfs
 # A cgroup (cgroupfs path, e.g. /skillbench) every sandbox and its conmon go under, so their
 # CPU and memory can be read (bench/cpu.py, bench/memory.py) or capped together.
@@ -213,7 +215,8 @@ class PodmanProvider:
                 shutil.rmtree(sock_dir, ignore_errors=True)
             raise
         relays = tuple(r for r in (spec.relay, spec.egress) if r is not None)
-        sandbox = PodmanSandbox(self, ctr_id, sock_dir, relays, spec.workdir)
+        skills = next((Path(m.source) for m in spec.mounts if m.target == SKILLS_DIR), None)
+        sandbox = PodmanSandbox(self, ctr_id, sock_dir, relays, spec.workdir, skills)
         self._live.add(sandbox)
         try:
             await sandbox.connect()
@@ -273,7 +276,8 @@ class PodmanProvider:
         memory = sum(parse_size(x) for x in (spec.memory, spec.disk, spec.home, spec.tmp, _SHM))
         memory += parse_size(_LOGS) if spec.logs else 0
         host_files = [
-            *spec.mounts,
+            # (on the api channel /skills is filled after setup: a tmpfs, sync_skills)
+            *(m for m in spec.mounts if sock_dir is not None or m.target != SKILLS_DIR),
             Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
             Mount(str(HANDOVER_FILE), HANDOVER, read_only=True),
             Mount(str(PORTRELAY_FILE), PORTRELAY, read_only=True),
@@ -287,6 +291,9 @@ class PodmanProvider:
         if sock_dir is not None:
             binds = [*host_files, Mount(str(sock_dir), _SOCKET_DIR, read_only=False)]
             listen = ["--listen", f"{_SOCKET_DIR}/exec.sock"]
+        elif any(m.target == SKILLS_DIR for m in spec.mounts):
+            tmpfs.append((SKILLS_DIR, _SKILLS, "0755"))
+            memory += parse_size(_SKILLS)
         kwargs: dict[str, Any] = dict(
             # The executor is PID 1: it reaps orphans (without an init, zombies use up the
             # pids limit) and cannot be killed from inside, not even by `kill -9 -1`.
