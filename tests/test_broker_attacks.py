@@ -31,6 +31,8 @@ from skillbench.broker_wire import WIRES, route, upstream_url
 from skillbench.cli import main
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
+from skillbench.sandbox.channel import CHANNEL_ENV
+from tests.conftest import CHANNELS
 from tests.helpers import conv, skill
 
 MARK = "broker-attack-7f3"  # the fake server answers requests carrying it by rule
@@ -242,7 +244,11 @@ def _exchanges(run: Path) -> list[dict[str, Any]]:
 @pytest.mark.sandbox
 @pytest.mark.e2e
 @pytest.mark.usefixtures("podman_service")
-def test_the_relay_reaches_only_the_providers_own_endpoints(hosts, tmp_path: Path, capfd) -> None:
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_the_relay_reaches_only_the_providers_own_endpoints(
+    hosts, tmp_path: Path, capfd, monkeypatch: pytest.MonkeyPatch, channel: str
+) -> None:
+    monkeypatch.setenv(CHANNEL_ENV, channel)  # the relay rides the executor channel
     fake, upstream_seen, evil_seen = hosts(lambda evil: _script(_attack(evil, "paths"), 0.3))
     code, err, summary = _eval(capfd, tmp_path, "--parallel", "1")
     assert code == 3, err  # one case: INCONCLUSIVE
