@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from skillbench.sandbox import connection
-from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import URL_ENV, configured
+from skillbench.sandbox.base import Mount, SandboxError
+from skillbench.sandbox.channel import CHANNEL_ENV, channel_for, copy_in
+from skillbench.sandbox.connection import URL_ENV, Connection, configured
 from skillbench.sandbox.service import PodmanService
 
 MACHINE = "ssh://core@127.0.0.1:53685/run/user/501/podman/podman.sock"
@@ -186,3 +187,36 @@ def test_on_macos_nothing_configured_is_refused_before_any_podman_runs(
     assert "podman machine init" in str(exc.value) and "\n" not in str(exc.value)
     chosen = configured({"CONTAINER_HOST": "unix:///Users/me/podman-machine-api.sock"})
     assert chosen is not None and not chosen.shares_filesystem  # the socket is the VM's
+
+
+@pytest.mark.parametrize(
+    ("url", "env", "expected"),
+    [
+        ("unix:///run/podman.sock", {}, "local"),
+        ("unix:///run/podman.sock", {CHANNEL_ENV: "api"}, "api"),
+        ("tcp://127.0.0.1:8080", {}, "api"),
+        ("ssh://core@127.0.0.1:2222/run/podman.sock", {}, "api"),
+        ("ssh://core@127.0.0.1:2222/run/podman.sock", {CHANNEL_ENV: "api"}, "api"),
+    ],
+)
+def test_the_channel_follows_the_connection_unless_forced(url, env, expected) -> None:
+    assert channel_for(Connection(url, "test"), env) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "value", "says"),
+    [
+        ("tcp://127.0.0.1:8080", "local", "does not share this host's filesystem: unset it"),
+        ("unix:///run/podman.sock", "fast", "use api or local"),
+    ],
+)
+def test_a_channel_that_cannot_work_is_refused_in_one_line(url, value, says) -> None:
+    with pytest.raises(SandboxError) as exc:
+        channel_for(Connection(url, "test"), {CHANNEL_ENV: value})
+    assert says in str(exc.value) and CHANNEL_ENV in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_writable_bind_mount_cannot_be_copied_in(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="a writable bind mount cannot cross"):
+        copy_in([Mount(str(tmp_path), "/data", read_only=False)])
