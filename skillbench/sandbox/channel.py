@@ -25,7 +25,7 @@ import io
 import os
 import tarfile
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from skillbench.sandbox.base import Mount, SandboxError
@@ -81,6 +81,12 @@ def copy_in(mounts: Iterable[Mount], *, listed: bool = True) -> bytes:
             info.size, info.mode = len(listing), 0o644
             tar.addfile(info, io.BytesIO(listing))
     return buf.getvalue()
+
+
+def put_in(api: Any, ctr_id: str, mounts: Iterable[Mount]) -> None:
+    """Copy what `mounts` name into the created (not yet started) container `ctr_id`."""
+    put = api.put(f"/containers/{ctr_id}/archive", params={"path": "/"}, data=copy_in(mounts))
+    put.raise_for_status()
 
 
 def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:

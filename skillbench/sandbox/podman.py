@@ -38,7 +38,7 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     parse_size,
 )
-from skillbench.sandbox.channel import CHANNEL_ENV, Channel, channel_for, copy_in
+from skillbench.sandbox.channel import CHANNEL_ENV, Channel, channel_for, put_in
 from skillbench.sandbox.container import PodmanSandbox
 from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
 from skillbench.sandbox.service import PodmanService, runtime_dir
@@ -372,9 +372,9 @@ class PodmanProvider:
             ctr_id = str(created.json()["Id"])
         except Exception as exc:
             raise SandboxError(f"could not create a sandbox from {spec.image}: {exc}") from exc
-        if sock_dir is None:
-            self._put_files(ctr_id, host_files)
         try:
+            if sock_dir is None:  # the api channel's stand-in for bind mounts
+                put_in(api, ctr_id, host_files)
             api.post(f"/containers/{ctr_id}/start").raise_for_status()
         except Exception as exc:
             # (a failed start may leave nothing to remove: podman's 404 then is an OSError
@@ -383,22 +383,6 @@ class PodmanProvider:
                 self.remove_container(ctr_id)
             raise SandboxError(f"could not start a sandbox from {spec.image}: {exc}") from exc
         return ctr_id
-
-    def _put_files(self, ctr_id: str, files: list[Mount]) -> None:
-        """The api channel's stand-in for bind mounts: the files copied into the created
-        container (its root filesystem is read-only once it runs)."""
-        try:
-            archive = copy_in(files)
-            put = self.client().api.put(
-                f"/containers/{ctr_id}/archive", params={"path": "/"}, data=archive
-            )
-            put.raise_for_status()
-        except Exception as exc:
-            with contextlib.suppress(Exception):
-                self.remove_container(ctr_id)
-            if isinstance(exc, SandboxError):
-                raise
-            raise SandboxError(f"could not copy the executor into a sandbox: {exc}") from exc
 
     def remove_container(self, ctr_id: str) -> None:
         """Kill and remove a container in one request (no inspect first); gone already is
