@@ -13,7 +13,7 @@ from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.fields import Report, root_mapping, type_name
 from skillbench.evals.imageref import ref_problem
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
-from skillbench.evals.network import parse_network
+from skillbench.evals.network import lint_service_hosts, parse_network
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.services import parse_services
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
@@ -114,6 +114,9 @@ def _session_fields(
             out["network"] = network
     if "services" in data:
         out["services"] = parse_services(rep, data["services"])
+        if "network" in data:
+            names = {s.name.lower() for s in out["services"]}
+            lint_service_hosts(rep, data["network"], names)
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:
