@@ -30,9 +30,9 @@ def fetch_wheels(cache: Path) -> Path:
         return cache
     platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
     pip = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:"]
+    target = ["--python-version", "3.11", "--implementation", "py", *platforms]
     done = subprocess.run(
-        [*pip, "--python-version", "3.11", "--implementation", "py", *platforms]
-        + ["--dest", str(cache), *WANTED],
+        [*pip, *target, "--dest", str(cache), *WANTED],
         capture_output=True,
         text=True,
         timeout=300,
