@@ -25,6 +25,7 @@ from typing import Any
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import BrokeredSession, CliAgent
+from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
@@ -72,6 +73,22 @@ def _config(retries: int, workdir: str, keep_ambient: bool) -> str:
     ) + ("" if keep_ambient else AMBIENT_OFF)
 
 
+def mcp_tables(servers: tuple[McpServer, ...]) -> str:
+    """config.toml's `[mcp_servers.<name>]` for each case MCP server, HTTP or stdio."""
+    out = ""
+    for s in servers:
+        out += f"[mcp_servers.{json.dumps(s.name)}]\n"
+        if s.url:
+            out += f"url = {json.dumps(s.url)}\n"
+        else:
+            out += f"command = {json.dumps(s.command[0])}\n"
+            out += f"args = [{', '.join(json.dumps(a) for a in s.command[1:])}]\n"
+            if s.env:
+                pairs = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in s.env.items())
+                out += f"env = {{ {pairs} }}\n"
+    return out
+
+
 class CodexAgent(CliAgent):
     name = "codex"
     default_version = VERSION
@@ -107,7 +124,8 @@ class _Session(BrokeredSession):
     async def prepare(self, sandbox: Sandbox) -> None:
         await sandbox.write_file(
             f"{CODEX_HOME}/config.toml",
-            _config(self.agent.max_retries, self.workdir, self.agent.keep_ambient),
+            _config(self.agent.max_retries, self.workdir, self.agent.keep_ambient)
+            + mcp_tables(self.request.mcp_servers),
         )
 
     def argv(self) -> list[str]:
