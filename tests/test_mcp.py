@@ -107,6 +107,12 @@ TASK = {
 }
 
 
+def _one_server() -> dict[str, str]:
+    """TASK with its calc server alone (the others are there to be listed by import)."""
+    toml = TASK["calc/task.toml"].split('\n\n[[environment.mcp_servers]]\nname = "notes"')[0]
+    return {**TASK, "calc/task.toml": toml + "\n"}
+
+
 def test_mcp_servers_import_where_they_can_and_the_rest_are_listed(tmp_path: Path, capsys) -> None:
     into = skill(tmp_path, {})
     assert (
@@ -185,15 +191,9 @@ def test_check_refuses_an_mcp_server_the_sandbox_cannot_reach(tmp_path: Path, ca
 def test_claude_code_uses_the_mcp_server_of_an_imported_harbor_task(
     fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    files = {k: v for k, v in TASK.items() if k != "calc/task.toml"}
-    files["calc/task.toml"] = (
-        TASK["calc/task.toml"].split('\n\n[[environment.mcp_servers]]\nname = "notes"')[0] + "\n"
-    )
     into = skill(tmp_path, {}, config='agent = "claude-code"\n')
-    assert (
-        main(["import", "harbor", str(write(tmp_path / "h", files) / "calc"), "--into", str(into)])
-        == 0
-    )
+    src = write(tmp_path / "h", _one_server()) / "calc"
+    assert main(["import", "harbor", str(src), "--into", str(into)]) == 0
     capsys.readouterr()
     assert main(["eval", str(into), "--oracle", "--model", "scripted/demo"]) == 0
     assert "oracle PASS: calc" in capsys.readouterr().out
@@ -223,3 +223,30 @@ def test_claude_code_uses_the_mcp_server_of_an_imported_harbor_task(
         e for e in events if e["type"] == "tool_result" and e["name"] == "mcp__calc__answer"
     ]
     assert result["text"] == "the answer is 42" and not result["is_error"], result
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_codex_is_given_the_mcp_server_of_an_imported_harbor_task(
+    fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Codex 0.169.0 connects to the case's server at start and offers its tools to the model
+    # as the namespace mcp__calc (what its first request shows). Driving a call into it
+    # needs namespaced calls in the fake server's Responses wire, which it does not speak.
+    into = skill(tmp_path, {}, config='agent = "codex"\n')
+    src = write(tmp_path / "h", _one_server()) / "calc"
+    assert main(["import", "harbor", str(src), "--into", str(into)]) == 0
+    capsys.readouterr()
+    fake({"conversations": [{"when": "(?s)calc MCP", "steps": [{"text": "done"}]}]})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-a-real-looking-key-0000")
+    run = tmp_path / "run"
+    flags = ["--quiet", "--seed", "7", "--no-gen", "--execution-only"]
+    main(["eval", str(into), "--model", "openai/gpt-5.4", "--out", str(run), *flags])
+    for arm in ("baseline", "candidate"):
+        first = json.loads((run / f"exchanges/calc.{arm}.1.jsonl").open().readline())
+        offered = {
+            t["name"]: [inner["name"] for inner in t.get("tools", [])]
+            for t in first["request"]["tools"]
+        }
+        assert offered.get("mcp__calc") == ["answer"], offered
