@@ -232,8 +232,7 @@ def test_a_dataset_imports_every_task_it_can_and_lists_the_rest(tmp_path: Path, 
     assert "hello task: surprise — not a Harbor field skillbench maps" in joined
     assert "hello task: agent.extra — not a Harbor field skillbench maps" in joined
     assert (
-        "hello task: environment/docker-compose.yaml — db: services in the arm's own pod"
-        in joined
+        "hello task: environment/docker-compose.yaml — db: services in the arm's own pod" in joined
     )
     # a source where no task imports is refused, naming why each was skipped
     only = write(tmp_path / "only", steps)

@@ -228,25 +228,35 @@ def test_claude_code_uses_the_mcp_server_of_an_imported_harbor_task(
 @pytest.mark.sandbox
 @pytest.mark.e2e
 @pytest.mark.usefixtures("podman_service")
-def test_codex_is_given_the_mcp_server_of_an_imported_harbor_task(
+def test_codex_calls_the_mcp_server_of_an_imported_harbor_task(
     fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Codex 0.169.0 connects to the case's server at start and offers its tools to the model
-    # as the namespace mcp__calc (what its first request shows). Driving a call into it
-    # needs namespaced calls in the fake server's Responses wire, which it does not speak.
+    # Codex 0.169.0 offers a server's tools to the model as a namespace (mcp__calc, holding
+    # `answer`); the fake server answers a scripted `mcp__calc__answer` as a call into it
     into = skill(tmp_path, {}, config='agent = "codex"\n')
     src = write(tmp_path / "h", _one_server()) / "calc"
     assert main(["import", "harbor", str(src), "--into", str(into)]) == 0
     capsys.readouterr()
-    fake({"conversations": [{"when": "(?s)calc MCP", "steps": [{"text": "done"}]}]})
+    ask = {"tool_calls": [{"mcp__calc__answer": {}}]}
+    write_answer = {"tool_calls": [{"exec_command": {"cmd": "echo 42 > answer.txt"}}]}
+    fake(
+        {
+            "conversations": [
+                {"when": "(?s)calc MCP", "steps": [ask, write_answer, {"text": "done"}]}
+            ]
+        }
+    )
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-a-real-looking-key-0000")
     run = tmp_path / "run"
     flags = ["--quiet", "--seed", "7", "--no-gen", "--execution-only"]
     main(["eval", str(into), "--model", "openai/gpt-5.4", "--out", str(run), *flags])
-    for arm in ("baseline", "candidate"):
-        first = json.loads((run / f"exchanges/calc.{arm}.1.jsonl").open().readline())
-        offered = {
-            t["name"]: [inner["name"] for inner in t.get("tools", [])]
-            for t in first["request"]["tools"]
-        }
-        assert offered.get("mcp__calc") == ["answer"], offered
+    summary = json.loads((run / "summary.json").read_text())
+    (row,) = summary["rows"]
+    assert all(a["passed"] for a in row["arms"].values()), json.dumps(row)
+    events = [json.loads(x) for x in (run / "transcripts/calc.candidate.1.jsonl").open()]
+    calls = [(e["type"], e["name"]) for e in events if e["type"] in ("tool_call", "tool_result")]
+    assert calls[:2] == [("tool_call", "mcp__calc__answer"), ("tool_result", "mcp__calc__answer")]
+    (result,) = [
+        e for e in events if e["type"] == "tool_result" and e["name"] == "mcp__calc__answer"
+    ]
+    assert result["text"] == "the answer is 42" and not result["is_error"], result

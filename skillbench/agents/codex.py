@@ -233,8 +233,30 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
                 is_error=item.get("status") == "failed",
                 exit_code=None,
             )
+        elif kind == "item.completed" and item.get("type") == "mcp_tool_call":
+            _mcp_call(item, trace)
         elif kind == "turn.completed":  # (its usage is counted at the broker)
             stop = "end_turn"
         elif kind == "turn.failed":
             stop = "error"
     return stop
+
+
+def _mcp_call(item: dict[str, Any], trace: TraceWriter) -> None:
+    """A call of a case MCP server's tool, named as Claude Code names it (mcp__server__tool),
+    so a check reads the same name whichever CLI made the call."""
+    tid, name = str(item.get("id")), f"mcp__{item.get('server')}__{item.get('tool')}"
+    trace.event("tool_call", id=tid, name=name, arguments=item.get("arguments") or {})
+    result, error = item.get("result"), item.get("error")
+    result = result if isinstance(result, dict) else {}
+    error = error if isinstance(error, dict) else {}
+    blocks = result.get("content") or []
+    text = "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
+    trace.event(
+        "tool_result",
+        id=tid,
+        name=name,
+        text=text or str(error.get("message", "")),
+        is_error=bool(error) or item.get("status") == "failed",
+        exit_code=None,
+    )
