@@ -25,27 +25,47 @@ from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
 from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, URL_ENV, Connection, configured
+from skillbench.sandbox.tunnel import shown, tunnel
 from skillbench.scrub import without_secrets
 
 
 def client_of(connection: Connection, timeout: float, **options: Any) -> PodmanClient:
-    """A client for `connection` (its ssh key, if it names one)."""
-    if connection.identity:
-        options["identity"] = connection.identity
+    """A client for `connection`: an ssh:// one through this process's tunnel to it
+    (tunnel.py: podman-py's own ssh transport is not used), any other directly."""
+    if connection.transport == "ssh":
+        local = tunnel(connection)
+        return PodmanClient(base_url=local.url, timeout=timeout, **options)
     return PodmanClient(base_url=connection.url, timeout=timeout, **options)
+
+
+def unanswered(connection: Connection, timeout: float = 2.0) -> str:
+    """Why no podman service answers at `connection` (one line), "" when one does."""
+    try:  # ssh itself may fail first: the tunnel then says how
+        local = tunnel(connection) if connection.transport == "ssh" else None
+    except SandboxError as exc:
+        return str(exc)
+    try:
+        with PodmanClient(base_url=local.url if local else connection.url, timeout=timeout) as c:
+            if c.ping():
+                return ""
+    except Exception:
+        pass
+    if local is not None:
+        return local.unanswered()
+    return (
+        f"the podman service at {shown(connection.url)} ({connection.source}) does not "
+        "answer; start it (`podman machine start` for a podman machine) or point "
+        "CONTAINER_HOST at one that runs"
+    )
 
 
 def ping(url: str | Connection, timeout: float = 2.0) -> bool:
     """True when a podman service answers at `url`."""
     connection = url if isinstance(url, Connection) else Connection(url, URL_ENV)
-    try:
-        with client_of(connection, timeout) as client:
-            return bool(client.ping())
-    except Exception:
-        return False
+    return not unanswered(connection, timeout)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: ask Linux to SIGTERM it when its parent dies."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -98,12 +118,10 @@ class PodmanService:
     def start_or_reuse(cls, *, ready_timeout: float = 15.0) -> PodmanService:
         """Reuse the configured service (connection.py), else start our own."""
         connection = chosen()
-        if connection is not None and connection.source != URL_ENV and not ping(connection, 10):
-            raise SandboxError(
-                f"the podman service at {connection.url} ({connection.source}) does not "
-                "answer; start it (`podman machine start` for a podman machine) or point "
-                "CONTAINER_HOST at one that runs"
-            )
+        if connection is not None and connection.source != URL_ENV:
+            problem = unanswered(connection, 10)
+            if problem:
+                raise SandboxError(problem)
         if connection is not None:
             return cls(connection)
         if sys.platform != "linux":  # podman there is a remote client: no `system service`
@@ -122,7 +140,7 @@ class PodmanService:
             start_new_session=True,  # a Ctrl-C to skillbench must not kill it mid-cleanup
             cwd=runtime_dir(),  # conmon writes files (an `oom` marker) into its cwd
             env=without_secrets(dict(os.environ)),  # the API keys stay with skillbench
-            preexec_fn=_die_with_parent,  # but a crashed or killed skillbench must not leak it
+            preexec_fn=die_with_parent,  # but a crashed or killed skillbench must not leak it
         )
         log.close()
         deadline = time.monotonic() + ready_timeout
