@@ -40,7 +40,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_image_build(args: argparse.Namespace) -> int:
     from skillbench.agents import AgentError, make_agent
+    from skillbench.sandbox.base import SandboxError
     from skillbench.sandbox.image import ImageBuildError, build_image
+    from skillbench.sandbox.imageload import into_service
 
     loaded = settings_for(Path.cwd(), args, ())
     try:
@@ -49,10 +51,13 @@ def cmd_image_build(args: argparse.Namespace) -> int:
             log=out,
             from_registry=args.from_registry or loaded.settings.image_from_registry,
         )
+        built = [base]
         for name in args.agent or ():
             agent = make_agent(name, **loaded.settings.agents.get(name, {}))
-            out(f"image {agent.image(base, out)} ready")
-    except (ImageBuildError, AgentError) as exc:
+            built.append(agent.image(base, out))
+            out(f"image {built[-1]} ready")
+        into_service(built, out)  # a service with storage of its own gets them now
+    except (ImageBuildError, AgentError, SandboxError) as exc:
         err(f"skillbench: image build failed: {exc}")
         return EXIT_FAIL
     return EXIT_OK

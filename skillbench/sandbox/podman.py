@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -39,6 +40,7 @@ from skillbench.sandbox.base import (
 )
 from skillbench.sandbox.connection import needs_shared_filesystem
 from skillbench.sandbox.container import PodmanSandbox
+from skillbench.sandbox.imageload import ServiceImages
 from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
 from skillbench.sandbox.service import PodmanService, runtime_dir
 
@@ -56,6 +58,10 @@ _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the 
 # A cgroup (cgroupfs path, e.g. /skillbench) every sandbox and its conmon go under, so their
 # CPU and memory can be read (bench/cpu.py, bench/memory.py) or capped together.
 CGROUP_ENV = "SKILLBENCH_CGROUP_PARENT"
+
+
+def _progress(line: str) -> None:
+    print(f"skillbench: {line}", file=sys.stderr, flush=True)
 
 
 def _owner() -> str:
@@ -99,6 +105,12 @@ class PodmanProvider:
             self.service.stop()  # only if ours: a configured one is left running
             raise SandboxError(needs_shared_filesystem(self.service.connection))
         self._client = self.service.client(120, max_pool_size=64)
+        # a service with storage of its own gets this host's images on first use
+        self.images = (
+            None
+            if self.service.connection.shares_filesystem
+            else ServiceImages(self._client, self.service.connection, _progress)
+        )
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
         self._pods: dict[str, PodmanPod] = {}
@@ -243,8 +255,15 @@ class PodmanProvider:
         self._workspaces.add(found)
         return found
 
+    def ensure_image(self, name: str) -> None:
+        """Make the service hold this host's image `name` (imageload.py), if it has its own
+        storage."""
+        if self.images is not None:
+            self.images.ensure(name)
+
     def _create_container(self, spec: SandboxSpec, sock_dir: Path) -> str:
         with self._creation():
+            self.ensure_image(spec.image)
             return self._create_started(spec, sock_dir)
 
     def _create_started(self, spec: SandboxSpec, sock_dir: Path) -> str:

@@ -23,6 +23,7 @@ from podman import PodmanClient
 
 from skillbench.evals.imageref import REFERENCE, pinned_digest, ref_problem
 from skillbench.sandbox.base import SandboxError
+from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.service import PodmanService
 
 # What podman says when the registry cannot be reached at all (as opposed to refusing).
@@ -61,7 +62,7 @@ def _loopback(ref: str) -> bool:
 
 def present(ref: str) -> bool:
     """True when podman holds `ref` (a pinned ref: an image that carries that digest)."""
-    done = subprocess.run(["podman", "image", "exists", ref], capture_output=True)
+    done = subprocess.run(["podman", "image", "exists", ref], capture_output=True, env=host_env())
     return done.returncode == 0
 
 
