@@ -11,6 +11,7 @@ import pytest
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
 from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.channel import Channel
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.service import URL_ENV, PodmanService
@@ -61,8 +62,20 @@ def over_ssh(ssh_podman: SshPodman, monkeypatch: pytest.MonkeyPatch) -> SshPodma
 
 
 @pytest.fixture
-async def provider(podman_service: PodmanService) -> AsyncIterator[PodmanProvider]:
-    prov = PodmanProvider(podman_service)
+def channel(request: pytest.FixtureRequest) -> Channel | None:
+    """The executor channel the `provider` uses: the automatic choice, unless a test asks for
+    one (`@pytest.mark.parametrize("channel", CHANNELS, indirect=True)`)."""
+    return getattr(request, "param", None)
+
+
+CHANNELS = ("local", "api")
+
+
+@pytest.fixture
+async def provider(
+    podman_service: PodmanService, channel: Channel | None
+) -> AsyncIterator[PodmanProvider]:
+    prov = PodmanProvider(podman_service, channel=channel)
     yield prov
     await prov.aclose()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.sandbox.capacity import mem_available, parallel_for
+from skillbench.sandbox.channel import CHANNEL_ENV
 from skillbench.sandbox.connection import NO_LOCAL_SERVICE
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.service import URL_ENV, ping
@@ -102,28 +104,30 @@ def test_doctor_names_the_service_and_that_it_shares_the_filesystem(
     assert line.endswith(": unix, shares this host's filesystem")
 
 
-def test_doctor_and_eval_refuse_a_service_that_shares_no_filesystem(
+def test_a_service_that_shares_no_filesystem_runs_an_eval_through_the_api(
     tcp_service: str, capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """Over tcp nothing of the host is mounted: the api channel (sandbox/channel.py) is chosen
+    from the connection, and a whole eval (agent phase, broker relay, checker) runs on it."""
     monkeypatch.delenv(URL_ENV, raising=False)
+    monkeypatch.delenv(CHANNEL_ENV, raising=False)
     monkeypatch.setenv("CONTAINER_HOST", tcp_service)
-    assert main(["doctor"]) == 1
-    assert _service_lines(capsys.readouterr().out.splitlines()) == [
-        f"MISSING podman service: {tcp_service} (from CONTAINER_HOST): tcp, does not share "
-        "this host's filesystem",
-        "        fix: this version needs a shared filesystem for the executor channel (the "
-        "API-only path is not built yet): use a local podman on Linux (unset CONTAINER_HOST)",
-    ]
-    args = ["eval", str(ROOT / "skills/diff-review"), "--model", "scripted/demo", "--no-gen"]
-    code = main([*args, "--case", "small-change", "--execution-only", "--out", str(tmp_path / "r")])
-    err = capsys.readouterr().err.splitlines()
-    assert code == 2
-    assert err[-1] == (
-        f"skillbench: sandbox error: the podman service at {tcp_service} (CONTAINER_HOST) does "
-        "not share this host's filesystem (tcp); this version needs a shared filesystem for the "
-        "executor channel (the API-only path is not built yet): use a local podman on Linux "
-        "(unset CONTAINER_HOST / CONTAINER_CONNECTION); `skillbench doctor` says what to fix"
+    main(["doctor"])
+    assert _service_lines(capsys.readouterr().out.splitlines())[0] == (
+        f"ok      podman service: {tcp_service} (from CONTAINER_HOST): tcp, does not share "
+        "this host's filesystem (sandboxes get their files and executor channel through the API)"
     )
+    out = tmp_path / "r"
+    args = ["eval", str(ROOT / "skills/diff-review"), "--model", "scripted/demo", "--no-gen"]
+    code = main([*args, "--case", "small-change", "--execution-only", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert (out / "summary.json").exists(), err[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    # (one case, one rep: too few rows for a verdict, so INCONCLUSIVE's exit 3)
+    assert code == 3, (summary["verdict"], summary["why"], err[-1500:])
+    assert summary["scored_rows"] == summary["expected_rows"] > 0
+    arms = summary["rows"][0]["arms"]
+    assert all(arm["passed"] and not arm["error"] for arm in arms.values()), arms
 
 
 def test_a_configured_service_that_does_not_answer_is_named(

@@ -10,6 +10,7 @@ import pytest
 from skillbench.sandbox.base import CHECKER, SandboxError, SandboxSpec
 from skillbench.sandbox.podman import LABEL, OWNER_LABEL, PodmanProvider, PodmanSandbox
 from skillbench.sandbox.service import runtime_dir
+from tests.conftest import CHANNELS
 from tests.sandbox_conformance import SandboxConformance
 
 pytestmark = pytest.mark.sandbox
@@ -22,8 +23,9 @@ async def sandbox(provider: PodmanProvider, spec: SandboxSpec) -> AsyncIterator[
     await box.close()
 
 
+@pytest.mark.parametrize("channel", CHANNELS, indirect=True)
 class TestPodmanConformance(SandboxConformance):
-    pass
+    """Both executor channels (sandbox/channel.py) against the local service."""
 
 
 @pytest.mark.anyio

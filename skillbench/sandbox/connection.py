@@ -35,8 +35,7 @@ OWN = "a service of skillbench's own"
 NO_LOCAL_SERVICE = (
     f"no podman connection is configured, and on {sys.platform} skillbench cannot start a "
     "podman service of its own (podman runs in a VM there): `podman machine init && podman "
-    "machine start` sets one up, but this version needs a shared filesystem for the executor "
-    "channel (the API-only path is not built yet): run skillbench inside a Linux VM or WSL2"
+    "machine start` sets one up and makes it podman's default connection"
 )
 
 Transport = Literal["unix", "ssh", "tcp"]
@@ -168,13 +167,3 @@ def configured(env: Mapping[str, str] | None = None) -> Connection | None:
         return _named(env, name, "CONTAINER_CONNECTION")
     _, default = _config_connections(env)
     return _named(env, default, "the default connection") if default else None
-
-
-def needs_shared_filesystem(connection: Connection) -> str:
-    """The one line for a service this version cannot run sandboxes on (issue 28 part 1)."""
-    return (
-        f"the podman service at {connection.url} ({connection.source}) does not share this "
-        f"host's filesystem ({connection.transport}); this version needs a shared filesystem "
-        "for the executor channel (the API-only path is not built yet): use a local podman "
-        "on Linux (unset CONTAINER_HOST / CONTAINER_CONNECTION)"
-    )

@@ -1,6 +1,7 @@
 """One podman sandbox as the engine sees it: the container and the connection to the
 command executor inside it (executor.py, the container's PID 1, on a unix socket in a host
-folder bind-mounted into the container), the loopback relay it bridges to the host, and the
+folder bind-mounted into the container, or attached to through the API: channel.py), the
+loopback relay it bridges to the host, and the
 copy of a folder out of it. The provider that makes and sweeps them is podman.py.
 """
 
@@ -27,6 +28,7 @@ from skillbench.sandbox.base import (
     Relay,
     SandboxError,
 )
+from skillbench.sandbox.channel import attach
 from skillbench.sandbox.copyout import CopyOut
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ class PodmanSandbox:
         self,
         provider: PodmanProvider,
         ctr_id: str,
-        sock_dir: Path,
+        sock_dir: Path | None,
         relays: tuple[Relay, ...] = (),
         workdir: str = WORKDIR,
     ):
@@ -64,19 +66,15 @@ class PodmanSandbox:
     # --- the executor channel -----------------------------------------------------------
 
     async def connect(self, timeout: float = 30.0) -> None:
-        """Connect to the executor's socket once it is listening."""
-        path = self._sock_dir / "exec.sock"
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 30)
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                if time.monotonic() > deadline:
-                    raise SandboxError(
-                        f"sandbox {self.name}: the command executor did not start"
-                    ) from None
-                await asyncio.sleep(0.01)
+        """Connect to the executor once it listens: its socket (the local channel), or an
+        attach to its stdio through the API (the api channel, channel.py)."""
+        if self._sock_dir is None:
+            reader, writer = await asyncio.wait_for(
+                attach(self.provider.service.connection, self.ctr_id), timeout
+            )
+            writer.write(b"\n")  # attached: the executor may answer now
+        else:
+            reader, writer = await self._connect_socket(timeout)
         try:
             first = await asyncio.wait_for(reader.readline(), timeout)
             ready = json.loads(first or b"{}").get("ready")
@@ -87,6 +85,22 @@ class PodmanSandbox:
             raise SandboxError(f"sandbox {self.name}: the command executor did not answer")
         self._writer = writer
         self._reader = asyncio.create_task(self._read_replies(reader))
+
+    async def _connect_socket(
+        self, timeout: float
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        assert self._sock_dir is not None
+        path = self._sock_dir / "exec.sock"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return await asyncio.open_unix_connection(str(path), limit=1 << 30)
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise SandboxError(
+                        f"sandbox {self.name}: the command executor did not start"
+                    ) from None
+                await asyncio.sleep(0.01)
 
     async def _read_replies(self, reader: asyncio.StreamReader) -> None:
         while True:
@@ -384,7 +398,8 @@ class PodmanSandbox:
             for bridge in list(self._bridges):
                 bridge.cancel()
             await asyncio.gather(*self._bridges, return_exceptions=True)
-            shutil.rmtree(self._sock_dir, ignore_errors=True)
+            if self._sock_dir is not None:
+                shutil.rmtree(self._sock_dir, ignore_errors=True)
             self.provider._live.discard(self)
 
     def _remove(self) -> None:

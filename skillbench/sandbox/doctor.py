@@ -41,7 +41,7 @@ def _binary(name: str, package: str) -> Finding:
 
 def _service() -> Finding:
     """Which podman service the sandboxes would use, over what, and whether it shares this
-    host's filesystem (the executor channel needs that in this version)."""
+    host's filesystem (which executor channel its sandboxes use: sandbox/channel.py)."""
     name = "podman service"
     try:
         connection = chosen()
@@ -70,10 +70,9 @@ def _service() -> Finding:
         return Finding(name, True, f"{where}: unix, shares this host's filesystem")
     return Finding(
         name,
-        False,
-        f"{where}: {connection.transport}, does not share this host's filesystem",
-        "this version needs a shared filesystem for the executor channel (the API-only path "
-        "is not built yet): use a local podman on Linux (unset CONTAINER_HOST)",
+        True,
+        f"{where}: {connection.transport}, does not share this host's filesystem "
+        "(sandboxes get their files and executor channel through the API)",
     )
 
 

@@ -1,4 +1,5 @@
-"""The in-sandbox executor: the container's PID 1, serving JSON lines on a unix socket.
+"""The in-sandbox executor: the container's PID 1, serving JSON lines on a unix socket
+(--listen PATH) or on its own stdin and stdout (--stdio, the API-only path).
 
 It is the container's main process, so a command costs a socket round trip instead of a new
 `podman exec` (~100 ms, and ~0.13 CPU-s for the podman CLI). As PID 1 it cannot be killed
@@ -33,10 +34,11 @@ import subprocess
 import sys
 import threading
 import time
+import typing
 
 _OUT = threading.Lock()
 GRACE = 0.5  # seconds to wait for output from background children after the command exits
-_conn = None  # the host's connection
+_conn: typing.Any = None  # the host's connection: a socket, or _Stdio
 # Children we wait for ourselves; the reaper must not take their exit status.
 _SPAWN = threading.Lock()
 _ACTIVE: set = set()
@@ -45,10 +47,38 @@ _WORKDIR = "/work"  # the workspace: where commands start and file paths resolve
 _VICTIM = 1000  # oom_score_adj of every user process: the OOM killer takes them first
 
 
+class _Stdio:
+    """The channel as this process's stdin and stdout (--stdio), attached to through podman's
+    API (sandbox/channel.py). Both move to descriptors no child inherits (close-on-exec) and
+    0, 1, 2 become /dev/null: nothing a command or a stray print writes reaches the host."""
+
+    def __init__(self):
+        self.fds = (os.dup(0), os.dup(1))
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+
+    def sendall(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fds[1], view) :]
+
+    def makefile(self, mode):
+        return os.fdopen(self.fds[0], mode)
+
+
+def _drop_channel():
+    """In a forked child: close the host's channel, so only this process can write to it."""
+    for fd in _conn.fds if isinstance(_conn, _Stdio) else (_conn.fileno(),):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _reply(message):
     data = (json.dumps(message) + "\n").encode()
     with _OUT:
-        _conn.sendall(data)  # type: ignore[union-attr]  # set before the first reply
+        _conn.sendall(data)  # (set before the first reply)
 
 
 class _Capture:
@@ -227,6 +257,7 @@ def _as_user(fn, req):
         if pid == 0:  # the child: raw system calls only, then _exit
             try:
                 os.close(r)
+                _drop_channel()
                 with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as fh:
                     fh.write(str(_VICTIM))
                 os.setgroups([])
@@ -344,8 +375,6 @@ def _reap_orphans(wakeups):
                         os.waitpid(int(entry), os.WNOHANG)
 
 
-# Relayed connections, numbered across every relay: per connection, what the host sent,
-# written to it by its own thread.
 def _harden(user):
     """Make this root process one the sandbox's users cannot touch."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -366,7 +395,7 @@ def _harden(user):
 
 def main():
     global _conn, _USER, _WORKDIR
-    path = sys.argv[sys.argv.index("--listen") + 1]
+    path = sys.argv[sys.argv.index("--listen") + 1] if "--listen" in sys.argv else ""
     if "--workdir" in sys.argv:
         _WORKDIR = sys.argv[sys.argv.index("--workdir") + 1]
     name = sys.argv[sys.argv.index("--user") + 1] if "--user" in sys.argv else "root"
@@ -377,14 +406,17 @@ def main():
     # --relay PORT, once per relay (the model broker's, the egress proxy's)
     ports = [int(sys.argv[i + 1]) for i, a in enumerate(sys.argv) if a == "--relay"]
     relays = [portrelay.Relay(port, _reply) for port in ports]
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    server.bind(path)
-    server.listen(1)
-    _conn, _ = server.accept()
-    server.close()
-    os.unlink(path)  # one client only: the host
+    if "--stdio" in sys.argv:
+        _conn = _Stdio()
+    else:
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        server.bind(path)
+        server.listen(1)
+        _conn, _ = server.accept()
+        server.close()
+        os.unlink(path)  # one client only: the host
     # SIGCHLD needs a handler (any) for Python to write its byte to the wakeup pipe
     wakeups, wake = os.pipe()
     os.set_blocking(wake, False)
@@ -393,8 +425,12 @@ def main():
     threading.Thread(target=_reap_orphans, args=(wakeups,), daemon=True).start()
     for relay in relays:
         threading.Thread(target=relay.serve, daemon=True).start()
+    lines = _conn.makefile("rb")
+    if isinstance(_conn, _Stdio):
+        # the host attaches after the start: it says so with a line, or "ready" goes nowhere
+        next(lines, None)
     _reply({"id": 0, "ready": True, "pid": os.getpid()})
-    for line in _conn.makefile("rb"):
+    for line in lines:
         if not line.strip():
             continue
         req = json.loads(line)

@@ -40,9 +40,17 @@ _GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
 _DEEP = 3800  # bytes of a folder's path past which its entries' paths may pass PATH_MAX
 
 
+# On the API-only path the host's files are copied in rather than bind-mounted
+# (sandbox/channel.py): this file names those places, which count as mount points here.
+COPIED = "/opt/skillbench/copied-in"
+
+
 def _mount_points():
-    """The mount points of this sandbox, from /proc/self/mountinfo."""
+    """The mount points of this sandbox, from /proc/self/mountinfo, and the places copied in
+    instead of mounted."""
     points = []
+    with contextlib.suppress(FileNotFoundError), open(COPIED) as fh:
+        points += [line.rstrip("\n") for line in fh if line.strip()]
     with open("/proc/self/mountinfo") as fh:
         for line in fh:
             field = line.split()[4]

@@ -12,6 +12,7 @@ line. Checked once per image and process; a sandbox's first use of an image load
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -116,17 +117,27 @@ def load(
     log(f"loaded {name} in {time.monotonic() - started:.1f} s")
 
 
-class ServiceImages:
-    """Which images a service holds as this host does; loads the rest on first use."""
+def _progress(line: str) -> None:
+    print(f"skillbench: {line}", file=sys.stderr, flush=True)
 
-    def __init__(self, client: PodmanClient, connection: Connection, log: Callable[[str], None]):
+
+class ServiceImages:
+    """Which images a service holds as this host does; loads the rest on first use. A
+    service that shares this host's storage (ours, or a local one on Linux) needs none."""
+
+    def __init__(
+        self,
+        client: PodmanClient,
+        connection: Connection,
+        log: Callable[[str], None] = _progress,
+    ):
         self.client, self.connection, self.log = client, connection, log
         self._ready: set[str] = set()
         self._lock = threading.Lock()  # one load at a time: parallel sandboxes wait for it
 
     def ensure(self, name: str) -> bool:
         """Make the service hold the host's `name`; True when it had to be loaded."""
-        if name in self._ready:
+        if name in self._ready or self.connection.shares_filesystem:
             return False
         with self._lock:
             if name in self._ready:

@@ -136,7 +136,7 @@ def _start_service(
         kwargs["command"] = list(service.command)
     with provider._creation():
         try:
-            provider.ensure_image(image)
+            provider.images.ensure(image)
             ctr = provider.client().containers.create(image, **kwargs)
             ctr.start()
         except Exception as exc:

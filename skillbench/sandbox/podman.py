@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import socket
-import sys
 import tempfile
 import threading
 import time
@@ -38,9 +37,8 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     parse_size,
 )
-from skillbench.sandbox.connection import needs_shared_filesystem
+from skillbench.sandbox.channel import CHANNEL_ENV, Channel, channel_for, copy_in
 from skillbench.sandbox.container import PodmanSandbox
-from skillbench.sandbox.imageload import ServiceImages
 from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
 from skillbench.sandbox.service import PodmanService, runtime_dir
 
@@ -58,10 +56,6 @@ _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the 
 # A cgroup (cgroupfs path, e.g. /skillbench) every sandbox and its conmon go under, so their
 # CPU and memory can be read (bench/cpu.py, bench/memory.py) or capped together.
 CGROUP_ENV = "SKILLBENCH_CGROUP_PARENT"
-
-
-def _progress(line: str) -> None:
-    print(f"skillbench: {line}", file=sys.stderr, flush=True)
 
 
 def _owner() -> str:
@@ -98,19 +92,24 @@ def _owner_gone(labels: dict[str, str] | None, host: str) -> bool:
 class PodmanProvider:
     """Creates podman sandboxes through one podman service; sweeps our own leftovers."""
 
-    def __init__(self, service: PodmanService | None = None, *, sweep: bool = True):
+    def __init__(
+        self,
+        service: PodmanService | None = None,
+        *,
+        sweep: bool = True,
+        channel: Channel | None = None,
+    ):
         self.service = service or PodmanService.start_or_reuse()
         self._owns_service = service is None
-        if not self.service.connection.shares_filesystem:
+        try:
+            # local or api (channel.py); `channel` forces one as the environment variable does
+            forced = {CHANNEL_ENV: channel} if channel else None
+            self.channel = channel_for(self.service.connection, forced)
+        except SandboxError:
             self.service.stop()  # only if ours: a configured one is left running
-            raise SandboxError(needs_shared_filesystem(self.service.connection))
+            raise
         self._client = self.service.client(120, max_pool_size=64)
-        # a service with storage of its own gets this host's images on first use
-        self.images = (
-            None
-            if self.service.connection.shares_filesystem
-            else ServiceImages(self._client, self.service.connection, _progress)
-        )
+        self.images = self.service.images(self._client)  # loaded into it on first use
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
         self._pods: dict[str, PodmanPod] = {}
@@ -196,7 +195,8 @@ class PodmanProvider:
             self.remove_own()
         finally:
             for sandbox in list(self._live):
-                shutil.rmtree(sandbox._sock_dir, ignore_errors=True)
+                if sandbox._sock_dir is not None:
+                    shutil.rmtree(sandbox._sock_dir, ignore_errors=True)
             for pod in list(self._pods.values()):
                 shutil.rmtree(pod.folder, ignore_errors=True)
             if self._owns_service:
@@ -204,11 +204,14 @@ class PodmanProvider:
 
     async def create(self, spec: SandboxSpec) -> PodmanSandbox:
         """Create and start a container, then connect to its executor."""
-        sock_dir = Path(tempfile.mkdtemp(prefix=f"sb-{os.getpid()}-", dir=runtime_dir()))
+        sock_dir = None
+        if self.channel == "local":
+            sock_dir = Path(tempfile.mkdtemp(prefix=f"sb-{os.getpid()}-", dir=runtime_dir()))
         try:
             ctr_id = await asyncio.to_thread(self._create_container, spec, sock_dir)
         except BaseException:
-            shutil.rmtree(sock_dir, ignore_errors=True)
+            if sock_dir is not None:
+                shutil.rmtree(sock_dir, ignore_errors=True)
             raise
         relays = tuple(r for r in (spec.relay, spec.egress) if r is not None)
         sandbox = PodmanSandbox(self, ctr_id, sock_dir, relays, spec.workdir)
@@ -255,18 +258,12 @@ class PodmanProvider:
         self._workspaces.add(found)
         return found
 
-    def ensure_image(self, name: str) -> None:
-        """Make the service hold this host's image `name` (imageload.py), if it has its own
-        storage."""
-        if self.images is not None:
-            self.images.ensure(name)
-
-    def _create_container(self, spec: SandboxSpec, sock_dir: Path) -> str:
+    def _create_container(self, spec: SandboxSpec, sock_dir: Path | None) -> str:
         with self._creation():
-            self.ensure_image(spec.image)
+            self.images.ensure(spec.image)
             return self._create_started(spec, sock_dir)
 
-    def _create_started(self, spec: SandboxSpec, sock_dir: Path) -> str:
+    def _create_started(self, spec: SandboxSpec, sock_dir: Path | None) -> str:
         home = HOMES[spec.user]
         tmpfs = [("/tmp", spec.tmp, "1777"), (home, spec.home, "0700")]
         if spec.workspace is None:
@@ -277,12 +274,28 @@ class PodmanProvider:
         # disk is ENOSPC rather than an OOM kill
         memory = sum(parse_size(x) for x in (spec.memory, spec.disk, spec.home, spec.tmp, _SHM))
         memory += parse_size(_LOGS) if spec.logs else 0
+        host_files = [
+            *spec.mounts,
+            Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
+            Mount(str(HANDOVER_FILE), HANDOVER, read_only=True),
+            Mount(str(PORTRELAY_FILE), PORTRELAY, read_only=True),
+        ]
+        if spec.pod is not None:  # the pod's hosts file naming the services
+            host_files.append(Mount(self._pods[spec.pod].hosts, HOSTS, read_only=True))
+        # the local channel: bind mounts, and the socket in a host folder; the api channel:
+        # the same files copied in before start, and the executor's stdio attached
+        binds: list[Mount] = []
+        listen = ["--stdio"]
+        if sock_dir is not None:
+            binds = [*host_files, Mount(str(sock_dir), _SOCKET_DIR, read_only=False)]
+            listen = ["--listen", f"{_SOCKET_DIR}/exec.sock"]
         kwargs: dict[str, Any] = dict(
             # The executor is PID 1: it reaps orphans (without an init, zombies use up the
             # pids limit) and cannot be killed from inside, not even by `kill -9 -1`.
             command=[
                 *("python3", "-u", _IN_SANDBOX),
-                *("--listen", f"{_SOCKET_DIR}/exec.sock", "--user", spec.user),
+                *listen,
+                *("--user", spec.user),
                 *("--workdir", spec.workdir),
                 *(
                     arg
@@ -316,13 +329,7 @@ class PodmanProvider:
                         "target": m.target,
                         "read_only": m.read_only,
                     }
-                    for m in (
-                        *spec.mounts,
-                        Mount(str(EXECUTOR_FILE), _IN_SANDBOX, read_only=True),
-                        Mount(str(HANDOVER_FILE), HANDOVER, read_only=True),
-                        Mount(str(PORTRELAY_FILE), PORTRELAY, read_only=True),
-                        Mount(str(sock_dir), _SOCKET_DIR, read_only=False),
-                    )
+                    for m in binds
                 ),
                 *(
                     {"type": "tmpfs", "source": "tmpfs", "target": t, "size": n, "mode": m}
@@ -337,18 +344,13 @@ class PodmanProvider:
         if spec.pod is not None:
             # the pod's network (loopback only) and its hosts file naming the services
             kwargs["pod"] = spec.pod
-            kwargs["mounts"].append(
-                {
-                    "type": "bind",
-                    "source": self._pods[spec.pod].hosts,
-                    "target": HOSTS,
-                    "read_only": True,
-                }
-            )
         elif not spec.network:
             kwargs["network_mode"] = "none"
         if self.cgroup_parent:
             kwargs["cgroup_parent"] = self.cgroup_parent
+        if sock_dir is None:
+            # stdin held open for the attach; no log: conmon would copy every byte to disk
+            kwargs.update(stdin_open=True, log_config={"Type": "none", "Config": {}})
         api = self.client().api
         try:
             # podman-py's own translation of the keywords into a spec, posted without the
@@ -363,6 +365,8 @@ class PodmanProvider:
             ctr_id = str(created.json()["Id"])
         except Exception as exc:
             raise SandboxError(f"could not create a sandbox from {spec.image}: {exc}") from exc
+        if sock_dir is None:
+            self._put_files(ctr_id, host_files)
         try:
             api.post(f"/containers/{ctr_id}/start").raise_for_status()
         except Exception as exc:
@@ -372,6 +376,22 @@ class PodmanProvider:
                 self.remove_container(ctr_id)
             raise SandboxError(f"could not start a sandbox from {spec.image}: {exc}") from exc
         return ctr_id
+
+    def _put_files(self, ctr_id: str, files: list[Mount]) -> None:
+        """The api channel's stand-in for bind mounts: the files copied into the created
+        container (its root filesystem is read-only once it runs)."""
+        try:
+            archive = copy_in(files)
+            put = self.client().api.put(
+                f"/containers/{ctr_id}/archive", params={"path": "/"}, data=archive
+            )
+            put.raise_for_status()
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                self.remove_container(ctr_id)
+            if isinstance(exc, SandboxError):
+                raise
+            raise SandboxError(f"could not copy the executor into a sandbox: {exc}") from exc
 
     def remove_container(self, ctr_id: str) -> None:
         """Kill and remove a container in one request (no inspect first); gone already is

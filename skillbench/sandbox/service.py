@@ -25,6 +25,7 @@ from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
 from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, URL_ENV, Connection, configured
+from skillbench.sandbox.imageload import ServiceImages
 from skillbench.sandbox.tunnel import shown, tunnel
 from skillbench.scrub import without_secrets
 
@@ -104,6 +105,11 @@ class PodmanService:
 
     def client(self, timeout: float, **options: Any) -> PodmanClient:
         return client_of(self.connection, timeout, **options)
+
+    def images(self, client: PodmanClient) -> ServiceImages:
+        """This host's images in the service, through `client`: loaded on first use where
+        the service has storage of its own (imageload.py)."""
+        return ServiceImages(client, self.connection)
 
     @property
     def pid(self) -> int | None:

@@ -159,6 +159,10 @@ async def stage_arm(
     mounts = (Mount(str(host_dir / "skills"), SKILLS_DIR, read_only=True),)
     workspace = pod = None
     try:
+        # before the sandbox exists: where nothing is shared, the provider copies /skills in
+        # as the container is created (its root filesystem is read-only once it runs)
+        for name, folder in skills.items():
+            copy_for_staging(folder, host_dir / "skills" / name)
         workspace = await provider.workspace(spec.disk)
         pod = await provider.pod(spec) if spec.services else None
         sandbox = await provider.create(
@@ -193,8 +197,6 @@ async def stage_arm(
             await sandbox.write_file(rel, content)
         if session.setup:
             await _setup(sandbox, session, case)
-        for name, folder in skills.items():
-            copy_for_staging(folder, host_dir / "skills" / name)
         await guard_contamination(sandbox, names)
     except BaseException:
         await arm.close()
