@@ -48,7 +48,11 @@ class SshPodman:
         # refuses a runroot over 50 characters
         self.root = Path(tempfile.mkdtemp(prefix="sb-ssh-", dir="/var/tmp"))
         self.sock = self.root / "podman.sock"
-        self.store = ["--root", str(self.root / "storage"), "--runroot", str(self.root / "run")]
+        # and its own libpod state (its events log, locks): by default /run/libpod, shared
+        self.store = [
+            *("--root", str(self.root / "storage"), "--runroot", str(self.root / "run")),
+            *("--tmpdir", str(self.root / "libpod")),
+        ]
         self.home = self.root / "home"
         self.key = self.root / "client_key"
         self.port = free_port()
