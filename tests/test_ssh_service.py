@@ -17,9 +17,11 @@ from skillbench.sandbox.connection import configured
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.imageload import host_image, service_image_id
-from skillbench.sandbox.service import PodmanService, client_of
+from skillbench.sandbox.pull import pull
+from skillbench.sandbox.service import URL_ENV, PodmanService, client_of
 from skillbench.sandbox.tunnel import close_all
 from tests.ssh_service import SshPodman, free_port
+from tests.test_registry import Registry, _gone_image, registry  # noqa: F401
 
 pytestmark = pytest.mark.sandbox
 
@@ -184,3 +186,26 @@ def test_image_build_loads_the_images_into_the_ssh_service(over_ssh: SshPodman, 
         finally:
             ctr.remove(force=True, timeout=0)
         assert not client.containers.exists(ctr.id)
+
+
+def test_a_pull_lands_where_the_host_builds_not_in_the_ssh_service(
+    registry: Registry,  # noqa: F811  (the fixture imported above)
+    ssh_podman: SshPodman,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A registry base or case image is pulled into the host's storage, which builds use
+    (then loaded into the service like any image), never through podman-py's ssh."""
+    ref = _gone_image(registry, "test/ssh-pull")
+    close_all()
+    with monkeypatch.context() as env:
+        env.delenv(URL_ENV, raising=False)
+        for name, value in ssh_podman.env().items():
+            env.setenv(name, value)
+        seen: list[str] = []
+        pull(ref, log=seen.append)
+        assert seen[-1].startswith(f"pulled {ref} (sha256:")
+        assert _ssh_children() == []  # no tunnel: the ssh service was never asked
+    held = subprocess.run(["podman", "image", "exists", ref], env=host_env())
+    assert held.returncode == 0
+    with ssh_podman.direct() as direct:
+        assert not direct.images.exists(ref)

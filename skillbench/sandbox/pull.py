@@ -76,20 +76,16 @@ def pull(ref: str, *, log: Callable[[str], None], url: str | None = None) -> str
         return ref
     plain = _loopback(ref)
     log(f"pulling {ref}" + (" (plain HTTP: a loopback registry)" if plain else ""))
-    service = None
-    if url is None:  # (a service of our own, stopped after the pull)
-        try:
-            service = PodmanService.start_or_reuse()
-        except SandboxError as exc:
-            raise PullError(f"image {ref} could not be pulled: {exc}") from None
-        url = service.url
+    try:  # (into the images builds use; a service of our own is stopped after the pull)
+        service = PodmanService(url) if url else PodmanService.start_or_reuse(host_storage=True)
+    except SandboxError as exc:
+        raise PullError(f"image {ref} could not be pulled: {exc}") from None
     try:
-        with PodmanClient(base_url=url, timeout=PULL_TIMEOUT) as client:
+        with service.client(PULL_TIMEOUT) as client:
             _stream(client, ref, tls_verify=not plain, log=log)
             stored = client.images.get(ref).attrs
     finally:
-        if service is not None:
-            service.stop()
+        service.stop()
     digest = pinned_digest(ref)
     carried = [d.rsplit("@", 1)[-1] for d in stored.get("RepoDigests") or []]
     if digest is not None and digest not in carried:

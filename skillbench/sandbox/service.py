@@ -25,6 +25,7 @@ from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
 from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, URL_ENV, Connection, configured
+from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.imageload import ServiceImages
 from skillbench.sandbox.tunnel import shown, tunnel
 from skillbench.scrub import without_secrets
@@ -121,9 +122,16 @@ class PodmanService:
         return self._process is not None
 
     @classmethod
-    def start_or_reuse(cls, *, ready_timeout: float = 15.0) -> PodmanService:
-        """Reuse the configured service (connection.py), else start our own."""
+    def start_or_reuse(
+        cls, *, ready_timeout: float = 15.0, host_storage: bool = False
+    ) -> PodmanService:
+        """Reuse the configured service (connection.py), else start our own. `host_storage`:
+        a service over the images the host's podman CLI builds with (hostcli.py), which on
+        Linux is our own when the configured one has storage of its own (a pull that a
+        build then uses lands there)."""
         connection = chosen()
+        if host_storage and sys.platform == "linux" and connection is not None:
+            connection = connection if connection.shares_filesystem else None
         if connection is not None and connection.source != URL_ENV:
             problem = unanswered(connection, 10)
             if problem:
@@ -145,7 +153,7 @@ class PodmanService:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C to skillbench must not kill it mid-cleanup
             cwd=runtime_dir(),  # conmon writes files (an `oom` marker) into its cwd
-            env=without_secrets(dict(os.environ)),  # the API keys stay with skillbench
+            env=without_secrets(host_env()),  # the API keys stay with skillbench; never remote
             preexec_fn=die_with_parent,  # but a crashed or killed skillbench must not leak it
         )
         log.close()
