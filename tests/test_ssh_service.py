@@ -19,7 +19,7 @@ from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.imageload import host_image, service_image_id
 from skillbench.sandbox.pull import pull
 from skillbench.sandbox.service import URL_ENV, PodmanService, client_of
-from skillbench.sandbox.tunnel import close_all
+from skillbench.sandbox.tunnel import close_all, tunnel
 from tests.ssh_service import SshPodman, free_port
 from tests.test_registry import Registry, _gone_image, registry  # noqa: F401
 
@@ -102,6 +102,25 @@ def test_ssh_failures_are_one_line_naming_container_host(
     assert (
         said == f"CONTAINER_SSHKEY: the key {tmp_path / 'no'} does not exist; point it at your key"
     )
+    mark = tmp_path / "ran"
+    said = _refusal(monkeypatch, CONTAINER_SSHKEY=f"-oProxyCommand=touch {mark}")
+    assert said.startswith("CONTAINER_SSHKEY: the key -oProxyCommand=") and not mark.exists()
+
+
+def test_a_tunnel_whose_ssh_died_is_reopened_where_the_clients_reach_it(
+    over_ssh: SshPodman,
+) -> None:
+    close_all()
+    connection = configured()
+    assert connection is not None
+    first = tunnel(connection)
+    with client_of(connection, 30) as client:
+        assert client.ping()
+        first.process.kill()
+        first.process.wait()
+        again = tunnel(connection)  # what the next client_of (or attach) does
+        assert again is not first and again.local == first.local
+        assert client.ping()  # the client made before reconnects through the new one
 
 
 @pytest.mark.parametrize(
