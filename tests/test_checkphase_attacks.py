@@ -22,8 +22,10 @@ from skillbench.cli import main
 from skillbench.evals.model import Check
 from skillbench.report.serve import server_for
 from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.channel import CHANNEL_ENV
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.transcript import Transcript
+from tests.conftest import CHANNELS
 from tests.helpers import BASE, CAND, bash, conv, run_eval, skill, write, write_file
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
@@ -158,7 +160,13 @@ ATTACKS = {
 }
 
 
-def test_no_agent_link_reaches_the_answer_key(fake, tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_no_agent_link_reaches_the_answer_key(
+    fake, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, channel: str
+) -> None:
+    # on the api channel /case, /tests and /solution are copied in, not mounted: the
+    # handover must cut links into them all the same
+    monkeypatch.setenv(CHANNEL_ENV, channel)
     folder = skill(tmp_path, NATIVE)
     for fmt, src in (("margin", margin_source(tmp_path)), ("harbor", harbor_source(tmp_path))):
         assert main(["import", fmt, str(src), "--into", str(folder)]) == 0

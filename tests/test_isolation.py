@@ -12,9 +12,16 @@ from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman import LABEL, PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm
+from tests.conftest import CHANNELS
 from tests.helpers import make_skill
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
+# on both executor channels (sandbox/channel.py): the api one copies /skills in and carries
+# everything over an attach, and must hold the same lines
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.anyio,
+    pytest.mark.parametrize("channel", CHANNELS, indirect=True),
+]
 
 
 async def test_no_network(provider: PodmanProvider, spec: SandboxSpec) -> None:

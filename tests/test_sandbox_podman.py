@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import msgspec
 import pytest
 
+from skillbench.evals import load_case
 from skillbench.sandbox.base import CHECKER, SandboxError, SandboxSpec
+from skillbench.sandbox.channel import CHANNEL_ENV
 from skillbench.sandbox.podman import LABEL, OWNER_LABEL, PodmanProvider, PodmanSandbox
 from skillbench.sandbox.service import runtime_dir
+from skillbench.sandbox.stage import CHECK_ENV, check_phase, stage_arm
 from tests.conftest import CHANNELS
+from tests.helpers import make_skill
 from tests.sandbox_conformance import SandboxConformance
 
 pytestmark = pytest.mark.sandbox
@@ -86,3 +91,25 @@ def _host() -> str:
 async def test_bad_image_is_a_sandbox_error(provider: PodmanProvider) -> None:
     with pytest.raises(SandboxError, match="could not create a sandbox"):
         await provider.create(SandboxSpec(image="localhost/no-such-image:0"))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("channel", CHANNELS, indirect=True)
+async def test_skillbench_in_the_checker_runs_or_refuses_in_one_line(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    """The host's install is mounted into checkers on the local channel; on the api one it is
+    not copied (hundreds of MB per checker) and `skillbench` there says why in one line."""
+    skill = make_skill(tmp_path, "demo", {"evals/cases/use.yaml": "task: t\nchecks: []\n"})
+    case, _ = load_case(skill / "evals/cases/use.yaml", skill)
+    arm = await stage_arm(provider, spec, case, {}, scratch=tmp_path)
+    try:
+        checker = await check_phase(provider, spec, arm, skill)
+        done = await checker.exec(["skillbench", "--version"], env=CHECK_ENV)
+        if provider.channel == "local":
+            assert done.ok and done.stdout.startswith("skillbench"), done
+        else:
+            assert done.exit_code == 2 and len(done.stderr.splitlines()) == 1, done
+            assert "shares no filesystem" in done.stderr and CHANNEL_ENV in done.stderr
+    finally:
+        await arm.close()

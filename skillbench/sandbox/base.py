@@ -217,6 +217,12 @@ class Pod(Protocol):
 class SandboxProvider(Protocol):
     """Makes sandboxes, workspaces and pods."""
 
+    @property
+    def channel(self) -> str:
+        """"local": a Mount is a bind mount; "api": the service shares no filesystem with this
+        host, so a Mount is a copy made when the sandbox is created (sandbox/channel.py)."""
+        ...
+
     async def create(self, spec: SandboxSpec) -> Sandbox: ...
 
     async def pod(self, spec: SandboxSpec) -> Pod:

@@ -81,13 +81,28 @@ run 'from skillbench.cli import main; sys.exit(main(sys.argv[2:]))' "$@"
 """
 
 
-def _tool_mounts(host_dir: Path) -> tuple[Mount, ...]:
-    """The mounts that put `skillbench` on the checker's PATH."""
+# On the api channel nothing is mounted: the host's install (its dependencies are hundreds of
+# MB) is not copied into every checker, and `skillbench` there says so.
+_NOT_COPIED = """#!/bin/sh
+echo "skillbench: not in this checker: the podman service shares no filesystem with the host, \
+so the host's install is not mounted; run the check on the host, or use a local podman \
+(SKILLBENCH_SANDBOX_CHANNEL=local)" >&2
+exit 2
+"""
+
+
+def _tool_mounts(host_dir: Path, channel: str) -> tuple[Mount, ...]:
+    """The mounts that put `skillbench` on the checker's PATH (on the api channel, a
+    `skillbench` that refuses in one line)."""
     import skillbench
 
     bin_dir = host_dir / "tools-bin"
     bin_dir.mkdir(exist_ok=True)
     wrapper = bin_dir / "skillbench"
+    if channel == "api":
+        wrapper.write_text(_NOT_COPIED)
+        wrapper.chmod(0o755)
+        return (Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),)
     wrapper.write_text(_WRAPPER % ".".join(map(str, sys.version_info[:2])))
     wrapper.chmod(0o755)
     package = Path(skillbench.__file__).resolve().parent
@@ -336,7 +351,7 @@ async def _open_checker(
             *spec.mounts,
             Mount(str(case), CASE_DIR, read_only=True),
             *harbor_mounts(case, harbor, ("tests", "solution")),
-            *_tool_mounts(host_dir),
+            *_tool_mounts(host_dir, provider.channel),
         ),
     )
     return await provider.create(checker_spec)
