@@ -11,6 +11,7 @@ activation here; `--time=0`, or it exits when idle) and stops it when done.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import shutil
 import signal
@@ -29,6 +30,8 @@ from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.imageload import ServiceImages
 from skillbench.sandbox.tunnel import shown, tunnel
 from skillbench.scrub import without_secrets
+
+_OWN_IDS = itertools.count()
 
 
 def client_of(connection: Connection, timeout: float, **options: Any) -> PodmanClient:
@@ -142,10 +145,11 @@ class PodmanService:
             raise SandboxError(NO_LOCAL_SERVICE)
         if shutil.which("podman") is None:
             raise SandboxError("podman is not installed; run `make setup` or `skillbench doctor`")
-        sock = runtime_dir() / f"podman-{os.getpid()}.sock"
+        # (one process may run two: a pull's beside the run's; each has its own socket)
+        sock = runtime_dir() / f"podman-{os.getpid()}-{next(_OWN_IDS)}.sock"
         sock.unlink(missing_ok=True)
         url = f"unix://{sock}"
-        log = (runtime_dir() / f"podman-{os.getpid()}.log").open("wb")
+        log = sock.with_suffix(".log").open("wb")
         process = subprocess.Popen(
             ["podman", "system", "service", "--time=0", url],
             stdin=subprocess.DEVNULL,
