@@ -81,7 +81,10 @@ def _in_service() -> list[Finding]:
     connection = chosen()
     if connection is None or connection.shares_filesystem:
         return []
-    held = in_service(connection, IMAGE)
+    try:
+        held = in_service(connection, IMAGE)
+    except Exception as exc:  # (it answered a moment ago: say what it said now)
+        return [Finding("image in service", False, str(exc)[-300:], "rerun `skillbench doctor`")]
     return [
         Finding(
             "image in service",
