@@ -25,10 +25,17 @@ from typing import Any
 from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, URL_ENV, Connection, configured
+from skillbench.sandbox.connection import (
+    NO_LOCAL_SERVICE,
+    OWN,
+    URL_ENV,
+    Connection,
+    configured,
+    shown,
+)
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.imageload import ServiceImages
-from skillbench.sandbox.tunnel import shown, tunnel
+from skillbench.sandbox.tunnel import tunnel
 from skillbench.scrub import without_secrets
 
 _OWN_IDS = itertools.count()

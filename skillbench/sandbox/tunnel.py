@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import Connection
+from skillbench.sandbox.connection import Connection, shown
 
 READY_TIMEOUT = 20.0  # ssh's ConnectTimeout (10 s) plus the key exchange on a loaded machine
 _USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
@@ -72,15 +72,6 @@ class SshTarget:
     def label(self) -> str:
         at = f"{self.user}@" if self.user else ""
         return f"{at}{self.host}" + (f":{self.port}" if self.port else "")
-
-
-def shown(url: str) -> str:
-    """`url` fit to print: a password in it (never used) replaced by ***."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.netloc.rpartition('@')[2]}"
-    return parts._replace(netloc=netloc).geturl()
 
 
 def _known_hosts() -> str:
