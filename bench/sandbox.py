@@ -1,9 +1,11 @@
 """Sandbox benchmark: medians and spreads of the podman provider's operations, the cost of
 the check phase (a fresh checker sandbox on the arm's /work, the agent's sandbox removed,
 /work handed to the checker), and the throughput of full staged arm cycles at concurrency
-1, 4 and 8.
+1, 4 and 8; then the two executor channels (sandbox/channel.py) side by side: the local
+one (bind mounts, a unix socket) and the api one (files copied in, an attach to the executor's
+stdio), as ratios api / local.
 
-    .venv/bin/python bench/sandbox.py [--reps N]
+    .venv/bin/python bench/sandbox.py [--reps N] [--channels-only]
 
 Figures, not assertions. Ratios compare against an ideal: a raw `podman exec` for exec
 latency, and perfect scaling of the single-cycle rate for throughput (capped by cores).
@@ -64,6 +66,56 @@ async def timed(coro) -> tuple[float, object]:
     t = time.perf_counter()
     result = await coro
     return time.perf_counter() - t, result
+
+
+async def arm_cycle(provider: PodmanProvider, spec: SandboxSpec, case, skill: Path, tmp: Path):
+    """One staged arm: sandbox, staging, a command, the check phase, removal."""
+    arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp)
+    await arm.sandbox.exec("cat a.txt s.txt data.txt > /dev/null")
+    checker = await check_phase(provider, spec, arm, skill)
+    await checker.exec("test -f $CASE/cases/c.yaml && test -f s.txt")
+    await arm.close()
+
+
+async def channels(reps: int, provider: PodmanProvider | None = None) -> None:
+    """Exec latency, create+start and the arm cycle on each channel, as api / local."""
+    first = provider or PodmanProvider(channel="local")
+    spec = SandboxSpec(image=IMAGE)
+    tmp = Path(tempfile.mkdtemp(prefix="skillbench-bench-"))
+    skill = make_skill(tmp)
+    case, _ = load_case(skill / "evals/cases/c.yaml", skill)
+    figures: dict[str, dict[str, list[float]]] = {}
+    try:
+        for name in ("local", "api"):
+            prov = PodmanProvider(first.service, channel=name)  # (the same podman service)
+            got = figures[name] = {"create": [], "exec": [], "cycle": []}
+            try:
+                for _ in range(reps):
+                    t, box = await timed(prov.create(spec))
+                    got["create"].append(t)
+                    for _ in range(20):
+                        got["exec"].append((await timed(box.exec("true")))[0])
+                    await box.close()
+                    got["cycle"].append((await timed(arm_cycle(prov, spec, case, skill, tmp)))[0])
+            finally:
+                await prov.aclose()
+    finally:
+        if provider is None:
+            await first.aclose()
+    print("executor channels        local                 api            api / local")
+    for key, label in (
+        ("exec", "exec `true`"),
+        ("create", "create+start+executor"),
+        (
+            "cycle",
+            "full staged arm cycle",
+        ),
+    ):
+        local, api = (statistics.median(figures[c][key]) for c in ("local", "api"))
+        print(
+            f"  {label:22} {local * 1000:8.1f} ms          {api * 1000:8.1f} ms"
+            f"        {api / local:5.2f}"
+        )
 
 
 async def main(reps: int) -> None:
@@ -158,6 +210,7 @@ async def main(reps: int) -> None:
                 f"  throughput @{conc}: {n / wall:5.2f} cycles/s   wall {wall:5.2f} s   "
                 f"ideal {ideal:5.2f} s   ratio {wall / ideal:4.2f}"
             )
+        await channels(reps, provider)
     finally:
         await provider.aclose()
 
@@ -165,4 +218,6 @@ async def main(reps: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reps", type=int, default=10)
-    asyncio.run(main(parser.parse_args().reps))
+    parser.add_argument("--channels-only", action="store_true", help="only the channel table")
+    args = parser.parse_args()
+    asyncio.run(channels(args.reps) if args.channels_only else main(args.reps))

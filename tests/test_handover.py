@@ -90,3 +90,15 @@ def test_a_repositorys_config_keeps_only_what_reading_it_needs(tmp_path: Path) -
     assert "user.name=A\\B" in listed and "core.bare=false" in listed
     assert not [x for x in listed if "evil" in x or "fsmonitor" in x or "include" in x]
     assert handover._tame_git_config(str(config)) is None  # nothing left to drop
+
+
+def test_places_copied_in_count_as_mount_points(tmp_path: Path, monkeypatch) -> None:
+    """On the api channel /case, /tests, /solution are copied in (sandbox/channel.py): a link
+    into them must be cut as a link into a mount is."""
+    listing = tmp_path / "copied-in"
+    listing.write_text("/case\n/tests\n")
+    monkeypatch.setattr(handover, "COPIED", str(listing))
+    points = handover._mount_points()
+    assert {"/case", "/tests", "/"} <= set(points)
+    places = _Places("/work", points)
+    assert not places.fixed("/case/expected.txt") and places.fixed("/usr/bin/python3")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -113,3 +115,34 @@ async def test_skillbench_in_the_checker_runs_or_refuses_in_one_line(
             assert "shares no filesystem" in done.stderr and CHANNEL_ENV in done.stderr
     finally:
         await arm.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("channel", CHANNELS, indirect=True)
+async def test_large_transfers_cross_either_channel_intact(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    """put_tree (tar over the executor's stdin), a 24 MiB read_file (one reply line), a
+    4 MiB exec output and get_tree (the archive API) on both channels, byte for byte."""
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    blobs = {f"sub/b{n}.bin": os.urandom(8 << 20) for n in range(3)}
+    for rel, data in blobs.items():
+        (src / rel).write_bytes(data)
+    box = await provider.create(spec)
+    try:
+        await box.put_tree(src, "/work/in")
+        assert await box.read_file("in/sub/b0.bin") == blobs["sub/b0.bin"]
+        big = await box.exec(
+            "cat in/sub/*.bin > all.bin && head -c 4194304 all.bin | base64 -w0",
+            output_cap=16 << 20,
+        )
+        assert big.ok and not big.truncated
+        assert base64.b64decode(big.stdout) == blobs["sub/b0.bin"][: 4 << 20]
+        whole = await box.read_file("all.bin")
+        assert whole == b"".join(blobs[k] for k in sorted(blobs))
+        back = tmp_path / "back"
+        assert await box.get_tree("/work/in", back) == []
+        assert {rel: (back / rel).read_bytes() for rel in blobs} == blobs
+    finally:
+        await box.close()

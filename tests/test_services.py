@@ -20,6 +20,7 @@ from skillbench.sandbox.base import SandboxError, SandboxSpec, Service
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.service import PodmanService
 from skillbench.sandbox.stage import check_phase, stage_arm
+from tests.conftest import CHANNELS
 from tests.helpers import BASE, CAND, MODEL, bash, conv, skill, write, write_file
 from tests.test_api import Heard
 
@@ -88,6 +89,7 @@ def test_the_arm_that_queries_its_service_passes_and_the_pod_is_gone_after(
         assert ours(client) == []
 
 
+@pytest.mark.parametrize("channel", CHANNELS, indirect=True)
 async def test_two_arms_at_once_reach_only_their_own_services(provider: PodmanProvider) -> None:
     case = Case(name="c", path="c.yaml", task="t")
     spec = SandboxSpec(image=skillbench_image())

@@ -61,9 +61,10 @@ def channel_for(connection: Connection, env: Mapping[str, str] | None = None) ->
 # --- putting files in -------------------------------------------------------------------
 
 
-def copy_in(mounts: Iterable[Mount]) -> bytes:
+def copy_in(mounts: Iterable[Mount], *, listed: bool = True) -> bytes:
     """One tar, unpacked at / of a created container, holding what `mounts` would have
-    bind-mounted, owned by root; plus COPIED_LIST naming their targets."""
+    bind-mounted, owned by root; plus (`listed`: a sandbox's, not a service's) COPIED_LIST
+    naming their targets."""
     buf = io.BytesIO()
     targets = []
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -75,10 +76,11 @@ def copy_in(mounts: Iterable[Mount]) -> bytes:
                 )
             tar.add(mount.source, arcname=mount.target.lstrip("/"), filter=_as_root)
             targets.append(mount.target)
-        listing = "".join(f"{t}\n" for t in targets).encode()
-        info = _as_root(tarfile.TarInfo(COPIED_LIST.lstrip("/")))
-        info.size, info.mode = len(listing), 0o644
-        tar.addfile(info, io.BytesIO(listing))
+        if listed:
+            listing = "".join(f"{t}\n" for t in targets).encode()
+            info = _as_root(tarfile.TarInfo(COPIED_LIST.lstrip("/")))
+            info.size, info.mode = len(listing), 0o644
+            tar.addfile(info, io.BytesIO(listing))
     return buf.getvalue()
 
 

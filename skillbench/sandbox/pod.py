@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillbench.sandbox.base import SandboxError, SandboxSpec, Service, parse_size
+from skillbench.sandbox.base import Mount, SandboxError, SandboxSpec, Service, parse_size
+from skillbench.sandbox.channel import copy_in
 from skillbench.sandbox.service import runtime_dir
 
 if TYPE_CHECKING:
@@ -120,7 +121,6 @@ def _start_service(
         name=f"{pod.name}-{service.name}",
         labels={**provider.labels, **spec.labels},
         environment=dict(service.env),
-        mounts=[{"type": "bind", "source": pod.hosts, "target": HOSTS, "read_only": True}],
         # the arm's limits (a service is the case's, not the agent's, but shares the machine)
         mem_limit=parse_size(spec.memory),
         pids_limit=spec.pids,
@@ -134,10 +134,21 @@ def _start_service(
     )
     if service.command:
         kwargs["command"] = list(service.command)
+    hosts = Mount(pod.hosts, HOSTS, read_only=True)
+    if provider.channel == "local":
+        kwargs["mounts"] = [
+            {"type": "bind", "source": hosts.source, "target": HOSTS, "read_only": True}
+        ]
+    else:  # copied in before the start, where podman's own hosts file would cover it
+        kwargs["use_image_hosts"] = True
     with provider._creation():
         try:
             provider.images.ensure(image)
             ctr = provider.client().containers.create(image, **kwargs)
+            if provider.channel == "api" and not ctr.put_archive(
+                "/", copy_in([hosts], listed=False)
+            ):
+                raise SandboxError(f"could not copy {HOSTS} in")
             ctr.start()
         except Exception as exc:
             raise SandboxError(

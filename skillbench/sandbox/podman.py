@@ -344,6 +344,8 @@ class PodmanProvider:
         if spec.pod is not None:
             # the pod's network (loopback only) and its hosts file naming the services
             kwargs["pod"] = spec.pod
+            # (copied in on the api channel, where podman's own would cover it)
+            kwargs["use_image_hosts"] = sock_dir is None
         elif not spec.network:
             kwargs["network_mode"] = "none"
         if self.cgroup_parent:
