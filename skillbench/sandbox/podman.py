@@ -109,7 +109,6 @@ class PodmanProvider:
             self.service.stop()  # only if ours: a configured one is left running
             raise
         self._client = self.service.client(120, max_pool_size=64)
-        self.images = self.service.images(self._client)  # loaded into it on first use
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
         self._pods: dict[str, PodmanPod] = {}
@@ -259,9 +258,8 @@ class PodmanProvider:
         return found
 
     def _create_container(self, spec: SandboxSpec, sock_dir: Path | None) -> str:
-        with self._creation():
-            self.images.ensure(spec.image)
-            return self._create_started(spec, sock_dir)
+        with self._creation():  # (its image loaded into the service first, if need be)
+            return self._create_started(self.service.ensured(spec), sock_dir)
 
     def _create_started(self, spec: SandboxSpec, sock_dir: Path | None) -> str:
         home = HOMES[spec.user]

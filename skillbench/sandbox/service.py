@@ -18,13 +18,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from podman import PodmanClient
 
-from skillbench.sandbox.base import SandboxError
+from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.connection import (
     NO_LOCAL_SERVICE,
     OWN,
@@ -34,7 +35,7 @@ from skillbench.sandbox.connection import (
     shown,
 )
 from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.imageload import ServiceImages
+from skillbench.sandbox.imageload import LOAD_TIMEOUT, ServiceImages
 from skillbench.sandbox.tunnel import tunnel
 from skillbench.scrub import without_secrets
 
@@ -113,14 +114,26 @@ class PodmanService:
         self.connection = connection
         self.url = connection.url
         self._process = process
+        self._images: ServiceImages | None = None
+        self._images_lock = threading.Lock()
 
     def client(self, timeout: float, **options: Any) -> PodmanClient:
         return client_of(self.connection, timeout, **options)
 
-    def images(self, client: PodmanClient) -> ServiceImages:
-        """This host's images in the service, through `client`: loaded on first use where
-        the service has storage of its own (imageload.py)."""
-        return ServiceImages(client, self.connection)
+    def ensure_image(self, name: str) -> str:
+        """`name`, made present in the service: where it has storage of its own, this host's
+        image is loaded into it on first use (imageload.py); returned for the create call."""
+        if not self.connection.shares_filesystem:
+            with self._images_lock:
+                if self._images is None:  # a client of its own: a load takes minutes
+                    self._images = ServiceImages(self.client(LOAD_TIMEOUT), self.connection)
+            self._images.ensure(name)
+        return name
+
+    def ensured(self, spec: SandboxSpec) -> SandboxSpec:
+        """`spec`, its image made present in the service (ensure_image)."""
+        self.ensure_image(spec.image)
+        return spec
 
     @property
     def pid(self) -> int | None:
