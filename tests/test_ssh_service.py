@@ -3,6 +3,7 @@ one-line errors, doctor, and the host's images loaded into that service."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -228,3 +229,28 @@ def test_a_pull_lands_where_the_host_builds_not_in_the_ssh_service(
     assert held.returncode == 0
     with ssh_podman.direct() as direct:
         assert not direct.images.exists(ref)
+
+
+def test_a_podman_connection_with_its_identity_reaches_the_ssh_service(
+    over_ssh: SshPodman, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys
+) -> None:
+    """What `podman system connection add --identity` (and `podman machine init`) writes is
+    enough: no CONTAINER_HOST, the default connection's URI and key."""
+    conf = tmp_path / "podman-connections.json"
+    conf.write_text(
+        json.dumps(
+            {
+                "Connection": {
+                    "Default": "box",
+                    "Connections": {"box": {"URI": over_ssh.url, "Identity": str(over_ssh.key)}},
+                }
+            }
+        )
+    )
+    for name in ("CONTAINER_HOST", "CONTAINER_SSHKEY"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PODMAN_CONNECTIONS_CONF", str(conf))
+    close_all()
+    main(["doctor"])
+    out = capsys.readouterr().out
+    assert f"ok      podman service: {over_ssh.url} (from connection box in {conf}): ssh," in out
