@@ -76,6 +76,8 @@ class SshPodman:
         return PodmanClient(base_url=f"unix://{self.sock}", timeout=120)
 
     def start(self) -> SshPodman:
+        if not os.access(SSHD, os.X_OK):
+            raise RuntimeError(f"{SSHD} is missing: run scripts/setup-host.sh (openssh-server)")
         self._start_podman()
         self._start_sshd()
         return self
