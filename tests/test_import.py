@@ -227,13 +227,12 @@ def test_a_dataset_imports_every_task_it_can_and_lists_the_rest(tmp_path: Path, 
     )
     assert not (into / "evals/cases/two-steps.yaml").exists()
     joined = "\n".join(out)
-    assert "mapped (1):" in out
+    assert "mapped (2):" in out
     assert "  hello task: skills_dir — the skill under test: the --into skill" in joined
     assert "hello task: surprise — not a Harbor field skillbench maps" in joined
     assert "hello task: agent.extra — not a Harbor field skillbench maps" in joined
     assert (
-        "hello task: environment/docker-compose.yaml — its services (main, db) are not started"
-        in joined
+        "hello task: environment/docker-compose.yaml — db: services in the arm's own pod" in joined
     )
     # a source where no task imports is refused, naming why each was skipped
     only = write(tmp_path / "only", steps)

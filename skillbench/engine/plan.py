@@ -315,6 +315,14 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     opts.case_images, opts.unavailable = build_case_images(
         sessions_of(assets, opts.case), base, agent, log
     )
+    if settings.agent == "builtin":
+        for name, session in sessions_of(assets, opts.case).items():
+            if session.mcp_servers:
+                servers = ", ".join(s.name for s in session.mcp_servers)
+                log(
+                    f"note: {name}: its MCP servers ({servers}) go only to an agent CLI "
+                    "(--agent claude-code or codex); the builtin agent has no MCP client"
+                )
     version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
     if opts.resume:
         run_dir = Path(opts.resume)

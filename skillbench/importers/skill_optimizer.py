@@ -26,6 +26,7 @@ from skillbench.importers.base import (
     timeout_minutes,
     yaml_str,
 )
+from skillbench.importers.mcp import optimizer_mcp
 from skillbench.skills import is_skill, staged_files
 
 _SUITE_DROPPED = {
@@ -33,8 +34,6 @@ _SUITE_DROPPED = {
     "env": "host variables never enter a sandbox",
     "cleanup": "every case gets a fresh sandbox",
     "appendSystemPrompt": "the agent's prompt is the agent's own",
-    "mcpServers": "no MCP servers in the sandbox",
-    "mcpServices": "no MCP services in the sandbox",
     "model": "the model is skillbench's --model",
 }
 
@@ -66,6 +65,12 @@ def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
         merged = {
             **{k: base[k] for k in ("timeoutSeconds", "setup", "references") if k in base},
             **case,
+            # MCP servers merge by name, the inline case winning (skill-optimizer's rule)
+            **{
+                k: {**base[k], **case.get(k, {})}
+                for k in ("mcpServers", "mcpServices")
+                if isinstance(base.get(k), dict) and isinstance(case.get(k, {}), dict)
+            },
         }
         each(
             out,
@@ -141,6 +146,10 @@ def _optimizer_case(
     for key, why in _SUITE_DROPPED.items():
         if key in case:
             out.unmapped.append(f"{where}: `{key}` — dropped: {why}")
+    if "mcpServers" in case or "mcpServices" in case:
+        mcp = optimizer_mcp(case.get("mcpServers"), case.get("mcpServices"), where, out)
+        if mcp:
+            extra["mcp_servers"] = json.dumps(mcp)
     out.files.append(
         NewFile(f"cases/{name}.yaml", case_yaml(source, str(case["task"]), checks, extra, []))
     )
