@@ -12,7 +12,7 @@ need=()
 # npm fetches agent CLIs (Claude Code, Codex) from the npm registry; no node is needed at run
 # time. Chromium and its driver are for the tests of report.html in a real headless browser.
 for pair in podman:podman runc:runc mmdebstrap:mmdebstrap git:git npm:npm chromium:chromium \
-            chromedriver:chromium-driver ssh-keygen:openssh-client docker-registry:docker-registry; do
+            chromedriver:chromium-driver ssh-keygen:openssh-client sshd:openssh-server docker-registry:docker-registry; do
   bin=${pair%%:*}; pkg=${pair##*:}
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/bin/$bin" ] || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
 done

@@ -15,6 +15,8 @@ from skillbench.sandbox.channel import Channel
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.service import URL_ENV, PodmanService
+from skillbench.sandbox.tunnel import close_all
+from tests.ssh_service import SshPodman
 
 
 @pytest.fixture
@@ -36,6 +38,27 @@ def podman_service() -> Iterator[PodmanService]:
     else:
         os.environ[URL_ENV] = old
     service.stop()
+
+
+@pytest.fixture(scope="session")
+def ssh_podman() -> Iterator[SshPodman]:
+    """A second podman service reached only over ssh:// (tests/ssh_service.py), for the run."""
+    service = SshPodman()
+    try:
+        yield service.start()
+    finally:
+        close_all()  # skillbench's tunnels first: sshd keeps a child per connection
+        service.stop()
+
+
+@pytest.fixture
+def over_ssh(ssh_podman: SshPodman, monkeypatch: pytest.MonkeyPatch) -> SshPodman:
+    """This test's skillbench talks to the ssh-only service (and to nothing else)."""
+    for name in (URL_ENV, "CONTAINER_CONNECTION"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in ssh_podman.env().items():
+        monkeypatch.setenv(name, value)
+    return ssh_podman
 
 
 @pytest.fixture

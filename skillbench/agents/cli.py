@@ -25,6 +25,7 @@ from skillbench.agents.builtin.loop import SessionResult
 from skillbench.broker import Broker
 from skillbench.models import ModelRefError, parse_model
 from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
+from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import image_exists
 from skillbench.transcript import TraceWriter
 
@@ -77,7 +78,7 @@ def build_variant(
     log(f"building {name} (the sandbox image plus {what})")
     recipe = f"FROM {base}\nCOPY {path.name} /usr/local/bin/{path.name}\n"
     argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(path.parent)]
-    done = subprocess.run(argv, input=recipe.encode(), capture_output=True)
+    done = subprocess.run(argv, input=recipe.encode(), capture_output=True, env=host_env())
     if done.returncode != 0:
         raise AgentError(f"could not build {name}: {done.stderr.decode(errors='replace')[-500:]}")
     return name

@@ -47,7 +47,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_image_build(args: argparse.Namespace) -> int:
     from skillbench.agents import AgentError, make_agent
+    from skillbench.sandbox.base import SandboxError
     from skillbench.sandbox.image import ImageBuildError, build_image
+    from skillbench.sandbox.imageload import into_service
     from skillbench.sandbox.variants import build_variant, variant_name
 
     loaded = settings_for(Path.cwd(), args, ())
@@ -57,15 +59,17 @@ def cmd_image_build(args: argparse.Namespace) -> int:
             log=out,
             from_registry=args.from_registry or loaded.settings.image_from_registry,
         )
-        bases = [base]
+        built = [base]
         if args.node:  # the variant, and each --agent's image of it too
-            bases.append(build_variant(variant_name("node"), out))
-            out(f"image {bases[-1]} ready")
+            built.append(build_variant(variant_name("node"), out))
+            out(f"image {built[-1]} ready")
         for name in args.agent or ():
             agent = make_agent(name, **loaded.settings.agents.get(name, {}))
-            for each in bases:
-                out(f"image {agent.image(each, out)} ready")
-    except (ImageBuildError, AgentError) as exc:
+            for each in built[: 1 + bool(args.node)]:
+                built.append(agent.image(each, out))
+                out(f"image {built[-1]} ready")
+        into_service(built, out)  # a service with storage of its own gets them now
+    except (ImageBuildError, AgentError, SandboxError) as exc:
         err(f"skillbench: image build failed: {exc}")
         return EXIT_FAIL
     return EXIT_OK

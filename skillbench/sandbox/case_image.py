@@ -28,6 +28,7 @@ from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.imageref import is_remote
 from skillbench.evals.problems import SpecError
 from skillbench.evals.yamlsrc import read_text
+from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import USERS_SCRIPT, image_exists
 from skillbench.sandbox.pull import ImageUnavailable, PullError, pull
 from skillbench.sandbox.service import runtime_dir
@@ -76,7 +77,7 @@ def _build(name: str, recipe: str, context: Path, *, network: bool = False) -> N
             ],
             input=recipe.encode(),
             capture_output=True,
-            env={**os.environ, "TMPDIR": scratch},  # buildah's cache mounts live here
+            env={**host_env(), "TMPDIR": scratch},  # buildah's cache mounts live here
         )
     if done.returncode != 0:
         tail = done.stderr.decode(errors="replace").strip()[-800:]
@@ -90,7 +91,10 @@ def _build(name: str, recipe: str, context: Path, *, network: bool = False) -> N
 
 def _image_id(ref: str) -> str:
     done = subprocess.run(
-        ["podman", "image", "inspect", "--format", "{{.Id}}", ref], capture_output=True, text=True
+        ["podman", "image", "inspect", "--format", "{{.Id}}", ref],
+        capture_output=True,
+        text=True,
+        env=host_env(),
     )
     return done.stdout.strip()
 

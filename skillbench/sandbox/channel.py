@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 from skillbench.sandbox.base import Mount, SandboxError
 from skillbench.sandbox.connection import Connection
+from skillbench.sandbox.tunnel import tunnel
 
 CHANNEL_ENV = "SKILLBENCH_SANDBOX_CHANNEL"
 Channel = Literal["local", "api"]
@@ -111,11 +112,10 @@ async def _open_service(
         return await asyncio.open_unix_connection(path, limit=_LIMIT)
     if connection.transport == "tcp":
         return await asyncio.open_connection(url.hostname, url.port or 80, limit=_LIMIT)
-    raise SandboxError(
-        f"the podman service at {connection.url} ({connection.source}) is reached over ssh; "
-        "its api channel needs a local forward of the service's socket (not built yet): "
-        "forward it with `ssh -L` and point CONTAINER_HOST at the local socket"
-    )
+    # ssh: this process's tunnel to it (tunnel.py), opened already by the provider's client;
+    # a thread, since reopening a dead one waits for ssh
+    local = await asyncio.to_thread(tunnel, connection)
+    return await asyncio.open_unix_connection(str(local.local), limit=_LIMIT)
 
 
 async def attach(

@@ -69,11 +69,21 @@ class Connection(msgspec.Struct, frozen=True):
         return self.transport == "unix" and sys.platform == "linux"
 
 
+def shown(url: str) -> str:
+    """`url` fit to print: a password in it (never used) replaced by ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.netloc.rpartition('@')[2]}"
+    return parts._replace(netloc=netloc).geturl()
+
+
 def _checked(url: str, source: str, identity: str = "") -> Connection:
     scheme = urlsplit(url).scheme
     if scheme not in _SCHEMES:
         raise SandboxError(
-            f"{source}: podman URL {url!r} has scheme {scheme!r}; use unix://, ssh:// or tcp://"
+            f"{source}: podman URL {shown(url)!r} has scheme {scheme!r}; use unix://, ssh:// "
+            "or tcp://"
         )
     return Connection(url, source, identity)
 

@@ -10,9 +10,11 @@ from pathlib import Path
 import msgspec
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN
+from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, shown
+from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import IMAGE, image_exists
-from skillbench.sandbox.service import chosen, ping, runtime_dir
+from skillbench.sandbox.imageload import in_service
+from skillbench.sandbox.service import chosen, runtime_dir, unanswered
 
 PODMAN = "install podman: https://podman.io/docs/installation"
 CONF_DROPIN = Path("/etc/containers/containers.conf.d/50-skillbench.conf")
@@ -52,8 +54,11 @@ def _service() -> Finding:
             True,
             f"{OWN}, started per run under {runtime_dir()}: unix, shares this host's filesystem",
         )
-    where = f"{connection.url} (from {connection.source})"
-    if not ping(connection, 10):
+    where = f"{shown(connection.url)} (from {connection.source})"
+    problem = unanswered(connection, 10)
+    if problem and connection.transport == "ssh":  # ssh says which part failed
+        return Finding(name, False, f"{where} does not answer over ssh", problem)
+    if problem:
         return Finding(
             name,
             False,
@@ -68,6 +73,27 @@ def _service() -> Finding:
         f"{where}: {connection.transport}, does not share this host's filesystem "
         "(sandboxes get their files and executor channel through the API)",
     )
+
+
+def _in_service() -> list[Finding]:
+    """For a service with storage of its own: whether it holds the sandbox image yet."""
+    connection = chosen()
+    if connection is None or connection.shares_filesystem:
+        return []
+    try:
+        held = in_service(connection, IMAGE)
+    except Exception as exc:  # (it answered a moment ago: say what it said now)
+        return [Finding("image in service", False, str(exc)[-300:], "rerun `skillbench doctor`")]
+    return [
+        Finding(
+            "image in service",
+            True,
+            f"{IMAGE} is there"
+            if held
+            else f"{IMAGE} not loaded yet: the first sandbox loads it, `skillbench image "
+            "build` loads it now",
+        )
+    ]
 
 
 def _linux_host() -> list[Finding]:
@@ -88,6 +114,7 @@ def _linux_host() -> list[Finding]:
             ["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"],
             capture_output=True,
             text=True,
+            env=host_env(),  # this host's runtime, whichever service the sandboxes use
         )
         if info.returncode == 0:
             runtime = info.stdout.strip()
@@ -115,9 +142,11 @@ def diagnose() -> list[Finding]:
         findings = [podman if podman.ok else Finding("podman", False, "not installed", PODMAN)]
     else:
         findings = _linux_host()
-    findings.append(_service())
+    findings.append(service := _service())
     if image_exists(IMAGE):
         findings.append(Finding("sandbox image", True, IMAGE))
+        if service.ok:
+            findings.extend(_in_service())
     else:
         findings.append(
             Finding("sandbox image", False, f"{IMAGE} missing", "skillbench image build")

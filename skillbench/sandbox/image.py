@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from skillbench.evals.imageref import is_remote, pinned_digest, ref_problem
+from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.pull import PullError, pull
 
 PACKAGES = ("python3", "git", "ca-certificates", "procps")
@@ -53,7 +54,7 @@ def image_exists(name: str = IMAGE) -> bool:
     """True when podman has an image called `name`."""
     if shutil.which("podman") is None:
         return False
-    done = subprocess.run(["podman", "image", "exists", name], capture_output=True)
+    done = subprocess.run(["podman", "image", "exists", name], capture_output=True, env=host_env())
     return done.returncode == 0
 
 
@@ -164,7 +165,9 @@ def build_with_mmdebstrap(
         name,
     ]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as debootstrap:
-        imported = subprocess.run(importer, stdin=debootstrap.stdout, capture_output=True)
+        imported = subprocess.run(
+            importer, stdin=debootstrap.stdout, capture_output=True, env=host_env()
+        )
         assert debootstrap.stderr is not None
         err = debootstrap.stderr.read().decode(errors="replace")
         debootstrap.wait()
@@ -189,6 +192,7 @@ def _build_with_containerfile(
             *("-f", str(CONTAINERFILE), str(CONTAINERFILE.parent)),
         ],
         capture_output=True,
+        env=host_env(),
     )
     if done.returncode != 0:
         tail = done.stderr.decode(errors="replace")[-2000:]

@@ -19,6 +19,7 @@ from skillbench.evals.imageref import is_remote, ref_problem
 from skillbench.evals.model import Session
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.yamlsrc import load_yaml_file
+from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.pull import present
 from skillbench.sandbox.stage import requirement_probe
@@ -130,6 +131,7 @@ def _lacks(ref: str, requires: Iterable[str]) -> list[str] | None:
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT,
+            env=host_env(),
         )
     except subprocess.TimeoutExpired:
         return None

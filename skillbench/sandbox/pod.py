@@ -143,6 +143,7 @@ def _start_service(
         kwargs["use_image_hosts"] = True
     with provider._creation():
         try:
+            provider.service.ensure_image(image)
             ctr = provider.client().containers.create(image, **kwargs)
             if provider.channel == "api" and not ctr.put_archive(
                 "/", copy_in([hosts], listed=False)

@@ -148,9 +148,9 @@ class PodmanProvider:
             if _owner_gone(vol.attrs.get("Labels"), host):
                 with contextlib.suppress(Exception):  # still in use: the next sweep takes it
                     vol.remove(force=True)
-        # and the host-side files of those processes: socket folders, service sockets, logs
+        # and the host-side files of those processes: socket folders, service and ssh sockets
         for path in runtime_dir().iterdir():
-            match = re.match(r"^(?:sb-|podman-)(\d+)", path.name)
+            match = re.match(r"^(?:sb-|podman-|ssh-)(\d+)", path.name)
             if match and not _pid_alive(int(match.group(1))):
                 if path.is_dir():
                     shutil.rmtree(path, ignore_errors=True)
@@ -261,8 +261,8 @@ class PodmanProvider:
         return found
 
     def _create_container(self, spec: SandboxSpec, sock_dir: Path | None) -> str:
-        with self._creation():
-            return self._create_started(spec, sock_dir)
+        with self._creation():  # (its image loaded into the service first, if need be)
+            return self._create_started(self.service.ensured(spec), sock_dir)
 
     def _create_started(self, spec: SandboxSpec, sock_dir: Path | None) -> str:
         home = HOMES[spec.user]

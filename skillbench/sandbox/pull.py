@@ -23,6 +23,7 @@ from podman import PodmanClient
 
 from skillbench.evals.imageref import REFERENCE, pinned_digest, ref_problem
 from skillbench.sandbox.base import SandboxError
+from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.service import PodmanService
 
 # What podman says when the registry cannot be reached at all (as opposed to refusing).
@@ -61,7 +62,7 @@ def _loopback(ref: str) -> bool:
 
 def present(ref: str) -> bool:
     """True when podman holds `ref` (a pinned ref: an image that carries that digest)."""
-    done = subprocess.run(["podman", "image", "exists", ref], capture_output=True)
+    done = subprocess.run(["podman", "image", "exists", ref], capture_output=True, env=host_env())
     return done.returncode == 0
 
 
@@ -75,20 +76,16 @@ def pull(ref: str, *, log: Callable[[str], None], url: str | None = None) -> str
         return ref
     plain = _loopback(ref)
     log(f"pulling {ref}" + (" (plain HTTP: a loopback registry)" if plain else ""))
-    service = None
-    if url is None:  # (a service of our own, stopped after the pull)
-        try:
-            service = PodmanService.start_or_reuse()
-        except SandboxError as exc:
-            raise PullError(f"image {ref} could not be pulled: {exc}") from None
-        url = service.url
+    try:  # (into the images builds use; a service of our own is stopped after the pull)
+        service = PodmanService(url) if url else PodmanService.start_or_reuse(host_storage=True)
+    except SandboxError as exc:
+        raise PullError(f"image {ref} could not be pulled: {exc}") from None
     try:
-        with PodmanClient(base_url=url, timeout=PULL_TIMEOUT) as client:
+        with service.client(PULL_TIMEOUT) as client:
             _stream(client, ref, tls_verify=not plain, log=log)
             stored = client.images.get(ref).attrs
     finally:
-        if service is not None:
-            service.stop()
+        service.stop()
     digest = pinned_digest(ref)
     carried = [d.rsplit("@", 1)[-1] for d in stored.get("RepoDigests") or []]
     if digest is not None and digest not in carried:

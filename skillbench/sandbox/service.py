@@ -11,41 +11,74 @@ activation here; `--time=0`, or it exits when idle) and stops it when done.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from podman import PodmanClient
 
-from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, URL_ENV, Connection, configured
+from skillbench.sandbox.base import SandboxError, SandboxSpec
+from skillbench.sandbox.connection import (
+    NO_LOCAL_SERVICE,
+    OWN,
+    URL_ENV,
+    Connection,
+    configured,
+    shown,
+)
+from skillbench.sandbox.hostcli import host_env
+from skillbench.sandbox.imageload import LOAD_TIMEOUT, ServiceImages
+from skillbench.sandbox.tunnel import tunnel
 from skillbench.scrub import without_secrets
+
+_OWN_IDS = itertools.count()
 
 
 def client_of(connection: Connection, timeout: float, **options: Any) -> PodmanClient:
-    """A client for `connection` (its ssh key, if it names one)."""
-    if connection.identity:
-        options["identity"] = connection.identity
+    """A client for `connection`: an ssh:// one through this process's tunnel to it
+    (tunnel.py: podman-py's own ssh transport is not used), any other directly."""
+    if connection.transport == "ssh":
+        local = tunnel(connection)
+        return PodmanClient(base_url=local.url, timeout=timeout, **options)
     return PodmanClient(base_url=connection.url, timeout=timeout, **options)
+
+
+def unanswered(connection: Connection, timeout: float = 2.0) -> str:
+    """Why no podman service answers at `connection` (one line), "" when one does."""
+    try:  # ssh itself may fail first: the tunnel then says how
+        local = tunnel(connection) if connection.transport == "ssh" else None
+    except SandboxError as exc:
+        return str(exc)
+    try:
+        with PodmanClient(base_url=local.url if local else connection.url, timeout=timeout) as c:
+            if c.ping():
+                return ""
+    except Exception:
+        pass
+    if local is not None:
+        return local.unanswered()
+    return (
+        f"the podman service at {shown(connection.url)} ({connection.source}) does not "
+        "answer; start it (`podman machine start` for a podman machine) or point "
+        "CONTAINER_HOST at one that runs"
+    )
 
 
 def ping(url: str | Connection, timeout: float = 2.0) -> bool:
     """True when a podman service answers at `url`."""
     connection = url if isinstance(url, Connection) else Connection(url, URL_ENV)
-    try:
-        with client_of(connection, timeout) as client:
-            return bool(client.ping())
-    except Exception:
-        return False
+    return not unanswered(connection, timeout)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: ask Linux to SIGTERM it when its parent dies."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -81,9 +114,26 @@ class PodmanService:
         self.connection = connection
         self.url = connection.url
         self._process = process
+        self._images: ServiceImages | None = None
+        self._images_lock = threading.Lock()
 
     def client(self, timeout: float, **options: Any) -> PodmanClient:
         return client_of(self.connection, timeout, **options)
+
+    def ensure_image(self, name: str) -> str:
+        """`name`, made present in the service: where it has storage of its own, this host's
+        image is loaded into it on first use (imageload.py); returned for the create call."""
+        if not self.connection.shares_filesystem:
+            with self._images_lock:
+                if self._images is None:  # a client of its own: a load takes minutes
+                    self._images = ServiceImages(self.client(LOAD_TIMEOUT), self.connection)
+            self._images.ensure(name)
+        return name
+
+    def ensured(self, spec: SandboxSpec) -> SandboxSpec:
+        """`spec`, its image made present in the service (ensure_image)."""
+        self.ensure_image(spec.image)
+        return spec
 
     @property
     def pid(self) -> int | None:
@@ -95,25 +145,31 @@ class PodmanService:
         return self._process is not None
 
     @classmethod
-    def start_or_reuse(cls, *, ready_timeout: float = 15.0) -> PodmanService:
-        """Reuse the configured service (connection.py), else start our own."""
+    def start_or_reuse(
+        cls, *, ready_timeout: float = 15.0, host_storage: bool = False
+    ) -> PodmanService:
+        """Reuse the configured service (connection.py), else start our own. `host_storage`:
+        a service over the images the host's podman CLI builds with (hostcli.py), which on
+        Linux is our own when the configured one has storage of its own (a pull that a
+        build then uses lands there)."""
         connection = chosen()
-        if connection is not None and connection.source != URL_ENV and not ping(connection, 10):
-            raise SandboxError(
-                f"the podman service at {connection.url} ({connection.source}) does not "
-                "answer; start it (`podman machine start` for a podman machine) or point "
-                "CONTAINER_HOST at one that runs"
-            )
+        if host_storage and sys.platform == "linux" and connection is not None:
+            connection = connection if connection.shares_filesystem else None
+        if connection is not None and connection.source != URL_ENV:
+            problem = unanswered(connection, 10)
+            if problem:
+                raise SandboxError(problem)
         if connection is not None:
             return cls(connection)
         if sys.platform != "linux":  # podman there is a remote client: no `system service`
             raise SandboxError(NO_LOCAL_SERVICE)
         if shutil.which("podman") is None:
             raise SandboxError("podman is not installed; run `make setup` or `skillbench doctor`")
-        sock = runtime_dir() / f"podman-{os.getpid()}.sock"
+        # (one process may run two: a pull's beside the run's; each has its own socket)
+        sock = runtime_dir() / f"podman-{os.getpid()}-{next(_OWN_IDS)}.sock"
         sock.unlink(missing_ok=True)
         url = f"unix://{sock}"
-        log = (runtime_dir() / f"podman-{os.getpid()}.log").open("wb")
+        log = sock.with_suffix(".log").open("wb")
         process = subprocess.Popen(
             ["podman", "system", "service", "--time=0", url],
             stdin=subprocess.DEVNULL,
@@ -121,8 +177,8 @@ class PodmanService:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C to skillbench must not kill it mid-cleanup
             cwd=runtime_dir(),  # conmon writes files (an `oom` marker) into its cwd
-            env=without_secrets(dict(os.environ)),  # the API keys stay with skillbench
-            preexec_fn=_die_with_parent,  # but a crashed or killed skillbench must not leak it
+            env=without_secrets(host_env()),  # the API keys stay with skillbench; never remote
+            preexec_fn=die_with_parent,  # but a crashed or killed skillbench must not leak it
         )
         log.close()
         deadline = time.monotonic() + ready_timeout
