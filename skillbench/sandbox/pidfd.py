@@ -64,8 +64,13 @@ class InitProcess:
         with contextlib.suppress(ProcessLookupError):  # (exited already)
             signal.pidfd_send_signal(self._fd, signal.SIGKILL)
         loop = asyncio.get_running_loop()
-        gone = loop.create_future()
-        loop.add_reader(self._fd, lambda: gone.done() or gone.set_result(None))
+        gone: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not gone.done():
+                gone.set_result(None)
+
+        loop.add_reader(self._fd, readable)
         try:
             await asyncio.wait_for(gone, timeout)
             return True
