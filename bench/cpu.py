@@ -50,7 +50,7 @@ from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import CGROUP_ENV, PodmanProvider
 from skillbench.sandbox.service import URL_ENV
-from skillbench.sandbox.stage import check_phase, stage_arm
+from skillbench.sandbox.stage import check_phase, stage_arm, start_checker
 
 TARGET = 0.15  # CPU-s per arm (issue 27)
 TICK = os.sysconf("SC_CLK_TCK")
@@ -144,6 +144,7 @@ async def main(arms: int, think: float) -> None:
     async def arm() -> None:
         staged = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp)
         box = staged.sandbox
+        start_checker(provider, spec, staged, skill)  # as the engine does: during the turns
         for i in range(4):  # the agent's turns: the model thinking, commands, file operations
             await asyncio.sleep(think)
             await box.exec(f"cat a.txt s.txt data.txt > /dev/null; echo {i} >> log.txt")
