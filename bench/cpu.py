@@ -121,12 +121,14 @@ def line(label: str, spent: dict[str, float]) -> str:
     return f"  {label:14} {spent['total']:.3f} CPU-s  ({parts})  wall {spent['wall'] * 1000:.0f} ms"
 
 
-async def main(arms: int, think: float) -> None:
+async def measure(arms: int, think: float) -> tuple[dict[str, float], dict[str, float], float]:
+    """(a bare sandbox, an arm cycle, the highest load average seen), CPU-s each."""
     if not image_exists(IMAGE):
         sys.exit(f"sandbox image {IMAGE} missing: run `make setup`")
     if not os.access("/sys/fs/cgroup", os.W_OK) and not os.access(CGROUP_ROOTS[0], os.W_OK):
         sys.exit("bench/cpu.py needs to create a cgroup: run it as root (rootful podman)")
     parent = f"/skillbench-bench-{os.getpid()}"
+    saved = {k: os.environ.get(k) for k in (CGROUP_ENV, URL_ENV)}
     os.environ[CGROUP_ENV] = parent
     os.environ.pop(URL_ENV, None)  # a service of our own, so its CPU is ours alone
     provider = PodmanProvider()
@@ -159,23 +161,31 @@ async def main(arms: int, think: float) -> None:
         load = os.getloadavg()[0]
         floor = await meter.measure(arms, bare)
         cycle = await meter.measure(arms, arm)
-        load = max(load, os.getloadavg()[0])
-        print(
-            f"host CPU per arm  image {IMAGE}  cores {os.cpu_count()}  {arms} arms, "
-            f"{think} s model time per turn  "
-            f"load {load:.1f} (figures inflated by other load; compare ratios)"
-        )
-        print(line("bare sandbox", floor))
-        print(line("arm cycle", cycle))
-        print(
-            f"    arm / two bare sandboxes {cycle['total'] / (2 * floor['total']):.2f}   "
-            f"arm / target {TARGET} CPU-s {cycle['total'] / TARGET:.2f}"
-        )
+        return floor, cycle, max(load, os.getloadavg()[0])
     finally:
         await provider.aclose()
         shutil.rmtree(tmp, ignore_errors=True)
         time.sleep(1.0)
         remove_cgroup(parent)
+        for key, value in saved.items():
+            os.environ.pop(key, None)
+            if value is not None:
+                os.environ[key] = value
+
+
+async def main(arms: int, think: float) -> None:
+    floor, cycle, load = await measure(arms, think)
+    print(
+        f"host CPU per arm  image {IMAGE}  cores {os.cpu_count()}  {arms} arms, "
+        f"{think} s model time per turn  "
+        f"load {load:.1f} (figures inflated by other load; compare ratios)"
+    )
+    print(line("bare sandbox", floor))
+    print(line("arm cycle", cycle))
+    print(
+        f"    arm / two bare sandboxes {cycle['total'] / (2 * floor['total']):.2f}   "
+        f"arm / target {TARGET} CPU-s {cycle['total'] / TARGET:.2f}"
+    )
 
 
 if __name__ == "__main__":
