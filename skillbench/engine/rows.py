@@ -47,51 +47,32 @@ def row_by_checks(
     """The row when checks decide it (or it is unscored); None when the judge must decide."""
     arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
     mine, theirs = arms[CANDIDATE], arms[opponent]
+
+    def row(outcome: str, decided_by: str, reason: str | None = None) -> RowRecord:
+        return RowRecord(
+            case=unit.name,
+            rep=rep,
+            opponent=opponent,
+            outcome=outcome,
+            decided_by=decided_by,
+            arms=arms,
+            reason=reason,
+        )
+
     if mine.error or theirs.error:
         failed = [
             f"{arm} {'errored: ' + (r.error or 'no reason given') if r else 'has no session'}"
             for arm, r in ((CANDIDATE, cand), (opponent, opp))
             if r is None or r.outcome == "error"
         ]
-        return RowRecord(
-            case=unit.name,
-            rep=rep,
-            opponent=opponent,
-            outcome="tie",
-            decided_by="unscored",
-            arms=arms,
-            reason="; ".join(failed),
-        )
+        return row("tie", "unscored", "; ".join(failed))
     gap = gap_in_both(mine, theirs)
     if gap:  # not a tie: nothing was measured (and no judge can stand in for the checks)
-        return RowRecord(
-            case=unit.name,
-            rep=rep,
-            opponent=opponent,
-            outcome="tie",
-            decided_by="environment-gap",
-            arms=arms,
-            reason=gap,
-        )
+        return row("tie", "environment-gap", gap)
     if mine.passed != theirs.passed:
-        outcome = "win" if mine.passed else "loss"
-        return RowRecord(
-            case=unit.name,
-            rep=rep,
-            opponent=opponent,
-            outcome=outcome,
-            decided_by="checks",
-            arms=arms,
-        )
+        return row("win" if mine.passed else "loss", "checks")
     if not unit.judge:
-        return RowRecord(
-            case=unit.name,
-            rep=rep,
-            opponent=opponent,
-            outcome="tie",
-            decided_by="checks",
-            arms=arms,
-        )
+        return row("tie", "checks")
     return None
 
 
