@@ -5,9 +5,10 @@ filed against (the figures measured on main before the check phase left the crit
 
 harness overhead per arm at --parallel 1 and wall/ideal at --parallel 16 come from
 bench/eval_throughput.py (0.2 s model latency, 32 sessions of 5 turns); host CPU per arm from
-bench/cpu.py; claude-code against builtin from bench/agents.py (median session, instant
-model); exec from a sandbox's `true` through its executor. A ratio above 1.00 misses the
-target by that factor. Runs take ~2 minutes on 2 cores; other load inflates every figure.
+bench/cpu.py; claude-code against builtin from bench/agents.py (a whole run's wall time per
+session, instant model); exec from a sandbox's `true` through its executor. A ratio above
+1.00 misses the target by that factor. Runs take ~3 minutes on 2 cores; other load inflates
+every figure.
 """
 
 from __future__ import annotations
@@ -67,8 +68,9 @@ async def main(k: int, arms: int) -> None:
     _, cycle, seen = await cpu.measure(arms, 0.2)
     found["cpu"] = cycle["total"]
     root = Path(tempfile.mkdtemp(prefix="skillbench-bench-targets-"))
-    builtin = statistics.median(agents.run("builtin", k, root)[0])
-    claude = statistics.median(agents.run("claude-code", k, root)[0])
+    # whole run per session: the harness around each agent, not only the agent's own turns
+    builtin = agents.run("builtin", k, root)[1]
+    claude = agents.run("claude-code", k, root)[1]
     found["agents"] = claude / builtin
     found["exec"] = await exec_median()
     load = max(load, seen, os.getloadavg()[0])

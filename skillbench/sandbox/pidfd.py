@@ -30,11 +30,17 @@ class InitProcess:
         self._fd: int | None = fd
 
     @classmethod
-    def of(cls, conn: socket.socket, ctr_id: str) -> InitProcess | None:
+    def of(cls, conn: socket.socket | None, ctr_id: str) -> InitProcess | None:
         """The PID 1 of container `ctr_id`, found as the peer of `conn`, the connection to its
         executor (SO_PEERCRED: the listener's PID, as our PID namespace numbers it). None
-        when it is not visible from here, e.g. a podman service in another PID namespace."""
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        when it is not visible from here: a podman service in another PID namespace, or a
+        channel that is not a unix socket."""
+        if conn is None or conn.family != socket.AF_UNIX:
+            return None
+        try:
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        except OSError:
+            return None
         pid = struct.unpack("3i", creds)[0]
         if pid <= 0:
             return None
