@@ -58,6 +58,16 @@ def left_over(labels: dict[str, str]) -> list[str]:
         return found
 
 
+def in_cgroup(ctr_id: str) -> list[str]:
+    """The host PIDs of the processes in container `ctr_id`'s cgroup."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and f"libpod-{ctr_id}" in (proc / "cgroup").read_text():
+                found.append(proc.name)
+    return found
+
+
 @pytest.mark.e2e
 def test_no_agent_process_writes_after_its_phase(fake, tmp_path: Path, capsys) -> None:
     folder = skill(
@@ -193,3 +203,26 @@ async def test_in_a_pod_a_listening_checker_waits_for_the_handover(
         assert (await checker.exec("cat x")).stdout == "kept\n"
     finally:
         await arm.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("pidfd", [True, False])
+async def test_stop_ends_every_process_and_keeps_the_container(
+    provider: PodmanProvider, spec: SandboxSpec, pidfd: bool
+) -> None:
+    box = await provider.create(spec)
+    try:
+        await box.exec(
+            "(setsid sh -c 'trap \"\" TERM; sleep 600' &) ; nohup sleep 600 >/dev/null &"
+        )
+        if not pidfd:  # as with a podman service in another PID namespace: podman's stop
+            box._init = None
+        await box.stop()
+        state = provider.client().api.get(f"/containers/{box.ctr_id}/json").json()["State"]
+        assert state["Status"] in ("exited", "stopped") and not state["Running"], state
+        assert in_cgroup(box.ctr_id) == []  # not one process of the sandbox is left
+        with pytest.raises(SandboxError):
+            await box.exec("true")
+    finally:
+        await box.close()
+    assert left_over({PROVIDER_LABEL: provider.labels[PROVIDER_LABEL]}) == []
