@@ -14,6 +14,7 @@ import msgspec
 from skillbench.evals.checks import path_escape
 from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.jsonreply import first_json_object
+from skillbench.optimizer_trace import optimizer_trace
 from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
 from skillbench.transcript import Transcript
 
@@ -40,11 +41,14 @@ async def run_checks(
     sandbox: Sandbox | None,
     case_dir: str = CASE_DIR,
     earlier: Sequence[CheckResult] | None = None,
+    results_trace: str | None = None,
 ) -> list[CheckResult]:
     """Evaluate checks against a finished session: `transcript` as it happened (unscrubbed),
     `sandbox` the checker holding the arm's /work (stage.check_phase), `case_dir` the case's
     own folder there ($CASE for verifiers and graders). `earlier`: these checks' results on
-    the same session before (a reused one): those that read only the transcript stand."""
+    the same session before (a reused one): those that read only the transcript stand.
+    `results_trace`: a grader's $RESULTS/trace.jsonl when not the transcript's (the oracle's
+    reference solution writes its own, as skill-optimizer's do)."""
     text = transcript.all_text.lower()
     commands = transcript.bash_commands
     if sandbox is not None:
@@ -55,7 +59,10 @@ async def run_checks(
             if earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
                 results.append(earlier[i])
             elif check.kind in SCRIPTED and sandbox is not None:
-                results.append(await _scripted(check, transcript, sandbox, case_dir))
+                trace = results_trace
+                if trace is None:
+                    trace = optimizer_trace(transcript.events)
+                results.append(await _scripted(check, trace, sandbox, case_dir))
             else:
                 results.append(await _one(check, text, commands, sandbox))
         except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
@@ -86,13 +93,12 @@ TRANSCRIPT_ONLY = frozenset(
     {"transcript_mentions", "transcript_omits", "command_matching", "no_command_matching"}
 )
 SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
-RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl
+RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl (optimizer_trace)
 
 
-async def _scripted(
-    check: Check, transcript: Transcript, sandbox: Sandbox, case_dir: str
-) -> CheckResult:
-    """The check kinds that run the eval's own programs in the checker (design §13)."""
+async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -> CheckResult:
+    """The check kinds that run the eval's own programs in the checker (design §13); a
+    grader finds `trace` (skill-optimizer's format) at $RESULTS/trace.jsonl."""
     name, arg = check.name, check.arg or ""
     work = sandbox.workdir
     env = {"CASE": case_dir, "WORK": work}
@@ -140,9 +146,8 @@ async def _scripted(
         passed, score, detail = reward_verdict(metrics, check)
         return CheckResult(name, passed, detail, score=score, metrics=metrics, output=output)
     # grader: a command printing {"pass", "score", "evidence"}, or its exit code
-    await sandbox.write_file(
-        f"{RESULTS}/trace.jsonl", "".join(json.dumps(e) + "\n" for e in transcript.events)
-    )
+    # written by the host into the fresh checker: whatever the agent wrote is not it
+    await sandbox.write_file(f"{RESULTS}/trace.jsonl", trace)
     done = await sandbox.exec(
         ["bash", "-c", arg], cwd=work, timeout=SCRIPT_TIMEOUT, env={**env, "RESULTS": RESULTS}
     )

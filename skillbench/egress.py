@@ -7,8 +7,11 @@ never opens) and plain absolute-form HTTP, one request per connection. A target 
 through only when it matches an entry of the allowlist (host and port); the name is resolved
 here, on the host, and a name that resolves to a private, loopback or link-local address is
 refused unless that address is itself listed (an allowed name cannot be pointed at the host's
-own services). Anything else is answered 403. Every connection, allowed or refused, is one
-line in the session's `network/<session key>.jsonl`: phase, host, port, bytes each way.
+own services). The case's own services are never proxied: their names are in `NO_PROXY`
+(they answer directly in the arm's pod), and the proxy refuses them, so a name that is a
+service inside cannot reach whatever the host resolves it to. Anything else is answered 403.
+Every connection, allowed or refused, is one line in the session's
+`network/<session key>.jsonl`: phase, host, port, bytes each way.
 """
 
 from __future__ import annotations
@@ -61,8 +64,9 @@ class _Refused(Exception):
 class EgressProxy:
     """One phase's proxy: start() it, point the sandbox's egress relay at `port`, stop() it."""
 
-    def __init__(self, allowed: Sequence[str], log: Path, phase: str):
+    def __init__(self, allowed: Sequence[str], log: Path, phase: str, services: Sequence[str] = ()):
         self.allowed = tuple(parse_entry(a) for a in allowed)
+        self.services = {s.lower() for s in services}
         self.log, self.phase = log, phase
         self._server = socket.create_server(("127.0.0.1", 0), backlog=64)
         self.port = int(self._server.getsockname()[1])
@@ -142,6 +146,12 @@ class EgressProxy:
 
     def _permit(self, host: str, port: int) -> str:
         """The address to connect to for `host:port`, or _Refused (403) saying why not."""
+        if host in self.services:
+            raise _Refused(
+                403,
+                f"{host} is one of the case's services: it is reached directly in the arm's "
+                "pod, never through the proxy",
+            )
         listed = [a for a in self.allowed if a.host == host and port in a.ports]
         if not listed:
             raise _Refused(403, f"{host}:{port} is not in the case's network allowlist")
@@ -266,13 +276,15 @@ async def phase_proxy(
     if not hosts:
         yield spec
         return
-    proxy = EgressProxy(hosts, log, phase).start()
+    services = [s.name for s in spec.services]
+    proxy = EgressProxy(hosts, log, phase, services).start()
+    # reached directly: a CLI agent's broker, at its own loopback port, and the services
+    direct = [f"127.0.0.1:{spec.relay.port}"] if spec.relay else []
     try:
         yield msgspec.structs.replace(
             spec,
             egress=Relay(PROXY_PORT, "127.0.0.1", proxy.port),
-            # (a CLI agent's broker, at its own loopback port, is reached directly)
-            env={**spec.env, **proxy_env([f"127.0.0.1:{spec.relay.port}"] if spec.relay else [])},
+            env={**spec.env, **proxy_env([*direct, *services])},
         )
     finally:
         await asyncio.to_thread(proxy.stop)

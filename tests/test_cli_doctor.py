@@ -46,6 +46,11 @@ def test_doctor_reports_a_ready_machine(capsys) -> None:
         and " built;" in line
         for line in out
     )  # make setup built it
+    node = [line for line in out if line.startswith("note    node variant")]
+    assert node and node[0].startswith(
+        "note    node variant (cases with `requires: [node]`): localhost/skillbench-sandbox-node:"
+    ), out
+    assert node[0].endswith("`skillbench image build --node` builds it now"), node
     memory = [line for line in out if line.startswith("note    memory: ")]
     assert len(memory) == 1, out
     found = re.search(r"holds (\d+) builtin, (\d+) claude-code, (\d+) codex ", memory[0])

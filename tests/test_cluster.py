@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,52 @@ def test_no_cluster_no_ray_import_and_a_clear_error_without_one(
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "no Ray cluster answers there" in err[0], err
+
+
+def test_a_case_with_network_hosts_runs_on_a_worker_and_its_connections_come_back(
+    cluster, tmp_path: Path, fake, monkeypatch
+) -> None:
+    from tests.test_egress import FETCH, _Internet
+
+    # the egress proxy runs on the worker, beside the sandbox (a worker's own network
+    # decides what an allowed host is); what it recorded comes back with the transcripts
+    internet = ThreadingHTTPServer(("127.0.0.1", 0), _Internet)
+    threading.Thread(target=internet.serve_forever, daemon=True).start()
+    port = internet.server_address[1]
+    url = f"http://127.0.0.1:{port}/answer"
+    folder = skill(
+        tmp_path,
+        {
+            "evals/fetch.py": FETCH,
+            "evals/cases/net.yaml": (
+                f"task: Task net\nnetwork: {{agent: none, verifier: ['127.0.0.1:{port}']}}\n"
+                "checks:\n  - file_exists: out.txt\n"
+                f"  - command_succeeds: python3 $CASE/fetch.py {url} | grep -q 'hello from'\n"
+            ),
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Task net", write_file("out.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Task net", {"text": "I did nothing"}),
+            ]
+        }
+    )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    try:
+        _, summary = _eval(folder, tmp_path / "run", "--cluster", address_of(cluster))
+    finally:
+        internet.shutdown()
+        internet.server_close()
+    sessions, _ = read_journal(tmp_path / "run/journal.jsonl")
+    assert all(r.node for r in sessions.values())  # both ran on workers
+    assert [(r["case"], r["outcome"]) for r in summary["rows"]] == [("net", "win")], summary
+    for arm in ("baseline", "candidate"):
+        log = tmp_path / f"run/network/net.{arm}.1.jsonl"
+        seen = [json.loads(x) for x in log.read_text().splitlines()]
+        assert [(e["phase"], e["port"], e["allowed"]) for e in seen] == [("verifier", port, True)]
+
+
+def address_of(cluster: tuple[str, list[Node]]) -> str:
+    return cluster[0]

@@ -18,7 +18,7 @@ from skillbench.egress import PROXY_PORT, phase_proxy
 from skillbench.evals.cases import load_case
 from skillbench.evals.network import Network, parse_entry
 from skillbench.importers.harbor import INTERNET, import_harbor
-from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.base import SandboxSpec, Service
 from skillbench.sandbox.podman import PodmanProvider
 from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write
 
@@ -199,3 +199,97 @@ def test_a_verifier_only_allowlist_lets_the_checks_fetch_but_not_the_agent(
     for log in logs:  # the verifier's one connection, and none from the agent phase
         seen = [(e["phase"], e["allowed"], e["port"]) for e in _lines(log)]
         assert seen == [("verifier", True, internet)]
+
+
+def _through_proxy(port: int, url: str) -> str:
+    """The status line the proxy at host port `port` answers a plain-HTTP GET of `url` with."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"GET {url} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        return sock.makefile("rb").readline().decode().strip()
+
+
+@pytest.mark.anyio
+async def test_the_proxy_refuses_a_service_name_even_where_the_host_resolves_it(
+    internet: int, tmp_path: Path
+) -> None:
+    # Attack: the case's service is named so that the host resolves it (here to its own
+    # loopback, where a host-side listener waits) and the allowlist names it too. Inside, the
+    # name is the service in the arm's pod; through the proxy it must not become the host's.
+    numeric = "2130706433"  # glibc resolves this name to 127.0.0.1 on any host
+    spec = SandboxSpec(image="unused", services=(Service(name=numeric),))
+    allowed = [f"{numeric}:{internet}", f"127.0.0.1:{internet}"]
+    log = tmp_path / "net.jsonl"
+    async with phase_proxy(spec, allowed, log, "verifier") as box_spec:
+        assert box_spec.egress is not None
+        status = _through_proxy(box_spec.egress.target, f"http://{numeric}:{internet}/")
+        assert status.startswith("HTTP/1.1 403"), status
+        # the listed address itself still answers: only the service's name is refused
+        ok = _through_proxy(box_spec.egress.target, f"http://127.0.0.1:{internet}/")
+        assert ok.endswith(" 200 OK"), ok
+        assert numeric in box_spec.env["NO_PROXY"].split(",")
+    (refused,) = [e for e in _lines(log) if not e["allowed"]]
+    assert refused["host"] == numeric and "one of the case's services" in refused["reason"]
+
+
+def test_check_reports_an_allowlist_entry_that_names_a_service(tmp_path: Path, capsys) -> None:
+    from skillbench.cli import main
+
+    folder = make_skill(
+        tmp_path,
+        "s",
+        {
+            "evals/cases/c.yaml": (
+                "task: t\nservices:\n  db:\n    command: [sleep, infinity]\n"
+                "network:\n  verifier: [pypi.org, 'db:5432']\n"
+                "checks:\n  - file_exists: x\n"
+            )
+        },
+    )
+    assert main(["check", str(folder)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"{folder}/evals/cases/c.yaml:6: error: `network` entry 'db:5432' names the case's "
+        "service `db`: services are reached directly in the arm's pod, never through the "
+        "egress proxy; remove the entry"
+    ), out
+
+
+@pytest.mark.sandbox
+@pytest.mark.anyio
+async def test_services_are_reached_directly_while_the_proxy_serves_the_allowlist(
+    provider: PodmanProvider, internet: int, tmp_path: Path
+) -> None:
+    from skillbench.evals.model import Case
+    from skillbench.sandbox.image import IMAGE
+    from skillbench.sandbox.stage import stage_arm
+
+    serve = "mkdir -p /tmp/s && echo 42 > /tmp/s/answer && cd /tmp/s && exec python3 -m http.server 8000"
+    svc = Service(
+        name="svc",
+        command=("sh", "-c", serve),
+        healthcheck=(
+            "python3",
+            "-c",
+            "import urllib.request as u; u.urlopen('http://localhost:8000/')",
+        ),
+    )
+    spec = SandboxSpec(image=IMAGE, services=(svc,))
+    log = tmp_path / "net.jsonl"
+    async with phase_proxy(spec, [f"127.0.0.1:{internet}"], log, "agent") as box_spec:
+        staged = await stage_arm(provider, box_spec, Case(name="c", path="c.yaml", task="t"), {})
+        try:
+            box = staged.sandbox
+            await box.write_file("fetch.py", FETCH)
+            env = await box.exec("echo $NO_PROXY; echo $no_proxy")
+            for line in env.stdout.split():
+                assert {"localhost", "svc"} <= set(line.split(",")), env
+            service = await box.exec(["python3", "fetch.py", "http://svc:8000/answer"])
+            assert service.stdout.strip() == "42", service
+            outside = await box.exec(["python3", "fetch.py", f"http://127.0.0.1:{internet}/x"])
+            assert outside.stdout.strip() == "hello from /x", outside
+        finally:
+            await staged.close()
+    # the service never went through the proxy; the listed host did
+    assert [(e["host"], e["allowed"]) for e in _lines(log)] == [("127.0.0.1", True)]

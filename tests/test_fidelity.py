@@ -92,7 +92,10 @@ OPTIMIZER = {
         "'s33d\\n'), 'evidence': [repr(out), f'skill in workspace: {leak}']}))\n"
     ),
     "references/notes.md": "copy things carefully\n",
-    "references/greeter/SKILL.md": "---\nname: greeter\ndescription: greets\n---\nGreet.\n",
+    # the bytes of the --into skill (tests/helpers.skill): it is the one under test
+    "references/greeter/SKILL.md": (
+        "---\nname: greeter\ndescription: Greets people politely.\n---\n# greeter\n"
+    ),
 }
 
 
@@ -128,7 +131,7 @@ def test_optimizer_setup_sees_case_files_the_agent_never_does(fake, tmp_path: Pa
 
 @pytest.mark.sandbox
 @pytest.mark.usefixtures("podman_service")
-def test_a_node_grader_is_refused_up_front_on_an_image_without_node(tmp_path: Path, capsys) -> None:
+def test_a_node_grader_is_planned_in_the_node_variant(tmp_path: Path, capsys) -> None:
     suite = {
         "suite.yml": (
             "name: n\ncases:\n  - name: js\n    task: t\n    graders:\n"
@@ -141,5 +144,10 @@ def test_a_node_grader_is_refused_up_front_on_an_image_without_node(tmp_path: Pa
         == 0
     )
     capsys.readouterr()
+    assert main(["image", "build", "--node"]) == 0
+    capsys.readouterr()
+    # probed in the variant it runs in (which has node), not the sandbox image (which has not)
     assert main(["eval", str(into), "--plan", "--model", "scripted/demo"]) == 0
-    assert "  skipped (environment): js — missing node" in capsys.readouterr().out
+    planned = capsys.readouterr().out
+    assert "  sessions: 2 to run\n" in planned and "skipped" not in planned, planned
+    assert "not probed" not in planned, planned

@@ -227,13 +227,12 @@ def test_a_dataset_imports_every_task_it_can_and_lists_the_rest(tmp_path: Path, 
     )
     assert not (into / "evals/cases/two-steps.yaml").exists()
     joined = "\n".join(out)
-    assert "mapped (1):" in out
+    assert "mapped (2):" in out
     assert "  hello task: skills_dir — the skill under test: the --into skill" in joined
     assert "hello task: surprise — not a Harbor field skillbench maps" in joined
     assert "hello task: agent.extra — not a Harbor field skillbench maps" in joined
     assert (
-        "hello task: environment/docker-compose.yaml — its services (main, db) are not started"
-        in joined
+        "hello task: environment/docker-compose.yaml — db: services in the arm's own pod" in joined
     )
     # a source where no task imports is refused, naming why each was skipped
     only = write(tmp_path / "only", steps)
@@ -263,15 +262,32 @@ def test_a_skill_in_references_that_is_not_the_into_skill_is_a_warning(
     # the rest of references/ is the workspace's seed; the other skill is not in it
     assert (into / "evals/cases/haiku/fixture/style.md").is_file()
     assert not (into / "evals/cases/haiku/fixture/poet").exists()
-    # when it is the --into skill, it is the candidate's (staged as the skill), not fixture
-    same = skill(tmp_path / "poet-home", {})
-    poet = same.parent / "poet"
-    same.rename(poet)
+    # when it is the --into skill (the same files), it is the candidate's (staged as the
+    # skill), not fixture
+    poet = write(
+        tmp_path / "poet-home" / "poet",
+        {
+            "SKILL.md": files["references/poet/SKILL.md"],
+            # what the candidate never sees is not a difference: earlier runs, its evals
+            ".skillbench/runs/r1/plan.json": "{}",
+            "evals/cases/old.yaml": "task: t\nchecks:\n  - file_exists: a\n",
+        },
+    )
     code, out = imported(capsys, "skill-optimizer", src, poet)
     assert code == 0, out
     assert not any(x.startswith("warning:") for x in out)
     assert any("references/poet/ — the skill under test" in x for x in out)
     assert not (poet / "evals/cases/haiku/fixture/poet").exists()
+    # the same name with other bytes: a warning, and the --into skill wins
+    other = write(tmp_path / "edited" / "poet", {"SKILL.md": files["references/poet/SKILL.md"]})
+    (other / "SKILL.md").write_text(files["references/poet/SKILL.md"] + "Rhyme.\n")
+    code, out = imported(capsys, "skill-optimizer", src, other)
+    assert code == 0, out
+    assert [x for x in out if x.startswith("warning:")] == [
+        "warning: case haiku: references/poet/ differs from the --into skill poet (SKILL.md): "
+        "the --into skill is the one under test; references/poet/ is left out of the workspace"
+    ]
+    assert not (other / "evals/cases/haiku/fixture/poet").exists()
 
 
 def test_a_node_grader_makes_the_case_require_node(tmp_path: Path, capsys) -> None:
@@ -281,11 +297,16 @@ def test_a_node_grader_makes_the_case_require_node(tmp_path: Path, capsys) -> No
             "      - name: g\n        command: node $CASE/checks/g.js\n"
             "  - name: py\n    task: t\n    graders:\n"
             "      - name: g\n        command: python3 nodes.py\n"
+            "  - name: tsx\n    task: t\n    graders:\n"
+            "      - name: g\n        command: cd $WORK && npx tsc --noEmit\n"
         )
     }
     into = target(tmp_path)
     code, out = imported(capsys, "skill-optimizer", write(tmp_path / "o", suite), into)
     assert code == 0
-    assert any("case js: its setup or graders run node" in x for x in out), out
+    assert any("case js: its setup or graders run node — `requires: [node]`" in x for x in out)
     assert "requires: [node]" in (into / "evals/cases/js.yaml").read_text()
     assert "requires" not in (into / "evals/cases/py.yaml").read_text()
+    # npx is not in the node variant: required too, so check and the run say it is missing
+    assert "requires: [node, npx]" in (into / "evals/cases/tsx.yaml").read_text()
+    assert any(x.endswith("; npm and npx are not in it") and "case tsx" in x for x in out), out

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import msgspec
 
 from skillbench.agents.builtin.loop import SessionResult, SkillInfo
+from skillbench.evals.mcp import McpServer
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import Relay, Sandbox
 from skillbench.transcript import TraceWriter
@@ -40,6 +41,7 @@ class SessionRequest(msgspec.Struct, frozen=True, kw_only=True):
     budget: float | None = None  # USD this session may still spend (--max-cost)
     exchanges: Path  # where a broker writes the session's model exchanges
     routing: bool = False  # a trigger session: only the agent's way to load a skill, no work
+    mcp_servers: tuple[McpServer, ...] = ()  # the case's, for an agent CLI's MCP config
 
 
 class AgentSession(Protocol):

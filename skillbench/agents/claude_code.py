@@ -19,6 +19,7 @@ from typing import Any
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import BrokeredSession, CliAgent
+from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
 from skillbench.sandbox.base import HOMES, Sandbox
@@ -29,6 +30,7 @@ VERSION = "2.1.332"  # pinned: the version the tests ran; `[agents.claude-code] 
 PACKAGE = "@anthropic-ai/claude-code-linux-x64"
 RELAY_PORT = 8377  # the broker's address inside the sandbox: http://127.0.0.1:8377
 CONFIG_DIR = f"{HOMES['agent']}/.claude"
+MCP_CONFIG = f"{CONFIG_DIR}/skillbench-mcp.json"
 PLACEHOLDER_KEY = "sk-ant-placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 # What turns off the skills 2.1.332 ships (found by running it against the fake server and
@@ -88,6 +90,22 @@ class ClaudeCodeAgent(CliAgent):
         return loaded_skills(events, named)
 
 
+def mcp_config(servers: tuple[McpServer, ...]) -> str:
+    """The file `--mcp-config` reads: each case MCP server, HTTP or stdio."""
+    entries: dict[str, dict[str, Any]] = {}
+    for s in servers:
+        if s.url:
+            entries[s.name] = {"type": "http", "url": s.url}
+        else:
+            entries[s.name] = {
+                "type": "stdio",
+                "command": s.command[0],
+                "args": list(s.command[1:]),
+                "env": s.env,
+            }
+    return json.dumps({"mcpServers": entries}, indent=2)
+
+
 class _Session(BrokeredSession):
     config_dir = CONFIG_DIR
 
@@ -95,14 +113,18 @@ class _Session(BrokeredSession):
         if not self.agent.keep_ambient:
             staged = {s.name for s in self.request.skills}
             await sandbox.write_file(f"{CONFIG_DIR}/settings.json", settings(staged))
+        if self.request.mcp_servers:
+            await sandbox.write_file(MCP_CONFIG, mcp_config(self.request.mcp_servers))
 
     def argv(self) -> list[str]:
         r = self.request
         # routing: only the Skill tool, so a prompt shows where it goes and nothing runs
         tools = ("--tools", "Skill") if r.routing else ()
+        # the case's MCP servers and no other (a user's or project's .mcp.json is not ours)
+        mcp = ("--mcp-config", MCP_CONFIG, "--strict-mcp-config") if r.mcp_servers else ()
         return [
             *("claude", "-p", r.task, "--output-format", "stream-json", "--verbose"),
-            *("--dangerously-skip-permissions", *tools),
+            *("--dangerously-skip-permissions", *tools, *mcp),
             *("--model", parse_model(r.model).name, "--max-turns", str(r.max_turns)),
             *("--append-system-prompt", unattended_note(self.workdir)),
         ]

@@ -25,6 +25,7 @@ from typing import Any
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import BrokeredSession, CliAgent
+from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
@@ -72,6 +73,22 @@ def _config(retries: int, workdir: str, keep_ambient: bool) -> str:
     ) + ("" if keep_ambient else AMBIENT_OFF)
 
 
+def mcp_tables(servers: tuple[McpServer, ...]) -> str:
+    """config.toml's `[mcp_servers.<name>]` for each case MCP server, HTTP or stdio."""
+    out = ""
+    for s in servers:
+        out += f"[mcp_servers.{json.dumps(s.name)}]\n"
+        if s.url:
+            out += f"url = {json.dumps(s.url)}\n"
+        else:
+            out += f"command = {json.dumps(s.command[0])}\n"
+            out += f"args = [{', '.join(json.dumps(a) for a in s.command[1:])}]\n"
+            if s.env:
+                pairs = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in s.env.items())
+                out += f"env = {{ {pairs} }}\n"
+    return out
+
+
 class CodexAgent(CliAgent):
     name = "codex"
     default_version = VERSION
@@ -107,7 +124,8 @@ class _Session(BrokeredSession):
     async def prepare(self, sandbox: Sandbox) -> None:
         await sandbox.write_file(
             f"{CODEX_HOME}/config.toml",
-            _config(self.agent.max_retries, self.workdir, self.agent.keep_ambient),
+            _config(self.agent.max_retries, self.workdir, self.agent.keep_ambient)
+            + mcp_tables(self.request.mcp_servers),
         )
 
     def argv(self) -> list[str]:
@@ -215,8 +233,30 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
                 is_error=item.get("status") == "failed",
                 exit_code=None,
             )
+        elif kind == "item.completed" and item.get("type") == "mcp_tool_call":
+            _mcp_call(item, trace)
         elif kind == "turn.completed":  # (its usage is counted at the broker)
             stop = "end_turn"
         elif kind == "turn.failed":
             stop = "error"
     return stop
+
+
+def _mcp_call(item: dict[str, Any], trace: TraceWriter) -> None:
+    """A call of a case MCP server's tool, named as Claude Code names it (mcp__server__tool),
+    so a check reads the same name whichever CLI made the call."""
+    tid, name = str(item.get("id")), f"mcp__{item.get('server')}__{item.get('tool')}"
+    trace.event("tool_call", id=tid, name=name, arguments=item.get("arguments") or {})
+    result, error = item.get("result"), item.get("error")
+    result = result if isinstance(result, dict) else {}
+    error = error if isinstance(error, dict) else {}
+    blocks = result.get("content") or []
+    text = "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
+    trace.event(
+        "tool_result",
+        id=tid,
+        name=name,
+        text=text or str(error.get("message", "")),
+        is_error=bool(error) or item.get("status") == "failed",
+        exit_code=None,
+    )

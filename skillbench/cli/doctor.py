@@ -17,6 +17,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from skillbench.sandbox.capacity import doctor_line, mem_available
     from skillbench.sandbox.doctor import diagnose
     from skillbench.sandbox.image import IMAGE, image_exists
+    from skillbench.sandbox.variants import variant_name
 
     findings = diagnose()
     for f in findings:
@@ -30,6 +31,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 f"{'note':8}agent {name}: {variant} {found}; `skillbench image build "
                 f"--agent {name}` builds it now"
             )
+    node = variant_name("node")
+    found = "built" if image_exists(node) else "not built yet (built on first use)"
+    out(
+        f"{'note':8}node variant (cases with `requires: [node]`): {node} {found}; "
+        "`skillbench image build --node` builds it now"
+    )
     memory = doctor_line(mem_available())
     if memory:
         out(f"{'note':8}{memory}")
@@ -41,6 +48,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_image_build(args: argparse.Namespace) -> int:
     from skillbench.agents import AgentError, make_agent
     from skillbench.sandbox.image import ImageBuildError, build_image
+    from skillbench.sandbox.variants import build_variant, variant_name
 
     loaded = settings_for(Path.cwd(), args, ())
     try:
@@ -49,9 +57,14 @@ def cmd_image_build(args: argparse.Namespace) -> int:
             log=out,
             from_registry=args.from_registry or loaded.settings.image_from_registry,
         )
+        bases = [base]
+        if args.node:  # the variant, and each --agent's image of it too
+            bases.append(build_variant(variant_name("node"), out))
+            out(f"image {bases[-1]} ready")
         for name in args.agent or ():
             agent = make_agent(name, **loaded.settings.agents.get(name, {}))
-            out(f"image {agent.image(base, out)} ready")
+            for each in bases:
+                out(f"image {agent.image(each, out)} ready")
     except (ImageBuildError, AgentError) as exc:
         err(f"skillbench: image build failed: {exc}")
         return EXIT_FAIL
@@ -94,5 +107,12 @@ def register_image(sub: Subparsers) -> None:
         "--agent",
         action="append",
         help="also build this agent's image (claude-code, codex); repeatable",
+    )
+    p.add_argument(
+        "--node",
+        action="store_true",
+        help="also build the node variant (the sandbox image plus Debian's nodejs, for cases "
+        "with `requires: [node]`, e.g. imported skill-optimizer graders); the first eval that "
+        "needs it builds it otherwise",
     )
     p.set_defaults(handler=cmd_image_build)

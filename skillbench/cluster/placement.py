@@ -35,7 +35,8 @@ from skillbench.sandbox import make_provider
 from skillbench.skills import RUNS_DIR, read_skill
 
 CHUNK = 1 << 20  # bytes of a file per streamed item: no object holds a whole workspace
-KEPT = ("transcripts", "exchanges", "workspaces")  # what a session writes to the run folder
+# what a session writes to the run folder (network/: its egress proxy's connections)
+KEPT = ("transcripts", "exchanges", "workspaces", "network")
 
 
 class Job(msgspec.Struct, kw_only=True):
@@ -130,7 +131,10 @@ async def _attempt(
 ) -> SessionRecord:
     os.environ.update(job.env)  # this worker process reaches the model through the driver
     plan = job.plan
-    local = unpack(skill, cache / plan.version.replace(":", "-") / plan.skill)  # (its own name)
+    # keyed by the skill's bytes and its evals' (the skill digest leaves evals/ out: a case
+    # edited between runs must not run as the copy an earlier run left on this node)
+    key = f"{plan.version}-{plan.assets_digest}".replace(":", "-")
+    local = unpack(skill, cache / key / plan.skill)  # (its own name)
     if incumbent is not None and plan.incumbent is not None:
         path = unpack(incumbent, cache / plan.incumbent.digest.replace(":", "-") / plan.skill)
         plan = replace(plan, incumbent=replace(plan.incumbent, path=str(path)))

@@ -41,6 +41,7 @@ from skillbench.receipts import local_receipts
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.image import image_exists
+from skillbench.sandbox.variants import variant_for
 from skillbench.skills import digest
 
 # Without an earlier receipt: per model call in a session, and per session.
@@ -89,12 +90,14 @@ def estimate(opts: EvalOptions) -> Estimate:
     library = library_of(opts, skill)
     arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else [])
     box = sandbox_spec(settings, agent.image_name(opts.image))
-    skipped, unprobed = _requires(sessions, box)
+    variants = {n: variant_for(opts.image, s.requires) for n, s in sessions.items()}
+    images = {n: agent.image_name(v) for n, v in variants.items() if v is not None}
+    skipped, unprobed = _requires(sessions, box, images)
     sessions = {n: s for n, s in sessions.items() if n not in skipped}
     cache = SessionCache()
     reused = 0
     if not opts.fresh_baseline:
-        for spec in sessions.values():
+        for name, spec in sessions.items():
             for arm in (a for a in arms if a != CANDIDATE):
                 for rep in range(1, settings.k + 1):
                     key = cache_key(
@@ -111,7 +114,7 @@ def estimate(opts: EvalOptions) -> Estimate:
                             agent_options=settings.agents.get(agent.name, {}),
                             model=settings.model,
                             endpoint=endpoint(settings.model).url,
-                            sandbox=case_spec(box, spec, None),
+                            sandbox=case_spec(box, spec, images.get(name)),
                             rep=rep,
                         )
                     )
@@ -161,16 +164,20 @@ def estimate(opts: EvalOptions) -> Estimate:
     )
 
 
-def _requires(sessions: dict[str, Session], box: SandboxSpec) -> tuple[dict[str, str], str | None]:
+def _requires(
+    sessions: dict[str, Session], box: SandboxSpec, variants: dict[str, str]
+) -> tuple[dict[str, str], str | None]:
     """The cases whose image lacks a `requires` tool (case -> why), probed the way the run
-    probes them, and why some could not be probed (their image is not built yet, or podman
-    is not there): those are counted as if they will run."""
+    probes them (in the variant of the sandbox image a case runs in, `variants`, if any),
+    and why some could not be probed (their image is not built yet, or podman is not
+    there): those are counted as if they will run."""
     wanted, later = {}, 0
     for name, spec in sessions.items():
         if not spec.requires:
             continue
-        if spec.image is None and spec.containerfile is None and image_exists(box.image):
-            wanted[name] = (box.image, spec.requires)
+        image = variants.get(name, box.image)
+        if spec.image is None and spec.containerfile is None and image_exists(image):
+            wanted[name] = (image, spec.requires)
         else:  # its own image (or the agent's) is built when the run starts
             later += 1
     skipped: dict[str, str] = {}

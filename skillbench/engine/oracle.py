@@ -1,7 +1,10 @@
 """`eval --oracle` (issue 17): prove the checks work before paying for models. Each case with
 a reference solution (`oracle:`, e.g. an imported Harbor `solution/solve.sh` or Margin
 `oracle/solve.sh`) runs that script instead of an agent, in a sandbox staged like a baseline
-arm, and then every check must pass in the checker. No model is called."""
+arm (with $WORK, $RESULTS and the case's own folder at $CASE, as skill-optimizer runs its
+`solutions/<case>/solution.sh`; the trace such a solution writes at $RESULTS/trace.jsonl is
+what its graders read), and then every check must pass in the checker. No model is
+called."""
 
 from __future__ import annotations
 
@@ -12,13 +15,14 @@ from pathlib import Path
 import msgspec
 
 from skillbench.agents.builtin.agent import BuiltinAgent
-from skillbench.checks import CheckResult, run_checks
+from skillbench.checks import RESULTS, CheckResult, run_checks
 from skillbench.config import sandbox_spec
 from skillbench.egress import phase_proxy
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
     build_case_images,
+    case_folder,
     case_home,
     case_spec,
     run_folder,
@@ -30,7 +34,13 @@ from skillbench.evals.model import Session, Suite
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import ImageBuildError, first_use
-from skillbench.sandbox.stage import SetupFailed, check_phase, harbor_mounts, stage_arm
+from skillbench.sandbox.stage import (
+    SETUP_CASE,
+    SetupFailed,
+    check_phase,
+    harbor_mounts,
+    stage_arm,
+)
 from skillbench.transcript import Transcript
 
 ORACLE_DIR = "/tmp/oracle"  # where the reference solution's folder is put in the sandbox
@@ -128,12 +138,26 @@ async def _solve(
     try:
         if not solution:
             await staged.sandbox.put_tree(script.parent, ORACLE_DIR)
+        work = staged.sandbox.workdir
+        env = {"WORK": work, "RESULTS": RESULTS}
+        own = case_folder(session, skill_dir)
+        if own is not None:  # its case's files, as skill-optimizer's solutions see them
+            await staged.sandbox.put_tree(own, SETUP_CASE)
+            env["CASE"] = SETUP_CASE
         done = await staged.sandbox.exec(
-            ["bash", run],
-            cwd=staged.sandbox.workdir,
+            ["bash", "-c", f'mkdir -p {RESULTS} && exec bash "$0"', run],
+            cwd=work,
             timeout=session.timeout_minutes * 60,
+            env=env,
         )
         output = (done.stdout + done.stderr).strip()[-2000:]
+        # a skill-optimizer reference solution writes the trace its graders read
+        written = f"{RESULTS}/trace.jsonl"
+        trace = (
+            await staged.sandbox.read_text(written)
+            if await staged.sandbox.exists(written)
+            else None
+        )
         # what the checks read: the task, the oracle as one command, and its output
         transcript = Transcript(
             [
@@ -156,10 +180,14 @@ async def _solve(
         )
         checker = await check_phase(provider, specs[1], staged, skill_dir, session.harbor)
         home = case_home(session, skill_dir)
-        checks = list(await run_checks(session.checks, transcript, checker, home))
+        checks = list(
+            await run_checks(session.checks, transcript, checker, home, results_trace=trace)
+        )
         if isinstance(session, Suite):
             for sub in session.cases:
-                checks += await run_checks(sub.checks, transcript, checker, home)
+                checks += await run_checks(
+                    sub.checks, transcript, checker, home, results_trace=trace
+                )
         note = "" if done.ok else f"the solution exited {done.exit_code}: {output[-300:]}"
         return OracleResult(name, all(c.passed for c in checks), checks, note)
     except SandboxError as exc:

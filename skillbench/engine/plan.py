@@ -39,6 +39,7 @@ from skillbench.sandbox.base import CASE_DIR, SandboxProvider, SandboxSpec
 from skillbench.sandbox.case_image import CaseImageError, CaseImageUnavailable, case_image
 from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.sandbox.stage import missing_requirements
+from skillbench.sandbox.variants import build_variant, variant_for
 from skillbench.skills import (
     RUNS_DIR,
     Skill,
@@ -97,14 +98,17 @@ def case_home(spec: Session, skill_dir: Path) -> str:
     return CASE_DIR if rel == "." else f"{CASE_DIR}/{rel}"
 
 
-def setup_case(spec: Session, skill_dir: Path) -> Path | None:
-    """What `setup` sees at $CASE: the case's own folder (the one case_home names) on the
-    host; None without a setup or such a folder."""
+def case_folder(spec: Session, skill_dir: Path) -> Path | None:
+    """The case's own folder (the one case_home names) on the host, or None without one."""
     home = case_home(spec, skill_dir)
     folder = (skill_dir / "evals" / home.removeprefix(CASE_DIR).lstrip("/")).resolve()
-    if not spec.setup or home == CASE_DIR or not folder.is_dir():
-        return None
-    return folder
+    return folder if home != CASE_DIR and folder.is_dir() else None
+
+
+def setup_case(spec: Session, skill_dir: Path) -> Path | None:
+    """What `setup` sees at $CASE: the case's own folder on the host; None without a setup
+    or such a folder."""
+    return case_folder(spec, skill_dir) if spec.setup else None
 
 
 def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
@@ -121,13 +125,20 @@ def case_spec(base: SandboxSpec, session: Session, image: str | None) -> Sandbox
 def build_case_images(
     sessions: dict[str, Session], base: str, agent: Agent, log: Callable[[str], None]
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """The image of every session that has its own (with the agent's CLI added, for a CLI
-    agent), and why each session whose remote image cannot be had offline is skipped;
+    """The image of every session that has its own, or needs a variant of the sandbox image
+    for its `requires` (sandbox/variants.py), with the agent's CLI added for a CLI agent;
+    why each session whose remote image cannot be had offline is skipped;
     EvalError naming the case file when an image cannot be built or pulled as named."""
     images: dict[str, str] = {}
     unavailable: dict[str, str] = {}
     for name, spec in sessions.items():
         if spec.image is None and spec.containerfile is None:
+            variant = variant_for(base, spec.requires)  # e.g. `requires: [node]`
+            if variant is not None:
+                try:
+                    images[name] = agent.image(build_variant(variant, log), log)
+                except (ImageBuildError, AgentError) as exc:
+                    raise EvalError(f"{spec.path}: `requires`: {exc}") from None
             continue
         try:
             own = case_image(
@@ -304,6 +315,14 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     opts.case_images, opts.unavailable = build_case_images(
         sessions_of(assets, opts.case), base, agent, log
     )
+    if settings.agent == "builtin":
+        for name, session in sessions_of(assets, opts.case).items():
+            if session.mcp_servers:
+                servers = ", ".join(s.name for s in session.mcp_servers)
+                log(
+                    f"note: {name}: its MCP servers ({servers}) go only to an agent CLI "
+                    "(--agent claude-code or codex); the builtin agent has no MCP client"
+                )
     version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
     if opts.resume:
         run_dir = Path(opts.resume)

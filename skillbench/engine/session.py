@@ -128,6 +128,7 @@ class Sessions:
             prices=self.settings.prices,
             budget=budget,
             exchanges=self.run_dir / "exchanges" / f"{key}.jsonl",
+            mcp_servers=spec.mcp_servers,
         )
 
     async def attempt(

@@ -12,8 +12,9 @@ from skillbench.evals.checks import parse_checks, script_path
 from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.fields import Report, root_mapping, type_name
 from skillbench.evals.imageref import ref_problem
+from skillbench.evals.mcp import parse_mcp_servers
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
-from skillbench.evals.network import parse_network
+from skillbench.evals.network import lint_service_hosts, parse_network
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.services import parse_services
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
@@ -36,6 +37,7 @@ SESSION_FIELDS = (
     "workdir",
     "network",
     "services",
+    "mcp_servers",
     "harbor",
 )
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
@@ -114,6 +116,13 @@ def _session_fields(
             out["network"] = network
     if "services" in data:
         out["services"] = parse_services(rep, data["services"])
+        if "network" in data:
+            names = {s.name.lower() for s in out["services"]}
+            lint_service_hosts(rep, data["network"], names)
+    if "mcp_servers" in data:
+        names = {s.name.lower() for s in out.get("services", ())}
+        agent = out["network"].agent if "network" in out else ()
+        out["mcp_servers"] = parse_mcp_servers(rep, data["mcp_servers"], names, agent)
     if "bucket" in data:
         bucket = data["bucket"]
         if bucket in BUCKETS:

@@ -100,6 +100,29 @@ def parse_network(rep: Report, value: Any) -> Network | None:
     return None if hosts is None else Network(hosts, hosts)
 
 
+def lint_service_hosts(rep: Report, value: Any, services: set[str]) -> None:
+    """An allowlist entry that names one of the case's services is an error: a service is
+    reached directly in the arm's pod, and the proxy refuses its name (on the host the
+    name could resolve to a listener of the host's own)."""
+    lists = value.items() if isinstance(value, dict) else [(None, value)]
+    for phase, items in lists:
+        if not isinstance(items, list):
+            continue
+        for i, item in enumerate(items):
+            try:
+                host = parse_entry(item).host if isinstance(item, str) else None
+            except ValueError:
+                continue
+            if host in services:
+                at: KeyPath = ("network", i) if phase is None else ("network", phase, i)
+                rep.error(
+                    at,
+                    f"`network` entry {item!r} names the case's service `{host}`: services "
+                    "are reached directly in the arm's pod, never through the egress proxy; "
+                    "remove the entry",
+                )
+
+
 def _allowlist(rep: Report, at: KeyPath, value: Any, field: str) -> tuple[str, ...] | None:
     if value == NONE:
         return ()

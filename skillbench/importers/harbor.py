@@ -5,6 +5,7 @@ internet flag mapped, the rest said."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from functools import partial
 from pathlib import Path
@@ -22,7 +23,6 @@ from skillbench.importers.base import (
     image_field,
     is_dir,
     is_file,
-    load_yaml,
     none_left,
     read_toml,
     safe_name,
@@ -32,6 +32,7 @@ from skillbench.importers.base import (
     timeout_minutes,
 )
 from skillbench.importers.compose import compose_services, services_field
+from skillbench.importers.mcp import harbor_mcp
 
 
 def _harbor_tasks(src: Path) -> list[tuple[Path, str | None]]:
@@ -76,7 +77,6 @@ def import_harbor(src: Path, into: Path | None = None) -> Imported:
 _DROPPED = {
     ("version",): "the task format's version",
     ("environment", "build_timeout_sec"): "no image is built",
-    ("environment", "mcp_servers"): "no MCP servers in the sandbox",
     ("verifier", "env"): "the checker's environment is fixed",
     ("solution", "env"): "the oracle runs with the agent's environment",
 }
@@ -98,6 +98,7 @@ _KNOWN = {
     *_METADATA,
     ("environment", "docker_image"),
     ("environment", "allow_internet"),
+    ("environment", "mcp_servers"),
     ("agent", "timeout_sec"),
     ("verifier", "timeout_sec"),
     ("metadata",),
@@ -130,23 +131,6 @@ def _harbor_unmapped(folder: Path, task: dict[str, Any], where: str, out: Import
             )
         else:
             out.unmapped.append(f"{where}: {'.'.join(path)} — not a Harbor field skillbench maps")
-    for name in _COMPOSE:
-        compose = folder / "environment" / name
-        if compose.is_file():
-            services = _compose_services(compose)
-            out.unmapped.append(
-                f"{where}: environment/{name} — its services ({services}) are not started: "
-                "the case runs in the sandbox alone, so a task that needs them fails"
-            )
-
-
-def _compose_services(compose: Path) -> str:
-    try:
-        data = load_yaml(compose)
-    except ImportError_:
-        return "unreadable"
-    services = data.get("services") if isinstance(data, dict) else None
-    return ", ".join(map(str, services)) if isinstance(services, dict) and services else "none"
 
 
 def _harbor_task(folder: Path, name: str, out: Imported) -> None:
@@ -193,14 +177,21 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         extra.update(image_field(str(get("environment", "docker_image")), where, out))
     elif is_file(docker):
         extra.update(containerfile_field(docker, name, where, source, out))
-    for compose in (
-        folder / "environment" / n for n in ("docker-compose.yaml", "docker-compose.yml")
-    ):
+    services: dict[str, Any] = {}
+    for compose in (folder / "environment" / n for n in _COMPOSE):
         if compose.is_file():  # its sidecars run in the arm's pod; `main` is the sandbox
             services = compose_services(compose, where, out)
             if services:
                 extra["services"] = services_field(services)
+                out.mapped.append(
+                    f"{where}: environment/{compose.name} — {', '.join(services)}: services "
+                    "in the arm's own pod, reached by name (`main` is the sandbox)"
+                )
             break
+    if get("environment", "mcp_servers") is not None:
+        mcp = harbor_mcp(get("environment", "mcp_servers"), set(services), where, out)
+        if mcp:
+            extra["mcp_servers"] = json.dumps(mcp)
     workdirs = (
         re.findall(r"(?im)^\s*WORKDIR\s+(\S+)", docker.read_text()) if (is_file(docker)) else []
     )

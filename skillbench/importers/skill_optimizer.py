@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from skillbench.evals import SpecError
 from skillbench.importers.base import (
     Imported,
     ImportError_,
@@ -25,15 +26,14 @@ from skillbench.importers.base import (
     timeout_minutes,
     yaml_str,
 )
-from skillbench.skills import is_skill
+from skillbench.importers.mcp import optimizer_mcp
+from skillbench.skills import is_skill, staged_files
 
 _SUITE_DROPPED = {
     "models": "the model is skillbench's --model",
     "env": "host variables never enter a sandbox",
     "cleanup": "every case gets a fresh sandbox",
     "appendSystemPrompt": "the agent's prompt is the agent's own",
-    "mcpServers": "no MCP servers in the sandbox",
-    "mcpServices": "no MCP services in the sandbox",
     "model": "the model is skillbench's --model",
 }
 
@@ -65,6 +65,12 @@ def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
         merged = {
             **{k: base[k] for k in ("timeoutSeconds", "setup", "references") if k in base},
             **case,
+            # MCP servers merge by name, the inline case winning (skill-optimizer's rule)
+            **{
+                k: {**base[k], **case.get(k, {})}
+                for k in ("mcpServers", "mcpServices")
+                if isinstance(base.get(k), dict) and isinstance(case.get(k, {}), dict)
+            },
         }
         each(
             out,
@@ -75,7 +81,7 @@ def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
     return out
 
 
-_NODE = re.compile(r"(?:^|[\s;&|(])(?:node|npx|npm)(?:\s|$)")
+_NODE = re.compile(r"(?:^|[\s;&|(])(node|npx|npm)(?=\s|$)")
 
 
 def _optimizer_case(
@@ -100,16 +106,32 @@ def _optimizer_case(
     if setup:
         text = "\n".join(setup) if isinstance(setup, list) else str(setup)
         extra["setup"] = yaml_str(text).rstrip("\n")
-    if any(_NODE.search(c) for c in [*(g["command"] for g in graders), extra.get("setup", "")]):
-        # the sandbox image has no node: `requires` makes check and eval say so up front
-        extra["requires"] = "[node]"
-        out.unmapped.append(
-            f"{where}: its setup or graders run node — not in the sandbox image: the case "
-            "requires node (give it an `image:` with nodejs) or it is refused"
+    commands = [*(g["command"] for g in graders), extra.get("setup", "")]
+    used = {m for c in commands for m in _NODE.findall(c)}
+    if used:
+        # the sandbox image has no node; a case that requires it runs in the node variant,
+        # which has no npm or npx (Debian's npm is hundreds of packages): a case that runs
+        # them requires them too, so check and the run say it lacks them
+        needs = ["node", *sorted(used - {"node"})]
+        extra["requires"] = f"[{', '.join(needs)}]"
+        out.mapped.append(
+            f"{where}: its setup or graders run {', '.join(sorted(used))} — `requires: "
+            f"{extra['requires']}`: it runs in the sandbox image's node variant (built on first "
+            "use, or `skillbench image build --node`)"
+            + ("; npm and npx are not in it" if used - {"node"} else "")
+        )
+    solution = _solution(suite_dir, str(case["name"]))
+    if solution is not None:  # `skill-optimizer verify-suite` runs it: our `eval --oracle`
+        out.files += support(solution, f"cases/{name}/solution", source)
+        extra["oracle"] = f"{name}/solution/solution.sh"
+        out.mapped.append(
+            f"{where}: {solution.relative_to(suite_dir)}/solution.sh — its reference solution: "
+            "`eval --oracle` runs it"
         )
     # references, then workspace/, then bin/ make the seed of /work: the fixture
     seed: list[NewFile] = []
-    refs = case.get("references")
+    # skill-optimizer's default is ./references, when there is one
+    refs = case.get("references") or ("references" if is_dir(root / "references") else None)
     if refs:
         seed += _references(root / str(refs), f"cases/{name}/fixture", where, into, source, out)
     if is_dir(suite_dir / "workspace"):
@@ -124,6 +146,10 @@ def _optimizer_case(
     for key, why in _SUITE_DROPPED.items():
         if key in case:
             out.unmapped.append(f"{where}: `{key}` — dropped: {why}")
+    if "mcpServers" in case or "mcpServices" in case:
+        mcp = optimizer_mcp(case.get("mcpServers"), case.get("mcpServices"), where, out)
+        if mcp:
+            extra["mcp_servers"] = json.dumps(mcp)
     out.files.append(
         NewFile(f"cases/{name}.yaml", case_yaml(source, str(case["task"]), checks, extra, []))
     )
@@ -144,11 +170,17 @@ def _references(
     ]
     for folder in skills:
         shown = refs.name if folder == refs else f"{refs.name}/{folder.name}"
-        if into is not None and folder.name != into.resolve().name:
+        mine = into.resolve().name if into is not None else None
+        if mine is not None and folder.name != mine:
             out.warnings.append(
                 f"{where}: {shown}/ is the skill {folder.name}, not the --into skill "
-                f"{into.resolve().name}: {into.resolve().name} is the one under test; "
+                f"{mine}: {mine} is the one under test; "
                 f"{shown}/ is left out of the workspace"
+            )
+        elif into is not None and (changed := _differing(folder, into.resolve())):
+            out.warnings.append(
+                f"{where}: {shown}/ differs from the --into skill {mine} ({changed}): the "
+                f"--into skill is the one under test; {shown}/ is left out of the workspace"
             )
         else:
             out.unmapped.append(
@@ -162,3 +194,34 @@ def _rel(dest: str, refs: Path, skill: Path) -> str:
     """Where `skill` (in `refs`) would land under `dest`, as a prefix of file paths."""
     inner = skill.relative_to(refs).as_posix()
     return f"{dest}/" if inner == "." else f"{dest}/{inner}/"
+
+
+def _solution(suite_dir: Path, case: str) -> Path | None:
+    """The case's reference solution folder, solutions/<case slug>/ with a solution.sh (the
+    slug is the name in lower case, each run of other characters one `-`; the name itself
+    is tried too)."""
+    slug = re.sub(r"[^a-z0-9._-]+", "-", case.lower()).strip("-")
+    for folder in dict.fromkeys((slug, case, safe_name(case))):
+        if folder and is_file(suite_dir / "solutions" / folder / "solution.sh"):
+            return suite_dir / "solutions" / folder
+    return None
+
+
+def _differing(ref: Path, into: Path) -> str:
+    """What differs between the skill in references/ and the --into skill, as the candidate
+    sees them (skills.staged_files: without evals/, fixtures/, .skillbench/), or "" when they
+    are the same bytes."""
+
+    def files(root: Path) -> dict[str, bytes]:
+        try:
+            found = staged_files(root)
+        except SpecError:  # a link out of the skill: not what the candidate would see
+            return {"(a link out of the skill)": b""}
+        return {
+            f.rel: (b"L" + f.link.encode()) if f.link is not None else Path(f.abspath).read_bytes()
+            for f in found
+        }
+
+    theirs, mine = files(ref), files(into)
+    changed = sorted(k for k in theirs.keys() | mine.keys() if theirs.get(k) != mine.get(k))
+    return ", ".join(changed[:3]) + (" …" if len(changed) > 3 else "")

@@ -224,17 +224,26 @@ def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
                 "content": [{"type": "output_text", "text": play.text, "annotations": []}],
             }
         )
+    # Codex offers an MCP server's tools as a namespace tool (`mcp__calc` holding `answer`):
+    # a scripted `mcp__calc__answer` is a call of `answer` in that namespace, as models send it
+    namespaces = {
+        t.get("name")
+        for t in body.get("tools") or []
+        if isinstance(t, dict) and t.get("type") == "namespace"
+    }
     for j, (name, args) in enumerate(play.tool_calls):
-        output.append(
-            {
-                "type": "function_call",
-                "id": f"fc_{turns}_{j}",
-                "status": "completed",
-                "call_id": f"call_{turns}_{j}",
-                "name": name,
-                "arguments": json.dumps(args),
-            }
-        )
+        call = {
+            "type": "function_call",
+            "id": f"fc_{turns}_{j}",
+            "status": "completed",
+            "call_id": f"call_{turns}_{j}",
+            "name": name,
+            "arguments": json.dumps(args),
+        }
+        space, sep, tool = name.rpartition("__")
+        if sep and space in namespaces:
+            call.update(name=tool, namespace=space)
+        output.append(call)
     system, _, _, _ = responses_shape(body)
     cached = _tokens(system) if turns > 0 else 0
     prompt = _tokens(raw.decode(errors="replace"))

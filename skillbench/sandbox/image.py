@@ -32,16 +32,17 @@ USERS_SCRIPT = (
 )
 
 
-def _recipe_digest() -> str:
+def recipe_digest(packages: tuple[str, ...] = PACKAGES) -> str:
+    """The digest of the recipe with `packages` (the sandbox image's, or a variant's)."""
     h = hashlib.sha256()
-    h.update(" ".join(PACKAGES).encode())
+    h.update(" ".join(packages).encode())
     h.update(USERS_SCRIPT.encode())
     h.update(CONTAINERFILE.read_bytes())
     return h.hexdigest()[:12]
 
 
 # The tag follows the recipe, so changing the package list makes a new image.
-IMAGE = f"localhost/skillbench-sandbox:{_recipe_digest()}"
+IMAGE = f"localhost/skillbench-sandbox:{recipe_digest()}"
 
 
 class ImageBuildError(Exception):
@@ -100,7 +101,7 @@ def build_image(
             raise ImageBuildError(str(exc)) from None
         _build_with_containerfile(name, log, base=from_registry)
     elif shutil.which("mmdebstrap"):
-        _build_with_mmdebstrap(name, log)
+        build_with_mmdebstrap(name, log)
     else:
         _build_with_containerfile(name, log)
     return name
@@ -134,14 +135,18 @@ def _check_base(ref: str) -> None:
         )
 
 
-def _build_with_mmdebstrap(name: str, log: Callable[[str], None]) -> None:
+def build_with_mmdebstrap(
+    name: str, log: Callable[[str], None], packages: tuple[str, ...] = PACKAGES
+) -> None:
+    """A minimal Debian root filesystem with `packages` and the sandbox users, imported into
+    podman as `name`: from the host's apt sources, so no registry is needed."""
     suite = _host_suite()
-    log(f"building {name} from Debian {suite} with mmdebstrap (about 40 s)")
+    log(f"building {name} from Debian {suite} with mmdebstrap (about a minute)")
     cmd = [
         "mmdebstrap",
         "--variant=minbase",
         "--quiet",
-        f"--include={','.join(PACKAGES)}",
+        f"--include={','.join(packages)}",
         *[f"--dpkgopt=path-exclude={p}" for p in _EXCLUDES],
         f'--customize-hook=chroot "$1" sh -c {shlex.quote(USERS_SCRIPT)}',
         suite,
