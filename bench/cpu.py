@@ -26,9 +26,10 @@ absolute figures, across runs.
 Measured (issue 27, 2 cores at load 9-19): an arm 0.41-0.47 CPU-s (2.8-3.1x the target),
 two bare sandboxes 0.31-0.35 (2.1-2.3x on their own): podman's per-container floor (start,
 conmon, runc, the `podman container cleanup` conmon runs at exit) is past the target before
-skillbench does anything; skillbench's own share is 0.03 CPU-s per arm. With the checker started during the agent phase
-and the agent's sandbox stopped through a pidfd (no podman stop): 0.40-0.41 CPU-s against
-0.42-0.43 for main in the same minutes (load 3-6), a bare sandbox 0.14 against 0.15-0.17.
+skillbench does anything; skillbench's own share is 0.03 CPU-s per arm. With the checker
+started during the agent phase and the agent's sandbox stopped through a pidfd (no podman
+stop): 0.40-0.41 CPU-s against 0.42-0.43 for main in the same minutes (load 3-6), a bare
+sandbox 0.14 against 0.15-0.17.
 """
 
 from __future__ import annotations
