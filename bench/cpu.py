@@ -26,7 +26,10 @@ absolute figures, across runs.
 Measured (issue 27, 2 cores at load 9-19): an arm 0.41-0.47 CPU-s (2.8-3.1x the target),
 two bare sandboxes 0.31-0.35 (2.1-2.3x on their own): podman's per-container floor (start,
 conmon, runc, the `podman container cleanup` conmon runs at exit) is past the target before
-skillbench does anything; skillbench's own share is 0.03 CPU-s per arm.
+skillbench does anything; skillbench's own share is 0.03 CPU-s per arm. With the checker
+started during the agent phase and the agent's sandbox stopped through a pidfd (no podman
+stop): 0.40-0.41 CPU-s against 0.42-0.43 for main in the same minutes (load 3-6), a bare
+sandbox 0.14 against 0.15-0.17.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import CGROUP_ENV, PodmanProvider
 from skillbench.sandbox.service import URL_ENV
-from skillbench.sandbox.stage import check_phase, stage_arm
+from skillbench.sandbox.stage import check_phase, stage_arm, start_checker
 
 TARGET = 0.15  # CPU-s per arm (issue 27)
 TICK = os.sysconf("SC_CLK_TCK")
@@ -121,12 +124,14 @@ def line(label: str, spent: dict[str, float]) -> str:
     return f"  {label:14} {spent['total']:.3f} CPU-s  ({parts})  wall {spent['wall'] * 1000:.0f} ms"
 
 
-async def main(arms: int, think: float) -> None:
+async def measure(arms: int, think: float) -> tuple[dict[str, float], dict[str, float], float]:
+    """(a bare sandbox, an arm cycle, the highest load average seen), CPU-s each."""
     if not image_exists(IMAGE):
         sys.exit(f"sandbox image {IMAGE} missing: run `make setup`")
     if not os.access("/sys/fs/cgroup", os.W_OK) and not os.access(CGROUP_ROOTS[0], os.W_OK):
         sys.exit("bench/cpu.py needs to create a cgroup: run it as root (rootful podman)")
     parent = f"/skillbench-bench-{os.getpid()}"
+    saved = {k: os.environ.get(k) for k in (CGROUP_ENV, URL_ENV)}
     os.environ[CGROUP_ENV] = parent
     os.environ.pop(URL_ENV, None)  # a service of our own, so its CPU is ours alone
     provider = PodmanProvider()
@@ -144,6 +149,7 @@ async def main(arms: int, think: float) -> None:
     async def arm() -> None:
         staged = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp)
         box = staged.sandbox
+        start_checker(provider, spec, staged, skill)  # as the engine does: during the turns
         for i in range(4):  # the agent's turns: the model thinking, commands, file operations
             await asyncio.sleep(think)
             await box.exec(f"cat a.txt s.txt data.txt > /dev/null; echo {i} >> log.txt")
@@ -158,23 +164,31 @@ async def main(arms: int, think: float) -> None:
         load = os.getloadavg()[0]
         floor = await meter.measure(arms, bare)
         cycle = await meter.measure(arms, arm)
-        load = max(load, os.getloadavg()[0])
-        print(
-            f"host CPU per arm  image {IMAGE}  cores {os.cpu_count()}  {arms} arms, "
-            f"{think} s model time per turn  "
-            f"load {load:.1f} (figures inflated by other load; compare ratios)"
-        )
-        print(line("bare sandbox", floor))
-        print(line("arm cycle", cycle))
-        print(
-            f"    arm / two bare sandboxes {cycle['total'] / (2 * floor['total']):.2f}   "
-            f"arm / target {TARGET} CPU-s {cycle['total'] / TARGET:.2f}"
-        )
+        return floor, cycle, max(load, os.getloadavg()[0])
     finally:
         await provider.aclose()
         shutil.rmtree(tmp, ignore_errors=True)
         time.sleep(1.0)
         remove_cgroup(parent)
+        for key, value in saved.items():
+            os.environ.pop(key, None)
+            if value is not None:
+                os.environ[key] = value
+
+
+async def main(arms: int, think: float) -> None:
+    floor, cycle, load = await measure(arms, think)
+    print(
+        f"host CPU per arm  image {IMAGE}  cores {os.cpu_count()}  {arms} arms, "
+        f"{think} s model time per turn  "
+        f"load {load:.1f} (figures inflated by other load; compare ratios)"
+    )
+    print(line("bare sandbox", floor))
+    print(line("arm cycle", cycle))
+    print(
+        f"    arm / two bare sandboxes {cycle['total'] / (2 * floor['total']):.2f}   "
+        f"arm / target {TARGET} CPU-s {cycle['total'] / TARGET:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -55,43 +55,61 @@ def ideal_check(run: Path) -> bool:
     return len(sessions) == SESSIONS and not any(r.get("reused_from") for r in sessions)
 
 
+class Levels:
+    """The fake server playing the bench's script, and a scratch folder with its skill."""
+
+    def __init__(self, latency: float):
+        steps = [{"tool_calls": [{"bash": {"command": "echo step >> out.txt"}}]}] * (TURNS - 1)
+        script = parse_script(
+            {"latency": latency, "conversations": [{"steps": [*steps, {"text": "done"}]}]}
+        )
+        self.latency = latency
+        self.server = SpawnedServer(msgspec.to_builtins(script))  # its own process: no GIL
+        os.environ.update(self.server.env())
+        self.root = Path(tempfile.mkdtemp(prefix="skillbench-bench-eval-"))
+        self.skill = make_skill(self.root)
+
+    async def run(self, parallel: int) -> tuple[float, float]:
+        """(wall, ideal) seconds of the whole eval at `parallel`."""
+        os.environ["SKILLBENCH_HOME"] = str(self.root / f"home-{parallel}")
+        settings = Settings(
+            model="anthropic/claude-sonnet-4-6",
+            parallel=parallel,
+            max_retries=0,
+            request_timeout=30,
+        )
+        out = self.root / f"run-{parallel}"
+        opts = EvalOptions(skill_dir=str(self.skill), settings=settings, out=str(out), seed=1)
+        prepared = prepare(opts)
+        t = time.perf_counter()
+        result = await execute(prepared, opts, Quiet())
+        wall = time.perf_counter() - t
+        assert result.summary.scored_rows == SESSIONS // 2
+        assert ideal_check(out), "sessions were reused"
+        return wall, SESSIONS / parallel * TURNS * self.latency
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def overhead(wall: float, ideal: float, parallel: int) -> float:
+    """Harness seconds per session: what the wall time has beyond the model's."""
+    return (wall - ideal) * parallel / SESSIONS
+
+
 async def main(latency: float, levels: list[int]) -> None:
-    steps = [{"tool_calls": [{"bash": {"command": "echo step >> out.txt"}}]}] * (TURNS - 1)
-    script = parse_script(
-        {"latency": latency, "conversations": [{"steps": [*steps, {"text": "done"}]}]}
-    )
-    server = SpawnedServer(msgspec.to_builtins(script))  # its own process: no shared GIL
-    os.environ.update(server.env())
-    root = Path(tempfile.mkdtemp(prefix="skillbench-bench-eval-"))
-    skill = make_skill(root)
+    bench = Levels(latency)
     print(f"eval throughput: {SESSIONS} sessions x {TURNS} turns, model latency {latency:g} s/call")
     try:
         for parallel in levels:
-            os.environ["SKILLBENCH_HOME"] = str(root / f"home-{parallel}")
-            settings = Settings(
-                model="anthropic/claude-sonnet-4-6",
-                parallel=parallel,
-                max_retries=0,
-                request_timeout=30,
-            )
-            opts = EvalOptions(
-                skill_dir=str(skill), settings=settings, out=str(root / f"run-{parallel}"), seed=1
-            )
-            prepared = prepare(opts)
-            t = time.perf_counter()
-            result = await execute(prepared, opts, Quiet())
-            wall = time.perf_counter() - t
-            assert result.summary.scored_rows == SESSIONS // 2
-            assert ideal_check(root / f"run-{parallel}"), "sessions were reused"
-            ideal = SESSIONS / parallel * TURNS * latency
-            overhead = (wall - ideal) * parallel / SESSIONS
-            ratio = wall / ideal
+            wall, ideal = await bench.run(parallel)
             print(
                 f"  --parallel {parallel:2d}: wall {wall:6.2f} s   ideal {ideal:6.2f} s   "
-                f"ratio {ratio:5.2f}   harness overhead/session {overhead:5.2f} s"
+                f"ratio {wall / ideal:5.2f}   harness overhead/session "
+                f"{overhead(wall, ideal, parallel):5.2f} s"
             )
     finally:
-        server.stop()
+        bench.stop()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Sandbox benchmark: medians and spreads of the podman provider's operations, the cost of
-the check phase (a fresh checker sandbox on the arm's /work, the agent's sandbox removed,
-/work handed to the checker), and the throughput of full staged arm cycles at concurrency
-1, 4 and 8; then the two executor channels (sandbox/channel.py) side by side: the local
-one (bind mounts, a unix socket) and the api one (files copied in, an attach to the executor's
-stdio), as ratios api / local.
+the check phase (the agent's sandbox stopped, /work handed to the fresh checker sandbox that
+started on the arm's /work during the agent phase), and the throughput of full staged arm
+cycles at concurrency 1, 4 and 8; then the two executor channels (sandbox/channel.py) side by
+side: the local one (bind mounts, a unix socket) and the api one (files copied in, an attach
+to the executor's stdio), as ratios api / local.
 
     .venv/bin/python bench/sandbox.py [--reps N] [--channels-only]
 
@@ -29,7 +29,7 @@ from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxSpec, Service
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
-from skillbench.sandbox.stage import check_phase, stage_arm
+from skillbench.sandbox.stage import check_phase, stage_arm, start_checker
 
 
 def fmt(samples: list[float]) -> str:
@@ -146,6 +146,7 @@ async def main(reps: int) -> None:
 
         async def cycle() -> None:
             arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp)
+            start_checker(provider, spec, arm, skill)  # as the engine does, for the agent phase
             await arm.sandbox.exec("cat a.txt s.txt data.txt > /dev/null")
             t, checker = await timed(check_phase(provider, spec, arm, skill))
             checks.append(t)
@@ -153,6 +154,17 @@ async def main(reps: int) -> None:
             await arm.close()
 
         cycles = [(await timed(cycle()))[0] for _ in range(reps)]
+
+        async def after_a_turn() -> float:
+            # what a session waits for: its checker started during (at least) one model call
+            arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp)
+            start_checker(provider, spec, arm, skill)
+            await asyncio.sleep(0.2)
+            t, _ = await timed(check_phase(provider, spec, arm, skill))
+            await arm.close()
+            return t
+
+        turned = [await after_a_turn() for _ in range(reps)]
 
         # a case's service (an HTTP server, health-checked) in the arm's own pod
         http = Service(
@@ -184,9 +196,11 @@ async def main(reps: int) -> None:
         print(f"  destroy                 {fmt(destroy)}")
         print(f"  check phase             {fmt(checks)}")
         print(
-            f"    (checker create+start, agent sandbox removed, /work handed over; "
+            f"    (the agent's sandbox stopped, /work handed over to the checker started "
+            f"during the agent phase; "
             f"{check_phase_median / statistics.median(cycles):.0%} of a cycle)"
         )
+        print(f"  check phase after 0.2 s {fmt(turned)}   (of agent phase: the session's wait)")
         print(f"  full staged arm cycle   {fmt(cycles)}")
         pod_ratio = statistics.median(pods) / statistics.median(plain)
         print(

@@ -22,7 +22,13 @@ from skillbench.engine.records import CANDIDATE, INCUMBENT, Plan, SessionRecord,
 from skillbench.engine.reuse import SessionCache
 from skillbench.evals.model import Session, Suite
 from skillbench.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec, parse_size
-from skillbench.sandbox.stage import ContaminationError, SetupFailed, check_phase, stage_arm
+from skillbench.sandbox.stage import (
+    ContaminationError,
+    SetupFailed,
+    check_phase,
+    stage_arm,
+    start_checker,
+)
 from skillbench.skills import Skill, read_skill
 from skillbench.transcript import TraceWriter, Transcript
 
@@ -184,6 +190,8 @@ class Sessions:
                 # its channel: never a run-folder write, which fails with ENOSPC and the like)
                 return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
             try:
+                # the checker starts while the agent works (off the critical path)
+                start_checker(provider, check_box, staged, self.skill_dir, spec.harbor)
                 trace = TraceWriter(transcript)
                 try:
                     result = await session.run(staged.sandbox, trace)
@@ -219,7 +227,8 @@ class Sessions:
                 # its channel: never a run-folder write, which fails with ENOSPC and the like)
                 return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
             finally:
-                # Removing the containers (~0.1 s each) need not hold the session's slot.
+                # Removing the containers (the agent's stopped one and the checker, ~10 ms
+                # of podman work each) need not hold the session's slot.
                 self.closing.add(asyncio.ensure_future(staged.close()))
 
     async def score(

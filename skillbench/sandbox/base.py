@@ -192,6 +192,12 @@ class Sandbox(Protocol):
         `archive` (whatever was there before is removed)."""
         ...
 
+    async def stop(self) -> None:
+        """End every process in the sandbox and return only once the kernel says they are
+        all gone; the sandbox (and a workspace another sandbox holds) stays until `close`.
+        SandboxError when that cannot be confirmed. Safe to call twice."""
+        ...
+
     async def close(self) -> None:
         """Destroy the sandbox; safe to call twice."""
         ...

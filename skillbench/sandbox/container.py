@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import errno
 import io
 import itertools
@@ -31,11 +32,13 @@ from skillbench.sandbox.base import (
 )
 from skillbench.sandbox.channel import attach
 from skillbench.sandbox.copyout import CopyOut
+from skillbench.sandbox.pidfd import InitProcess
 
 if TYPE_CHECKING:
     from skillbench.sandbox.podman import PodmanProvider
 
 _REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
+_STOP_WAIT = 10.0  # seconds for the kernel to end a killed sandbox's processes
 
 
 class PodmanSandbox:
@@ -64,6 +67,8 @@ class PodmanSandbox:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._closed = False
+        self._init: InitProcess | None = None  # its PID 1, once connected (pidfd.py)
+        self._stopped = False
         self.broken: str | None = None  # why the sandbox is no longer usable
 
     # --- the executor channel -----------------------------------------------------------
@@ -88,6 +93,7 @@ class PodmanSandbox:
             raise SandboxError(f"sandbox {self.name}: the command executor did not answer")
         self._writer = writer
         self._reader = asyncio.create_task(self._read_replies(reader))
+        self._init = InitProcess.of(writer.get_extra_info("socket"), self.ctr_id)
 
     async def _connect_socket(
         self, timeout: float
@@ -405,14 +411,32 @@ class PodmanSandbox:
         finally:
             response.close()
 
+    async def stop(self) -> None:
+        """End every process in the sandbox, verified: the kernel's word through a pidfd of
+        its PID 1 (pidfd.py), or podman's stop when that is not visible from here (it returns
+        once PID 1 is gone, which is the same proof). The container stays until `close`."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.broken = self.broken or "the sandbox was stopped"
+        if self._init is not None and await self._init.kill(_STOP_WAIT):
+            return
+        await asyncio.to_thread(self.provider.stop_container, self.ctr_id)
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         self.broken = "the sandbox was closed"
         try:
+            # killed first (podman's removal of a running one polls for its end); the
+            # removal kills it anyway when that fails
+            with contextlib.suppress(SandboxError):
+                await self.stop()
             await asyncio.to_thread(self._remove)
         finally:
+            if self._init is not None:
+                self._init.close()
             if self._writer is not None:
                 self._writer.close()
             if self._reader is not None:

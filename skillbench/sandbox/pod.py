@@ -7,8 +7,9 @@ services, and no service reaches anything outside its pod.
 Measured on podman 4.3: the pod's infra container is built locally from catatonit
 (scripts/setup-host.sh installs it); `--add-host` on a pod with no network never reaches
 /etc/hosts, hence the mounted file; a pod removed without a kill first waits 5 s for its
-containers to stop; a container that had exec sessions (the health probes) takes ~3.5 s to
-remove, off the session's slot (the engine closes arms in the background).
+containers to stop. A health probe is the service's own podman healthcheck, run on demand
+(no timer): a REST exec would leave two conmons alive for `exit_command_delay` in the pod's
+cgroup, and the pod's removal waits for them (~3.5 s an arm, against ~0.1 s).
 """
 
 from __future__ import annotations
@@ -141,6 +142,15 @@ def _start_service(
         ]
     else:  # copied in before the start, where podman's own hosts file would cover it
         kwargs["use_image_hosts"] = True
+    if service.healthcheck:
+        # run only when _probe asks (Interval 0: no timer), failing at its first failure
+        timeout = max(service.health_timeout, _PROBE_GRACE)
+        kwargs["healthcheck"] = {
+            "Test": ["CMD", *service.healthcheck],
+            "Interval": 0,
+            "Retries": 1,
+            "Timeout": int(timeout * 1e9),
+        }
     with provider._creation():
         try:
             provider.service.ensure_image(image)
@@ -168,17 +178,16 @@ async def _healthy(provider: PodmanProvider, ctr_id: str, service: Service) -> N
             return
         left = deadline - time.monotonic()
         try:
-            code, out = await asyncio.wait_for(
+            healthy, out = await asyncio.wait_for(
                 # (a probe started near the deadline still gets its grace: a slow machine
                 # must not turn "unhealthy" into "did not answer")
-                asyncio.to_thread(_probe, provider, ctr_id, service.healthcheck),
+                asyncio.to_thread(_probe, provider, ctr_id),
                 max(left, _PROBE_GRACE),
             )
-            if code == 0:
+            if healthy:
                 return
-            last = (
-                f"last probe exited {code}: {out[-_TAIL:]}" if out else f"last probe exited {code}"
-            )
+            last = f"last probe failed: {out[-_TAIL:]}" if out else "last probe failed"
+
         except TimeoutError:
             last = "the last probe did not finish"
         except Exception as exc:  # (e.g. it stopped as the probe began: the next look says so)
@@ -214,9 +223,15 @@ def _logs(provider: PodmanProvider, ctr_id: str) -> str:
     return " ".join(logs.split())[-_TAIL:]
 
 
-def _probe(provider: PodmanProvider, ctr_id: str, argv: tuple[str, ...]) -> tuple[int, str]:
-    ctr = provider.client().containers.get(ctr_id)
-    code, out = ctr.exec_run(list(argv), demux=True)  # (without demux: framed bytes)
-    both = out if isinstance(out, tuple) else (out, None)
-    text = b"".join(part or b"" for part in both).decode("utf-8", "replace")
-    return int(code or 0), " ".join(text.split())
+def _probe(provider: PodmanProvider, ctr_id: str) -> tuple[bool, str]:
+    """Run the service's healthcheck once: healthy, and else what the probe printed (podman
+    keeps it in the container's health log, not in the answer, and reports every failing
+    exit code as 1)."""
+    api = provider.client().api
+    answer = api.get(f"/containers/{ctr_id}/healthcheck")
+    answer.raise_for_status()
+    if answer.json().get("Status") == "healthy":
+        return True, ""
+    state = api.get(f"/containers/{ctr_id}/json").json().get("State", {})
+    log = (state.get("Health") or state.get("Healthcheck") or {}).get("Log") or [{}]
+    return False, " ".join(str(log[-1].get("Output", "")).split())

@@ -58,6 +58,7 @@ _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the 
 # A cgroup (cgroupfs path, e.g. /skillbench) every sandbox and its conmon go under, so their
 # CPU and memory can be read (bench/cpu.py, bench/memory.py) or capped together.
 CGROUP_ENV = "SKILLBENCH_CGROUP_PARENT"
+_REMOVE_TRIES = 4
 
 
 def _owner() -> str:
@@ -384,12 +385,27 @@ class PodmanProvider:
             raise SandboxError(f"could not start a sandbox from {spec.image}: {exc}") from exc
         return ctr_id
 
+    def stop_container(self, ctr_id: str) -> None:
+        """Kill a container and return once its PID 1 is gone (podman checks), keeping it."""
+        try:
+            self.client().api.post(
+                f"/containers/{ctr_id}/stop", params={"timeout": 0}
+            ).raise_for_status()
+        except Exception as exc:
+            raise SandboxError(f"could not stop sandbox {ctr_id[:12]}: {exc}") from exc
+
     def remove_container(self, ctr_id: str) -> None:
         """Kill and remove a container in one request (no inspect first); gone already is
-        fine."""
-        response = self.client().api.delete(
-            f"/containers/{ctr_id}", params={"force": True, "timeout": 0, "ignore": True}
-        )
+        fine. A container whose processes just ended (Sandbox.stop) may still be "running"
+        to podman until its exit is noticed, and podman 4.3 then fails the removal ("could
+        not be stopped ... state improper: stopped"): it is asked again, once that is seen."""
+        for attempt in range(_REMOVE_TRIES):
+            response = self.client().api.delete(
+                f"/containers/{ctr_id}", params={"force": True, "timeout": 0, "ignore": True}
+            )
+            if response.ok or attempt == _REMOVE_TRIES - 1:
+                break
+            time.sleep(0.02 * (attempt + 1))
         response.raise_for_status()
         failed = [r["Err"] for r in response.json() if r.get("Err")]  # one report per container
         if failed:

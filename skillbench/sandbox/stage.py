@@ -3,15 +3,18 @@ workspace to a checker the agent could not touch (design §9).
 
 fixture → inline files → `setup` → the skill(s), read-only under /skills (a host folder
 bind-mounted read-only from the start and filled from the host). All of it runs as the
-agent user. After the agent phase, `check_phase` starts a fresh checker sandbox from the same
-image on the same /work, removes the agent's sandbox (every agent process with it), hands
-/work to the `checker` user (handover.py: no link the agent made leads to the answer key, no
-file stays locked) and shows the skill's `evals/` read-only under /case. Only /work crosses
-over; the agent's sandbox never sees /case.
+agent user. `start_checker` starts the checker, a fresh sandbox from the same image on the
+same /work, while the agent works: it runs nothing until the handover. After the agent
+phase, `check_phase` stops the agent's sandbox (every agent process gone, the kernel's word:
+Sandbox.stop), hands /work to the `checker` user (handover.py: no link the agent made leads
+to the answer key, no file stays locked) and shows the skill's `evals/` read-only under
+/case. Only /work crosses over; the agent's sandbox never sees /case. The stopped sandbox is
+removed with the arm, off the session's critical path.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import shutil
 import sys
@@ -129,8 +132,8 @@ class ContaminationError(Exception):
 
 class StagedArm(msgspec.Struct):
     """A sandbox seeded for one arm, its workspace, and the host folders behind its
-    read-only mounts; after `check_phase`, also the checker sandbox. With the case's
-    services, the pod both sandboxes joined."""
+    read-only mounts; after `check_phase`, also the checker sandbox (`opening` while
+    `start_checker` starts it). With the case's services, the pod both sandboxes joined."""
 
     sandbox: Sandbox
     workspace: Workspace
@@ -139,10 +142,18 @@ class StagedArm(msgspec.Struct):
     checker: Sandbox | None = None
     handover: list[str] = []  # what the handover to the checker cut or copied
     pod: Pod | None = None
+    opening: asyncio.Future[Sandbox] | None = None
 
     async def close(self) -> None:
-        """Destroy the sandboxes, the services, the workspace and the host folders."""
+        """Destroy the sandboxes, the services, the workspace and the host folders. A
+        checker still starting is waited for and destroyed too."""
         try:
+            if self.opening is not None and self.checker is None:
+                # asyncio.wait, not await: cancelling this close must not cancel the
+                # creation (its container would be left to the provider's final sweep)
+                await asyncio.wait({self.opening})
+                if not self.opening.cancelled() and self.opening.exception() is None:
+                    self.checker = self.opening.result()
             for box in (self.sandbox, self.checker):
                 if box is not None:
                     await box.close()
@@ -256,6 +267,39 @@ async def guard_contamination(sandbox: Sandbox, expected: Sequence[str]) -> None
         )
 
 
+def start_checker(
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    arm: StagedArm,
+    skill_dir: Path,
+    harbor: str | None = None,
+) -> None:
+    """Start the arm's checker (see check_phase) in the background, to be ready when the
+    agent is done: its creation is then off the session's critical path. Its executor runs
+    nothing until the handover, in namespaces of its own (PIDs, mounts, and the network
+    unless the arm has a pod), from a host socket folder only it mounts: the agent can
+    neither see nor reach it. In a pod the network namespace is shared, so a checker that
+    would listen there (the verifier's egress relay, on the agent's loopback) is not started
+    early: check_phase starts it, as late as it can."""
+    if arm.pod is None or spec.egress is None:
+        _begin_checker(provider, spec, arm, skill_dir, harbor)
+
+
+def _begin_checker(
+    provider: SandboxProvider,
+    spec: SandboxSpec,
+    arm: StagedArm,
+    skill_dir: Path,
+    harbor: str | None,
+) -> None:
+    if arm.opening is None:
+        arm.opening = asyncio.ensure_future(
+            _open_checker(
+                provider, spec, arm.workspace, Path(arm.host_dir), skill_dir, harbor, arm.pod
+            )
+        )
+
+
 async def check_phase(
     provider: SandboxProvider,
     spec: SandboxSpec,
@@ -266,18 +310,21 @@ async def check_phase(
     """After the agent phase: the checker sandbox, where checks run (design §9).
 
     A fresh sandbox from the same image mounts the arm's workspace and the skill's `evals/`
-    at /case, read-only; then the agent's sandbox is removed, so no agent process is left,
-    and /work is handed to the `checker` user (Sandbox.hand_over; its notes are kept on the
-    arm). The checker's root filesystem, HOME and /tmp are new; its environment is CHECK_ENV.
-    The checker starts before the agent's sandbox goes because the workspace lives only while
-    a sandbox holds it. It joins the arm's pod, so checks may query the case's services
-    (which outlive the agent's sandbox). `harbor`: a Harbor task's folder under evals/
+    at /case, read-only (started by `start_checker` during the agent phase, or now); then
+    the agent's sandbox is stopped, every agent process gone before anything else happens
+    (Sandbox.stop), and /work is handed to the `checker` user (Sandbox.hand_over; its notes
+    are kept on the arm). The checker's root filesystem, HOME and /tmp are new; its
+    environment is CHECK_ENV. The checker is running before the agent's sandbox stops
+    because the workspace lives only while a sandbox holds it. It joins the arm's pod, so
+    checks may query the case's services (which outlive the agent's sandbox). The stopped
+    sandbox is removed by StagedArm.close. `harbor`: a Harbor task's folder under evals/
     (harbor_mounts).
     """
-    arm.checker = await _open_checker(
-        provider, spec, arm.workspace, Path(arm.host_dir), skill_dir, harbor, arm.pod
-    )
-    await arm.sandbox.close()
+    _begin_checker(provider, spec, arm, skill_dir, harbor)
+    assert arm.opening is not None
+    # shielded: a cancelled session leaves the creation to finish, and close() removes it
+    arm.checker = await asyncio.shield(arm.opening)
+    await arm.sandbox.stop()
     await _hand_over(arm)
     await _harbor_logs(arm.checker, harbor)
     return arm.checker
