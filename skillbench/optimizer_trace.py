@@ -24,12 +24,12 @@ Any other tool keeps its name, in lower case, and its arguments.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from skillbench.sandbox.base import HOMES, SKILLS_DIR
+from skillbench.transcript import json_line
 
 _RENAMED = {
     "bash": "bash",
@@ -53,7 +53,7 @@ _SKILL_HOMES = {"skill": SKILLS_DIR, "Skill": f"{HOMES['agent']}/.claude/skills"
 
 def optimizer_trace(events: list[dict[str, Any]]) -> str:
     """The transcript `events` as skill-optimizer's trace.jsonl text."""
-    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in _entries(events))
+    return "".join(json_line(e) for e in _entries(events))
 
 
 def _entries(events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:

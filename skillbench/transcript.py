@@ -20,6 +20,18 @@ import msgspec
 from skillbench.models.base import Usage
 from skillbench.scrub import scrub_obj
 
+# JSON leaves these unescaped in a string, and str.splitlines() ends a line at each: a tool
+# result holding one would split its event for a reader that splits so (a grader, say)
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
+def json_line(value: Any) -> str:
+    """`value` as one JSON line that every way of splitting lines keeps whole."""
+    text = json.dumps(value, ensure_ascii=False)
+    for char, escaped in _LINE_BREAKS.items():
+        text = text.replace(char, escaped)  # (they occur only inside strings)
+    return text + "\n"
+
 
 class TraceWriter:
     """Appends events to a transcript file, one flushed line each, scrubbed; keeps the raw
@@ -36,7 +48,7 @@ class TraceWriter:
             return
         record = {"type": type, **{k: _plain(v) for k, v in fields.items()}}
         self.events.append(record)
-        self._fh.write(json.dumps(scrub_obj(record), ensure_ascii=False) + "\n")
+        self._fh.write(json_line(scrub_obj(record)))
         self._fh.flush()
 
     def transcript(self) -> Transcript:
@@ -120,7 +132,10 @@ def loaded_skills(
 def read_trace(path: Path) -> Transcript:
     """Read a transcript, tolerating a torn last line (a crash mid-write)."""
     events = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # "\n" only: a transcript written before json_line may hold U+2028 and the like raw
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line:
+            continue
         try:
             events.append(json.loads(line))
         except ValueError:
