@@ -88,8 +88,11 @@ async def start_pod(provider: PodmanProvider, spec: SandboxSpec) -> PodmanPod:
     def create() -> None:
         with provider._creation():
             try:
+                # only the network: an IPC namespace shared too (podman's default, which the
+                # API applies unless told with its own field name, not the CLI's `share`)
+                # would carry the agent's /dev/shm, mqueues and SysV IPC into the checker
                 provider.client().pods.create(
-                    name, labels=labels, netns={"nsmode": "none"}, share=["net"]
+                    name, labels=labels, netns={"nsmode": "none"}, shared_namespaces=["net"]
                 )
             except Exception as exc:
                 raise SandboxError(
