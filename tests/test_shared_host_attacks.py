@@ -61,6 +61,7 @@ def test_a_worker_never_takes_a_skill_another_user_unpacked(shared_tmp: Path) ->
 
 
 def test_our_own_folder_is_used(shared_tmp: Path) -> None:
+    (shared_tmp / f"skillbench-{os.getuid()}").mkdir(mode=0o755)  # as earlier versions made it
     made = runtime_dir()
     assert made == shared_tmp / f"skillbench-{os.getuid()}" and runtime_dir() == made
     assert made.stat().st_mode & 0o777 == 0o700

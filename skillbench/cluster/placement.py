@@ -32,6 +32,7 @@ from skillbench.engine.records import Plan, SessionRecord, session_key
 from skillbench.engine.run import Runner
 from skillbench.evals import load_assets
 from skillbench.sandbox import make_provider
+from skillbench.sandbox.service import private_dir
 from skillbench.skills import RUNS_DIR, read_skill
 
 CHUNK = 1 << 20  # bytes of a file per streamed item: no object holds a whole workspace
@@ -93,8 +94,7 @@ def run_session(
     `siblings` are the library arm's other skills (digest -> their packed folder's ref)."""
     decoded = msgspec.msgpack.decode(job, type=Job)
     yield ("node", node_name())
-    cache = Path(tempfile.gettempdir()) / f"skillbench-{os.getuid()}-cluster"
-    cache.mkdir(parents=True, exist_ok=True)
+    cache = node_cache()
     scratch = Path(tempfile.mkdtemp(prefix="skillbench-session-"))
     try:
         try:
@@ -119,6 +119,13 @@ def run_session(
         yield ("record", msgspec.msgpack.encode(record))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def node_cache() -> Path:
+    """This node's unpacked skills: a folder only this user can reach, since what is
+    unpacked there already is used as it is (another user's would hand the worker their
+    evals)."""
+    return private_dir(Path(tempfile.gettempdir()) / f"skillbench-{os.getuid()}-cluster")
 
 
 async def _attempt(

@@ -15,6 +15,7 @@ import itertools
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -89,8 +90,25 @@ def die_with_parent() -> None:
 
 def runtime_dir() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    folder = Path(base) / f"skillbench-{os.getuid()}"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return private_dir(Path(base) / f"skillbench-{os.getuid()}")
+
+
+def private_dir(folder: Path) -> Path:
+    """`folder`, made if need be, refused unless it is a folder of this user's alone: its
+    name is predictable, and in a shared /tmp another user could have made it first (or a
+    link by that name), then swap the sockets or files skillbench keeps there."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.lstat()
+    except OSError as exc:
+        raise SandboxError(f"{folder}: cannot make this private folder ({exc})") from None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise SandboxError(
+            f"{folder}: not a folder of this user's alone (a link, another owner, or writable "
+            "by others), so another user could reach what skillbench keeps there; remove it"
+        )
+    if info.st_mode & 0o077:  # ours, readable by others (as an earlier version made it)
+        folder.chmod(0o700)
     return folder
 
 
