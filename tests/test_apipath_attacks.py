@@ -103,3 +103,31 @@ async def test_in_a_pod_nothing_the_agent_leaves_reaches_the_early_checker(
         assert seen.stdout == "[] []\n", seen
     finally:
         await arm.close()
+
+
+@pytest.mark.parametrize("channel", CHANNELS, indirect=True)
+async def test_the_stop_holds_the_sandboxs_own_pid_1_or_nothing(
+    provider: PodmanProvider, spec: SandboxSpec
+) -> None:
+    """On the api channel the executor's connection is the podman service's socket (or the
+    ssh tunnel's): its peer is podman, which the pidfd stop must never hold (it would kill
+    the service); on the local one it is the sandbox's PID 1 and nothing else."""
+    box = await provider.create(spec)
+    try:
+        init = box._init
+        if provider.channel == "api":
+            assert init is None
+        else:
+            assert init is not None and init._fd is not None
+            fdinfo = Path(f"/proc/self/fdinfo/{init._fd}").read_text()
+            pid = next(ln.split()[1] for ln in fdinfo.splitlines() if ln.startswith("Pid:"))
+            assert box.ctr_id in Path(f"/proc/{pid}/cgroup").read_text()
+            status = Path(f"/proc/{pid}/status").read_text()
+            assert next(ln for ln in status.splitlines() if ln.startswith("NSpid:")).endswith("\t1")
+        await box.stop()
+        assert provider.service.connection is not None
+        other = await provider.create(spec)  # the service still answers
+        assert (await other.exec("echo up")).stdout == "up\n"
+        await other.close()
+    finally:
+        await box.close()
