@@ -10,6 +10,8 @@ listening port, an abstract socket) and nothing in the IPC namespace it may not 
 
 from __future__ import annotations
 
+import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -131,3 +133,48 @@ async def test_the_stop_holds_the_sandboxs_own_pid_1_or_nothing(
         await other.close()
     finally:
         await box.close()
+
+
+@pytest.mark.parametrize("channel", CHANNELS, indirect=True)
+async def test_in_a_pod_the_agent_reaches_its_services_and_nothing_of_the_host(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    """What an MCP entry (the case's, or one the agent writes for its CLI) could name: the
+    host on every address it has, podman's gateway, the metadata address, the internet.
+    The pod's network is loopback only; the service is reached, nothing else."""
+    host = socket.create_server(("0.0.0.0", 0))
+    port = host.getsockname()[1]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        udp.connect(("192.0.2.1", 9))  # (no packet: the address the default route uses)
+        lan = udp.getsockname()[0]
+    _, case = one_case(tmp_path)
+    service = Service(name="svc", command=("python3", "-m", "http.server", "8000"))
+    podded = replace(spec, services=(service,))
+    arm = await stage_arm(provider, podded, case, {}, scratch=tmp_path / "scratch")
+    try:
+        targets = [
+            (lan, port),
+            ("10.88.0.1", port),
+            ("host.containers.internal", port),
+            ("host.docker.internal", port),
+            ("169.254.169.254", 80),
+            ("1.1.1.1", 443),
+        ]
+        probe = (
+            "import json, socket, sys, time\n"
+            "for host, port in json.loads(sys.argv[1]):\n"
+            "    try:\n"
+            "        socket.create_connection((host, port), timeout=2); print('reached', host)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "for _ in range(50):\n"
+            "    try:\n"
+            "        socket.create_connection(('svc', 8000), timeout=2); print('svc'); break\n"
+            "    except OSError:\n"
+            "        time.sleep(0.1)\n"
+        )
+        seen = await arm.sandbox.exec(["python3", "-c", probe, json.dumps(targets)], timeout=60)
+        assert seen.stdout == "svc\n", seen
+    finally:
+        await arm.close()
+        host.close()
