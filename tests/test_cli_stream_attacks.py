@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import conv, run_eval, skill
+from tests.test_agents import ARG, BASH, MODEL
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
 
@@ -59,3 +60,29 @@ def test_a_command_cannot_write_events_into_the_cli_stream(fake, tmp_path: Path,
     assert not [e for e in results if e.get("id") == "f1"], said
     arm = summary["rows"][0]["arms"]["candidate"]
     assert arm["passed"] is False, arm
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_tool_result_with_a_line_separator_stays_in_the_transcript(
+    fake, tmp_path: Path, capsys, agent: str
+) -> None:
+    """A tool result holding U+2028 (Codex's JSON leaves it raw): a reader that splits the
+    CLI's stream at it (str.splitlines) loses the whole event. Codex reports a command and
+    its output in one event, so the command itself vanished from the transcript: hidden
+    from `no_command_matching`, the judge and a grader's trace. It stays one event."""
+    folder = skill(
+        tmp_path,
+        {"evals/cases/o.yaml": "task: Task omit\nchecks:\n  - file_exists: nothing\n"},
+        config=f'agent = "{agent}"\n',
+    )
+    # U+2028, then the token, spelled so that the command itself does not contain it
+    command = r"printf '\342\200\250LEAKED-%s\n' TOKEN"
+    step = {"tool_calls": [{BASH[agent]: {ARG[agent]: command}}]}
+    fake({"conversations": [conv("(?s)", "Task omit", step, {"text": "done"})]})
+    run_eval(capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent])
+    kept = (tmp_path / "run/transcripts/o.candidate.1.jsonl").read_text().split("\n")
+    events = list(map(json.loads, filter(None, kept)))
+    calls = [e["arguments"] for e in events if e["type"] == "tool_call"]
+    assert [c.get("command") for c in calls] == [command], events
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert [e["text"].rstrip("\n") for e in results] == ["\u2028LEAKED-TOKEN"], results
