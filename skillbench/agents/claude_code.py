@@ -164,7 +164,9 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | No
     names: dict[str, str] = {}  # tool_use id -> our name
     stop: str | None = None
     skills: list[str] | None = None
-    for line in stdout.splitlines():
+    # "\n" only: the CLI's JSON may hold U+2028 and the like raw inside a string, where
+    # str.splitlines() would cut its event in pieces that parse as nothing
+    for line in stdout.split("\n"):
         try:
             event = json.loads(line)
         except ValueError:

@@ -191,7 +191,9 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
     """Map `codex exec --json` events onto the transcript; the stop reason (None when the
     stream has no end of turn)."""
     stop: str | None = None
-    for line in stdout.splitlines():
+    # "\n" only: the CLI's JSON may hold U+2028 and the like raw inside a string, where
+    # str.splitlines() would cut its event in pieces that parse as nothing
+    for line in stdout.split("\n"):
         try:
             event = json.loads(line)
         except ValueError:
