@@ -218,9 +218,15 @@ async def test_stop_ends_every_process_and_keeps_the_container(
         if not pidfd:  # as with a podman service in another PID namespace: podman's stop
             box._init = None
         await box.stop()
-        state = provider.client().api.get(f"/containers/{box.ctr_id}/json").json()["State"]
-        assert state["Status"] in ("exited", "stopped") and not state["Running"], state
         assert in_cgroup(box.ctr_id) == []  # not one process of the sandbox is left
+        # podman learns of PID 1's end from conmon a moment after a pidfd kill; its state
+        # must follow (within seconds), and the container must still be there until close
+        for _ in range(100):
+            state = provider.client().api.get(f"/containers/{box.ctr_id}/json").json()["State"]
+            if not state["Running"]:
+                break
+            await asyncio.sleep(0.1)
+        assert state["Status"] in ("exited", "stopped") and not state["Running"], state
         with pytest.raises(SandboxError):
             await box.exec("true")
     finally:

@@ -1,8 +1,8 @@
 """One podman sandbox as the engine sees it: the container and the connection to the
 command executor inside it (executor.py, the container's PID 1, on a unix socket in a host
 folder bind-mounted into the container, or attached to through the API: channel.py), the
-loopback relay it bridges to the host, and the
-copy of a folder out of it. The provider that makes and sweeps them is podman.py.
+loopback relay it bridges to the host (bridge.py), and the copy of a folder out of it. The
+provider that makes and sweeps them is podman.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 import shutil
 import tarfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from skillbench.sandbox.base import (
     Relay,
     SandboxError,
 )
+from skillbench.sandbox.bridge import Bridges
 from skillbench.sandbox.channel import attach
 from skillbench.sandbox.copyout import CopyOut
 from skillbench.sandbox.pidfd import InitProcess
@@ -59,9 +60,7 @@ class PodmanSandbox:
         self.ctr_id = ctr_id
         self._sock_dir = sock_dir
         self._skills = skills  # the host folder behind /skills, copied in by sync_skills
-        self._relays = {r.port: r for r in relays}  # by the port inside the sandbox
-        self._inbound: dict[int, asyncio.Queue[bytes | None]] = {}  # relayed connections
-        self._bridges: set[asyncio.Task[None]] = set()
+        self._bridges = Bridges(relays, self._send, self._drain)
         self._writer: asyncio.StreamWriter | None = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -121,7 +120,7 @@ class PodmanSandbox:
                 break
             reply = json.loads(line)
             if "event" in reply:
-                self._relayed(reply)
+                self._bridges.relayed(reply)
                 continue
             future = self._pending.pop(reply.get("id"), None)
             if future is not None and not future.done():
@@ -133,55 +132,13 @@ class PodmanSandbox:
             if not future.done():
                 future.set_exception(SandboxError(f"sandbox {self.name}: {self.broken}"))
 
-    # --- the relay: loopback connections in the sandbox, bridged to the host target ---------
-
-    def _relayed(self, event: dict[str, Any]) -> None:
-        sid = event["sid"]
-        if event["event"] == "open":
-            inbound: asyncio.Queue[bytes | None] = asyncio.Queue()
-            self._inbound[sid] = inbound
-            relay = self._relays[event["port"]]
-            task = asyncio.get_running_loop().create_task(self._bridge(relay, sid, inbound))
-            self._bridges.add(task)
-            task.add_done_callback(self._bridges.discard)
-        elif sid in self._inbound:
-            data = base64.b64decode(event["data"]) if event["event"] == "data" else None
-            self._inbound[sid].put_nowait(data)
-
     def _send(self, message: dict[str, Any]) -> None:
         if self._writer is not None and not self._closed:
             self._writer.write((json.dumps(message) + "\n").encode())
 
-    async def _bridge(self, relay: Relay, sid: int, inbound: asyncio.Queue[bytes | None]) -> None:
-        try:
-            reader, writer = await asyncio.open_connection(relay.host, relay.target)
-        except OSError:
-            self._send({"op": "relay_close", "sid": sid})
-            return
-
-        async def up() -> None:  # sandbox -> host
-            while (chunk := await inbound.get()) is not None:
-                writer.write(chunk)
-                await writer.drain()
-            if writer.can_write_eof():
-                writer.write_eof()
-
-        async def down() -> None:  # host -> sandbox
-            while chunk := await reader.read(1 << 16):
-                self._send(
-                    {"op": "relay_data", "sid": sid, "data": base64.b64encode(chunk).decode()}
-                )
-                if self._writer is not None:
-                    await self._writer.drain()
-            self._send({"op": "relay_close", "sid": sid})
-
-        try:
-            await asyncio.gather(up(), down())
-        except (OSError, RuntimeError):
-            self._send({"op": "relay_close", "sid": sid})
-        finally:
-            self._inbound.pop(sid, None)
-            writer.close()
+    async def _drain(self) -> None:
+        if self._writer is not None:
+            await self._writer.drain()
 
     async def _call(self, op: str, wait: float, **fields: Any) -> dict[str, Any]:
         if self._closed:
@@ -335,22 +292,12 @@ class PodmanSandbox:
         return await asyncio.to_thread(self._save_archive, src, dest, cap)
 
     def _save_archive(self, src: str, dest: Path, cap: int) -> bool:
-        response = self.provider.client().api.get(
-            f"/containers/{self.ctr_id}/archive", params={"path": [src]}, stream=True
-        )
-        try:
-            if not response.ok:
-                raise SandboxError(
-                    f"sandbox {self.name}: could not archive {src} ({response.status_code})"
-                )
-            with dest.open("wb") as out:
-                for chunk in response.iter_content(1 << 16):
-                    out.write(chunk)
-                    if out.tell() > cap:
-                        break
-                fits = out.tell() <= cap
-        finally:
-            response.close()
+        with self._archive(src, f"archive {src}") as chunks, dest.open("wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+                if out.tell() > cap:
+                    break
+            fits = out.tell() <= cap
         if not fits:
             dest.unlink()
         return fits
@@ -397,17 +344,23 @@ class PodmanSandbox:
         return parts
 
     def _get_archive(self, src: str, copy: CopyOut, under: str, strip_top: bool) -> None:
+        with self._archive(src, f"copy {src} out") as chunks:
+            copy.extract(chunks, under=under, strip_top=strip_top)
+
+    @contextlib.contextmanager
+    def _archive(self, src: str, failed: str) -> Iterator[Iterator[bytes]]:
+        """podman's tar of `src` in the sandbox, in chunks; `failed` says what could not be
+        done when podman refuses."""
         # Streamed (podman-py's own get_archive reads the whole tar into memory first).
-        api = self.provider.client().api
-        response = api.get(
+        response = self.provider.client().api.get(
             f"/containers/{self.ctr_id}/archive", params={"path": [src]}, stream=True
         )
         try:
             if not response.ok:
                 raise SandboxError(
-                    f"sandbox {self.name}: could not copy {src} out ({response.status_code})"
+                    f"sandbox {self.name}: could not {failed} ({response.status_code})"
                 )
-            copy.extract(response.iter_content(1 << 16), under=under, strip_top=strip_top)
+            yield response.iter_content(1 << 16)
         finally:
             response.close()
 
@@ -441,9 +394,7 @@ class PodmanSandbox:
                 self._writer.close()
             if self._reader is not None:
                 await asyncio.gather(self._reader, return_exceptions=True)
-            for bridge in list(self._bridges):
-                bridge.cancel()
-            await asyncio.gather(*self._bridges, return_exceptions=True)
+            await self._bridges.close()
             if self._sock_dir is not None:
                 shutil.rmtree(self._sock_dir, ignore_errors=True)
             self.provider._live.discard(self)

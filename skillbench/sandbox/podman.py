@@ -1,7 +1,7 @@
 """The podman Sandbox provider: podman-py creates each container (limits, mounts, the
 executor as PID 1) and its tmpfs workspace volume, removes what it made, and sweeps what dead
 skillbench processes left; the sandbox itself, commands and files through the in-sandbox
-executor, is container.py.
+executor, is container.py, the workspace volume workspace.py.
 
 Measured facts this relies on are in ../shared/podman-notes.md: runc, init always on,
 `stop_signal` as an int, both ulimits or neither, force removal with timeout 0.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import os
 import re
 import shutil
@@ -32,7 +31,6 @@ from skillbench.sandbox.base import (
     HANDOVER,
     HOMES,
     SKILLS_DIR,
-    UIDS,
     Mount,
     SandboxError,
     SandboxSpec,
@@ -42,6 +40,7 @@ from skillbench.sandbox.channel import CHANNEL_ENV, Channel, channel_for, put_in
 from skillbench.sandbox.container import PodmanSandbox
 from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
 from skillbench.sandbox.service import PodmanService, runtime_dir
+from skillbench.sandbox.workspace import PodmanWorkspace, make_workspace
 
 LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"
@@ -231,35 +230,8 @@ class PodmanProvider:
         return await start_pod(self, spec)
 
     async def workspace(self, size: str, owner: str = AGENT) -> PodmanWorkspace:
-        """A tmpfs volume: a kernel-enforced size (ENOSPC past it) on rootful podman 4.3,
-        where neither `--storage-opt size` nor volume quotas work without XFS project quotas.
-        Its data lives while a container holding it runs (the checker starts before the
-        agent's sandbox is removed)."""
-        name = f"skillbench-ws-{os.getpid()}-{next(_WS_IDS)}-{os.urandom(3).hex()}"
-        blocks = max(1, parse_size(size) // os.sysconf("SC_PAGE_SIZE"))
-        uid = UIDS[owner]
-        # `size=` in a volume's options asks podman for a quota it refuses here; `nr_blocks`
-        # is the same tmpfs limit in pages, passed through to mount(2) untouched.
-        options = {
-            "type": "tmpfs",
-            "device": "tmpfs",
-            "o": f"nr_blocks={blocks},uid={uid},gid={uid},mode=0755,nosuid,nodev",
-        }
-        labels = self.labels
-
-        def make() -> None:
-            with self._creation():
-                try:
-                    self.client().volumes.create(
-                        name, driver="local", driver_opts=options, labels=labels
-                    )
-                except Exception as exc:
-                    raise SandboxError(f"could not create a workspace volume: {exc}") from exc
-
-        await asyncio.to_thread(make)
-        found = PodmanWorkspace(self, name)
-        self._workspaces.add(found)
-        return found
+        """A tmpfs volume of `size`, owned by `owner`, for /work (workspace.py)."""
+        return await make_workspace(self, size, owner)
 
     def _create_container(self, spec: SandboxSpec, sock_dir: Path | None) -> str:
         with self._creation():  # (its image loaded into the service first, if need be)
@@ -427,31 +399,3 @@ class PodmanProvider:
             self._client.close()
             if self._owns_service:
                 self.service.stop()
-
-
-_WS_IDS = itertools.count(1)
-
-
-class PodmanWorkspace:
-    """A tmpfs volume used as /work by an arm's sandbox and then by its checker."""
-
-    def __init__(self, provider: PodmanProvider, name: str):
-        self.provider = provider
-        self.name = name
-        self._closed = False
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await asyncio.to_thread(self._remove)
-        finally:
-            self.provider._workspaces.discard(self)
-
-    def _remove(self) -> None:
-        try:
-            self.provider.client().volumes.remove(self.name, force=True)
-        except Exception as exc:  # already gone is fine; anything else is swept next start
-            if "no such volume" not in str(exc).lower() and "404" not in str(exc):
-                raise SandboxError(f"could not remove workspace {self.name}: {exc}") from exc

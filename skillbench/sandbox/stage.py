@@ -9,7 +9,8 @@ phase, `check_phase` stops the agent's sandbox (every agent process gone, the ke
 Sandbox.stop), hands /work to the `checker` user (handover.py: no link the agent made leads
 to the answer key, no file stays locked) and shows the skill's `evals/` read-only under
 /case. Only /work crosses over; the agent's sandbox never sees /case. The stopped sandbox is
-removed with the arm, off the session's critical path.
+removed with the arm, off the session's critical path. What the checker runs with (its
+environment, `skillbench` on its PATH) is checker_env.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import shlex
 import shutil
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -39,82 +39,11 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     Workspace,
 )
+from skillbench.sandbox.checker_env import CHECK_ENV, tool_mounts
 from skillbench.skills import copy_for_staging
 
 SETUP_TIMEOUT = 60.0
 SETUP_CASE = "/tmp/case"  # $CASE for `setup`, in the agent's sandbox until setup ends
-TOOLS_DIR = "/opt/skillbench"  # skillbench itself, read-only, for checks that call it
-# git in a check reads the repository the agent left: none of the config that makes git run
-# a program (hooks, fsmonitor; also when an include brings it in) may come from it. Settings
-# given in the environment win over every config file, and no system or global file is read.
-_GIT = {
-    "core.hooksPath": "/dev/null",
-    "core.fsmonitor": "false",
-    "safe.directory": "*",  # /work is the checker's after the handover; any other repo too
-}
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_PAGER": "cat",
-    "GIT_CONFIG_COUNT": str(len(_GIT)),
-    **{f"GIT_CONFIG_KEY_{i}": key for i, key in enumerate(_GIT)},
-    **{f"GIT_CONFIG_VALUE_{i}": value for i, value in enumerate(_GIT.values())},
-}
-# The checker's environment is fixed, not inherited: no user site-packages, a known PATH
-# (with `skillbench` on it), git as above.
-CHECK_ENV = {
-    "PATH": f"/usr/local/bin:/usr/bin:/bin:{TOOLS_DIR}/bin",
-    "PYTHONNOUSERSITE": "1",
-    "LANG": "C.UTF-8",
-    "CASE": CASE_DIR,
-    **GIT_ENV,
-}
-# `skillbench` in the checker: the host's own package and its dependencies, mounted
-# read-only; it runs on the image's python3 when that is the host's Python version.
-_WRAPPER = f"""#!/bin/sh
-# -I: isolated, so nothing in the agent's /work (the current folder) or PYTHON* variables can
-# stand in for skillbench or its dependencies; the mounted paths go first on sys.path
-run() {{ python3 -I -c "import sys; sys.path[:0] = ['{TOOLS_DIR}/src', '{TOOLS_DIR}/site']; $1" \\
-  "$@"; }}
-if ! run 'import msgspec' 2>/dev/null; then
-  echo "skillbench: not usable in this checker (its python3 is not the host's Python %s)" >&2
-  exit 2
-fi
-run 'from skillbench.cli import main; sys.exit(main(sys.argv[2:]))' "$@"
-"""
-
-
-# On the api channel nothing is mounted: the host's install (its dependencies are hundreds of
-# MB) is not copied into every checker, and `skillbench` there says so.
-_NOT_COPIED = """#!/bin/sh
-echo "skillbench: not in this checker: the podman service shares no filesystem with the host, \
-so the host's install is not mounted; run the check on the host, or use a local podman \
-(SKILLBENCH_SANDBOX_CHANNEL=local)" >&2
-exit 2
-"""
-
-
-def _tool_mounts(host_dir: Path, channel: str) -> tuple[Mount, ...]:
-    """The mounts that put `skillbench` on the checker's PATH (on the api channel, a
-    `skillbench` that refuses in one line)."""
-    import skillbench
-
-    bin_dir = host_dir / "tools-bin"
-    bin_dir.mkdir(exist_ok=True)
-    wrapper = bin_dir / "skillbench"
-    if channel == "api":
-        wrapper.write_text(_NOT_COPIED)
-        wrapper.chmod(0o755)
-        return (Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),)
-    wrapper.write_text(_WRAPPER % ".".join(map(str, sys.version_info[:2])))
-    wrapper.chmod(0o755)
-    package = Path(skillbench.__file__).resolve().parent
-    site = Path(msgspec.__file__).resolve().parent.parent  # the installed dependencies
-    return (
-        Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),
-        Mount(str(package), f"{TOOLS_DIR}/src/skillbench", read_only=True),
-        Mount(str(site), f"{TOOLS_DIR}/site", read_only=True),
-    )
 
 
 class SetupFailed(Exception):
@@ -196,11 +125,7 @@ async def stage_arm(
             )
         )
     except BaseException:
-        if pod is not None:
-            await pod.close()
-        if workspace is not None:
-            await workspace.close()
-        shutil.rmtree(host_dir, ignore_errors=True)
+        await _undo(pod, workspace, host_dir)
         raise
     names = tuple(sorted(skills))
     arm = StagedArm(sandbox, workspace, names, str(host_dir), pod=pod)
@@ -227,6 +152,15 @@ async def stage_arm(
         await arm.close()
         raise
     return arm
+
+
+async def _undo(pod: Pod | None, workspace: Workspace | None, host_dir: Path) -> None:
+    """Remove what an arm's start made before it failed: its pod, workspace and host folder."""
+    if pod is not None:
+        await pod.close()
+    if workspace is not None:
+        await workspace.close()
+    shutil.rmtree(host_dir, ignore_errors=True)
 
 
 async def _setup(sandbox: Sandbox, session: Session, case: Path | None) -> None:
@@ -351,11 +285,7 @@ async def recheck_phase(
         pod = await provider.pod(spec) if spec.services else None
         checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir, harbor, pod)
     except BaseException:
-        if pod is not None:
-            await pod.close()
-        if workspace is not None:
-            await workspace.close()
-        shutil.rmtree(host_dir, ignore_errors=True)
+        await _undo(pod, workspace, host_dir)
         raise
     arm = StagedArm(checker, workspace, (), str(host_dir), checker=checker, pod=pod)
     try:
@@ -397,7 +327,7 @@ async def _open_checker(
             *spec.mounts,
             Mount(str(case), CASE_DIR, read_only=True),
             *harbor_mounts(case, harbor, ("tests", "solution")),
-            *_tool_mounts(host_dir, provider.channel),
+            *tool_mounts(host_dir, provider.channel),
         ),
     )
     return await provider.create(checker_spec)

@@ -1,0 +1,87 @@
+"""What a checker runs with (stage.py starts it): a fixed environment, CHECK_ENV (a known
+PATH, no user site-packages, git that runs nothing from the repository the agent left), and
+`skillbench` on that PATH: the host's own install mounted read-only (the local channel), or
+a one-line refusal (the api channel).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import msgspec
+
+from skillbench.sandbox.base import CASE_DIR, Mount
+
+TOOLS_DIR = "/opt/skillbench"  # skillbench itself, read-only, for checks that call it
+# git in a check reads the repository the agent left: none of the config that makes git run
+# a program (hooks, fsmonitor; also when an include brings it in) may come from it. Settings
+# given in the environment win over every config file, and no system or global file is read.
+_GIT = {
+    "core.hooksPath": "/dev/null",
+    "core.fsmonitor": "false",
+    "safe.directory": "*",  # /work is the checker's after the handover; any other repo too
+}
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_PAGER": "cat",
+    "GIT_CONFIG_COUNT": str(len(_GIT)),
+    **{f"GIT_CONFIG_KEY_{i}": key for i, key in enumerate(_GIT)},
+    **{f"GIT_CONFIG_VALUE_{i}": value for i, value in enumerate(_GIT.values())},
+}
+# The checker's environment is fixed, not inherited: no user site-packages, a known PATH
+# (with `skillbench` on it), git as above.
+CHECK_ENV = {
+    "PATH": f"/usr/local/bin:/usr/bin:/bin:{TOOLS_DIR}/bin",
+    "PYTHONNOUSERSITE": "1",
+    "LANG": "C.UTF-8",
+    "CASE": CASE_DIR,
+    **GIT_ENV,
+}
+# `skillbench` in the checker: the host's own package and its dependencies, mounted
+# read-only; it runs on the image's python3 when that is the host's Python version.
+_WRAPPER = f"""#!/bin/sh
+# -I: isolated, so nothing in the agent's /work (the current folder) or PYTHON* variables can
+# stand in for skillbench or its dependencies; the mounted paths go first on sys.path
+run() {{ python3 -I -c "import sys; sys.path[:0] = ['{TOOLS_DIR}/src', '{TOOLS_DIR}/site']; $1" \\
+  "$@"; }}
+if ! run 'import msgspec' 2>/dev/null; then
+  echo "skillbench: not usable in this checker (its python3 is not the host's Python %s)" >&2
+  exit 2
+fi
+run 'from skillbench.cli import main; sys.exit(main(sys.argv[2:]))' "$@"
+"""
+
+
+# On the api channel nothing is mounted: the host's install (its dependencies are hundreds of
+# MB) is not copied into every checker, and `skillbench` there says so.
+_NOT_COPIED = """#!/bin/sh
+echo "skillbench: not in this checker: the podman service shares no filesystem with the host, \
+so the host's install is not mounted; run the check on the host, or use a local podman \
+(SKILLBENCH_SANDBOX_CHANNEL=local)" >&2
+exit 2
+"""
+
+
+def tool_mounts(host_dir: Path, channel: str) -> tuple[Mount, ...]:
+    """The mounts that put `skillbench` on the checker's PATH (on the api channel, a
+    `skillbench` that refuses in one line)."""
+    import skillbench
+
+    bin_dir = host_dir / "tools-bin"
+    bin_dir.mkdir(exist_ok=True)
+    wrapper = bin_dir / "skillbench"
+    if channel == "api":
+        wrapper.write_text(_NOT_COPIED)
+        wrapper.chmod(0o755)
+        return (Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),)
+    wrapper.write_text(_WRAPPER % ".".join(map(str, sys.version_info[:2])))
+    wrapper.chmod(0o755)
+    package = Path(skillbench.__file__).resolve().parent
+    site = Path(msgspec.__file__).resolve().parent.parent  # the installed dependencies
+    return (
+        Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),
+        Mount(str(package), f"{TOOLS_DIR}/src/skillbench", read_only=True),
+        Mount(str(site), f"{TOOLS_DIR}/site", read_only=True),
+    )
