@@ -59,11 +59,14 @@ def left_over(labels: dict[str, str]) -> list[str]:
 
 
 def in_cgroup(ctr_id: str) -> list[str]:
-    """The host PIDs of the processes in container `ctr_id`'s cgroup."""
+    """The host PIDs of the processes in container `ctr_id`'s cgroup that still run: not
+    PID 1's zombie, which its parent (conmon, outside) reaps a moment after the pidfd turned
+    readable (measured: 3 of 20 stops saw it; it runs nothing and holds no descriptor)."""
     found = []
     for proc in Path("/proc").iterdir():
         with contextlib.suppress(OSError):
-            if proc.name.isdigit() and f"libpod-{ctr_id}" in (proc / "cgroup").read_text():
+            ours = proc.name.isdigit() and f"libpod-{ctr_id}" in (proc / "cgroup").read_text()
+            if ours and "\nState:\tZ" not in (proc / "status").read_text():
                 found.append(proc.name)
     return found
 
