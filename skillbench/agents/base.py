@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from skillbench.agents.builtin.loop import SessionResult, SkillInfo
 from skillbench.evals.mcp import McpServer
+from skillbench.models.base import Usage
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import Relay, Sandbox
 from skillbench.transcript import TraceWriter
@@ -55,6 +56,20 @@ class AgentSession(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class EarlyStart(Protocol):
+    """A session whose first model call needs nothing from the sandbox (builtin: the model is
+    called from the host), so it can be sent while the sandbox is staged."""
+
+    def prestart(self, workdir: str) -> None:
+        """Send the opening call now; `run` reads its reply, `close` stops it if unread."""
+        ...
+
+    async def abandon(self) -> tuple[Usage, float | None]:
+        """The sandbox never came: the opening call's usage and cost, once it has ended."""
+        ...
 
 
 class Agent(Protocol):

@@ -79,7 +79,16 @@ class Runner(Reusing, Judging):
         snapshot = self.run_dir / "tmp" / f"{session_key(name, arm, rep)}.tar" if key else None
         record = await self.place(provider, name, arm, rep, 1, snapshot)
         if record.outcome == "error":  # infrastructure: once more in a fresh sandbox
+            first = record
             record = await self.place(provider, name, arm, rep, 2, snapshot)
+            # what the first attempt spent (an opening call sent while its sandbox failed to
+            # stage) is billed too: it counts in the record, hence against --max-cost
+            if first.cost_usd is not None:
+                record = msgspec.structs.replace(
+                    record,
+                    usage=first.usage + record.usage,
+                    cost_usd=first.cost_usd + (record.cost_usd or 0.0),
+                )
         if key:
             transcript = self.run_dir / record.transcript if record.transcript else None
             self.cache.put(key, record, self.plan.run_id, transcript, snapshot)

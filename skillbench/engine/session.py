@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from msgspec.structs import replace
 
 from skillbench.agents import AgentSession, SessionRequest, make_agent
+from skillbench.agents.base import EarlyStart
 from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.checks import CheckResult, run_checks
 from skillbench.config import sandbox_spec
@@ -173,6 +174,12 @@ class Sessions:
             phase_proxy(agent_box, spec.network.agent, log, "agent") as box,
             phase_proxy(self.spec_for(name), spec.network.verifier, log, "verifier") as check_box,
         ):
+            # The opening model call flies while the sandbox is made and staged, except for a
+            # case with `setup`: setup may fail and skip the case, and a call sent for it
+            # would be spent for nothing.
+            early = session if isinstance(session, EarlyStart) and not spec.setup else None
+            if early is not None:
+                early.prestart(box.workdir)
             try:
                 staged = await stage_arm(
                     provider,
@@ -188,7 +195,11 @@ class Sessions:
                 raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
             except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
                 # its channel: never a run-folder write, which fails with ENOSPC and the like)
-                return replace(record, error=f"sandbox: {exc}", seconds=time.monotonic() - started)
+                record = replace(record, error=f"sandbox: {exc}")
+                if early is not None:  # the opening call is billed: it counts against --max-cost
+                    usage, cost = await early.abandon()
+                    record = replace(record, usage=usage, cost_usd=cost)
+                return replace(record, seconds=time.monotonic() - started)
             try:
                 # the checker starts while the agent works (off the critical path)
                 start_checker(provider, check_box, staged, self.skill_dir, spec.harbor)

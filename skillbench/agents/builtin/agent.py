@@ -3,13 +3,16 @@ the host, so the sandbox needs no relay; the image is the plain sandbox image.""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
 from skillbench.agents.base import SessionRequest
-from skillbench.agents.builtin.loop import SessionResult, run_agent
+from skillbench.agents.builtin.loop import SessionResult, ask, opening, run_agent
 from skillbench.models import resolve_model
-from skillbench.models.base import Model
+from skillbench.models.base import Completion, Model, Usage
+from skillbench.models.pricing import cost_usd
 from skillbench.sandbox.base import Relay, Sandbox
 from skillbench.transcript import TraceWriter, loaded_skills
 
@@ -67,9 +70,30 @@ class _Session:
 
     def __init__(self, model: Model, request: SessionRequest):
         self.model, self.request = model, request
+        self._first: asyncio.Task[Completion] | None = None
+        self._sent = 0.0
+
+    def prestart(self, workdir: str) -> None:
+        """Send the opening model call now: it needs only the task, the system prompt and the
+        skill catalog, so it flies while the sandbox is created and staged (design §19)."""
+        if self._first is None and self.request.max_turns > 0:
+            system, messages = opening(self.request.task, self.request.skills, workdir)
+            self._first = asyncio.create_task(ask(self.model, system, messages))
+            self._sent = time.monotonic()
+
+    async def abandon(self) -> tuple[Usage, float | None]:
+        """The sandbox never came: wait for the opening call (the provider bills it whether or
+        not it is read) and give what it cost, for the record and the run's --max-cost."""
+        if self._first is None:
+            return Usage(), None
+        try:  # (left set: close() collects it if this wait is cancelled)
+            usage = (await self._first).usage
+        except Exception:  # a failed call: what it billed is unknown, no reply came
+            return Usage(), None
+        return usage, cost_usd(self.model.ref, usage, self.request.prices)
 
     async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:
-        r = self.request
+        r, first = self.request, self._first
         return await run_agent(
             self.model,
             sandbox,
@@ -82,7 +106,14 @@ class _Session:
             arm=r.arm,
             rep=r.rep,
             prices=r.prices,
+            first=first,
+            started=self._sent if first is not None else None,
         )
 
     async def close(self) -> None:
-        pass
+        # an opening call nobody read (the session was cancelled): stopped, never left running;
+        # gather collects its outcome, so no task or exception is left unretrieved
+        first, self._first = self._first, None
+        if first is not None:
+            first.cancel()
+            await asyncio.gather(first, return_exceptions=True)

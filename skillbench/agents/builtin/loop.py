@@ -13,7 +13,15 @@ from datetime import UTC, datetime
 import msgspec
 
 from skillbench.agents.builtin.tools import TOOLS, run_tool
-from skillbench.models.base import Message, Model, ModelError, TextBlock, ToolResult, Usage
+from skillbench.models.base import (
+    Completion,
+    Message,
+    Model,
+    ModelError,
+    TextBlock,
+    ToolResult,
+    Usage,
+)
 from skillbench.models.pricing import Price, cost_usd
 from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
 from skillbench.skills import catalog_lines
@@ -76,6 +84,19 @@ def system_prompt(skills: Sequence[SkillInfo], workdir: str = WORKDIR) -> str:
     return f"{unattended_note(workdir)}\n\n{catalog}"
 
 
+def opening(task: str, skills: Sequence[SkillInfo], workdir: str) -> tuple[str, list[Message]]:
+    """The system prompt and the first message: all the first model call needs, known on the
+    host before any sandbox exists (agent.py sends it while the sandbox is staged)."""
+    return system_prompt(skills, workdir), [Message("user", (TextBlock(task),))]
+
+
+async def ask(model: Model, system: str, messages: Sequence[Message]) -> Completion:
+    """One model call of the loop."""
+    return await model.complete(
+        system=system, messages=list(messages), tools=TOOLS, max_tokens=MAX_TOKENS
+    )
+
+
 async def run_agent(
     model: Model,
     sandbox: Sandbox,
@@ -89,9 +110,13 @@ async def run_agent(
     arm: str = "",
     rep: int = 0,
     prices: Mapping[str, Price] | None = None,
+    first: asyncio.Future[Completion] | None = None,
+    started: float | None = None,
 ) -> SessionResult:
-    """Run one agent session to its end and write its transcript."""
-    started = time.monotonic()
+    """Run one agent session to its end and write its transcript. `first`: the reply to the
+    opening call, already sent at `started` (monotonic); the session's clock and its
+    wall-clock cap run from then."""
+    started = time.monotonic() if started is None else started
     # A stand-in for a model (the scripted driver) says so in every transcript.
     note = getattr(model, "notice", None)
     trace.event(
@@ -106,8 +131,8 @@ async def run_agent(
     state = _State()
     stop, error = "end_turn", None
     try:
-        async with asyncio.timeout(timeout_s):
-            stop = await _turns(model, sandbox, task, skills, trace, max_turns, state)
+        async with asyncio.timeout(max(0.0, timeout_s - (time.monotonic() - started))):
+            stop = await _turns(model, sandbox, task, skills, trace, max_turns, state, first)
     except TimeoutError:
         stop = "timeout"
     except ModelError as exc:
@@ -150,17 +175,18 @@ async def _turns(
     trace: TraceWriter,
     max_turns: int,
     state: _State,
+    first: asyncio.Future[Completion] | None,
 ) -> str:
-    system = system_prompt(skills, sandbox.workdir)
+    system, messages = opening(task, skills, sandbox.workdir)
     names = [s.name for s in skills]
-    messages = [Message("user", (TextBlock(task),))]
     trace.event("message", role="user", text=task, usage=None)
     while True:
         if state.turns >= max_turns:
             return "max_turns"
-        completion = await model.complete(
-            system=system, messages=messages, tools=TOOLS, max_tokens=MAX_TOKENS
-        )
+        if first is not None and state.turns == 0:
+            completion = await first
+        else:
+            completion = await ask(model, system, messages)
         state.turns += 1
         state.usage = state.usage + completion.usage
         trace.event("message", role="assistant", text=completion.text, usage=completion.usage)
