@@ -75,7 +75,7 @@ class _Session:
 
     def prestart(self, workdir: str) -> None:
         """Send the opening model call now: it needs only the task, the system prompt and the
-        skill catalog, so it flies while the sandbox is created and staged (design §19)."""
+        skill catalog, so it flies while the sandbox is created and staged."""
         if self._first is None and self.request.max_turns > 0:
             system, messages = opening(self.request.task, self.request.skills, workdir)
             self._first = asyncio.create_task(ask(self.model, system, messages))
