@@ -15,12 +15,14 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from podman import PodmanClient
 
 from skillbench.cli import main
-from skillbench.cluster.images import image_id
 from skillbench.cluster.local import LocalCluster, Node, free_port
 from skillbench.engine.journal import read_journal
 from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.imageload import host_image, service_image_id
+from skillbench.sandbox.variants import build_variant, variant_name
 from tests.helpers import BASE, CAND, conv, skill, write_file
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.cluster]
@@ -154,13 +156,19 @@ def test_a_node_lost_mid_run_loses_and_duplicates_nothing(
     assert code == 0 and summary["verdict"] in ("PASS", "INCONCLUSIVE")
 
 
-def test_cluster_prepare_leaves_every_node_with_the_drivers_image(cluster, capsys) -> None:
+def test_cluster_prepare_leaves_every_node_with_the_drivers_images(cluster, capsys) -> None:
     address, nodes = cluster
+    node = build_variant(variant_name("node"), print)  # (built once per machine, ~35 s)
     assert main(["cluster", "prepare", "--cluster", address]) == 0
-    assert "every slot node holds localhost/skillbench-sandbox:" in capsys.readouterr().out
-    want = image_id(IMAGE, lambda *a: ["podman", *a])
-    for node in nodes:
-        assert want and image_id(IMAGE, lambda *a, n=node: ["podman", "--url", n.url, *a]) == want
+    out = capsys.readouterr().out
+    assert f"every slot node holds {IMAGE}, {node} (" in out, out
+    assert out.count(f"cluster: loading {node} on ") == len(nodes), out  # the progress line
+    for image in (IMAGE, node):
+        want = host_image(image)
+        assert want is not None
+        for n in nodes:
+            with PodmanClient(base_url=n.url) as client:
+                assert service_image_id(client, image) == want[0], (n.name, image)
 
 
 def alive_nodes() -> list[str]:
