@@ -156,9 +156,12 @@ def test_a_node_lost_mid_run_loses_and_duplicates_nothing(
     assert code == 0 and summary["verdict"] in ("PASS", "INCONCLUSIVE")
 
 
-def test_cluster_prepare_leaves_every_node_with_the_drivers_images(cluster, capsys) -> None:
+def test_cluster_prepare_leaves_every_node_with_the_drivers_images_and_a_node_case_runs(
+    cluster, tmp_path: Path, fake, monkeypatch, capsys
+) -> None:
     address, nodes = cluster
     node = build_variant(variant_name("node"), print)  # (built once per machine, ~35 s)
+    capsys.readouterr()
     assert main(["cluster", "prepare", "--cluster", address]) == 0
     out = capsys.readouterr().out
     assert f"every slot node holds {IMAGE}, {node} (" in out, out
@@ -169,6 +172,29 @@ def test_cluster_prepare_leaves_every_node_with_the_drivers_images(cluster, caps
         for n in nodes:
             with PodmanClient(base_url=n.url) as client:
                 assert service_image_id(client, image) == want[0], (n.name, image)
+    # a case that `requires: [node]` runs in that variant on a worker (its check needs node)
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/js.yaml": (
+                "task: Task js\nrequires: [node]\nchecks:\n  - file_exists: out.txt\n"
+                "  - command_succeeds: node -e \"require('fs').statSync('out.txt')\"\n"
+            )
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Task js", write_file("out.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Task js", {"text": "I did nothing"}),
+            ]
+        }
+    )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    _, summary = _eval(folder, tmp_path / "run", "--cluster", address)
+    sessions, _ = read_journal(tmp_path / "run/journal.jsonl")
+    assert len(sessions) == 2 and all(r.node for r in sessions.values()), sessions
+    assert [(r["case"], r["outcome"]) for r in summary["rows"]] == [("js", "win")], summary
 
 
 def alive_nodes() -> list[str]:
