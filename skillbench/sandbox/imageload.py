@@ -7,6 +7,8 @@ machine or a VM (ssh://, tcp://, podman machine's socket), each image a sandbox 
 checked there by ID and, when missing or different, streamed into it: `podman save` on the
 host piped into the libpod load endpoint, one chunk in memory at a time, with a progress
 line. Checked once per image and process; a sandbox's first use of an image loads it.
+`cluster prepare` streams the driver's archive into a Ray node's service the same way
+(cluster/images.py).
 """
 
 from __future__ import annotations
