@@ -280,3 +280,19 @@ def test_a_case_with_network_hosts_runs_on_a_worker_and_its_connections_come_bac
 
 def address_of(cluster: tuple[str, list[Node]]) -> str:
     return cluster[0]
+
+
+def test_stopping_one_local_cluster_leaves_another_on_the_machine_running(tmp_path: Path) -> None:
+    # `ray stop --force` in stop() ended every Ray process of the machine: a second run's
+    # cluster lost its GCS and that run's driver exited mid-suite
+    ray_processes = "gcs_server"
+    first = LocalCluster(tmp_path / "a", workers=0).start()
+    second = LocalCluster(tmp_path / "b", workers=0).start()
+    try:
+        first.stop()
+        alive = subprocess.run(["pgrep", "-af", ray_processes], capture_output=True, text=True)
+        assert second.temp in alive.stdout and first.temp not in alive.stdout, alive.stdout
+    finally:
+        second.stop()
+    alive = subprocess.run(["pgrep", "-af", ray_processes], capture_output=True, text=True)
+    assert second.temp not in alive.stdout
