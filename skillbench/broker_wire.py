@@ -13,6 +13,7 @@ anything) is ever part of it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -59,7 +60,10 @@ def upstream_url(base: str, endpoint: Route) -> httpx.URL:
 
 def _events(text: str) -> list[dict[str, Any]]:
     """The JSON objects of a response: the `data:` lines of an event stream, or the body."""
-    payloads = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+    # an event stream's lines end in \r\n, \r or \n only: str.splitlines() also ends one at
+    # U+2028 and the like, which JSON keeps raw inside the model's text (the usage is lost)
+    lines = re.split(r"\r\n|\r|\n", text)
+    payloads = [line[5:].strip() for line in lines if line.startswith("data:")]
     out = []
     for payload in payloads or [text]:
         try:

@@ -599,3 +599,30 @@ def test_a_deeply_nested_request_is_forwarded_and_recorded(depth: int, tmp_path:
     assert answer.status_code == 200 and broker.fault is None
     (row,) = [json.loads(x) for x in (tmp_path / "x.jsonl").read_text().splitlines()]
     assert row["status"] == 200 and MARK in str(row["request"])
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"])
+def test_a_line_separator_in_the_models_text_does_not_hide_a_calls_usage(sep: str) -> None:
+    # JSON leaves these raw inside a string; str.splitlines() ended an SSE line there, the
+    # event carrying the usage no longer parsed, and the call was counted as free
+    text = f"you said{sep}ok"
+    openai = json.dumps(
+        {
+            "type": "response.completed",
+            "response": {
+                "output": [{"type": "message", "content": [{"text": text}]}],
+                "usage": {"input_tokens": 1000, "output_tokens": 500},
+            },
+        },
+        ensure_ascii=False,
+    )
+    usage = WIRES["openai"].usage(f"event: response.completed\ndata: {openai}\n\n")
+    assert (usage.input_tokens, usage.output_tokens) == (1000, 500)
+    start = {"type": "message_start", "message": {"usage": {"input_tokens": 1000}}}
+    delta = {"type": "message_delta", "delta": {"text": text}, "usage": {"output_tokens": 500}}
+    stream = "".join(
+        f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False)}\r\n\r\n"
+        for e in (start, delta)
+    )
+    usage = WIRES["anthropic"].usage(stream)
+    assert (usage.input_tokens, usage.output_tokens) == (1000, 500)

@@ -15,12 +15,14 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from podman import PodmanClient
 
 from skillbench.cli import main
-from skillbench.cluster.images import image_id
 from skillbench.cluster.local import LocalCluster, Node, free_port
 from skillbench.engine.journal import read_journal
 from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.imageload import host_image, service_image_id
+from skillbench.sandbox.variants import build_variant, variant_name
 from tests.helpers import BASE, CAND, conv, skill, write_file
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.cluster]
@@ -154,13 +156,45 @@ def test_a_node_lost_mid_run_loses_and_duplicates_nothing(
     assert code == 0 and summary["verdict"] in ("PASS", "INCONCLUSIVE")
 
 
-def test_cluster_prepare_leaves_every_node_with_the_drivers_image(cluster, capsys) -> None:
+def test_cluster_prepare_leaves_every_node_with_the_drivers_images_and_a_node_case_runs(
+    cluster, tmp_path: Path, fake, monkeypatch, capsys
+) -> None:
     address, nodes = cluster
+    node = build_variant(variant_name("node"), print)  # (built once per machine, ~35 s)
+    capsys.readouterr()
     assert main(["cluster", "prepare", "--cluster", address]) == 0
-    assert "every slot node holds localhost/skillbench-sandbox:" in capsys.readouterr().out
-    want = image_id(IMAGE, lambda *a: ["podman", *a])
-    for node in nodes:
-        assert want and image_id(IMAGE, lambda *a, n=node: ["podman", "--url", n.url, *a]) == want
+    out = capsys.readouterr().out
+    assert f"every slot node holds {IMAGE}, {node} (" in out, out
+    assert out.count(f"cluster: loading {node} on ") == len(nodes), out  # the progress line
+    for image in (IMAGE, node):
+        want = host_image(image)
+        assert want is not None
+        for n in nodes:
+            with PodmanClient(base_url=n.url) as client:
+                assert service_image_id(client, image) == want[0], (n.name, image)
+    # a case that `requires: [node]` runs in that variant on a worker (its check needs node)
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/js.yaml": (
+                "task: Task js\nrequires: [node]\nchecks:\n  - file_exists: out.txt\n"
+                "  - command_succeeds: node -e \"require('fs').statSync('out.txt')\"\n"
+            )
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Task js", write_file("out.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Task js", {"text": "I did nothing"}),
+            ]
+        }
+    )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    _, summary = _eval(folder, tmp_path / "run", "--cluster", address)
+    sessions, _ = read_journal(tmp_path / "run/journal.jsonl")
+    assert len(sessions) == 2 and all(r.node for r in sessions.values()), sessions
+    assert [(r["case"], r["outcome"]) for r in summary["rows"]] == [("js", "win")], summary
 
 
 def alive_nodes() -> list[str]:
@@ -246,3 +280,19 @@ def test_a_case_with_network_hosts_runs_on_a_worker_and_its_connections_come_bac
 
 def address_of(cluster: tuple[str, list[Node]]) -> str:
     return cluster[0]
+
+
+def test_stopping_one_local_cluster_leaves_another_on_the_machine_running(tmp_path: Path) -> None:
+    # `ray stop --force` in stop() ended every Ray process of the machine: a second run's
+    # cluster lost its GCS and that run's driver exited mid-suite
+    ray_processes = "gcs_server"
+    first = LocalCluster(tmp_path / "a", workers=0).start()
+    second = LocalCluster(tmp_path / "b", workers=0).start()
+    try:
+        first.stop()
+        alive = subprocess.run(["pgrep", "-af", ray_processes], capture_output=True, text=True)
+        assert second.temp in alive.stdout and first.temp not in alive.stdout, alive.stdout
+    finally:
+        second.stop()
+    alive = subprocess.run(["pgrep", "-af", ray_processes], capture_output=True, text=True)
+    assert second.temp not in alive.stdout

@@ -19,13 +19,12 @@ def cmd_cluster_prepare(args: argparse.Namespace) -> int:
     from skillbench.agents import make_agent
     from skillbench.cluster import ClusterError
     from skillbench.cluster.connect import connect
-    from skillbench.cluster.images import prepare
-    from skillbench.sandbox.image import IMAGE
+    from skillbench.cluster.images import default_images, prepare
 
     address = args.cluster or settings_for(Path.cwd(), args, ()).settings.cluster.address
     if not address:
         raise UsageError("cluster prepare needs --cluster ADDRESS (or [cluster] address)")
-    images = [IMAGE, *(make_agent(a).image_name(IMAGE) for a in args.agent or [])]
+    images = default_images(make_agent(a) for a in args.agent or [])
     try:
         connect(address)
         shipped = prepare(images, out)
@@ -56,8 +55,9 @@ def register_cluster(sub: Subparsers) -> None:
     p = actions.add_parser(
         "prepare",
         help="put the sandbox images on every node",
-        description="Make every node with skillbench slots hold the sandbox image (and each "
-        "--agent's), checked by image ID; missing ones are shipped from this machine.",
+        description="Make every node with skillbench slots hold the sandbox image, its "
+        "variants built here (`image build --node`), and each --agent's, checked by image ID; "
+        "missing ones are shipped from this machine.",
     )
     p.add_argument("--cluster", metavar="ADDRESS", help="the cluster (default: [cluster] address)")
     p.add_argument("--agent", action="append", help="also this agent's image; repeatable")

@@ -1,55 +1,83 @@
 """`skillbench cluster prepare`: every node with skillbench slots holds the images a run needs,
 checked by image ID before the first session is placed there. A missing or different image is
-saved on the driver (`podman save`), shipped through Ray's object store in bounded chunks and
-loaded into the node's own podman service."""
+saved by the driver's own podman (`podman save`, never a remote one: hostcli.py), shipped
+through Ray's object store in bounded chunks and streamed into the podman service the node's
+sessions use, through its API (imageload.py), whether that service is local or remote."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import tempfile
-from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from skillbench.cluster.connect import ClusterError, ray_module, slot_nodes
-from skillbench.sandbox.service import URL_ENV
+from skillbench.sandbox.base import SandboxError
+from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.imageload import (
+    LOAD_TIMEOUT,
+    described,
+    host_image,
+    saved,
+    send,
+    service_image_id,
+)
+from skillbench.sandbox.variants import VARIANTS, variant_name
+
+if TYPE_CHECKING:
+    from podman import PodmanClient
+
+    from skillbench.agents.base import Agent
 
 CHUNK = 8 << 20  # bytes of an image archive per object
 
 
-def _podman(*args: str) -> list[str]:
-    """podman, talking to the service skillbench uses on this node."""
-    url = os.environ.get(URL_ENV)
-    return ["podman", *(["--url", url] if url else []), *args]
+def default_images(agents: Iterable[Agent]) -> list[str]:
+    """What `cluster prepare` ships: the sandbox image and each of its variants built here
+    (a case that `requires: [node]` runs in one), with every agent's CLI added to each; an
+    agent's image of a variant only once it is built (`eval` builds and ships it otherwise)."""
+    bases = [IMAGE, *(v for v in map(variant_name, VARIANTS) if host_image(v) is not None)]
+    found = list(bases)
+    for agent in agents:
+        found.append(agent.image_name(IMAGE))  # (required: prepare says to build it)
+        found.extend(n for n in map(agent.image_name, bases[1:]) if host_image(n) is not None)
+    return list(dict.fromkeys(found))
 
 
-def image_id(name: str, podman: Callable[..., list[str]] = _podman) -> str | None:
-    done = subprocess.run(
-        podman("image", "inspect", "--format", "{{.Id}}", name), capture_output=True, text=True
-    )
-    return done.stdout.strip() or None if done.returncode == 0 else None
+def driver_ids(names: list[str]) -> dict[str, str | None]:
+    """The ID of each image in the driver's own podman, where it builds them (None: none)."""
+    return {name: found[0] if (found := host_image(name)) else None for name in names}
 
 
-def _node_ids(names: list[str]) -> dict[str, str | None]:
-    return {name: image_id(name) for name in names}
+@contextmanager
+def _node_service() -> Iterator[tuple[PodmanClient, str]]:
+    """On a node: a client of the podman service its sessions use (the sandbox provider's
+    choice: the one its environment or podman's config names, else one of our own)."""
+    from skillbench.sandbox.service import PodmanService
+
+    service = PodmanService.start_or_reuse()
+    try:
+        with service.client(LOAD_TIMEOUT) as client:
+            yield client, described(service.connection)
+    finally:
+        service.stop()
 
 
-def _node_load(name: str, chunks: list[Any]) -> str | None:
-    """On a node: the archive from its chunks into a file, then into the node's podman."""
+def node_ids(names: list[str]) -> dict[str, str | None]:
+    """On a node: the ID of each image in its sessions' podman service (None: it has none)."""
+    with _node_service() as (client, _):
+        return {name: service_image_id(client, name) for name in names}
+
+
+def node_load(name: str, want: str, archive: Iterable[bytes]) -> None:
+    """On a node: the archive of `name` into its sessions' podman service, which must then
+    hold it with the ID `want` (the driver's)."""
+    with _node_service() as (client, where):
+        send(client, where, name, want, archive, lambda _: None)
+
+
+def _node_load(name: str, want: str, chunks: list[Any]) -> None:
     ray = ray_module()
-    with tempfile.NamedTemporaryFile(prefix="skillbench-image-", suffix=".tar") as f:
-        for ref in chunks:  # one chunk in memory at a time
-            f.write(ray.get(ref))
-        f.flush()
-        done = subprocess.run(_podman("load", "-q", "-i", f.name), capture_output=True, text=True)
-        if done.returncode != 0:
-            raise ClusterError(f"podman load of {name} failed: {done.stderr.strip()[-300:]}")
-    return image_id(name)
-
-
-def _local(*args: str) -> list[str]:
-    return ["podman", *args]
+    node_load(name, want, (ray.get(ref) for ref in chunks))  # one chunk in memory at a time
 
 
 def prepare(images: Iterable[str], log: Callable[[str], None]) -> dict[str, list[str]]:
@@ -58,7 +86,7 @@ def prepare(images: Iterable[str], log: Callable[[str], None]) -> dict[str, list
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     wanted = sorted(set(images))
-    ids = {name: image_id(name, _local) for name in wanted}
+    ids = driver_ids(wanted)
     if missing := [n for n, i in ids.items() if i is None]:
         raise ClusterError(
             f"the driver lacks {', '.join(missing)}: run `skillbench image build` here first"
@@ -70,41 +98,31 @@ def prepare(images: Iterable[str], log: Callable[[str], None]) -> dict[str, list
             "`skillbench cluster join ADDRESS --slots N`"
         )
 
-    def on(node: dict[str, Any], fn: Callable[..., Any]) -> Any:
+    def on(node: dict[str, Any], label: str, fn: Callable[..., Any], *args: Any) -> Any:
         where = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
-        return ray.remote(fn).options(num_cpus=0, scheduling_strategy=where)
+        task = ray.remote(fn).options(num_cpus=0, scheduling_strategy=where)
+        try:
+            return ray.get(task.remote(*args))
+        except ray.exceptions.RayTaskError as exc:  # its message, not the node's traceback
+            raise ClusterError(f"{label}: {exc.cause}") from None
 
     archives: dict[str, list[Any]] = {}
     shipped: dict[str, list[str]] = {}
     for node in nodes:
         label = f"{node['NodeManagerAddress']}/{node['NodeID'][:8]}"
-        have = ray.get(on(node, _node_ids).remote(wanted))
+        have = on(node, label, node_ids, wanted)
         for name in (n for n in wanted if have.get(n) != ids[n]):
             if name not in archives:
                 archives[name] = _save(name)
             log(f"cluster: loading {name} on {label}")
-            loaded = ray.get(on(node, _node_load).remote(name, archives[name]))
-            if loaded != ids[name]:
-                raise ClusterError(
-                    f"{label}: {name} has ID {loaded} after loading, not {ids[name]}"
-                )
+            on(node, label, _node_load, name, ids[name], archives[name])
             shipped.setdefault(label, []).append(name)
     return shipped
 
 
 def _save(name: str) -> list[Any]:
     ray = ray_module()
-    with tempfile.TemporaryDirectory(prefix="skillbench-image-") as tmp:
-        archive = Path(tmp) / "image.tar"
-        done = subprocess.run(
-            _local("save", "-q", "--format", "docker-archive", "-o", str(archive), name),
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            raise ClusterError(f"podman save {name} failed: {done.stderr.strip()[-300:]}")
-        chunks = []
-        with archive.open("rb") as f:
-            while chunk := f.read(CHUNK):
-                chunks.append(ray.put(chunk))
-        return chunks
+    try:
+        return [ray.put(chunk) for chunk in saved(name, CHUNK)]
+    except SandboxError as exc:
+        raise ClusterError(str(exc)) from None

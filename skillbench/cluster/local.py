@@ -29,11 +29,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_HEAD_ENV = "SKILLBENCH_LOCAL_CLUSTER"  # marks the head's processes: stop() ends only those
+
+
 def _env() -> dict[str, str]:
     """What the Ray processes start with: never a provider key."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     return env
+
+
+def _marked(mark: str) -> list[int]:
+    """The processes whose environment holds `mark` (VAR=value): what one node or cluster
+    started, and nothing of another cluster on the same machine."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if mark.encode() in (proc / "environ").read_bytes().split(b"\0"):
+                    found.append(int(proc.name))
+    return found
 
 
 class Node:
@@ -78,16 +93,7 @@ class Node:
 
     def processes(self) -> list[int]:
         """The node's Ray processes: those started with its podman service in their env."""
-        found = []
-        mark = f"{URL_ENV}={self.url}".encode()
-        for proc in Path("/proc").iterdir():
-            if proc.name.isdigit():
-                try:
-                    if mark in (proc / "environ").read_bytes().split(b"\0"):
-                        found.append(int(proc.name))
-                except OSError:
-                    continue
-        return found
+        return _marked(f"{URL_ENV}={self.url}")
 
     def kill(self) -> None:
         """The node is lost: every Ray process of it killed at once."""
@@ -134,7 +140,7 @@ class LocalCluster:
                 f"--temp-dir={self.temp}",
                 f"--resources={json.dumps({SLOT: 0})}",
             ],
-            env=_env(),
+            env={**_env(), _HEAD_ENV: self.temp},
             capture_output=True,
             text=True,
         )
@@ -152,5 +158,9 @@ class LocalCluster:
         ray.shutdown()  # (before the nodes go: no "raylet terminated" noise in the driver)
         for node in self.nodes:
             node.stop()
-        subprocess.run([RAY, "stop", "--force"], env=_env(), capture_output=True)
+        # not `ray stop --force`: it kills every Ray process of the machine, another
+        # cluster's too (a second test run's driver then exits when its GCS goes)
+        for pid in _marked(f"{_HEAD_ENV}={self.temp}"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self.temp, ignore_errors=True)

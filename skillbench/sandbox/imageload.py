@@ -7,6 +7,8 @@ machine or a VM (ssh://, tcp://, podman machine's socket), each image a sandbox 
 checked there by ID and, when missing or different, streamed into it: `podman save` on the
 host piped into the libpod load endpoint, one chunk in memory at a time, with a progress
 line. Checked once per image and process; a sandbox's first use of an image loads it.
+`cluster prepare` streams the driver's archive into a Ray node's service the same way
+(cluster/images.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 from urllib.parse import quote
 
@@ -53,8 +55,14 @@ def service_image_id(client: PodmanClient, name: str) -> str | None:
     return str(response.json()["Id"])
 
 
-def _saved(name: str, sent: list[int]) -> Iterator[bytes]:
-    """`podman save` of `name` as a stream of chunks; `sent[0]` counts the bytes."""
+def described(connection: Connection) -> str:
+    """The service as progress lines and errors name it."""
+    return f"the podman service at {shown(connection.url)} ({connection.transport})"
+
+
+def saved(name: str, chunk: int = CHUNK) -> Iterator[bytes]:
+    """`podman save` of this host's `name` (never a remote podman's: hostcli.py) as a stream
+    of chunks of `chunk` bytes, the last one shorter."""
     with subprocess.Popen(
         ["podman", "save", "-q", "--format", "docker-archive", name],
         stdout=subprocess.PIPE,
@@ -62,12 +70,58 @@ def _saved(name: str, sent: list[int]) -> Iterator[bytes]:
         env=host_env(),
     ) as save:
         assert save.stdout is not None and save.stderr is not None
-        while chunk := save.stdout.read(CHUNK):
-            sent[0] += len(chunk)
-            yield chunk
+        while data := save.stdout.read(chunk):
+            yield data
         err = save.stderr.read().decode(errors="replace").strip()
     if save.returncode != 0:
         raise SandboxError(f"podman save {name} failed on this host: {err[-300:]}")
+
+
+def send(
+    client: PodmanClient,
+    where: str,
+    name: str,
+    want: str,
+    archive: Iterable[bytes],
+    log: Callable[[str], None],
+) -> None:
+    """Stream `archive` (a `podman save` of `name`, chunk by chunk) into the service `where`
+    names, saying how far it got every few seconds; SandboxError unless the service then
+    holds `name` with the ID `want`."""
+    sent = [0]
+    started = time.monotonic()
+    stop = threading.Event()
+
+    def counted() -> Iterator[bytes]:
+        for chunk in archive:
+            sent[0] += len(chunk)
+            yield chunk
+
+    def progress() -> None:
+        while not stop.wait(PROGRESS_EVERY):
+            log(f"  {name}: {sent[0] / 1e6:.0f} MB sent, {time.monotonic() - started:.0f} s")
+
+    ticker = threading.Thread(target=progress, daemon=True)
+    ticker.start()
+    try:
+        response = client.api.post(
+            "/images/load",
+            # a generator: requests sends it chunked, one chunk in memory at a time
+            data=cast(Any, counted()),
+            headers={"Content-Type": "application/x-tar"},
+            timeout=LOAD_TIMEOUT,
+        )
+        response.raise_for_status()
+    except SandboxError:
+        raise
+    except Exception as exc:
+        raise SandboxError(f"loading {name} into {where} failed: {exc}") from None
+    finally:
+        stop.set()
+    arrived = service_image_id(client, name)
+    if arrived != want:
+        raise SandboxError(f"{name} has ID {arrived} in {where} after loading, not {want}")
+    log(f"loaded {name} in {time.monotonic() - started:.1f} s")
 
 
 def load(
@@ -81,39 +135,9 @@ def load(
             f"service at {shown(connection.url)}: `skillbench image build` builds it"
         )
     image_id, size = found
-    where = f"the podman service at {shown(connection.url)} ({connection.transport})"
+    where = described(connection)
     log(f"loading {name} ({size / 1e6:.0f} MB) into {where}")
-    sent = [0]
-    started = time.monotonic()
-    stop = threading.Event()
-
-    def progress() -> None:
-        while not stop.wait(PROGRESS_EVERY):
-            log(f"  {name}: {sent[0] / 1e6:.0f} MB sent, {time.monotonic() - started:.0f} s")
-
-    ticker = threading.Thread(target=progress, daemon=True)
-    ticker.start()
-    try:
-        response = client.api.post(
-            "/images/load",
-            # a generator: requests sends it chunked, one chunk in memory at a time
-            data=cast(Any, _saved(name, sent)),
-            headers={"Content-Type": "application/x-tar"},
-            timeout=LOAD_TIMEOUT,
-        )
-        response.raise_for_status()
-    except SandboxError:
-        raise
-    except Exception as exc:
-        raise SandboxError(f"loading {name} into {where} failed: {exc}") from None
-    finally:
-        stop.set()
-    arrived = service_image_id(client, name)
-    if arrived != image_id:
-        raise SandboxError(
-            f"{name} has ID {arrived} in {where} after loading, not this host's {image_id}"
-        )
-    log(f"loaded {name} in {time.monotonic() - started:.1f} s")
+    send(client, where, name, image_id, saved(name), log)
 
 
 def _progress(line: str) -> None:
