@@ -61,6 +61,28 @@ def load_skill(agent: str) -> dict[str, Any]:
     return {"tool_calls": [call]}
 
 
+def greeter_script(agent: str) -> dict[str, Any]:
+    """The fake model's script for greeter(): the candidate loads the skill and runs its
+    script, the baseline writes a bare greeting."""
+    return {
+        "conversations": [
+            conv(
+                "(?s)greeter",
+                "Create hello.txt",
+                load_skill(agent),
+                bash(agent, f"sh {SKILL_HOME[agent]}/scripts/greet.sh && cat hello.txt"),
+                {"text": "I greeted everyone."},
+            ),
+            conv(
+                "(?s)",
+                "Create hello.txt",
+                bash(agent, "echo hi > hello.txt"),
+                {"text": "I greeted everyone."},
+            ),
+        ]
+    }
+
+
 def greeter(tmp_path: Path, agent: str) -> Path:
     files = {k: v for k, v in GREETER.items() if k != "SKILL.md"}
     folder = skill(tmp_path, files, config=f'agent = "{agent}"\n')
@@ -93,25 +115,7 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
     for agent in AGENTS:
         here = tmp_path / agent
         folder = greeter(here, agent)
-        server = fake(
-            {
-                "conversations": [
-                    conv(
-                        "(?s)greeter",
-                        "Create hello.txt",
-                        load_skill(agent),
-                        bash(agent, f"sh {SKILL_HOME[agent]}/scripts/greet.sh && cat hello.txt"),
-                        {"text": "I greeted everyone."},
-                    ),
-                    conv(
-                        "(?s)",
-                        "Create hello.txt",
-                        bash(agent, "echo hi > hello.txt"),
-                        {"text": "I greeted everyone."},
-                    ),
-                ]
-            }
-        )
+        server = fake(greeter_script(agent))
         monkeypatch.setenv(KEY_VAR[agent], REAL_KEY)
         code, lines, summary = run_eval(
             capsys, folder, here / "run", "--execution-only", "--model", MODEL[agent]

@@ -19,7 +19,7 @@ from skillbench.sandbox.hostcli import host_env
 from tests.helpers import conv, skill
 from tests.helpers import run_eval as run
 from tests.ssh_service import SshPodman
-from tests.test_agents import KEY_VAR, MODEL, REAL_KEY, SKILL_HOME, bash, greeter, load_skill, rows
+from tests.test_agents import KEY_VAR, MODEL, REAL_KEY, greeter, greeter_script, rows
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e]
 
@@ -29,25 +29,7 @@ def test_a_claude_code_eval_runs_on_the_ssh_only_service(
 ) -> None:
     agent = "claude-code"
     folder = greeter(tmp_path, agent)
-    server = fake(
-        {
-            "conversations": [
-                conv(
-                    "(?s)greeter",
-                    "Create hello.txt",
-                    load_skill(agent),
-                    bash(agent, f"sh {SKILL_HOME[agent]}/scripts/greet.sh && cat hello.txt"),
-                    {"text": "I greeted everyone."},
-                ),
-                conv(
-                    "(?s)",
-                    "Create hello.txt",
-                    bash(agent, "echo hi > hello.txt"),
-                    {"text": "I greeted everyone."},
-                ),
-            ]
-        }
-    )
+    server = fake(greeter_script(agent))
     monkeypatch.setenv(KEY_VAR[agent], REAL_KEY)
     started = str(int(time.time()))
     code, lines, summary = run(
