@@ -222,3 +222,24 @@ def test_a_system_message_after_the_first_user_turn_is_part_of_the_system_prompt
         }
     )
     assert Player(script).play(system, first, last, turns).source == "conversation 0"
+
+
+def test_a_client_that_resets_its_connection_prints_no_traceback(capfd) -> None:
+    # the server runs inside skillbench for scripted CLI arms: a run stopped with a call in
+    # flight resets the connection, and socketserver printed a traceback into skillbench's
+    # stderr (seen in the full-disk test, whose only allowed stderr line is the error)
+    import socket
+    import struct
+    import time
+
+    from skillbench.models.fake_server import FakeModelServer
+
+    with FakeModelServer(parse_script({"rules": [{"when": "x", "replies": ["ok"]}]})) as server:
+        host, port = server.url.removeprefix("http://").split("/")[0].split(":")
+        for _ in range(5):
+            sock = socket.create_connection((host, int(port)))
+            sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\n")  # a head cut short
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()  # RST, not FIN
+        time.sleep(0.5)  # (its threads read and fail)
+    assert "Traceback" not in capfd.readouterr().err

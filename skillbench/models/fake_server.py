@@ -66,6 +66,13 @@ class LoggedRequest(msgspec.Struct):
 class _Server(ThreadingHTTPServer):
     request_queue_size = 512  # the default backlog (5) refuses connections at 64 in flight
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that went away (a run stopped with a call in flight, a kept-alive
+        # connection closed) is no error of the server's: socketserver would print a
+        # traceback into the stderr of the skillbench process that serves the script
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
 
 class FakeModelServer:
     """Serves a script on 127.0.0.1 (a free port unless given) in a background thread."""
