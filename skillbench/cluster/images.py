@@ -105,6 +105,12 @@ def prepare(images: Iterable[str], log: Callable[[str], None]) -> dict[str, list
             return ray.get(task.remote(*args))
         except ray.exceptions.RayTaskError as exc:  # its message, not the node's traceback
             raise ClusterError(f"{label}: {exc.cause}") from None
+        except ray.exceptions.RayError as exc:  # the node left the cluster (died, lost)
+            said = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            raise ClusterError(
+                f"{label}: the node is gone ({type(exc).__name__}: {said}); check it and "
+                "run `skillbench cluster prepare` again"
+            ) from None
 
     archives: dict[str, list[Any]] = {}
     shipped: dict[str, list[str]] = {}
