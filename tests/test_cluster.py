@@ -126,36 +126,6 @@ def cluster_temp() -> Path:
     return Path(ray._private.worker._global_node.get_temp_dir_path())
 
 
-def test_a_node_lost_mid_run_loses_and_duplicates_nothing(
-    cluster, tmp_path: Path, fake, monkeypatch, capsys
-) -> None:
-    address, nodes = cluster
-    folder = _scenario(tmp_path, fake, monkeypatch)
-    out = tmp_path / "run"
-    journal = out / "journal.jsonl"
-
-    def kill_when_busy() -> None:  # once the first session is back, the others are in flight
-        while not (journal.is_file() and '"type":"session"' in journal.read_text()):
-            time.sleep(0.05)
-        nodes[1].kill()
-
-    killer = threading.Thread(target=kill_when_busy, daemon=True)
-    killer.start()
-    code, summary = _eval(folder, out, "--cluster", address, "--parallel", "4")
-    killer.join(timeout=5)
-    err = capsys.readouterr().err
-    sessions, rows = read_journal(journal)
-    keys = [json.loads(x)["key"] for x in journal.read_text().splitlines() if '"session"' in x]
-    assert len(keys) == len(set(keys)) == 2 * CASES  # none lost, none twice
-    assert len(rows) == CASES and summary["scored_rows"] == CASES
-    retried = [r for r in sessions.values() if r.attempts == 2]
-    assert retried and all(
-        r.node and r.node.endswith(tuple(n[:8] for n in alive_nodes())) for r in retried
-    )
-    assert "dropped out mid-run" in err, err
-    assert code == 0 and summary["verdict"] in ("PASS", "INCONCLUSIVE")
-
-
 def test_cluster_prepare_leaves_every_node_with_the_drivers_images_and_a_node_case_runs(
     cluster, tmp_path: Path, fake, monkeypatch, capsys
 ) -> None:
@@ -296,3 +266,36 @@ def test_stopping_one_local_cluster_leaves_another_on_the_machine_running(tmp_pa
         second.stop()
     alive = subprocess.run(["pgrep", "-af", ray_processes], capture_output=True, text=True)
     assert second.temp not in alive.stdout
+
+
+# Last of the tests on the shared cluster: it kills a worker for good, and Ray goes on listing
+# a killed node as alive for a while (until its heartbeats are missed), so a test after it
+# would schedule on a node that is about to be declared dead.
+def test_a_node_lost_mid_run_loses_and_duplicates_nothing(
+    cluster, tmp_path: Path, fake, monkeypatch, capsys
+) -> None:
+    address, nodes = cluster
+    folder = _scenario(tmp_path, fake, monkeypatch)
+    out = tmp_path / "run"
+    journal = out / "journal.jsonl"
+
+    def kill_when_busy() -> None:  # once the first session is back, the others are in flight
+        while not (journal.is_file() and '"type":"session"' in journal.read_text()):
+            time.sleep(0.05)
+        nodes[1].kill()
+
+    killer = threading.Thread(target=kill_when_busy, daemon=True)
+    killer.start()
+    code, summary = _eval(folder, out, "--cluster", address, "--parallel", "4")
+    killer.join(timeout=5)
+    err = capsys.readouterr().err
+    sessions, rows = read_journal(journal)
+    keys = [json.loads(x)["key"] for x in journal.read_text().splitlines() if '"session"' in x]
+    assert len(keys) == len(set(keys)) == 2 * CASES  # none lost, none twice
+    assert len(rows) == CASES and summary["scored_rows"] == CASES
+    retried = [r for r in sessions.values() if r.attempts == 2]
+    assert retried and all(
+        r.node and r.node.endswith(tuple(n[:8] for n in alive_nodes())) for r in retried
+    )
+    assert "dropped out mid-run" in err, err
+    assert code == 0 and summary["verdict"] in ("PASS", "INCONCLUSIVE")
