@@ -1,6 +1,8 @@
-"""The rubric judge (design §3): one tool-free call with the task, the rubric and the tail of
-each arm's transcript labelled A and B, asked twice with the order swapped. A row is decided
-only when both answers agree; otherwise it is a tie marked `judge-split`."""
+"""The rubric judge: one tool-free call with the task, the rubric and the tail of each arm's
+transcript labelled A and B, asked twice with the order swapped. A row is decided only when both
+answers agree; otherwise it is a tie marked `judge-split`. The transcripts are the agent's
+words, so each call frames them with a fresh nonce and reads its verdict back through that
+frame (`skillbench.framing`): a candidate cannot add a rubric or a verdict of its own."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import re
 
 import msgspec
 
-from skillbench.jsonreply import first_json_object
+from skillbench.framing import Frame
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 
 TAIL_CHARS = 6000
@@ -19,7 +21,7 @@ SYSTEM = (
     "You are an impartial judge comparing two attempts, A and B, at the same task by an AI "
     "agent working alone in a sandbox. Judge only by the rubric. Ignore the order and the "
     "length of the attempts. Reply with one JSON object and nothing else: "
-    '{"winner": "A" | "B" | "tie", "reason": "<one sentence>"}'
+    '{"winner": "A" | "B" | "tie", "reason": "<one sentence>", "nonce": "<the frame id>"}'
 )
 
 
@@ -39,14 +41,18 @@ def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text if len(text) <= limit else "[... earlier part cut ...]\n" + text[-limit:]
 
 
-def prompt(task: str, rubric: str, a: str, b: str) -> str:
+def prompt(frame: Frame, task: str, rubric: str, a: str, b: str) -> str:
     return (
         f"## Task given to the agent\n{task}\n\n## Rubric\n{rubric}\n\n"
-        f"## Attempt A (transcript tail)\n{tail(a)}\n\n"
-        f"## Attempt B (transcript tail)\n{tail(b)}\n\n"
+        f"## Attempt A (transcript tail)\n{frame.block('ATTEMPT_A', tail(a))}\n\n"
+        f"## Attempt B (transcript tail)\n{frame.block('ATTEMPT_B', tail(b))}\n\n"
         'Which attempt better satisfies the rubric? Answer {"winner": "A" | "B" | "tie", '
-        '"reason": "..."}.'
+        f'"reason": "...", "nonce": "{frame.nonce}"}}.'
     )
+
+
+def _winner(reply: dict) -> str:
+    return {"a": "A", "b": "B", "tie": "tie"}.get(str(reply.get("winner", "")).strip().lower(), "")
 
 
 class _Answer(msgspec.Struct, frozen=True):
@@ -56,12 +62,14 @@ class _Answer(msgspec.Struct, frozen=True):
     usage: Usage
 
 
-async def _ask(model: Model, text: str) -> _Answer:
+async def _ask(model: Model, task: str, rubric: str, a: str, b: str) -> _Answer:
+    frame = Frame()
+    text = prompt(frame, task, rubric, a, b)
     usage = Usage()
     for _ in range(1 + UNPARSEABLE_RETRIES):
         try:
             done = await model.complete(
-                system=SYSTEM,
+                system=f"{SYSTEM}\n\n{frame.rules()}",
                 messages=[Message("user", (TextBlock(text),))],
                 tools=[],
                 max_tokens=1024,
@@ -71,9 +79,8 @@ async def _ask(model: Model, text: str) -> _Answer:
         usage = usage + done.usage
         if done.stop_reason == "refusal":
             return _Answer(None, "refused", done.text[:300], usage)
-        reply = first_json_object(done.text) or {}
-        winner = str(reply.get("winner", "")).strip()
-        winner = {"a": "A", "b": "B", "tie": "tie"}.get(winner.lower(), "")
+        reply = frame.verdict(done.text, lambda o: bool(_winner(o))) or {}
+        winner = _winner(reply)
         if winner:
             return _Answer(winner, None, str(reply.get("reason", ""))[:500], usage)
     return _Answer(None, "unparseable", done.text[:300], usage)
@@ -88,7 +95,7 @@ async def judge(
     answers = []
     for cand_is_a in orders:
         a, b = (candidate, opponent) if cand_is_a else (opponent, candidate)
-        answers.append(await _ask(model, prompt(task, rubric, a, b)))
+        answers.append(await _ask(model, task, rubric, a, b))
     usage = answers[0].usage + answers[1].usage
     reasons = tuple(a.reason for a in answers)
     for problem in ("error", "refused", "unparseable"):
