@@ -29,6 +29,7 @@ lint: venv
 	$(BIN)/ruff format --check
 	@bash scripts/check-fmt-markers.sh
 	$(BIN)/mypy
+	$(BIN)/mkdocs build --strict --quiet
 
 test: setup lint
 	$(BIN)/pytest
