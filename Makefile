@@ -32,11 +32,14 @@ lint: venv
 	$(BIN)/mkdocs build --strict --quiet
 
 test: setup lint
+	@echo "(before each commit, 'make unit' is the fast tier: no podman, about a minute)"
 	$(BIN)/pytest
 
-# Fast unit tests only (no podman).
-unit: venv
+# The tier to run before each commit: lint, types and the unit tests, no podman (about a
+# minute on a 2-core machine).
+unit: venv lint
 	$(BIN)/pytest -m "not sandbox and not e2e"
+	@echo "unit tier green; 'make test' runs everything (real podman sandboxes)"
 
 demo: setup
 	@bash scripts/demo.sh
