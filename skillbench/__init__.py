@@ -16,11 +16,16 @@ if TYPE_CHECKING:
         Options,
         estimate,
         evaluate,
+        evaluate_async,
         evaluate_triggers,
+        evaluate_triggers_async,
         gate,
         generate_evals,
         measure_triggers,
+        measure_triggers_async,
+        read_run,
         run_oracles,
+        run_oracles_async,
     )
     from skillbench.engine.run import EvalResult
     from skillbench.engine.summary import Summary
@@ -36,6 +41,11 @@ _API = {
     "generate_evals": "skillbench.api",
     "measure_triggers": "skillbench.api",
     "run_oracles": "skillbench.api",
+    "evaluate_async": "skillbench.api",
+    "evaluate_triggers_async": "skillbench.api",
+    "measure_triggers_async": "skillbench.api",
+    "run_oracles_async": "skillbench.api",
+    "read_run": "skillbench.api",
     "EvalResult": "skillbench.engine.run",
     "Summary": "skillbench.engine.summary",
     "SkillbenchError": "skillbench.errors",
@@ -49,11 +59,16 @@ __all__ = [
     "__version__",
     "estimate",
     "evaluate",
+    "evaluate_async",
     "evaluate_triggers",
+    "evaluate_triggers_async",
     "gate",
     "generate_evals",
     "measure_triggers",
+    "measure_triggers_async",
+    "read_run",
     "run_oracles",
+    "run_oracles_async",
 ]
 
 

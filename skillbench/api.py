@@ -4,6 +4,11 @@
 
     result = skillbench.evaluate("skills/pdf", options=skillbench.Options(k=3))
     print(result.summary.verdict, result.run_dir)
+    run = skillbench.read_run(result.run_dir)    # any finished run folder, typed
+
+In a running event loop (a notebook, an async application) await the `_async` variants
+(`evaluate_async`, `evaluate_triggers_async`, `measure_triggers_async`, `run_oracles_async`);
+the plain ones work there too, on a thread of their own.
 
 Each function loads the settings the CLI would (skillbench.toml or [tool.skillbench] nearest
 the skill, SKILLBENCH_MODEL, the defaults) and lays the options over them, the way flags are.
@@ -15,13 +20,14 @@ code. Messages name the CLI flag of an option (`--max-cost`), the same spelling 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import errno
 import json
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -37,7 +43,10 @@ if TYPE_CHECKING:
     from skillbench.engine.run import EvalResult
     from skillbench.engine.session import Progress
     from skillbench.gating import GateResult
+    from skillbench.report.run_folder import RunFolder
     from skillbench.triggers import TriggerReport
+
+T = TypeVar("T")
 
 Log = Callable[[str], None]  # one line for the user: a note, a warning, an image being built
 
@@ -202,22 +211,22 @@ def _generate(
     return generate_missing(skill_dir, settings, kinds, log, only_missing=only_missing)
 
 
-def evaluate(
-    skill: str | os.PathLike[str] | None,
-    *,
-    options: Options = DEFAULTS,
-    progress: Progress | None = None,
-    log: Log = _quiet,
-    on_second_signal: Callable[[Interrupted], None] | None = None,
-) -> EvalResult:
-    """The paired-arm eval of `skill` (None with `options.resume`): generate what the skill
-    lacks, plan, run every session, score, judge, measure triggers, and write the run
-    folder with its summary.json and receipt. `progress` hears of every session. Raises
-    Interrupted when Ctrl-C stops the run. Given `on_second_signal` (for a CLI or a CI job:
-    it installs signal handlers), SIGTERM stops it the same way, and a second signal exits
-    the process at once, after removing every sandbox, calling `on_second_signal` with the
-    Interrupted of the first to say its line."""
-    from skillbench.engine.interrupt import Stop
+def _run(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work` to its end from synchronous code. Inside a running event loop (a notebook, an
+    async app) `asyncio.run` is refused, so the work gets a loop of its own in a thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="skillbench") as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+def _start_eval(
+    skill: str | os.PathLike[str] | None, options: Options, progress: Progress | None, log: Log
+) -> tuple[Coroutine[Any, Any, EvalResult], Path, Any]:
+    """Everything of an eval before its first session (options, generation, the plan, the
+    cluster), and the run itself as a coroutine not yet started."""
     from skillbench.engine.plan import prepare
     from skillbench.engine.run import execute
     from skillbench.models import parse_model
@@ -232,34 +241,93 @@ def evaluate(
         )
     run_dir = prepared[1]
     cluster = _open_cluster(options.cluster or opts.settings.cluster.address, opts, log)
-    work = execute(prepared, opts, progress or _Silent(), cluster)
+    return execute(prepared, opts, progress or _Silent(), cluster), run_dir, cluster
+
+
+def _write_failure(exc: OSError, run_dir: Path) -> EvalError:
+    """The one line for an OSError that stopped a run: the run folder could not be written (a
+    full disk, most often), or the podman client's HTTP error."""
+    if exc.errno is None and exc.filename is None:
+        return EvalError(
+            f"the sandbox service failed: {str(exc)[:300]}; nothing finished is lost: "
+            f"`skillbench doctor` says what to fix, then: skillbench eval --resume {run_dir}"
+        )
+    full = exc.errno == errno.ENOSPC
+    return EvalError(
+        f"writing the run folder {run_dir} failed: "
+        f"{exc.strerror or exc}{' (the disk is full)' if full else ''}; nothing finished "
+        f"is lost: {'free some space' if full else 'fix that'}, then continue with: "
+        f"skillbench eval --resume {run_dir}"
+    )
+
+
+def _close_cluster(cluster: Any, log: Log) -> None:
+    if cluster is not None:
+        cluster.close()
+        for node, count in cluster.lost.items():
+            log(f"cluster: {node} dropped out mid-run; its {count} session(s) were retried")
+
+
+def evaluate(
+    skill: str | os.PathLike[str] | None,
+    *,
+    options: Options = DEFAULTS,
+    progress: Progress | None = None,
+    log: Log = _quiet,
+    on_second_signal: Callable[[Interrupted], None] | None = None,
+) -> EvalResult:
+    """The paired-arm eval of `skill` (None with `options.resume`): generate what the skill
+    lacks, plan, run every session, score, judge, measure triggers, and write the run
+    folder with its summary.json and receipt. `progress` hears of every session. Raises
+    Interrupted when Ctrl-C stops the run. Given `on_second_signal` (for a CLI or a CI job:
+    it installs signal handlers), SIGTERM stops it the same way, and a second signal exits
+    the process at once, after removing every sandbox, calling `on_second_signal` with the
+    Interrupted of the first to say its line. Inside a running event loop, await
+    `evaluate_async` instead (this works there too, on a thread of its own)."""
+    from skillbench.engine.interrupt import Stop
+
+    work, run_dir, cluster = _start_eval(skill, options, progress, log)
     stop = None
     if on_second_signal is not None:
         say = on_second_signal
         stop = Stop(lambda signum: say(Interrupted(str(run_dir), signum=signum)))
     try:
-        return asyncio.run(work if stop is None else stop.run(work))
+        return _run(work if stop is None else stop.run(work))
     except (KeyboardInterrupt, asyncio.CancelledError):
         first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
         raise Interrupted(str(run_dir), signum=first) from None
-    except OSError as exc:  # the run folder could not be written: a full disk, most often
-        if exc.errno is None and exc.filename is None:  # (an HTTP error of the podman client)
-            raise EvalError(
-                f"the sandbox service failed: {str(exc)[:300]}; nothing finished is lost: "
-                f"`skillbench doctor` says what to fix, then: skillbench eval --resume {run_dir}"
-            ) from None
-        full = exc.errno == errno.ENOSPC
-        raise EvalError(
-            f"writing the run folder {run_dir} failed: "
-            f"{exc.strerror or exc}{' (the disk is full)' if full else ''}; nothing finished "
-            f"is lost: {'free some space' if full else 'fix that'}, then continue with: "
-            f"skillbench eval --resume {run_dir}"
-        ) from None
+    except OSError as exc:
+        raise _write_failure(exc, run_dir) from None
     finally:
-        if cluster is not None:
-            cluster.close()
-            for node, count in cluster.lost.items():
-                log(f"cluster: {node} dropped out mid-run; its {count} session(s) were retried")
+        _close_cluster(cluster, log)
+
+
+async def evaluate_async(
+    skill: str | os.PathLike[str] | None,
+    *,
+    options: Options = DEFAULTS,
+    progress: Progress | None = None,
+    log: Log = _quiet,
+) -> EvalResult:
+    """`evaluate` for a running event loop (a notebook, an async application). Cancelling
+    the task stops the run as Ctrl-C does: every sandbox is removed, nothing finished is
+    lost, and `Options(resume=run_dir)` goes on."""
+    work, run_dir, cluster = _start_eval(skill, options, progress, log)
+    try:
+        return await work
+    except OSError as exc:
+        raise _write_failure(exc, run_dir) from None
+    finally:
+        _close_cluster(cluster, log)
+
+
+def read_run(path: str | os.PathLike[str]) -> RunFolder:
+    """A finished run folder read back, typed: its plan, summary, session and row records,
+    and each session's transcript (`RunFolder.transcript(record)`). What `report`, `view` and
+    `compare` read; a folder that is not a finished run raises a RunFolderError saying why."""
+    from skillbench.report.run_folder import load_run
+
+    return load_run(Path(path))
 
 
 def _open_cluster(address: str | None, opts: EvalOptions, log: Log) -> Any:
@@ -299,9 +367,16 @@ def run_oracles(
 ) -> list[OracleResult]:
     """Every case's reference solution (`oracle:`) run against its checks (`eval --oracle`);
     no model is called and nothing is generated."""
+    return _run(run_oracles_async(skill, options=options, log=log))
+
+
+async def run_oracles_async(
+    skill: str | os.PathLike[str] | None, *, options: Options = DEFAULTS, log: Log = _quiet
+) -> list[OracleResult]:
+    """`run_oracles` for a running event loop."""
     from skillbench.engine.oracle import oracle_run
 
-    return asyncio.run(oracle_run(_eval_options(skill, options), log=log))
+    return await oracle_run(_eval_options(skill, options), log=log)
 
 
 def evaluate_triggers(
@@ -309,11 +384,18 @@ def evaluate_triggers(
 ) -> TriggerReport:
     """The trigger measurement of an eval alone (`eval --triggers-only`): the skill and its
     evals validated, a missing triggers file generated, no sandboxes for the cases."""
+    return _run(evaluate_triggers_async(skill, options=options, log=log))
+
+
+async def evaluate_triggers_async(
+    skill: str | os.PathLike[str] | None, *, options: Options = DEFAULTS, log: Log = _quiet
+) -> TriggerReport:
+    """`evaluate_triggers` for a running event loop."""
     from skillbench.engine.run import triggers_only
 
     opts = _eval_options(skill, options)
     _before_run(opts, options, ["triggers"], log)
-    return asyncio.run(triggers_only(opts))
+    return await triggers_only(opts)
 
 
 def generate_evals(
@@ -330,6 +412,13 @@ def generate_evals(
 
 
 def measure_triggers(
+    path: str | os.PathLike[str], *, options: Options = DEFAULTS, log: Log = _quiet
+) -> dict[str, list[TriggerReport]]:
+    """`measure_triggers_async` from synchronous code (`skillbench triggers`)."""
+    return _run(measure_triggers_async(path, options=options, log=log))
+
+
+async def measure_triggers_async(
     path: str | os.PathLike[str], *, options: Options = DEFAULTS, log: Log = _quiet
 ) -> dict[str, list[TriggerReport]]:
     """Trigger recall and precision of a skill, or of every skill of a library root with an
@@ -349,8 +438,8 @@ def measure_triggers(
     method = options.trigger_method or ("agent" if options.agent else "catalog")
     methods = ["catalog", "agent"] if method == "both" else [method]
 
-    async def each() -> list[list[TriggerReport]]:
-        return list(
+    try:
+        reports = list(
             await asyncio.gather(
                 *(
                     measure(
@@ -366,11 +455,9 @@ def measure_triggers(
                 )
             )
         )
-
-    try:
-        return dict(zip(methods, asyncio.run(each()), strict=True))
     except RoutingError as exc:
         raise EvalError(str(exc)) from None
+    return dict(zip(methods, reports, strict=True))
 
 
 def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) -> GateResult:

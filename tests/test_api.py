@@ -118,3 +118,46 @@ def test_measure_triggers_returns_reports_by_method(fake, tmp_path: Path) -> Non
         0.0,
         0.0,
     )
+
+
+@pytest.mark.sandbox
+@pytest.mark.anyio
+@pytest.mark.usefixtures("podman_service")
+async def test_the_async_api_and_read_run_work_inside_a_running_event_loop(
+    fake, tmp_path: Path
+) -> None:
+    # A notebook or an async app already runs a loop: asyncio.run() is refused there, which
+    # the sync API used to call.
+    folder = skill(tmp_path, {"evals/cases/hello.yaml": CASE, "evals/triggers.yaml": TRIGGERS})
+    fake(
+        {
+            "rules": [
+                {"when": "User request:\ngreet everyone", "replies": ['{"selected": ["greeter"]}']},
+                {"when": "User request:\nrename this", "replies": ['{"selected": []}']},
+            ],
+            "conversations": [
+                conv(CAND, "Create hello", write_file("hello.txt", "hello\n"), {"text": "done"}),
+                conv(BASE, "Create hello", {"text": "I would need more information."}),
+            ],
+        }
+    )
+    options = skillbench.Options(model=MODEL, out=str(tmp_path / "run"), seed=7, generate=False)
+    result = await skillbench.evaluate_async(folder, options=options)
+    assert [(r.case, r.outcome) for r in result.summary.rows] == [("hello", "win")]
+
+    run = skillbench.read_run(result.run_dir)
+    assert run.summary.verdict == result.summary.verdict == "INCONCLUSIVE"
+    assert sorted(run.sessions) == ["hello.baseline.1", "hello.candidate.1"]
+    events = run.transcript(run.sessions["hello.candidate.1"])
+    assert any(e.get("type") == "tool_call" for e in events)
+
+    # the sync functions work inside the loop too (on a thread of their own)
+    measured = skillbench.measure_triggers(folder, options=skillbench.Options(model=MODEL))
+    assert measured["catalog"][0].summary()["recall"] == 1.0
+    triggers = await skillbench.measure_triggers_async(
+        folder, options=skillbench.Options(model=MODEL)
+    )
+    assert triggers["catalog"][0].summary()["precision"] == 1.0
+
+    with pytest.raises(SkillbenchError, match="no such run folder"):
+        skillbench.read_run(tmp_path / "nowhere")

@@ -12,10 +12,11 @@ import msgspec
 from skillbench.engine.journal import read_journal
 from skillbench.engine.records import Plan, RowRecord, SessionRecord
 from skillbench.engine.summary import Summary
+from skillbench.errors import SkillbenchError
 from skillbench.inputs import load_json
 
 
-class RunFolderError(Exception):
+class RunFolderError(SkillbenchError):
     """Not a finished run folder (no summary.json or plan.json that can be read)."""
 
 
