@@ -211,15 +211,16 @@ def _generate(
     return generate_missing(skill_dir, settings, kinds, log, only_missing=only_missing)
 
 
-def _run(work: Coroutine[Any, Any, T]) -> T:
-    """Run `work` to its end from synchronous code. Inside a running event loop (a notebook, an
-    async app) `asyncio.run` is refused, so the work gets a loop of its own in a thread."""
+def _off_loop(call: Callable[[], T]) -> T | None:
+    """Inside a running event loop (a notebook, an async app) `asyncio.run` is refused, and the
+    sync API calls it (generation and image builds too): there the whole call runs on a thread
+    of its own, and this returns its result. None: no loop runs here, call on this thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(work)
+        return None
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="skillbench") as pool:
-        return pool.submit(asyncio.run, work).result()
+        return pool.submit(call).result()
 
 
 def _start_eval(
@@ -286,13 +287,16 @@ def evaluate(
     `evaluate_async` instead (this works there too, on a thread of its own)."""
     from skillbench.engine.interrupt import Stop
 
+    done = _off_loop(lambda: evaluate(skill, options=options, progress=progress, log=log))
+    if done is not None:
+        return done
     work, run_dir, cluster = _start_eval(skill, options, progress, log)
     stop = None
     if on_second_signal is not None:
         say = on_second_signal
         stop = Stop(lambda signum: say(Interrupted(str(run_dir), signum=signum)))
     try:
-        return _run(work if stop is None else stop.run(work))
+        return asyncio.run(work if stop is None else stop.run(work))
     except (KeyboardInterrupt, asyncio.CancelledError):
         first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
         raise Interrupted(str(run_dir), signum=first) from None
@@ -312,7 +316,8 @@ async def evaluate_async(
     """`evaluate` for a running event loop (a notebook, an async application). Cancelling
     the task stops the run as Ctrl-C does: every sandbox is removed, nothing finished is
     lost, and `Options(resume=run_dir)` goes on."""
-    work, run_dir, cluster = _start_eval(skill, options, progress, log)
+    # what comes before the first session is synchronous (generation, image builds)
+    work, run_dir, cluster = await asyncio.to_thread(_start_eval, skill, options, progress, log)
     try:
         return await work
     except OSError as exc:
@@ -367,7 +372,12 @@ def run_oracles(
 ) -> list[OracleResult]:
     """Every case's reference solution (`oracle:`) run against its checks (`eval --oracle`);
     no model is called and nothing is generated."""
-    return _run(run_oracles_async(skill, options=options, log=log))
+    done = _off_loop(lambda: run_oracles(skill, options=options, log=log))
+    return (
+        done
+        if done is not None
+        else asyncio.run(run_oracles_async(skill, options=options, log=log))
+    )
 
 
 async def run_oracles_async(
@@ -376,7 +386,7 @@ async def run_oracles_async(
     """`run_oracles` for a running event loop."""
     from skillbench.engine.oracle import oracle_run
 
-    return await oracle_run(_eval_options(skill, options), log=log)
+    return await oracle_run(await asyncio.to_thread(_eval_options, skill, options), log=log)
 
 
 def evaluate_triggers(
@@ -384,7 +394,10 @@ def evaluate_triggers(
 ) -> TriggerReport:
     """The trigger measurement of an eval alone (`eval --triggers-only`): the skill and its
     evals validated, a missing triggers file generated, no sandboxes for the cases."""
-    return _run(evaluate_triggers_async(skill, options=options, log=log))
+    done = _off_loop(lambda: evaluate_triggers(skill, options=options, log=log))
+    if done is not None:
+        return done
+    return asyncio.run(evaluate_triggers_async(skill, options=options, log=log))
 
 
 async def evaluate_triggers_async(
@@ -393,9 +406,12 @@ async def evaluate_triggers_async(
     """`evaluate_triggers` for a running event loop."""
     from skillbench.engine.run import triggers_only
 
-    opts = _eval_options(skill, options)
-    _before_run(opts, options, ["triggers"], log)
-    return await triggers_only(opts)
+    def prepared() -> EvalOptions:
+        opts = _eval_options(skill, options)
+        _before_run(opts, options, ["triggers"], log)
+        return opts
+
+    return await triggers_only(await asyncio.to_thread(prepared))
 
 
 def generate_evals(
@@ -415,7 +431,10 @@ def measure_triggers(
     path: str | os.PathLike[str], *, options: Options = DEFAULTS, log: Log = _quiet
 ) -> dict[str, list[TriggerReport]]:
     """`measure_triggers_async` from synchronous code (`skillbench triggers`)."""
-    return _run(measure_triggers_async(path, options=options, log=log))
+    done = _off_loop(lambda: measure_triggers(path, options=options, log=log))
+    if done is not None:
+        return done
+    return asyncio.run(measure_triggers_async(path, options=options, log=log))
 
 
 async def measure_triggers_async(

@@ -14,10 +14,16 @@ option or flag at fault and what to do; none needs a traceback to be understood.
     ├── TeamError               the team repo or the gate policy refuses the operation
     ├── TuneError, SplitError,  `skillbench tune` cannot start or go on; its split cannot be
     │   ApplyError              made; the description cannot be written into SKILL.md
-    └── Interrupted             Ctrl-C or SIGTERM stopped a run; `run_dir` resumes it
+    ├── Interrupted             Ctrl-C or SIGTERM stopped a run; `run_dir` resumes it
+    └── the one-line errors of single modules: UsageError (a CLI flag), ModelError (a model
+        call), AgentError, ImageBuildError, CaseImageError, PullError, RoutingError, RunBusy,
+        RunFolderError, ImportError_, ScriptError, SigningError, ClusterError,
+        GenerationFailed
 
 The ones defined elsewhere subclass `SkillbenchError` where they live; this module holds the
-base and the ones that belong to no single module. It imports nothing from skillbench.
+base and the ones that belong to no single module. It imports nothing from skillbench. Each
+says what the CLI prints (`lines()`) and exits with (`exit_code`), so the CLI catches this one
+type.
 """
 
 from __future__ import annotations
@@ -28,7 +34,13 @@ from typing import Any
 
 
 class SkillbenchError(Exception):
-    """Anything skillbench refuses or cannot do, said in one line."""
+    """Anything skillbench refuses or cannot do, said in one line. `lines()` is what the CLI
+    prints to stderr and `exit_code` what it exits with, so the CLI catches this type alone."""
+
+    exit_code = 2
+
+    def lines(self) -> list[str]:
+        return [f"skillbench: error: {self}"]
 
 
 class OptionsError(SkillbenchError, ValueError):
@@ -42,6 +54,9 @@ class EvalError(SkillbenchError):
         self.problems = list(problems)  # evals.Problem, one line each (path:line: ...)
         super().__init__(message)
 
+    def lines(self) -> list[str]:
+        return [*(str(p) for p in self.problems), *super().lines()]
+
 
 class Interrupted(SkillbenchError):
     """A run stopped by Ctrl-C (SIGINT) or SIGTERM; nothing finished is lost, and
@@ -50,8 +65,11 @@ class Interrupted(SkillbenchError):
 
     def __init__(self, run_dir: str, *, signum: int):
         self.run_dir = run_dir
-        self.code = 128 + signum
+        self.code = self.exit_code = 128 + signum
         how = "terminated" if signum == signal.SIGTERM else "interrupted"
         super().__init__(
             f"{how}; nothing finished is lost. Continue with: skillbench eval --resume {run_dir}"
         )
+
+    def lines(self) -> list[str]:
+        return [str(self)]

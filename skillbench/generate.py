@@ -17,6 +17,7 @@ import msgspec
 import yaml
 
 from skillbench import __version__
+from skillbench.errors import SkillbenchError
 from skillbench.evals import SpecError, load_case, load_triggers
 from skillbench.evals.model import BUCKETS
 from skillbench.jsonreply import first_json_object
@@ -40,7 +41,7 @@ SYSTEM = (
 )
 
 
-class GenerationFailed(Exception):
+class GenerationFailed(SkillbenchError):
     """The model did not produce valid evals within the allowed calls."""
 
 

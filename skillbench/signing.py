@@ -12,11 +12,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from skillbench.errors import SkillbenchError
+
 NAMESPACE = "skillbench-receipt"
 _TIMEOUT = 60  # seconds; a key that asks for a passphrase with no terminal fails, not hangs
 
 
-class SigningError(Exception):
+class SigningError(SkillbenchError):
     """The key cannot sign, or a signature does not verify; the message says why."""
 
 

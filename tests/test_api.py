@@ -161,3 +161,36 @@ async def test_the_async_api_and_read_run_work_inside_a_running_event_loop(
 
     with pytest.raises(SkillbenchError, match="no such run folder"):
         skillbench.read_run(tmp_path / "nowhere")
+
+
+def test_every_error_the_api_can_raise_is_a_skillbench_error_the_cli_prints_in_its_own_lines(
+    capsys,
+) -> None:
+    import importlib
+
+    from skillbench.cli import main
+
+    named = {
+        "skillbench.cli.common": "UsageError",
+        "skillbench.models.base": "ModelError",
+        "skillbench.agents.base": "AgentError",
+        "skillbench.sandbox.image": "ImageBuildError",
+        "skillbench.sandbox.case_image": "CaseImageError",
+        "skillbench.sandbox.pull": "PullError",
+        "skillbench.engine.routing": "RoutingError",
+        "skillbench.engine.journal": "RunBusy",
+        "skillbench.report.run_folder": "RunFolderError",
+        "skillbench.importers.base": "ImportError_",
+        "skillbench.models.script": "ScriptError",
+        "skillbench.signing": "SigningError",
+        "skillbench.cluster.connect": "ClusterError",
+        "skillbench.generate": "GenerationFailed",
+    }
+    for module, name in named.items():
+        cls = getattr(importlib.import_module(module), name)
+        assert issubclass(cls, SkillbenchError), name
+        assert cls.exit_code == 2 and cls.lines is SkillbenchError.lines, name
+    # a command that hits one of them (here: a run folder that is not one) prints one line
+    assert main(["report", "/nonexistent/run"]) == 2
+    printed = capsys.readouterr().err.strip().splitlines()
+    assert printed == ["skillbench: error: /nonexistent/run: no such run folder"]

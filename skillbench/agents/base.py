@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from skillbench.agents.builtin.loop import SessionResult, SkillInfo
+from skillbench.errors import SkillbenchError
 from skillbench.evals.mcp import McpServer
 from skillbench.models.base import Usage
 from skillbench.models.pricing import Price
@@ -22,7 +23,7 @@ from skillbench.sandbox.base import Relay, Sandbox
 from skillbench.transcript import TraceWriter
 
 
-class AgentError(Exception):
+class AgentError(SkillbenchError):
     """The agent cannot run as asked (a model it cannot use, an image it cannot build)."""
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from skillbench import __version__
 from skillbench.cli.cluster import register_cluster
-from skillbench.cli.common import EXIT_OK, EXIT_USAGE, UsageError, err
+from skillbench.cli.common import EXIT_OK, err
 from skillbench.cli.config import register_config
 from skillbench.cli.doctor import register_doctor, register_image
 from skillbench.cli.eval import register_eval
@@ -26,13 +26,7 @@ from skillbench.cli.skills import register_catalog, register_check, register_dig
 from skillbench.cli.team import register_gate, register_publish, register_receipts
 from skillbench.cli.triggers import register_triggers
 from skillbench.cli.tune import register_tune
-from skillbench.config import ConfigError
-from skillbench.errors import EvalError, OptionsError
-from skillbench.evals import SpecError
-from skillbench.models import ModelRefError
-from skillbench.sandbox.base import SandboxError
-from skillbench.team import TeamError
-from skillbench.validate import NotASkill
+from skillbench.errors import SkillbenchError
 
 # the order `skillbench --help` lists the commands in
 REGISTER = (
@@ -76,24 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (UsageError, OptionsError, ConfigError, NotASkill, TeamError) as exc:
-        err(f"skillbench: error: {exc}")
-        return EXIT_USAGE
-    except SpecError as exc:
-        for problem in exc.problems:
-            err(str(problem))
-        return EXIT_USAGE
-    except EvalError as exc:
-        for problem in exc.problems:
-            err(str(problem))
-        err(f"skillbench: error: {exc}")
-        return EXIT_USAGE
-    except ModelRefError as exc:
-        err(f"skillbench: error: --model: {exc}")
-        return EXIT_USAGE
-    except SandboxError as exc:
-        err(f"skillbench: sandbox error: {exc}; `skillbench doctor` says what to fix")
-        return EXIT_USAGE
+    except SkillbenchError as exc:  # each says its own lines and exit code
+        for line in exc.lines():
+            err(line)
+        return exc.exit_code
     except KeyboardInterrupt:
         err("skillbench: interrupted")
         return 130

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skillbench.errors import SkillbenchError
 from skillbench.scrub import printable
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ EXIT_INCONCLUSIVE = 3  # eval: too few decided units for any verdict (not a FAIL
 Handler = Callable[[argparse.Namespace], int]
 
 
-class UsageError(Exception):
+class UsageError(SkillbenchError):
     """A user mistake: printed as one line, exit 2."""
 
 

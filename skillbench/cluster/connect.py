@@ -10,10 +10,12 @@ import socket
 from types import ModuleType
 from typing import Any
 
+from skillbench.errors import SkillbenchError
+
 SLOT = "skillbench"  # the custom resource a node offers, one per session it may run at once
 
 
-class ClusterError(Exception):
+class ClusterError(SkillbenchError):
     """The cluster cannot be used as asked; the message says what to do."""
 
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import msgspec
 
 from skillbench.engine.records import Record, RowRecord, SessionRecord
+from skillbench.errors import SkillbenchError
 from skillbench.scrub import scrub_obj
 
 _decoder = msgspec.json.Decoder(Record)
 
 
-class RunBusy(Exception):
+class RunBusy(SkillbenchError):
     """Another process holds the run folder."""
 
 

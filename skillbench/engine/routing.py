@@ -22,6 +22,7 @@ from msgspec.structs import replace
 from skillbench.agents import Agent, AgentError, SessionRequest, make_agent
 from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.config import Settings, sandbox_spec
+from skillbench.errors import SkillbenchError
 from skillbench.evals.model import Session
 from skillbench.models import resolve_model
 from skillbench.sandbox import make_provider
@@ -45,7 +46,7 @@ ROUTING_TURNS = 3  # room to load a skill (and say so) before the session is cut
 ROUTING_TIMEOUT = 300.0
 
 
-class RoutingError(Exception):
+class RoutingError(SkillbenchError):
     """The agent method cannot run here (no image, an agent that cannot use the model)."""
 
 

@@ -31,6 +31,9 @@ class SpecError(SkillbenchError):
         errors = [p for p in problems if p.severity == "error"] or problems
         super().__init__("\n".join(str(p) for p in errors))
 
+    def lines(self) -> list[str]:
+        return [str(p) for p in self.problems]
+
 
 def errors_in(problems: list[Problem]) -> list[Problem]:
     """The problems that are errors."""

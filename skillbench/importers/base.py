@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from skillbench.errors import SkillbenchError
 from skillbench.evals import SpecError, load_assets
 from skillbench.evals.problems import Problem
 from skillbench.evals.yamlsrc import CappedLoader
@@ -27,7 +28,7 @@ from skillbench.sandbox.case_image import SANDBOX_FROM
 from skillbench.sandbox.image import image_exists
 
 
-class ImportError_(Exception):
+class ImportError_(SkillbenchError):
     """The source is not what the importer reads (named with its path and what is missing)."""
 
 

@@ -20,6 +20,9 @@ DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 class ModelRefError(SkillbenchError, ValueError):
     """A model reference that names no provider we know."""
 
+    def lines(self) -> list[str]:
+        return [f"skillbench: error: --model: {self}"]
+
 
 class Provider(msgspec.Struct, frozen=True):
     """How to build a provider's models, the variable that holds its key (if any), and where

@@ -10,6 +10,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from skillbench.errors import SkillbenchError
+
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 ErrorKind = Literal["infrastructure", "auth", "bad_request"]
 
@@ -102,7 +104,7 @@ class Completion(msgspec.Struct, frozen=True):
         return calls_of(self.content)
 
 
-class ModelError(Exception):
+class ModelError(SkillbenchError):
     """A model call failed. `infrastructure`: rate limits, 5xx, timeouts, connection and
     malformed responses, after the SDK's own retries. `auth`: bad or missing credentials or
     permission. `bad_request`: the request was refused as invalid (e.g. too long)."""

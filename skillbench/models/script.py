@@ -31,10 +31,11 @@ from typing import Any
 import msgspec
 import yaml
 
+from skillbench.errors import SkillbenchError
 from skillbench.models.base import StopReason
 
 
-class ScriptError(Exception):
+class ScriptError(SkillbenchError):
     """A script file is missing or malformed."""
 
 

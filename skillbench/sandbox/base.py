@@ -54,6 +54,9 @@ def parse_size(text: str) -> int:
 class SandboxError(SkillbenchError):
     """The sandbox failed (infrastructure), as opposed to a command in it failing."""
 
+    def lines(self) -> list[str]:
+        return [f"skillbench: sandbox error: {self}; `skillbench doctor` says what to fix"]
+
 
 class ExecResult(msgspec.Struct, frozen=True):
     """What a command did: exit code, output (capped, with a marker when cut), timing."""

@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from skillbench.errors import SkillbenchError
 from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.imageref import is_remote
 from skillbench.evals.problems import SpecError
@@ -46,7 +47,7 @@ _LAYER = (
 )
 
 
-class CaseImageError(Exception):
+class CaseImageError(SkillbenchError):
     """A case's image could not be found or built; the message says what to do."""
 
 

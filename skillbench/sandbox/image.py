@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from skillbench.errors import SkillbenchError
 from skillbench.evals.imageref import is_remote, pinned_digest, ref_problem
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.pull import PullError, pull
@@ -46,7 +47,7 @@ def recipe_digest(packages: tuple[str, ...] = PACKAGES) -> str:
 IMAGE = f"localhost/skillbench-sandbox:{recipe_digest()}"
 
 
-class ImageBuildError(Exception):
+class ImageBuildError(SkillbenchError):
     """The image could not be built; the message says why and what to do."""
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from podman import PodmanClient
 
+from skillbench.errors import SkillbenchError
 from skillbench.evals.imageref import REFERENCE, pinned_digest, ref_problem
 from skillbench.sandbox.base import SandboxError
 from skillbench.sandbox.hostcli import host_env
@@ -40,7 +41,7 @@ _OFFLINE = (
 PULL_TIMEOUT = 1800.0  # a large image over a slow link; the stream shows it is alive
 
 
-class PullError(Exception):
+class PullError(SkillbenchError):
     """The image cannot be had as named: the message says what to change."""
 
 
