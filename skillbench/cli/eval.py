@@ -136,9 +136,14 @@ def _oracle(skill: str | None, options: api.Options) -> int:
     for line in oracle_lines(results):
         out(line)
     if not any(r.passed is not None for r in results):
-        err("skillbench: no case has a reference solution (`oracle:` in its case file)")
+        skipped = [r for r in results if r.note and not r.note.startswith("no reference")]
+        if skipped:  # there were solutions; none could run (the lines above say why)
+            err(f"skillbench: no reference solution could run: {len(skipped)} case(s) skipped")
+        else:
+            err("skillbench: no case has a reference solution (`oracle:` in its case file)")
         return EXIT_USAGE
-    return EXIT_FAIL if any(r.passed is False for r in results) else EXIT_OK
+    bad = any(r.passed is False or r.do_nothing_passed for r in results)
+    return EXIT_FAIL if bad else EXIT_OK
 
 
 def _triggers_only(skill: str | None, options: api.Options, as_json: bool) -> int:

@@ -3,14 +3,16 @@ a reference solution (`oracle:`, e.g. an imported Harbor `solution/solve.sh` or 
 `oracle/solve.sh`) runs that script instead of an agent, in a sandbox staged like a baseline
 arm (with $WORK, $RESULTS and the case's own folder at $CASE, as skill-optimizer runs its
 `solutions/<case>/solution.sh`; the trace such a solution writes at $RESULTS/trace.jsonl is
-what its graders read), and then every check must pass in the checker. No model is
-called."""
+what its graders read), and then every check must pass in the checker. A do-nothing run
+(Harbor's `nop` agent: the same staging, no command) must then fail them, or the case does not
+discriminate: its checks pass whatever the agent does. No model is called."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -51,6 +53,13 @@ class OracleResult(msgspec.Struct, frozen=True):
     passed: bool | None  # None: no reference solution, or it could not run
     checks: list[CheckResult] = []
     note: str = ""
+    # did a do-nothing run pass every check too? None: not run (the solution did not pass)
+    do_nothing_passed: bool | None = None
+
+    @property
+    def proven(self) -> bool:
+        """The solution passes and doing nothing does not: the checks measure the task."""
+        return self.passed is True and self.do_nothing_passed is False
 
 
 async def oracle_run(
@@ -86,7 +95,11 @@ async def oracle_run(
             phase_proxy(own, net.agent, log, "agent") as solve_box,
             phase_proxy(own, net.verifier, log, "verifier") as check_box,
         ):
-            return await _solve(provider, (solve_box, check_box), skill_dir, name, session)
+            solved = await _solve(provider, (solve_box, check_box), skill_dir, name, session)
+            if solved.passed is not True:
+                return solved
+            control = await _do_nothing(provider, (solve_box, check_box), skill_dir, session)
+            return msgspec.structs.replace(solved, do_nothing_passed=control)
 
     out = run_folder(skill_dir, opts.out, "") if opts.out is not None else None
     try:
@@ -110,6 +123,42 @@ def _write(out: Path, results: list[OracleResult]) -> None:
             f"--out {out}: cannot write the oracle results ({exc.strerror or exc}); "
             "choose another --out"
         ) from None
+
+
+async def _do_nothing(
+    provider: SandboxProvider,
+    specs: tuple[SandboxSpec, SandboxSpec],
+    skill_dir: Path,
+    session: Session,
+) -> bool | None:
+    """Whether every check passes after a run that does nothing (None: it could not run)."""
+    try:
+        staged = await stage_arm(
+            provider, specs[0], session, {}, case=setup_case(session, skill_dir)
+        )
+    except (SetupFailed, SandboxError):
+        return None
+    try:
+        transcript = Transcript([{"type": "message", "role": "user", "text": session.task}])
+        checker = await check_phase(provider, specs[1], staged, skill_dir, session.harbor)
+        checks = await _checks(session, transcript, checker, skill_dir, None)
+        return all(c.passed for c in checks)
+    except SandboxError:
+        return None
+    finally:
+        await staged.close()
+
+
+async def _checks(
+    session: Session, transcript: Transcript, checker: Any, skill_dir: Path, trace: str | None
+) -> list[CheckResult]:
+    """Every check of the case (and of each sub-case of a suite) against one session."""
+    home = case_home(session, skill_dir)
+    checks = list(await run_checks(session.checks, transcript, checker, home, results_trace=trace))
+    if isinstance(session, Suite):
+        for sub in session.cases:
+            checks += await run_checks(sub.checks, transcript, checker, home, results_trace=trace)
+    return checks
 
 
 async def _solve(
@@ -179,15 +228,7 @@ async def _solve(
             ]
         )
         checker = await check_phase(provider, specs[1], staged, skill_dir, session.harbor)
-        home = case_home(session, skill_dir)
-        checks = list(
-            await run_checks(session.checks, transcript, checker, home, results_trace=trace)
-        )
-        if isinstance(session, Suite):
-            for sub in session.cases:
-                checks += await run_checks(
-                    sub.checks, transcript, checker, home, results_trace=trace
-                )
+        checks = await _checks(session, transcript, checker, skill_dir, trace)
         note = "" if done.ok else f"the solution exited {done.exit_code}: {output[-300:]}"
         return OracleResult(name, all(c.passed for c in checks), checks, note)
     except SandboxError as exc:
@@ -201,7 +242,14 @@ def oracle_lines(results: list[OracleResult]) -> list[str]:
     lines = []
     for r in results:
         state = {True: "PASS", False: "FAIL", None: "SKIP"}[r.passed]
-        lines.append(f"oracle {state}: {r.case}" + (f" — {r.note}" if r.note else ""))
+        note = r.note
+        if r.do_nothing_passed:
+            state = "NOT-DISCRIMINATING"
+            note = "the solution passes, but so does a run that does nothing: the checks do "
+            note += "not measure the task"
+        elif r.passed and r.do_nothing_passed is None:
+            note = "the solution passes; the do-nothing run could not run"
+        lines.append(f"oracle {state}: {r.case}" + (f" — {note}" if note else ""))
         for c in r.checks:
             if not c.passed:
                 lines.append(f"  {c.name}: {c.detail}")
@@ -210,8 +258,10 @@ def oracle_lines(results: list[OracleResult]) -> list[str]:
                 lines += [f"    {line}" for line in c.output.splitlines()]
     ran = [r for r in results if r.passed is not None]
     good = sum(r.passed is True for r in ran)
+    vacuous = sum(r.do_nothing_passed is True for r in ran)
     lines.append(
         f"oracle: {good} of {len(ran)} reference solution(s) pass every check"
+        + (f"; {vacuous} not discriminating (doing nothing passes too)" if vacuous else "")
         + (f"; {len(results) - len(ran)} case(s) skipped" if len(ran) < len(results) else "")
     )
     return lines

@@ -1,0 +1,52 @@
+"""`eval --oracle` proves both halves of a case, as Harbor's own smoke test does with its
+`oracle` and `nop` agents: the reference solution passes every check, and a run that does
+nothing fails them. A case whose checks pass untouched measures nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from tests.helpers import skill
+
+SOLVE = "#!/bin/sh\necho hello > out.txt\n"
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+def test_oracle_runs_a_do_nothing_control_and_flags_checks_that_pass_untouched(
+    tmp_path: Path, capsys
+) -> None:
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/solve.sh": SOLVE,
+            "evals/cases/proven.yaml": (
+                "task: Write hello to out.txt\noracle: solve.sh\nchecks:\n  - file_exists: out.txt\n"
+            ),
+            # the solution passes, but so does doing nothing: the check cannot fail
+            "evals/cases/vacuous.yaml": (
+                "task: Write hello to out.txt\noracle: solve.sh\n"
+                "checks:\n  - file_absent: never-written.txt\n"
+            ),
+        },
+    )
+    out = tmp_path / "oracle"
+    code = main(["eval", str(folder), "--oracle", "--model", "scripted/demo", "--out", str(out)])
+    report = capsys.readouterr().out.splitlines()
+    assert "oracle PASS: proven" in report, report
+    assert (
+        "oracle NOT-DISCRIMINATING: vacuous — the solution passes, but so does a run that does "
+        "nothing: the checks do not measure the task"
+    ) in report
+    assert report[-1] == (
+        "oracle: 2 of 2 reference solution(s) pass every check; 1 not discriminating "
+        "(doing nothing passes too)"
+    )
+    assert code == 1  # a case that measures nothing is not proven
+    saved = {r["case"]: r for r in json.loads((out / "oracle.json").read_text())}
+    assert saved["proven"]["do_nothing_passed"] is False
+    assert saved["vacuous"]["do_nothing_passed"] is True
