@@ -4,14 +4,16 @@ The sandbox keeps `--network none`. A phase whose case lists hosts gets one of t
 host, reached through the executor's relay (a loopback port inside, like the model broker),
 with `HTTP_PROXY`/`HTTPS_PROXY` pointing at it. It speaks HTTP CONNECT (for TLS, which it
 never opens) and plain absolute-form HTTP, one request per connection. A target is let
-through only when it matches an entry of the allowlist (host and port); the name is resolved
+through only when it matches an entry of the allowlist (host and port), and only for that
+site: a plain request's Host header, and the SNI of the TLS ClientHello a tunnel opens with,
+must name the target (an allowed address may serve other sites too); the name is resolved
 here, on the host, and a name that resolves to a private, loopback or link-local address is
 refused unless that address is itself listed (an allowed name cannot be pointed at the host's
 own services). The case's own services are never proxied: their names are in `NO_PROXY`
 (they answer directly in the arm's pod), and the proxy refuses them, so a name that is a
 service inside cannot reach whatever the host resolves it to. Anything else is answered 403.
 Every connection, allowed or refused, is one line in the session's
-`network/<session key>.jsonl`: phase, host, port, bytes each way.
+`network/<session key>.jsonl`: phase, host, port, the site asked for, bytes each way.
 """
 
 from __future__ import annotations
@@ -56,9 +58,9 @@ def proxy_env(direct: Sequence[str] = (), port: int = PROXY_PORT) -> dict[str, s
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, reason: str):
+    def __init__(self, status: int, reason: str, asked: str | None = None):
         super().__init__(reason)
-        self.status, self.reason = status, reason
+        self.status, self.reason, self.asked = status, reason, asked
 
 
 class EgressProxy:
@@ -110,6 +112,8 @@ class EgressProxy:
             head, rest = _read_head(client)
             method, host, port, forward = _target(head)
             entry.update(method=method, host=host, port=port)
+            if method != "CONNECT":
+                entry["asked"] = _asked(head, host, port, 80)
             address = self._permit(host, port)
             entry["address"] = address
             try:
@@ -120,12 +124,15 @@ class EgressProxy:
             self._track(upstream)
             if method == "CONNECT":
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                rest, entry["asked"] = _inner(client, rest, host, port)
             else:
                 rest = forward + rest
             sent, received = _pipe(client, upstream, rest)
             entry.update(allowed=True, sent=sent, received=received)
         except _Refused as exc:
             entry.update(allowed=False, status=exc.status, reason=exc.reason)
+            if exc.asked is not None:  # the site it asked for, not only the address
+                entry["asked"] = exc.asked
             body = f"skillbench egress ({self.phase} phase): {exc.reason}\n".encode()
             with contextlib.suppress(OSError):
                 client.sendall(
@@ -227,6 +234,110 @@ def _target(head: bytes) -> tuple[str, str, int, bytes]:
     headers = [h for h in lines[1:] if h.split(":", 1)[0].strip().lower() not in _HOP]
     forward = "\r\n".join([f"{method} {path} {version}", *headers, "Connection: close", "", ""])
     return method, host, port, forward.encode("latin-1")
+
+
+def _same(asked: str, host: str, port: int, default: int) -> bool:
+    """Whether a Host value names `host:port` (`default` when it names no port)."""
+    name, sep, number = asked.rpartition(":")
+    if not sep or "]" in number or (not name.startswith("[") and ":" in name):
+        name, number = asked, str(default)  # no port (a bare IPv6 address has colons)
+    try:
+        named = _host_port(f"{name}:{number}")
+    except ValueError:
+        return False
+    return named.host == host and named.ports[0] == port
+
+
+def _asked(head: bytes, host: str, port: int, default: int) -> str:
+    """The site a plain request names in its Host header (the URL's own when it has none);
+    _Refused unless that is the URL's host and port: an allowed address is asked only for
+    the allowed site, never for another one it also serves."""
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    hosts = [
+        h.split(":", 1)[1].strip() for h in lines if h.split(":", 1)[0].strip().lower() == "host"
+    ]
+    if len(hosts) > 1:
+        raise _Refused(403, f"{len(hosts)} Host headers: one request asks for one site", "")
+    if hosts and not _same(hosts[0], host, port, default):
+        why = f"Host {hosts[0][:200]!r} is not the URL's {host}:{port}"
+        raise _Refused(403, why, hosts[0].lower()[:300])
+    return hosts[0].lower()[:300] if hosts else host
+
+
+def _inner(client: socket.socket, rest: bytes, host: str, port: int) -> tuple[bytes, str | None]:
+    """What a CONNECT tunnel opens with, and the site it asks for: the SNI of a TLS
+    ClientHello, or the Host of a plain request; _Refused when that is not the CONNECT's host.
+    Anything else (ssh, say) goes to the allowed address as it is, asking for nothing."""
+    client.settimeout(_CONNECT_TIMEOUT)
+    try:
+        while True:
+            if rest[:1] == b"\x16":
+                whole, name = _sni(rest)
+                if whole:
+                    break
+            elif rest and (b" " in rest[:16] and rest[:1].isalpha()):
+                if b"\r\n\r\n" in rest:
+                    return rest, _asked(rest.partition(b"\r\n\r\n")[0], host, port, port)
+            elif rest:
+                return rest, None
+            if len(rest) > _HEAD_CAP:
+                raise _Refused(431, "the tunnel's first message is too large")
+            chunk = client.recv(65536)
+            if not chunk:
+                return rest, None
+            rest += chunk
+    except TimeoutError:  # a protocol where the server speaks first
+        return rest, None
+    finally:
+        client.settimeout(None)
+    if name is None:  # TLS without SNI (to an address, say): only the address is asked
+        return rest, None
+    if name.lower().rstrip(".") != host:
+        why = f"TLS for {name[:200]!r} through a tunnel to {host}:{port}"
+        raise _Refused(403, why, name.lower()[:300])
+    return rest, name.lower()
+
+
+def _sni(data: bytes) -> tuple[bool, str | None]:
+    """(whether `data` holds a whole first TLS handshake message, the server name of the
+    ClientHello it is: None when it names none or is not one)."""
+    body = b""
+    at = 0
+    while True:  # the handshake message, from as many records as it spans
+        if len(data) < at + 5:
+            return False, None
+        size = int.from_bytes(data[at + 3 : at + 5], "big")
+        if data[at] != 0x16 or len(data) < at + 5 + size:
+            return data[at] != 0x16, None
+        body += data[at + 5 : at + 5 + size]
+        at += 5 + size
+        if len(body) >= 4 and len(body) >= 4 + int.from_bytes(body[1:4], "big"):
+            break
+    if body[0] != 1:
+        return True, None
+    try:
+        i = 4 + 2 + 32
+        i += 1 + body[i]  # session id
+        i += 2 + int.from_bytes(body[i : i + 2], "big")  # cipher suites
+        i += 1 + body[i]  # compression methods
+        end = i + 2 + int.from_bytes(body[i : i + 2], "big")
+        i += 2
+        while i + 4 <= end:
+            kind, size = (
+                int.from_bytes(body[i : i + 2], "big"),
+                int.from_bytes(body[i + 2 : i + 4], "big"),
+            )
+            if kind == 0:  # server_name: a list of (type, name); type 0 is a host name
+                j = i + 4 + 2
+                while j + 3 <= i + 4 + size:
+                    length = int.from_bytes(body[j + 1 : j + 3], "big")
+                    if body[j] == 0:
+                        return True, body[j + 3 : j + 3 + length].decode("ascii", "replace")
+                    j += 3 + length
+            i += 4 + size
+    except IndexError:
+        return True, None
+    return True, None
 
 
 def _host_port(text: str) -> Allowed:

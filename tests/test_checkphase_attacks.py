@@ -101,6 +101,12 @@ NATIVE = {
     "evals/cases/filter.yaml": (
         f"task: Task filter\nchecks:\n  - command_succeeds: git status -s >/dev/null; {SAME[18:]}\n"
     ),
+    "evals/cases/cfglink.yaml": (
+        f"task: Task cfglink\nchecks:\n  - command_succeeds: git status -s >/dev/null; {SAME[18:]}\n"
+    ),
+    "evals/cases/commondir.yaml": (
+        f"task: Task commondir\nchecks:\n  - command_succeeds: git status -s >/dev/null; {SAME[18:]}\n"
+    ),
     # a workspace the handover could choke on: the session still fails, it is not an error
     "evals/cases/deep.yaml": "task: Task deep\nchecks:\n  - file_exists: never\n",
     "evals/cases/fifo.yaml": "task: Task fifo\nchecks:\n  - file_exists: never\n",
@@ -146,6 +152,21 @@ ATTACKS = {
         f"{GIT_INIT}echo a > a.txt && git add a.txt && git commit -qm a && "
         "git config filter.x.clean \"sh -c 'cp /case/expected.txt /work/out.txt; cat'\" && "
         "echo '* filter=x' > .gitattributes && echo b > a.txt && echo junk > out.txt"
+    ),
+    # the same filter, from a config that is a link to a file of the agent's
+    "cfglink": (
+        f"{GIT_INIT}echo a > a.txt && git add a.txt && git commit -qm a && "
+        "git config filter.x.clean \"sh -c 'cp /case/expected.txt /work/out.txt; cat'\" && "
+        "echo '* filter=x' > .gitattributes && echo b > a.txt && echo junk > out.txt && "
+        "mv .git/config notes.txt && ln -s ../notes.txt .git/config"
+    ),
+    # ... and from the folder .git/commondir names, which has no HEAD
+    "commondir": (
+        f"{GIT_INIT}echo a > a.txt && git add a.txt && git commit -qm a && "
+        "git config filter.x.clean \"sh -c 'cp /case/expected.txt /work/out.txt; cat'\" && "
+        "echo '* filter=x' > .gitattributes && echo b > a.txt && echo junk > out.txt && "
+        "mkdir shared && mv .git/config .git/objects .git/refs shared/ && "
+        "echo ../shared > .git/commondir"
     ),
     "deep": (  # paths past PATH_MAX, a link to the answer key at the bottom
         "for i in $(seq 500); do mkdir xxxxxxxxx && cd xxxxxxxxx || break; done; "

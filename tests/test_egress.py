@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -206,7 +207,8 @@ def _through_proxy(port: int, url: str) -> str:
     import socket
 
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(f"GET {url} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        host = url.split("/")[2]  # the site asked for is the URL's (another one is refused)
+        sock.sendall(f"GET {url} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
         return sock.makefile("rb").readline().decode().strip()
 
 
@@ -293,3 +295,82 @@ async def test_services_are_reached_directly_while_the_proxy_serves_the_allowlis
             await staged.close()
     # the service never went through the proxy; the listed host did
     assert [(e["host"], e["allowed"]) for e in _lines(log)] == [("127.0.0.1", True)]
+
+
+def _hello(name: str) -> bytes:
+    """The ClientHello a TLS client sends for `name` (its SNI), from Python's own ssl."""
+    import ssl
+
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ssl.create_default_context().wrap_bio(incoming, outgoing, server_hostname=name)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def _ask(port: int, data: bytes) -> bytes:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(data)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+        return reply
+
+
+def test_the_proxy_matches_the_host_asked_for_not_only_the_address(tmp_path: Path) -> None:
+    """An allowed address asked for another site — by the Host header of a plain request, or by
+    the SNI of the TLS inside a CONNECT — is refused, and the log names the site asked for."""
+    import socket
+
+    from skillbench.egress import EgressProxy
+
+    upstream = socket.create_server(("127.0.0.1", 0))
+    port = upstream.getsockname()[1]
+    got: list[bytes] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = upstream.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    if data := conn.recv(65536):
+                        got.append(data)
+                        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi")
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    log = tmp_path / "net.jsonl"
+    proxy = EgressProxy([f"127.0.0.1:{port}"], log, "agent").start()
+    try:
+        url = f"http://127.0.0.1:{port}/x"
+        plain = _ask(
+            proxy.port, f"GET {url} HTTP/1.1\r\nHost: not-allowed.example\r\n\r\n".encode()
+        )
+        assert plain.startswith(b"HTTP/1.1 403"), plain
+        twice = f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: not-allowed.example\r\n\r\n"
+        assert _ask(proxy.port, twice.encode()).startswith(b"HTTP/1.1 403")
+        tls = _ask(
+            proxy.port,
+            f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode() + _hello("not-allowed.example"),
+        )
+        assert b"hi" not in tls and got == [], got
+        # the same requests for the host that is listed go through
+        ok = _ask(proxy.port, f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        assert ok.endswith(b"hi"), ok
+        for _ in range(200):  # each line is written as its connection closes
+            if len(_lines(log)) == 4:
+                break
+            time.sleep(0.05)
+    finally:
+        proxy.stop()
+        upstream.close()
+    lines = _lines(log)
+    assert [x["allowed"] for x in lines] == [False, False, False, True], lines
+    assert lines[0]["asked"] == "not-allowed.example" and lines[2]["asked"] == "not-allowed.example"

@@ -102,3 +102,121 @@ def test_places_copied_in_count_as_mount_points(tmp_path: Path, monkeypatch) -> 
     assert {"/case", "/tests", "/"} <= set(points)
     places = _Places("/work", points)
     assert not places.fixed("/case/expected.txt") and places.fixed("/usr/bin/python3")
+
+
+# Each git config family that makes git run a program, as an agent would leave it in the
+# workspace, and a command a check commonly runs that would start that program. `evil` stands
+# for the program: it leaves a mark where the checker would copy the answer key.
+_INIT = "git init -q . && git config user.email a@b && git config user.name a && "
+_COMMIT = "echo a > a.txt && git add a.txt && git commit -qm a && "
+_ATTR = "echo '* filter=x diff=x' > .gitattributes && echo b > a.txt"
+_SIGNED = (  # a commit carrying a (bogus) signature: `git log` with showSignature verifies it
+    "git cat-file commit HEAD | sed '/^committer /a gpgsig -----BEGIN PGP SIGNATURE-----\\n "
+    "x\\n -----END PGP SIGNATURE-----' > c && git update-ref HEAD $(git hash-object -t commit "
+    "-w c) && rm c"
+)
+GIT_FAMILIES = {
+    "fsmonitor": (f"{_INIT}git config core.fsmonitor $EVIL", "git status -s"),
+    "hooksPath": (
+        f"{_INIT}{_COMMIT}mkdir h && cp $EVIL h/post-checkout && git config core.hooksPath h",
+        "git checkout -q -b v",
+    ),
+    "filter.clean": (f'{_INIT}{_COMMIT}git config filter.x.clean "$EVIL"; {_ATTR}', "git status"),
+    "filter.smudge": (
+        f'{_INIT}{_COMMIT}git config filter.x.smudge "$EVIL"; {_ATTR} && rm a.txt',
+        "git checkout -- a.txt",
+    ),
+    "filter.process": (
+        f'{_INIT}{_COMMIT}git config filter.x.process "$EVIL"; {_ATTR}',
+        "git status",
+    ),
+    "diff.external": (f'{_INIT}{_COMMIT}git config diff.external "$EVIL"; {_ATTR}', "git diff"),
+    "diff.textconv": (f'{_INIT}{_COMMIT}git config diff.x.textconv "$EVIL"; {_ATTR}', "git diff"),
+    "include.path": (
+        f"{_INIT}{_COMMIT}printf '[core]\\n\\tfsmonitor = %s\\n' $EVIL > my.cfg && "
+        "git config include.path ../my.cfg",
+        "git status",
+    ),
+    "includeIf": (
+        f"{_INIT}{_COMMIT}printf '[diff]\\n\\texternal = %s\\n' $EVIL > my.cfg && "
+        "git config includeIf.gitdir:/.path $PWD/my.cfg && echo b > a.txt",
+        "git diff",
+    ),
+    "core.sshCommand": (
+        f"{_INIT}git config core.sshCommand $EVIL && git remote add origin ssh://h/r",
+        "git fetch -q origin",
+    ),
+    "gpg.program": (
+        f"{_INIT}{_COMMIT}{_SIGNED} && git config log.showSignature true && "
+        "git config gpg.program $EVIL",
+        "git log",
+    ),
+    # the config is a link to a file of the agent's (not a regular file)
+    "config link": (
+        f'{_INIT}{_COMMIT}git config filter.x.clean "$EVIL"; {_ATTR} && '
+        "mv .git/config notes.txt && ln -s ../notes.txt .git/config",
+        "git status",
+    ),
+    # the repository's config comes from the folder `commondir` names, which has no HEAD
+    "commondir": (
+        f'{_INIT}{_COMMIT}git config filter.x.clean "$EVIL"; {_ATTR} && '
+        "mkdir shared && mv .git/config .git/objects .git/refs shared/ && "
+        "echo ../shared > .git/commondir",
+        "git status",
+    ),
+}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("family", sorted(GIT_FAMILIES))
+def test_no_git_config_of_the_agents_runs_a_program_for_the_checker(
+    tmp_path: Path, family: str
+) -> None:
+    from skillbench.sandbox.checker_env import GIT_ENV
+
+    work, mark = tmp_path / "work", tmp_path / "mark"
+    work.mkdir()
+    evil = tmp_path / "evil"
+    evil.write_text(f'#!/bin/sh\ntouch {mark}\ncase "$*" in *upload-pack*) exit 1;; esac\ncat\n')
+    evil.chmod(0o755)
+    setup, check = GIT_FAMILIES[family]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "EVIL": str(evil)}
+    env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    subprocess.run(["sh", "-ec", setup], cwd=work, env=env, check=True, capture_output=True)
+    # the attack works on the agent's own git: the test would prove nothing otherwise
+    subprocess.run(["sh", "-c", check], cwd=work, env=env, capture_output=True, timeout=60)
+    assert mark.exists(), f"{family}: the attack does not work even unhandled"
+    mark.unlink()
+    handover.hand_over(str(work), os.getuid(), os.getgid())
+    checker = {"PATH": env["PATH"], "HOME": str(tmp_path / "home"), **GIT_ENV}
+    subprocess.run(["sh", "-c", check], cwd=work, env=checker, capture_output=True, timeout=60)
+    assert not mark.exists(), f"{family}: the agent's program ran as the checker"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_checks_git_still_reads_a_normal_repository(tmp_path: Path) -> None:
+    from skillbench.sandbox.checker_env import GIT_ENV
+
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_GLOBAL": "/dev/null"}
+    subprocess.run(
+        [
+            "sh",
+            "-ec",
+            f"{_INIT}{_COMMIT}git remote add origin https://e.invalid/r && echo c > a.txt",
+        ],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+    )
+    handover.hand_over(str(tmp_path), os.getuid(), os.getgid())
+    checker = {"PATH": env["PATH"], "HOME": str(tmp_path / "home"), **GIT_ENV}
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=tmp_path, env=checker, capture_output=True, text=True, check=True
+        ).stdout
+
+    assert git("status", "-s") == " M a.txt\n"
+    assert "+c" in git("diff")
+    assert "a\n" in git("log", "--format=%s") and git("config", "user.name") == "a\n"
+    assert git("remote", "get-url", "origin") == "https://e.invalid/r\n"

@@ -310,3 +310,43 @@ def test_a_node_grader_makes_the_case_require_node(tmp_path: Path, capsys) -> No
     # npx is not in the node variant: required too, so check and the run say it is missing
     assert "requires: [node, npx]" in (into / "evals/cases/tsx.yaml").read_text()
     assert any(x.endswith("; npm and npx are not in it") and "case tsx" in x for x in out), out
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["suite absolute", "suite up", "case file", "case file up", "a case file outside"],
+)
+def test_no_suite_path_reaches_a_host_file(tmp_path: Path, capsys, where: str) -> None:
+    """Attack: a hostile suite names a host file (a stand-in ~/.ssh) in `references:` or as a
+    case file; it would be copied into every arm's workspace. The import refuses in one line
+    naming the file and line, and writes nothing."""
+    home = write(tmp_path / "home", {".ssh/id_ed25519": "PRIVATE KEY\n"})
+    key = home / ".ssh"
+    up = "../home/.ssh"
+    suite, limerick = OPTIMIZER["suite.yml"], OPTIMIZER["cases/limerick.yml"]
+    files, line, named = dict(OPTIMIZER), "", "suite.yml"
+    if where == "suite absolute":
+        files["suite.yml"] = suite.replace(
+            "  - name: haiku\n", f"  - name: haiku\n    references: {key}\n"
+        )
+        line = "suite.yml:8"
+    elif where == "suite up":
+        files["suite.yml"] = suite.replace(
+            "appendSystemPrompt", f"references: {up}\nappendSystemPrompt"
+        )
+        line = "suite.yml:5"
+    elif where in ("case file", "case file up"):
+        ref = str(key) if where == "case file" else f"../{up}"
+        files["cases/limerick.yml"] = limerick + f"references: {ref}\n"
+        named, line = "cases/limerick.yml", "cases/limerick.yml:6"
+    else:
+        write(tmp_path / "elsewhere", {"x.yml": limerick + f"references: {key}\n"})
+        files["suite.yml"] = suite.replace("cases/limerick.yml", "../elsewhere/x.yml")
+        line = "suite.yml:12"
+    src, into = write(tmp_path / "so", files), target(tmp_path)
+    code, out = imported(capsys, "skill-optimizer", src, into)
+    assert code == 2, out
+    assert out[-1].startswith(f"skillbench: error: {src / named}:{line.split(':')[1]}: "), out[-1]
+    assert "leads outside" in out[-1] and "\n" not in out[-1]
+    copied = [p for p in into.rglob("*") if p.is_file() and b"PRIVATE KEY" in p.read_bytes()]
+    assert copied == []

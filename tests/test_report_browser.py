@@ -98,3 +98,58 @@ def test_a_real_runs_report_in_chromium(fake, tmp_path: Path, capsys, browser: A
     assert [r.is_displayed() for r in rows] == [False, True]
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == [], json.dumps(errors)
+
+
+@pytest.fixture
+def rebinding_browser(tmp_path: Path) -> Iterator[Any]:
+    """Chromium where a name of the attacker's resolves to 127.0.0.1 (DNS rebinding)."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    flags = [*FLAGS, f"--user-data-dir={tmp_path / 'chromium'}"]
+    for flag in [*flags, "--host-resolver-rules=MAP rebind.example 127.0.0.1"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_view_runs_no_agent_script_and_answers_only_its_own_name(
+    tmp_path: Path, rebinding_browser: Any
+) -> None:
+    """Attacks on `skillbench view` in a real browser: a page of the attacker's whose name
+    rebinds to 127.0.0.1 reads the report; an HTML file an agent left in its workspace runs
+    script in the report's origin (here: it reads report.html into the title)."""
+    import threading
+
+    from skillbench.report.serve import server_for
+
+    run = tmp_path / "run"
+    (run / "workspaces/x.candidate.1").mkdir(parents=True)
+    (run / "report.html").write_text("<title>report</title><p>SECRET TRANSCRIPT</p>")
+    (run / "workspaces/x.candidate.1/index.html").write_text(
+        "<title>agent</title><script>fetch('/report.html').then(r => r.text())"
+        ".then(t => { document.title = 'pwned ' + t.length; })</script>"
+    )
+    server = server_for(run)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        browser = rebinding_browser
+        browser.get(f"http://127.0.0.1:{port}/report.html")
+        assert "SECRET TRANSCRIPT" in browser.page_source  # the report itself is served
+        browser.get(f"http://localhost:{port}/report.html")
+        assert "SECRET TRANSCRIPT" in browser.page_source
+        browser.get(f"http://127.0.0.1:{port}/workspaces/x.candidate.1/index.html")
+        browser.implicitly_wait(0)
+        import time
+
+        time.sleep(1.0)  # time enough for the script's fetch, had it run
+        assert not browser.title.startswith("pwned"), browser.title
+        assert "<script>" in browser.find_element(By.TAG_NAME, "body").text  # shown as text
+        browser.get(f"http://rebind.example:{port}/report.html")
+        assert "SECRET TRANSCRIPT" not in browser.page_source
+    finally:
+        server.shutdown()
+        server.server_close()

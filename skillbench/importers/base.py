@@ -7,6 +7,7 @@ skill and validates it with the same loader `skillbench check` uses (a dry impor
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -120,6 +121,29 @@ def refuse_link(path: Path) -> Path:
             f"{path}: a symlink; import never follows links in the source (copy the file in)"
         )
     return path
+
+
+def confined(suite: Path, ref: object, file: Path, key: str, base: Path | None = None) -> Path:
+    """`base / ref` (`base`: the suite's folder unless given) for a path that `key` in the
+    source file `file` names, refused in one line (file:line) when it is absolute or leads
+    out of `suite`: an import copies the source's own files, never whatever of the host a
+    hostile source names."""
+    target = Path(os.path.normpath((base or suite) / str(ref)))
+    if Path(str(ref)).is_absolute() or not target.is_relative_to(suite):
+        raise ImportError_(
+            f"{file}:{_line_of(file, str(ref))}: {key} {str(ref)[:200]!r} leads outside "
+            f"{suite}; an import reads only the source's own files (copy it in)"
+        )
+    return target
+
+
+def _line_of(file: Path, needle: str) -> int:
+    """The first line of `file` naming `needle` (1 when none does)."""
+    with contextlib.suppress(OSError):
+        for number, line in enumerate(file.read_text(errors="replace").splitlines(), 1):
+            if needle in line:
+                return number
+    return 1
 
 
 def text(path: Path, missing: str | None = None) -> str:

@@ -15,6 +15,7 @@ from skillbench.importers.base import (
     ImportError_,
     NewFile,
     case_yaml,
+    confined,
     each,
     is_dir,
     is_file,
@@ -54,11 +55,15 @@ def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
             out.unmapped.append(f"{path.name}: `{key}` — dropped: {why}")
     for i, item in enumerate(suite["cases"]):
         if isinstance(item, str):  # a case file: it does not inherit the suite's defaults
-            file = path.parent / item
+            file = confined(path.parent, item, path, "case file")
             case = load_yaml(file)
             base, root = {}, file.parent
         else:
             case, base, root = item, suite, path.parent
+        named = case if isinstance(case, dict) and "references" in case else base
+        if isinstance(named, dict) and named.get("references"):  # (checked before any case)
+            origin = file if named is case and isinstance(item, str) else path
+            confined(path.parent, named["references"], origin, "references", base=root)
         if not isinstance(case, dict) or not case.get("name") or not case.get("task"):
             out.skipped.append(f"{path.name}: case {i + 1} — it needs `name` and `task`")
             continue

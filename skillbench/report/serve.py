@@ -4,6 +4,12 @@ A run folder holds what agents made (a failed arm's workspace), so the server ha
 regular files inside it: each step of the path is opened without following a link (O_NOFOLLOW,
 relative to the folder before it), `..` and empty steps are refused, and folders are never
 listed. Anything else is 404.
+
+Only report.html is served as a page. Every other file is something a run recorded (a
+workspace an agent wrote, a transcript): text, or a raster image, never HTML or SVG, with
+`nosniff` and a sandboxing CSP, so an agent's page cannot run script in the report's origin.
+A request must name the server as it listens (127.0.0.1 or localhost, its port): a page of
+another site whose name is made to resolve to 127.0.0.1 (DNS rebinding) gets 421.
 """
 
 from __future__ import annotations
@@ -43,8 +49,12 @@ def open_inside(root: Path, url_path: str) -> int | None:
     return fd
 
 
+_IMAGES = {"image/png", "image/jpeg", "image/gif", "image/webp"}  # (not SVG: it runs script)
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     root: Path
+    port: int  # the port the server listens on (the only one a Host header may name)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -56,17 +66,26 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._serve(body=True)
 
     def _serve(self, body: bool) -> None:
+        port = self.port
+        if self.headers.get_all("Host", []) not in ([f"127.0.0.1:{port}"], [f"localhost:{port}"]):
+            self.send_error(421, "this server answers only for 127.0.0.1 and localhost")
+            return
         path = "/report.html" if self.path in ("", "/") else self.path
         fd = open_inside(self.root, path)
         if fd is None:
             self.send_error(404)
             return
         with os.fdopen(fd, "rb") as fh:
-            kind = mimetypes.guess_type(path.split("?", 1)[0])[0] or "application/octet-stream"
+            page = urllib.parse.urlsplit(path).path == "/report.html"
+            kind = mimetypes.guess_type(urllib.parse.urlsplit(path).path)[0]
+            if not page and kind not in _IMAGES:
+                kind = "text/plain; charset=utf-8"  # (what an agent wrote is shown, never run)
             self.send_response(200)
-            self.send_header("Content-Type", kind)
+            self.send_header("Content-Type", "text/html; charset=utf-8" if page else str(kind))
             self.send_header("Content-Length", str(os.fstat(fh.fileno()).st_size))
             self.send_header("X-Content-Type-Options", "nosniff")
+            if not page:
+                self.send_header("Content-Security-Policy", "sandbox; default-src 'none'")
             self.end_headers()
             if body:
                 with contextlib.suppress(ConnectionError):
@@ -76,8 +95,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def server_for(run_dir: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
     """A server for the run folder on 127.0.0.1 (a free port when 0); OSError if it cannot
     listen there. Only loopback: a run folder holds transcripts."""
-    handler = type("RunFolderHandler", (_Handler,), {"root": run_dir.resolve()})
-    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    handler: type[_Handler] = type("RunFolderHandler", (_Handler,), {"root": run_dir.resolve()})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    handler.port = int(server.server_address[1])
+    return server
 
 
 def report_url(server: http.server.ThreadingHTTPServer) -> str:

@@ -15,8 +15,13 @@ before any check and after every agent process is gone, so nothing changes under
 - Every entry belongs to the checker, and its owner may read and write it (and enter folders):
   `chmod 000` locks nothing.
 - A git repository's config keeps only what reading the repository needs (format, remotes,
-  branches, identity): no include, filter, textconv, alias, hook path or fsmonitor of the
-  agent's runs when a check asks git about the workspace.
+  branches, identity): no include, filter, textconv, diff or ssh command, gpg program, alias,
+  hook path or fsmonitor of the agent's runs when a check asks git about the workspace. That
+  holds for every config git would read: the one in the folder a repository's `commondir`
+  names (which has no HEAD of its own), and a config that is a link (to a file of the
+  agent's, say) becomes a regular file with the tamed content of what it led to.
+- Nothing but regular files, folders and links stays: a fifo, socket or device node is
+  removed (a check that opened a fifo would hang on it), each with a note.
 
 `stage` is for verifiers that put the answer key inside the workspace, as Margin does with
 tests/ at its test_cwd: it removes the destination, cuts every link in the workspace that
@@ -250,23 +255,33 @@ def hand_over(workdir, uid, gid):
             links.append(path)
         elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
             notes.append(_own_copy(path, info))
+        elif not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+            os.unlink(path)
+            notes.append(f"{path}: {_KINDS.get(stat.S_IFMT(info.st_mode), 'special')}, removed")
         if not os.path.lexists(path):  # a hard link there was no room to copy
             continue
         _own(path, os.lstat(path), uid, gid)
-        git_config = os.path.basename(path) in ("config", "config.worktree")
-        if git_config and stat.S_ISREG(info.st_mode) and _is_git_dir(os.path.dirname(path)):
-            configs.append(path)
+        if os.path.basename(path) == "HEAD":  # (git takes a HEAD that is a link too)
+            configs += _config_places(os.path.dirname(path), workdir)
     for folder in deep:  # (rm works below any depth, by descriptor)
         subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=300)
         notes.append(f"{folder}: nested too deep for a path to reach what it holds, removed")
-    for config in configs:
+    for config in sorted(set(configs)):
+        if not os.path.lexists(config):
+            continue
+        if os.path.islink(config):
+            notes.append(_config_from_link(config, places))
+            if os.path.lexists(config):
+                _own(config, os.lstat(config), uid, gid)
+        if not os.path.isfile(config) or os.path.islink(config):
+            continue  # a folder, say: git refuses such a repository
         note = _tame_git_config(config)
         if note:
             notes.append(note)
             if os.path.lexists(config):
                 _own(config, os.lstat(config), uid, gid)
     # decide every link before cutting any: the decisions must not depend on the order
-    unsafe = [link for link in links if not places.safe(link)]
+    unsafe = [link for link in links if os.path.islink(link) and not places.safe(link)]
     for link in unsafe:
         target = os.readlink(link)
         if target.startswith(CUT):  # cut already (a reused session's workspace)
@@ -301,11 +316,40 @@ def _own(path, info, uid, gid):
         os.chmod(path, stat.S_IMODE(info.st_mode) & 0o777 | 0o600)
 
 
-def _is_git_dir(folder):
+_KINDS = {stat.S_IFIFO: "a fifo", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device"}
+_KINDS[stat.S_IFBLK] = "a device"
+
+
+def _config_places(git_dir, workdir):
+    """The config files git reads for the repository at `git_dir` (a folder holding HEAD)
+    that are in the workspace: its own, and those of the folder its `commondir` names."""
+    folders = [git_dir]
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        with open(os.path.join(git_dir, "commondir"), "rb") as fh:
+            common = fh.read(4096).decode().strip()
+        found = resolve(os.path.join(git_dir, common))
+        if found is not None and _inside(found[0], workdir) and os.path.isdir(found[0]):
+            folders.append(found[0])
+    return [os.path.join(f, name) for f in folders for name in ("config", "config.worktree")]
+
+
+def _config_from_link(path, places):
+    """Replace a repository's config that is a link by a regular file holding what it led
+    to (when that is a file of the workspace or the image; else nothing)."""
+    target = os.readlink(path)
+    tmp = f"{path}.skillbench-new"
     try:
-        return stat.S_ISREG(os.lstat(os.path.join(folder, "HEAD")).st_mode)
-    except OSError:
-        return False
+        with open(tmp, "wb") as dst:
+            if places.safe(path) and os.path.isfile(path):
+                with open(path, "rb") as src:
+                    dst.write(src.read(_GIT_CONFIG_CAP + 1))
+        os.rename(tmp, path)
+    except OSError as exc:
+        for name in (tmp, path):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        return f"{path}: a git config linked to {target}, removed ({exc.strerror or exc})"
+    return f"{path}: a git config linked to {target}, now a regular file"
 
 
 def stage(src, dest, workdir):
