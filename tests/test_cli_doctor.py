@@ -16,9 +16,9 @@ import pytest
 from skillbench.cli import main
 from skillbench.sandbox.capacity import mem_available, parallel_for
 from skillbench.sandbox.channel import CHANNEL_ENV
-from skillbench.sandbox.connection import NO_LOCAL_SERVICE
+from skillbench.sandbox.connection import NO_LOCAL_SERVICE, URL_ENV
 from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.service import URL_ENV, ping
+from skillbench.sandbox.reach import ping
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,7 @@ from skillbench.sandbox.connection import configured
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.imageload import host_image, saved
-from skillbench.sandbox.service import client_of
+from skillbench.sandbox.reach import client_of
 from skillbench.sandbox.variants import variant_name
 from tests.ssh_service import SshPodman
 

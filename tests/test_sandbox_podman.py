@@ -15,7 +15,7 @@ from skillbench.sandbox.base import CHECKER, SandboxError, SandboxSpec
 from skillbench.sandbox.channel import CHANNEL_ENV
 from skillbench.sandbox.checker_env import CHECK_ENV
 from skillbench.sandbox.podman import LABEL, OWNER_LABEL, PodmanProvider, PodmanSandbox
-from skillbench.sandbox.service import runtime_dir
+from skillbench.sandbox.runtime import runtime_dir
 from skillbench.sandbox.stage import check_phase, stage_arm
 from tests.conftest import CHANNELS
 from tests.helpers import make_skill

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.service import runtime_dir
+from skillbench.sandbox.runtime import runtime_dir
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="making another user's folder needs root")
 OTHER = 4242  # a uid that is not ours

@@ -32,7 +32,7 @@ from skillbench.engine.records import Plan, SessionRecord, session_key
 from skillbench.engine.run import Runner
 from skillbench.evals import load_assets
 from skillbench.sandbox import make_provider
-from skillbench.sandbox.service import private_dir
+from skillbench.sandbox.runtime import private_dir
 from skillbench.skills import RUNS_DIR, read_skill
 
 CHUNK = 1 << 20  # bytes of a file per streamed item: no object holds a whole workspace

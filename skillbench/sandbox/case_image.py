@@ -32,7 +32,7 @@ from skillbench.evals.yamlsrc import read_text
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import USERS_SCRIPT, image_exists
 from skillbench.sandbox.pull import ImageUnavailable, PullError, pull
-from skillbench.sandbox.service import runtime_dir
+from skillbench.sandbox.runtime import runtime_dir
 
 SANDBOX_FROM = "skillbench-sandbox"  # `FROM skillbench-sandbox`: the sandbox image
 _FROM = re.compile(r"(?im)^(\s*FROM\s+)skillbench-sandbox(\s|$)")

@@ -14,7 +14,8 @@ from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, shown
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.imageload import in_service
-from skillbench.sandbox.service import chosen, runtime_dir, unanswered
+from skillbench.sandbox.reach import chosen, unanswered
+from skillbench.sandbox.runtime import runtime_dir
 
 PODMAN = "install podman: https://podman.io/docs/installation"
 CONF_DROPIN = Path("/etc/containers/containers.conf.d/50-skillbench.conf")

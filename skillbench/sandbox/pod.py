@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillbench.sandbox.base import Mount, SandboxError, SandboxSpec, Service, parse_size
 from skillbench.sandbox.channel import copy_in
-from skillbench.sandbox.service import runtime_dir
+from skillbench.sandbox.runtime import runtime_dir
 
 if TYPE_CHECKING:
     from skillbench.sandbox.podman import PodmanProvider

@@ -39,7 +39,8 @@ from skillbench.sandbox.base import (
 from skillbench.sandbox.channel import CHANNEL_ENV, Channel, channel_for, put_in
 from skillbench.sandbox.container import PodmanSandbox
 from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
-from skillbench.sandbox.service import PodmanService, runtime_dir
+from skillbench.sandbox.runtime import runtime_dir
+from skillbench.sandbox.service import PodmanService
 from skillbench.sandbox.workspace import PodmanWorkspace, make_workspace
 
 LABEL = "skillbench"

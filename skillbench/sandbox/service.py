@@ -10,15 +10,11 @@ activation here; `--time=0`, or it exits when idle) and stops it when done.
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import os
 import shutil
-import signal
-import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -32,93 +28,14 @@ from skillbench.sandbox.connection import (
     OWN,
     URL_ENV,
     Connection,
-    configured,
-    shown,
 )
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.imageload import LOAD_TIMEOUT, ServiceImages
-from skillbench.sandbox.tunnel import tunnel
+from skillbench.sandbox.reach import chosen, client_of, ping, unanswered
+from skillbench.sandbox.runtime import die_with_parent, runtime_dir
 from skillbench.scrub import without_secrets
 
 _OWN_IDS = itertools.count()
-
-
-def client_of(connection: Connection, timeout: float, **options: Any) -> PodmanClient:
-    """A client for `connection`: an ssh:// one through this process's tunnel to it
-    (tunnel.py: podman-py's own ssh transport is not used), any other directly."""
-    if connection.transport == "ssh":
-        local = tunnel(connection)
-        return PodmanClient(base_url=local.url, timeout=timeout, **options)
-    return PodmanClient(base_url=connection.url, timeout=timeout, **options)
-
-
-def unanswered(connection: Connection, timeout: float = 2.0) -> str:
-    """Why no podman service answers at `connection` (one line), "" when one does."""
-    try:  # ssh itself may fail first: the tunnel then says how
-        local = tunnel(connection) if connection.transport == "ssh" else None
-    except SandboxError as exc:
-        return str(exc)
-    try:
-        with PodmanClient(base_url=local.url if local else connection.url, timeout=timeout) as c:
-            if c.ping():
-                return ""
-    except Exception:
-        pass
-    if local is not None:
-        return local.unanswered()
-    return (
-        f"the podman service at {shown(connection.url)} ({connection.source}) does not "
-        "answer; start it (`podman machine start` for a podman machine) or point "
-        "CONTAINER_HOST at one that runs"
-    )
-
-
-def ping(url: str | Connection, timeout: float = 2.0) -> bool:
-    """True when a podman service answers at `url`."""
-    connection = url if isinstance(url, Connection) else Connection(url, URL_ENV)
-    return not unanswered(connection, timeout)
-
-
-def die_with_parent() -> None:
-    """In the child, before exec: ask Linux to SIGTERM it when its parent dies."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: the service then outlives a crash, as without this
-
-
-def runtime_dir() -> Path:
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    return private_dir(Path(base) / f"skillbench-{os.getuid()}")
-
-
-def private_dir(folder: Path) -> Path:
-    """`folder`, made if need be, refused unless it is a folder of this user's alone: its
-    name is predictable, and in a shared /tmp another user could have made it first (or a
-    link by that name), then swap the sockets or files skillbench keeps there."""
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = folder.lstat()
-    except OSError as exc:
-        raise SandboxError(f"{folder}: cannot make this private folder ({exc})") from None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
-        raise SandboxError(
-            f"{folder}: not a folder of this user's alone (a link, another owner, or writable "
-            "by others), so another user could reach what skillbench keeps there; remove it"
-        )
-    if info.st_mode & 0o077:  # ours, readable by others (as an earlier version made it)
-        folder.chmod(0o700)
-    return folder
-
-
-def chosen() -> Connection | None:
-    """The configured service to use (None: start our own); a SKILLBENCH_PODMAN_URL that no
-    longer answers is passed over for the next in line."""
-    connection = configured()
-    if connection is not None and connection.source == URL_ENV and not ping(connection):
-        connection = configured({k: v for k, v in os.environ.items() if k != URL_ENV})
-    return connection
 
 
 class PodmanService:

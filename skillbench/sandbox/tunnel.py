@@ -146,7 +146,7 @@ class Tunnel:
 
     def __init__(self, url: str, source: str, identity: str, local: Path | None = None):
         # (service.py uses this module: imported here, not at the top)
-        from skillbench.sandbox.service import die_with_parent, runtime_dir
+        from skillbench.sandbox.runtime import die_with_parent, runtime_dir
 
         self.target = SshTarget(url, source)
         if shutil.which("ssh") is None:
