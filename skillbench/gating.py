@@ -18,10 +18,11 @@ from skillbench.receipts import (
     inconsistency,
     signed_message,
 )
+from skillbench.sequential import problem, stimuli_of, stop_of
 from skillbench.signing import SigningError, verify
 from skillbench.skills import digest
 from skillbench.team import SIGNERS, TeamError, known_receipts, measured, skill_at
-from skillbench.verdict import INCONCLUSIVE
+from skillbench.verdict import INCONCLUSIVE, UNSCORED
 
 
 class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -203,6 +204,10 @@ def gate(
             "(--allow-endpoint) to accept it"
         )
         return GateResult(False, why, where)
+    problem = stopping_problem(r)
+    if problem is not None:
+        why = f"the newest measured receipt (run {r.run_id}) {problem}"
+        return GateResult(False, why, where)
     if not r.complete and not policy.allow_partial:
         stop = f", {r.stopped}" if r.stopped else ""
         why = (
@@ -267,6 +272,33 @@ def gate(
     )
 
 
+def stopping_problem(r: Receipt) -> str | None:
+    """Why a receipt's stop was not legitimate, or None: a complete run ran every repetition
+    of the fixed design, or, under its declared stopping rule, every one that rule asked for
+    up to the look where it stops (skillbench.sequential.problem re-derives it); and the stop
+    it claims is the one its rule makes on its rows."""
+    p = r.provenance
+    rows = msgspec.convert(r.rows, list[RowSummary])
+    if r.stop is not None and p.sequential is None:
+        return (
+            f"claims a stop at look {r.stop.look} ({r.stop.reason}) but declares no stopping rule"
+        )
+    if p.sequential is not None:
+        order = stimuli_of(u.name for u in p.units)
+        scored = [row for row in rows if row.decided_by not in UNSCORED]
+        made = stop_of(scored, p.sequential, p.opponents[0], order, len(p.sequential.looks))
+        if made != r.stop:
+            claimed = f"look {r.stop.look} ({r.stop.reason})" if r.stop else "no stop"
+            real = f"look {made.look} ({made.reason})" if made else "no stop"
+            return f"claims {claimed}, but its stopping rule stops its rows at {real}"
+    if not r.complete:
+        return None  # an incomplete run is refused (or allowed) as such
+    found = problem(
+        rows, p.sequential, units=[u.name for u in p.units], k=p.k, opponents=p.opponents
+    )
+    return None if found is None else f"claims a complete run, but {found}"
+
+
 def versus(r: Receipt, opponent: str) -> str | None:
     """The verdict against one opponent, re-derived from the receipt's rows by the engine's
     rule; None when the run had no such opponent."""
@@ -275,6 +307,12 @@ def versus(r: Receipt, opponent: str) -> str | None:
         return None
     rows = msgspec.convert(r.rows, list[RowSummary])
     found = derive(
-        rows, opponents=p.opponents, units=p.units, k=p.k, seed=p.seed, min_net_lift=p.min_net_lift
+        rows,
+        opponents=p.opponents,
+        units=p.units,
+        k=p.k,
+        seed=p.seed,
+        min_net_lift=p.min_net_lift,
+        sequential=p.sequential,
     )
     return found.verdicts[opponent]

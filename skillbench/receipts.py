@@ -32,6 +32,7 @@ from skillbench.engine.summary import RowSummary
 from skillbench.inputs import load_json
 from skillbench.models import Endpoint
 from skillbench.scrub import scrub_obj
+from skillbench.sequential import Rule, Stop
 from skillbench.signing import sign
 from skillbench.verdict import MIN_NET_LIFT
 
@@ -58,6 +59,7 @@ class Provenance(msgspec.Struct, kw_only=True):
     units: list[Unit] = []  # what the rows are of
     endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
     min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used (design §16)
+    sequential: Rule | None = None  # the stopping rule of a sequential run
 
 
 class Receipt(msgspec.Struct, kw_only=True):
@@ -75,6 +77,7 @@ class Receipt(msgspec.Struct, kw_only=True):
     # and no --max-cost stop. Receipts older than schema 2 read as incomplete.
     complete: bool = False
     stopped: str | None = None
+    stop: Stop | None = None  # a sequential run: where its stopping rule stopped
     agent: str = ""  # what ran the arms: builtin, claude-code, codex
     agent_version: str = ""
     models: dict[str, str] = {}  # agent, judge
@@ -230,7 +233,13 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
         if row.case not in units or row.opponent not in p.opponents:
             return f"a row of {row.case} vs {row.opponent} is not one the run planned"
     found = derive(
-        rows, opponents=p.opponents, units=p.units, k=p.k, seed=p.seed, min_net_lift=p.min_net_lift
+        rows,
+        opponents=p.opponents,
+        units=p.units,
+        k=p.k,
+        seed=p.seed,
+        min_net_lift=p.min_net_lift,
+        sequential=p.sequential,
     )
     if r.verdict != found.verdict:
         return f"its verdict {r.verdict} does not follow from its rows (they give {found.verdict})"

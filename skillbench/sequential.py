@@ -223,3 +223,59 @@ def reps_of(rows: Iterable[RowLike], opponent: str) -> dict[str, dict[int, str |
         }
         for s, reps in net.items()
     }
+
+
+def stimuli_of(names: Iterable[str]) -> list[str]:
+    """The stimuli of these unit names, in their order (a suite's sub-cases are one)."""
+    return list(dict.fromkeys(stimulus(n) for n in names))
+
+
+def problem(
+    rows: Sequence[RowLike],
+    rule: Rule | None,
+    *,
+    units: Sequence[str],
+    k: int,
+    opponents: Sequence[str],
+) -> str | None:
+    """Why a complete run's rows are not what its stopping rule (or, without one, the fixed
+    design) runs, or None. Every stimulus the verdict counts must have run every repetition
+    its vote needed against every opponent; with a rule, the run must have gone on to the
+    look where the rule stops. A stimulus with no row at all was skipped (a tool its image
+    lacks), which is no stop."""
+    order = stimuli_of(units)
+    reps: dict[str, dict[int, str | None]] = {}
+    for opp in opponents:
+        for name, got in reps_of(rows, opp).items():
+            reps.setdefault(name, {})
+            for rep, vote in got.items():
+                reps[name].setdefault(rep, vote)
+    if rule is None:
+        for name in order:
+            have = reps.get(name)
+            if have and sorted(have) != list(range(1, k + 1)):
+                return (
+                    f"stopped {name} after {len(have)} of {k} repetitions with no stopping rule "
+                    "declared (a fixed design runs them all)"
+                )
+        return None
+    if rule.looks[-1] != len(order):
+        return f"its stopping rule looks at {rule.looks[-1]} stimuli, not the {len(order)} planned"
+    stop = stop_of(rows, rule, opponents[0], order, len(rule.looks))
+    assert stop is not None  # the last look always stops
+    for name in order[: stop.units]:
+        if name not in reps:
+            continue
+        for opp in opponents:
+            got = reps_of(rows, opp).get(name, {})
+            if sorted(got) != list(range(1, len(got) + 1)):
+                return f"{name} vs {opp} has repetitions {sorted(got)}: a gap the waves never leave"
+            if not settled([got[r] for r in sorted(got)], k):
+                return (
+                    f"stopped {name} vs {opp} after {len(got)} of {k} repetitions while its "
+                    "vote could still change"
+                )
+    beyond = [n for n in order[stop.units :] if n in reps]
+    if beyond:
+        return f"ran {beyond[0]} after its stopping rule stopped at look {stop.look}"
+    return None

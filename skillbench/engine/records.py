@@ -7,6 +7,7 @@ import msgspec
 from skillbench.checks import CheckResult
 from skillbench.models import Endpoint
 from skillbench.models.base import Usage
+from skillbench.sequential import Rule
 from skillbench.verdict import MIN_NET_LIFT, UNSCORED
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
@@ -72,6 +73,7 @@ class Plan(msgspec.Struct, kw_only=True):
     agent: str = "builtin"  # what runs in the arms (agents/)
     agent_version: str = ""
     min_net_lift: float = MIN_NET_LIFT  # the verdict's practical floor (design §16)
+    sequential: Rule | None = None  # --sequential: the stopping rule, declared before any session
     # where the agent and judge models are reached (design §14); --resume refuses a change
     endpoints: dict[str, Endpoint] = {}
     library: Library | None = None

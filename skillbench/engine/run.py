@@ -293,6 +293,7 @@ def receipt_of(plan: Plan, summary: Summary, bundle: str) -> Receipt:
         scored_rows=summary.scored_rows,
         complete=summary.complete,
         stopped=summary.stopped,
+        stop=summary.stop,
         agent=summary.agent,
         agent_version=summary.agent_version,
         models=summary.models,
@@ -319,6 +320,7 @@ def receipt_of(plan: Plan, summary: Summary, bundle: str) -> Receipt:
             units=plan.units,
             endpoints=plan.endpoints,
             min_net_lift=plan.min_net_lift,
+            sequential=plan.sequential,
         ),
         bundle=bundle,
     )

@@ -34,6 +34,7 @@ from skillbench.engine.summary import (
     Summary,
 )
 from skillbench.models import parse_model
+from skillbench.sequential import Rule, problem, stimuli_of, stop_of
 from skillbench.verdict import MIN_NET_LIFT, NONE, UNSCORED, unit_votes
 
 
@@ -249,8 +250,10 @@ def summarize(
         k=plan.k,
         seed=plan.seed,
         min_net_lift=plan.min_net_lift,
+        sequential=plan.sequential,
     )
     return Summary(
+        stop=found.stop,
         skill=plan.skill,
         version=plan.version,
         run_id=plan.run_id,
@@ -261,7 +264,13 @@ def summarize(
         expected_rows=found.expected_rows,
         scored_rows=found.scored_rows,
         partial=found.scored_rows < found.expected_rows,
-        complete=stopped is None and found.scored_rows == wanted,
+        complete=stopped is None
+        and (
+            found.scored_rows == wanted
+            if plan.sequential is None
+            else found.scored_rows == len(rows) and sequential_problem(shown, plan) is None
+        ),
+        not_run=0 if plan.sequential is None else not_run(plan, sessions, skipped_names),
         stopped=stopped,
         comparisons=found.comparisons,
         rows=shown,
@@ -287,6 +296,24 @@ def summarize(
     )
 
 
+def sequential_problem(rows: Sequence[RowSummary], plan: Plan) -> str | None:
+    """Why a sequential run's rows are not what its stopping rule runs, or None."""
+    return problem(
+        rows,
+        plan.sequential,
+        units=[u.name for u in plan.units],
+        k=plan.k,
+        opponents=plan.opponents,
+    )
+
+
+def not_run(plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str]) -> int:
+    """Sessions of the full design that a sequential run's stop made unnecessary."""
+    planned = sum(name not in skipped for name in plan.sessions) * plan.k * len(plan.arms)
+    ran = sum(1 for s in sessions.values() if s.session not in skipped)
+    return max(0, planned - ran)
+
+
 def derive(
     rows: Sequence[RowSummary],
     *,
@@ -295,12 +322,14 @@ def derive(
     k: int,
     seed: int,
     min_net_lift: float = MIN_NET_LIFT,
+    sequential: Rule | None = None,
 ) -> Derived:
     """The verdict, counts and power of a run from its rows and what it planned (opponents,
     units, k, seed, the practical floor), nothing else: summarize() takes them from here,
     and the gate re-derives a receipt's with this same function (design §14), so the two can
     never disagree on the rule. The rows are taken in plan order, whatever order they come
-    in; the verdict counts independent units (design §16, skillbench.verdict)."""
+    in; the verdict counts independent units (design §16, skillbench.verdict). A sequential
+    run's verdict against the baseline is its stopping rule's (skillbench.sequential)."""
     index = {u.name: i for i, u in enumerate(units)}
     rank = {o: i for i, o in enumerate(opponents)}
     ordered = sorted(
@@ -321,7 +350,14 @@ def derive(
             sign_p=c.sign_p,
             net_lift_ci=cluster_ci([(score[v], 1) for v in unit_votes(scored, opp).values()], seed),
         )
+    stop = None
+    if sequential is not None:
+        order = stimuli_of(u.name for u in units)
+        stop = stop_of(scored, sequential, opponents[0], order, len(sequential.looks))
+        if stop is not None:
+            verdicts[opponents[0]] = stop.verdict
     return Derived(
+        stop=stop,
         verdict=verdicts[opponents[0]],
         verdicts=verdicts,
         expected_rows=len(units) * k * len(opponents),

@@ -11,6 +11,7 @@ from skillbench.engine.activation import Activation, Ambient
 from skillbench.engine.records import ArmResult, Library
 from skillbench.engine.stats import Interval, Stats
 from skillbench.models import Endpoint
+from skillbench.sequential import Stop
 from skillbench.verdict import MIN_NET_LIFT, NONE, Votes
 
 
@@ -119,6 +120,8 @@ class Summary(msgspec.Struct, kw_only=True):
     ambient: Ambient | None = None
     library: Library | None = None
     min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used
+    stop: Stop | None = None  # a sequential run: where its stopping rule stopped
+    not_run: int = 0  # sessions the stop made unnecessary (no loss, no tie: never run)
 
 
 class Power(msgspec.Struct, frozen=True, kw_only=True):
@@ -140,3 +143,4 @@ class Derived(msgspec.Struct, frozen=True, kw_only=True):
     scored_rows: int
     comparisons: dict[str, Comparison]
     power: dict[str, Power]
+    stop: Stop | None = None  # a sequential run: where its rule stopped
