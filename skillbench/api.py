@@ -64,6 +64,7 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     agent: str | None = None  # what runs in the arms: builtin, claude-code or codex
     k: int | None = None  # repetitions of every case (default 1)
     min_net_lift: float | None = None  # the net lift over units PASS/FAIL need (default 0.2)
+    sequential: bool | None = None  # stop as soon as the verdict is settled ([stats] sequential)
     parallel: int | None = None  # sessions (and trigger calls) at once, 1 to 64 (default 4)
     team: str | None = None  # a team repo: adds the incumbent arm
     out: str | None = None  # the run folder (default .skillbench/runs/<run_id>/)
@@ -110,7 +111,10 @@ def _settings(start: Path, options: Options) -> Settings:
     from skillbench.config import load_settings
 
     flags = {name: getattr(options, name) for name in _SETTINGS}
-    return load_settings(start, flags).settings
+    settings = load_settings(start, flags).settings
+    if options.sequential is not None:
+        settings.stats = msgspec.structs.replace(settings.stats, sequential=options.sequential)
+    return settings
 
 
 def _check(options: Options) -> None:

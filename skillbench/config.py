@@ -47,6 +47,13 @@ class SignSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     key: str | None = None
 
 
+class StatsSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[stats]`: sequential = true runs every eval under the sequential stopping rule
+    (as `eval --sequential`)."""
+
+    sequential: bool = False
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Every setting with its built-in default."""
 
@@ -68,6 +75,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     prices: dict[str, Price] = {}
     gate: dict[str, Any] = {}
     sign: SignSettings = SignSettings()
+    stats: StatsSettings = StatsSettings()
     # `skillbench image build` FROM this digest-pinned Debian image instead of mmdebstrap
     image_from_registry: str | None = None
 

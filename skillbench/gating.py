@@ -172,7 +172,7 @@ def gate(
     if isinstance(chosen, GateResult):
         return chosen
     where, r = chosen.where, chosen.receipt
-    problem = inconsistency(r, now)
+    problem = inconsistency(r, now) or stopping_problem(r)
     if problem is not None:
         why = f"the newest measured receipt (run {r.run_id}) {problem}"
         return GateResult(False, why, where)
@@ -203,10 +203,6 @@ def gate(
             "nothing about the provider's model; list it in allow-endpoints "
             "(--allow-endpoint) to accept it"
         )
-        return GateResult(False, why, where)
-    problem = stopping_problem(r)
-    if problem is not None:
-        why = f"the newest measured receipt (run {r.run_id}) {problem}"
         return GateResult(False, why, where)
     if not r.complete and not policy.allow_partial:
         stop = f", {r.stopped}" if r.stopped else ""

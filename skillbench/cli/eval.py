@@ -38,6 +38,7 @@ def options_of(args: argparse.Namespace) -> api.Options:
         agent=args.agent,
         k=args.k,
         min_net_lift=args.min_net_lift,
+        sequential=args.sequential,
         parallel=args.parallel,
         team=args.team,
         out=args.out,
@@ -186,6 +187,13 @@ def register_eval(sub: Subparsers) -> None:
         type=float,
         metavar="SHARE",
         help="the net lift over units PASS and FAIL need beyond significance (default 0.2)",
+    )
+    p.add_argument(
+        "--sequential",
+        action="store_true",
+        default=None,
+        help="stop as soon as the verdict is settled (a stopping rule declared in plan.json; "
+        "README: Statistics)",
     )
     p.add_argument(
         "--parallel", type=int, help="sessions (and trigger calls) at once, at most 64 (default 4)"

@@ -40,6 +40,7 @@ from skillbench.sandbox.case_image import CaseImageError, CaseImageUnavailable, 
 from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.sandbox.stage import missing_requirements
 from skillbench.sandbox.variants import build_variant, variant_for
+from skillbench.sequential import rule_for
 from skillbench.skills import (
     RUNS_DIR,
     Skill,
@@ -394,6 +395,9 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         case_filter=opts.case,
         library=library,
+        sequential=rule_for(len(sessions), settings.min_net_lift)
+        if settings.stats.sequential
+        else None,
     )
     try:
         (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))

@@ -45,6 +45,7 @@ from skillbench.receipts import Provenance, Receipt, bundle_digest, write_receip
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxProvider
 from skillbench.scrub import scrub_obj
+from skillbench.sequential import reps_of, settled, stimuli_of, stop_of
 from skillbench.signing import SigningError
 from skillbench.triggers import TriggerReport, targets_at
 
@@ -65,6 +66,37 @@ class Runner(Reusing, Judging):
                     if session_key(name, arm, rep) not in self.done and name not in self.skipped:
                         todo.append((name, arm, rep))
         return todo
+
+    def next_wave(self, looks: int) -> list[tuple[str, str, int]]:
+        """A sequential run's next wave within its first `looks` looks: the next repetition
+        of every stimulus whose vote can still change, every arm of it not yet run (a
+        resumed run picks up the sessions its journal lacks)."""
+        assert self.plan.sequential is not None
+        names = self.plan.sessions[: self.plan.sequential.looks[looks - 1]]
+        rows = list(self.rows.values())
+        by_opponent = [reps_of(rows, opp) for opp in self.plan.opponents]
+        todo = []
+        for name in names:
+            if name in self.skipped:
+                continue
+            got = [reps.get(name, {}) for reps in by_opponent]
+            if all(settled([r[i] for i in sorted(r)], self.plan.k) for r in got if r) and all(got):
+                continue
+            rep = min(len(r) for r in got) + 1
+            todo += [
+                (name, arm, rep)
+                for arm in self.plan.arms
+                if session_key(name, arm, rep) not in self.done
+            ]
+        return todo
+
+    def look_stops(self, looks: int) -> bool:
+        """Whether the stopping rule stops at the first `looks` looks' votes."""
+        assert self.plan.sequential is not None
+        scored = [r for r in self.rows.values() if r.scored]
+        order = stimuli_of(u.name for u in self.plan.units)
+        stop = stop_of(scored, self.plan.sequential, self.plan.opponents[0], order, looks)
+        return stop is not None
 
     async def session(
         self, provider: SandboxProvider, name: str, arm: str, rep: int
@@ -151,15 +183,25 @@ class Runner(Reusing, Judging):
                 self.progress.finished(record, self.spend)
                 self.rows_ready(judge_model, name, rep)
 
-            tasks = [asyncio.create_task(one(*item)) for item in todo]
-            try:
-                await asyncio.gather(*tasks)
-                await asyncio.gather(*self.judge_tasks)
-            except BaseException:
-                for task in tasks:  # one failure (a refused run, Ctrl-C) stops them all
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
+            async def wave(items: list[tuple[str, str, int]]) -> None:
+                tasks = [asyncio.create_task(one(*item)) for item in items]
+                try:
+                    await asyncio.gather(*tasks)
+                    await asyncio.gather(*self.judge_tasks)
+                except BaseException:
+                    for task in tasks:  # one failure (a refused run, Ctrl-C) stops them all
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise
+
+            if self.plan.sequential is None:
+                await wave(todo)
+            else:
+                for looks in range(1, len(self.plan.sequential.looks) + 1):
+                    while (items := self.next_wave(looks)) and not self.stopped:
+                        await wave(items)
+                    if self.stopped or self.look_stops(looks):
+                        break
         finally:
             for task in self.judge_tasks:
                 task.cancel()

@@ -19,16 +19,31 @@ def _num(x: float | None, fmt: str = ".2f") -> str:
     return "n/a" if x is None else format(x, fmt)
 
 
+def stop_line(summary: Summary) -> str:
+    """What the sequential stopping rule decided, and what stopping saved."""
+    s = summary.stop
+    assert s is not None
+    what = "crossed its boundary" if s.reason == "boundary" else "reached its last look"
+    head = "stopped early" if summary.not_run else "sequential"
+    return (
+        f"{head}: {what} at look {s.look} ({s.units} stimuli, {s.decided[-1]} decided, "
+        f"boundary {s.bounds[-1] if s.bounds[-1] is not None else 'unreachable'}); "
+        f"{summary.not_run} session(s) not run"
+    )
+
+
 def report_lines(summary: Summary) -> list[str]:
     """The report, line by line."""
     partial = ""
     if summary.verdict == "NONE":
         partial = " (nothing scored)"
-    elif summary.scored_rows < summary.expected_rows:
+    elif summary.scored_rows < summary.expected_rows and not (summary.stop and summary.complete):
         partial = f" [partial — {summary.scored_rows}/{summary.expected_rows} scored]"
     lines = [f"verdict: {summary.verdict}{partial}{_power(summary)}", f"why: {summary.why}"]
     if summary.stopped:
         lines.append(f"stopped: {summary.stopped}")
+    if summary.stop is not None:
+        lines.append(stop_line(summary))
     for skip in summary.skipped:
         kind = "environment" if skip.environment else "setup failed"
         lines.append(f"skipped ({kind}): {skip.case} — {skip.reason}")
