@@ -217,3 +217,37 @@ def test_a_stop_without_a_declared_rule_is_refused(capsys, greeter):
     code, said = run_gate(capsys, greeter)
     assert code == 1
     assert "claims a stop at look 1 (boundary) but declares no stopping rule" in said
+
+
+def test_plan_shows_expected_and_worst_case_for_both_designs():
+    from skillbench.engine.estimate import Estimate, design_lines
+    from skillbench.simulate import expected_sessions
+
+    share = {f"{x}": expected_sessions(20, 3, x) for x in (0.0, 0.4)}
+    assert 0.5 < share["0.4"] < share["0.0"] < 1  # stopping saves most when the lift is real
+    e = Estimate(
+        skill="s",
+        version="sha256:0",
+        cases=20,
+        arms=["baseline", "candidate"],
+        k=3,
+        sessions=120,
+        reused=0,
+        session_calls=720,
+        judge_calls=0,
+        trigger_calls=0,
+        trigger_method=None,
+        cost_usd=12.0,
+        seconds=60,
+        parallel=4,
+        basis="default",
+        sequential=share,
+        sequential_on=True,
+    )
+    first, second = design_lines(e)
+    assert first == (
+        f"  sequential design (this run): expected {120 * share['0.0']:.0f} sessions "
+        f"~${12 * share['0.0']:.2f} at net lift 0.0 · {120 * share['0.4']:.0f} sessions "
+        f"~${12 * share['0.4']:.2f} at net lift 0.4; worst case 120 sessions ~$12.00"
+    )
+    assert second == "  fixed design: 120 sessions ~$12.00, expected and worst case"

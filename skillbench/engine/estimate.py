@@ -42,6 +42,7 @@ from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.image import image_exists
 from skillbench.sandbox.variants import variant_for
+from skillbench.simulate import expected_sessions
 from skillbench.skills import digest
 
 # Without an earlier receipt: per model call in a session, and per session.
@@ -50,6 +51,7 @@ DEFAULT_INPUT, DEFAULT_OUTPUT = 12_000.0, 600.0  # tokens per call
 DEFAULT_SECONDS = 90.0
 JUDGE_INPUT, JUDGE_OUTPUT = 6_000.0, 200.0  # tokens per judge call (one order)
 TRIGGER_INPUT, TRIGGER_OUTPUT = 800.0, 30.0  # tokens per catalog call
+PLAN_LIFTS = (0.0, 0.4)  # true net lifts --plan shows a sequential run's expected cost at
 ROUTING_CALLS = 2  # an agent routing session: load the skill, answer
 
 
@@ -72,6 +74,11 @@ class Estimate(msgspec.Struct, kw_only=True):
     seconds: float
     parallel: int  # the sessions at once the time assumes
     basis: str  # where the per-session figures came from
+    # per true net lift ("0.0", "0.4"): the sessions a sequential run is expected to spend,
+    # as a share of the fixed design's (simulated through its stopping rule); its worst case
+    # is the fixed design's (share 1)
+    sequential: dict[str, float] = {}
+    sequential_on: bool = False  # --sequential / [stats] sequential: the run will use it
 
 
 def estimate(opts: EvalOptions) -> Estimate:
@@ -161,6 +168,12 @@ def estimate(opts: EvalOptions) -> Estimate:
         seconds=wall,
         parallel=settings.parallel,
         basis=basis,
+        sequential={
+            f"{lift}": expected_sessions(len(sessions), settings.k, lift) for lift in PLAN_LIFTS
+        }
+        if sessions
+        else {},
+        sequential_on=settings.stats.sequential,
     )
 
 
@@ -269,8 +282,34 @@ def plan_lines(e: Estimate, max_cost: float | None) -> list[str]:
     over = over_budget(e, max_cost)
     if over:
         lines.append(f"  {over}")
+    lines.extend(design_lines(e))
     if e.judge_warning and e.judge_calls:
         lines.append(f"  judge: {e.judge_warning}")
+    return lines
+
+
+def design_lines(e: Estimate) -> list[str]:
+    """The fixed and the sequential design side by side: expected and worst-case sessions
+    and cost (the fixed design's worst case is its expectation)."""
+    if not e.sequential:
+        return []
+    cost = e.cost_usd
+
+    def spend(share: float) -> str:
+        sessions = f"{e.sessions * share:.0f} sessions"
+        return sessions if cost is None else f"{sessions} ~${cost * share:.2f}"
+
+    chosen = ("sequential", "fixed") if e.sequential_on else ("fixed", "sequential")
+    lines = []
+    for design in chosen:
+        tag = " (this run)" if design == chosen[0] else ""
+        if design == "fixed":
+            lines.append(f"  fixed design{tag}: {spend(1.0)}, expected and worst case")
+        else:
+            expected = " · ".join(
+                f"{spend(share)} at net lift {lift}" for lift, share in e.sequential.items()
+            )
+            lines.append(f"  sequential design{tag}: expected {expected}; worst case {spend(1.0)}")
     return lines
 
 
