@@ -10,7 +10,10 @@ skill under test always in it), by one of two methods, each a `Router`:
   the skill runs first: if even that does not fire, the setup cannot measure routing and the
   report says invalid, never 0 % recall.
 
-The skill fired on a prompt when its rate over `--runs` reaches `--threshold`.
+The skill fired on a prompt when its rate over `--runs` reaches `--threshold`. Runs of a
+prompt go one after another (prompts side by side), and a prompt stops as soon as the runs
+left could no longer change whether it fired (`decided`): exact, so `fired` is what all the
+runs would say, at fewer calls.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class PromptResult(msgspec.Struct, frozen=True):
     stolen_by: tuple[str, ...] = ()  # other skills selected when a should-trigger prompt missed
     error: str | None = None
     others: tuple[str, ...] = ()  # every other skill selected in some run (who competes for it)
+    runs: int = 0  # runs made: fewer than --runs when the rest could not change `fired`
 
 
 class Counts(msgspec.Struct, frozen=True):
@@ -201,6 +205,19 @@ class TriggerCaller:
         return Call(tuple(chosen), None, done.usage)
 
 
+def decided(fires: int, ok: int, left: int, threshold: float) -> bool:
+    """Whether `left` more runs (each may fire, not fire, or fail and not count) can no
+    longer move a prompt's rate (fires / ok) across `threshold`."""
+    if ok == 0:
+        return False
+    now = fires / ok >= threshold
+    return all(
+        ((fires + f) / (ok + more) >= threshold) == now
+        for more in range(left + 1)
+        for f in range(more + 1)
+    )
+
+
 def canary_prompt(skill: Skill, triggers: Triggers) -> str:
     """A request that names the skill: any agent that can route at all loads it."""
     example = triggers.should_trigger[0] if triggers.should_trigger else skill.description
@@ -234,10 +251,21 @@ async def evaluate(
             )
     prompts = [(p, True) for p in triggers.should_trigger]
     prompts += [(p, False) for p in triggers.should_not_trigger]
-    tasks = [[router.call(library, p, r) for r in range(runs)] for p, _ in prompts]
+
+    async def routed(prompt: str) -> list[Call]:
+        done: list[Call] = []
+        for r in range(runs):
+            ok = [c for c in done if c.selected is not None]
+            fires = sum(skill.name in (c.selected or ()) for c in ok)
+            if decided(fires, len(ok), runs - r, threshold):
+                break
+            done.append(await router.call(library, prompt, r))
+        return done
+
+    tasks = [asyncio.ensure_future(routed(p)) for p, _ in prompts]
     results = []
-    for (prompt, expected), calls in zip(prompts, tasks, strict=True):
-        done = [await t for t in calls]
+    for (prompt, expected), task in zip(prompts, tasks, strict=True):
+        done = await task
         for c in done:
             usage = usage + c.usage
         ok = [c for c in done if c.selected is not None]
@@ -248,7 +276,9 @@ async def evaluate(
         fired = rate >= threshold
         others = tuple(sorted({s for c in ok for s in (c.selected or ()) if s != skill.name}))
         stolen = others if expected and not fired else ()
-        results.append(PromptResult(prompt, expected, fired, rate, stolen, others=others))
+        results.append(
+            PromptResult(prompt, expected, fired, rate, stolen, others=others, runs=len(done))
+        )
     n = counts(results)
     return TriggerReport(
         skill=skill.name,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.cli import main
+from skillbench.triggers import decided
 from tests.helpers import make_skill
 
 MODEL = "anthropic/claude-sonnet-4-6"
@@ -110,7 +111,8 @@ def test_runs_and_threshold_use_the_trigger_rate(rules_server, tmp_path: Path, c
     assert capsys.readouterr().out.splitlines() == [
         "triggers (catalog call): recall=1.00 precision=1.00 (tp=1 fn=0 fp=0 tn=0)"
     ]
-    assert len(server.log()) == 3
+    # two fires of three runs at threshold 0.5: the third could not change it, so it is not made
+    assert len(server.log()) == 2
     server = rules_server([{"when": "say hi", "replies": two_of_three}])
     assert (
         main(
@@ -131,6 +133,15 @@ def test_runs_and_threshold_use_the_trigger_rate(rules_server, tmp_path: Path, c
         "triggers (catalog call): recall=0.00 precision=n/a (tp=0 fn=1 fp=0 tn=0)",
         '  MISS: "say hi" [rate 0.67]',
     ]
+    assert len(server.log()) == 3  # at 0.7, two fires of two could still become 2 of 3
+
+
+def test_a_prompt_stops_running_once_its_rate_is_decided_against_the_threshold() -> None:
+    assert decided(2, 2, 1, 0.5) and not decided(2, 2, 1, 0.7)
+    assert decided(0, 2, 1, 0.5)  # 1 of 3 at most
+    assert not decided(1, 2, 2, 0.5)
+    assert not decided(0, 0, 3, 0.5)  # nothing counted yet
+    assert decided(1, 3, 0, 0.5)  # no run left
 
 
 def test_library_root_with_steal_summary_and_shared_calls(

@@ -202,7 +202,8 @@ def test_a_proposal_wins_on_validation_and_is_reported_on_test(
     proposed_at = max(i for i, r in enumerate(log) if anthropic_shape(r.body)[0] == PROPOSER_SYSTEM)
     for p in [*test["should_trigger"], *test["should_not_trigger"]]:
         seen = asked(server, p)
-        assert len(seen) == 2 * 2 and min(seen) > proposed_at, p
+        # 2 descriptions x at most 2 runs (a second run is skipped once the first settles it)
+        assert 2 <= len(seen) <= 2 * 2 and min(seen) > proposed_at, p
         assert not any(f"- greeter: {WORSE}" in anthropic_shape(log[i].body)[2] for i in seen)
     # the run folder: the proposal, each round's per-prompt results, the page
     assert json.loads((run / "proposals/01.json").read_text())["description"] == PROPOSED
