@@ -9,7 +9,9 @@ leader count at which the exact chance, under no difference, of a first crossing
 stays within the one-sided α spent by then (a Lan–DeMets spending function over the share
 of stimuli looked at). The run stops at the first look where the leader crosses and the net
 lift clears the practical floor (PASS or FAIL); at the last look without a crossing the
-verdict is NEUTRAL (INCONCLUSIVE under 5 decided votes, NONE with nothing scored).
+verdict is NEUTRAL (INCONCLUSIVE under 5 decided votes, NONE with nothing scored). It also
+stops early, without a verdict beyond NEUTRAL / INCONCLUSIVE, at a look where neither side
+could reach the last look's boundary even with every remaining stimulus (futility).
 
 Pure functions; the engine schedules with them and the gate re-derives every stop with them.
 """
@@ -59,7 +61,7 @@ class Stop(msgspec.Struct, frozen=True):
 
     look: int  # 1-based index into the rule's looks
     units: int  # stimuli the verdict counts
-    reason: str  # boundary | final
+    reason: str  # boundary | futility | final
     verdict: str
     decided: list[int]  # decided votes at each look made
     bounds: list[int | None]
@@ -185,7 +187,21 @@ def walk(rule: Rule, votes_of: Iterable[Votes]) -> Stop | None:
             return Stop(j + 1, units, "boundary", crossed, decided, found)
         if j == len(rule.looks) - 1:
             return Stop(j + 1, units, "final", _quiet(votes), decided, found)
+        # only once there are votes enough for NEUTRAL: an early INCONCLUSIVE would say
+        # less than the full run could have
+        if votes.decided >= MIN_DECIDED and futile(rule, decided, votes):
+            return Stop(j + 1, units, "futility", _quiet(votes), decided, found)
     return None
+
+
+def futile(rule: Rule, decided: Sequence[int], votes: Votes) -> bool:
+    """The futility boundary: neither side could cross the last look's boundary even if
+    every stimulus still to come voted for it (taken as arriving at the last look). A
+    futility stop never rejects, so it cannot raise the false PASS or FAIL rate."""
+    left = rule.looks[-1] - rule.looks[len(decided) - 1]
+    later = len(rule.looks) - len(decided) - 1
+    c = bounds(rule, [*decided, *[decided[-1]] * later, decided[-1] + left])[-1]
+    return c is None or max(votes.win, votes.loss) + left < c
 
 
 def look_votes(rows: Sequence[RowLike], opponent: str, order: Sequence[str], units: int) -> Votes:

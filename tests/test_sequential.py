@@ -251,3 +251,16 @@ def test_plan_shows_expected_and_worst_case_for_both_designs():
         f"~${12 * share['0.4']:.2f} at net lift 0.4; worst case 120 sessions ~$12.00"
     )
     assert second == "  fixed design: 120 sessions ~$12.00, expected and worst case"
+
+
+def test_a_run_nobody_can_win_any_more_stops_for_futility_as_neutral():
+    from skillbench.sequential import walk
+    from skillbench.verdict import Votes
+
+    rule = rule_for(20, 0.2)
+    looks = [Votes(2, 2, 4), Votes(3, 3, 6), Votes(5, 5, 6), Votes(7, 7, 6)]
+    stop = walk(rule, looks)
+    assert stop is not None
+    assert (stop.look, stop.reason, stop.verdict) == (3, "futility", "NEUTRAL")
+    # with a leader that could still get there, it goes on
+    assert walk(rule, [Votes(2, 2, 4), Votes(3, 3, 6), Votes(7, 3, 6)]) is None
