@@ -455,7 +455,9 @@ async def measure_triggers_async(
     skills_at(root)
     targets = targets_at(root)
     if not targets:
-        raise EvalError(f"{root}: no skill there has an evals/triggers.yaml")
+        raise EvalError(
+            f"{root}: no skill there has a trigger file (evals/triggers.yaml or a trigger JSON)"
+        )
     _check(options)
     settings = _settings(root, options)
     method = options.trigger_method or ("agent" if options.agent else "catalog")

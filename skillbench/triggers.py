@@ -25,8 +25,9 @@ from typing import Protocol
 
 import msgspec
 
-from skillbench.evals import SpecError, load_triggers
+from skillbench.evals import SpecError
 from skillbench.evals.model import Triggers
+from skillbench.evals.triggers_file import load_skill_triggers, trigger_files
 from skillbench.jsonreply import first_json_object
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.models.pricing import Price, cost_usd
@@ -336,13 +337,15 @@ def targets_at(path: Path) -> list[TriggerTarget]:
     out = []
     problems = []
     for folder in folders:
-        if not (folder / "evals" / "triggers.yaml").is_file():
+        if not trigger_files(folder):
             continue
         try:
             me = read_skill(folder)
-            triggers, _warnings = load_triggers(folder / "evals" / "triggers.yaml", me.name)
+            triggers, _warnings = load_skill_triggers(folder, me.name)
         except SpecError as exc:
             problems.extend(exc.problems)
+            continue
+        if triggers is None:
             continue
         out.append(TriggerTarget(me, triggers, catalog(root, include=me)))
     if problems:

@@ -182,7 +182,7 @@ def test_a_model_that_cannot_generate_skips_generation_and_says_so(tmp_path: Pat
         "note: scripted/demo is a fixed script, not a model, and cannot write evals; not "
         "generating triggers (write them, or use a real --model)"
     ) in err
-    assert "triggers: not measured: the skill has no evals/triggers.yaml" in out.splitlines()
+    assert "triggers: not measured: the skill has no trigger file" in out.splitlines()
     assert not (skill / "evals/triggers.yaml").exists()
 
 

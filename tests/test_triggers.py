@@ -203,4 +203,7 @@ def test_failed_calls_count_as_misses_only_for_should_trigger(
 def test_no_triggers_file_is_a_usage_error(tmp_path: Path, capsys) -> None:
     make_skill(tmp_path, "plain")
     assert main(["triggers", str(tmp_path / "plain")]) == 2
-    assert "no skill there has an evals/triggers.yaml" in capsys.readouterr().err
+    assert (
+        "no skill there has a trigger file (evals/triggers.yaml or a trigger JSON)"
+        in capsys.readouterr().err
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 from skillbench.config import Settings, sandbox_spec
 from skillbench.engine.plan import EvalError, check_credentials, setup_case
 from skillbench.evals import load_assets, load_case
+from skillbench.evals.triggers_file import trigger_files
 from skillbench.generate import (
     Generated,
     GenerationFailed,
@@ -35,7 +36,7 @@ def missing_kinds(skill_dir: Path) -> list[str]:
     missing = []
     if not assets.cases and not (evals / "suite.yaml").exists() and not _case_files(evals):
         missing.append("cases")
-    if not (evals / "triggers.yaml").exists():
+    if not trigger_files(skill_dir):
         missing.append("triggers")
     return missing
 

@@ -271,7 +271,10 @@ async def triggers_only(opts: EvalOptions) -> TriggerReport:
     check_credentials(opts.settings.model)
     report = await triggers_of(opts)
     if report is None:
-        raise EvalError(f"{opts.skill_dir}: --triggers-only needs evals/triggers.yaml")
+        raise EvalError(
+            f"{opts.skill_dir}: --triggers-only needs a trigger file (evals/triggers.yaml or "
+            "a trigger JSON)"
+        )
     return report
 
 
@@ -292,7 +295,7 @@ async def execute(
         else:
             report = await triggers_of(opts, run_dir / "triggers")
             if report is None:
-                summary.triggers_note = "not measured: the skill has no evals/triggers.yaml"
+                summary.triggers_note = "not measured: the skill has no trigger file"
             else:
                 summary.triggers = report.summary()
                 runner.spend += (

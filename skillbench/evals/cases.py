@@ -230,7 +230,7 @@ def _files(rep: Report, value: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for path, content in value.items():
         at = ("files", path)
-        reason = _bad_file_path(str(path))
+        reason = bad_file_path(str(path))
         if reason:
             rep.error(at, f"`files` path {path!r} {reason}", key=True)
         elif not isinstance(content, str):
@@ -250,7 +250,7 @@ def workdir_problem(value: str) -> str | None:
     return None
 
 
-def _bad_file_path(path: str) -> str | None:
+def bad_file_path(path: str) -> str | None:
     norm = path.replace("\\", "/")
     if not norm.strip():
         return "is empty"

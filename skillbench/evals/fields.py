@@ -37,6 +37,9 @@ class Report:
     def warn(self, at: KeyPath, message: str, *, key: bool = False) -> None:
         self.problems.append(self.doc.problem(at, message, severity="warning", key=key))
 
+    def note(self, at: KeyPath, message: str, *, key: bool = False) -> None:
+        self.problems.append(self.doc.problem(at, message, severity="note", key=key))
+
     def expect(self, at: KeyPath, value: Any, want: type, field: str) -> bool:
         # bool is an int subclass in Python; YAML `yes` must not pass as a number.
         if isinstance(value, want) and not (want is int and isinstance(value, bool)):
@@ -72,7 +75,7 @@ class Report:
             raise SpecError(self.problems)
 
     def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "warning"]
+        return [p for p in self.problems if p.severity != "error"]
 
 
 def root_mapping(doc: Doc, what: str, example: str) -> dict[str, Any]:

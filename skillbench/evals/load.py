@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.evals.cases import load_case, load_suite
+from skillbench.evals.evals_json import EVALS_JSON, load_evals_json
 from skillbench.evals.model import Case, EvalAssets, Suite, Triggers
 from skillbench.evals.problems import Problem, SpecError
-from skillbench.evals.triggers_file import load_triggers
+from skillbench.evals.triggers_file import load_skill_triggers, load_triggers
 
 
 def case_files(skill_dir: Path) -> list[Path]:
@@ -65,11 +66,25 @@ def load_assets(skill_dir: Path, skill_name: str | None = None) -> EvalAssets:
         found: list[Suite] = []
         _collect(problems, found, load_suite, evals / "suite.yaml", skill_dir)
         suite = found[0] if found else None
+    if (evals / EVALS_JSON).is_file():  # skill-creator's evals, read where they stand
+        found_cases: list[list[Case]] = []
+        _collect(problems, found_cases, load_evals_json, evals / EVALS_JSON, skill_dir)
+        for case in found_cases[0] if found_cases else ():
+            if case.name in stems:
+                problems.append(
+                    Problem(
+                        str(evals / EVALS_JSON),
+                        1,
+                        "error",
+                        f"case name {case.name!r} is also {stems[case.name].name}; rename one",
+                    )
+                )
+            else:
+                cases.append(case)
     triggers = None
-    if (evals / "triggers.yaml").exists():
-        got: list[Triggers] = []
-        _collect(problems, got, load_triggers, evals / "triggers.yaml", skill_name)
-        triggers = got[0] if got else None
+    got: list[Triggers | None] = []
+    _collect(problems, got, load_skill_triggers, skill_dir, skill_name)
+    triggers = got[0] if got else None
     if (evals / "triggers.test.yaml").exists():  # `skillbench tune`'s held-apart test set
         _collect(problems, [], load_triggers, evals / "triggers.test.yaml", skill_name)
     return EvalAssets(str(skill_dir), tuple(cases), suite, triggers, tuple(problems))

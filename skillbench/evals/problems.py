@@ -8,7 +8,8 @@ import msgspec
 
 from skillbench.errors import SkillbenchError
 
-Severity = Literal["error", "warning"]
+# a note says what a foreign format's field became (or why it is not honoured); never counted
+Severity = Literal["error", "warning", "note"]
 
 
 class Problem(msgspec.Struct, frozen=True):

@@ -17,6 +17,7 @@ import msgspec
 from skillbench.errors import SkillbenchError
 from skillbench.evals import load_triggers
 from skillbench.evals.model import Triggers
+from skillbench.evals.triggers_file import load_skill_triggers, trigger_files
 
 MIN_PER_SIDE = 2  # below this a set cannot say anything about one side
 FIRM_PER_SIDE = 5  # below this one prompt moves a set's figure by 20 points or more
@@ -97,8 +98,7 @@ def split_triggers(
     FIRM_PER_SIDE. Raises SplitError (one line) when a set would get fewer than
     MIN_PER_SIDE prompts on a side; SpecError when a triggers file is broken."""
     evals = skill_dir / "evals"
-    path = evals / "triggers.yaml"
-    if not path.is_file():
+    if not trigger_files(skill_dir):
         least = next(
             n for n in range(2 * MIN_PER_SIDE, 1000) if min(_sizes(n, list(fractions))) >= 2
         )
@@ -108,7 +108,9 @@ def split_triggers(
             f"at --split {'/'.join(f'{f:g}' for f in fractions)} needs {least} a side, or a test "
             f"set kept apart in evals/{TEST_FILE})"
         )
-    pool, _ = load_triggers(path)
+    found, _ = load_skill_triggers(skill_dir)
+    assert found is not None  # trigger_files found one, and a broken one raised
+    pool, path = found, Path(found.path)
     held = evals / TEST_FILE
     test: Prompts | None = None
     if held.is_file():

@@ -1,0 +1,171 @@
+"""skill-creator's evals/evals.json and trigger JSON files, read where they stand (fixtures
+written here in each shape seen in public skills; none copied)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from skillbench.evals import load_assets
+from skillbench.evals.triggers_file import TRIGGER_JSON_NAMES
+from tests.helpers import make_skill
+
+
+def evals_json(evals: list[object], **top: object) -> str:
+    return json.dumps({"skill_name": "s", "evals": evals, **top}, indent=2)
+
+
+def check(capsys: pytest.CaptureFixture[str], skill: Path) -> tuple[int, list[str]]:
+    code = main(["check", str(skill)])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_every_expectation_shape_becomes_an_expect_check(tmp_path: Path) -> None:
+    doc = evals_json(
+        [
+            {"id": 1, "prompt": "Fill the form", "expectations": ["Uses visible labels"]},
+            {
+                "id": "two",
+                "prompt": "Read the account",
+                "assertions": [
+                    {"name": "acct", "description": "answer.json has the account number"},
+                    {"text": "Mentions the bank"},
+                ],
+            },
+            {"id": 3, "prompt": "Summarise", "expected_output": "A three-line summary"},
+        ]
+    )
+    skill = make_skill(tmp_path, "s", {"evals/evals.json": doc})
+    assets = load_assets(skill)
+    got = {c.name: [(k.kind, k.arg) for k in c.checks] for c in assets.cases}
+    assert got == {
+        "eval-1": [("expect", "Uses visible labels")],
+        "eval-two": [
+            ("expect", "acct: answer.json has the account number"),
+            ("expect", "Mentions the bank"),
+        ],
+        "eval-3": [("expect", "A three-line summary")],
+    }
+    assert not [p for p in assets.problems if p.severity == "error"]
+
+
+def test_non_trigger_category_is_a_dormancy_case(tmp_path: Path) -> None:
+    doc = evals_json(
+        [{"id": 7, "prompt": "What is 2+2?", "category": "non-trigger", "expectations": []}]
+    )
+    (case,) = load_assets(make_skill(tmp_path, "s", {"evals/evals.json": doc})).cases
+    assert case.expect_activation is False
+
+
+def test_unknown_keys_are_notes_with_lines_and_check_stays_clean(tmp_path, capsys) -> None:
+    doc = evals_json(
+        [{"id": 1, "prompt": "p", "expectations": ["e"], "version": 2, "weight": 3}],
+        metadata={"x": 1},
+    )
+    skill = make_skill(tmp_path, "s", {"evals/evals.json": doc})
+    code, out = check(capsys, skill)
+    path = skill / "evals/evals.json"
+    assert code == 0
+    assert out[-1] == "checked 1 skill: 0 errors, 0 warnings"
+    meta = next(line for line in out if "`metadata`" in line)
+    assert meta.startswith(f"{path}:") and ": note: `metadata` is not a field of evals.json" in meta
+    weight = next(line for line in out if "`weight`" in line)
+    n = doc.splitlines().index(next(x for x in doc.splitlines() if '"weight"' in x)) + 1
+    assert weight.startswith(f"{path}:{n}: note: `weight` is not a field skillbench knows")
+    assert any("become `expect:` checks" in line for line in out)
+
+
+def test_files_are_staged_and_a_file_inside_the_skill_is_contamination(tmp_path, capsys) -> None:
+    doc = evals_json(
+        [
+            {
+                "id": 1,
+                "prompt": "Fill it",
+                "files": ["evals/files/in.txt", "templates/form.md"],
+                "expectations": ["ok"],
+            }
+        ]
+    )
+    skill = make_skill(
+        tmp_path,
+        "s",
+        {
+            "evals/evals.json": doc,
+            "evals/files/in.txt": "input\n",
+            "templates/form.md": "# the skill's own template\n",
+        },
+    )
+    (case,) = load_assets(skill).cases
+    assert case.files == {
+        "evals/files/in.txt": "input\n",
+        "templates/form.md": "# the skill's own template\n",
+    }
+    code, out = check(capsys, skill)
+    (warning,) = [line for line in out if ": warning: " in line]
+    assert "'templates/form.md' is part of the skill" in warning
+    assert "shows the baseline part of the skill (contamination)" in warning
+    assert "move the input under evals/files/" in warning
+    assert code == 0
+
+
+@pytest.mark.parametrize("rel", ["../outside.txt", "/etc/passwd", "evals/link.txt"])
+def test_files_cannot_leave_the_skill(tmp_path: Path, capsys, rel: str) -> None:
+    (tmp_path / "outside.txt").write_text("secret")
+    doc = evals_json([{"id": 1, "prompt": "p", "files": [rel], "expectations": ["e"]}])
+    skill = make_skill(tmp_path, "s", {"evals/evals.json": doc})
+    (skill / "evals/link.txt").symlink_to(tmp_path / "outside.txt")
+    code, out = check(capsys, skill)
+    assert code == 1
+    assert any(": error: `files` path" in line for line in out)
+
+
+def test_bad_evals_json_is_one_line_per_problem(tmp_path, capsys) -> None:
+    doc = '{"evals": [{"id": 1, "expectations": [3]}, {"id": 1, "prompt": "x"}]}'
+    skill = make_skill(tmp_path, "s", {"evals/evals.json": doc})
+    code, out = check(capsys, skill)
+    assert code == 1
+    assert any("an eval needs `prompt`" in line for line in out)
+
+
+@pytest.mark.parametrize("name", TRIGGER_JSON_NAMES)
+@pytest.mark.parametrize("where", ["evals/", ""])
+def test_trigger_json_under_every_name(tmp_path: Path, name: str, where: str) -> None:
+    items = [
+        {"query": "deep-read this paper", "should_trigger": True},
+        {"prompt": "what time is it", "should_trigger": False},
+    ]
+    doc = json.dumps({"evals": items} if name == "eval_set.json" else items)
+    skill = make_skill(tmp_path, "s", {where + name: doc})
+    triggers = load_assets(skill, "s").triggers
+    assert triggers is not None
+    assert (triggers.should_trigger, triggers.should_not_trigger) == (
+        ("deep-read this paper",),
+        ("what time is it",),
+    )
+
+
+def test_two_trigger_files_are_one_set_unless_they_conflict(tmp_path: Path, capsys) -> None:
+    files = {
+        "evals/triggers.yaml": "should_trigger: [a]\nshould_not_trigger: [b]\n",
+        "evals/trigger-evals.json": json.dumps(
+            [{"query": "a", "should_trigger": True}, {"query": "c", "should_trigger": True}]
+        ),
+    }
+    skill = make_skill(tmp_path, "s", files)
+    t = load_assets(skill, "s").triggers
+    assert t is not None and (t.should_trigger, t.should_not_trigger) == (("a", "c"), ("b",))
+    (skill / "triggers.json").write_text(json.dumps([{"query": "b", "should_trigger": True}]))
+    code, out = check(capsys, skill)
+    assert code == 1
+    (err,) = [line for line in out if ": error: " in line]
+    assert err.startswith(f"{skill / 'triggers.json'}:")
+    assert "'b'" in err and "triggers.yaml" in err
+
+
+def test_a_skill_with_only_evals_json_is_not_empty_to_check(tmp_path, capsys) -> None:
+    doc = evals_json([{"id": 1, "prompt": "p", "expectations": ["e"]}])
+    skill = make_skill(tmp_path, "s", {"evals/evals.json": doc})
+    assert [c.name for c in load_assets(skill).cases] == ["eval-1"]
