@@ -169,3 +169,32 @@ def test_a_skill_with_only_evals_json_is_not_empty_to_check(tmp_path, capsys) ->
     doc = evals_json([{"id": 1, "prompt": "p", "expectations": ["e"]}])
     skill = make_skill(tmp_path, "s", {"evals/evals.json": doc})
     assert [c.name for c in load_assets(skill).cases] == ["eval-1"]
+
+
+def test_shapes_seen_in_public_skills_bare_list_expect_path_objects_folders(tmp_path) -> None:
+    doc = json.dumps(
+        [
+            {
+                "id": "mcp-first",
+                "prompt": "Take it over",
+                "expect": ["status first"],
+                "files": [
+                    {"path": "evals/fixtures/one", "purpose": "a seeded repo"},
+                    "evals/files/gone.pdf",
+                ],
+            }
+        ],
+        indent=2,
+    )
+    skill = make_skill(
+        tmp_path,
+        "s",
+        {"evals/evals.json": doc, "evals/fixtures/one/a.txt": "A", "evals/fixtures/one/b/c": "C"},
+    )
+    assets = load_assets(skill)
+    (case,) = assets.cases
+    assert [(k.kind, k.arg) for k in case.checks] == [("expect", "status first")]
+    assert case.files == {"evals/fixtures/one/a.txt": "A", "evals/fixtures/one/b/c": "C"}
+    (missing,) = [p for p in assets.problems if p.severity == "warning"]
+    gone = next(i for i, x in enumerate(doc.splitlines(), 1) if "gone.pdf" in x)
+    assert missing.line == gone and "'evals/files/gone.pdf' does not exist" in missing.message

@@ -21,8 +21,9 @@ from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
 EVALS_JSON = "evals.json"
-_LISTS = ("expectations", "assertions")
+_LISTS = ("expectations", "assertions", "expect")
 _INFORMATIONAL = ("name", "version", "description", "tags", "difficulty")
+_MAX_FILES = 200  # a `files` folder staged beyond this is a fixture, not an input
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -30,6 +31,10 @@ def load_evals_json(path: Path, skill_dir: Path) -> tuple[list[Case], list[Probl
     """The cases of an `evals.json`; raises `SpecError` with every error found."""
     doc = load_yaml_file(path)  # JSON is YAML: the reader keeps every value's line
     rep = Report(doc)
+    if isinstance(doc.value, list):  # seen in public skills: the evals list alone
+        doc.value = {"evals": doc.value}
+        doc._lines = {("evals", *k): v for k, v in doc._lines.items()}
+        doc._keys = {("evals", *k): v for k, v in doc._keys.items()}
     data = root_mapping(doc, "skill-creator's evals.json", '"skill_name", "evals": [...]')
     for key in data:
         if key not in ("skill_name", "evals"):
@@ -120,7 +125,7 @@ def _case(rep: Report, at: KeyPath, item: Any, path: Path, skill_dir: Path) -> C
 def _expectations(rep: Report, at: KeyPath, item: dict[str, Any]) -> list[Check]:
     present = [k for k in _LISTS if k in item]
     if len(present) > 1:
-        rep.error((*at, present[1]), "give `expectations` or `assertions`, not both", key=True)
+        rep.error((*at, present[1]), f"give one of {', '.join(present)}, not both", key=True)
         return []
     if not present:
         return []
@@ -175,6 +180,8 @@ def _files(rep: Report, at: KeyPath, value: Any, skill_dir: Path) -> dict[str, s
     out: dict[str, str] = {}
     for j, rel in enumerate(value):
         spot = (*where, j)
+        if isinstance(rel, dict) and isinstance(rel.get("path"), str):  # {path, purpose}
+            rel = rel["path"]
         if not isinstance(rel, str) or not rel.strip():
             rep.error(spot, f"`files` item {j + 1} must be a path, got {type_name(rel)}")
             continue
@@ -189,18 +196,28 @@ def _files(rep: Report, at: KeyPath, value: Any, skill_dir: Path) -> dict[str, s
         if not target.is_relative_to(root):
             rep.error(spot, f"`files` path {rel!r} leaves the skill folder; give a path inside it")
             continue
-        if not target.is_file():
-            rep.error(spot, f"`files` path {rel!r} does not exist (looked for {target})")
-            continue
-        try:
-            out[norm] = read_text(target)
-        except SpecError:  # binary or too large: the workspace takes text files only
+        if not target.exists():
             rep.warn(
                 spot,
-                f"`files` path {rel!r} is not a small text file; it is not staged (the agent "
-                "will not find it)",
+                f"`files` path {rel!r} does not exist (looked for {target}); the eval runs "
+                "without it",
             )
             continue
+        members = [target] if target.is_file() else sorted(target.rglob("*"))[:_MAX_FILES]
+        skipped = []
+        for member in members:
+            if not member.is_file() or not member.resolve().is_relative_to(root):
+                continue
+            try:
+                out[member.relative_to(root).as_posix()] = read_text(member)
+            except SpecError:  # binary or too large: the workspace takes text files only
+                skipped.append(member.relative_to(root).as_posix())
+        if skipped:
+            rep.warn(
+                spot,
+                f"`files` {', '.join(skipped[:3])}{' ...' if len(skipped) > 3 else ''}: not "
+                "small text files, not staged (the agent will not find them)",
+            )
         if not target.is_relative_to(root / "evals"):
             rep.warn(
                 spot,
