@@ -137,7 +137,8 @@ def test_trigger_json_under_every_name(tmp_path: Path, name: str, where: str) ->
         {"query": "deep-read this paper", "should_trigger": True},
         {"prompt": "what time is it", "should_trigger": False},
     ]
-    doc = json.dumps({"evals": items} if name == "eval_set.json" else items)
+    wrapped = {"eval_set.json": {"evals": items}, "trigger-eval.json": {"queries": items}}
+    doc = json.dumps(wrapped.get(name, items))
     skill = make_skill(tmp_path, "s", {where + name: doc})
     triggers = load_assets(skill, "s").triggers
     assert triggers is not None

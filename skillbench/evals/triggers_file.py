@@ -52,7 +52,7 @@ def load_triggers(path: Path, skill_name: str | None = None) -> tuple[Triggers, 
 
 
 # The names trigger sets are published under (skill-creator's and its forks'), in evals/ or at
-# the skill root: `[{"query" | "prompt", "should_trigger"}]`, bare or as `{"evals": [...]}`.
+# the skill root: `[{"query" | "prompt", "should_trigger"}]`, bare or wrapped (see _WRAPPERS).
 TRIGGER_JSON_NAMES = (
     "trigger-evals.json",
     "trigger-eval.json",
@@ -63,6 +63,9 @@ TRIGGER_JSON_NAMES = (
     "eval_queries.json",
     "eval_set.json",
 )
+
+
+_WRAPPERS = ("evals", "queries")  # `{"evals": [...]}`, `{"skill_name", "queries": [...]}`
 
 
 def trigger_files(skill_dir: Path) -> list[Path]:
@@ -79,11 +82,14 @@ def load_trigger_json(path: Path, skill_name: str | None = None) -> tuple[Trigge
     rep = Report(doc)
     items: Any = doc.value
     at0: KeyPath = ()
-    if isinstance(items, dict) and isinstance(items.get("evals"), list):
+    wrapper = next(
+        (k for k in _WRAPPERS if isinstance(items, dict) and isinstance(items.get(k), list)), None
+    )
+    if wrapper is not None:
         for key in items:
-            if key != "evals":
+            if key != wrapper:
                 rep.note((key,), f"`{key}` is not part of a trigger set; not used", key=True)
-        items, at0 = items["evals"], ("evals",)
+        items, at0 = items[wrapper], (wrapper,)
     if not isinstance(items, list):
         rep.error((), 'a trigger set is a list of {"query", "should_trigger"}')
         rep.raise_if_errors()
