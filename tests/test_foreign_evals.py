@@ -199,3 +199,32 @@ def test_shapes_seen_in_public_skills_bare_list_expect_path_objects_folders(tmp_
     (missing,) = [p for p in assets.problems if p.severity == "warning"]
     gone = next(i for i, x in enumerate(doc.splitlines(), 1) if "gone.pdf" in x)
     assert missing.line == gone and "'evals/files/gone.pdf' does not exist" in missing.message
+
+
+def test_an_evals_json_skill_runs_end_to_end_in_sandboxes(fake, tmp_path: Path, capsys) -> None:
+    from tests.helpers import BASE, CAND, bash, conv, run_eval, skill
+
+    doc = evals_json(
+        [
+            {
+                "id": 1,
+                "prompt": "Greet the person named in the input",
+                "files": ["evals/files/who.txt"],
+                "expectations": ["The greeting names Ada"],
+            }
+        ]
+    )
+    folder = skill(tmp_path, {"evals/evals.json": doc, "evals/files/who.txt": "Ada-7731\n"})
+    server = fake(
+        {
+            "conversations": [
+                conv(CAND, "Greet the person", bash("cat evals/files/who.txt"), {"text": "Hi"}),
+                conv(BASE, "Greet the person", bash("cat evals/files/who.txt"), {"text": "Hi"}),
+            ]
+        }
+    )
+    _, _, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert [r["case"] for r in summary["rows"]] == ["eval-1"]
+    # the input file was staged in both arms' workspaces, where the agent read it
+    results = [json.dumps(r.body) for r in server.log() if "Ada-7731" in json.dumps(r.body)]
+    assert len(results) >= 2
