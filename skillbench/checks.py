@@ -13,7 +13,7 @@ import msgspec
 
 from skillbench.evals.checks import path_escape
 from skillbench.evals.model import CHECK_KINDS, Check
-from skillbench.jsonreply import first_json_object
+from skillbench.jsonreply import json_objects
 from skillbench.optimizer_trace import optimizer_trace
 from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
 from skillbench.transcript import Transcript
@@ -94,6 +94,12 @@ TRANSCRIPT_ONLY = frozenset(
 )
 SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl (optimizer_trace)
+# A grader's stdout as it stood when the grader exited: a process it left behind (the
+# candidate's program, run by the grader) cannot add to it afterwards.
+GRADER_WRAPPER = (
+    'out=$(mktemp) && { bash -c "$1" >"$out"; rc=$?; '
+    'head -c "$(stat -c %s "$out")" "$out"; rm -f "$out"; exit $rc; }'
+)
 
 
 async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -> CheckResult:
@@ -149,12 +155,22 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
     # written by the host into the fresh checker: whatever the agent wrote is not it
     await sandbox.write_file(f"{RESULTS}/trace.jsonl", trace)
     done = await sandbox.exec(
-        ["bash", "-c", arg], cwd=work, timeout=SCRIPT_TIMEOUT, env={**env, "RESULTS": RESULTS}
+        ["bash", "-c", GRADER_WRAPPER, "grader", arg],
+        cwd=work,
+        timeout=SCRIPT_TIMEOUT,
+        env={**env, "RESULTS": RESULTS},
     )
     if done.timed_out:
         return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
-    verdict = first_json_object(done.stdout)
-    if verdict is None or "pass" not in verdict:
+    verdicts = [v for v in json_objects(done.stdout) if "pass" in v]
+    if len({bool(v["pass"]) for v in verdicts}) > 1:
+        # a grader prints one verdict; a second, disagreeing one came from the candidate's
+        # code the grader ran (it shares the grader's stdout): never the candidate's pass
+        return CheckResult(
+            name, False, f"{len(verdicts)} disagreeing verdicts in the grader's stdout: failed"
+        )
+    verdict = verdicts[-1] if verdicts else None
+    if verdict is None:
         tail = (done.stderr or done.stdout).strip()[-300:]
         return CheckResult(
             name,

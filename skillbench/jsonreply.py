@@ -20,3 +20,22 @@ def first_json_object(text: str) -> dict[str, Any] | None:
             return value
         start = text.find("{", start + 1)
     return None
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level `{...}` in `text` that parses as a JSON object, in order (an object's
+    nested objects are part of it, not listed again)."""
+    decoder = json.JSONDecoder()
+    found, start = [], text.find("{")
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+            start = text.find("{", end)
+        else:
+            start = text.find("{", start + 1)
+    return found
