@@ -11,6 +11,7 @@ trace_end {stop_reason, turns, duration_ms, usage, cost_usd}.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -116,7 +117,9 @@ def _strings(value: Any) -> list[str]:
 def loaded_skills(
     events: list[dict[str, Any]], names: Callable[[dict[str, Any]], Iterable[str]]
 ) -> set[str]:
-    """The skills loaded in a transcript: those `names` reads from a tool call, unless the
+    """The skills loaded in a transcript: those `names` reads from a tool call (the agent's
+    own skill tool), and those any tool call reached into (a `cat` or `sed` of the SKILL.md, a
+    python `open`, a file read, a run of one of its scripts: see `touched_skills`), unless the
     call's result was an error (a skill that is not there, a SKILL.md that cannot be read:
     asked for, never loaded)."""
     failed = {e.get("id") for e in events if e.get("type") == "tool_result" and e.get("is_error")}
@@ -124,9 +127,28 @@ def loaded_skills(
         name
         for e in events
         if e.get("type") == "tool_call" and e.get("id") not in failed
-        for name in names(e)
+        for name in (*names(e), *touched_skills(e.get("arguments")))
         if name
     }
+
+
+# a path into a staged skill's folder (/skills/<name>/..., an agent's own skills home
+# .../skills/<name>/...) naming a file in it: SKILL.md, a script, a reference
+_SKILL_FILE = re.compile(r"skills/([A-Za-z0-9_-][A-Za-z0-9_.-]*)/[A-Za-z0-9_.-]")
+
+
+def touched_skills(arguments: object) -> set[str]:
+    """The skills whose files a tool call's arguments name, whatever the tool: every string
+    in them (a command, a path, code) is searched, so an agent added later is covered without
+    a rule of its own. A path spelt so that no text search sees it (built at run time,
+    `cd` then a relative name) is not caught."""
+    if isinstance(arguments, str):
+        return set(_SKILL_FILE.findall(arguments))
+    if isinstance(arguments, dict):
+        arguments = list(arguments.values())
+    if isinstance(arguments, list):
+        return {name for a in arguments for name in touched_skills(a)}
+    return set()
 
 
 def read_trace(path: Path) -> Transcript:

@@ -41,9 +41,6 @@ DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 # the skill list in Codex's prompt: "- name: description (file: r0/name/SKILL.md)"
 _LISTED = re.compile(r"^- ([^:\n]+): .*\(file: (r\d+)/[^\n]*SKILL\.md\)$", re.M)
 _ROOT = re.compile(r"^- `(r\d+)` = `([^`]+)`$", re.M)
-_READS = re.compile(r"skills/([A-Za-z0-9_.-]+)/SKILL\.md")
-
-
 # What turns off the skills Codex ships under $CODEX_HOME/skills/.system (imagegen,
 # openai-docs, skill-creator, skill-installer in 0.169.0; found by running it against the
 # fake server and reading its first request): none of them is then listed in its prompt.
@@ -108,14 +105,9 @@ class CodexAgent(CliAgent):
         return _Session(self, request, self.broker(request), RELAY_PORT)
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
-        """The skills the agent loaded: Codex reads a skill's SKILL.md with a command."""
-
-        def named(e: dict[str, Any]) -> list[str]:
-            if e.get("name") != "bash":
-                return []
-            return _READS.findall(str((e.get("arguments") or {}).get("command", "")))
-
-        return loaded_skills(events, named)
+        """The skills the agent loaded: Codex has no skill tool, it reads a skill's SKILL.md
+        with a command (which `loaded_skills` finds for every agent)."""
+        return loaded_skills(events, lambda e: ())
 
 
 class _Session(BrokeredSession):
