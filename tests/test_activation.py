@@ -518,3 +518,37 @@ def test_the_ambient_line_says_what_each_arm_was_shown_once() -> None:
     assert ambient_line(Ambient({"baseline": ["a"], "candidate": []}, none)) == (
         f"ambient skills: baseline a · candidate none ({none})"
     )
+
+
+# --- issue 38 ACT1: a load by any tool, for every agent ------------------------------------
+
+
+@e2e
+@pytest.mark.parametrize("agent", ["builtin", "claude-code", "codex"])
+def test_reading_the_skill_md_with_the_shell_is_a_load(agent: str, fake, tmp_path: Path, capsys):
+    """The candidate never calls a skill tool: it reads SKILL.md with `sed` where the case
+    says the skill should stay out, and loses the row (it won it on the old code)."""
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/sum.yaml": (
+                "task: Write the sum of 2 and 3 to out.txt\nexpect_activation: false\n"
+                "checks:\n  - file_exists: out.txt\n"
+            )
+        },
+        config=f'agent = "{agent}"\n',
+    )
+    peek = run_bash(agent, f"sed -n 1,5p {SKILL_HOME[agent]}/greeter/SKILL.md")
+    out = run_bash(agent, "echo 5 > out.txt")
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "sum of 2", peek, out, {"text": "done"}),
+                conv("(?s)", "sum of 2", out, {"text": "done"}),
+            ]
+        }
+    )
+    summary, lines = summary_and_lines(capsys, folder, tmp_path / "run", agent)
+    (row,) = summary["rows"]
+    assert (row["outcome"], row["decided_by"]) == ("loss", "activation"), lines
+    assert sessions(tmp_path / "run")["sum.candidate.1"]["loaded"] == ["greeter"]
