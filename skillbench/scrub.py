@@ -64,14 +64,26 @@ def without_secrets(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not _SECRET_ENV.search(k)}
 
 
-def scrub_obj(value: Any, secrets: list[str] | None = None) -> Any:
-    """Scrub every string inside plain data (dicts, lists, strings)."""
+# The fields of a run's records and summary that name things (a case's file name, a session's
+# key): scrubbing one would merge two sessions into one key (`token=abcdefgh12` and
+# `token=zzzzzzzz99` both become `token=[REDACTED]`). They come from the skill's own files and
+# the engine, never from an agent, so they are kept as they are.
+IDENTIFIERS = frozenset(
+    {"key", "session", "arm", "case", "opponent", "transcript", "units", "reused_from"}
+)
+
+
+def scrub_obj(
+    value: Any, secrets: list[str] | None = None, keep: frozenset[str] = frozenset()
+) -> Any:
+    """Scrub every string inside plain data (dicts, lists, strings), except the values of
+    dict keys named in `keep`."""
     if secrets is None:
         secrets = _env_secrets()  # once per object, not once per string
     if isinstance(value, str):
         return scrub(value, secrets)
     if isinstance(value, dict):
-        return {k: scrub_obj(v, secrets) for k, v in value.items()}
+        return {k: v if k in keep else scrub_obj(v, secrets, keep) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub_obj(v, secrets) for v in value]
+        return [scrub_obj(v, secrets, keep) for v in value]
     return value

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import msgspec
 
+from skillbench import lossless
 from skillbench.engine.records import Record, RowRecord, SessionRecord
 from skillbench.errors import SkillbenchError
-from skillbench.scrub import scrub_obj
-
-_decoder = msgspec.json.Decoder(Record)
+from skillbench.scrub import IDENTIFIERS, scrub_obj
 
 
 class RunBusy(SkillbenchError):
@@ -55,8 +54,8 @@ class Journal:
         os.fsync(self._fd)
 
     def append(self, record: Record) -> None:
-        plain = scrub_obj(msgspec.to_builtins(record))
-        os.write(self._fd, msgspec.json.encode(plain) + b"\n")
+        plain = scrub_obj(msgspec.to_builtins(record), keep=IDENTIFIERS)
+        os.write(self._fd, lossless.dumps(plain) + b"\n")
         os.fsync(self._fd)
 
     def close(self) -> None:
@@ -74,7 +73,7 @@ def read_journal(path: Path) -> tuple[dict[str, SessionRecord], dict[RowKey, Row
         return sessions, rows
     for line in path.read_bytes().splitlines():
         try:
-            record = _decoder.decode(line)
+            record: Record = lossless.loads(line, Record)
         except msgspec.DecodeError:
             continue  # a line torn by a crash mid-write
         if isinstance(record, SessionRecord):

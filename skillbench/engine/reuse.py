@@ -27,10 +27,10 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench import __version__
+from skillbench import __version__, lossless
 from skillbench.engine.records import SessionRecord
 from skillbench.evals.model import Session
-from skillbench.inputs import load_json
+from skillbench.inputs import MAX_JSON, read_capped
 from skillbench.receipts import home
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.skills import tree_digest
@@ -118,7 +118,7 @@ class SessionCache:
     def get(self, key: str) -> Reused | None:
         folder = self._folder(key)
         try:
-            entry = load_json(folder / "entry.json", _Entry)
+            entry = lossless.loads(read_capped(folder / "entry.json", MAX_JSON), _Entry)
         except (OSError, msgspec.DecodeError):
             return None
         transcript, workspace = folder / "transcript.jsonl", folder / "workspace.tar"
@@ -149,7 +149,7 @@ class SessionCache:
             if transcript is not None and transcript.is_file():
                 shutil.copyfile(transcript, tmp / "transcript.jsonl")
             shutil.copyfile(workspace, tmp / "workspace.tar")
-            (tmp / "entry.json").write_bytes(msgspec.json.encode(_Entry(record, run_id)))
+            (tmp / "entry.json").write_bytes(lossless.dumps(_Entry(record, run_id)))
             os.rename(tmp, folder)
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)  # another run kept it first, or no space

@@ -39,12 +39,13 @@ from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.score import summarize
 from skillbench.engine.session import Placement, Progress
 from skillbench.engine.summary import Diagnostic, Skipped, Summary
+from skillbench.lossless import utf8_safe
 from skillbench.models import resolve_model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, bundle_digest, write_receipt
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxProvider
-from skillbench.scrub import scrub_obj
+from skillbench.scrub import IDENTIFIERS, scrub_obj
 from skillbench.sequential import reps_of, settled, stimuli_of, stop_of
 from skillbench.signing import SigningError
 from skillbench.triggers import TriggerReport, targets_at
@@ -303,7 +304,9 @@ async def execute(
                 )
     summary.spend_usd = round(runner.spend, 6)
     # checks saw the raw transcript; their details are printed and written, so scrub them
-    summary = msgspec.convert(scrub_obj(msgspec.to_builtins(summary)), Summary)
+    # (a sandbox's file names that are not UTF-8 are shown as \xNN: the journal keeps them)
+    plain = utf8_safe(scrub_obj(msgspec.to_builtins(summary), keep=IDENTIFIERS))
+    summary = msgspec.convert(plain, Summary)
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
     key = opts.settings.sign.key
     try:

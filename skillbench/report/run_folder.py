@@ -14,6 +14,7 @@ from skillbench.engine.records import Plan, RowRecord, SessionRecord
 from skillbench.engine.summary import Summary
 from skillbench.errors import SkillbenchError
 from skillbench.inputs import load_json
+from skillbench.lossless import shown
 
 
 class RunFolderError(SkillbenchError):
@@ -64,4 +65,11 @@ def load_run(path: Path) -> RunFolder:
             f"finish); finish it with `skillbench eval --resume {path}`"
         ) from None
     sessions, rows = read_journal(path / "journal.jsonl")
-    return RunFolder(str(path), plan, summary, sessions, list(rows.values()))
+    # the journal keeps a sandbox's file names byte for byte; a report shows odd bytes as \xNN
+    return RunFolder(
+        str(path),
+        plan,
+        summary,
+        {k: shown(r) for k, r in sessions.items()},
+        [shown(r) for r in rows.values()],
+    )

@@ -1,0 +1,126 @@
+"""Nothing a candidate writes can abort or confuse a run: sandbox file names that are not
+UTF-8 journal losslessly, session keys are never scrubbed into collisions, and run-folder and
+skill inputs that are hostile give one line naming the file, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from skillbench.engine.journal import Journal, read_journal
+from skillbench.engine.records import SessionRecord
+from tests.helpers import BASE, CAND, bash, conv, run_eval, skill, write_file
+
+sandboxed = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
+
+
+def test_journal_keeps_non_utf8_names_losslessly(tmp_path: Path) -> None:
+    name = b"bad\xff\xfe-name.txt".decode("utf-8", "surrogateescape")
+    record = SessionRecord(
+        key="a.candidate.1",
+        session="a",
+        arm="candidate",
+        rep=1,
+        outcome="fail",
+        notes=[f"workspace: left out {name}"],
+    )
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.append(record)
+    journal.close()
+    sessions, _ = read_journal(tmp_path / "journal.jsonl")
+    assert sessions["a.candidate.1"].notes == [f"workspace: left out {name}"]
+    assert sessions["a.candidate.1"].notes[0].encode("utf-8", "surrogateescape") == (
+        b"workspace: left out bad\xff\xfe-name.txt"
+    )
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_a_failing_candidate_leaving_non_utf8_names_cannot_abort_the_run(
+    fake, tmp_path: Path, capsys
+) -> None:
+    folder = skill(
+        tmp_path,
+        {"evals/cases/names.yaml": "task: Odd names\nchecks: [{file_exists: g.txt}]\n"},
+    )
+    odd = r"""cd /work && for i in 1 2 3; do touch "$(printf 'odd\377\376-%s' $i)"; done; """
+    odd += r"""mkdir "$(printf 'dir\377')" && echo x > "$(printf 'dir\377/f\376')"; """
+    # a link out of the workspace is cut at the handover, and named in the session's notes
+    odd += r"""ln -s "$(printf '/etc/\377')" "$(printf 'link\377')"; ls"""
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Odd names", bash(odd), {"text": "done"}),
+                conv(BASE, "Odd names", write_file("g.txt", "hi"), {"text": "done"}),
+            ]
+        }
+    )
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert [r["outcome"] for r in summary["rows"]] == ["loss"]
+    assert (tmp_path / "run/receipt.json").is_file()
+    sessions, _ = read_journal(tmp_path / "run/journal.jsonl")
+    link = b"link\xff".decode("utf-8", "surrogateescape")
+    assert any(link in note for note in sessions["names.candidate.1"].notes)
+    kept = tmp_path / "run/workspaces/names.candidate.1"
+    assert (kept / b"odd\xff\xfe-1".decode("utf-8", "surrogateescape")).exists()
+    # --resume reads the journal back identically and has nothing left to run
+    before = (tmp_path / "run/journal.jsonl").read_bytes()
+    assert main(["eval", "--resume", str(tmp_path / "run"), "--quiet", "--no-gen"]) == code
+    assert (tmp_path / "run/journal.jsonl").read_bytes() == before
+
+
+def test_session_keys_are_never_scrubbed_but_their_values_are(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl")
+    for arm in ("baseline", "candidate"):
+        key = f"token=abcdefgh12.{arm}.1"
+        journal.append(
+            SessionRecord(
+                key=key,
+                session="token=abcdefgh12",
+                arm=arm,
+                rep=1,
+                outcome="fail",
+                transcript=f"transcripts/{key}.jsonl",
+                error="leaked token=abcdefgh12345",
+            )
+        )
+    journal.close()
+    sessions, _ = read_journal(tmp_path / "journal.jsonl")
+    assert sorted(sessions) == ["token=abcdefgh12.baseline.1", "token=abcdefgh12.candidate.1"]
+    assert {r.transcript for r in sessions.values()} == {
+        "transcripts/token=abcdefgh12.baseline.1.jsonl",
+        "transcripts/token=abcdefgh12.candidate.1.jsonl",
+    }
+    assert {r.error for r in sessions.values()} == {"leaked token=[REDACTED]"}
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_a_case_named_like_a_secret_keeps_its_arms_apart_and_resumes(
+    fake, tmp_path: Path, capsys
+) -> None:
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/token=abcdefgh12.yaml": "task: Secret name\nchecks: [{file_exists: g.txt}]\n"
+        },
+    )
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Secret name", write_file("g.txt", "hi"), {"text": "done"}),
+                conv(BASE, "Secret name", {"text": "no"}),
+            ]
+        }
+    )
+    code, _, summary = run_eval(capsys, folder, tmp_path / "run")
+    assert [(r["case"], r["outcome"]) for r in summary["rows"]] == [("token=abcdefgh12", "win")]
+    sessions, _ = read_journal(tmp_path / "run/journal.jsonl")
+    assert sorted(sessions) == ["token=abcdefgh12.baseline.1", "token=abcdefgh12.candidate.1"]
+    before = (tmp_path / "run/journal.jsonl").read_bytes()
+    assert main(["eval", "--resume", str(tmp_path / "run"), "--quiet", "--no-gen"]) == code
+    assert (tmp_path / "run/journal.jsonl").read_bytes() == before  # nothing ran again
