@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import errno
-import json
 import os
 import signal
 from collections.abc import Callable, Coroutine, Sequence
@@ -131,19 +130,42 @@ def _check(options: Options) -> None:
         )
 
 
+class _LibraryPath(msgspec.Struct):
+    path: str
+
+
+class _Resumed(msgspec.Struct):
+    """The part of plan.json a resumed run's options come from (the rest is checked when the
+    run is prepared)."""
+
+    skill_dir: str
+    model: str | None = None
+    judge_model: str | None = None
+    k: int | None = None
+    team: str | None = None
+    agent: str | None = None
+    min_net_lift: float | None = None
+    library: _LibraryPath | None = None
+
+
 def _resumed(skill: str | None, run_dir: Path, options: Options) -> tuple[str | None, Options]:
     """A resumed run keeps the settings it started with: the plan's skill folder, models,
     repetitions and team, unless an option names one explicitly (and a changed one is
     refused when the run is prepared), and its library arm."""
-    try:
-        plan = json.loads((run_dir / "plan.json").read_text())
-        skill = skill or str(plan["skill_dir"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise OptionsError(f"--resume {run_dir}: no readable plan.json there") from None
-    kept = {n: plan[n] for n in _RESUMED if getattr(options, n) is None and plan.get(n) is not None}
-    if options.with_library is None and isinstance(plan.get("library"), dict):
-        kept["with_library"] = plan["library"].get("path")
-    return skill, msgspec.structs.replace(options, **kept)
+    from skillbench.inputs import load_json
+
+    try:  # bounded and typed: a hostile plan.json is one line naming it
+        plan = load_json(run_dir / "plan.json", _Resumed)
+    except msgspec.DecodeError as exc:
+        raise OptionsError(f"--resume {run_dir}: no readable plan.json there ({exc})") from None
+    kept: dict[str, Any] = {
+        n: getattr(plan, n)
+        for n in _RESUMED
+        if getattr(options, n) is None and getattr(plan, n) is not None
+    }
+    if options.with_library is None and plan.library is not None:
+        kept["with_library"] = plan.library.path
+    return skill or plan.skill_dir, msgspec.structs.replace(options, **kept)
 
 
 def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> EvalOptions:

@@ -211,7 +211,7 @@ def reward_metrics(text: str) -> dict[str, float]:
     numeric entries (a bare JSON number is `reward`); {} when it holds none."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's limit: no numbers either
         return {}
     if _number(data):
         return {"reward": float(data)}

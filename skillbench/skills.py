@@ -20,6 +20,7 @@ import msgspec
 
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.yamlsrc import parse_yaml, read_text
+from skillbench.lossless import utf8_safe
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
@@ -248,6 +249,7 @@ def skill_files(
     inside = (skill or folder).resolve()
     out: list[SkillFile] = []
     problems: list[Problem] = []
+    named: dict[str, str] = {}  # normalised path -> the name on disk it came from
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         top = here == root
@@ -264,9 +266,23 @@ def skill_files(
             if f in LITTER or (top and f in exclude_top):
                 continue
             path = here / f
-            rel = _norm(str(path.relative_to(root)))
+            raw = str(path.relative_to(root))
+            if problem := _name_problem(folder, raw, named):
+                problems.append(problem)
+                continue
+            rel = _norm(raw)
             if path.is_symlink():
                 target = os.readlink(path)
+                if not _is_text(target):
+                    problems.append(
+                        Problem(
+                            utf8_safe(str(folder / raw)),
+                            1,
+                            "error",
+                            "symlink target is not UTF-8; point it at a file with a text name",
+                        )
+                    )
+                    continue
                 resolved = (here / target).resolve()
                 if not resolved.is_relative_to(inside):
                     problems.append(
@@ -285,6 +301,40 @@ def skill_files(
     if problems:
         raise SpecError(problems)
     return sorted(out, key=lambda f: f.rel.encode())
+
+
+def _is_text(name: str) -> bool:
+    """False for a name with bytes that are not UTF-8 (decoded to lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _name_problem(folder: Path, raw: str, named: dict[str, str]) -> Problem | None:
+    """Why the name `raw` cannot be part of a skill's identity, if it cannot: it is not UTF-8
+    (no digest, no agent's tool could name it), or it normalises (NFC) to the same path as
+    another name in the tree, so two trees with the two names' contents swapped would hash
+    the same. Records `raw` in `named`."""
+    if not _is_text(raw):
+        return Problem(
+            utf8_safe(str(folder / raw)),
+            1,
+            "error",
+            "file name is not UTF-8; rename it (a skill's names must be text)",
+        )
+    rel = _norm(raw)
+    other = named.setdefault(rel, raw)
+    if other == raw:
+        return None
+    return Problem(
+        str(folder / raw),
+        1,
+        "error",
+        f"the same name as {other!r} once Unicode-normalised (NFC vs NFD spellings of one "
+        "name); rename one of them",
+    )
 
 
 def digest(folder: Path) -> str:

@@ -155,11 +155,13 @@ def read_trace(path: Path) -> Transcript:
     """Read a transcript, tolerating a torn last line (a crash mid-write)."""
     events = []
     # "\n" only: a transcript written before json_line may hold U+2028 and the like raw
-    for line in path.read_text(encoding="utf-8").split("\n"):
+    for line in path.read_text(encoding="utf-8", errors="replace").split("\n"):
         if not line:
             continue
         try:
             events.append(json.loads(line))
+        except RecursionError:
+            continue  # an event nested past the parser's limit (a model's tool input) says nothing
         except ValueError:
             break
     return Transcript(events)

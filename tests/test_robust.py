@@ -4,14 +4,19 @@ skill inputs that are hostile give one line naming the file, never a traceback."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from skillbench.checks import reward_metrics
 from skillbench.cli import main
 from skillbench.engine.journal import Journal, read_journal
 from skillbench.engine.records import SessionRecord
-from tests.helpers import BASE, CAND, bash, conv, run_eval, skill, write_file
+from skillbench.evals.problems import SpecError
+from skillbench.skills import digest
+from skillbench.transcript import read_trace
+from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write_file
 
 sandboxed = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
 
@@ -124,3 +129,60 @@ def test_a_case_named_like_a_secret_keeps_its_arms_apart_and_resumes(
     before = (tmp_path / "run/journal.jsonl").read_bytes()
     assert main(["eval", "--resume", str(tmp_path / "run"), "--quiet", "--no-gen"]) == code
     assert (tmp_path / "run/journal.jsonl").read_bytes() == before  # nothing ran again
+
+
+NFC, NFD = "caf\u00e9.md", "cafe\u0301.md"
+
+
+def test_nfc_and_nfd_names_swapped_between_trees_never_share_a_digest(tmp_path: Path) -> None:
+    one = make_skill(tmp_path / "a", "s", {NFC: "first", NFD: "second"})
+    two = make_skill(tmp_path / "b", "s", {NFC: "second", NFD: "first"})
+    for tree in (one, two):
+        with pytest.raises(SpecError, match="once Unicode-normalised"):
+            digest(tree)
+    # one spelling alone is the same skill on macOS (NFD) and Linux (NFC)
+    assert digest(make_skill(tmp_path / "c", "s", {NFC: "x"})) == digest(
+        make_skill(tmp_path / "d", "s", {NFD: "x"})
+    )
+
+
+@pytest.mark.parametrize("command", ["digest", "check"])
+def test_a_skill_file_name_that_is_not_utf8_is_one_line(tmp_path: Path, capsys, command) -> None:
+    folder = make_skill(tmp_path, "s")
+    (Path(os.fsdecode(bytes(folder) + b"/bad\xff"))).write_text("x")
+    code = main([command, str(folder)])
+    captured = capsys.readouterr()
+    said = (captured.err + captured.out).strip()
+    assert code != 0
+    assert said.splitlines()[0].endswith(
+        f"{folder}/bad\\xff:1: error: file name is not UTF-8; rename it (a skill's names must be text)"
+    )
+    assert "Traceback" not in said
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deeply_nested_plan_json_on_resume_is_one_line(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for plan in (DEEP, '{"skill_dir": "x", "other": ' + DEEP + "}", '{"skill_dir": ' + DEEP + "}"):
+        (run / "plan.json").write_text(plan)
+        assert main(["eval", "--resume", str(run)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"skillbench: error: --resume {run}: no readable plan.json there")
+        assert len(err.splitlines()) == 1 and str(run / "plan.json") in err
+
+
+def test_run_folder_files_nested_or_not_utf8_never_raise(tmp_path: Path) -> None:
+    line = b'{"type": "session", "key": "a.candidate.1", "session": "a", "arm": "candidate", '
+    line += b'"rep": 1, "outcome": "pass"}\n'
+    (tmp_path / "journal.jsonl").write_bytes(
+        DEEP.encode() + b"\n" + b'{"key": "\\udcff' + DEEP.encode() + b'"}\n\xff\xfe\n' + line
+    )
+    sessions, rows = read_journal(tmp_path / "journal.jsonl")
+    assert (list(sessions), rows) == (["a.candidate.1"], {})
+    trace = tmp_path / "trace.jsonl"
+    trace.write_bytes(b'{"type": "text", "text": "a\xff"}\n' + DEEP.encode() + b'\n{"type": "x"}\n')
+    assert [e["type"] for e in read_trace(trace).events] == ["text", "x"]
+    assert reward_metrics('{"reward": ' + DEEP + "}") == {}
