@@ -4,6 +4,7 @@ skill inputs that are hostile give one line naming the file, never a traceback."
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from skillbench.engine.records import SessionRecord
 from skillbench.evals.problems import SpecError
 from skillbench.skills import digest
 from skillbench.transcript import read_trace
+from skillbench.tune.splits import near_key, split_triggers
 from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write_file
 
 sandboxed = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
@@ -186,3 +188,20 @@ def test_run_folder_files_nested_or_not_utf8_never_raise(tmp_path: Path) -> None
     trace.write_bytes(b'{"type": "text", "text": "a\xff"}\n' + DEEP.encode() + b'\n{"type": "x"}\n')
     assert [e["type"] for e in read_trace(trace).events] == ["text", "x"]
     assert reward_metrics('{"reward": ' + DEEP + "}") == {}
+
+
+def test_near_duplicate_trigger_prompts_stay_in_one_split(tmp_path: Path) -> None:
+    base = [f"please format report number {i} as a table" for i in range(12)]
+    variants = [p.upper() + "!!" for p in base] + ["  " + p.replace(" ", "   ") + "?" for p in base]
+    others = [f"what is the weather in city {i}" for i in range(12)]
+    folder = make_skill(tmp_path, "s")
+    (folder / "evals").mkdir()
+    (folder / "evals/triggers.yaml").write_text(
+        json.dumps({"should_trigger": base + variants, "should_not_trigger": others})
+    )
+    for seed in range(5):
+        split, _ = split_triggers(folder, (0.5, 0.25, 0.25), seed)
+        home = {}
+        for name in ("train", "validation", "test"):
+            for prompt in getattr(split, name).should_trigger:
+                assert home.setdefault(near_key(prompt), name) == name, prompt

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from pathlib import Path
 
 import msgspec
@@ -79,14 +80,29 @@ def _sizes(n: int, shares: list[float]) -> list[int]:
     return [n - sum(rest), *rest]
 
 
+def near_key(prompt: str) -> str:
+    """What a prompt is once case, punctuation and spacing are set aside: two prompts with
+    the same key are one prompt to a router, so they never land in two sets."""
+    return " ".join(re.sub(r"[^\w\s]", " ", prompt.casefold()).split())
+
+
+def _groups(prompts: tuple[str, ...]) -> list[list[int]]:
+    """The prompts' indices, near-duplicates together, in the order each first appears."""
+    groups: dict[str, list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        groups.setdefault(near_key(prompt), []).append(i)
+    return list(groups.values())
+
+
 def _deal(prompts: tuple[str, ...], sizes: list[int], rng: random.Random) -> list[tuple[str, ...]]:
-    """Shuffle, then deal out the sizes (test first, then validation); each set keeps the
-    file's order so it reads like the file."""
-    order = list(range(len(prompts)))
+    """Shuffle the groups of near-duplicates, then deal out the sizes (in groups: test first,
+    then validation); each set keeps the file's order so it reads like the file."""
+    order = _groups(prompts)
     rng.shuffle(order)
     dealt, start = [], 0
     for size in reversed(sizes):
-        dealt.append(tuple(prompts[i] for i in sorted(order[start : start + size])))
+        chosen = sorted(i for group in order[start : start + size] for i in group)
+        dealt.append(tuple(prompts[i] for i in chosen))
         start += size
     return list(reversed(dealt))
 
@@ -131,7 +147,7 @@ def split_triggers(
     sides: dict[str, list[tuple[str, ...]]] = {}
     for side in ("should_trigger", "should_not_trigger"):
         prompts = tuple(dict.fromkeys(getattr(pool, side)))  # a duplicate would leak across sets
-        sizes = _sizes(len(prompts), shares)
+        sizes = _sizes(len(_groups(prompts)), shares)  # in groups of near-duplicates
         if min(sizes) < MIN_PER_SIDE:
             label = side.replace("_", "-")
             needed = MIN_PER_SIDE + sum(sizes[1:])
