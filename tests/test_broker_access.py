@@ -155,3 +155,13 @@ def test_a_client_that_never_speaks_is_cut_at_the_read_deadline(
             assert s.recv(64) == b""  # closed by the broker well before our own 30 s
     finally:
         b.stop()
+
+
+@pytest.mark.parametrize("n", [128, 2, 0])
+def test_a_call_for_many_choices_is_refused_before_it_is_billed(
+    broker: Broker, upstream, n: int
+) -> None:
+    body = {**_BODY, "n": n}
+    resp = post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
+    assert resp.status_code == 400 and b"n=" in resp.content
+    assert upstream[1] == []
