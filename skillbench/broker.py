@@ -18,7 +18,9 @@ the session's error.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
+import secrets
 import socket
 import sys
 import threading
@@ -37,7 +39,7 @@ from skillbench.models.base import Usage
 from skillbench.models.pricing import Price, cost_usd, price_for, worst_case_usd
 from skillbench.scrub import scrub_obj
 
-# Headers that belong to one hop, or carry credentials the sandbox must not choose.
+# Response headers that belong to one hop (a request's headers pass only by the wire's list).
 _DROP = {
     "host",
     "content-length",
@@ -49,6 +51,8 @@ _DROP = {
     "accept-encoding",
     "proxy-authorization",
 }
+READ_DEADLINE = 60.0  # seconds a connection may wait on its client before it is closed
+MAX_CONNECTIONS = 32  # threads one broker spends on connections (MAX_CONCURRENT calls + queue)
 _KEEP_LOG = 1 << 20  # characters of a request or a response kept in the exchange log
 
 
@@ -129,6 +133,12 @@ class Broker:
         self._forwarding = 0  # calls between their reservation and their settling
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._stopping = threading.Event()
+        # only the host side of the session's relay knows this: it opens each connection
+        # with it, so no other local process or user can spend the session's key
+        self.preamble = f"skillbench-broker {secrets.token_hex(32)}\r\n".encode()
+        self.intruders = 0  # connections refused for not opening with the preamble
+        self._idle: dict[socket.socket, float] = {}  # accepted, no request read yet
+        self._open = 0
         exchanges.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[str] | None = exchanges.open("a", encoding="utf-8")
         self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
@@ -137,8 +147,14 @@ class Broker:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             disable_nagle_algorithm = True
+            timeout = READ_DEADLINE  # an idle or trickling client cannot hold a thread
+
+            def handle(self) -> None:
+                if broker._admit(self):
+                    super().handle()
 
             def serve(self) -> None:
+                broker._busy(self.connection)
                 broker._serve(self)
 
             do_POST = do_GET = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = serve
@@ -149,6 +165,18 @@ class Broker:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             request_queue_size = 64  # the relay's own backlog; the default (5) drops bursts
+
+            def process_request(self, request: Any, client_address: Any) -> None:
+                if broker._accept(request):  # before a thread is spent on it
+                    super().process_request(request, client_address)
+                else:
+                    self.shutdown_request(request)
+
+            def process_request_thread(self, request: Any, client_address: Any) -> None:
+                try:
+                    super().process_request_thread(request, client_address)
+                finally:
+                    broker._gone(request)
 
             def handle_error(self, request: Any, client_address: Any) -> None:
                 exc = sys.exc_info()[1]  # never the stdlib's traceback
@@ -187,6 +215,51 @@ class Broker:
             log, self._log = self._log, None
         if log is not None:
             log.close()
+
+    # --- connections --------------------------------------------------------------------------
+
+    def _accept(self, sock: socket.socket) -> bool:
+        """Whether a new connection gets a thread: at the cap, the longest-idle connection
+        (one that has sent no request yet) is closed to make room, so a flood of idle
+        connections cannot keep the session's own calls out; with none idle it is refused."""
+        with self._lock:
+            if self._open >= MAX_CONNECTIONS:
+                if not self._idle:
+                    return False
+                oldest = min(self._idle, key=self._idle.__getitem__)
+                del self._idle[oldest]
+                with contextlib.suppress(OSError):
+                    oldest.shutdown(socket.SHUT_RDWR)  # its thread ends at once
+            self._open += 1
+            self._idle[sock] = time.monotonic()
+            return True
+
+    def _busy(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._idle.pop(sock, None)
+
+    def _gone(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._idle.pop(sock, None)
+            self._open -= 1
+
+    def _admit(self, h: BaseHTTPRequestHandler) -> bool:
+        """Whether the connection opened with this session's preamble (else it is refused)."""
+        try:
+            sent = h.rfile.readline(len(self.preamble) + 1)
+        except OSError:
+            return False
+        if hmac.compare_digest(sent, self.preamble):
+            return True
+        with self._lock:
+            self.intruders += 1
+        with contextlib.suppress(OSError):
+            msg = b"skillbench broker: this port serves only its own session's relay\n"
+            h.wfile.write(
+                b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(msg), msg)
+            )
+        return False
 
     # --- one request ------------------------------------------------------------------------
 
@@ -292,7 +365,7 @@ class Broker:
         """Forward the call and pass its response through as it arrives: its status, and
         why it failed (None: the provider answered)."""
         h = call.handler
-        headers = {k: v for k, v in h.headers.items() if k.lower() not in _DROP}
+        headers = {k: v for k, v in h.headers.items() if self.wire.forwards(k)}
         headers.update(self.wire.auth(self._key))
         headers["accept-encoding"] = "identity"  # the usage is read from the stream as it passes
         url = upstream_url(self.upstream, endpoint)

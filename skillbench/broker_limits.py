@@ -90,6 +90,7 @@ class Head(msgspec.Struct, frozen=True):
     max_tokens: int | None = None
     max_output_tokens: int | None = None
     max_completion_tokens: int | None = None
+    n: int | None = None  # Chat Completions' number of choices: each is billed
 
     @property
     def max_output(self) -> int | None:
@@ -108,6 +109,9 @@ def read_head(body: bytes) -> Head:
         raise _bad(f"the body is not a model request: {str(exc)[:200]}") from None
     if head.max_output is not None and head.max_output < 0:
         raise _bad("a negative output cap")
+    if head.n is not None and head.n != 1:
+        # each choice is billed, and the reservation covers one: no CLI asks for more
+        raise _bad(f"n={head.n}: the broker forwards one choice a call")
     return head
 
 

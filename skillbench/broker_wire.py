@@ -42,6 +42,15 @@ class Wire(msgspec.Struct, frozen=True):
     error: Callable[[str, str], dict[str, Any]]
     # the output cap a request may leave out (None: the API requires one, so must the broker)
     default_max_output: int | None
+    # the request headers passed on (lower case), and prefixes of SDK telemetry headers that
+    # change nothing at the provider's; everything else the sandbox sends is dropped (an
+    # organization or project of its choosing, X-Forwarded-For, Upgrade, TE, ...)
+    headers: frozenset[str] = frozenset()
+    header_prefixes: tuple[str, ...] = ()
+
+    def forwards(self, name: str) -> bool:
+        low = name.lower()
+        return low in self.headers or low.startswith(self.header_prefixes)
 
 
 def route(wire: Wire, target: str) -> Route:
@@ -111,6 +120,7 @@ def _openai_usage(text: str) -> Usage:
     return usage
 
 
+_COMMON = frozenset({"content-type", "accept", "user-agent"})
 _MESSAGES = Route("v1/messages")
 _COUNT = Route("v1/messages/count_tokens", billed=False)
 _BETA = "beta=true"  # Claude Code asks for its beta features this way
@@ -128,6 +138,8 @@ WIRES: dict[str, Wire] = {
         cut=lambda text: "event: message_start" in text and "message_stop" not in text,
         error=lambda kind, msg: {"type": "error", "error": {"type": kind, "message": msg}},
         default_max_output=None,
+        headers=_COMMON | {"anthropic-version", "anthropic-beta", "x-app"},
+        header_prefixes=("x-stainless-",),
     ),
     # the base URL of an OpenAI-style provider ends in /v1 (OPENAI_BASE_URL's convention);
     # the CLI is pointed at <relay>/v1, so its targets carry the /v1 once
@@ -147,5 +159,8 @@ WIRES: dict[str, Wire] = {
         ),
         error=lambda kind, msg: {"error": {"type": kind, "message": msg, "code": kind}},
         default_max_output=128_000,  # the largest output of the GPT-5 family
+        # (Codex's own: originator, version, session_id, conversation_id, OpenAI-Beta)
+        headers=_COMMON | {"openai-beta", "originator", "version", "session_id", "conversation_id"},
+        header_prefixes=("x-stainless-",),
     ),
 }

@@ -487,9 +487,24 @@ def _user(text: str) -> dict[str, str]:
 
 
 def _post(broker: Broker, body: dict[str, Any]) -> httpx.Response:
-    return httpx.post(
-        f"http://127.0.0.1:{broker.port}/v1/messages", json=body, headers={"x-api-key": "p"}
-    )
+    """A call as the session's relay makes it (opening with the broker's preamble)."""
+    return post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
+
+
+def post_as_relay(
+    broker: Broker, target: str, data: bytes, headers: dict[str, str]
+) -> httpx.Response:
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=60) as s:
+        head = {"host": "127.0.0.1", "content-type": "application/json", **headers}
+        head["content-length"] = str(len(data))
+        lines = "".join(f"{k}: {v}\r\n" for k, v in head.items())
+        s.sendall(broker.preamble + f"POST {target} HTTP/1.1\r\n{lines}\r\n".encode() + data)
+        reply = http.client.HTTPResponse(s)
+        try:
+            reply.begin()
+            return httpx.Response(reply.status, content=reply.read())
+        except (OSError, http.client.HTTPException) as exc:  # as httpx would report it
+            raise httpx.RemoteProtocolError(repr(exc)) from exc
 
 
 def test_a_broker_fault_is_one_line_and_an_exchange_never_a_traceback(

@@ -233,7 +233,7 @@ class BrokeredSession:
         from skillbench.sandbox.base import Relay
 
         self.agent, self.request, self.broker = agent, request, broker
-        self.relay: Relay | None = Relay(relay_port, "127.0.0.1", broker.port)
+        self.relay: Relay | None = Relay(relay_port, "127.0.0.1", broker.port, broker.preamble)
         self.started = time.monotonic()
         self.workdir = WORKDIR  # the sandbox's, once `run` has it
         self.ambient: tuple[str, ...] = ()  # what `replay` found the CLI listing on its own

@@ -88,6 +88,9 @@ class Relay(msgspec.Struct, frozen=True):
     port: int
     host: str
     target: int
+    # written first on each connection by the host side of the relay, never in the sandbox:
+    # the target (a session's broker) serves only connections that open with it
+    preamble: bytes = b""
 
 
 class Service(msgspec.Struct, frozen=True, kw_only=True):

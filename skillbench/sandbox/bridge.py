@@ -49,6 +49,8 @@ class Bridges:
         except OSError:
             self._send({"op": "relay_close", "sid": sid})
             return
+        if relay.preamble:
+            writer.write(relay.preamble)
 
         async def up() -> None:  # sandbox -> host
             while (chunk := await inbound.get()) is not None:

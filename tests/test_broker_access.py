@@ -1,0 +1,167 @@
+"""Who may use a session's broker, and what reaches the provider through it: another local
+process (another user on the host) driving a live broker's port directly, headers the sandbox
+chooses for the provider, and a flood of idle connections. The upstream is a recorder in front
+of nothing (it answers a minimal Messages body), so what the provider would receive is seen."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from skillbench import broker as broker_mod
+from skillbench.broker import Broker
+from tests.test_broker_attacks import post_as_relay
+
+_REPLY = json.dumps(
+    {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}],
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    }
+).encode()
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    seen: list[dict[str, str]]
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.seen.append({k.lower(): v for k, v in self.headers.items()})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(_REPLY)))
+        self.end_headers()
+        self.wfile.write(_REPLY)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def upstream() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    seen: list[dict[str, str]] = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Recorder,), {"seen": seen}))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}", seen
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def broker(upstream: tuple[str, list[dict[str, str]]], tmp_path: Path) -> Iterator[Broker]:
+    b = Broker(
+        upstream=upstream[0],
+        api_key="sk-real-owner-key",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+    ).start()
+    yield b
+    b.stop()
+
+
+_BODY = {
+    "model": "claude-sonnet-4-6",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "hi"}],
+}
+
+
+def test_another_local_process_cannot_drive_a_sessions_broker(broker: Broker, upstream) -> None:
+    # what another host user does: find the listening port and speak plain HTTP to it
+    resp = httpx.post(
+        f"http://127.0.0.1:{broker.port}/v1/messages", json=_BODY, headers={"x-api-key": "x"}
+    )
+    assert resp.status_code == 403
+    guess = broker.preamble[:-20] + b"0" * 18 + b"\r\n"  # a wrong secret of the right shape
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+        s.sendall(guess + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+        assert s.recv(64).startswith(b"HTTP/1.1 403")
+    assert upstream[1] == [] and broker.intruders == 2  # the provider never saw the key
+    # the session's own relay still gets through
+    ok = post_as_relay(broker, "/v1/messages", json.dumps(_BODY).encode(), {"x-api-key": "p"})
+    assert ok.status_code == 200 and upstream[1][0]["x-api-key"] == "sk-real-owner-key"
+
+
+def test_only_the_wires_own_request_headers_reach_the_provider(broker: Broker, upstream) -> None:
+    chosen = {
+        "x-api-key": "p",
+        "anthropic-version": "2023-06-01",
+        "anthropic-beta": "tools-2024",
+        "x-stainless-lang": "js",
+        "OpenAI-Organization": "org-attacker",
+        "OpenAI-Project": "proj-attacker",
+        "X-Forwarded-For": "203.0.113.9",
+        "Upgrade": "h2c",
+        "TE": "trailers",
+        "Cookie": "s=1",
+    }
+    resp = post_as_relay(broker, "/v1/messages", json.dumps(_BODY).encode(), chosen)
+    assert resp.status_code == 200
+    got = upstream[1][0]
+    for dropped in (
+        "openai-organization",
+        "openai-project",
+        "x-forwarded-for",
+        "upgrade",
+        "te",
+        "cookie",
+    ):
+        assert dropped not in got, dropped
+    assert got["anthropic-version"] == "2023-06-01" and got["anthropic-beta"] == "tools-2024"
+    assert got["x-stainless-lang"] == "js" and got["x-api-key"] == "sk-real-owner-key"
+
+
+def test_idle_connections_cannot_hold_threads_or_keep_a_call_out(
+    broker: Broker, upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = threading.active_count()
+    idle = []
+    try:
+        for _ in range(200):  # bounded, loopback only: each opens and then says nothing
+            idle.append(socket.create_connection(("127.0.0.1", broker.port), timeout=30))
+        ok = post_as_relay(broker, "/v1/messages", json.dumps(_BODY).encode(), {"x-api-key": "p"})
+        assert ok.status_code == 200
+        assert threading.active_count() - before <= broker_mod.MAX_CONNECTIONS + 2
+    finally:
+        for s in idle:
+            s.close()
+
+
+def test_a_client_that_never_speaks_is_cut_at_the_read_deadline(
+    upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(broker_mod, "READ_DEADLINE", 0.5)
+    b = Broker(
+        upstream=upstream[0],
+        api_key="k",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+    ).start()
+    try:
+        with socket.create_connection(("127.0.0.1", b.port), timeout=30) as s:
+            s.sendall(b.preamble)  # admitted, then silent
+            assert s.recv(64) == b""  # closed by the broker well before our own 30 s
+    finally:
+        b.stop()
+
+
+@pytest.mark.parametrize("n", [128, 2, 0])
+def test_a_call_for_many_choices_is_refused_before_it_is_billed(
+    broker: Broker, upstream, n: int
+) -> None:
+    body = {**_BODY, "n": n}
+    resp = post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
+    assert resp.status_code == 400 and b"n=" in resp.content
+    assert upstream[1] == []
