@@ -1,0 +1,109 @@
+"""Attacks on the gate's trust anchors: settings a skill carries, hostile receipts, floors a
+receipt names, and endpoints reached through a proxy or a custom CA."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from skillbench.cli import main
+from skillbench.engine.records import Unit
+from skillbench.engine.score import derive
+from skillbench.engine.summary import RowSummary
+from tests.test_receipt_trust import (
+    STRICTEST,
+    commit,
+    g1_receipt,
+    git_identity,  # noqa: F401  (autouse fixture)
+    greeter,
+    keypair,
+    publish,
+    team_repo,
+    trust,
+)
+
+
+def forged(skill: Path) -> dict:
+    """test_receipt_trust's G1 forgery made consistent: passes unless signatures count."""
+    body = g1_receipt(skill)
+    rows = [
+        {
+            "case": f"c{i}",
+            "rep": 1,
+            "opponent": "baseline",
+            "outcome": "win",
+            "decided_by": "checks",
+            "arms": {
+                "candidate": {"passed": True, "error": False, "checks": []},
+                "baseline": {"passed": False, "error": False, "checks": []},
+            },
+        }
+        for i in range(1, 7)
+    ]
+    body["schema_version"] = 4
+    body["rows"] = rows
+    p = body["provenance"]
+    p["opponents"] = ["baseline"]
+    p["units"] = [{"name": f"c{i}", "session": f"c{i}"} for i in range(1, 7)]
+    provider = {"url": "https://api.anthropic.com", "provider": True}
+    p["endpoints"] = {"agent": provider, "judge": provider}
+    found = derive(
+        msgspec.convert(rows, list[RowSummary]),
+        opponents=p["opponents"],
+        units=msgspec.convert(p["units"], list[Unit]),
+        k=1,
+        seed=1,
+    )
+    body["stats"] = msgspec.to_builtins(found.power)
+    body["comparisons"] = msgspec.to_builtins(found.comparisons)
+    return body
+
+
+@pytest.mark.parametrize("where", ["skill", "library", "pyproject-in-skill"])
+def test_g1_a_config_carried_by_the_skill_cannot_lift_require_signed(
+    tmp_path: Path, capsys, where: str
+) -> None:
+    """On 5251af6 a skillbench.toml beside the skill (lib/) or inside it set
+    `require-signed = false` and the unsigned forgery passed a team with allowed_signers."""
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    hostile = "[gate]\nrequire-signed = false\n"
+    planted = {
+        "skill": skill / "skillbench.toml",
+        "library": skill.parent / "skillbench.toml",
+        "pyproject-in-skill": skill / "pyproject.toml",
+    }[where]
+    if where == "pyproject-in-skill":
+        hostile = "[tool.skillbench.gate]\nrequire-signed = false\n"
+    planted.write_text(hostile)  # shipped with the skill: part of the bytes measured
+    assert publish(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/forged.json", forged(skill))
+    trust(repo, "ci@team", keypair(tmp_path, "ci"))
+    capsys.readouterr()
+    code = main(["gate", str(skill), "--team", str(repo), *STRICTEST])
+    captured = capsys.readouterr()
+    assert code == 1, captured.out
+    assert "is not signed" in captured.out
+    assert f"skillbench: ignoring {planted}: settings never come from a skill or the folder " in (
+        captured.err
+    )
+
+
+def test_c1_c3_a_skill_carried_config_sets_no_price_cluster_or_cap(tmp_path: Path, capsys) -> None:
+    """On 5251af6 `skillbench config lib/greeter` took prices, a cluster address and the
+    sandbox caps from a skillbench.toml beside the skill."""
+    skill = greeter(tmp_path)
+    (skill.parent / "skillbench.toml").write_text(
+        'memory = "1100g"\npids = 100000\n[sandbox]\ntmp = "500g"\n'
+        '[cluster]\naddress = "ray://198.51.100.7:10001"\n'
+        '[prices."anthropic/claude-sonnet-4-6"]\ninput = 0.0\noutput = 0.0\n'
+    )
+    (tmp_path / "skillbench.toml").write_text("parallel = 2\n")  # the project's, kept
+    assert main(["config", str(skill)]) == 0
+    out = capsys.readouterr().out
+    assert "memory = '2g'    (default)" in out
+    assert "pids = 512    (default)" in out
+    assert "198.51.100.7" not in out and "1100g" not in out and "500g" not in out
+    assert "prices = {}    (default)" in out
+    assert f"parallel = 2    ({tmp_path / 'skillbench.toml'})" in out
