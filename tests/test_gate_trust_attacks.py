@@ -25,28 +25,31 @@ from tests.test_receipt_trust import (
 )
 
 
-def forged(skill: Path) -> dict:
-    """test_receipt_trust's G1 forgery made consistent: passes unless signatures count."""
+def forged(skill: Path, letters: str = "WWWWWW", floor: float | None = None) -> dict:
+    """test_receipt_trust's G1 forgery made consistent (its stats derived from its rows, W
+    win, T tie, one unit each): passes unless signatures count."""
     body = g1_receipt(skill)
     rows = [
         {
             "case": f"c{i}",
             "rep": 1,
             "opponent": "baseline",
-            "outcome": "win",
+            "outcome": "win" if letter == "W" else "tie",
             "decided_by": "checks",
             "arms": {
-                "candidate": {"passed": True, "error": False, "checks": []},
+                "candidate": {"passed": letter == "W", "error": False, "checks": []},
                 "baseline": {"passed": False, "error": False, "checks": []},
             },
         }
-        for i in range(1, 7)
+        for i, letter in enumerate(letters, 1)
     ]
     body["schema_version"] = 4
     body["rows"] = rows
     p = body["provenance"]
     p["opponents"] = ["baseline"]
-    p["units"] = [{"name": f"c{i}", "session": f"c{i}"} for i in range(1, 7)]
+    p["units"] = [{"name": f"c{i}", "session": f"c{i}"} for i in range(1, len(letters) + 1)]
+    if floor is not None:
+        p["min_net_lift"] = floor
     provider = {"url": "https://api.anthropic.com", "provider": True}
     p["endpoints"] = {"agent": provider, "judge": provider}
     found = derive(
@@ -55,7 +58,10 @@ def forged(skill: Path) -> dict:
         units=msgspec.convert(p["units"], list[Unit]),
         k=1,
         seed=1,
+        **({"min_net_lift": floor} if floor is not None else {}),
     )
+    body["verdict"] = found.verdict
+    body["scored_rows"] = body["expected_rows"] = len(letters)
     body["stats"] = msgspec.to_builtins(found.power)
     body["comparisons"] = msgspec.to_builtins(found.comparisons)
     return body
@@ -107,3 +113,22 @@ def test_c1_c3_a_skill_carried_config_sets_no_price_cluster_or_cap(tmp_path: Pat
     assert "198.51.100.7" not in out and "1100g" not in out and "500g" not in out
     assert "prices = {}    (default)" in out
     assert f"parallel = 2    ({tmp_path / 'skillbench.toml'})" in out
+
+
+def test_rb5_the_floor_is_the_policys_not_the_receipts(tmp_path: Path, capsys) -> None:
+    """On 5251af6 a receipt naming its own min_net_lift = -5 re-derived as PASS (5 wins in
+    30 units: net lift 0.17, under the 0.2 floor) and passed `--require PASS`."""
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    assert publish(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/forged.json", forged(skill, "W" * 5 + "T" * 25, floor=-5))
+    code = main(["gate", str(skill), "--team", str(repo), "--require", "PASS"])
+    out = capsys.readouterr().out.strip()
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: verdict vs baseline is NEUTRAL under the policy's "
+        "min-net-lift 0.2 (policy requires PASS)",
+    )
+    # the team may set its own floor; the receipt's is still not it
+    commit(repo, "pyproject.toml", "[tool.skillbench.gate]\nmin-net-lift = 0.1\n")
+    code = main(["gate", str(skill), "--team", str(repo), "--require", "PASS"])
+    assert code == 0, capsys.readouterr().out
