@@ -90,6 +90,27 @@ def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
     return policy
 
 
+class _Power(msgspec.Struct):
+    decided: int = 0
+    needed: int | None = None
+    underpowered: bool = True
+
+
+class _Triggers(msgspec.Struct):
+    method: str | None = None
+    invalid: str | None = None
+    recall: float | None = None
+    precision: float | None = None
+
+
+class _Read(msgspec.Struct):
+    """The parts of a receipt the gate reads that the Receipt type leaves open (so a hostile
+    value is a one-line refusal, not a traceback)."""
+
+    stats: dict[str, _Power] = {}
+    triggers: _Triggers | None = None
+
+
 class GateResult(msgspec.Struct, frozen=True):
     passed: bool
     reason: str
@@ -180,6 +201,10 @@ def gate(
     if isinstance(chosen, GateResult):
         return chosen
     where, r = chosen.where, chosen.receipt
+    try:
+        view = msgspec.convert({"stats": r.stats, "triggers": r.triggers}, _Read)
+    except msgspec.ValidationError as exc:
+        return GateResult(False, f"{where}: not a receipt skillbench writes ({exc})", where)
     problem = inconsistency(r, now) or stopping_problem(r)
     if problem is not None:
         why = f"the newest measured receipt (run {r.run_id}) {problem}"
@@ -225,11 +250,11 @@ def gate(
         reasons.append(
             f"measured with agent {r.agent or 'unknown'} (policy requires {policy.require_agent})"
         )
-    power = r.stats.get("baseline") or {}
-    if policy.require_power and power.get("underpowered", True):
-        needs = power.get("needed")
+    power = view.stats.get("baseline") or _Power()
+    if policy.require_power and power.underpowered:
+        needs = power.needed
         reasons.append(
-            f"underpowered: {power.get('decided', 0)} decided units, "
+            f"underpowered: {power.decided} decided units, "
             f"{needs if needs is not None else 'more than any run'} needed for "
             "p <= 0.05"
         )
@@ -239,7 +264,7 @@ def gate(
         f" under the policy's min-net-lift {policy.min_net_lift:g}" if verdict != r.verdict else ""
     )
     if verdict == INCONCLUSIVE and not policy.allow_inconclusive:
-        units = (r.stats.get("baseline") or {}).get("decided", 0)
+        units = power.decided
         reasons.append(
             f"verdict vs baseline is INCONCLUSIVE: {units} decided unit(s), and no verdict "
             "rests on fewer than 5; add cases (or --k for flaky ones), or set "
@@ -253,8 +278,8 @@ def gate(
     lost = verdicts.get("incumbent") == "FAIL"
     if lost and not policy.allow_incumbent_fail:
         reasons.append("FAIL vs the incumbent (the published version does better)")
-    t = r.triggers or {}
-    method = str(t.get("method") or "catalog call")  # receipts before methods: the catalog
+    t = view.triggers or _Triggers()
+    method = t.method or "catalog call"  # receipts before methods: the catalog
     if (
         policy.trigger_method
         and r.triggers is not None
@@ -264,12 +289,12 @@ def gate(
             f"triggers measured by {method} (policy requires trigger-method = "
             f'"{policy.trigger_method}")'
         )
-    if t.get("invalid"):
-        reasons.append(f"the trigger measurement is invalid: {t['invalid']}")
+    if t.invalid:
+        reasons.append(f"the trigger measurement is invalid: {t.invalid}")
     for key, minimum in (("recall", policy.min_recall), ("precision", policy.min_precision)):
         if minimum is None:
             continue
-        value = t.get(key)
+        value = getattr(t, key)
         if value is None or value < minimum:
             shown = "n/a" if value is None else f"{value:.2f}"
             reasons.append(f"trigger {key} {shown} is under {minimum:.2f}")

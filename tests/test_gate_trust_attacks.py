@@ -3,10 +3,16 @@ receipt names, and endpoints reached through a proxy or a custom CA."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from skillbench.cli import main
 from skillbench.engine.records import Unit
@@ -16,6 +22,7 @@ from tests.test_receipt_trust import (
     STRICTEST,
     commit,
     g1_receipt,
+    gate,
     git_identity,  # noqa: F401  (autouse fixture)
     greeter,
     keypair,
@@ -132,3 +139,79 @@ def test_rb5_the_floor_is_the_policys_not_the_receipts(tmp_path: Path, capsys) -
     commit(repo, "pyproject.toml", "[tool.skillbench.gate]\nmin-net-lift = 0.1\n")
     code = main(["gate", str(skill), "--team", str(repo), "--require", "PASS"])
     assert code == 0, capsys.readouterr().out
+
+
+HOSTILE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+# where the gate reads into a receipt past its top-level type
+SPOTS = [
+    ("stats",),
+    ("stats", "baseline"),
+    ("stats", "baseline", "decided"),
+    ("stats", "baseline", "underpowered"),
+    ("triggers",),
+    ("triggers", "recall"),
+    ("triggers", "method"),
+    ("triggers", "invalid"),
+    ("comparisons", "baseline"),
+    ("rows", 0),
+    ("rows", 0, "arms"),
+    ("provenance", "units"),
+    ("provenance", "units", 0),
+    ("provenance", "opponents"),
+    ("provenance", "k"),
+    ("provenance", "endpoints"),
+    ("models",),
+    ("driver",),
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(spot=st.sampled_from(SPOTS), value=HOSTILE)
+def test_hostile_receipts_are_refused_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, spot: tuple, value: object
+) -> None:
+    """On a73b1f8 hostile values in a receipt gave the gate tracebacks (KeyError,
+    AttributeError, TypeError)."""
+    tmp_path = tmp_path_factory.mktemp("hostile")
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    body = forged(skill)
+    body["triggers"] = {"method": "agent claude-code", "recall": 1.0, "precision": 1.0}
+    where: Any = body
+    for key in spot[:-1]:
+        where = where[key]
+    where[spot[-1]] = value
+    target = repo / "evals/greeter/v1/forged.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(body))
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillbench", "gate", str(skill), "--team", str(repo), *STRICTEST],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert "Traceback" not in proc.stderr, proc.stderr[-1500:]
+    assert proc.returncode in (0, 1, 2) and len(lines) == 1, lines
+
+
+def test_a_malformed_team_receipt_is_refused_naming_the_file(tmp_path: Path, capsys) -> None:
+    """On a73b1f8 a receipt file that did not parse was skipped, so corrupting the newer FAIL
+    left the older PASS newest and the gate passed."""
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    assert publish(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/forged.json", forged(skill))
+    assert gate(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/newer-fail.json", '{"schema_version": 4, "verdict": "FAIL"')
+    code = main(["gate", str(skill), "--team", str(repo)])
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert code == 2 and len(err) == 1, (captured.out, err)
+    assert err[0].startswith(f"skillbench: error: {repo / 'evals/greeter/v1/newer-fail.json'}: "), (
+        err
+    )
