@@ -1,10 +1,17 @@
 """Configuration: `skillbench.toml` in the nearest enclosing folder, or `[tool.skillbench]` in
 the nearest `pyproject.toml`. Flags override config; config overrides built-in defaults;
-`skillbench config` shows each effective value and where it came from."""
+`skillbench config` shows each effective value and where it came from.
+
+A skill folder, anything inside it, and the folder holding it (a library such as `skills/`)
+never supply settings: those are what is being measured or gated, often downloaded or in a
+PR, and a file there could lift the gate's signature rule, zero the prices `--max-cost` counts
+with, point runs at someone's cluster, or lift the sandbox's caps. The search for a skill
+starts above its library; a config file found on the way is named on stderr and ignored."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +22,7 @@ from skillbench.inputs import InputError, load_toml
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import SandboxSpec, parse_size
+from skillbench.skills import SKILL_FILE
 from skillbench.verdict import MIN_NET_LIFT
 
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
@@ -87,20 +95,58 @@ class Loaded(msgspec.Struct):
 
 
 def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The nearest skillbench.toml, or pyproject.toml with [tool.skillbench], at or above."""
+    """The nearest skillbench.toml, or pyproject.toml with [tool.skillbench], at or above
+    `start`, never in a skill, inside one, or in the folder holding one."""
     folder = start.resolve()
     if folder.is_file():
         folder = folder.parent
+    skill = next((c for c in (folder, *folder.parents) if (c / SKILL_FILE).is_file()), None)
+    if skill is not None:
+        for untrusted in (folder, *folder.parents):
+            _ignore(untrusted)
+            if untrusted == skill.parent:
+                break
+        folder = skill.parent.parent
     for candidate in (folder, *folder.parents):
-        own = candidate / "skillbench.toml"
-        if own.is_file():
-            return own, _read(own)
-        project = candidate / "pyproject.toml"
-        if project.is_file():
-            table = _read(project).get("tool", {}).get("skillbench")
-            if isinstance(table, dict):
-                return project, table
+        found = _config_in(candidate)
+        if found:
+            return found
     return None
+
+
+def _config_in(folder: Path) -> tuple[Path, dict[str, Any]] | None:
+    own = folder / "skillbench.toml"
+    if own.is_file():
+        return own, _read(own)
+    project = folder / "pyproject.toml"
+    if project.is_file():
+        table = _read(project).get("tool", {}).get("skillbench")
+        if isinstance(table, dict):
+            return project, table
+    return None
+
+
+def _ignore(folder: Path) -> None:
+    """Name a config file in a skill's own tree on stderr, without reading it (it may be
+    hostile: a reader is only for files that count)."""
+    for name in ("skillbench.toml", "pyproject.toml"):
+        path = folder / name
+        if path.is_file() and (name == "skillbench.toml" or b"skillbench" in _head(path)):
+            print(
+                f"skillbench: ignoring {path}: settings never come from a skill or the folder "
+                "holding it; put them in your project's skillbench.toml (above the skills "
+                "folder) or pass flags",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(1 << 20)
+    except OSError:
+        return b""
 
 
 def _read(path: Path) -> dict[str, Any]:

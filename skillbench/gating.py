@@ -22,7 +22,7 @@ from skillbench.sequential import problem, stimuli_of, stop_of
 from skillbench.signing import SigningError, verify
 from skillbench.skills import digest
 from skillbench.team import SIGNERS, TeamError, known_receipts, measured, skill_at
-from skillbench.verdict import INCONCLUSIVE, UNSCORED
+from skillbench.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED
 
 
 class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -44,6 +44,9 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # where the models may have been reached (scheme://host[:port]): the providers' own by
     # default, so a run against a local or stub server is refused unless listed
     allow_endpoints: list[str] = msgspec.field(default_factory=lambda: list(PROVIDER_ENDPOINTS))
+    # the practical floor verdicts are re-derived with: the team's, never the one a receipt
+    # names (a receipt's own -5 turns a lift too small to matter into PASS)
+    min_net_lift: float = MIN_NET_LIFT
 
 
 def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
@@ -72,6 +75,11 @@ def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
         raise TeamError("gate policy: `require` is PASS or NEUTRAL")
     if policy.trigger_method not in (None, "agent", "catalog"):
         raise TeamError("gate policy: `trigger-method` is agent or catalog")
+    if not 0.0 <= policy.min_net_lift <= 1.0:
+        raise TeamError(
+            "gate policy: `min-net-lift` is a share of units between 0 and 1 "
+            f"(default {MIN_NET_LIFT}), got {policy.min_net_lift}"
+        )
     for entry in policy.allow_endpoints:
         if origin(entry) == "unknown":
             raise TeamError(
@@ -80,6 +88,27 @@ def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
             )
     policy.allow_endpoints = [origin(e) for e in policy.allow_endpoints]
     return policy
+
+
+class _Power(msgspec.Struct):
+    decided: int = 0
+    needed: int | None = None
+    underpowered: bool = True
+
+
+class _Triggers(msgspec.Struct):
+    method: str | None = None
+    invalid: str | None = None
+    recall: float | None = None
+    precision: float | None = None
+
+
+class _Read(msgspec.Struct):
+    """The parts of a receipt the gate reads that the Receipt type leaves open (so a hostile
+    value is a one-line refusal, not a traceback)."""
+
+    stats: dict[str, _Power] = {}
+    triggers: _Triggers | None = None
 
 
 class GateResult(msgspec.Struct, frozen=True):
@@ -172,6 +201,10 @@ def gate(
     if isinstance(chosen, GateResult):
         return chosen
     where, r = chosen.where, chosen.receipt
+    try:
+        view = msgspec.convert({"stats": r.stats, "triggers": r.triggers}, _Read)
+    except msgspec.ValidationError as exc:
+        return GateResult(False, f"{where}: not a receipt skillbench writes ({exc})", where)
     problem = inconsistency(r, now) or stopping_problem(r)
     if problem is not None:
         why = f"the newest measured receipt (run {r.run_id}) {problem}"
@@ -217,29 +250,36 @@ def gate(
         reasons.append(
             f"measured with agent {r.agent or 'unknown'} (policy requires {policy.require_agent})"
         )
-    power = r.stats.get("baseline") or {}
-    if policy.require_power and power.get("underpowered", True):
-        needs = power.get("needed")
+    power = view.stats.get("baseline") or _Power()
+    if policy.require_power and power.underpowered:
+        needs = power.needed
         reasons.append(
-            f"underpowered: {power.get('decided', 0)} decided units, "
+            f"underpowered: {power.decided} decided units, "
             f"{needs if needs is not None else 'more than any run'} needed for "
             "p <= 0.05"
         )
-    if r.verdict == INCONCLUSIVE and not policy.allow_inconclusive:
-        units = (r.stats.get("baseline") or {}).get("decided", 0)
+    verdicts = rederived(r, policy.min_net_lift)
+    verdict = verdicts[r.provenance.opponents[0]]
+    floor = (
+        f" under the policy's min-net-lift {policy.min_net_lift:g}" if verdict != r.verdict else ""
+    )
+    if verdict == INCONCLUSIVE and not policy.allow_inconclusive:
+        units = power.decided
         reasons.append(
             f"verdict vs baseline is INCONCLUSIVE: {units} decided unit(s), and no verdict "
             "rests on fewer than 5; add cases (or --k for flaky ones), or set "
             "allow-inconclusive = true"
         )
-    elif r.verdict == "FAIL" or (policy.require == "PASS" and r.verdict != "PASS"):
-        reasons.append(f"verdict vs baseline is {r.verdict} (policy requires {policy.require})")
+    elif verdict == "FAIL" or (policy.require == "PASS" and verdict != "PASS"):
+        reasons.append(
+            f"verdict vs baseline is {verdict}{floor} (policy requires {policy.require})"
+        )
     # the incumbent's verdict is re-derived too: the receipt's counts just matched its rows
-    lost = versus(r, "incumbent") == "FAIL"
+    lost = verdicts.get("incumbent") == "FAIL"
     if lost and not policy.allow_incumbent_fail:
         reasons.append("FAIL vs the incumbent (the published version does better)")
-    t = r.triggers or {}
-    method = str(t.get("method") or "catalog call")  # receipts before methods: the catalog
+    t = view.triggers or _Triggers()
+    method = t.method or "catalog call"  # receipts before methods: the catalog
     if (
         policy.trigger_method
         and r.triggers is not None
@@ -249,12 +289,12 @@ def gate(
             f"triggers measured by {method} (policy requires trigger-method = "
             f'"{policy.trigger_method}")'
         )
-    if t.get("invalid"):
-        reasons.append(f"the trigger measurement is invalid: {t['invalid']}")
+    if t.invalid:
+        reasons.append(f"the trigger measurement is invalid: {t.invalid}")
     for key, minimum in (("recall", policy.min_recall), ("precision", policy.min_precision)):
         if minimum is None:
             continue
-        value = t.get(key)
+        value = getattr(t, key)
         if value is None or value < minimum:
             shown = "n/a" if value is None else f"{value:.2f}"
             reasons.append(f"trigger {key} {shown} is under {minimum:.2f}")
@@ -263,7 +303,7 @@ def gate(
     signed_by = f", signed by {chosen.signer}" if chosen.signer else ""
     return GateResult(
         True,
-        f"{r.verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} rows scored{signed_by})",
+        f"{verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} rows scored{signed_by})",
         where,
     )
 
@@ -295,12 +335,10 @@ def stopping_problem(r: Receipt) -> str | None:
     return None if found is None else f"claims a complete run, but {found}"
 
 
-def versus(r: Receipt, opponent: str) -> str | None:
-    """The verdict against one opponent, re-derived from the receipt's rows by the engine's
-    rule; None when the run had no such opponent."""
+def rederived(r: Receipt, min_net_lift: float) -> dict[str, str]:
+    """The verdict against each opponent, re-derived from the receipt's rows by the engine's
+    rule with the policy's floor."""
     p = r.provenance
-    if opponent not in p.opponents:
-        return None
     rows = msgspec.convert(r.rows, list[RowSummary])
     found = derive(
         rows,
@@ -308,7 +346,7 @@ def versus(r: Receipt, opponent: str) -> str | None:
         units=p.units,
         k=p.k,
         seed=p.seed,
-        min_net_lift=p.min_net_lift,
+        min_net_lift=min_net_lift,
         sequential=p.sequential,
     )
-    return found.verdicts[opponent]
+    return found.verdicts

@@ -252,10 +252,14 @@ def known_receipts(name: str, repo: Path | None) -> list[tuple[str, Receipt]]:
     if repo is not None:
         for folder in sorted((repo / "evals" / name).glob("v*")):
             for path in sorted(folder.glob("*.json")):
+                # a team receipt that does not parse is refused, not skipped: skipping a
+                # corrupted newer FAIL would leave an older PASS the newest
                 try:
                     found.append((str(path), read_receipt(path)))
-                except (OSError, msgspec.DecodeError):
-                    continue
+                except (OSError, msgspec.DecodeError) as exc:
+                    raise TeamError(
+                        f"{path}: not a receipt skillbench writes ({exc}); restore or remove it"
+                    ) from None
     found += [(str(p), r) for p, r in local_receipts(name)]
     return sorted(found, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
 

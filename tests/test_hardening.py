@@ -263,17 +263,23 @@ def test_deeply_nested_assets_are_one_line_each(tmp_path: Path) -> None:
         assert any(p.startswith(shown) and "nested more than" in p for p in problems), out
 
 
-def test_a_receipt_that_is_dev_zero_or_too_deep_is_passed_over(tmp_path: Path) -> None:
+def test_a_receipt_that_is_dev_zero_or_too_deep_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Refused, not passed over: skipping a team receipt that does not parse would let a
+    corrupted newer FAIL leave an older PASS the newest."""
     skill = make_skill(tmp_path / "lib", "greeter")
     repo = team_repo(tmp_path, {"evals/greeter/v1/deep.json": DEEP})
+    for command in ("gate", "receipts"):
+        started = time.monotonic()
+        code, out, err = cli(command, str(skill), "--team", str(repo))
+        assert time.monotonic() - started < 60
+        assert code == 2 and out == [] and len(err) == 1, err[-3:]
+        assert err[0].startswith(f"skillbench: error: {repo / 'evals/greeter/v1/deep.json'}: ")
+    (repo / "evals/greeter/v1/deep.json").unlink()
     (repo / "evals/greeter/v1/zero.json").symlink_to("/dev/zero")
     started = time.monotonic()
     code, out, err = cli("gate", str(skill), "--team", str(repo))
     assert time.monotonic() - started < 60
-    assert (code, err) == (1, []), err[-3:]
-    assert len(out) == 1 and out[0].startswith("gate refused: greeter: no receipt for"), out
-    code, out, err = cli("receipts", str(skill), "--team", str(repo))
-    assert (code, out, err) == (0, ["no receipts for greeter"], [])
+    assert code == 2 and len(err) == 1 and "zero.json" in err[0], err[-3:]
 
 
 def test_corrupt_team_repo_files_are_one_line(tmp_path: Path) -> None:
