@@ -9,11 +9,13 @@ from skillbench.agents.base import Agent, AgentError, AgentSession, SessionReque
 from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.agents.claude_code import ClaudeCodeAgent
 from skillbench.agents.codex import CodexAgent
+from skillbench.agents.opencode import OpenCodeAgent
 
 AGENTS: dict[str, type] = {
     "builtin": BuiltinAgent,
     "claude-code": ClaudeCodeAgent,
     "codex": CodexAgent,
+    "opencode": OpenCodeAgent,
 }
 DEFAULT_AGENT = "builtin"
 

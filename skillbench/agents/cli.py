@@ -69,14 +69,22 @@ def fetch_binary(agent: str, spec: str, member: str, size: str, log: Callable[[s
 
 
 def build_variant(
-    name: str, base: str, binary: Callable[[], Path], what: str, log: Callable[[str], None]
+    name: str,
+    base: str,
+    binary: Callable[[], Path],
+    what: str,
+    log: Callable[[str], None],
+    also: tuple[str, ...] = (),
 ) -> str:
-    """The image `name`: `base` plus the CLI at /usr/local/bin/<binary name>, built once."""
+    """The image `name`: `base` plus the CLI at /usr/local/bin/<binary name> (and the
+    files `also` names, put beside it by `binary`), built once."""
     if image_exists(name):
         return name
     path = binary()
     log(f"building {name} (the sandbox image plus {what})")
-    recipe = f"FROM {base}\nCOPY {path.name} /usr/local/bin/{path.name}\n"
+    recipe = f"FROM {base}\n" + "".join(
+        f"COPY {file} /usr/local/bin/{file}\n" for file in (path.name, *also)
+    )
     argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(path.parent)]
     done = subprocess.run(argv, input=recipe.encode(), capture_output=True, env=host_env())
     if done.returncode != 0:
