@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 image: host venv
-	@$(BIN)/skillbench image build --agent claude-code --agent codex
+	@$(BIN)/skillbench image build --agent claude-code --agent codex --agent opencode
 
 lint: venv
 	$(BIN)/ruff check

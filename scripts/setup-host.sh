@@ -11,7 +11,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 need=()
 # npm fetches agent CLIs (Claude Code, Codex) from the npm registry; no node is needed at run
 # time. Chromium and its driver are for the tests of report.html in a real headless browser.
-for pair in podman:podman runc:runc mmdebstrap:mmdebstrap git:git npm:npm chromium:chromium \
+# ripgrep: OpenCode's skill tool runs `rg`, copied from the host into its image.
+for pair in podman:podman runc:runc mmdebstrap:mmdebstrap git:git npm:npm chromium:chromium rg:ripgrep \
             chromedriver:chromium-driver ssh-keygen:openssh-client sshd:openssh-server docker-registry:docker-registry; do
   bin=${pair%%:*}; pkg=${pair##*:}
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/bin/$bin" ] || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
