@@ -50,3 +50,36 @@ def test_oracle_runs_a_do_nothing_control_and_flags_checks_that_pass_untouched(
     saved = {r["case"]: r for r in json.loads((out / "oracle.json").read_text())}
     assert saved["proven"]["do_nothing_passed"] is False
     assert saved["vacuous"]["do_nothing_passed"] is True
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+def test_a_case_whose_image_cannot_build_is_skipped_and_the_others_run(
+    tmp_path: Path, capsys
+) -> None:
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/solve.sh": SOLVE,
+            "evals/cases/proven.yaml": (
+                "task: Write hello to out.txt\noracle: solve.sh\nchecks:\n  - file_exists: out.txt\n"
+            ),
+            # a real suite's Dockerfile that fails (a RUN step exits non-zero)
+            "evals/cases/broken.yaml": (
+                "task: Write hello to out.txt\noracle: solve.sh\n"
+                "containerfile: broken/Dockerfile\nchecks:\n  - file_exists: out.txt\n"
+            ),
+            "evals/cases/broken/Dockerfile": "FROM skillbench-sandbox\nRUN exit 3\n",
+        },
+    )
+    code = main(["eval", str(folder), "--oracle", "--model", "scripted/demo"])
+    captured = capsys.readouterr()
+    report = captured.out.splitlines()
+    assert "oracle PASS: proven" in report, (report, captured.err)
+    skipped = [line for line in report if "broken" in line]
+    assert len(skipped) == 1 and "evals/cases/broken.yaml: the case's image" in skipped[0], report
+    assert skipped[0].startswith("oracle SKIP: broken — ") and "RUN exit 3" not in report[-1]
+    assert "offline, FROM must name a local image" not in skipped[0]  # its FROM was fine
+    assert report[-1].endswith("; 1 case(s) skipped"), report
+    assert "Traceback" not in captured.err
+    assert code == 0  # every case that could run is proven; the skip is in the report

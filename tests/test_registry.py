@@ -213,7 +213,12 @@ def test_offline_a_missing_image_skips_only_its_case(
     assert "its registry cannot be reached" in summary["skipped"][0]["reason"]
     assert "connection refused" in summary["skipped"][0]["reason"]
     assert [r["case"] for r in summary["rows"]] == ["plain"]  # the other case still scored
-    assert any(line.startswith("skipped (environment): remote — image") for line in lines), lines
+    assert any(
+        line.startswith(
+            f"skipped (environment): remote — {folder}/evals/cases/remote.yaml: the case's image: "
+        )
+        for line in lines
+    ), lines
 
 
 def test_check_names_what_a_present_image_lacks(registry: Registry, tmp_path: Path, capsys) -> None:

@@ -218,3 +218,26 @@ def test_a_workdir_holds_the_workspace_seeded_from_the_image(fake, tmp_path: Pat
     assert "app.yaml:2: error: `workdir` '/tmp' is a folder the sandbox or the system needs" in (
         capsys.readouterr().out
     )
+
+
+def test_a_case_whose_image_cannot_build_is_skipped_and_the_others_score(
+    fake, tmp_path: Path, capsys
+) -> None:
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/good.yaml": "task: Write x\nchecks:\n  - file_exists: x\n",
+            "evals/cases/broken.yaml": (
+                "task: Write y\ncontainerfile: broken/Containerfile\nchecks:\n  - file_exists: y\n"
+            ),
+            "evals/cases/broken/Containerfile": "FROM skillbench-sandbox\nRUN exit 3\n",
+        },
+    )
+    fake({"conversations": [conv("(?s)", "Write x", {"text": "done"})]})
+    code, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert [r["case"] for r in summary["rows"]] == ["good"], lines
+    skipped = [line for line in lines if "broken" in line]
+    assert any(
+        "skipped (environment): broken" in line and "the case's image" in line for line in skipped
+    ), lines
+    assert code == 3, lines  # one scored case: too few units for a verdict

@@ -36,7 +36,7 @@ from skillbench.inputs import load_json
 from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.sandbox.base import CASE_DIR, SandboxProvider, SandboxSpec
-from skillbench.sandbox.case_image import CaseImageError, CaseImageUnavailable, case_image
+from skillbench.sandbox.case_image import CaseImageError, case_image
 from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.sandbox.stage import missing_requirements
 from skillbench.sandbox.variants import build_variant, variant_for
@@ -128,8 +128,8 @@ def build_case_images(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The image of every session that has its own, or needs a variant of the sandbox image
     for its `requires` (sandbox/variants.py), with the agent's CLI added for a CLI agent;
-    why each session whose remote image cannot be had offline is skipped;
-    EvalError naming the case file when an image cannot be built or pulled as named."""
+    and why each session whose image cannot be built or pulled is skipped (naming the case
+    file): one broken case of a suite does not stop the others."""
     images: dict[str, str] = {}
     unavailable: dict[str, str] = {}
     for name, spec in sessions.items():
@@ -139,7 +139,7 @@ def build_case_images(
                 try:
                     images[name] = agent.image(build_variant(variant, log), log)
                 except (ImageBuildError, AgentError) as exc:
-                    raise EvalError(f"{spec.path}: `requires`: {exc}") from None
+                    unavailable[name] = f"{spec.path}: `requires`: {exc}"
             continue
         try:
             own = case_image(
@@ -150,12 +150,19 @@ def build_case_images(
                 network=spec.build_network,
             )
             images[name] = agent.image(own, log)
-        except CaseImageUnavailable as exc:  # the other cases still run and score
-            unavailable[name] = str(exc)
-            log(f"skipping {name}: {exc}")
         except (CaseImageError, AgentError) as exc:
-            raise EvalError(f"{spec.path}: the case's image: {exc}") from None
+            unavailable[name] = f"{spec.path}: the case's image: {exc}"
     return images, unavailable
+
+
+def runnable(sessions: dict[str, Session], unavailable: dict[str, str]) -> None:
+    """EvalError when not one session is left to run: each reason is one line."""
+    if not sessions or len(unavailable) < len(sessions):
+        return
+    reasons = list(unavailable.values())
+    if len(reasons) == 1:
+        raise EvalError(reasons[0])
+    raise EvalError("no case can run: none of their images can be built or pulled", reasons)
 
 
 def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
@@ -313,9 +320,11 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         opts.image = agent.image(base, log)  # the arms (and their checkers) run there
     except AgentError as exc:
         raise EvalError(f"--agent {settings.agent}: {exc}") from None
-    opts.case_images, opts.unavailable = build_case_images(
-        sessions_of(assets, opts.case), base, agent, log
-    )
+    to_run = sessions_of(assets, opts.case)
+    opts.case_images, opts.unavailable = build_case_images(to_run, base, agent, log)
+    runnable(to_run, opts.unavailable)
+    for name, why in opts.unavailable.items():  # the others still run and score
+        log(f"skipping {name}: {why}")
     if settings.agent == "builtin":
         for name, session in sessions_of(assets, opts.case).items():
             if session.mcp_servers:

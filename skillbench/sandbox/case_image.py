@@ -128,11 +128,14 @@ def case_image(
             try:
                 _build(own, recipe, containerfile.parent, network=network)
             except CaseImageError as exc:
-                raise CaseImageError(
-                    f"{containerfile}: {exc}; offline, FROM must name a local "
-                    f"image (`FROM {SANDBOX_FROM}` is the sandbox "
-                    "image)"
-                ) from None
+                # the FROM hint only when the base is what was missing (not a failed RUN)
+                hint = (
+                    f"; offline, FROM must name a local image (`FROM {SANDBOX_FROM}` is the "
+                    "sandbox image)"
+                    if "image not known" in str(exc)
+                    else ""
+                )
+                raise CaseImageError(f"{containerfile}: {exc}{hint}") from None
     else:
         assert image is not None
         if is_remote(image):
