@@ -32,7 +32,10 @@ MARGIN = {
         "import sys\nsys.path.insert(0, '/testbed')\nimport calc\n"
         "sys.exit(0 if calc.add(2, 3) == 5 and open('README').read() == 'repo\\n' else 1)\n"
     ),
-    "cases/fix-add/oracle/solve.sh": "#!/bin/bash\nsed -i 's/a - b/a + b/' calc.py\n",
+    # Margin runs solve.sh from test_cwd (here /): it finds the repository by its variable
+    "cases/fix-add/oracle/solve.sh": (
+        "#!/bin/bash\ncd \"$MARGIN_AGENT_CWD\" && sed -i 's/a - b/a + b/' calc.py\n"
+    ),
 }
 
 
@@ -151,3 +154,62 @@ def test_a_node_grader_is_planned_in_the_node_variant(tmp_path: Path, capsys) ->
     planned = capsys.readouterr().out
     assert "  sessions: 2 to run\n" in planned and "skipped" not in planned, planned
     assert "not probed" not in planned, planned
+
+
+# Margin's own semantics (Margin-Lab/evals docs): the compiler reads only the cases suite.toml
+# lists; preamble-prompt.md at the suite root is prepended to every prompt; oracle/solve.sh runs
+# from test_cwd with MARGIN_AGENT_CWD, MARGIN_TEST_CWD and MARGIN_ORACLE_DIR, its files beside it.
+MARGIN_ORACLE = {
+    "suite.toml": 'kind = "test_suite"\nname = "s"\ndescription = "d"\ncases = ["envy"]\n',
+    "preamble-prompt.md": "You are in a sandbox.\n",
+    "cases/envy/case.toml": (
+        'kind = "test_case"\nname = "envy"\ndescription = "d"\n'
+        'agent_cwd = "/work"\ntest_cwd = "/"\n'
+    ),
+    "cases/envy/prompt.md": "Write env.txt.\n",
+    "cases/envy/tests/test.sh": (
+        "#!/bin/bash\nf=/work/env.txt\n"
+        'test "$(sed -n 1p $f)" = "/work /" || exit 1\n'
+        'test "$(sed -n 2p $f)" = / || exit 1\n'  # solve.sh ran from test_cwd
+        'test "$(sed -n 3p $f)" = staged || exit 1\n'  # its sibling file, via MARGIN_ORACLE_DIR
+    ),
+    "cases/envy/oracle/solve.sh": (
+        "#!/bin/bash\n"
+        'echo "$MARGIN_AGENT_CWD $MARGIN_TEST_CWD" > "$MARGIN_AGENT_CWD/env.txt"\n'
+        'pwd >> "$MARGIN_AGENT_CWD/env.txt"\n'
+        'cat "$MARGIN_ORACLE_DIR/data.txt" >> "$MARGIN_AGENT_CWD/env.txt"\n'
+    ),
+    "cases/envy/oracle/data.txt": "staged\n",
+    # a leftover folder suite.toml does not list: Margin never reads it
+    "cases/old-draft/notes.txt": "wip\n",
+}
+
+
+def test_margin_reads_only_listed_cases_and_prepends_the_preamble(tmp_path: Path, capsys) -> None:
+    into = skill(tmp_path, {})
+    src = write(tmp_path / "m", MARGIN_ORACLE)
+    assert main(["import", "margin", str(src), "--into", str(into)]) == 0
+    out = capsys.readouterr().out
+    assert "cases/old-draft: not listed in suite.toml `cases`" in out, out
+    assert not (into / "evals/cases/old-draft.yaml").exists()
+    case = (into / "evals/cases/envy.yaml").read_text()
+    assert "task: |\n  You are in a sandbox.\n\n  Write env.txt.\n" in case, case
+    # a blank preamble is a mistake in the suite, named in one line
+    (src / "preamble-prompt.md").write_text("  \n")
+    assert main(["import", "margin", str(src), "--into", str(skill(tmp_path / "b", {}))]) != 0
+    assert f"{src}/preamble-prompt.md: " in capsys.readouterr().err
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+def test_margin_oracle_runs_from_test_cwd_with_its_environment(tmp_path: Path, capsys) -> None:
+    into = skill(tmp_path, {})
+    assert (
+        main(["import", "margin", str(write(tmp_path / "m", MARGIN_ORACLE)), "--into", str(into)])
+        == 0
+    )
+    capsys.readouterr()
+    code = main(["eval", str(into), "--oracle", "--model", "scripted/demo"])
+    out = capsys.readouterr().out
+    assert "oracle PASS: envy" in out, out
+    assert code == 0

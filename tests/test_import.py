@@ -96,7 +96,9 @@ def test_margin_imports_with_a_header_and_says_what_it_could_not_map(
     assert case.startswith(
         f"# imported by `skillbench import` from margin case {src}/cases/add-two"
     )
-    assert "verifier: add-two/verify.sh" in case and "oracle: add-two/oracle/solve.sh" in case
+    assert (
+        "verifier: add-two/verify.sh" in case and "oracle: add-two/oracle/.margin-solve.sh" in case
+    )
     assert "containerfile: add-two/env/Dockerfile" in case
     assert (into / "evals/cases/add-two/env/Dockerfile").is_file()
     test = (into / "evals/cases/add-two/tests/test.sh").read_text().splitlines()

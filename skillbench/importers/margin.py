@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,23 +45,32 @@ def import_margin(src: Path, into: Path | None = None) -> Imported:
         else []
     )
     names = [str(n) for n in listed] if isinstance(listed, list) else folders
-    unlisted = sorted(set(folders) - set(names))
-    if unlisted:  # a Margin suite lists every case folder
-        raise ImportError_(
-            f"{src / 'suite.toml'}: `cases` does not list {', '.join(unlisted)} "
-            "(a suite lists every folder under cases/)"
-        )
+    for left in sorted(set(folders) - set(names)):  # Margin's compiler never reads them
+        out.unmapped.append(f"cases/{left}: not listed in suite.toml `cases` — ignored")
     if suite.get("kind") != "test_suite":
         raise ImportError_(f'{src / "suite.toml"}: kind must be "test_suite"')
     for key in sorted(set(suite) - {"kind", "name", "description", "cases"}):
         out.unmapped.append(f"suite.toml: `{key}` — not a Margin suite field; ignored")
+    preamble = _preamble(src / "preamble-prompt.md")
     for case in names:
-        each(out, f"cases/{case}", partial(_margin_case, src / "cases" / case, out))
+        each(out, f"cases/{case}", partial(_margin_case, src / "cases" / case, out, preamble))
     none_left(out, src)
     return out
 
 
-def _margin_case(folder: Path, out: Imported) -> None:
+def _preamble(path: Path) -> str:
+    """Margin prepends the suite's preamble-prompt.md, then a blank line, to every prompt."""
+    if not is_file(path):
+        return ""
+    preamble = text(path, missing="")
+    if not preamble.strip():
+        raise ImportError_(
+            f"{path}: empty; write the preamble every prompt starts with, or delete it"
+        )
+    return preamble.rstrip() + "\n\n"
+
+
+def _margin_case(folder: Path, out: Imported, preamble: str = "") -> None:
     where = f"cases/{folder.name}"
     meta = read_toml(folder / "case.toml") if is_file(folder / "case.toml") else None
     if meta is None:
@@ -81,13 +91,20 @@ def _margin_case(folder: Path, out: Imported) -> None:
     source = f"margin case {folder}"
     notes = [f"description: {meta['description']}"] if meta.get("description") else []
     extra: dict[str, str] = {}
-    if is_file(folder / "oracle" / "solve.sh"):
-        extra["oracle"] = f"{name}/oracle/solve.sh"
-        out.files += support(folder / "oracle", f"cases/{name}/oracle", source)
     workdir = _margin_workdir(meta.get("agent_cwd"), where, out)
     if workdir != WORKDIR:
         extra["workdir"] = workdir
     test_cwd = str(meta.get("test_cwd") or workdir).rstrip("/") or "/"
+    if is_file(folder / "oracle" / "solve.sh"):
+        extra["oracle"] = f"{name}/oracle/{_SOLVE}"
+        out.files += support(folder / "oracle", f"cases/{name}/oracle", source)
+        out.files.append(
+            NewFile(
+                f"cases/{name}/oracle/{_SOLVE}",
+                headed(_solve_wrapper(workdir, test_cwd), source),
+                executable=True,
+            )
+        )
     if "test_timeout_seconds" in meta:
         out.unmapped.append(f"{where}: test_timeout_seconds — a verifier gets 600 s here")
     if "image" in meta:
@@ -119,12 +136,27 @@ def _margin_case(folder: Path, out: Imported) -> None:
     out.files += [
         NewFile(
             f"cases/{name}.yaml",
-            case_yaml(source, prompt, [f"verifier: {name}/verify.sh"], extra, notes),
+            case_yaml(source, preamble + prompt, [f"verifier: {name}/verify.sh"], extra, notes),
         ),
         NewFile(f"cases/{name}/verify.sh", headed(wrapper, source), executable=True),
         *support(folder / "tests", f"cases/{name}/tests", source),
     ]
     out.cases.append(name)
+
+
+_SOLVE = ".margin-solve.sh"  # beside solve.sh, so the whole oracle/ folder is staged with it
+
+
+def _solve_wrapper(agent_cwd: str, test_cwd: str) -> str:
+    """solve.sh as Margin runs it: from test_cwd, told where the agent worked, where the
+    tests run and where its own staged files are."""
+    return (
+        "#!/bin/sh\n# run Margin's oracle/solve.sh from test_cwd, with Margin's environment\n"
+        'MARGIN_ORACLE_DIR="$(cd "$(dirname "$0")" && pwd)" || exit 2\n'
+        f"export MARGIN_AGENT_CWD={shlex.quote(agent_cwd)} "
+        f"MARGIN_TEST_CWD={shlex.quote(test_cwd)} MARGIN_ORACLE_DIR\n"
+        f'cd {shlex.quote(test_cwd)} && exec bash "$MARGIN_ORACLE_DIR/solve.sh"\n'
+    )
 
 
 def _margin_workdir(agent_cwd: Any, where: str, out: Imported) -> str:
