@@ -352,3 +352,38 @@ def test_no_suite_path_reaches_a_host_file(tmp_path: Path, capsys, where: str) -
     assert "leads outside" in out[-1] and "\n" not in out[-1]
     copied = [p for p in into.rglob("*") if p.is_file() and b"PRIVATE KEY" in p.read_bytes()]
     assert copied == []
+
+
+def test_harbor_fields_and_variables_are_named_as_harbor_defines_them(
+    tmp_path: Path, capsys
+) -> None:
+    # Harbor's task.toml reference: build_timeout_sec, cpus, memory_mb, storage_mb and
+    # [environment.env] are its fields; its compose files get TEST_DIR, CPUS and MEMORY
+    task = {
+        "t/task.toml": (
+            'version = "1.0"\n[environment]\nbuild_timeout_sec = 900.0\ncpus = 2\n'
+            'memory_mb = 4096\nstorage_mb = 10240\n[environment.env]\nMODE = "ci"\n'
+        ),
+        "t/instruction.md": "Say hi.\n",
+        "t/environment/Dockerfile": "FROM skillbench-sandbox\n",
+        "t/environment/docker-compose.yaml": (
+            "services:\n  main:\n    build: .\n  db:\n    image: localhost/db:1\n"
+            "    environment:\n      TESTS: ${TEST_DIR}\n      N: ${CPUS}\n      M: ${MEMORY}\n"
+        ),
+        "t/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+    }
+    src = write(tmp_path / "h", task)
+    code, out = imported(capsys, "harbor", src / "t", target(tmp_path))
+    assert code == 0, out
+    joined = "\n".join(out)
+    assert "not a Harbor variable" not in joined and "not a Harbor field" not in joined, joined
+    assert "no image is built" not in joined, joined
+    assert (
+        "t: environment.build_timeout_sec — dropped: Harbor's time limit on the image build"
+        in joined
+    )
+    assert "t: environment.storage_mb — " in joined and "t: environment.env — " in joined
+    for var in ("CPUS", "MEMORY"):  # Harbor sets them from the task's resources
+        assert f"t: docker-compose.yaml: ${{{var}}} — Harbor's, the task's" in joined, joined
+    case = (target(tmp_path) / "evals/cases/t.yaml").read_text()
+    assert '"TESTS": "/tests"' in case, case  # where Harbor puts tests/

@@ -52,7 +52,12 @@ def compose_services(path: Path, where: str, out: Imported) -> dict[str, Any]:
     services = doc.get("services") if isinstance(doc, dict) else None
     if not isinstance(services, dict):
         raise ImportError_(f"{path}: no `services:` mapping (a compose file names its services)")
-    variables = {"MAIN_IMAGE_NAME": _MAIN_IMAGE, "CONTEXT_DIR": str(path.parent)}
+    # Harbor's own compose variables; TEST_DIR is where Harbor (and the checker) puts tests/
+    variables = {
+        "MAIN_IMAGE_NAME": _MAIN_IMAGE,
+        "CONTEXT_DIR": str(path.parent),
+        "TEST_DIR": "/tests",
+    }
     here = f"{where}: {path.name}"
     resolved = _resolve(services, variables, here, out)
     for key in resolved.get(MAIN, {}) or {}:
@@ -77,6 +82,12 @@ def compose_services(path: Path, where: str, out: Imported) -> dict[str, Any]:
     return mapped
 
 
+_HARBOR_VARIABLES = {
+    "CPUS": "Harbor's, the task's `cpus`: a sidecar's CPUs are not limited here",
+    "MEMORY": "Harbor's, the task's memory: a sidecar's memory is not limited here",
+}
+
+
 def _resolve(value: Any, variables: dict[str, str], here: str, out: Imported) -> Any:
     """Compose's `${VAR}`, `${VAR:-default}`, `$VAR` replaced in every string."""
     if isinstance(value, dict):
@@ -92,7 +103,8 @@ def _resolve(value: Any, variables: dict[str, str], here: str, out: Imported) ->
             return variables[name]
         if match.group(2) is not None:
             return match.group(3)
-        out.unmapped.append(f"{here}: ${{{name}}} — not a Harbor variable; replaced by nothing")
+        why = _HARBOR_VARIABLES.get(name, "not a variable Harbor sets")
+        out.unmapped.append(f"{here}: ${{{name}}} — {why}; replaced by nothing")
         return ""
 
     return _VAR.sub(one, value.replace("$$", "\0dollar\0")).replace("\0dollar\0", "$")

@@ -76,7 +76,10 @@ def import_harbor(src: Path, into: Path | None = None) -> Imported:
 
 _DROPPED = {
     ("version",): "the task format's version",
-    ("environment", "build_timeout_sec"): "no image is built",
+    ("environment", "build_timeout_sec"): "Harbor's time limit on the image build; "
+    "skillbench's build has none",
+    ("environment", "storage_mb"): "Harbor's disk limit; podman's storage here is not limited",
+    ("environment", "env"): "Harbor's environment variables for the task's container; not set here",
     ("verifier", "env"): "the checker's environment is fixed",
     ("solution", "env"): "the oracle runs with the agent's environment",
 }
