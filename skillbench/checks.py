@@ -109,12 +109,14 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
     work = sandbox.workdir
     env = {"CASE": case_dir, "WORK": work}
 
+    limit = check.timeout or SCRIPT_TIMEOUT  # as the case (its source's verifier) gives it
+
     async def run_script(rel: str) -> ExecResult:  # a script of the evals, by its path there
         script = f"{CASE_DIR}/{rel}"
         return await sandbox.exec(
             ["bash", script],
             cwd=work,
-            timeout=SCRIPT_TIMEOUT,
+            timeout=limit,
             env={**env, "TESTS": posixpath.dirname(script)},
         )
 
@@ -122,7 +124,7 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
         done = await run_script(check.script or arg)
         tail, output = (done.stderr or done.stdout).strip()[-300:], _output(done)
         if done.timed_out:
-            return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s", output=output)
+            return CheckResult(name, False, f"timed out after {limit:g} s", output=output)
         if done.exit_code == 2:  # the verifier could not judge: not the agent's failing
             return CheckResult(
                 name, False, f"exit 2 (no verdict): {tail}", infrastructure=True, output=output
@@ -138,7 +140,7 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
                 return CheckResult(
                     name,
                     False,
-                    f"{check.script} timed out after {SCRIPT_TIMEOUT:g} s",
+                    f"{check.script} timed out after {limit:g} s",
                     output=output,
                 )
         path = arg if arg.startswith("/") else f"{work}/{arg}"

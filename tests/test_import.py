@@ -387,3 +387,18 @@ def test_harbor_fields_and_variables_are_named_as_harbor_defines_them(
         assert f"t: docker-compose.yaml: ${{{var}}} — Harbor's, the task's" in joined, joined
     case = (target(tmp_path) / "evals/cases/t.yaml").read_text()
     assert '"TESTS": "/tests"' in case, case  # where Harbor puts tests/
+
+
+def test_harbor_verifier_timeout_is_kept_as_written(tmp_path: Path, capsys) -> None:
+    task = {
+        "t/task.toml": 'version = "1.0"\n[verifier]\ntimeout_sec = 3000.0\n',
+        "t/instruction.md": "Say hi.\n",
+        "t/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+    }
+    into = target(tmp_path)
+    code, out = imported(capsys, "harbor", write(tmp_path / "h", task) / "t", into)
+    assert code == 0, out
+    assert "a verifier gets 600 s here" not in "\n".join(out)
+    case = (into / "evals/cases/t.yaml").read_text()
+    assert "timeout: 3000" in case, case
+    assert main(["check", str(into)]) == 0, capsys.readouterr().out

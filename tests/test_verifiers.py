@@ -241,3 +241,20 @@ def test_a_case_whose_image_cannot_build_is_skipped_and_the_others_score(
         "skipped (environment): broken" in line and "the case's image" in line for line in skipped
     ), lines
     assert code == 3, lines  # one scored case: too few units for a verdict
+
+
+def test_a_reward_script_gets_the_time_its_case_gives_it(fake, tmp_path: Path, capsys) -> None:
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/slow.yaml": (
+                "task: Write x\nchecks:\n"
+                "  - reward: {file: /tmp/r.txt, min: 1, run: slow/test.sh, timeout: 2}\n"
+            ),
+            "evals/cases/slow/test.sh": "sleep 30\necho 1 > /tmp/r.txt\n",
+        },
+    )
+    fake({"conversations": [conv("(?s)", "Write x", {"text": "done"})]})
+    _, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    check = summary["rows"][0]["arms"]["baseline"]["checks"][0]
+    assert check["passed"] is False and "timed out after 2 s" in check["detail"], check

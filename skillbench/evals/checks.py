@@ -82,22 +82,31 @@ def script_path(
     return str(target.relative_to(evals))
 
 
+MAX_RUN = 86_400  # a day: a reward script's `timeout` (Harbor tasks give up to hours)
+
+
 def _reward(
     rep: Report, at: KeyPath, value: Any, line: int, case_file: Path | None
 ) -> Check | None:
-    """`reward: FILE` or `reward: {file: FILE, min: N, metric: NAME, run: SCRIPT}`."""
+    """`reward: FILE` or `reward: {file: FILE, min: N, metric: NAME, run: SCRIPT, timeout: S}`."""
     if isinstance(value, str):
         value = {"file": value}
     if not isinstance(value, dict):
         rep.error(at, f"`reward` is a file or a mapping {{file, min, run}}, got {type_name(value)}")
         return None
-    unknown = sorted(set(value) - {"file", "min", "metric", "run"})
+    unknown = sorted(set(value) - {"file", "min", "metric", "run", "timeout"})
     if unknown:
         rep.error(
             at,
-            f"`reward` has unknown field(s) {', '.join(unknown)}; it takes file, min, metric "
-            "and run",
+            f"`reward` has unknown field(s) {', '.join(unknown)}; it takes file, min, metric, "
+            "run and timeout",
         )
+        return None
+    limit = value.get("timeout")
+    if limit is not None and (
+        isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit <= MAX_RUN
+    ):
+        rep.error(at, f"`reward` `timeout` must be seconds, more than 0 and at most {MAX_RUN}")
         return None
     metric = value.get("metric")
     if metric is not None and (not isinstance(metric, str) or not metric.strip()):
@@ -122,7 +131,10 @@ def _reward(
         script = script_path(rep, at, run, case_file, "reward run")
         if script is None:
             return None
-    return Check("reward", file, line, script=script, min=float(least), metric=metric)
+    timeout = None if limit is None else float(limit)
+    return Check(
+        "reward", file, line, script=script, min=float(least), metric=metric, timeout=timeout
+    )
 
 
 def _lint_check(rep: Report, at: KeyPath, check: Check) -> None:

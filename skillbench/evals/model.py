@@ -46,6 +46,7 @@ class Check(msgspec.Struct, frozen=True):
     script: str | None = None  # verifier / reward `run`: the script's path under evals/
     min: float | None = None  # reward: the smallest passing reward
     metric: str | None = None  # reward: the reward.json metric that decides (default: `reward`)
+    timeout: float | None = None  # reward `run`: seconds its script may take (default 600)
 
     @property
     def name(self) -> str:

@@ -173,8 +173,6 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
             f"{where}: environment.allow_internet — mapped to `network: {extra['network']}` "
             "(the package indexes verifiers install from); add any other host the task needs"
         )
-    if get("verifier", "timeout_sec") is not None:
-        out.unmapped.append(f"{where}: verifier.timeout_sec — a verifier gets 600 s here")
     docker = folder / "environment" / "Dockerfile"
     if get("environment", "docker_image"):
         extra.update(image_field(str(get("environment", "docker_image")), where, out))
@@ -219,7 +217,9 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     if is_file(folder / "solution" / "solve.sh"):
         extra["oracle"] = f"{name}/solution/solve.sh"
         out.files += support(folder / "solution", f"cases/{name}/solution", source)
-    check = f"reward: {{file: {reward}, min: 1, run: {name}/run-tests.sh}}"
+    limit = get("verifier", "timeout_sec")  # Harbor's, kept (600 s when absent)
+    timeout = f", timeout: {float(limit):g}" if isinstance(limit, int | float) and limit > 0 else ""
+    check = f"reward: {{file: {reward}, min: 1, run: {name}/run-tests.sh{timeout}}}"
     out.files += [
         NewFile(f"cases/{name}.yaml", case_yaml(source, instruction, [check], extra, notes)),
         NewFile(f"cases/{name}/run-tests.sh", headed(wrapper, source), executable=True),
