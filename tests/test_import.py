@@ -119,7 +119,10 @@ def test_harbor_names_tasks_stably_and_maps_its_fields(tmp_path: Path, capsys) -
     assert imported(capsys, "harbor", src, again_into)[1][0].endswith(", ".join(names))  # stable
     first = next(n for n in names if (into / f"evals/cases/{n}/solution").is_dir())
     case = (into / f"evals/cases/{first}.yaml").read_text()
-    assert f"reward: {{file: /logs/verifier/reward.txt, min: 1, run: {first}/run-tests.sh}}" in case
+    assert (
+        f"reward: {{file: /logs/verifier/reward.txt, min: 1, run: {first}/run-tests.sh, "
+        "timeout: 120}"  # the task's [verifier] timeout_sec
+    ) in case
     assert "timeout_minutes: 5" in case and "environment.cpus = 1" in case
     joined = "\n".join(out)
     assert "version — dropped" in joined
