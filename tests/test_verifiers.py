@@ -258,3 +258,25 @@ def test_a_reward_script_gets_the_time_its_case_gives_it(fake, tmp_path: Path, c
     _, _, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
     check = summary["rows"][0]["arms"]["baseline"]["checks"][0]
     assert check["passed"] is False and "timed out after 2 s" in check["detail"], check
+
+
+def test_an_image_entrypoint_is_replaced_not_wrapped_around_the_executor(
+    fake, tmp_path: Path, capsys
+) -> None:
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/ep.yaml": (
+                "task: Write x\ncontainerfile: ep/Containerfile\n"
+                "checks:\n  - command_succeeds: test -f /opt/ep\n"
+            ),
+            # an entrypoint that never runs its arguments (as a service image's may)
+            "evals/cases/ep/Containerfile": (
+                'FROM skillbench-sandbox\nRUN touch /opt/ep\nENTRYPOINT ["sh", "-c", "exit 7"]\n'
+            ),
+        },
+    )
+    fake({"conversations": [conv("(?s)", "Write x", {"text": "done"})]})
+    _, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    check = summary["rows"][0]["arms"]["baseline"]["checks"][0]
+    assert check["passed"] is True, (check, lines)

@@ -271,8 +271,10 @@ class PodmanProvider:
         kwargs: dict[str, Any] = dict(
             # The executor is PID 1: it reaps orphans (without an init, zombies use up the
             # pids limit) and cannot be killed from inside, not even by `kill -9 -1`.
+            # the executor replaces the image's own ENTRYPOINT (one that wrapped it could
+            # keep it from starting, or run as it pleases before it)
+            entrypoint=["python3", "-u", _IN_SANDBOX],
             command=[
-                *("python3", "-u", _IN_SANDBOX),
                 *listen,
                 *("--user", spec.user),
                 *("--workdir", spec.workdir),
