@@ -366,10 +366,18 @@ def _open_cluster(address: str | None, opts: EvalOptions, log: Log) -> Any:
     Ray is imported only here, and only when a cluster is asked for."""
     if not address:
         return None
+    from skillbench.broker import allowed_models
     from skillbench.cluster import ClusterError, open_cluster
 
     try:
-        return open_cluster(address, [opts.image, *opts.case_images.values()], log)
+        settings = opts.settings
+        secondary = settings.agents.get(settings.agent, {}).get("secondary_model")
+        relay = {
+            "models": allowed_models(settings.model, secondary),
+            "prices": settings.prices,
+            "budget": opts.max_cost,
+        }
+        return open_cluster(address, [opts.image, *opts.case_images.values()], log, relay)
     except ClusterError as exc:
         raise OptionsError(str(exc)) from None
 

@@ -33,10 +33,16 @@ from typing import IO, Any
 import httpx
 
 from skillbench.broker_limits import BODY_CAP, Head, Ledger, Refused, read_body, read_head
-from skillbench.broker_wire import WIRES, Route, route, upstream_url
+from skillbench.broker_wire import WIRES, Route, route, server_tool_calls, upstream_url
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
-from skillbench.models.pricing import Price, cost_usd, price_for, worst_case_usd
+from skillbench.models.pricing import (
+    SERVER_TOOL_CALL_USD,
+    Price,
+    cost_usd,
+    price_for,
+    worst_case_usd,
+)
 from skillbench.scrub import scrub_obj
 
 # Response headers that belong to one hop (a request's headers pass only by the wire's list).
@@ -409,6 +415,8 @@ class Broker:
         """Count what the call used, at its own model's price, and free its reservation."""
         call.usage = self.wire.usage(call.text)
         call.cost = cost_usd(priced_as, call.usage, self.prices)
+        if call.cost is not None:
+            call.cost += server_tool_calls(call.text) * SERVER_TOOL_CALL_USD
         self.ledger.settle(reserved, call.cost)
         with self._lock:
             self._forwarding -= 1

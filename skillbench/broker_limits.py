@@ -82,6 +82,20 @@ def _chunked(rfile: BufferedIOBase, cap: int) -> bytes:
     raise _bad("too many trailer lines")
 
 
+class _Tool(msgspec.Struct, frozen=True):
+    type: str | None = None  # a client tool (the CLI runs it) may have none
+
+
+# Tools the provider runs itself (Anthropic's versioned `web_search_*`, `web_fetch_*`,
+# `code_execution_*`, its MCP connector and advisor; OpenAI Responses' hosted tools): web
+# access from a sandbox that has none, and fees the token count does not show
+_SERVER_TOOLS = re.compile(
+    r"(web_search|web_fetch|code_execution|code_interpreter|file_search|computer_use"
+    r"|image_generation|mcp|advisor)",
+    re.IGNORECASE,
+)
+
+
 class Head(msgspec.Struct, frozen=True):
     """What the broker reads of a request body: the model, and the output cap under each
     wire's name for it (Messages, Responses, Chat Completions)."""
@@ -91,6 +105,9 @@ class Head(msgspec.Struct, frozen=True):
     max_output_tokens: int | None = None
     max_completion_tokens: int | None = None
     n: int | None = None  # Chat Completions' number of choices: each is billed
+    tools: list[_Tool] | None = None
+    mcp_servers: list[object] | None = None  # Anthropic's MCP connector
+    web_search_options: object | None = None  # Chat Completions' search models
 
     @property
     def max_output(self) -> int | None:
@@ -112,6 +129,16 @@ def read_head(body: bytes) -> Head:
     if head.n is not None and head.n != 1:
         # each choice is billed, and the reservation covers one: no CLI asks for more
         raise _bad(f"n={head.n}: the broker forwards one choice a call")
+    hosted = [t.type for t in head.tools or () if t.type and _SERVER_TOOLS.match(t.type)]
+    if head.mcp_servers:
+        hosted.append("mcp_servers")
+    if head.web_search_options is not None:
+        hosted.append("web_search_options")
+    if hosted:
+        raise _bad(
+            f"server tool {hosted[0]!r}: the provider would run it (web access, and fees) "
+            "for a sandbox that has no network; sessions use their own tools"
+        )
     return head
 
 

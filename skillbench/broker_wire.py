@@ -120,6 +120,19 @@ def _openai_usage(text: str) -> Usage:
     return usage
 
 
+def server_tool_calls(text: str) -> int:
+    """How many server-tool calls a response reports (`usage.server_tool_use`, whose later
+    events carry the running totals): the broker refuses requests that declare one, but what
+    the provider ran anyway is billed."""
+    most = 0
+    for event in _events(text):
+        raw = event.get("usage") or (event.get("message") or {}).get("usage") or {}
+        used = raw.get("server_tool_use") if isinstance(raw, dict) else None
+        if isinstance(used, dict):
+            most = max(most, sum(v for v in used.values() if isinstance(v, int) and v > 0))
+    return most
+
+
 _COMMON = frozenset({"content-type", "accept", "user-agent"})
 _MESSAGES = Route("v1/messages")
 _COUNT = Route("v1/messages/count_tokens", billed=False)

@@ -165,3 +165,112 @@ def test_a_call_for_many_choices_is_refused_before_it_is_billed(
     resp = post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
     assert resp.status_code == 400 and b"n=" in resp.content
     assert upstream[1] == []
+
+
+# Server tools run at the provider's: web access from a sandbox that has none, and fees
+# (a web search is $0.01) the token count does not show. Types from the providers' tool
+# references: Anthropic's versioned `web_search_*`, `web_fetch_*`, `code_execution_*` (and its
+# MCP connector), OpenAI Responses' hosted tools.
+_ANTHROPIC_SERVER_TOOLS = [
+    {"type": "web_search_20250305", "name": "web_search", "max_uses": 500},
+    {"type": "web_fetch_20250910", "name": "web_fetch"},
+    {"type": "code_execution_20250825", "name": "code_execution"},
+    {"type": "mcp_toolset", "mcp_server_name": "x"},
+    {"type": "Web_Search_20260318", "name": "w"},  # case is no way around it
+]
+_OPENAI_SERVER_TOOLS = [
+    {"type": "web_search"},
+    {"type": "web_search_preview_2025_03_11"},
+    {"type": "file_search", "vector_store_ids": ["vs_1"]},
+    {"type": "code_interpreter", "container": {"type": "auto"}},
+    {"type": "computer_use_preview", "display_width": 1, "display_height": 1},
+    {"type": "image_generation"},
+    {"type": "mcp", "server_label": "x", "server_url": "https://evil.example/mcp"},
+]
+
+
+@pytest.mark.parametrize("tool", _ANTHROPIC_SERVER_TOOLS, ids=lambda t: t["type"])
+def test_a_server_tool_is_refused_before_it_reaches_the_provider(
+    broker: Broker, upstream, tool: dict[str, Any]
+) -> None:
+    body = {**_BODY, "tools": [{"name": "Bash", "input_schema": {}}, tool]}
+    resp = post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
+    assert resp.status_code == 400 and b"server tool" in resp.content
+    assert upstream[1] == []
+
+
+def test_an_mcp_server_list_is_refused(broker: Broker, upstream) -> None:
+    body = {**_BODY, "mcp_servers": [{"type": "url", "url": "https://evil.example", "name": "e"}]}
+    resp = post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
+    assert resp.status_code == 400 and upstream[1] == []
+
+
+@pytest.mark.parametrize("tool", _OPENAI_SERVER_TOOLS, ids=lambda t: t["type"])
+def test_an_openai_hosted_tool_is_refused(upstream, tmp_path: Path, tool: dict[str, Any]) -> None:
+    b = Broker(
+        upstream=upstream[0],
+        api_key="k",
+        model="openai/gpt-5",
+        wire="openai",
+        exchanges=tmp_path / "x.jsonl",
+    ).start()
+    try:
+        body = {"model": "gpt-5", "input": "hi", "tools": [{"type": "function", "name": "f"}, tool]}
+        resp = post_as_relay(b, "/v1/responses", json.dumps(body).encode(), {"authorization": "x"})
+        assert resp.status_code == 400 and b"server tool" in resp.content
+        chat = {"model": "gpt-5", "messages": [], "web_search_options": {}}
+        resp = post_as_relay(
+            b, "/v1/chat/completions", json.dumps(chat).encode(), {"authorization": "x"}
+        )
+        assert resp.status_code == 400
+        assert upstream[1] == []
+    finally:
+        b.stop()
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [
+        [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}],
+        [{"type": "custom", "name": "Read", "input_schema": {}}],
+        [{"type": "bash_20250124", "name": "bash"}, {"type": "text_editor_20250728", "name": "e"}],
+    ],
+)
+def test_the_clis_own_client_tools_still_pass(broker: Broker, upstream, tools: list) -> None:
+    body = {**_BODY, "tools": tools}
+    resp = post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
+    assert resp.status_code == 200 and len(upstream[1]) == 1
+
+
+def test_server_tool_fees_in_the_usage_are_billed(tmp_path: Path) -> None:
+    # a provider that ran 500 web searches anyway (however it was asked) reports them here
+    reply = json.loads(_REPLY)
+    reply["usage"]["server_tool_use"] = {"web_search_requests": 500, "web_fetch_requests": 3}
+    data = json.dumps(reply).encode()
+
+    class Billing(_Recorder):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Billing)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    b = Broker(
+        upstream=f"http://127.0.0.1:{server.server_port}",
+        api_key="k",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+    ).start()
+    try:
+        resp = post_as_relay(b, "/v1/messages", json.dumps(_BODY).encode(), {"x-api-key": "p"})
+        assert resp.status_code == 200
+        assert b.cost is not None and b.cost >= 5.0  # 500 searches at $10 per thousand
+    finally:
+        b.stop()
+        server.shutdown()
+        server.server_close()

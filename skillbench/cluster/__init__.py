@@ -7,7 +7,7 @@ Only this package imports Ray, and nothing imports this package unless a cluster
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from skillbench.cluster.connect import ClusterError, connect, driver_address
 
@@ -17,13 +17,16 @@ if TYPE_CHECKING:
 __all__ = ["ClusterError", "open_cluster"]
 
 
-def open_cluster(address: str, images: Iterable[str], log: Callable[[str], None]) -> Cluster:
+def open_cluster(
+    address: str, images: Iterable[str], log: Callable[[str], None], relay: dict[str, Any]
+) -> Cluster:
     """Join the cluster at `address`, make sure every slot node holds `images`, and start
-    the driver's model relay where the workers can reach it."""
+    the driver's model relay where the workers can reach it (`relay`: its models, prices
+    and budget)."""
     connect(address)
     from skillbench.cluster.images import prepare
     from skillbench.cluster.placement import Cluster
     from skillbench.cluster.relay import DriverRelay
 
     prepare(images, log)
-    return Cluster(address, DriverRelay(host=driver_address()).start())
+    return Cluster(address, DriverRelay(host=driver_address(), **relay).start())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 import shutil
 import socket
 import tarfile
@@ -216,7 +217,7 @@ class Cluster:
                 if item[0] == "node":
                     node = item[1]
                 elif item[0] == "file":
-                    _write(runner.run_dir, item[1], item[2], item[3], job.snapshot)
+                    _write(runner.run_dir, item[1], item[2], item[3], job.snapshot, key)
                 elif item[0] == "refused":
                     raise EvalError(item[1])
                 elif item[0] == "failed":
@@ -268,11 +269,28 @@ def _errored(
     )
 
 
-def _write(run_dir: Path, rel: str, chunk: bytes, first: bool, snapshot: str | None) -> None:
-    path = Path(rel)
-    if path.is_absolute() or ".." in path.parts or (path.parts[0] not in KEPT and rel != snapshot):
-        raise ClusterError(f"a worker sent a file outside the run folder: {rel!r}")
-    dest = run_dir / path
+def _write(
+    run_dir: Path, rel: str, chunk: bytes, first: bool, snapshot: str | None, key: str
+) -> None:
+    """One chunk of a file the task returned, written only under its own session's names (a
+    worker is not trusted with another session's transcript, nor anything else)."""
+    if not _owned(rel, snapshot, key):
+        raise ClusterError(f"a worker sent a file that is not this session's: {rel!r}")
+    dest = run_dir / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
     with dest.open("wb" if first else "ab") as f:
         f.write(chunk)
+
+
+def _owned(rel: str, snapshot: str | None, key: str) -> bool:
+    """Whether `rel` is one of session `key`'s files: its transcript (and earlier attempts'),
+    exchanges and network log, its workspace folder, or the snapshot it was sent."""
+    if rel == snapshot:
+        return True
+    parts = rel.split("/")
+    if len(parts) < 2 or parts[0] not in KEPT or any(p in ("", ".", "..") for p in parts):
+        return False
+    if parts[0] == "workspaces":
+        return len(parts) > 2 and parts[1] == key
+    own = rf"{re.escape(key)}(\.attempt[0-9]+)?\.jsonl"
+    return len(parts) == 2 and re.fullmatch(own, parts[1]) is not None

@@ -5,8 +5,11 @@ Workers get a base URL on the driver (`http://<driver>:<port>/<provider>`) and a
 where the key would be. The relay accepts a request only with that token and only on a path
 the provider's wire uses, swaps the token for the real key, forwards it to the provider's base
 URL (joined with the validated path, never with what the worker sent) and streams the answer
-back as it arrives. Budgets, exchanges and usage stay where they are for a local run: in the
-session's own broker or model client on the worker.
+back as it arrives. Exchanges and usage stay where they are for a local run (in the session's
+own broker or model client on the worker), but the worker is not trusted to have applied the
+broker's rules: the relay applies them again with the broker's own functions (the wire's
+endpoints, POST only, the body cap, the run's models, one choice, no server tools) and holds
+each call's worst case against the run's --max-cost before it is forwarded.
 """
 
 from __future__ import annotations
@@ -20,59 +23,63 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NamedTuple
 
 import httpx
+import msgspec
 
-MAX_BODY = 32 << 20  # bytes of a request body
+from skillbench.broker_limits import Ledger, Refused, read_body, read_head
+from skillbench.broker_wire import WIRES, Route, Wire, route, upstream_url
+from skillbench.models.pricing import Price, cost_usd, worst_case_usd
 
 
 class Provider(NamedTuple):
     base_var: str  # where the driver's environment may point the provider elsewhere
     default: str
     key_var: str
-    paths: frozenset[str]  # the origin-form paths its wire uses, under the base URL
-    header: str  # how the key is sent
 
 
 PROVIDERS = {
-    "anthropic": Provider(
-        "ANTHROPIC_BASE_URL",
-        "https://api.anthropic.com",
-        "ANTHROPIC_API_KEY",
-        frozenset({"/v1/messages", "/v1/messages/count_tokens"}),
-        "x-api-key",
-    ),
-    "openai": Provider(
-        "OPENAI_BASE_URL",
-        "https://api.openai.com/v1",
-        "OPENAI_API_KEY",
-        frozenset({"/responses", "/chat/completions"}),
-        "authorization",
-    ),
+    "anthropic": Provider("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+    "openai": Provider("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY"),
 }
 _HOP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
-_SECRET = {"x-api-key", "authorization", "proxy-authorization"}
 
 
-def route(raw: str) -> tuple[str, str] | None:
-    """(provider, path) for a request line's target, or None when it is not one the relay
-    forwards: origin form only, a known provider prefix, a path from its wire's list (a query
-    string is allowed, nothing else)."""
-    if not raw.startswith("/") or raw.startswith("//"):
-        return None
-    path, _, query = raw.partition("?")
-    if any(c in path for c in "@%\\#") or "/../" in f"{path}/" or "/./" in f"{path}/":
-        return None
-    _, name, rest = path.split("/", 2) if path.count("/") >= 2 else ("", "", "")
-    provider = PROVIDERS.get(name)
-    if provider is None or f"/{rest}" not in provider.paths:
-        return None
-    return name, f"/{rest}" + (f"?{query}" if query else "")
+def _below_base(wire: Wire) -> Wire:
+    """The wire with its endpoints named as a client of the base URL sends them (the worker's
+    broker or SDK joins the endpoint's path to the relay's base URL, `.../<provider>`)."""
+    routes = {
+        f"/{r.path}" + (f"?{r.query}" if r.query else ""): r for r in set(wire.routes.values())
+    }
+    return msgspec.structs.replace(wire, routes=routes)
+
+
+_WIRES = {name: _below_base(WIRES[name]) for name in PROVIDERS}
+
+
+def endpoint_of(raw: str) -> tuple[str, Route]:
+    """(provider, endpoint) for a request line's target: a known provider prefix, then one
+    of its wire's own endpoints exactly (broker_wire.route); Refused (404) otherwise."""
+    name, _, rest = raw[1:].partition("/") if raw.startswith("/") else ("", "", "")
+    if name not in _WIRES:
+        raise Refused(404, "not_found_error", f"skillbench relay: no such endpoint: {raw!r}")
+    return name, route(_WIRES[name], f"/{rest}")
 
 
 class DriverRelay:
     """start() it on the address workers reach the driver at; env() is what a worker sets."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        models: dict[str, str],
+        prices: dict[str, Price] | None = None,
+        budget: float | None = None,
+    ):
         self.token = secrets.token_urlsafe(32)
+        self.models = models  # body's model name -> priced as (broker.allowed_models)
+        self.prices = prices
+        self.ledger = Ledger(budget)  # the run's --max-cost, across every worker
         self._keys = {n: os.environ.get(p.key_var, "") for n, p in PROVIDERS.items()}
         self._bases = {n: (os.environ.get(p.base_var) or p.default) for n, p in PROVIDERS.items()}
         self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
@@ -85,7 +92,7 @@ class DriverRelay:
             def do_POST(self) -> None:
                 relay._handle(self)
 
-            do_GET = do_POST
+            do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_POST
 
             def log_message(self, format: str, *args: object) -> None:
                 pass  # nothing a worker sends is printed
@@ -131,39 +138,62 @@ class DriverRelay:
         handler.close_connection = True
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        target = route(handler.path)
-        if target is None:
-            return self._refuse(handler, 404, "not a path this relay forwards")
-        if not self._authorised(handler):
-            return self._refuse(handler, 401, "unknown token")
-        name, path = target
         try:
-            length = int(handler.headers.get("content-length") or 0)
-        except ValueError:
-            return self._refuse(handler, 400, "bad content-length")
-        if length > MAX_BODY or handler.headers.get("transfer-encoding"):
-            return self._refuse(handler, 413, f"bodies are capped at {MAX_BODY} bytes")
-        body = handler.rfile.read(length) if length else b""
-        headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP | _SECRET}
-        key = self._keys[name]
-        if PROVIDERS[name].header == "x-api-key":
-            headers["x-api-key"] = key
-        else:
-            headers["authorization"] = f"Bearer {key}"
-        url = httpx.URL(self._bases[name].rstrip("/") + path.partition("?")[0])
-        if "?" in path:
-            url = url.copy_with(query=path.partition("?")[2].encode())
+            name, endpoint = endpoint_of(handler.path)
+            if not self._authorised(handler):
+                return self._refuse(handler, 401, "unknown token")
+            if handler.command != "POST":
+                raise Refused(
+                    405, "invalid_request_error", f"skillbench relay: no {handler.command}"
+                )
+            body = read_body(handler.rfile, handler.headers)
+            head = read_head(body)
+            priced_as = self.models.get(head.model)
+            if priced_as is None:
+                raise Refused(
+                    400, "invalid_request_error", f"model {head.model!r} is not this run's"
+                )
+            wire = WIRES[name]
+            worst: float | None = 0.0  # count_tokens is free: nothing to hold
+            if endpoint.billed:
+                most = head.max_output if head.max_output is not None else wire.default_max_output
+                if most is None:
+                    raise Refused(400, "invalid_request_error", "the request has no max_tokens")
+                worst = worst_case_usd(priced_as, len(body), most, self.prices)
+            if not self.ledger.reserve(worst):
+                raise Refused(400, "invalid_request_error", "the run's --max-cost cannot cover it")
+        except Refused as why:
+            return self._refuse(handler, why.status, why.message)
+        seen = bytearray()
         try:
-            with self._client.stream(
-                handler.command, url, content=body, headers=headers
-            ) as upstream:
+            self._forward(handler, name, endpoint, body, seen)
+        finally:
+            used = wire.usage(seen.decode(errors="replace"))
+            self.ledger.settle(worst, cost_usd(priced_as, used, self.prices))
+
+    def _forward(
+        self,
+        handler: BaseHTTPRequestHandler,
+        name: str,
+        endpoint: Route,
+        body: bytes,
+        seen: bytearray,
+    ) -> None:
+        wire = WIRES[name]
+        headers = {k: v for k, v in handler.headers.items() if wire.forwards(k)}
+        headers.update(wire.auth(self._keys[name]))
+        headers["accept-encoding"] = "identity"  # the usage is read as it passes
+        url = upstream_url(self._bases[name], endpoint)
+        try:
+            with self._client.stream("POST", url, content=body, headers=headers) as upstream:
                 handler.send_response(upstream.status_code)
                 for k, v in upstream.headers.items():
-                    if k.lower() not in _HOP:  # (content-encoding kept: the bytes are raw)
+                    if k.lower() not in _HOP:
                         handler.send_header(k, v)
                 handler.send_header("transfer-encoding", "chunked")
                 handler.end_headers()
                 for chunk in upstream.iter_raw():
+                    seen += chunk
                     handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     handler.wfile.flush()
                 handler.wfile.write(b"0\r\n\r\n")

@@ -44,6 +44,11 @@ BUILTIN: dict[str, Price] = {
 }
 
 
+# USD a provider charges for one server-tool call (`usage.server_tool_use`) on top of tokens:
+# a web search is $10 per thousand, the dearest listed; any other kind is counted the same
+SERVER_TOOL_CALL_USD = 0.01
+
+
 def price_for(ref: str, extra: Mapping[str, Price] | None = None) -> Price | None:
     """The price of a model reference, user prices first; None when unknown."""
     table = {**BUILTIN, **(extra or {})}
