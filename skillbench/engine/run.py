@@ -167,7 +167,7 @@ class Runner(Reusing, Judging):
                     if name in self.skipped:
                         return
                     if self.opts.max_cost is not None and (
-                        self.spend >= self.opts.max_cost or self.stopped
+                        self.spend >= self.opts.max_cost or self.stopped or self.ledger.exhausted()
                     ):
                         self.stopped = f"spend reached the --max-cost cap ${self.opts.max_cost:.2f}"
                         return
