@@ -13,8 +13,12 @@ that only happens with no ceiling.
 from __future__ import annotations
 
 import threading
+from collections.abc import Awaitable, Callable, Mapping
 
 import msgspec
+
+from skillbench.models.base import Completion, Message, Model, ModelError, ToolSpec
+from skillbench.models.pricing import Price, cost_usd, worst_case_usd
 
 KINDS = ("agent", "judge", "grader", "triggers", "generation", "tuning")
 
@@ -82,3 +86,70 @@ class RunLedger:
             return Spend(
                 self.ceiling, self._spent, self._reserved, self._refused, dict(self._by_kind)
             )
+
+
+class BudgetRefused(ModelError):
+    """The run's ledger cannot cover a call's worst case: the call was not sent. A model
+    error, so a judge or grader that records a failed call records this one the same way."""
+
+    def __init__(self, message: str):
+        super().__init__("infrastructure", message)
+
+
+async def metered(
+    ledger: RunLedger | None,
+    ref: str,
+    prices: Mapping[str, Price] | None,
+    request_chars: int,
+    max_tokens: int,
+    kind: str,
+    call: Callable[[], Awaitable[Completion]],
+) -> Completion:
+    """Send one model call made on the host (builtin turns, judge, grader, triggers) through
+    the run's ledger: reserve its worst case (a token is at least one character of the
+    request), send it, settle at its billed usage. A failed call settles at nothing: its
+    reply, and so its usage, never came."""
+    if ledger is None:
+        return await call()
+    worst = worst_case_usd(ref, request_chars, max_tokens, prices)
+    if not ledger.reserve(worst):
+        raise BudgetRefused(
+            f"the run's --max-cost ${ledger.ceiling:.2f} cannot cover another {kind} call"
+        )
+    completion: Completion | None = None
+    try:
+        completion = await call()
+        return completion
+    finally:
+        billed = None if completion is None else cost_usd(ref, completion.usage, prices)
+        ledger.settle(worst, billed, kind)
+
+
+class MeteredModel:
+    """A model whose every call goes through the run's ledger as `kind`: the way the judge,
+    a grader or a trigger run spends against --max-cost without knowing about the ledger."""
+
+    def __init__(
+        self, model: Model, ledger: RunLedger | None, prices: Mapping[str, Price], kind: str
+    ):
+        self.ref = model.ref
+        self._model, self._ledger, self._prices, self._kind = model, ledger, prices, kind
+
+    async def complete(
+        self, *, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
+    ) -> Completion:
+        size = len(system) + len(msgspec.json.encode(messages)) + len(msgspec.json.encode(tools))
+        return await metered(
+            self._ledger,
+            self.ref,
+            self._prices,
+            size,
+            max_tokens,
+            self._kind,
+            lambda: self._model.complete(
+                system=system, messages=messages, tools=tools, max_tokens=max_tokens
+            ),
+        )
+
+    async def aclose(self) -> None:
+        await self._model.aclose()

@@ -11,8 +11,11 @@ import httpx
 import pytest
 
 from skillbench.broker import Broker
-from skillbench.ledger import RunLedger
+from skillbench.ledger import BudgetRefused, MeteredModel, RunLedger
+from skillbench.models import resolve_model
+from skillbench.models.base import Message, TextBlock
 from skillbench.models.fake_server import FakeModelServer
+from skillbench.models.pricing import worst_case_usd
 from skillbench.models.script import parse_script
 
 MARK = "LEDGER-MARK"
@@ -102,3 +105,25 @@ def test_concurrent_reservations_hold_the_ceiling() -> None:
     for t in threads:
         t.join()
     assert held.count(True) == 3 and run.snapshot().refused == 17
+
+
+@pytest.mark.anyio
+async def test_host_calls_through_the_sdk_reserve_and_stop_at_the_ceiling(fake) -> None:
+    """A judge (or grader, trigger) model wrapped in the ledger: real SDK, fake server."""
+    fake({"rules": [{"when": MARK, "replies": ["ok"]}]})
+    model = resolve_model("anthropic/claude-sonnet-4-6", max_retries=0)
+    one = worst_case_usd("anthropic/claude-sonnet-4-6", 400, 64)
+    assert one is not None
+    run = RunLedger(2.5 * one)
+    judge = MeteredModel(model, run, {}, "judge")
+    sent = 0
+    with pytest.raises(BudgetRefused):
+        for _ in range(50):
+            await judge.complete(
+                system="s", messages=[Message("user", (TextBlock(MARK),))], tools=[], max_tokens=64
+            )
+            sent += 1
+    await judge.aclose()
+    state = run.snapshot()
+    assert sent >= 2 and state.spent <= run.ceiling and state.reserved == pytest.approx(0)
+    assert set(state.by_kind) == {"judge"} and state.refused == 1

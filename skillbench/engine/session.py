@@ -227,6 +227,10 @@ class Sessions:
                 )
                 if result.errored:
                     return replace(record, error=result.error)
+                if result.stop_reason == "budget":  # never a loss or a tie: its rows go unscored
+                    return replace(
+                        record, error="not run: the run's --max-cost ceiling could not cover a call"
+                    )
                 checker = await check_phase(
                     provider, check_box, staged, self.skill_dir, spec.harbor
                 )
