@@ -7,7 +7,6 @@ import json
 import threading
 from pathlib import Path
 
-import httpx
 import pytest
 
 from skillbench.broker import Broker
@@ -17,6 +16,7 @@ from skillbench.models.base import Message, TextBlock
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.pricing import worst_case_usd
 from skillbench.models.script import parse_script
+from tests.test_broker_attacks import post_as_relay
 
 MARK = "LEDGER-MARK"
 CEILING = 0.004  # USD: a few dozen of these small calls
@@ -46,11 +46,8 @@ def _spend(tmp_path: Path, run: RunLedger | None) -> list[float]:
 
     def session(broker: Broker) -> None:
         for _ in range(200):
-            reply = httpx.post(
-                f"http://127.0.0.1:{broker.port}/v1/messages",
-                json=body,
-                headers={"x-api-key": "p"},
-                timeout=60,
+            reply = post_as_relay(
+                broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"}
             )
             if reply.status_code != 200:
                 return
