@@ -34,6 +34,7 @@ import httpx
 
 from skillbench.broker_limits import BODY_CAP, Head, Ledger, Refused, read_body, read_head
 from skillbench.broker_wire import WIRES, Route, route, server_tool_calls, upstream_url
+from skillbench.ledger import RunLedger
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
 from skillbench.models.pricing import (
@@ -110,6 +111,7 @@ class Broker:
         secondary: str | None = None,
         prices: Mapping[str, Price] | None = None,
         budget: float | None = None,
+        run_ledger: RunLedger | None = None,
         max_requests: int | None = None,
         body_cap: int = BODY_CAP,
         max_concurrent: int = MAX_CONCURRENT,
@@ -121,7 +123,7 @@ class Broker:
         self.models = allowed_models(model, secondary)  # body's model name -> priced as
         self.prices = prices
         self.body_cap = body_cap
-        self.ledger = Ledger(budget)
+        self.ledger = Ledger(budget, run_ledger)
         self.usage = Usage()
         self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx

@@ -12,6 +12,8 @@ from io import BufferedIOBase
 
 import msgspec
 
+from skillbench.ledger import RunLedger
+
 BODY_CAP = 32 << 20  # bytes: far above any real prompt (a 200k-token context is ~1 MB)
 _LENGTH = re.compile(rb"[0-9]{1,12}")
 _CHUNK = re.compile(rb"([0-9A-Fa-f]{1,8})(;[^\r\n]*)?\r?\n")
@@ -146,8 +148,9 @@ class Ledger:
     """A session's budget in USD: a call reserves its worst case before it is forwarded and
     settles to its actual cost after, so calls in flight together can never spend past it."""
 
-    def __init__(self, budget: float | None):
+    def __init__(self, budget: float | None, run: RunLedger | None = None):
         self.budget = budget
+        self.run = run  # the run's ledger: a call must fit there too, across all sessions
         self.spent = 0.0
         self.reserved = 0.0
         self._lock = threading.Lock()
@@ -155,10 +158,12 @@ class Ledger:
     def reserve(self, amount: float | None) -> bool:
         """Hold `amount` for one call; False when what is left cannot cover it. An unknown
         amount (no price for the model) cannot be held: it passes, counted at settle."""
-        if self.budget is None or amount is None:
+        if amount is None:
             return True
         with self._lock:
-            if self.spent + self.reserved + amount > self.budget:
+            if self.budget is not None and self.spent + self.reserved + amount > self.budget:
+                return False
+            if self.run is not None and not self.run.reserve(amount):
                 return False
             self.reserved += amount
             return True
@@ -166,6 +171,8 @@ class Ledger:
     def settle(self, reserved: float | None, actual: float | None) -> None:
         """The call is over: release its reservation, count what it cost."""
         with self._lock:
-            if self.budget is not None and reserved is not None:
+            if reserved is not None:
                 self.reserved = max(0.0, self.reserved - reserved)
             self.spent += actual or 0.0
+        if self.run is not None:
+            self.run.settle(reserved, actual, "agent")

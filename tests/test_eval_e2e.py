@@ -566,7 +566,10 @@ def test_max_cost_stops_scheduling_and_reports_partial(fake, tmp_path: Path, cap
     assert code == 2  # nothing could be scored
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
-    assert len(sessions) == 1 and sessions[0]["cost_usd"] > 0.000001  # the first one passed the cap
+    # the run's ledger refuses the first call its ceiling cannot cover: nothing is spent past it
+    assert len(sessions) == 1 and sessions[0]["stop_reason"] == "budget"
+    assert sessions[0]["outcome"] == "error" and sessions[0]["attempts"] == 1  # not run, not a loss
+    assert (sessions[0]["cost_usd"] or 0.0) <= 0.000001
     assert summary["stopped"] == "spend reached the --max-cost cap $0.00"
     assert summary["scored_rows"] == 0 and summary["expected_rows"] == 3
     assert lines[:3] == [

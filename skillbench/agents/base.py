@@ -17,6 +17,7 @@ import msgspec
 from skillbench.agents.builtin.loop import SessionResult, SkillInfo
 from skillbench.errors import SkillbenchError
 from skillbench.evals.mcp import McpServer
+from skillbench.ledger import RunLedger
 from skillbench.models.base import Usage
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import Relay, Sandbox
@@ -41,6 +42,7 @@ class SessionRequest(msgspec.Struct, frozen=True, kw_only=True):
     timeout_s: float
     prices: Mapping[str, Price] = {}
     budget: float | None = None  # USD this session may still spend (--max-cost)
+    ledger: RunLedger | None = None  # the run's, every call of every session reserves in it
     exchanges: Path  # where a broker writes the session's model exchanges
     routing: bool = False  # a trigger session: only the agent's way to load a skill, no work
     mcp_servers: tuple[McpServer, ...] = ()  # the case's, for an agent CLI's MCP config

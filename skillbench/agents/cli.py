@@ -218,6 +218,7 @@ class CliAgent:
             exchanges=request.exchanges,
             prices=request.prices,
             budget=request.budget,
+            run_ledger=request.ledger,
             max_requests=cap,
         ).start()
 

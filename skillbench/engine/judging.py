@@ -13,6 +13,7 @@ from skillbench.engine.rows import arm_result, row_by_checks
 from skillbench.engine.session import Sessions
 from skillbench.evals.model import Case
 from skillbench.judge import judge
+from skillbench.ledger import MeteredModel
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
 from skillbench.transcript import read_trace
@@ -84,7 +85,7 @@ class Judging(Sessions):
         ]
         async with self.judge_gate:
             verdict = await judge(
-                model,
+                MeteredModel(model, self.ledger, self.settings.prices, "judge"),
                 task=spec.task,
                 rubric=spec.judge or "",
                 candidate=texts[0],

@@ -111,7 +111,8 @@ class Runner(Reusing, Judging):
         # a session that may be reused keeps its workspace as the check phase got it
         snapshot = self.run_dir / "tmp" / f"{session_key(name, arm, rep)}.tar" if key else None
         record = await self.place(provider, name, arm, rep, 1, snapshot)
-        if record.outcome == "error":  # infrastructure: once more in a fresh sandbox
+        # infrastructure: once more in a fresh sandbox (not when the ledger refused it)
+        if record.outcome == "error" and record.stop_reason != "budget":
             first = record
             record = await self.place(provider, name, arm, rep, 2, snapshot)
             # what the first attempt spent (an opening call sent while its sandbox failed to
@@ -167,7 +168,7 @@ class Runner(Reusing, Judging):
                     if name in self.skipped:
                         return
                     if self.opts.max_cost is not None and (
-                        self.spend >= self.opts.max_cost or self.stopped
+                        self.spend >= self.opts.max_cost or self.stopped or self.ledger.exhausted()
                     ):
                         self.stopped = f"spend reached the --max-cost cap ${self.opts.max_cost:.2f}"
                         return

@@ -22,6 +22,7 @@ from skillbench.engine.plan import SUITE, EvalError, EvalOptions, case_home, cas
 from skillbench.engine.records import CANDIDATE, INCUMBENT, Plan, SessionRecord, session_key
 from skillbench.engine.reuse import SessionCache
 from skillbench.evals.model import Session, Suite
+from skillbench.ledger import RunLedger
 from skillbench.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec, parse_size
 from skillbench.sandbox.stage import (
     ContaminationError,
@@ -97,6 +98,8 @@ class Sessions:
             r.cost_usd or 0.0 for r in self.done.values() if r.reused_from is None
         )
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
+        # one ledger for the run: a resumed run continues from what its journal says was spent
+        self.ledger = RunLedger(opts.max_cost, spent=self.spend)
         self.stopped: str | None = None
         self.judge_tasks: list[asyncio.Task[None]] = []
         self.judging: set[RowKey] = set()  # rows waiting for the judge
@@ -128,6 +131,7 @@ class Sessions:
             timeout_s=spec.timeout_minutes * 60,
             prices=self.settings.prices,
             budget=budget,
+            ledger=self.ledger,
             exchanges=self.run_dir / "exchanges" / f"{key}.jsonl",
             mcp_servers=spec.mcp_servers,
         )
@@ -223,6 +227,10 @@ class Sessions:
                 )
                 if result.errored:
                     return replace(record, error=result.error)
+                if result.stop_reason == "budget":  # never a loss or a tie: its rows go unscored
+                    return replace(
+                        record, error="not run: the run's --max-cost ceiling could not cover a call"
+                    )
                 checker = await check_phase(
                     provider, check_box, staged, self.skill_dir, spec.harbor
                 )

@@ -78,7 +78,9 @@ class _Session:
         skill catalog, so it flies while the sandbox is created and staged."""
         if self._first is None and self.request.max_turns > 0:
             system, messages = opening(self.request.task, self.request.skills, workdir)
-            self._first = asyncio.create_task(ask(self.model, system, messages))
+            self._first = asyncio.create_task(
+                ask(self.model, system, messages, self.request.ledger, self.request.prices)
+            )
             self._sent = time.monotonic()
 
     async def abandon(self) -> tuple[Usage, float | None]:
@@ -108,6 +110,7 @@ class _Session:
             prices=r.prices,
             first=first,
             started=self._sent if first is not None else None,
+            ledger=r.ledger,
         )
 
     async def close(self) -> None:

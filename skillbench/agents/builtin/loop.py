@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from skillbench.agents.builtin.tools import TOOLS, run_tool
+from skillbench.ledger import BudgetRefused, RunLedger, metered
 from skillbench.models.base import (
     Completion,
     Message,
@@ -90,10 +91,25 @@ def opening(task: str, skills: Sequence[SkillInfo], workdir: str) -> tuple[str, 
     return system_prompt(skills, workdir), [Message("user", (TextBlock(task),))]
 
 
-async def ask(model: Model, system: str, messages: Sequence[Message]) -> Completion:
-    """One model call of the loop."""
-    return await model.complete(
-        system=system, messages=list(messages), tools=TOOLS, max_tokens=MAX_TOKENS
+async def ask(
+    model: Model,
+    system: str,
+    messages: Sequence[Message],
+    ledger: RunLedger | None = None,
+    prices: Mapping[str, Price] | None = None,
+) -> Completion:
+    """One model call of the loop, reserved in the run's ledger before it is sent."""
+    size = len(system) + len(msgspec.json.encode(list(messages))) + len(msgspec.json.encode(TOOLS))
+    return await metered(
+        ledger,
+        model.ref,
+        prices,
+        size,
+        MAX_TOKENS,
+        "agent",
+        lambda: model.complete(
+            system=system, messages=list(messages), tools=TOOLS, max_tokens=MAX_TOKENS
+        ),
     )
 
 
@@ -112,6 +128,7 @@ async def run_agent(
     prices: Mapping[str, Price] | None = None,
     first: asyncio.Future[Completion] | None = None,
     started: float | None = None,
+    ledger: RunLedger | None = None,
 ) -> SessionResult:
     """Run one agent session to its end and write its transcript. `first`: the reply to the
     opening call, already sent at `started` (monotonic); the session's clock and its
@@ -132,7 +149,11 @@ async def run_agent(
     stop, error = "end_turn", None
     try:
         async with asyncio.timeout(max(0.0, timeout_s - (time.monotonic() - started))):
-            stop = await _turns(model, sandbox, task, skills, trace, max_turns, state, first)
+            stop = await _turns(
+                model, sandbox, task, skills, trace, max_turns, state, first, ledger, prices
+            )
+    except BudgetRefused:
+        stop = "budget"  # the run's ceiling is reached: the session is not run to its end
     except TimeoutError:
         stop = "timeout"
     except ModelError as exc:
@@ -176,6 +197,8 @@ async def _turns(
     max_turns: int,
     state: _State,
     first: asyncio.Future[Completion] | None,
+    ledger: RunLedger | None,
+    prices: Mapping[str, Price] | None,
 ) -> str:
     system, messages = opening(task, skills, sandbox.workdir)
     names = [s.name for s in skills]
@@ -186,7 +209,7 @@ async def _turns(
         if first is not None and state.turns == 0:
             completion = await first
         else:
-            completion = await ask(model, system, messages)
+            completion = await ask(model, system, messages, ledger, prices)
         state.turns += 1
         state.usage = state.usage + completion.usage
         trace.event("message", role="assistant", text=completion.text, usage=completion.usage)

@@ -1,0 +1,155 @@
+"""One spend ledger for a whole run: every model call reserves its worst-case price here
+before it is sent and settles at its billed cost after, so `--max-cost` is a ceiling across
+parallel sessions, not a per-session share of what was left when each one started.
+
+The broker answers on threads and the engine's judge and trigger calls run on the event
+loop, so the ledger is guarded by a plain lock. What a run may spend in the worst case is
+the ceiling plus nothing: a call is refused when the spend so far plus every reservation
+held by calls in flight plus its own worst case would pass the ceiling. A call whose price is
+unknown cannot be held; the engine refuses --max-cost without a price for its models, so
+that only happens with no ceiling.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+
+import msgspec
+
+from skillbench.models.base import Completion, Message, Model, ModelError, ToolSpec
+from skillbench.models.pricing import Price, cost_usd, worst_case_usd
+
+KINDS = ("agent", "judge", "grader", "triggers", "generation", "tuning")
+
+
+class Spend(msgspec.Struct, frozen=True):
+    """What the ledger holds at one moment, for the report and the journal."""
+
+    ceiling: float | None
+    spent: float
+    reserved: float
+    refused: int  # calls refused because the ceiling could not cover them
+    by_kind: dict[str, float]
+
+
+class RunLedger:
+    """The run's budget in USD, shared by every session and every call kind."""
+
+    def __init__(self, ceiling: float | None, spent: float = 0.0):
+        self.ceiling = ceiling
+        self._spent = spent  # a resumed run starts from what its journal says was spent
+        self._reserved = 0.0
+        self._refused = 0
+        self._by_kind: dict[str, float] = {"earlier": spent} if spent else {}
+        self._lock = threading.Lock()
+
+    def reserve(self, amount: float | None) -> bool:
+        """Hold `amount` for one call; False (and counted as refused) when the ceiling cannot
+        cover it on top of what is spent and held. An unknown amount passes unheld."""
+        if amount is None:
+            return True
+        with self._lock:
+            if self.ceiling is not None and self._spent + self._reserved + amount > self.ceiling:
+                self._refused += 1
+                return False
+            self._reserved += amount
+            return True
+
+    def settle(self, reserved: float | None, actual: float | None, kind: str = "agent") -> None:
+        """The call is over: release its reservation, count what it was billed."""
+        with self._lock:
+            if reserved is not None:
+                self._reserved = max(0.0, self._reserved - reserved)
+            if actual:
+                self._spent += actual
+                self._by_kind[kind] = self._by_kind.get(kind, 0.0) + actual
+
+    def charge(self, actual: float | None, kind: str) -> None:
+        """Count a call made without a reservation (its worst case could not be bounded)."""
+        self.settle(None, actual, kind)
+
+    def exhausted(self) -> bool:
+        """No further call can be started: the ceiling is spent or held."""
+        with self._lock:
+            return self.ceiling is not None and self._spent + self._reserved >= self.ceiling
+
+    def left(self) -> float | None:
+        """What is neither spent nor held, for a caller that sizes its own calls."""
+        with self._lock:
+            if self.ceiling is None:
+                return None
+            return max(0.0, self.ceiling - self._spent - self._reserved)
+
+    def snapshot(self) -> Spend:
+        with self._lock:
+            return Spend(
+                self.ceiling, self._spent, self._reserved, self._refused, dict(self._by_kind)
+            )
+
+
+class BudgetRefused(ModelError):
+    """The run's ledger cannot cover a call's worst case: the call was not sent. A model
+    error, so a judge or grader that records a failed call records this one the same way."""
+
+    def __init__(self, message: str):
+        super().__init__("infrastructure", message)
+
+
+async def metered(
+    ledger: RunLedger | None,
+    ref: str,
+    prices: Mapping[str, Price] | None,
+    request_chars: int,
+    max_tokens: int,
+    kind: str,
+    call: Callable[[], Awaitable[Completion]],
+) -> Completion:
+    """Send one model call made on the host (builtin turns, judge, grader, triggers) through
+    the run's ledger: reserve its worst case (a token is at least one character of the
+    request), send it, settle at its billed usage. A failed call settles at nothing: its
+    reply, and so its usage, never came."""
+    if ledger is None:
+        return await call()
+    worst = worst_case_usd(ref, request_chars, max_tokens, prices)
+    if not ledger.reserve(worst):
+        raise BudgetRefused(
+            f"the run's --max-cost ${ledger.ceiling:.2f} cannot cover another {kind} call"
+        )
+    completion: Completion | None = None
+    try:
+        completion = await call()
+        return completion
+    finally:
+        billed = None if completion is None else cost_usd(ref, completion.usage, prices)
+        ledger.settle(worst, billed, kind)
+
+
+class MeteredModel:
+    """A model whose every call goes through the run's ledger as `kind`: the way the judge,
+    a grader or a trigger run spends against --max-cost without knowing about the ledger."""
+
+    def __init__(
+        self, model: Model, ledger: RunLedger | None, prices: Mapping[str, Price], kind: str
+    ):
+        self.ref = model.ref
+        self._model, self._ledger, self._prices, self._kind = model, ledger, prices, kind
+
+    async def complete(
+        self, *, system: str, messages: list[Message], tools: list[ToolSpec], max_tokens: int
+    ) -> Completion:
+        size = len(system) + len(msgspec.json.encode(messages)) + len(msgspec.json.encode(tools))
+        return await metered(
+            self._ledger,
+            self.ref,
+            self._prices,
+            size,
+            max_tokens,
+            self._kind,
+            lambda: self._model.complete(
+                system=system, messages=messages, tools=tools, max_tokens=max_tokens
+            ),
+        )
+
+    async def aclose(self) -> None:
+        await self._model.aclose()

@@ -1,0 +1,126 @@
+"""One ledger for the run: parallel sessions' brokers reserve in it, so --max-cost is a
+ceiling for the whole run and not a share each session spends on its own."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from skillbench.broker import Broker
+from skillbench.ledger import BudgetRefused, MeteredModel, RunLedger
+from skillbench.models import resolve_model
+from skillbench.models.base import Message, TextBlock
+from skillbench.models.fake_server import FakeModelServer
+from skillbench.models.pricing import worst_case_usd
+from skillbench.models.script import parse_script
+from tests.test_broker_attacks import post_as_relay
+
+MARK = "LEDGER-MARK"
+CEILING = 0.004  # USD: a few dozen of these small calls
+SESSIONS = 8
+
+
+def _spend(tmp_path: Path, run: RunLedger | None) -> list[float]:
+    """Eight sessions at once, each sending calls until its broker refuses one, each with the
+    budget the engine used to give it (what was left of --max-cost when it started)."""
+    fake = FakeModelServer(parse_script({"rules": [{"when": MARK, "replies": ["ok"]}]})).start()
+    brokers = [
+        Broker(
+            upstream=fake.url,
+            api_key="k",
+            model="anthropic/claude-sonnet-4-6",
+            exchanges=tmp_path / f"s{i}.jsonl",
+            budget=CEILING,
+            run_ledger=run,
+        ).start()
+        for i in range(SESSIONS)
+    ]
+    body = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": MARK}],
+    }
+
+    def session(broker: Broker) -> None:
+        for _ in range(200):
+            reply = post_as_relay(
+                broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"}
+            )
+            if reply.status_code != 200:
+                return
+
+    threads = [threading.Thread(target=session, args=(b,)) for b in brokers]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for b in brokers:
+            b.stop()
+        fake.stop()
+    return [
+        sum(
+            json.loads(x).get("cost_usd") or 0.0
+            for x in (tmp_path / f"s{i}.jsonl").read_text().splitlines()
+        )
+        for i in range(SESSIONS)
+    ]
+
+
+def test_per_session_budgets_overshoot_the_ceiling(tmp_path: Path) -> None:
+    """The old design: each session may spend what was left when it started."""
+    assert sum(_spend(tmp_path, None)) > 4 * CEILING
+
+
+def test_one_run_ledger_holds_the_ceiling_across_parallel_sessions(tmp_path: Path) -> None:
+    run = RunLedger(CEILING)
+    spent = _spend(tmp_path, run)
+    state = run.snapshot()
+    assert sum(spent) <= CEILING
+    assert state.spent == pytest.approx(sum(spent)) and state.reserved == pytest.approx(0)
+    assert state.refused >= SESSIONS  # every session ended on a refusal
+    assert state.by_kind == {"agent": pytest.approx(sum(spent))}
+
+
+def test_a_resumed_ledger_starts_from_the_journal_spend() -> None:
+    run = RunLedger(1.0, spent=0.9)
+    assert not run.reserve(0.2) and run.reserve(0.1) and run.exhausted()
+    run.settle(0.1, 0.05, "judge")
+    assert run.left() == pytest.approx(0.05)
+    assert run.snapshot().by_kind == {"earlier": 0.9, "judge": 0.05}
+
+
+def test_concurrent_reservations_hold_the_ceiling() -> None:
+    run, held = RunLedger(1.0), []
+    threads = [threading.Thread(target=lambda: held.append(run.reserve(0.3))) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert held.count(True) == 3 and run.snapshot().refused == 17
+
+
+@pytest.mark.anyio
+async def test_host_calls_through_the_sdk_reserve_and_stop_at_the_ceiling(fake) -> None:
+    """A judge (or grader, trigger) model wrapped in the ledger: real SDK, fake server."""
+    fake({"rules": [{"when": MARK, "replies": ["ok"]}]})
+    model = resolve_model("anthropic/claude-sonnet-4-6", max_retries=0)
+    one = worst_case_usd("anthropic/claude-sonnet-4-6", 400, 64)
+    assert one is not None
+    run = RunLedger(2.5 * one)
+    judge = MeteredModel(model, run, {}, "judge")
+    sent = 0
+    with pytest.raises(BudgetRefused):
+        for _ in range(50):
+            await judge.complete(
+                system="s", messages=[Message("user", (TextBlock(MARK),))], tools=[], max_tokens=64
+            )
+            sent += 1
+    await judge.aclose()
+    state = run.snapshot()
+    assert sent >= 2 and state.spent <= run.ceiling and state.reserved == pytest.approx(0)
+    assert set(state.by_kind) == {"judge"} and state.refused == 1
