@@ -138,7 +138,8 @@ def test_the_newest_is_the_signed_time_not_the_file_order(tmp_path: Path, capsys
 
 
 def test_policy_from_a_ref_without_the_files_and_bad_refs(tmp_path: Path, capsys):
-    repo, _ = base_and_pr(capsys, tmp_path, "LLLLLT")
+    repo, skill = base_and_pr(capsys, tmp_path, "LLLLLT")
+    ci = tmp_path / "keys" / "ci"
     first = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
     # the first commit has no allowed_signers, policy or receipts: nothing for these bytes
     code, out, _ = gate(capsys, repo, "--policy-from", first)
@@ -152,10 +153,15 @@ def test_policy_from_a_ref_without_the_files_and_bad_refs(tmp_path: Path, capsys
         f"skillbench: error: --policy-from no-such-ref: no such commit in {repo} (fetch it first, "
         "e.g. `git fetch origin <branch>`, with enough depth for the merge base)"
     )
-    assert (
-        "note: policy, allowed_signers and receipts read from the team repo's work tree"
-        in (gate(capsys, repo)[2])
+    git(repo, "checkout", "-q", "main")
+    receipt_into(repo, skill, "run-2", "WWWWWW", "2026-11-30T10:00:00+00:00", ci)
+    code, out, err = gate(capsys, repo)  # outside CI, no flag: the work tree, with a note
+    assert code == 0
+    assert err == (
+        "skillbench: note: policy, allowed_signers and receipts read from the team repo's "
+        "work tree; in CI read them from the base branch (--base BRANCH, docs/ci.md)"
     )
+    assert gate(capsys, repo, "--policy-from", "main")[2] == ""
 
 
 def test_the_documented_workflow_end_to_end(tmp_path: Path, capsys, monkeypatch):

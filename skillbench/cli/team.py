@@ -63,12 +63,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
         policy_from=args.policy_from,
         base=args.base,
     )
-    if not (args.policy_from or args.base or os.environ.get("GITHUB_BASE_REF")):
+    result = api.gate(args.skill, options=options)
+    if result.passed and not (args.policy_from or args.base or os.environ.get("GITHUB_BASE_REF")):
+        # a refusal stays one line; a pass says what it trusted
         err(
             "skillbench: note: policy, allowed_signers and receipts read from the team repo's "
             "work tree; in CI read them from the base branch (--base BRANCH, docs/ci.md)"
         )
-    result = api.gate(args.skill, options=options)
     skill_dir = Path(args.skill)
     name = skill_at(skill_dir).name
     if args.junit:
