@@ -96,6 +96,10 @@ class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
     trigger_method: str | None = None  # accept trigger numbers only from this method
     require_signed: bool | None = None  # only receipts signed by an allowed signer
     allow_endpoints: list[str] | None = None  # the model endpoints accepted (replaces default)
+    # where the policy, allowed_signers and undeletable receipts come from: a revision of the
+    # team repo, or the merge base of HEAD with a base branch (GITHUB_BASE_REF in CI)
+    policy_from: str | None = None
+    base: str | None = None
 
 
 DEFAULTS = Options()  # the frozen defaults every function starts from
@@ -519,6 +523,7 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     """Does the newest receipt that measured the skill's exact bytes meet the policy
     (`skillbench gate`)? Policy: the team repo's, then the local config's [gate], then
     `options`."""
+    from skillbench.anchors import trusted_revision
     from skillbench.config import load_settings
     from skillbench.gating import gate as gated
     from skillbench.gating import load_policy
@@ -530,8 +535,12 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     settings = load_settings(skill_dir, {"team": options.team}).settings
     team = Path(settings.team) if settings.team else None
     flags = msgspec.structs.asdict(options)
-    del flags["team"]
-    # the local config's gate table sits between the team repo's policy and the options
-    local = {k.replace("-", "_"): v for k, v in settings.gate.items()}
-    policy = load_policy(team, {**local, **{k: v for k, v in flags.items() if v is not None}})
-    return gated(skill_dir, team, policy)
+    for key in ("team", "policy_from", "base"):
+        del flags[key]
+    rev = trusted_revision(team, options.policy_from, options.base)
+    # the local config's gate table sits between the team repo's policy and the options;
+    # with a trusted revision it is not used: in CI the local config is the PR's checkout
+    local = {} if rev else {k.replace("-", "_"): v for k, v in settings.gate.items()}
+    given = {k: v for k, v in flags.items() if v is not None}
+    policy = load_policy(team, {**local, **given}, rev)
+    return gated(skill_dir, team, policy, rev=rev)

@@ -3,12 +3,15 @@ team's policy? Receipts come from the team repo (team.py) and the local store.""
 
 from __future__ import annotations
 
+import tempfile
+import tomllib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from skillbench.anchors import Revision, files_under, show
 from skillbench.engine.score import derive
 from skillbench.engine.summary import RowSummary
 from skillbench.inputs import MAX_JSON, InputError, load_toml, read_capped
@@ -49,20 +52,34 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     min_net_lift: float = MIN_NET_LIFT
 
 
-def load_policy(repo: Path | None, flags: dict[str, Any]) -> Policy:
-    """Policy from the team repo's [tool.skillbench.gate] / skillbench.toml [gate], then flags."""
+def _toml_at(rev: Revision, name: str) -> dict[str, Any] | None:
+    data = show(rev, name)
+    if data is None:
+        return None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise TeamError(f"{rev.ref}:{name}: not valid TOML ({exc})") from None
+
+
+def load_policy(repo: Path | None, flags: dict[str, Any], rev: Revision | None = None) -> Policy:
+    """Policy from the team repo's [tool.skillbench.gate] / skillbench.toml [gate] (at `rev`
+    when given, never the work tree then), then flags."""
     data: dict[str, Any] = {}
     if repo is not None:
         for name, table in (
             ("pyproject.toml", ("tool", "skillbench", "gate")),
             ("skillbench.toml", ("gate",)),
         ):
-            path = repo / name
-            if path.is_file():
+            found: Any = None
+            if rev is not None:
+                found = _toml_at(rev, name)
+            elif (repo / name).is_file():
                 try:
-                    found: Any = load_toml(path)
+                    found = load_toml(repo / name)
                 except InputError as exc:
                     raise TeamError(str(exc)) from None
+            if found is not None:
                 for key in table:
                     found = found.get(key, {}) if isinstance(found, dict) else {}
                 data.update({k.replace("-", "_"): v for k, v in found.items()})
@@ -117,13 +134,23 @@ class GateResult(msgspec.Struct, frozen=True):
     receipt: str | None = None
 
 
-def signed_receipt(path: str, signers: Path) -> tuple[Receipt, str]:
+def _bytes_of(where: str, rev: Revision | None) -> bytes:
+    """A receipt's file: from the trusted revision when `where` names one, else the disk."""
+    if rev is not None and where.startswith(f"{rev.ref}:"):
+        data = show(rev, where.removeprefix(f"{rev.ref}:"))
+        if data is None:
+            raise OSError(f"{where} is gone")
+        return data
+    return read_capped(Path(where), MAX_JSON)
+
+
+def signed_receipt(path: str, signers: Path, rev: Revision | None = None) -> tuple[Receipt, str]:
     """The receipt file at `path` as its signer signed it, and the principal in `signers`
     whose key did; SigningError saying why when there is none. The receipt is read from the
     signed bytes themselves, so the gate judges exactly what was signed, whatever else the
     file holds (a key written twice, say)."""
     try:
-        message, signature = signed_message(read_capped(Path(path), MAX_JSON))
+        message, signature = signed_message(_bytes_of(path, rev))
     except (OSError, ValueError, RecursionError) as exc:
         raise SigningError(f"cannot be read ({exc})") from None
     if signature is None:
@@ -142,24 +169,42 @@ class _Signed(msgspec.Struct, frozen=True):
 
 
 def _signed_only(
-    useful: list[tuple[str, Receipt]], repo: Path | None, current: str
+    useful: list[tuple[str, Receipt]],
+    repo: Path | None,
+    current: str,
+    rev: Revision | None = None,
 ) -> _Signed | GateResult:
-    """The newest measured receipt whose signature verifies against the team repo's
-    allowed_signers; a refusal saying why the newest was not accepted when there is none."""
-    signers = repo / SIGNERS if repo is not None else None
-    if signers is None or not signers.is_file():
+    """The measured receipt with the newest signed time among those whose signature verifies
+    against the team's allowed_signers (the trusted revision's, when given); a refusal saying
+    why the newest was not accepted when there is none. The order is the signed content's,
+    so no file order, name or mtime the PR controls can make an older PASS the newest."""
+    if rev is not None:
+        listed = show(rev, SIGNERS)
+        where = f"{rev.ref}:{SIGNERS}"
+    else:
+        signers = repo / SIGNERS if repo is not None else None
+        listed = signers.read_bytes() if signers is not None and signers.is_file() else None
         where = f"{signers}" if signers else "a team repo (--team)"
+    if listed is None:
         return GateResult(
             False,
             f"require-signed is set, but there is no {where} listing who may sign receipts; "
             f"add {SIGNERS} to the team repo (docs/ci.md)",
         )
     first: str | None = None
-    for where, r in reversed(useful):
-        try:
-            return _Signed(where, *signed_receipt(where, signers))
-        except SigningError as exc:
-            first = first or f"the newest measured (run {r.run_id}) {exc}"
+    verified: list[_Signed] = []
+    with tempfile.TemporaryDirectory(prefix="skillbench-signers-") as tmp:
+        signers = Path(tmp) / "allowed_signers"
+        signers.write_bytes(listed)
+        for found, r in reversed(useful):
+            try:
+                verified.append(_Signed(found, *signed_receipt(found, signers, rev)))
+            except SigningError as exc:
+                shown = str(exc).replace(str(signers), where)
+                first = first or f"the newest measured (run {r.run_id}) {shown}"
+    signed = [s for s in verified if measured(s.receipt)]
+    if signed:
+        return max(signed, key=lambda s: (s.receipt.provenance.created_at, s.receipt.run_id))
     return GateResult(
         False,
         f"no receipt for {current[:19]} is signed by a key in {SIGNERS}: {first}; receipts "
@@ -168,8 +213,33 @@ def _signed_only(
     )
 
 
+def with_base_receipts(
+    found: list[tuple[str, Receipt]], rev: Revision, name: str
+) -> list[tuple[str, Receipt]]:
+    """`found` with every team receipt the trusted revision had read from it instead: a PR
+    can add receipts, but not delete or rewrite one the base branch holds."""
+    at_base: dict[str, tuple[str, Receipt]] = {}
+    for rel in files_under(rev, f"evals/{name}"):
+        parts = Path(rel).parts
+        if len(parts) != 4 or not parts[2].startswith("v") or not rel.endswith(".json"):
+            continue
+        where = f"{rev.ref}:{rel}"
+        try:
+            r = msgspec.json.decode(_bytes_of(where, rev), type=Receipt)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise TeamError(f"{where}: not a receipt skillbench writes ({exc})") from None
+        at_base[str(rev.repo / rel)] = (where, r)
+    kept = [pr for pr in found if pr[0] not in at_base]
+    both = kept + list(at_base.values())
+    return sorted(both, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
+
+
 def gate(
-    skill_dir: Path, repo: Path | None, policy: Policy, now: datetime | None = None
+    skill_dir: Path,
+    repo: Path | None,
+    policy: Policy,
+    now: datetime | None = None,
+    rev: Revision | None = None,
 ) -> GateResult:
     """Does the newest receipt that measured these exact bytes meet the policy?
 
@@ -180,7 +250,11 @@ def gate(
     endpoint, and be complete unless the policy allows partial runs.
     """
     current = digest(skill_dir)
-    found = [pr for pr in known_receipts(skill_at(skill_dir).name, repo) if pr[1].digest == current]
+    name = skill_at(skill_dir).name
+    everything = known_receipts(name, repo)
+    if rev is not None:
+        everything = with_base_receipts(everything, rev, name)
+    found = [pr for pr in everything if pr[1].digest == current]
     if not found:
         return GateResult(
             False, f"no receipt for {current[:19]}: run `skillbench eval {skill_dir}` first"
@@ -195,9 +269,20 @@ def gate(
         )
         return GateResult(False, why, where)
     required = policy.require_signed
+    base_signers = rev is not None and show(rev, SIGNERS) is not None
+    if rev is not None and base_signers and not (rev.repo / SIGNERS).is_file():
+        return GateResult(
+            False,
+            f"{rev.repo / SIGNERS} is missing from the work tree but {rev.ref} has it: a "
+            "change may not delete who may sign receipts (restore it; change it on the base "
+            "branch)",
+        )
     if required is None:
-        required = repo is not None and (repo / SIGNERS).is_file()
-    chosen = _signed_only(useful, repo, current) if required else _Signed(*useful[-1], None)
+        if rev is not None:
+            required = base_signers
+        else:
+            required = repo is not None and (repo / SIGNERS).is_file()
+    chosen = _signed_only(useful, repo, current, rev) if required else _Signed(*useful[-1], None)
     if isinstance(chosen, GateResult):
         return chosen
     where, r = chosen.where, chosen.receipt

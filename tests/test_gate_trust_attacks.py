@@ -195,7 +195,8 @@ def test_hostile_receipts_are_refused_in_one_line(
         text=True,
         timeout=120,
     )
-    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    said = (proc.stdout + proc.stderr).strip().splitlines()
+    lines = [line for line in said if not line.startswith("skillbench: note:")]  # on a pass
     assert "Traceback" not in proc.stderr, proc.stderr[-1500:]
     assert proc.returncode in (0, 1, 2) and len(lines) == 1, lines
 

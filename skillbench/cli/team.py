@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,8 +60,16 @@ def cmd_gate(args: argparse.Namespace) -> int:
         trigger_method=args.trigger_method,
         require_signed=args.require_signed,
         allow_endpoints=args.allow_endpoints,
+        policy_from=args.policy_from,
+        base=args.base,
     )
     result = api.gate(args.skill, options=options)
+    if result.passed and not (args.policy_from or args.base or os.environ.get("GITHUB_BASE_REF")):
+        # a refusal stays one line; a pass says what it trusted
+        err(
+            "skillbench: note: policy, allowed_signers and receipts read from the team repo's "
+            "work tree; in CI read them from the base branch (--base BRANCH, docs/ci.md)"
+        )
     skill_dir = Path(args.skill)
     name = skill_at(skill_dir).name
     if args.junit:
@@ -182,6 +191,19 @@ def register_gate(sub: Subparsers) -> None:
         metavar="URL",
         help="accept models reached at this endpoint (repeatable; replaces the default, "
         "the providers' own APIs)",
+    )
+    p.add_argument(
+        "--policy-from",
+        dest="policy_from",
+        metavar="REF",
+        help="read the policy, allowed_signers and the team's receipts at this revision of the "
+        "team repo (git show REF:path), never from its work tree",
+    )
+    p.add_argument(
+        "--base",
+        metavar="BRANCH",
+        help="like --policy-from, at the merge base of HEAD with BRANCH (default in GitHub "
+        "Actions on a pull request: origin/$GITHUB_BASE_REF)",
     )
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
 
