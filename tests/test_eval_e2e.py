@@ -307,7 +307,7 @@ def test_errored_arm_is_retried_once_and_unscored(fake, tmp_path: Path, capsys) 
     assert code == 3
     rows = by_case(summary)
     flaky = rows["a-flaky.baseline.1"]
-    assert (flaky["outcome"], flaky["decided_by"]) == ("tie", "unscored")
+    assert (flaky["outcome"], flaky["decided_by"]) == ("unscored", "unscored")
     assert flaky["arms"]["baseline"]["error"] and flaky["arms"]["candidate"]["passed"]
     assert summary["comparisons"]["baseline"]["loss"] == 0
     assert (summary["scored_rows"], summary["expected_rows"]) == (1, 2)
@@ -385,7 +385,7 @@ def test_a_check_the_image_cannot_run_is_unscored_not_a_tie(fake, tmp_path: Path
     code, lines, summary = run_eval(capsys, folder, tmp_path / "run")
     assert code == 3
     gap = by_case(summary)["a-gap.baseline.1"]
-    assert (gap["outcome"], gap["decided_by"]) == ("tie", "environment-gap")
+    assert (gap["outcome"], gap["decided_by"]) == ("unscored", "environment-gap")
     assert gap["reason"].startswith(
         "environment gap: command_succeeds: no-such-tool-here --check g.txt could not run in "
         "either arm (exit 127"

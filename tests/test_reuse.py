@@ -208,7 +208,7 @@ def test_a_second_eval_of_an_edited_skill_starts_no_baseline_session(
         "rows: 0 changed, 2 the same",
     ]
     assert main(["report", str(tmp_path / "run2"), "--format", "markdown"]) == 0
-    assert "#### Rows that are not ties (2 of 2)" in capsys.readouterr().out
+    assert "#### Wins and losses (2 of 2)" in capsys.readouterr().out
     # editing a case's task is another input: that case's baseline runs again, the other not
     (folder / "evals/cases/bye.yaml").write_text(
         CASES["evals/cases/bye.yaml"].replace("Create bye.txt", "Create bye.txt now")

@@ -205,3 +205,18 @@ def test_near_duplicate_trigger_prompts_stay_in_one_split(tmp_path: Path) -> Non
         for name in ("train", "validation", "test"):
             for prompt in getattr(split, name).should_trigger:
                 assert home.setdefault(near_key(prompt), name) == name, prompt
+
+
+def test_unscored_rows_are_not_ties_and_old_tie_receipts_derive_the_same() -> None:
+    from skillbench.engine.records import RowRecord
+    from skillbench.engine.rows import compare
+
+    def row(case: str, outcome: str, decided_by: str) -> RowRecord:
+        return RowRecord(
+            case=case, rep=1, opponent="baseline", outcome=outcome, decided_by=decided_by, arms={}
+        )
+
+    new = [row("a", "win", "checks"), row("b", "unscored", "environment-gap")]
+    old = [row("a", "win", "checks"), row("b", "tie", "environment-gap")]  # receipts before
+    assert compare(new, "baseline") == compare(old, "baseline")
+    assert compare(new, "baseline").tie == 0

@@ -446,7 +446,7 @@ def test_a_check_that_cannot_run_in_either_arm_leaves_its_row_unscored() -> None
     unit = Unit("a", "a", judge=True)
     row = row_by_checks(unit, 1, "baseline", arm(missing, ran), arm(missing, ran))
     assert row is not None and (row.outcome, row.decided_by, row.scored) == (
-        "tie",
+        "unscored",
         "environment-gap",
         False,
     )  # not a tie the judge may break: nothing was measured
@@ -464,6 +464,7 @@ def test_a_check_that_cannot_run_in_either_arm_leaves_its_row_unscored() -> None
     errored = SessionRecord(key="k", session="a", arm="x", rep=1, outcome="error", error="429")
     unscored = row_by_checks(unit, 1, "baseline", errored, arm(ran))
     assert unscored is not None and unscored.reason == "candidate errored: 429"
+    assert unscored.outcome == "unscored"  # an errored arm measured nothing either
 
 
 def test_an_environment_gap_makes_the_run_incomplete_and_says_so() -> None:

@@ -65,10 +65,10 @@ def row_by_checks(
             for arm, r in ((CANDIDATE, cand), (opponent, opp))
             if r is None or r.outcome == "error"
         ]
-        return row("tie", "unscored", "; ".join(failed))
+        return row("unscored", "unscored", "; ".join(failed))
     gap = gap_in_both(mine, theirs)
     if gap:  # not a tie: nothing was measured (and no judge can stand in for the checks)
-        return row("tie", "environment-gap", gap)
+        return row("unscored", "environment-gap", gap)
     if mine.passed != theirs.passed:
         return row("win" if mine.passed else "loss", "checks")
     if not unit.judge:

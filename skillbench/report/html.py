@@ -29,7 +29,7 @@ from skillbench.report.terminal import report_lines
 FILES = Path(__file__).parent / "files"  # the page's CSS and JS
 EVENT_TEXT_CAP = 20_000  # characters of one transcript event's text kept in the page
 EVENTS_CAP = 400  # events of one transcript kept in the page
-_ORDER = {"loss": 0, "win": 1, "tie": 2}
+_ORDER = {"loss": 0, "win": 1, "tie": 2, "unscored": 3}
 
 
 def write_report(run_dir: Path) -> Path:
@@ -212,7 +212,7 @@ def _diagnostics(run: RunFolder) -> str:
 
 
 def _rows_shell(rows: list[RowRecord]) -> str:
-    counts = {k: sum(r.outcome == k for r in rows) for k in ("loss", "win", "tie")}
+    counts = {k: sum(r.outcome == k for r in rows) for k in ("loss", "win", "tie", "unscored")}
     buttons = "".join(
         f"<button data-filter='{k}'>{label} ({n})</button>"
         for k, label, n in (
@@ -220,6 +220,7 @@ def _rows_shell(rows: list[RowRecord]) -> str:
             ("loss", "losses", counts["loss"]),
             ("win", "wins", counts["win"]),
             ("tie", "ties", counts["tie"]),
+            ("unscored", "unscored", counts["unscored"]),
         )
     )
     return (

@@ -39,9 +39,9 @@ def markdown(run: RunFolder) -> str:
         f"- models: agent {s.agent} {s.agent_version} · {s.models.get('agent', '')} · "
         f"judge {s.models.get('judge', '')}{scripted}"
     )
-    decided = [r for r in s.rows if r.outcome != "tie"]
+    decided = [r for r in s.rows if r.outcome in ("win", "loss")]
     decided.sort(key=lambda r: (r.outcome != "loss", r.case, r.rep))
-    out += ["", f"#### Rows that are not ties ({len(decided)} of {len(s.rows)})", ""]
+    out += ["", f"#### Wins and losses ({len(decided)} of {len(s.rows)})", ""]
     if decided:
         out += [
             "| case | rep | vs | outcome | decided by | failing checks |",
@@ -54,7 +54,7 @@ def markdown(run: RunFolder) -> str:
             for r in decided
         ]
     else:
-        out.append("Every row is a tie.")
+        out.append("No row is a win or a loss.")
     failed_ties = [r for r in s.rows if r.outcome == "tie" and not r.arms[CANDIDATE].passed]
     if failed_ties:  # both arms failed: the row says nothing either way, but why it failed does
         out += ["", f"#### Ties where the candidate failed too ({len(failed_ties)})", ""]
