@@ -44,6 +44,14 @@ def canary_text(expectations: Sequence[str]) -> str:
     return f"The workspace contains a file named {token}.canary"
 
 
+def numbered(texts: Sequence[str]) -> list[tuple[int, str]]:
+    """The expectations and the canary as the grader sees them, numbered from 1 and shuffled;
+    the order is fixed by the expectations so a scripted grader can be written for it."""
+    order = [*texts, canary_text(texts)]
+    random.Random(order[-1]).shuffle(order)
+    return list(enumerate(order, start=1))
+
+
 async def workspace_files(sandbox: Sandbox) -> str:
     """The arm's workspace as the grader sees it: text files' contents within caps, binary
     and over-cap files by name and size."""
@@ -110,10 +118,8 @@ async def _grade_once(
 ) -> tuple[dict[int, tuple[bool, str]] | None, str, Usage]:
     """One call: each expectation's (passed, evidence) by position, or None and why."""
     canary = canary_text(texts)
-    order = [*texts, canary]
-    # the canary's place is fixed per prompt content so scripts replay the same prompt
-    random.Random(canary).shuffle(order)
-    items = list(enumerate(order, start=1))
+    items = numbered(texts)
+    order = [t for _, t in items]
     frame = Frame()
     usage = Usage()
     try:
