@@ -65,3 +65,42 @@ async def test_a_grader_that_passes_the_canary_scores_nothing(
         await box.close()
     assert [(r.passed, r.infrastructure) for r in results] == [(False, True)]
     assert "canary" in results[0].detail
+
+
+def test_the_candidate_meeting_the_expectation_wins_end_to_end(fake, tmp_path, capsys) -> None:
+    """skill-creator's evals.json in real sandboxes: the scripted grader passes the arm whose
+    workspace holds the greeting, and the row goes to the candidate by its checks."""
+    from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
+    from tests.test_foreign_evals import evals_json
+
+    texts = ["The greeting names Ada"]
+    doc = evals_json([{"id": 1, "prompt": "Greet the person Ada", "expectations": texts}])
+    folder = skill(tmp_path, {"evals/evals.json": doc})
+
+    def verdict(passed: bool) -> str:
+        results = [
+            {"id": i, "passed": passed and t == texts[0], "evidence": "greeting.txt"}
+            for i, t in numbered(texts)
+        ]
+        return json.dumps({"results": results})
+
+    fake(
+        {
+            "rules": [
+                {"when": "(?s)## Expectations.*Hello Ada-7731", "replies": [verdict(True)]},
+                {"when": "## Expectations", "replies": [verdict(False)]},
+            ],
+            "conversations": [
+                conv(
+                    CAND,
+                    "Greet the person",
+                    write_file("greeting.txt", "Hello Ada-7731"),
+                    {"text": "Done"},
+                ),
+                conv(BASE, "Greet the person", {"text": "Hi"}),
+            ],
+        }
+    )
+    _, _, summary = run_eval(capsys, folder, tmp_path / "run")
+    (row,) = summary["rows"]
+    assert (row["case"], row["outcome"], row["decided_by"]) == ("eval-1", "win", "checks")
