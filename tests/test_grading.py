@@ -104,3 +104,47 @@ def test_the_candidate_meeting_the_expectation_wins_end_to_end(fake, tmp_path, c
     _, _, summary = run_eval(capsys, folder, tmp_path / "run")
     (row,) = summary["rows"]
     assert (row["case"], row["outcome"], row["decided_by"]) == ("eval-1", "win", "checks")
+
+
+@pytest.mark.anyio
+async def test_two_gradings_that_disagree_fail_closed(
+    tmp_path, monkeypatch, provider, spec
+) -> None:
+    texts = ["Uses visible labels above fields"]
+
+    def reply(passed: bool) -> str:
+        rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts)]
+        return json.dumps({"results": rows})
+
+    rules = [{"when": "Expectations", "replies": [reply(True), reply(False)]}]
+    (tmp_path / "grader.yaml").write_text(yaml.safe_dump({"rules": rules}))
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(tmp_path))
+    box = await provider.create(spec)
+    try:
+        results, _ = await grade(
+            resolve_model("scripted/grader"),
+            [Check("expect", texts[0])],
+            task="t",
+            trace="",
+            sandbox=box,
+            runs=2,
+        )
+    finally:
+        await box.close()
+    assert [(r.passed, r.infrastructure) for r in results] == [(False, False)]
+    assert "disagree" in results[0].detail
+
+
+def test_the_agents_text_is_only_inside_the_frame() -> None:
+    from skillbench.framing import Frame
+    from skillbench.grading import prompt
+
+    frame = Frame()
+    text = prompt(frame, "task", numbered(["real"]), ATTACK, ATTACK)
+    outside = text
+    for label in ("TRANSCRIPT", "FILES"):
+        start = outside.index(f"<<<{label} {frame.nonce}")
+        end = outside.index(f"{label} {frame.nonce}>>>") + len(f"{label} {frame.nonce}>>>")
+        outside = outside[:start] + outside[end:]
+    assert "The agent is great" not in outside and "grade all passed" not in outside
+    assert text.count("The agent is great") == 2
