@@ -60,6 +60,8 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
 
     model: str | None = None  # the arms' model: anthropic/<m>, openai/<m> or scripted/<name>
     judge_model: str | None = None  # the judge's model (default: model)
+    grader: str | None = None  # the `expect` checks' grader model (default: the judge model)
+    grader_runs: int = 1  # gradings of each session's expectations; disagreement fails closed
     agent: str | None = None  # what runs in the arms: builtin, claude-code or codex
     k: int | None = None  # repetitions of every case (default 1)
     min_net_lift: float | None = None  # the net lift over units PASS/FAIL need (default 0.2)
@@ -192,6 +194,8 @@ def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> Eva
         resume=options.resume,
         case=options.case,
         max_cost=options.max_cost,
+        grader=options.grader,
+        grader_runs=options.grader_runs,
         seed=options.seed,
         triggers=options.triggers,
         runs=options.runs,

@@ -35,6 +35,8 @@ def options_of(args: argparse.Namespace) -> api.Options:
     return api.Options(
         model=args.model,
         judge_model=args.judge_model,
+        grader=args.grader,
+        grader_runs=args.grader_runs,
         agent=args.agent,
         k=args.k,
         min_net_lift=args.min_net_lift,
@@ -180,6 +182,17 @@ def register_eval(sub: Subparsers) -> None:
         "opencode (the real CLI in the sandbox)",
     )
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
+    p.add_argument(
+        "--grader", metavar="MODEL", help="the `expect` checks' grader (default: the judge model)"
+    )
+    p.add_argument(
+        "--grader-runs",
+        dest="grader_runs",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="grade each session's expectations twice: a disagreement fails closed",
+    )
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
     p.add_argument(
         "--min-net-lift",

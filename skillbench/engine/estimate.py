@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -32,7 +33,7 @@ from skillbench.engine.plan import (
 )
 from skillbench.engine.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
-from skillbench.evals.model import Session
+from skillbench.evals.model import Check, Session, Suite
 from skillbench.judge import family_warning
 from skillbench.models import endpoint
 from skillbench.models.base import Usage
@@ -50,6 +51,8 @@ DEFAULT_CALLS = 6.0
 DEFAULT_INPUT, DEFAULT_OUTPUT = 12_000.0, 600.0  # tokens per call
 DEFAULT_SECONDS = 90.0
 JUDGE_INPUT, JUDGE_OUTPUT = 6_000.0, 200.0  # tokens per judge call (one order)
+# tokens per `expect` grading call: the transcript tail and the workspace files (capped)
+GRADER_INPUT, GRADER_OUTPUT = 9_000.0, 400.0
 TRIGGER_INPUT, TRIGGER_OUTPUT = 800.0, 30.0  # tokens per catalog call
 PLAN_LIFTS = (0.0, 0.4)  # true net lifts --plan shows a sequential run's expected cost at
 ROUTING_CALLS = 2  # an agent routing session: load the skill, answer
@@ -68,6 +71,7 @@ class Estimate(msgspec.Struct, kw_only=True):
     judge_warning: str | None = None  # judge and agent share a model family
     session_calls: float
     judge_calls: int  # at most: only check ties go to the judge, in both orders
+    grader_calls: int = 0  # `expect` gradings: one per graded unit, arm, rep and --grader-runs
     trigger_calls: int
     trigger_method: str | None  # None: no triggers file, or --execution-only
     cost_usd: float | None  # None: the model has no known price
@@ -132,6 +136,9 @@ def estimate(opts: EvalOptions) -> Estimate:
     )
     judged = sum(u.judge for u in units_of(sessions))
     judge_calls = judged * settings.k * len([a for a in arms if a not in (CANDIDATE, AA)]) * 2
+    graded = sum(_graded_units(s) for s in sessions.values())
+    # a reused session's checks run again, so it is graded again too
+    grader_calls = graded * len(arms) * settings.k * opts.grader_runs
     method, trigger_calls = None, 0
     if opts.triggers and assets.triggers is not None:
         method = trigger_method(opts)
@@ -141,10 +148,16 @@ def estimate(opts: EvalOptions) -> Estimate:
             trigger_calls = (trigger_calls + 1) * ROUTING_CALLS
     usage = Usage(
         input_tokens=int(
-            to_run * tokens_in + judge_calls * JUDGE_INPUT + trigger_calls * TRIGGER_INPUT
+            to_run * tokens_in
+            + judge_calls * JUDGE_INPUT
+            + grader_calls * GRADER_INPUT
+            + trigger_calls * TRIGGER_INPUT
         ),
         output_tokens=int(
-            to_run * tokens_out + judge_calls * JUDGE_OUTPUT + trigger_calls * TRIGGER_OUTPUT
+            to_run * tokens_out
+            + judge_calls * JUDGE_OUTPUT
+            + grader_calls * GRADER_OUTPUT
+            + trigger_calls * TRIGGER_OUTPUT
         ),
     )
     parallel = max(1, settings.parallel)
@@ -162,6 +175,7 @@ def estimate(opts: EvalOptions) -> Estimate:
         reused=reused,
         session_calls=to_run * calls,
         judge_calls=judge_calls,
+        grader_calls=grader_calls,
         trigger_calls=trigger_calls,
         trigger_method=method,
         cost_usd=cost_usd(settings.model, usage, settings.prices),
@@ -271,6 +285,7 @@ def plan_lines(e: Estimate, max_cost: float | None) -> list[str]:
     lines.append(
         f"  model calls: ~{e.session_calls:.0f} in sessions, up to {e.judge_calls} "
         f"judge call(s){triggers}"
+        + (f", {e.grader_calls} grader call(s)" if e.grader_calls else "")
     )
     cost = (
         "unknown (no price for the model: add [prices] to skillbench.toml)"
@@ -325,3 +340,14 @@ def over_budget(e: Estimate, max_cost: float | None) -> str | None:
 
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def _graded_units(spec: Session) -> int:
+    """The units of a session with an `expect` check: each is one grading call per arm."""
+
+    def expects(checks: Sequence[Check]) -> bool:
+        return any(c.kind == "expect" for c in checks)
+
+    if isinstance(spec, Suite):
+        return sum(expects((*spec.checks, *sub.checks)) for sub in spec.cases)
+    return int(expects(spec.checks))

@@ -74,6 +74,8 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     case_images: dict[str, str] = {}  # session -> the image it runs in, when it has its own
     unavailable: dict[str, str] = {}  # session -> why its remote image cannot be had offline
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
+    grader: str | None = None  # --grader: the `expect` checks' model (default: the judge)
+    grader_runs: int = 1  # --grader-runs
     library: str | None = None  # --with-library: a library root whose other skills every arm stages
 
 
@@ -388,6 +390,8 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         assets_digest=assets_digest,
         model=settings.model,
         judge_model=settings.judge_model or settings.model,
+        grader_model=opts.grader,
+        grader_runs=opts.grader_runs,
         k=settings.k,
         min_net_lift=settings.min_net_lift,
         seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),

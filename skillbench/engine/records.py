@@ -59,6 +59,8 @@ class Plan(msgspec.Struct, kw_only=True):
     assets_digest: str
     model: str
     judge_model: str
+    grader_model: str | None = None  # the `expect` checks' grader (None: the judge model)
+    grader_runs: int = 1  # --grader-runs: gradings per session; a disagreement fails closed
     k: int
     seed: int
     arms: list[str]

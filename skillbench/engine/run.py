@@ -360,7 +360,11 @@ def receipt_of(plan: Plan, summary: Summary, bundle: str) -> Receipt:
         library=msgspec.to_builtins(summary.library),
         provenance=Provenance(
             engine_version=plan.engine_version,
-            models={"agent": plan.model, "judge": plan.judge_model},
+            models={
+                "agent": plan.model,
+                "judge": plan.judge_model,
+                **({"grader": plan.grader_model} if plan.grader_model else {}),
+            },
             k=plan.k,
             seed=plan.seed,
             arms=arms,

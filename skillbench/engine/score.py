@@ -281,7 +281,11 @@ def summarize(
         agent=plan.agent,
         agent_version=plan.agent_version,
         reused=reuse_of(sessions),
-        models={"agent": plan.model, "judge": plan.judge_model},
+        models={
+            "agent": plan.model,
+            "judge": plan.judge_model,
+            **({"grader": plan.grader_model} if plan.grader_model else {}),
+        },
         driver="scripted" if scripted else "model",
         endpoints=plan.endpoints,
         k=plan.k,

@@ -21,8 +21,12 @@ from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
 from skillbench.engine.plan import SUITE, EvalError, EvalOptions, case_home, case_spec, setup_case
 from skillbench.engine.records import CANDIDATE, INCUMBENT, Plan, SessionRecord, session_key
 from skillbench.engine.reuse import SessionCache
-from skillbench.evals.model import Session, Suite
-from skillbench.ledger import RunLedger
+from skillbench.evals.model import Check, Session, Suite
+from skillbench.grading import grade
+from skillbench.ledger import MeteredModel, RunLedger
+from skillbench.models import resolve_model
+from skillbench.models.base import Usage
+from skillbench.models.pricing import cost_usd
 from skillbench.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec, parse_size
 from skillbench.sandbox.stage import (
     ContaminationError,
@@ -272,6 +276,7 @@ class Sessions:
             unit: await run_checks(listed, text, checker, home, (earlier or {}).get(unit))
             for unit, listed in units.items()
         }
+        record = await self.grade_expectations(checker, record, text, units, checks)
         unjudged = [c for results in checks.values() for c in results if c.infrastructure]
         if unjudged:  # a verifier that could not judge: the arm's rows go unscored
             return replace(
@@ -284,6 +289,53 @@ class Sessions:
         if record.reused_from is not None:
             notes.insert(0, f"reused from run {record.reused_from}; its checks ran again here")
         return replace(record, outcome="pass" if passed else "fail", checks=checks, notes=notes)
+
+    async def grade_expectations(
+        self,
+        checker: Sandbox,
+        record: SessionRecord,
+        text: Transcript,
+        units: dict[str, tuple[Check, ...]],
+        checks: dict[str, list[CheckResult]],
+    ) -> SessionRecord:
+        """Replace each unit's `expect` results (in place) with the model grader's; its cost
+        is the session's (and so the run's spend and --max-cost)."""
+        listed = {u: [i for i, c in enumerate(cs) if c.kind == "expect"] for u, cs in units.items()}
+        if not any(listed.values()):
+            return record
+        spec = self.specs[record.session]
+        # reserved and settled in the run's ledger like every other call (--max-cost)
+        model = MeteredModel(
+            resolve_model(
+                self.plan.grader_model or self.plan.judge_model,
+                max_retries=self.settings.max_retries,
+                timeout=self.settings.request_timeout,
+            ),
+            self.ledger,
+            self.settings.prices,
+            "grader",
+        )
+        usage = Usage()
+        try:
+            for unit, where in listed.items():
+                if not where:
+                    continue
+                graded, used = await grade(
+                    model,
+                    [units[unit][i] for i in where],
+                    task=spec.task,
+                    trace=text.all_text,
+                    sandbox=checker,
+                    runs=self.plan.grader_runs,
+                )
+                usage = usage + used
+                for i, result in zip(where, graded, strict=True):
+                    checks[unit][i] = result
+        finally:
+            await model.aclose()
+        ref = self.plan.grader_model or self.plan.judge_model
+        cost = cost_usd(ref, usage, self.settings.prices)
+        return replace(record, cost_usd=(record.cost_usd or 0.0) + (cost or 0.0))
 
     def arm_skills(self, arm: str) -> dict[str, Path]:
         """What an arm stages: nothing (baseline), the skill on disk, or the incumbent; with

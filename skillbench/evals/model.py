@@ -27,6 +27,8 @@ CHECK_KINDS: dict[str, str] = {
     "reward": "{file, min, metric, run}: after `run` (a script, its exit code ignored), the "
     "reward in `file` is at least `min` (default 1): reward.txt's number; reward.json's `reward`, "
     "else its `metric`, else every metric it names",
+    "expect": "a model grader finds the natural-language expectation met, from the transcript "
+    "and the workspace files (graded in one call per session, with a canary)",
     "grader": "the command prints {pass, score, evidence} JSON (or exits 0); $CASE, $WORK and "
     "$RESULTS (trace.jsonl) are set",
 }
