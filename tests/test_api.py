@@ -93,7 +93,7 @@ def test_bad_input_raises_the_documented_errors_before_any_model_call(fake, tmp_
     with pytest.raises(EvalError) as bad:
         skillbench.evaluate(folder, options=skillbench.Options(model=MODEL, generate=False))
     assert any("bad.yaml" in str(p) for p in bad.value.problems)
-    with pytest.raises(SkillbenchError, match=r"no skill there has an evals/triggers\.yaml"):
+    with pytest.raises(SkillbenchError, match=r"no skill there has a trigger file \(evals/triggers\.yaml or a trigger JSON\)"):
         skillbench.measure_triggers(folder, options=skillbench.Options(model=MODEL))
     with pytest.raises(SkillbenchError, match="not a skill folder"):
         skillbench.gate(tmp_path)
