@@ -1,4 +1,4 @@
-"""The egress proxy's added latency per request (design §17), as a ratio to a direct request
+"""The egress proxy's added latency per request (docs/formats.md), as a ratio to a direct request
 from the host: N small GETs to a local HTTP server, (a) direct from the host, (b) from the
 host through the proxy, (c) from inside a real podman sandbox through the relay and the proxy
 (the path a case's allowed traffic takes). Medians; one line.

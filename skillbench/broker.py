@@ -1,4 +1,5 @@
-"""The model broker (design §10, §14): how an agent CLI inside a sandbox reaches its model.
+"""The model broker (docs/agents.md, docs/trust.md): how an agent CLI inside a sandbox reaches its
+model.
 
 The sandbox has no network and holds only a placeholder key. The CLI talks to a loopback port
 in its sandbox; the executor relays those bytes to this broker on the host (one broker per

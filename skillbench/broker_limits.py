@@ -1,4 +1,4 @@
-"""The model broker's limits on one request (design §14): a body cap enforced while reading
+"""The model broker's limits on one request (docs/trust.md): a body cap enforced while reading
 (Content-Length or chunked), the few fields of the body the broker reads, and the session's
 budget as a ledger of what is spent plus what calls in flight may still spend.
 """

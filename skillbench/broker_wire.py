@@ -1,4 +1,4 @@
-"""What differs between providers' APIs for the model broker (design §14): the request targets
+"""What differs between providers' APIs for the model broker (docs/trust.md): the request targets
 an agent CLI may use, how the key is sent, where usage is, what a stream cut off mid-response
 looks like, and the shape of an error.
 

@@ -1,4 +1,4 @@
-"""The check kinds of design §1, with run-time semantics: an unknown kind, a bad regex or a
+"""The check kinds of docs/formats.md, with run-time semantics: an unknown kind, a bad regex or a
 path escaping the workspace makes that check fail with a reason; it never errors the run."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ GRADER_WRAPPER = (
 
 
 async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -> CheckResult:
-    """The check kinds that run the eval's own programs in the checker (design §13); a
+    """The check kinds that run the eval's own programs in the checker (docs/formats.md); a
     grader finds `trace` (skill-optimizer's format) at $RESULTS/trace.jsonl."""
     name, arg = check.name, check.arg or ""
     work = sandbox.workdir

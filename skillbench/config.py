@@ -49,7 +49,7 @@ class ClusterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
 
 
 class SignSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """`[sign]`: the SSH private key receipts are signed with (design §14), in CI a secret
+    """`[sign]`: the SSH private key receipts are signed with (docs/trust.md), in CI a secret
     written to a file; relative to the config file. None: receipts are not signed."""
 
     key: str | None = None
@@ -173,7 +173,7 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         if isinstance(sign, dict) and isinstance(sign.get("key"), str):  # so is the key's
             data["sign"] = {**sign, "key": str(path.parent / Path(sign["key"]).expanduser())}
     if os.environ.get("SKILLBENCH_MODEL") and not (flags or {}).get("model"):
-        # the environment sits between the config and the flags (design §7: --model, then
+        # the environment sits between the config and the flags (docs/results.md: --model, then
         # SKILLBENCH_MODEL, then the config)
         data["model"] = os.environ["SKILLBENCH_MODEL"]
         sources["model"] = "SKILLBENCH_MODEL"

@@ -1,4 +1,4 @@
-"""The egress proxy (design §17): the only way from a sandbox to the hosts its case allows.
+"""The egress proxy (docs/formats.md): the only way from a sandbox to the hosts its case allows.
 
 The sandbox keeps `--network none`. A phase whose case lists hosts gets one of these on the
 host, reached through the executor's relay (a loopback port inside, like the model broker),

@@ -1,4 +1,4 @@
-"""The gate (design §6): does the newest receipt that measured a skill's exact bytes meet the
+"""The gate (docs/results.md): does the newest receipt that measured a skill's exact bytes meet the
 team's policy? Receipts come from the team repo (team.py) and the local store."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Generated evals (design §5): when a skill has no cases (and no suite) or no triggers file,
+"""Generated evals (docs/formats.md): when a skill has no cases (and no suite) or no triggers file,
 write them with the model. Every generated file is validated (cases are also dry-run seeded
 in a sandbox), carries a two-line header, is written atomically and never replaces a file.
 At most 3 calls per kind: validation problems are fed back for another try."""

@@ -1,4 +1,4 @@
-"""Bounded reading of JSON and TOML inputs (design §15): receipts, team-repo files, config.
+"""Bounded reading of JSON and TOML inputs (docs/trust.md): receipts, team-repo files, config.
 
 Each reads a regular file only (a link to /dev/zero or a FIFO is refused, never read
 forever), at most a cap of bytes, and turns every way the input can be wrong (unreadable,

@@ -1,4 +1,4 @@
-"""A session's transcript in skill-optimizer's own trace format (design §17), for graders of
+"""A session's transcript in skill-optimizer's own trace format (docs/formats.md), for graders of
 imported skill-optimizer suites that read `$RESULTS/trace.jsonl`.
 
 The host writes it into the checker from the transcript it recorded (checks.py), so what a

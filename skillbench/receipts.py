@@ -1,4 +1,5 @@
-"""Receipts (design §6, §14): one per eval run, naming the exact skill bytes it measured.
+"""Receipts (docs/results.md, docs/trust.md): one per eval run, naming the exact skill bytes it
+measured.
 
 Written into the run folder and into a local store keyed by digest:
 `$SKILLBENCH_HOME/receipts/<skill>/<digest hex>/<run_id>.json` (default `~/.skillbench`).
@@ -38,7 +39,7 @@ from skillbench.verdict import MIN_NET_LIFT
 
 # 2: expected/scored rows say what was measured; complete, agent, driver.
 # 3: bundle, signature, and what re-deriving needs (opponents, units) and endpoints.
-# 4: verdicts in independent units with INCONCLUSIVE (design §16), and the floor they used.
+# 4: verdicts in independent units with INCONCLUSIVE (docs/statistics.md), and the floor they used.
 SCHEMA_VERSION = 4
 # The bundle: these files, and every regular file under these folders, of the run folder.
 BUNDLE_FILES = ("journal.jsonl", "summary.json")
@@ -58,7 +59,7 @@ class Provenance(msgspec.Struct, kw_only=True):
     opponents: list[str] = []  # in plan order: the verdict is against the first
     units: list[Unit] = []  # what the rows are of
     endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
-    min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used (design §16)
+    min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used (docs/statistics.md)
     sequential: Rule | None = None  # the stopping rule of a sequential run
 
 

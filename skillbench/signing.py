@@ -1,4 +1,4 @@
-"""SSH signatures over receipts (design §14), by `ssh-keygen -Y`: the format git uses for
+"""SSH signatures over receipts (docs/trust.md), by `ssh-keygen -Y`: the format git uses for
 commit signing, so anyone can check a receipt with `ssh-keygen -Y verify` and no skillbench.
 
 Signatures are made in the namespace `skillbench-receipt`, so a signature made for something

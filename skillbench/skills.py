@@ -1,5 +1,5 @@
 """Skills on disk: SKILL.md front matter, library roots and their catalog, the content digest
-(design §6) and the staging filter.
+(docs/results.md) and the staging filter.
 
 A skill is a folder with a SKILL.md; a library root is a folder whose direct children are
 skills. This module sits at the bottom of the package: it imports nothing above `spec`.
@@ -338,7 +338,7 @@ def _name_problem(folder: Path, raw: str, named: dict[str, str]) -> Problem | No
 
 
 def digest(folder: Path) -> str:
-    """The skill's version identity: `sha256:` + hex over its files (design §6).
+    """The skill's version identity: `sha256:` + hex over its files (docs/results.md).
 
     Each entry is hashed as kind, path length, path, content length, content, so no two
     different trees can produce the same byte stream. Modes and mtimes are ignored.

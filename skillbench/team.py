@@ -1,5 +1,5 @@
-"""The team repo (design §6): published versions, their evals and receipts (the gate that reads
-them is gating.py).
+"""The team repo (docs/results.md): published versions, their evals and receipts (the gate that
+reads them is gating.py).
 
 skills/<name>/v<N>/**            immutable: identical bytes reuse the version
 skills/<name>/versions.json      {"v1": "sha256:..."}: what each version folder must hash to

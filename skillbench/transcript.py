@@ -3,7 +3,7 @@ Claude Code CLI's events mapped onto it) and every check reads. One JSON object 
 written as the session runs, so a crash leaves a readable prefix. Every line is scrubbed of
 credentials before it is written; the checks read the unscrubbed events kept in memory.
 
-Events (design §7): trace_start {case, arm, rep, model, started_at}, message {role, text,
+Events (docs/results.md): trace_start {case, arm, rep, model, started_at}, message {role, text,
 usage}, tool_call {id, name, arguments}, tool_result {id, name, text, is_error, exit_code},
 trace_end {stop_reason, turns, duration_ms, usage, cost_usd}.
 """

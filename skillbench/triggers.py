@@ -1,4 +1,4 @@
-"""The trigger engine (design §4): does the skill get picked for the right requests?
+"""The trigger engine (docs/formats.md): does the skill get picked for the right requests?
 
 Every prompt of `evals/triggers.yaml` is routed against the library the skill lives in (the
 skill under test always in it), by one of two methods, each a `Router`:
@@ -80,7 +80,7 @@ def _ratio(num: int, den: int) -> float | None:
 
 
 def counts(results: Sequence[PromptResult]) -> Counts:
-    """The design §4 counting rules: a failed call misses a should-trigger prompt and is
+    """The docs/formats.md counting rules: a failed call misses a should-trigger prompt and is
     neither fp nor tn otherwise."""
     tp = sum(r.should_trigger and r.fired is True for r in results)
     fn = sum(r.should_trigger and r.fired is not True for r in results)
@@ -137,7 +137,7 @@ class TriggerReport(msgspec.Struct, frozen=True):
     invalid: str | None = None  # why the numbers mean nothing (the canary did not fire)
 
     def summary(self) -> dict[str, object]:
-        """The `triggers` object of summary.json (design §7), with the method that
+        """The `triggers` object of summary.json (docs/results.md), with the method that
         measured it."""
         return {
             "method": self.method,
@@ -234,7 +234,7 @@ async def evaluate(
     runs: int = 1,
     threshold: float = 0.5,
 ) -> TriggerReport:
-    """Score one skill's trigger prompts (design §4 counting rules)."""
+    """Score one skill's trigger prompts (docs/formats.md counting rules)."""
     library = sorted({s.name: s for s in (*catalog, skill)}.values(), key=lambda s: s.name)
     usage = Usage()
     if router.canary:

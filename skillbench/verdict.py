@@ -1,5 +1,5 @@
-"""The verdict rule (design §16), in one place: the engine scores with it, the gate re-derives
-a receipt's verdict with it. Pure functions of rows.
+"""The verdict rule (docs/statistics.md), in one place: the engine scores with it, the gate
+re-derives a receipt's verdict with it. Pure functions of rows.
 
 The unit of evidence is the stimulus, not the row: a case is one vote (the majority over its
 repetitions), and a suite is one vote (the net of its sub-cases within each session, then the

@@ -1,4 +1,4 @@
-"""Activation, ambient skills and the library arm (issue 22, parts 4-6; design §16).
+"""Activation, ambient skills and the library arm (issue 22, parts 4-6; docs/statistics.md).
 
 Whether the skill under test loaded is read from each candidate session's own transcript: the
 real Claude Code and Codex CLIs against the fake model server (the model calls the Skill tool,
@@ -62,7 +62,7 @@ def summary_and_lines(capsys, folder: Path, out: Path, agent: str) -> tuple[dict
     code, lines, summary = run_eval(
         capsys, folder, out, "--execution-only", "--model", MODEL[agent]
     )
-    assert code == 3, lines  # one or two cases: INCONCLUSIVE (design §16)
+    assert code == 3, lines  # one or two cases: INCONCLUSIVE (docs/statistics.md)
     return summary, lines
 
 
@@ -495,7 +495,7 @@ def test_activation_counts_and_the_lift_where_it_fired_by_hand() -> None:
         ("suite", 1, 1, True),
     ]
     assert (a.fired, a.sessions, a.misfired, a.unexpected) == (2, 3, 1, 2)
-    # in units (design §16): overall, hello ties (a win and a tie: no majority), sum ties,
+    # in units (docs/statistics.md): overall, hello ties (a win and a tie: no majority), sum ties,
     # the suite wins (rep 1: +2; rep 2 unscored): 1/3. Where it fired (hello.1, sum.1 and
     # the suite's two rows of rep 1): hello wins, sum loses, the suite wins: 1/3 over 3 units
     assert a.lift == pytest.approx(1 / 3)

@@ -10,17 +10,24 @@ import pytest
 
 from skillbench.agents import AGENTS, make_agent
 
-HOME = {"builtin": "/skills", "claude-code": "/home/agent/.claude/skills", "codex": "/skills"}
+HOME = {
+    "builtin": "/skills",
+    "claude-code": "/home/agent/.claude/skills",
+    "codex": "/skills",
+    "opencode": "/home/agent/.config/opencode/skills",
+}
 # each agent's own names for a shell and a file read
 SHELL = {
     "builtin": ("bash", "command"),
     "claude-code": ("Bash", "command"),
     "codex": ("bash", "command"),
+    "opencode": ("bash", "command"),
 }
 READ = {
     "builtin": ("read", "path"),
     "claude-code": ("Read", "file_path"),
     "codex": ("read", "path"),
+    "opencode": ("read", "filePath"),
 }
 
 

@@ -1,4 +1,4 @@
-"""The agent under test as an adversary (design §9): every attack found on the walking skeleton
+"""The agent under test as an adversary (docs/trust.md): every attack found on the walking skeleton
 is tried here by a scripted agent, against real podman sandboxes and the real SDKs, and each
 test asserts the honest outcome: the cheat does not pass its checks, the run finishes with its
 rows in the journal, the host keeps only what it should, and the gate accepts only real

@@ -1,4 +1,4 @@
-"""The agent conformance suite (design §10): every agent runs the same case against the same
+"""The agent conformance suite (docs/agents.md): every agent runs the same case against the same
 scripted behaviour and must give the same check results, see its staged skill (and the
 baseline none), keep the real API key out of the sandbox and the run folder, and turn a
 provider outage into an infrastructure error. Real podman, the fake model server, and for

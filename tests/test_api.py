@@ -59,7 +59,7 @@ def test_evaluate_runs_an_eval_and_gate_reads_its_receipt(fake, tmp_path: Path, 
     assert isinstance(result, skillbench.EvalResult)
     summary = result.summary
     assert isinstance(summary, skillbench.Summary)
-    # one case is one unit: too few for a verdict (design §16)
+    # one case is one unit: too few for a verdict (docs/statistics.md)
     assert (summary.verdict, summary.complete, summary.scored_rows) == ("INCONCLUSIVE", True, 1)
     assert [(r.case, r.outcome, r.decided_by) for r in summary.rows] == [("hello", "win", "checks")]
     assert summary.triggers is not None
@@ -93,7 +93,10 @@ def test_bad_input_raises_the_documented_errors_before_any_model_call(fake, tmp_
     with pytest.raises(EvalError) as bad:
         skillbench.evaluate(folder, options=skillbench.Options(model=MODEL, generate=False))
     assert any("bad.yaml" in str(p) for p in bad.value.problems)
-    with pytest.raises(SkillbenchError, match=r"no skill there has a trigger file \(evals/triggers\.yaml or a trigger JSON\)"):
+    with pytest.raises(
+        SkillbenchError,
+        match=r"no skill there has a trigger file \(evals/triggers\.yaml or a trigger JSON\)",
+    ):
         skillbench.measure_triggers(folder, options=skillbench.Options(model=MODEL))
     with pytest.raises(SkillbenchError, match="not a skill folder"):
         skillbench.gate(tmp_path)

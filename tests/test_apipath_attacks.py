@@ -1,4 +1,4 @@
-"""The API-only executor path and the early checker against the agent (design §9, §15).
+"""The API-only executor path and the early checker against the agent (docs/trust.md).
 
 On the api channel the checker's /case, its tools and the executor's own files are copied
 into its root filesystem (sandbox/channel.py), not mounted, and the checker starts while the

@@ -1,4 +1,4 @@
-"""The model broker as an attacker inside the sandbox sees it (design §14): a process in a real
+"""The model broker as an attacker inside the sandbox sees it (docs/trust.md): a process in a real
 claude-code sandbox talks to the loopback relay with raw sockets and tries to make the broker
 carry the real key somewhere else (`@host`, an absolute URL, `..`, percent-encoding), reach
 endpoints the agent never needs (batches, files, models), send a 40 MB body, use a model the run

@@ -1,4 +1,4 @@
-"""The executor channel against the agent (design §9): on the api path the channel is the
+"""The executor channel against the agent (docs/trust.md): on the api path the channel is the
 container's own stdin and stdout (sandbox/channel.py), so a process inside that could write
 to PID 1's stdout would forge replies. Each attack runs as the agent, on both channels, and
 the host must still get only the executor's own answers."""

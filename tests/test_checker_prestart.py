@@ -1,5 +1,5 @@
 """The checker starts while the agent works, and the agent's sandbox is stopped, not removed,
-before the handover (issue 27 part 1): the new ordering must keep design §9 and §15 whole.
+before the handover (issue 27 part 1): the new ordering must keep docs/trust.md whole.
 The agent leaves processes behind that outlive its phase (forked away, in a new session,
 ignoring signals, holding a descriptor to a file the check reads) and none of their writes
 reaches the check; the early checker is out of the agent's reach; and no container outlives

@@ -1,4 +1,4 @@
-"""The check phase reads only what the agent legitimately wrote (design §15, issue 21 parts
+"""The check phase reads only what the agent legitimately wrote (docs/trust.md, issue 21 parts
 4-6). Each attack is a real eval through real podman with a scripted agent: the candidate
 cheats, the baseline does nothing, and every cheat must fail its checks. Links the agent made
 (to the Margin and Harbor tests staged after it, to /case, through ../ and /proc, to the

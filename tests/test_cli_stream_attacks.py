@@ -1,4 +1,4 @@
-"""An agent CLI's own event stream against the agent it runs (design §9, §16).
+"""An agent CLI's own event stream against the agent it runs (docs/trust.md, docs/statistics.md).
 
 The host reads what Claude Code did from the CLI's stdout (stream-json): its tool calls,
 the skills its init event lists (the contamination guard), its end. The commands the model

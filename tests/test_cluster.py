@@ -1,4 +1,4 @@
-"""Sessions on a real multi-node Ray cluster (design §18): a head and two worker nodes, each
+"""Sessions on a real multi-node Ray cluster (docs/scale-out.md): a head and two worker nodes, each
 worker with its own podman service and storage, so `cluster prepare` has to ship the images.
 Runs against the fake model server as a provider with a real-looking key that must never
 reach a worker."""

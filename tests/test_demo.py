@@ -80,7 +80,7 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         "diff-review --with-library skills/",
         "diff-review --agent claude-code --case small-change",
     ]  # every bundled skill, then the library arm, then the real Claude Code CLI offline
-    # two skills have enough units for a verdict, the other two do not (design §16)
+    # two skills have enough units for a verdict, the other two do not (docs/statistics.md)
     verdicts = [line for line in out if line.startswith("verdict: ")]
     assert verdicts == [
         "verdict: PASS [partial — 11/12 scored]",
@@ -198,7 +198,7 @@ def test_the_scripted_driver_plays_claude_code_arms_offline(tmp_path: Path, caps
     argv += ["--model", "scripted/demo", "--case", "small-change", "--no-gen", "--out", str(run)]
     code = main(argv)
     out = capsys.readouterr().out.splitlines()
-    assert code == 3, out  # one case: INCONCLUSIVE (design §16)
+    assert code == 3, out  # one case: INCONCLUSIVE (docs/statistics.md)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["scored_rows"] == 1 and summary["verdict"] != "NONE", out
     assert summary["comparisons"]["baseline"]["win"] == 1
@@ -238,7 +238,7 @@ def test_the_scripted_driver_plays_codex_arms_offline(tmp_path: Path, capsys) ->
     argv += ["small-change", "--model", "scripted/demo", "--no-gen", "--execution-only"]
     code = main([*argv, "--out", str(run)])
     out = capsys.readouterr().out.splitlines()
-    assert code == 3, out  # one case: INCONCLUSIVE (design §16)
+    assert code == 3, out  # one case: INCONCLUSIVE (docs/statistics.md)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["scored_rows"] == 1 and summary["verdict"] != "NONE", out
     assert summary["comparisons"]["baseline"]["win"] == 1

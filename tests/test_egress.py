@@ -1,4 +1,4 @@
-"""Network per phase (design §17, issue 23 part 3), offline against real podman: a local HTTP
+"""Network per phase (docs/formats.md, issue 23 part 3), offline against real podman: a local HTTP
 server on the host stands in for the internet. Through the egress proxy a listed host:port
 answers from inside the sandbox, every other target is refused 403 and recorded; a phase with
 `network: none` has no proxy, no relay and reaches nothing; a verifier-only allowlist lets the

@@ -199,7 +199,7 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     # both judge orders were asked for every judged row (2 rows x 2 orders)
     judge_calls = [r for r in server.log() if "## Rubric" in json.dumps(r.body)]
     assert len(judge_calls) == 4
-    # the run folder holds what design §7 promises
+    # the run folder holds what docs/results.md promises
     run = tmp_path / "run"
     assert {p.name for p in run.iterdir()} >= {
         "plan.json",

@@ -1,4 +1,4 @@
-"""MCP servers as services (issue 23 part 2, design §17): Harbor's `[[environment.mcp_servers]]`
+"""MCP servers as services (issue 23 part 2, docs/formats.md): Harbor's `[[environment.mcp_servers]]`
 and skill-optimizer's `mcpServers`/`mcpServices` import onto a case's `mcp_servers:` where they
 can (a server that is one of the case's services, or a stdio command), and every other one is
 listed with its reason; `check` refuses a server the sandbox could never reach; and a Harbor

@@ -1,4 +1,4 @@
-"""Receipts that can be verified (issue 21, parts 1 and 2; design §14).
+"""Receipts that can be verified (issue 21, parts 1 and 2; docs/trust.md).
 
 G1: a receipt written by hand and committed to the team repo passed the strictest gate. Now a
 receipt is re-derived from its rows, may carry an SSH signature that `ssh-keygen -Y verify`

@@ -65,7 +65,7 @@ def test_the_practical_floor_is_configurable() -> None:
 
 
 def test_design_example_figures() -> None:
-    # design §3's 5W / 1L / 3T, as nine cases run once: +44 %, but p = 7/64 one-sided
+    # docs/statistics.md's 5W / 1L / 3T, as nine cases run once: +44 %, but p = 7/64 one-sided
     c = compare(
         rows(*[("win", "checks")] * 5, ("loss", "checks"), *[("tie", "checks")] * 3), "baseline"
     )
@@ -573,7 +573,7 @@ def test_the_noise_floor_counts_flips_between_the_two_baselines() -> None:
     assert noise_floor(_plan(["baseline", "candidate"], [("a", "a")]), sessions) is None
 
 
-# --- properties of the unit rule (design §16) ------------------------------------------------
+# --- properties of the unit rule (docs/statistics.md) ------------------------------------------------
 
 OUTCOMES = st.sampled_from(["win", "loss", "tie", "unscored"])
 

@@ -1,4 +1,4 @@
-"""A case's services (issue 23 part 2, design §17), on real podman: each arm's services run in
+"""A case's services (issue 23 part 2, docs/formats.md), on real podman: each arm's services run in
 a pod of its own that its sandbox and its checker join (loopback only), they are healthy
 before the agent starts, gone with the arm, and never reachable from another arm; a Harbor
 task's docker-compose.yaml imports onto them."""

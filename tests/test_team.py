@@ -49,7 +49,7 @@ def greeter(tmp_path: Path, body: str = "Say hello.") -> Path:
 
 
 # rows that give each verdict (one case each, so one unit each, against the baseline): W
-# win, L loss, T tie, U unscored. PASS and FAIL need five decided units (design §16).
+# win, L loss, T tie, U unscored. PASS and FAIL need five decided units (docs/statistics.md).
 ROWS = {
     "PASS": "WWWWW",
     "FAIL": "LLLLL",

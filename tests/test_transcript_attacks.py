@@ -1,4 +1,4 @@
-"""The agent's own words cannot forge or cut the transcript the host keeps (design §9).
+"""The agent's own words cannot forge or cut the transcript the host keeps (docs/trust.md).
 
 What the agent prints comes back as a tool result, and the host writes it into the session's
 transcript, one JSON line per event. Python's str.splitlines() (how the judge's, the report's

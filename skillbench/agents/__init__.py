@@ -1,4 +1,4 @@
-"""The agents an arm can run, by name (design §10): a registry, not an if-chain. Adding an
+"""The agents an arm can run, by name (docs/agents.md): a registry, not an if-chain. Adding an
 agent is one module here and one line in AGENTS."""
 
 from __future__ import annotations

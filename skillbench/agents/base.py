@@ -1,4 +1,4 @@
-"""The Agent seam (design §10): what runs inside an arm. One protocol, one registry
+"""The Agent seam (docs/agents.md): what runs inside an arm. One protocol, one registry
 (agents/__init__.py), one conformance suite (tests/test_agents.py) every agent passes.
 
 An agent is asked for a session; the session says whether the sandbox needs a relay to the

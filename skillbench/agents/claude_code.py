@@ -1,4 +1,4 @@
-"""`claude-code`: the real Claude Code CLI inside the arm's sandbox (design §10).
+"""`claude-code`: the real Claude Code CLI inside the arm's sandbox (docs/agents.md).
 
 The CLI comes from the npm registry (the native binary ships in
 `@anthropic-ai/claude-code-linux-x64`; no node at run time), pinned and cached by version

@@ -1,4 +1,4 @@
-"""`codex`: the real Codex CLI inside the arm's sandbox (design §10).
+"""`codex`: the real Codex CLI inside the arm's sandbox (docs/agents.md).
 
 The CLI is a static binary in the npm package `@openai/codex@<version>-linux-x64`, pinned and
 cached like Claude Code's, baked into its own image variant. It runs as the unprivileged

@@ -1,4 +1,4 @@
-"""More than one machine (design §18): arm sessions as Ray tasks on worker nodes with podman,
+"""More than one machine (docs/scale-out.md): arm sessions as Ray tasks on worker nodes with podman,
 the plan, journal, judge and trigger calls on the driver, provider keys never leaving it.
 
 Only this package imports Ray, and nothing imports this package unless a cluster is configured.

@@ -1,6 +1,6 @@
-"""Sessions as Ray tasks (design §18): one arm session — sandbox, staging, the agent, the check
-phase, copy-out — runs on a worker node that holds a `skillbench` slot, through the same code a
-local run uses (the engine's own attempt), with the node's podman. The task streams back what
+"""Sessions as Ray tasks (docs/scale-out.md): one arm session — sandbox, staging, the agent, the
+check phase, copy-out — runs on a worker node that holds a `skillbench` slot, through the same code
+a local run uses (the engine's own attempt), with the node's podman. The task streams back what
 the session wrote to its run folder in bounded chunks and then its record; the driver writes
 the run folder, the journal, the judge and trigger calls as for a local run.
 

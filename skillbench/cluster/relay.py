@@ -1,4 +1,4 @@
-"""The driver's model relay (design §18): how sessions on worker nodes reach the model while
+"""The driver's model relay (docs/scale-out.md): how sessions on worker nodes reach the model while
 the provider keys stay on the driver.
 
 Workers get a base URL on the driver (`http://<driver>:<port>/<provider>`) and a per-run token

@@ -1,4 +1,4 @@
-"""Activation and ambient skills (design §16): was the skill under test loaded in each
+"""Activation and ambient skills (docs/statistics.md): was the skill under test loaded in each
 candidate session, what the lift is over the sessions where it was, and which skills the agent
 CLI brought on its own. Pure functions over the run's records.
 
@@ -38,7 +38,7 @@ class Activation(msgspec.Struct, frozen=True):
     misfired: int  # candidate sessions of `expect_activation: false` cases that loaded it
     unexpected: int  # candidate sessions of those cases that ran
     cases: list[CaseActivation]
-    # the net lift against the first opponent in units (design §16: one vote per case, one
+    # the net lift against the first opponent in units (docs/statistics.md: one vote per case, one
     # per suite), over every scored row (the overall lift, as the verdict's comparison counts
     # it) and over the rows whose candidate session loaded the skill: the same rule, so the
     # two read side by side

@@ -1,7 +1,7 @@
-"""Cost before spending (design §11, §16): what a run would do and roughly cost, with no model
+"""Cost before spending (docs/statistics.md): what a run would do and roughly cost, with no model
 called and no sandbox started but the probe of cases with `requires`.
 
-Sessions are counted as they will run (design §16): cases x arms x k, less the cases whose
+Sessions are counted as they will run (docs/statistics.md): cases x arms x k, less the cases whose
 image lacks a `requires` tool (probed as the run would) and the baseline and incumbent
 sessions the reuse cache already holds. Per-session turns, tokens and seconds come from the
 newest earlier receipt of the same skill with the same agent and model; without one, from

@@ -1,4 +1,5 @@
-"""Fill in missing eval kinds with generated ones (design §5), for `eval` and `skillbench gen`."""
+"""Fill in missing eval kinds with generated ones (docs/formats.md), for `eval` and `skillbench
+gen`."""
 
 from __future__ import annotations
 

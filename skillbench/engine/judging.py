@@ -1,4 +1,4 @@
-"""A run's rows (design §3, §16): as both arms of a case's rep finish, the row is decided by
+"""A run's rows (docs/statistics.md): as both arms of a case's rep finish, the row is decided by
 activation, else by the checks, else by the judge (asked in the background)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Planning a run (design §2): validate the assets, choose the sessions and the scored units,
-find the incumbent, and make (or reopen, for --resume) the run folder with its plan.json."""
+"""Planning a run (docs/statistics.md): validate the assets, choose the sessions and the scored
+units, find the incumbent, and make (or reopen, for --resume) the run folder with its plan.json."""
 
 from __future__ import annotations
 

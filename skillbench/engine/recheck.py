@@ -1,4 +1,4 @@
-"""The reuse path of a run (design §3): a baseline or incumbent session identical to an
+"""The reuse path of a run (docs/statistics.md): a baseline or incumbent session identical to an
 earlier run's is taken from the cache, and its checks run again on its kept workspace."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a run writes: the plan, and the journal's session and row records (design §7)."""
+"""What a run writes: the plan, and the journal's session and row records (docs/results.md)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class Unit(msgspec.Struct, frozen=True):
     name: str
     session: str  # the case name, or "suite"
     judge: bool = False
-    distractor: bool = False  # a suite sub-case the suite marks as a trap (design §11)
+    distractor: bool = False  # a suite sub-case the suite marks as a trap (docs/statistics.md)
 
 
 class Incumbent(msgspec.Struct, frozen=True):
@@ -74,9 +74,9 @@ class Plan(msgspec.Struct, kw_only=True):
     team: str | None = None  # the team repo the incumbent came from (--resume keeps it)
     agent: str = "builtin"  # what runs in the arms (agents/)
     agent_version: str = ""
-    min_net_lift: float = MIN_NET_LIFT  # the verdict's practical floor (design §16)
+    min_net_lift: float = MIN_NET_LIFT  # the verdict's practical floor (docs/statistics.md)
     sequential: Rule | None = None  # --sequential: the stopping rule, declared before any session
-    # where the agent and judge models are reached (design §14); --resume refuses a change
+    # where the agent and judge models are reached (docs/trust.md); --resume refuses a change
     endpoints: dict[str, Endpoint] = {}
     library: Library | None = None
 

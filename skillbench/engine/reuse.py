@@ -1,5 +1,5 @@
-"""Baseline reuse (design §11): baseline and incumbent sessions do not depend on the candidate,
-so a finished one is kept and reused by later runs of any version of the skill.
+"""Baseline reuse (docs/statistics.md): baseline and incumbent sessions do not depend on the
+candidate, so a finished one is kept and reused by later runs of any version of the skill.
 
 An entry is keyed by a digest of everything the session does depend on: the case as loaded
 (task, checks, files, setup, limits, and the fixture's bytes, not its path), which arm it was
@@ -10,7 +10,7 @@ sandbox image and limits, the repetition, and skillbench's own version. Any chan
 them is another key, so an entry never crosses an input change. Entries live under
 $SKILLBENCH_HOME/sessions/; only scored sessions (pass or fail) are kept.
 
-What is reused is the session, never its score (design §15): an entry keeps the workspace as
+What is reused is the session, never its score (docs/trust.md): an entry keeps the workspace as
 its check phase was handed it (`workspace.tar`), and a run that reuses it runs the checks
 again there, against the check files as they are now. The files under evals/ are therefore
 not in the key: editing tests/expected.txt or a verify.sh changes the outcome exactly as a

@@ -1,4 +1,4 @@
-"""Trigger measurement, by either method (design §4, issue 14): the catalog call, or the real
+"""Trigger measurement, by either method (docs/formats.md, issue 14): the catalog call, or the real
 agent's own routing.
 
 The agent method runs the agent CLI once per (prompt, run) in a fresh sandbox with every skill

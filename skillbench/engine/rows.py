@@ -1,4 +1,4 @@
-"""Rows (design §3, §16): a row from two arms' sessions by their checks, the comparison of an
+"""Rows (docs/statistics.md): a row from two arms' sessions by their checks, the comparison of an
 opponent's rows, and the why line. Pure functions over records."""
 
 from __future__ import annotations

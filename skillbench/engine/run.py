@@ -220,7 +220,7 @@ class Runner(Reusing, Judging):
         return self.evidence(summary, rows)
 
     def evidence(self, summary: Summary, rows: list[RowRecord]) -> Summary:
-        """The summary with activation, ambient skills and the library arm (design §16)."""
+        """The summary with activation, ambient skills and the library arm (docs/statistics.md)."""
         expected = {name: self.expects(name) for name in self.plan.sessions}
         summary.activation = activation_of(self.plan, self.done, rows, expected)
         summary.ambient = ambient_of(self.plan, self.done, self.agent.ambient_policy())

@@ -1,4 +1,4 @@
-"""Scoring (design §3, §16): the units the verdict counts, arm scores, case-runs passed,
+"""Scoring (docs/statistics.md): the units the verdict counts, arm scores, case-runs passed,
 efficiency, diagnostics, the noise floor, and the summary and derived verdict of a run.
 Pure functions over records."""
 
@@ -330,9 +330,9 @@ def derive(
 ) -> Derived:
     """The verdict, counts and power of a run from its rows and what it planned (opponents,
     units, k, seed, the practical floor), nothing else: summarize() takes them from here,
-    and the gate re-derives a receipt's with this same function (design §14), so the two can
+    and the gate re-derives a receipt's with this same function (docs/trust.md), so the two can
     never disagree on the rule. The rows are taken in plan order, whatever order they come
-    in; the verdict counts independent units (design §16, skillbench.verdict). A sequential
+    in; the verdict counts independent units (docs/statistics.md, skillbench.verdict). A sequential
     run's verdict against the baseline is its stopping rule's (skillbench.sequential)."""
     index = {u.name: i for i, u in enumerate(units)}
     rank = {o: i for i, o in enumerate(opponents)}

@@ -1,4 +1,4 @@
-"""One arm session (design §3): the agent's attempt in a fresh sandbox, the handover to the
+"""One arm session (docs/statistics.md): the agent's attempt in a fresh sandbox, the handover to the
 checker and the checks that give the session its outcome. The Runner (engine/run.py) builds on
 these with the reuse path (engine/recheck.py) and the rows (engine/judging.py)."""
 

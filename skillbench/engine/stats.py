@@ -1,4 +1,4 @@
-"""The uncertainty around a verdict (design §11, §16): the one-sided exact sign test over
+"""The uncertainty around a verdict (docs/statistics.md): the one-sided exact sign test over
 independent units, how many decided units it would need, cluster-bootstrap intervals, and the
 unbiased pass@k / pass^k estimators. Pure functions, no I/O."""
 
@@ -26,7 +26,7 @@ class Interval(msgspec.Struct, frozen=True):
 
 
 class Stats(msgspec.Struct, frozen=True, kw_only=True):
-    """The candidate against one opponent, counted in independent units (design §16)."""
+    """The candidate against one opponent, counted in independent units (docs/statistics.md)."""
 
     decided: int  # units won plus units lost
     needed: int | None  # decided units the sign test needs at this split; None: > 200

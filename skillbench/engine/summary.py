@@ -1,5 +1,5 @@
-"""What a run's scoring reports (design §7, §11, §16): the Summary that summary.json, the
-report, JUnit and the receipt read, and the structs inside it."""
+"""What a run's scoring reports (docs/results.md, docs/statistics.md): the Summary that
+summary.json, the report, JUnit and the receipt read, and the structs inside it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from skillbench.verdict import MIN_NET_LIFT, NONE, Votes
 
 class Comparison(msgspec.Struct):
     """The candidate against one opponent: the scored rows, and the independent units the
-    verdict counts (design §16)."""
+    verdict counts (docs/statistics.md)."""
 
     win: int  # rows
     loss: int
@@ -44,8 +44,8 @@ class Skipped(msgspec.Struct):
 
 
 class Diagnostic(msgspec.Struct, frozen=True):
-    """Something about the eval itself worth fixing (design §11): a check that cannot tell the
-    arms apart, an environment gap read as a result, a flaky case."""
+    """Something about the eval itself worth fixing (docs/statistics.md): a check that cannot tell
+    the arms apart, an environment gap read as a result, a flaky case."""
 
     kind: str  # non-discriminating | environment-gap | flaky
     case: str
@@ -82,13 +82,13 @@ class Reuse(msgspec.Struct, frozen=True):
 
 
 class Summary(msgspec.Struct, kw_only=True):
-    """What a run established (design §7 summary keys, plus arm scores, case runs and
+    """What a run established (docs/results.md summary keys, plus arm scores, case runs and
     provenance): summary.json, `--json`, the report, JUnit and the receipt all read this."""
 
     skill: str
     version: str
     run_id: str
-    verdict: str  # PASS | NEUTRAL | FAIL | INCONCLUSIVE | NONE (design §16)
+    verdict: str  # PASS | NEUTRAL | FAIL | INCONCLUSIVE | NONE (docs/statistics.md)
     why: str
     expected_rows: int
     scored_rows: int
@@ -109,13 +109,13 @@ class Summary(msgspec.Struct, kw_only=True):
     endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
     k: int
     seed: int
-    stats: dict[str, Stats] = {}  # per opponent: power and intervals (design §11)
+    stats: dict[str, Stats] = {}  # per opponent: power and intervals (docs/statistics.md)
     diagnostics: list[Diagnostic] = []
     triggers_note: str | None = None  # why the triggers were not measured
     spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
     reused: Reuse | None = None
     noise_floor: NoiseFloor | None = None  # eval --aa
-    # design §16: was the skill loaded, what the CLI brought on its own, the library arm
+    # docs/statistics.md: was the skill loaded, what the CLI brought on its own, the library arm
     activation: Activation | None = None
     ambient: Ambient | None = None
     library: Library | None = None

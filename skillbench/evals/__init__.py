@@ -1,4 +1,4 @@
-"""Eval asset schemas and their strict loaders (design §1)."""
+"""Eval asset schemas and their strict loaders (docs/formats.md)."""
 
 from skillbench.evals.cases import load_case, load_suite
 from skillbench.evals.load import load_assets

@@ -1,4 +1,4 @@
-"""What a case's Containerfile may ask of the build (design §15): nothing outside its context.
+"""What a case's Containerfile may ask of the build (docs/trust.md): nothing outside its context.
 
 podman builds a case image as root on the host, and buildah resolves some build-time mounts
 on the host: a cache mount lives at /var/tmp/buildah-cache-<uid>/<id> with the `id` joined

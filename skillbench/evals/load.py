@@ -19,7 +19,7 @@ from skillbench.evals.triggers_file import load_skill_triggers, load_triggers
 
 
 def case_files(skill_dir: Path) -> list[Path]:
-    """`evals/cases/*.yaml|*.yml`, sorted by file name (design §1)."""
+    """`evals/cases/*.yaml|*.yml`, sorted by file name (docs/formats.md)."""
     folder = skill_dir / "evals" / "cases"
     if not folder.is_dir():
         return []

@@ -1,4 +1,4 @@
-"""A case's `mcp_servers:` (design §17): MCP servers offered to the agent in its sandbox,
+"""A case's `mcp_servers:` (docs/formats.md): MCP servers offered to the agent in its sandbox,
 the way Harbor's `[[environment.mcp_servers]]` and skill-optimizer's `mcpServers` declare them.
 
     mcp_servers:

@@ -1,4 +1,4 @@
-"""The eval asset schema: cases, the suite, checks and triggers (design §1)."""
+"""The eval asset schema: cases, the suite, checks and triggers (docs/formats.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A case's `network:` field (design §17): which hosts each phase may reach through the egress
+"""A case's `network:` field (docs/formats.md): which hosts each phase may reach through the egress
 proxy. `none` (the default), one allowlist for both phases, or `{agent: …, verifier: …}`.
 
 An entry is `host` (ports 80 and 443, the web's) or `host:port`; a host is a DNS name or an

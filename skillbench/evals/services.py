@@ -1,4 +1,4 @@
-"""A case's `services:` (design §17): containers started beside each arm's sandbox, in its
+"""A case's `services:` (docs/formats.md): containers started beside each arm's sandbox, in its
 own pod, reachable by name, healthy before the agent starts.
 
     services:

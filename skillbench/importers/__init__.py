@@ -1,4 +1,4 @@
-"""`skillbench import`: eval suites people already have, as native evals (design §13)."""
+"""`skillbench import`: eval suites people already have, as native evals (docs/formats.md)."""
 
 from skillbench.importers.base import Imported, ImportError_, check_import, write_import
 from skillbench.importers.formats import IMPORTERS

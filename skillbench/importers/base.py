@@ -1,4 +1,4 @@
-"""What every importer produces (design §13): native eval files for a skill's `evals/`, each
+"""What every importer produces (docs/formats.md): native eval files for a skill's `evals/`, each
 headed with where it came from, and every source field that could not be mapped, with why.
 
 `write_import` refuses to overwrite anything; `check_import` writes into a scratch copy of the

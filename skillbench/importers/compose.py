@@ -1,4 +1,4 @@
-"""A Harbor task's `environment/docker-compose.yaml` as the case's `services:` (design §17):
+"""A Harbor task's `environment/docker-compose.yaml` as the case's `services:` (docs/formats.md):
 `main` is the arm's sandbox itself; every other service runs in the arm's pod, started in
 `depends_on` order, healthy (its healthcheck) before the next one and the agent. Harbor's
 variables are understood: `${MAIN_IMAGE_NAME}` is the case's own image, `${CONTEXT_DIR}` the

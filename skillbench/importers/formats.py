@@ -1,4 +1,4 @@
-"""The registry of foreign formats (design §13; facts in shared/formats.md), each mapped onto
+"""The registry of foreign formats (docs/formats.md), each mapped onto
 native cases: a Margin Eval suite, Harbor tasks, a skill-optimizer suite (one module each).
 
 What cannot be mapped is said, never dropped silently. A case's own image or Dockerfile

@@ -1,4 +1,4 @@
-"""Harbor tasks as native cases (design §13; facts in shared/formats.md): a task folder, a
+"""Harbor tasks as native cases (docs/formats.md): a task folder, a
 folder of them, or a downloaded dataset; its image or Dockerfile, compose services and
 internet flag mapped, the rest said."""
 

@@ -1,4 +1,4 @@
-"""Margin Eval suites as native cases (design §13; facts in shared/formats.md)."""
+"""Margin Eval suites as native cases (docs/formats.md)."""
 
 from __future__ import annotations
 

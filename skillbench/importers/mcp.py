@@ -1,5 +1,5 @@
 """MCP servers of Harbor tasks and skill-optimizer suites as the case's `mcp_servers:`
-(evals/mcp.py; design §17). A server the agent reaches at a URL maps when its host is one of
+(evals/mcp.py; docs/formats.md). A server the agent reaches at a URL maps when its host is one of
 the case's services (started in the arm's pod, reached directly); a stdio server maps as the
 command the agent CLI starts in its sandbox. Every other one is listed with the reason."""
 

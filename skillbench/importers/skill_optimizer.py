@@ -1,4 +1,4 @@
-"""skill-optimizer suites as native cases (design §13; facts in shared/formats.md): suite.yml
+"""skill-optimizer suites as native cases (docs/formats.md): suite.yml
 with inline or file cases, graders printing {pass, score, evidence}, its support folders."""
 
 from __future__ import annotations

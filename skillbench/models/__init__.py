@@ -111,7 +111,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class Endpoint(msgspec.Struct, frozen=True):
-    """Where a model was reached (design §14): scheme and host of the base URL, never its
+    """Where a model was reached (docs/trust.md): scheme and host of the base URL, never its
     credentials or path; and whether that is the provider's own API."""
 
     url: str  # https://api.anthropic.com, http://127.0.0.1:8080, or "scripted"

@@ -1,5 +1,5 @@
-"""The report lines of design §16 that say what the verdict is evidence of: the library arm it
-ran in, whether the skill loaded (and the lift where it did), and the skills the agent CLI
+"""The report lines of docs/statistics.md that say what the verdict is evidence of: the library arm
+it ran in, whether the skill loaded (and the lift where it did), and the skills the agent CLI
 brought on its own. Every renderer (terminal, markdown, html) shows these same lines."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`report.html` (design §12): the review artifact of one run, built from the run folder alone.
+"""`report.html` (docs/results.md): the review artifact of one run, built from the run folder alone.
 
 One self-contained page (inline CSS and JS, nothing fetched, opens from file://): the verdict
 and why, stats and diagnostics; the rows with regressions first, then wins, then ties, each

@@ -1,4 +1,5 @@
-"""The terminal report of design §3, rendered from the summary (so it matches summary.json)."""
+"""The terminal report of docs/statistics.md, rendered from the summary (so it matches
+summary.json)."""
 
 from __future__ import annotations
 
@@ -102,7 +103,7 @@ def report_lines(summary: Summary) -> list[str]:
 
 
 def comparison_text(c: Comparison) -> str:
-    """The rows and the independent units they make (design §16), and what the units give:
+    """The rows and the independent units they make (docs/statistics.md), and what the units give:
     `4W/0L/4T rows · 3 of 3 units decided (3W/0L) · net lift +100% · sign test p=0.125`."""
     u = c.units
     return (

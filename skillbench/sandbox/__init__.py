@@ -1,7 +1,7 @@
 """Sandboxes: the protocol (base.py), its providers by name, the image, arm staging.
 
 The engine asks `make_provider()` for a provider and sees only the protocol; a new provider
-(design §15: remote podman hosts, Kubernetes) is one module and one line in PROVIDERS, and
+(docs/trust.md: remote podman hosts, Kubernetes) is one module and one line in PROVIDERS, and
 must pass tests/sandbox_conformance.py.
 """
 

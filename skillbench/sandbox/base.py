@@ -13,7 +13,7 @@ Errors:
 - `SandboxError` means the sandbox itself failed (could not start, its executor died, podman
   answered with an error): an infrastructure error, never the agent's fault.
 
-Users (design §9): commands and file operations run as the spec's `user` (the image's
+Users (docs/trust.md): commands and file operations run as the spec's `user` (the image's
 `agent`, uid 1000, by default), never as the root executor; the root filesystem is
 read-only; /work, HOME and /tmp are small fresh filesystems with kernel-enforced sizes.
 """
@@ -165,12 +165,12 @@ class Sandbox(Protocol):
     async def exists(self, path: str) -> bool: ...
 
     async def sync_skills(self) -> None:
-        """Show in the sandbox what was staged, after setup (design §2: setup, then skill),
+        """Show in the sandbox what was staged, after setup (docs/statistics.md: setup, then skill),
         into the host folder behind its /skills mount: a bind mount shows it already."""
         ...
 
     async def hand_over(self, user: str) -> list[str]:
-        """Give the workspace to `user` for the check phase (design §15): every entry theirs
+        """Give the workspace to `user` for the check phase (docs/trust.md): every entry theirs
         and unlockable, hard links broken, and every symlink cut that does not lead, now,
         to something inside the workspace or on the read-only image. Returns a note per
         entry changed."""

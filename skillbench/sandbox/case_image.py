@@ -1,4 +1,4 @@
-"""Per-case images (design §13, §17): a case may run in its own image (`image:`, pulled once
+"""Per-case images (docs/formats.md): a case may run in its own image (`image:`, pulled once
 when it names a registry: sandbox/pull.py) or one built from its own Containerfile
 (`containerfile:`), as imported Harbor and Margin tasks do.
 
@@ -8,7 +8,7 @@ the sandbox image. Either way a thin layer is added that the sandbox needs (the 
 it). Images are named by the digest of everything that went in, so an edit rebuilds and an
 unchanged case reuses its image (and its cached baseline sessions).
 
-Builds run as root on the host, so they are kept to their context (design §15): the recipe
+Builds run as root on the host, so they are kept to their context (docs/trust.md): the recipe
 is linted (evals/containerfile.py) right before the build, as `check` does; RUN steps get no
 network unless the case says `build_network: true`; and each build has its own temporary
 folder, where buildah keeps cache mounts, so no build sees another's (or plants links in it).

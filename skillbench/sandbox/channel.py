@@ -77,7 +77,7 @@ def copy_in(mounts: Iterable[Mount], *, listed: bool = True) -> bytes:
             tar.add(mount.source, arcname=mount.target.lstrip("/"), filter=_as_root)
             targets.append(mount.target)
         if listed:
-            # the list itself too: a checker file no agent link may lead to (design §15)
+            # the list itself too: a checker file no agent link may lead to (docs/trust.md)
             listing = "".join(f"{t}\n" for t in (*targets, COPIED_LIST)).encode()
             info = _as_root(tarfile.TarInfo(COPIED_LIST.lstrip("/")))
             info.size, info.mode = len(listing), 0o644

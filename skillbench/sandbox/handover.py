@@ -1,4 +1,4 @@
-"""Handing a workspace from the agent to the checker (design §15), inside the checker sandbox.
+"""Handing a workspace from the agent to the checker (docs/trust.md), inside the checker sandbox.
 
 The checker sees the workspace as the agent left it, minus every way the agent could have
 aimed it at the answer key or locked it. `hand_over` runs as root in the checker's executor,

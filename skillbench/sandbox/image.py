@@ -25,7 +25,7 @@ from skillbench.sandbox.pull import PullError, pull
 PACKAGES = ("python3", "git", "ca-certificates", "procps")
 CONTAINERFILE = Path(__file__).parent / "files" / "Containerfile"
 _EXCLUDES = ("/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/usr/share/info/*")
-# The users of design §9: the agent runs as `agent`, checks as `checker`, a user the agent
+# The users of docs/trust.md: the agent runs as `agent`, checks as `checker`, a user the agent
 # never was; /work belongs to the agent. The Containerfile does the same.
 USERS_SCRIPT = (
     "useradd -m -u 1000 -U -s /bin/bash agent && "

@@ -1,4 +1,4 @@
-"""What `skillbench check` can tell about the cases' own images (design §17) before a run:
+"""What `skillbench check` can tell about the cases' own images (docs/formats.md) before a run:
 which are missing locally (a remote one would be pulled, which needs its registry), which
 `requires` entries a present image lacks (the run would skip those cases), and which variant
 of the sandbox image a case's `requires` needs that is not built yet (sandbox/variants.py).

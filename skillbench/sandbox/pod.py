@@ -1,4 +1,4 @@
-"""A case's services as a podman pod beside one arm (design §17): the pod's network namespace
+"""A case's services as a podman pod beside one arm (docs/formats.md): the pod's network namespace
 has only loopback (`--network none`), every container of the arm joins it (the services, the
 agent's sandbox, then its checker), and a hosts file of our own, mounted read-only in each,
 names the services at 127.0.0.1. Each arm gets its own pod, so no arm reaches another's

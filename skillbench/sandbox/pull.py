@@ -1,4 +1,4 @@
-"""Remote images a case names (design §17): pulled through the podman API, digest pins
+"""Remote images a case names (docs/formats.md): pulled through the podman API, digest pins
 verified, and cached in podman's own storage (a present image is never pulled again).
 
 Which references are remote is evals/imageref.py's rule. A pin (`name@sha256:…`) must

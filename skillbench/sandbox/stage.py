@@ -1,5 +1,5 @@
-"""Arm staging: seed a fresh sandbox for one arm in the order of design §2, then hand its
-workspace to a checker the agent could not touch (design §9).
+"""Arm staging: seed a fresh sandbox for one arm in the order of docs/statistics.md, then hand its
+workspace to a checker the agent could not touch (docs/trust.md).
 
 fixture → inline files → `setup` → the skill(s), read-only under /skills (a host folder
 bind-mounted read-only from the start and filled from the host). All of it runs as the
@@ -187,7 +187,7 @@ async def _setup(sandbox: Sandbox, session: Session, case: Path | None) -> None:
 
 
 async def guard_contamination(sandbox: Sandbox, expected: Sequence[str]) -> None:
-    """Refuse the arm unless exactly the expected skills are visible (design §2)."""
+    """Refuse the arm unless exactly the expected skills are visible (docs/statistics.md)."""
     listing = await sandbox.exec(["ls", "-1A", SKILLS_DIR], timeout=30)
     if not listing.ok:  # the sandbox failed (killed, say): no evidence either way
         raise SandboxError(
@@ -241,7 +241,7 @@ async def check_phase(
     skill_dir: Path,
     harbor: str | None = None,
 ) -> Sandbox:
-    """After the agent phase: the checker sandbox, where checks run (design §9).
+    """After the agent phase: the checker sandbox, where checks run (docs/trust.md).
 
     A fresh sandbox from the same image mounts the arm's workspace and the skill's `evals/`
     at /case, read-only (started by `start_checker` during the agent phase, or now); then

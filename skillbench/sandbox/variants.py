@@ -1,4 +1,4 @@
-"""Variants of the sandbox image for what a case `requires` beyond it (design §17): `node`
+"""Variants of the sandbox image for what a case `requires` beyond it (docs/formats.md): `node`
 (skill-optimizer graders and setups are `node $CASE/checks/…` scripts) gets the sandbox
 image's own recipe plus Debian's `nodejs`.
 

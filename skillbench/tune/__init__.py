@@ -1,4 +1,4 @@
-"""`skillbench tune` (design §19, issue 25): a better description, chosen on data it never
+"""`skillbench tune` (docs/formats.md, issue 25): a better description, chosen on data it never
 trained on.
 
 - splits: the trigger prompts split into train, validation and test (stratified, seeded);
