@@ -51,7 +51,11 @@ def test_a_sequential_run_stops_early_resumes_and_its_receipt_rederives(
     assert summary["stop"]["look"] == 1 and summary["stop"]["reason"] == "boundary"
     assert summary["stop"]["decided"] == [6] and summary["stop"]["bounds"] == [6]
     journal = [json.loads(x) for x in (run / "journal.jsonl").read_text().splitlines()]
-    keys = [j["key"] for j in journal if j["type"] == "session"]
+    sessions = [j for j in journal if j["type"] == "session"]
+    # the cap's refusal is journaled as not run (nothing spent), and the resume runs it
+    refused = [j for j in sessions if j["stop_reason"] == "budget"]
+    assert refused and all(j["cost_usd"] == 0 for j in refused)
+    keys = [j["key"] for j in sessions if j["stop_reason"] != "budget"]
     assert len(keys) == len(set(keys)) == 12  # 6 cases x 2 arms, none run twice
     assert {k.split(".")[0] for k in keys} == {f"c{i}" for i in range(6)}
     assert summary["not_run"] == 8  # the 4 cases past the stop, both arms: not losses or ties
