@@ -11,10 +11,11 @@ quoted is never the one read."""
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Callable
 from typing import Any
+
+from skillbench.jsonreply import json_objects
 
 NONCE_BYTES = 8
 MAX_REPLY_CHARS = 200_000  # a reply is bounded by max_tokens; this bounds the scan regardless
@@ -52,23 +53,3 @@ class Frame:
             return mine[-1]
         bare = [o for o in found if "nonce" not in o]
         return bare[-1] if bare else None
-
-
-def json_objects(text: str) -> list[dict[str, Any]]:
-    """Every top-level JSON object in `text`, in order (prose and code fences between them
-    tolerated; an object nested in another is part of it, not one of its own)."""
-    decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-            start = text.find("{", end)
-        else:
-            start = text.find("{", start + 1)
-    return found

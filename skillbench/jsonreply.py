@@ -30,7 +30,7 @@ def json_objects(text: str) -> list[dict[str, Any]]:
     while start != -1:
         try:
             value, end = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # (an object nested past the parser's limit)
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from skillbench import judge as judge_mod
-from skillbench.framing import Frame, json_objects
+from skillbench.framing import Frame
+from skillbench.jsonreply import json_objects
 from skillbench.models import resolve_model
 
 INJECTED = (
