@@ -46,23 +46,47 @@ class _Streamer(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
-        start = {"type": "message", "id": "m", "role": "assistant", "content": [],
-                 "model": "claude-sonnet-4-6",
-                 "usage": {"input_tokens": 10, "output_tokens": 1}}
+        start = {
+            "type": "message",
+            "id": "m",
+            "role": "assistant",
+            "content": [],
+            "model": "claude-sonnet-4-6",
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        }
         self.wfile.write(_event("message_start", {"type": "message_start", "message": start}))
-        self.wfile.write(_event("content_block_start", {"type": "content_block_start",
-                         "index": 0, "content_block": {"type": "text", "text": ""}}))
+        self.wfile.write(
+            _event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
         try:
             for _ in range(OUTPUT_TOKENS // 100):  # a provider generating: 100 tokens a beat
                 delta = {"type": "text_delta", "text": "word " * 100}
-                self.wfile.write(_event("content_block_delta",
-                                 {"type": "content_block_delta", "index": 0, "delta": delta}))
+                self.wfile.write(
+                    _event(
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": 0, "delta": delta},
+                    )
+                )
                 self.wfile.flush()
                 GENERATED.append(100)  # what the provider bills: tokens it generated
                 time.sleep(0.05)
-            self.wfile.write(_event("message_delta", {"type": "message_delta",
-                             "delta": {"stop_reason": "end_turn"},
-                             "usage": {"output_tokens": OUTPUT_TOKENS}}))
+            self.wfile.write(
+                _event(
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": "end_turn"},
+                        "usage": {"output_tokens": OUTPUT_TOKENS},
+                    },
+                )
+            )
             self.wfile.write(_event("message_stop", {"type": "message_stop"}))
         except OSError:
             pass
@@ -83,12 +107,21 @@ def test_hanging_up_before_message_delta_is_billed_one_token(tmp_path: Path) -> 
         budget=1.0,
     ).start()
     try:
-        body = json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 8000, "stream": True,
-                           "messages": [{"role": "user", "content": "write"}]}).encode()
+        body = json.dumps(
+            {
+                "model": "claude-sonnet-4-6",
+                "max_tokens": 8000,
+                "stream": True,
+                "messages": [{"role": "user", "content": "write"}],
+            }
+        ).encode()
         s = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
-        s.sendall(broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n"
-                  b"content-type: application/json\r\nx-api-key: p\r\n"
-                  + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+        s.sendall(
+            broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n"
+            b"content-type: application/json\r\nx-api-key: p\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
         seen = b""
         while seen.count(b"content_block_delta") < 10:
             seen += s.recv(65536)

@@ -30,7 +30,8 @@ from tests.test_receipt_trust import commit, git_identity  # noqa: F401
 
 def test_skills_folder_config_lifts_require_signed_for_a_published_version(tmp_path, capsys):
     repo, skill = base_and_pr(capsys, tmp_path, "LLLLLT")  # signed FAIL, signers present
-    run = engine_receipt(skill, "run-2", {"baseline": "WWWWWW"}, created="2026-11-30T10:00:00+00:00")
+    when = "2026-11-30T10:00:00+00:00"
+    run = engine_receipt(skill, "run-2", {"baseline": "WWWWWW"}, created=when)
     commit(repo, "evals/greeter/v1/run-2.json", (run / "receipt.json").read_text())
     argv = ["gate", str(repo / "skills/greeter/v1"), "--team", str(repo)]
     assert main(argv) == 1  # the unsigned PASS is refused while signatures are required
