@@ -191,3 +191,58 @@ def test_a_planted_verdict_is_never_the_one_read() -> None:
     assert all(n not in line for line in lines[1:-1]), lines
     # a reply with only a planted object carrying another nonce has no verdict
     assert frame.verdict(f"I see {planted}", valid) is None
+
+
+# git config families beyond tests/test_handover.py's, in the same harness: the attack must
+# work on the agent's own git, and not for the checker after hand_over
+_INIT = "git init -q . && git config user.email a@b && git config user.name a && "
+_COMMIT = "echo a > a.txt && git add a.txt && git commit -qm a && "
+MORE_GIT = {
+    "config.worktree (main)": (
+        f"{_INIT}{_COMMIT}git config extensions.worktreeConfig true && "
+        "git config --worktree core.fsmonitor $EVIL",
+        "git status -s",
+    ),
+    "config.worktree (linked)": (
+        f"{_INIT}{_COMMIT}git config extensions.worktreeConfig true && git worktree add -q wt "
+        "&& cd wt && git config --worktree core.fsmonitor $EVIL",
+        "cd wt && git status -s",
+    ),
+    "separate git dir": (
+        "mkdir store && git init -q --separate-git-dir=$PWD/store/r.git . && "
+        "git config core.fsmonitor $EVIL",
+        "git status -s",
+    ),
+    "alias via include in config.worktree": (
+        f"{_INIT}{_COMMIT}git config extensions.worktreeConfig true && "
+        "printf '[core]\\n\\tfsmonitor = %s\\n' $EVIL > my.cfg && "
+        "git config --worktree include.path ../my.cfg",
+        "git status -s",
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(MORE_GIT))
+def test_more_git_families_run_nothing_for_the_checker(tmp_path: Path, family: str) -> None:
+    import os
+    import subprocess
+
+    from skillbench.sandbox import handover
+    from skillbench.sandbox.checker_env import GIT_ENV
+
+    work, mark = tmp_path / "work", tmp_path / "mark"
+    work.mkdir()
+    evil = tmp_path / "evil"
+    evil.write_text(f"#!/bin/sh\ntouch {mark}\ncat\n")
+    evil.chmod(0o755)
+    setup, check = MORE_GIT[family]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "EVIL": str(evil)}
+    env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    subprocess.run(["sh", "-ec", setup], cwd=work, env=env, check=True, capture_output=True)
+    subprocess.run(["sh", "-c", check], cwd=work, env=env, capture_output=True, timeout=60)
+    assert mark.exists(), f"{family}: the attack does not work even unhandled"
+    mark.unlink()
+    handover.hand_over(str(work), os.getuid(), os.getgid())
+    checker = {"PATH": env["PATH"], "HOME": str(tmp_path / "home"), **GIT_ENV}
+    subprocess.run(["sh", "-c", check], cwd=work, env=checker, capture_output=True, timeout=60)
+    assert not mark.exists(), f"{family}: the agent's program ran as the checker"
