@@ -9,7 +9,10 @@ make msgspec.json.decode raise RecursionError, which lossless.loads' fast path d
 
 Expected: the line is skipped like any other unreadable line (or one line naming the file).
 Observed: RecursionError: maximum recursion depth exceeded while deserializing an object.
-Fix: catch RecursionError in lossless.loads' msgspec path (and read_journal).
+Same class, not reproduced here: skillbench/engine/reuse.py:121 (entry.json of the session
+cache catches only OSError/DecodeError) and skillbench/tune/rounds.py:168 (a tune run folder's
+round files, `tune --resume`).
+Fix: catch RecursionError in lossless.loads' msgspec path (and in those two readers).
 """
 
 from __future__ import annotations
