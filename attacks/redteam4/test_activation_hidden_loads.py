@@ -49,3 +49,13 @@ def test_a_read_the_agent_spelt_to_hide_is_still_a_load(agent: str, how: str, er
     shell, arg = SHELL[agent]
     events = _shell(shell, arg, how.format(home=HOME[agent]), error)
     assert "pdf" in make_agent(agent).invoked(events)
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_naming_the_skill_without_reading_it_is_no_load(agent: str) -> None:
+    """AH1b (PARTIAL, low): the reverse: a call that only NAMES a skill file (an echo, a
+    comment) counts as a load, so a skill that never loads can fake its activation rate and
+    hide the "never loaded: the verdict measures its absence" diagnostic."""
+    shell, arg = SHELL[agent]
+    events = _shell(shell, arg, f"echo see {HOME[agent]}/pdf/SKILL.md  # later", False)
+    assert "pdf" not in make_agent(agent).invoked(events)
