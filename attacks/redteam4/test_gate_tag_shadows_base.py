@@ -9,6 +9,8 @@ commit itself, so the "trusted" policy, allowed_signers and receipts are the PR'
 
 Expected: gate refused (the real origin/main has a newer signed FAIL and only the CI key).
 Observed: `gate passed: greeter: PASS (run run-3, ... signed by m)` — the PR's own key.
+The same holds for `--policy-from main` / `--base main` with a tag named `main`
+(refs/tags/main wins over refs/heads/main; git only warns "refname is ambiguous").
 Fix: resolve fully qualified refs (`refs/remotes/origin/<base>`), and refuse an ambiguous
 name (`git rev-parse --symbolic-full-name` / check `refs/tags/<name>` does not exist).
 """
