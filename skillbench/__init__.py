@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         measure_triggers,
         measure_triggers_async,
         read_run,
+        read_set,
         run_oracles,
         run_oracles_async,
     )
@@ -46,6 +47,7 @@ _API = {
     "measure_triggers_async": "skillbench.api",
     "run_oracles_async": "skillbench.api",
     "read_run": "skillbench.api",
+    "read_set": "skillbench.api",
     "EvalResult": "skillbench.engine.run",
     "Summary": "skillbench.engine.summary",
     "SkillbenchError": "skillbench.errors",
@@ -67,6 +69,7 @@ __all__ = [
     "measure_triggers",
     "measure_triggers_async",
     "read_run",
+    "read_set",
     "run_oracles",
     "run_oracles_async",
 ]

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from skillbench.engine.session import Progress
     from skillbench.gating import GateResult
     from skillbench.report.run_folder import RunFolder
+    from skillbench.report.set_folder import SetFolder
     from skillbench.triggers import TriggerReport
 
 T = TypeVar("T")
@@ -367,6 +368,16 @@ def read_run(path: str | os.PathLike[str]) -> RunFolder:
     from skillbench.report.run_folder import load_run
 
     return load_run(Path(path))
+
+
+def read_set(path: str | os.PathLike[str]) -> SetFolder:
+    """A set run folder (a library and/or an agents × models matrix) read back, typed: each
+    cell of its set.json with the cell's run folder read as `read_run` reads one (`run` is None,
+    and `problem` says why, for a cell that was refused, failed or did not finish). What
+    `report SETDIR` renders; a folder without a readable set.json raises a CellSetError."""
+    from skillbench.report.set_folder import load_set
+
+    return load_set(Path(path))
 
 
 def _open_cluster(address: str | None, opts: EvalOptions, log: Log) -> Any:

@@ -24,15 +24,36 @@ if TYPE_CHECKING:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from skillbench.cellset import CellSetError, is_set_run
     from skillbench.report.run_folder import RunFolderError, load_run
 
+    path = Path(args.run)
     try:
-        run = load_run(Path(args.run))
-    except RunFolderError as exc:
+        if is_set_run(path):
+            text = _set_report(path, args.cell, args.format)
+        elif args.cell:
+            raise UsageError(f"--cell {args.cell}: {path} is a single run, not a set run")
+        else:
+            text = FORMATS[args.format](load_run(path))
+    except (RunFolderError, CellSetError) as exc:
         raise UsageError(str(exc)) from None
-    sys.stdout.write(FORMATS[args.format](run))
+    sys.stdout.write(text)
     sys.stdout.flush()
     return EXIT_OK
+
+
+def _set_report(path: Path, cell: str | None, fmt: str) -> str:
+    """The matrix of a set run, or with --cell that cell's own report."""
+    from skillbench.report.matrix import FORMATS as MATRIX
+    from skillbench.report.set_folder import load_set
+
+    folder = load_set(path)
+    if cell is None:
+        return MATRIX[fmt](folder)
+    found = folder.cell(cell)
+    if found.run is None:
+        raise UsageError(f"--cell {cell}: has no finished run ({found.problem})")
+    return FORMATS[fmt](found.run)
 
 
 def cmd_view(args: argparse.Namespace) -> int:
@@ -99,9 +120,16 @@ def register_report(sub: Subparsers) -> None:
         "render a finished run in any format",
         "Render a finished run folder as the terminal report, summary JSON, JUnit XML, a "
         "markdown PR comment (verdict, why, the rows that are not ties) or the self-contained "
-        "report.html, on stdout. Built from the run folder alone.",
+        "report.html, on stdout. Built from the run folder alone. A set run folder (a library "
+        "or an agents × models matrix) renders as its matrix of cells; --cell ID renders one "
+        "cell's own report.",
     )
-    p.add_argument("run", metavar="RUN", help="a run folder")
+    p.add_argument("run", metavar="RUN", help="a run folder, or a set run folder (set.json)")
+    p.add_argument(
+        "--cell",
+        metavar="ID",
+        help="of a set run: render this cell's own report (ids: skill@agent@model)",
+    )
     p.add_argument(
         "--format",
         choices=list(FORMATS),

@@ -95,3 +95,60 @@ def pass_at_k(passes: Sequence[int], k: int) -> float:
 def pass_pow_k(passes: Sequence[int], k: int) -> float:
     """Unbiased pass^k over units: the chance that all k runs pass."""
     return sum(math.comb(c, k) / math.comb(k, k) for c in passes) / len(passes)
+
+
+def fisher_exact(a: int, b: int, c: int, d: int) -> float:
+    """Two-sided exact p of the 2×2 table [[a, b], [c, d]] (Fisher's test): the chance, with
+    the margins fixed, of a table no likelier than this one. Tables within a relative 1e-7 of
+    the observed probability count as equally likely (R's fisher.test does the same), so
+    floating-point noise never drops the observed table's mirror image."""
+    row, col, n = a + b, a + c, a + b + c + d
+    low, high = max(0, col - (n - row)), min(row, col)
+    if low == high:
+        return 1.0
+
+    def prob(x: int) -> Fraction:  # the hypergeometric chance of x in the top-left cell
+        return Fraction(math.comb(row, x) * math.comb(n - row, col - x), math.comb(n, col))
+
+    observed = prob(a)
+    cutoff = observed * Fraction(1 + 10**-7)
+    return min(1.0, float(sum(p for x in range(low, high + 1) if (p := prob(x)) <= cutoff)))
+
+
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of p-values, in the given order: each adjusted p is at least
+    the one before it in ascending order, and rejecting where it is <= ALPHA keeps the chance
+    of any false flag among them at ALPHA."""
+    order = sorted(range(len(ps)), key=ps.__getitem__)
+    adjusted = [1.0] * len(ps)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def heterogeneity(votes: Sequence[tuple[int, int]]) -> list[float | None]:
+    """Which cells' decided units (wins, losses against the baseline) split differently from
+    the other cells'? (docs/statistics.md, "Where the skill helps".) Each cell is set against
+    the pooled rest with Fisher's exact test, Holm-adjusted over the cells; the one most
+    unlike the rest, when its adjusted p <= ALPHA, is flagged and set aside, and the cells left
+    are tested again among themselves, until none differs or fewer than two remain. So one
+    outlier is flagged alone, not also the cells it pulled the pooled rest away from. Returns
+    each cell's adjusted p where it was flagged, None where it was not."""
+    flagged: list[float | None] = [None] * len(votes)
+    left = [i for i, (w, lo) in enumerate(votes) if w + lo]
+    while len(left) >= 2:
+        wins = sum(votes[i][0] for i in left)
+        losses = sum(votes[i][1] for i in left)
+        ps = holm(
+            [
+                fisher_exact(votes[i][0], votes[i][1], wins - votes[i][0], losses - votes[i][1])
+                for i in left
+            ]
+        )
+        best = min(range(len(left)), key=ps.__getitem__)
+        if ps[best] > ALPHA:
+            break
+        flagged[left.pop(best)] = ps[best]
+    return flagged
