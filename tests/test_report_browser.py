@@ -153,3 +153,52 @@ def test_view_runs_no_agent_script_and_answers_only_its_own_name(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_set_runs_grid_in_chromium_opens_each_cells_report(
+    fake, tmp_path: Path, capsys, browser: Any
+) -> None:
+    """A set folder made of two ordinary evals (one skill, two models: the cells of a matrix)
+    and set.json; `report SETDIR --format html` is the grid, each cell linking to its report."""
+    from skillbench.cellset import Cell, CellSet, cell_dir, cell_id, write_set
+    from skillbench.cli import main
+
+    folder = skill(
+        tmp_path,
+        {"evals/cases/hello.yaml": "task: Create hello.txt\nchecks:\n  - file_exists: hello.txt\n"},
+    )
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Create hello", write_file("hello.txt", "hi\n"), {"text": "done"}),
+                conv(BASE, "Create hello", {"text": "cannot"}),
+            ]
+        }
+    )
+    root = tmp_path / "set"
+    cells = []
+    for model in ("anthropic/claude-sonnet-4-6", "anthropic/claude-haiku-4-5"):
+        run = cell_dir("greeter", "builtin", model)
+        code, _, summary = run_eval(
+            capsys, folder, root / run, "--model", model, "--execution-only"
+        )
+        assert code == 3 and summary["models"]["agent"] == model  # one unit: INCONCLUSIVE
+        ident = cell_id("greeter", "builtin", model)
+        cells.append(Cell(ident, "greeter", str(folder), "builtin", model, run, "done"))
+    write_set(root, CellSet(run_id="set-1", cells=cells))
+    assert main(["report", str(root), "--format", "html"]) == 0
+    (root / "report.html").write_text(capsys.readouterr().out, encoding="utf-8")
+    browser.get((root / "report.html").as_uri())
+    grid = browser.find_elements(By.CSS_SELECTOR, "#grid td.cell")
+    assert [td.get_attribute("data-cell") for td in grid] == [c.id for c in cells]
+    assert [td.get_attribute("data-verdict") for td in grid] == ["INCONCLUSIVE"] * 2
+    # coloured by verdict: INCONCLUSIVE is amber, and a lift of +100% is the strongest shade
+    assert grid[0].value_of_css_property("background-color") == "rgba(191, 135, 0, 0.85)"
+    assert "+100%" in grid[0].text and "1 of 1 decided" in grid[0].text
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert browser.save_screenshot(str(ARTIFACTS / "matrix.png"))
+    grid[1].find_element(By.TAG_NAME, "a").click()
+    assert browser.current_url == (root / cells[1].run / "report.html").as_uri()
+    assert browser.find_elements(By.CSS_SELECTOR, "#rows tbody tr.row")  # the cell's own page
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == [], json.dumps(errors)
