@@ -6,6 +6,7 @@ from __future__ import annotations
 import tempfile
 import tomllib
 from datetime import datetime
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,11 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # the practical floor verdicts are re-derived with: the team's, never the one a receipt
     # names (a receipt's own -5 turns a lift too small to matter into PASS)
     min_net_lift: float = MIN_NET_LIFT
+    # the cells (agent/model patterns, fnmatch: `claude-code/*`) that must each pass on their
+    # newest receipt for these bytes; None: every cell that has a receipt for them
+    require_cells: list[str] | None = None
+    # with require = "PASS": a required cell may be NEUTRAL, so long as another one passes
+    allow_neutral_cells: bool = False
 
 
 def _toml_at(rev: Revision, name: str) -> dict[str, Any] | None:
@@ -104,6 +110,13 @@ def load_policy(repo: Path | None, flags: dict[str, Any], rev: Revision | None =
                 "http://127.0.0.1:8080"
             )
     policy.allow_endpoints = [origin(e) for e in policy.allow_endpoints]
+    for pattern in policy.require_cells or []:
+        agent, _, model = pattern.partition("/")
+        if not agent or not model:
+            raise TeamError(
+                f"gate policy: require-cells entry {pattern!r} is not agent/model; write it "
+                'like "claude-code/*" or "*/anthropic/claude-haiku-4-5"'
+            )
     return policy
 
 
@@ -132,6 +145,15 @@ class GateResult(msgspec.Struct, frozen=True):
     passed: bool
     reason: str
     receipt: str | None = None
+    cell: str | None = None  # agent/model of the receipt decided on
+    verdict: str | None = None  # its verdict vs baseline, re-derived
+    cells: list[GateResult] = []  # a gate over several cells: each cell's own decision
+
+
+def cell_of(r: Receipt) -> str:
+    """The cell a receipt measured, as require-cells names it: agent/model."""
+    model = r.provenance.models.get("agent") or r.models.get("agent") or "unknown"
+    return f"{r.agent or 'unknown'}/{model}"
 
 
 def _bytes_of(where: str, rev: Revision | None) -> bytes:
@@ -241,13 +263,14 @@ def gate(
     now: datetime | None = None,
     rev: Revision | None = None,
 ) -> GateResult:
-    """Does the newest receipt that measured these exact bytes meet the policy?
+    """Do the newest receipts that measured these exact bytes meet the policy, in every
+    required cell (agent/model)?
 
-    A later run that scored nothing (NONE) never shadows an earlier measured one. Under
-    require-signed only receipts signed by an allowed signer count. The receipt used must
-    re-derive (its verdict, counts and power follow from its rows, its created_at is not in
-    the future), come from a real model (not the scripted driver) reached at an allowed
-    endpoint, and be complete unless the policy allows partial runs.
+    Each cell is decided on its own newest receipt as a single run is (`_gate_cell`); the
+    required cells are those `require-cells` names, else every cell with a receipt for these
+    bytes from a model, not the scripted driver (with a trusted revision the base's receipts
+    count: a PR cannot drop a cell by deleting its receipt). A required cell without a
+    receipt, or whose receipt is refused, refuses the whole, naming the cell.
     """
     current = digest(skill_dir)
     name = skill_at(skill_dir).name
@@ -259,6 +282,74 @@ def gate(
         return GateResult(
             False, f"no receipt for {current[:19]}: run `skillbench eval {skill_dir}` first"
         )
+    by_cell: dict[str, list[tuple[str, Receipt]]] = {}
+    for pr in found:
+        by_cell.setdefault(cell_of(pr[1]), []).append(pr)
+    patterns = policy.require_cells
+    if patterns is not None:
+        missing = [p for p in patterns if not any(fnmatchcase(c, p) for c in by_cell)]
+        if missing:
+            return GateResult(
+                False,
+                f"required cell {', '.join(missing)} has no receipt for {current[:19]} (cells "
+                f"with one: {', '.join(by_cell)}); run `skillbench eval {skill_dir}` with that "
+                "--agent and --model",
+            )
+        by_cell = {c: rs for c, rs in by_cell.items() if any(fnmatchcase(c, p) for p in patterns)}
+    else:
+        # a scripted run's cell (scripted/demo) is not required beside a model's, but a
+        # scripted receipt newer than every model's is refused as the newest measurement (as
+        # for a single cell; only a cell with no model's receipt at all, so always refused: a
+        # newer one could otherwise narrow the gate to one cell and leave another's FAIL out)
+        newest = max(
+            (pr for pr in found if measured(pr[1])),
+            key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id),
+            default=None,
+        )
+        real = {c: rs for c, rs in by_cell.items() if any(r.driver == "model" for _, r in rs)}
+        if newest is not None and cell_of(newest[1]) not in real:
+            real = {cell_of(newest[1]): by_cell[cell_of(newest[1])]}
+        by_cell = real or by_cell
+    lenient = policy.allow_neutral_cells and policy.require == "PASS" and len(by_cell) > 1
+    each = msgspec.structs.replace(policy, require="NEUTRAL") if lenient else policy
+    decided = [_gate_cell(cell, rs, repo, each, current, now, rev) for cell, rs in by_cell.items()]
+    if len(decided) == 1:
+        return decided[0]
+    refused = [d for d in decided if not d.passed]
+    if not refused and lenient and not any(d.verdict == "PASS" for d in decided):
+        refused = [
+            msgspec.structs.replace(
+                d,
+                passed=False,
+                reason=f"{d.verdict}: no required cell is PASS (allow-neutral-cells lets a cell "
+                "be NEUTRAL only beside one that passes; policy requires PASS)",
+            )
+            for d in decided
+        ]
+    if refused:
+        reason = "; ".join(f"cell {d.cell}: {d.reason}" for d in refused)
+        return GateResult(False, reason, refused[0].receipt, cells=decided)
+    reason = f"{len(decided)} cells: " + "; ".join(f"{d.cell} {d.reason}" for d in decided)
+    return GateResult(True, reason, decided[0].receipt, cells=decided)
+
+
+def _gate_cell(
+    cell: str,
+    found: list[tuple[str, Receipt]],
+    repo: Path | None,
+    policy: Policy,
+    current: str,
+    now: datetime | None,
+    rev: Revision | None,
+) -> GateResult:
+    """Does the newest receipt of one cell meet the policy?
+
+    A later run that scored nothing (NONE) never shadows an earlier measured one. Under
+    require-signed only receipts signed by an allowed signer count. The receipt used must
+    re-derive (its verdict, counts and power follow from its rows, its created_at is not in
+    the future), come from a real model (not the scripted driver) reached at an allowed
+    endpoint, and be complete unless the policy allows partial runs.
+    """
     useful = [pr for pr in found if measured(pr[1])]
     if not useful:
         where, r = found[-1]
@@ -267,7 +358,7 @@ def gate(
             f"scored {r.scored_rows}/{r.expected_rows} rows (verdict NONE: {r.why}); run "
             "`skillbench eval` again"
         )
-        return GateResult(False, why, where)
+        return GateResult(False, why, where, cell)
     required = policy.require_signed
     base_signers = rev is not None and show(rev, SIGNERS) is not None
     if rev is not None and base_signers and not (rev.repo / SIGNERS).is_file():
@@ -276,6 +367,7 @@ def gate(
             f"{rev.repo / SIGNERS} is missing from the work tree but {rev.ref} has it: a "
             "change may not delete who may sign receipts (restore it; change it on the base "
             "branch)",
+            cell=cell,
         )
     if required is None:
         if rev is not None:
@@ -284,16 +376,16 @@ def gate(
             required = repo is not None and (repo / SIGNERS).is_file()
     chosen = _signed_only(useful, repo, current, rev) if required else _Signed(*useful[-1], None)
     if isinstance(chosen, GateResult):
-        return chosen
+        return msgspec.structs.replace(chosen, cell=cell)
     where, r = chosen.where, chosen.receipt
     try:
         view = msgspec.convert({"stats": r.stats, "triggers": r.triggers}, _Read)
     except msgspec.ValidationError as exc:
-        return GateResult(False, f"{where}: not a receipt skillbench writes ({exc})", where)
+        return GateResult(False, f"{where}: not a receipt skillbench writes ({exc})", where, cell)
     problem = inconsistency(r, now) or stopping_problem(r)
     if problem is not None:
         why = f"the newest measured receipt (run {r.run_id}) {problem}"
-        return GateResult(False, why, where)
+        return GateResult(False, why, where, cell)
     if r.driver != "model":
         what = (
             f"the scripted driver ({r.models.get('agent') or r.provenance.models.get('agent')}"
@@ -306,7 +398,7 @@ def gate(
             f"the newest measured receipt (run {r.run_id}) comes from {what}; run "
             "`skillbench eval` with a real --model"
         )
-        return GateResult(False, why, where)
+        return GateResult(False, why, where, cell)
     ends = r.provenance.endpoints
     off = [
         f"its {role} model at {e.url}"
@@ -321,7 +413,7 @@ def gate(
             "nothing about the provider's model; list it in allow-endpoints "
             "(--allow-endpoint) to accept it"
         )
-        return GateResult(False, why, where)
+        return GateResult(False, why, where, cell)
     if not r.complete and not policy.allow_partial:
         stop = f", {r.stopped}" if r.stopped else ""
         why = (
@@ -329,7 +421,7 @@ def gate(
             f"{r.expected_rows} rows scored{stop}; resume or rerun the eval, or set "
             "allow-partial = true"
         )
-        return GateResult(False, why, where)
+        return GateResult(False, why, where, cell)
     reasons = []
     if policy.require_agent and r.agent != policy.require_agent:
         reasons.append(
@@ -384,12 +476,14 @@ def gate(
             shown = "n/a" if value is None else f"{value:.2f}"
             reasons.append(f"trigger {key} {shown} is under {minimum:.2f}")
     if reasons:
-        return GateResult(False, "; ".join(reasons), where)
+        return GateResult(False, "; ".join(reasons), where, cell, verdict)
     signed_by = f", signed by {chosen.signer}" if chosen.signer else ""
     return GateResult(
         True,
         f"{verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} rows scored{signed_by})",
         where,
+        cell,
+        verdict,
     )
 
 

@@ -101,6 +101,7 @@ def engine_receipt(
     *,
     created: str = "2026-11-29T10:00:00+00:00",
     model: str = MODEL,
+    agent: str = "builtin",
     triggers: dict[str, Any] | None = None,
     endpoints: dict[str, Endpoint] | None = None,
     sign_key: Path | None = None,
@@ -127,6 +128,7 @@ def engine_receipt(
         engine_version="0",
         created_at=created,
         endpoints={**PROVIDER, "judge": PROVIDER["agent"]} if endpoints is None else endpoints,
+        agent=agent,
     )
     rows = [
         RowRecord(

@@ -60,6 +60,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
         trigger_method=args.trigger_method,
         require_signed=args.require_signed,
         allow_endpoints=args.allow_endpoints,
+        require_cells=args.require_cells,
+        allow_neutral_cells=True if args.allow_neutral_cells else None,
         policy_from=args.policy_from,
         base=args.base,
     )
@@ -138,7 +140,9 @@ def register_gate(sub: Subparsers) -> None:
         "real model (not the scripted driver) at an allowed endpoint, complete (unless "
         "--allow-partial), verdict vs baseline (INCONCLUSIVE only with --allow-inconclusive), "
         "not FAIL vs the incumbent, trigger recall and "
-        "precision minimums. Policy from flags, else "
+        "precision minimums. With receipts from several agents or models (a matrix), each "
+        "required cell (agent/model: require-cells, default every cell with a receipt) is "
+        "checked on its own newest receipt, and any refused cell refuses. Policy from flags, else "
         "[tool.skillbench.gate] in the team repo's pyproject.toml or [gate] in its "
         "skillbench.toml. Exit 0 pass, 1 refused (with a one-line reason).",
     )
@@ -191,6 +195,21 @@ def register_gate(sub: Subparsers) -> None:
         metavar="URL",
         help="accept models reached at this endpoint (repeatable; replaces the default, "
         "the providers' own APIs)",
+    )
+    p.add_argument(
+        "--require-cell",
+        dest="require_cells",
+        action="append",
+        metavar="AGENT/MODEL",
+        help="a cell that must pass on its newest receipt, as an fnmatch pattern (e.g. "
+        "'claude-code/*'; repeatable; replaces require-cells; default: every cell with a "
+        "receipt for these bytes)",
+    )
+    p.add_argument(
+        "--allow-neutral-cells",
+        dest="allow_neutral_cells",
+        action="store_true",
+        help="with --require PASS: a required cell may be NEUTRAL beside one that passes",
     )
     p.add_argument(
         "--policy-from",

@@ -1,0 +1,121 @@
+"""The gate over cells (issue 35): receipts for one skill's bytes from several agents × models,
+each cell decided on its own newest receipt; require-cells, allow-neutral-cells, and a pull
+request that drops a failing cell by deleting its receipt (on a real git team repo)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from skillbench.cli import main
+from skillbench.receipts import store_dir
+from skillbench.skills import digest
+from tests.helpers import engine_receipt
+from tests.test_receipt_trust import commit, git, signed_team
+from tests.test_team import ROWS, git_identity, greeter  # noqa: F401  (autouse fixture)
+
+SONNET, HAIKU = "anthropic/claude-sonnet-4-6", "anthropic/claude-haiku-4-5"
+
+
+def cell(skill: Path, run_id: str, verdict: str, agent: str, model: str, **kw) -> Path:
+    return engine_receipt(
+        skill, run_id, {"baseline": ROWS[verdict]}, agent=agent, model=model, **kw
+    )
+
+
+def gate(capsys, skill: Path, *flags: str) -> tuple[int, str]:
+    code = main(["gate", str(skill), *flags])
+    return code, capsys.readouterr().out.strip()
+
+
+def test_the_gate_accepts_a_set_whose_cells_all_passed_and_refuses_a_failed_cell(
+    tmp_path: Path, capsys
+) -> None:
+    skill = greeter(tmp_path)
+    cell(skill, "run-1", "PASS", "claude-code", SONNET)
+    cell(skill, "run-2", "PASS", "codex", SONNET)
+    code, out = gate(capsys, skill)
+    assert (code, out) == (
+        0,
+        f"gate passed: greeter: 2 cells: claude-code/{SONNET} PASS (run run-1, 5/5 rows "
+        f"scored); codex/{SONNET} PASS (run run-2, 5/5 rows scored)",
+    )
+    # a third cell fails: the newest receipt of the other two does not hide it
+    cell(skill, "run-3", "FAIL", "claude-code", HAIKU, created="2026-11-29T09:00:00+00:00")
+    code, out = gate(capsys, skill)
+    assert (code, out) == (
+        1,
+        f"gate refused: greeter: cell claude-code/{HAIKU}: verdict vs baseline is FAIL "
+        "(policy requires NEUTRAL)",
+    )
+    # its newer PASS decides that cell again
+    cell(skill, "run-4", "PASS", "claude-code", HAIKU, created="2026-11-29T11:00:00+00:00")
+    assert gate(capsys, skill)[0] == 0
+
+
+def test_require_cells_names_the_cells_that_must_pass(tmp_path: Path, capsys) -> None:
+    skill = greeter(tmp_path)
+    cell(skill, "run-1", "PASS", "claude-code", SONNET)
+    cell(skill, "run-2", "FAIL", "codex", SONNET)
+    assert gate(capsys, skill)[0] == 1
+    # only Claude Code's cells are required: codex's FAIL is reported elsewhere, not gated
+    code, out = gate(capsys, skill, "--require-cell", "claude-code/*")
+    assert (code, out) == (0, "gate passed: greeter: PASS (run run-1, 5/5 rows scored)")
+    # a required cell without any receipt for these bytes is a refusal naming it
+    code, out = gate(
+        capsys, skill, "--require-cell", "claude-code/*", "--require-cell", "*/" + HAIKU
+    )
+    assert code == 1 and out.startswith(
+        f"gate refused: greeter: required cell */{HAIKU} has no receipt for {digest(skill)[:19]}"
+    )
+    # from the config's [gate] table too, and a pattern that is not agent/model is one line
+    (skill.parent.parent / "skillbench.toml").write_text('[gate]\nrequire-cells = ["codex"]\n')
+    code = main(["gate", str(skill)])
+    err = capsys.readouterr().err
+    assert code == 2 and "require-cells entry 'codex' is not agent/model" in err
+    assert "Traceback" not in err
+
+
+def test_allow_neutral_cells_lets_a_neutral_cell_pass_beside_a_passing_one(
+    tmp_path: Path, capsys
+) -> None:
+    skill = greeter(tmp_path)
+    cell(skill, "run-1", "PASS", "claude-code", SONNET)
+    cell(skill, "run-2", "NEUTRAL", "claude-code", HAIKU)
+    code, out = gate(capsys, skill, "--require", "PASS")
+    assert (code, out) == (
+        1,
+        f"gate refused: greeter: cell claude-code/{HAIKU}: verdict vs baseline is NEUTRAL "
+        "(policy requires PASS)",
+    )
+    assert gate(capsys, skill, "--require", "PASS", "--allow-neutral-cells")[0] == 0
+    # ...but not where no cell passes
+    shutil.rmtree(store_dir("greeter", digest(skill)))
+    cell(skill, "run-3", "NEUTRAL", "claude-code", SONNET)
+    cell(skill, "run-4", "NEUTRAL", "claude-code", HAIKU)
+    code, out = gate(capsys, skill, "--require", "PASS", "--allow-neutral-cells")
+    assert code == 1 and "no required cell is PASS" in out
+
+
+def test_a_pr_cannot_drop_a_failing_cell_by_deleting_its_receipt(tmp_path: Path, capsys) -> None:
+    """The base branch holds a signed PASS for one cell and a signed FAIL for another; the PR
+    deletes the FAIL's receipt. Read from the work tree the attack succeeds; from the base
+    (--base main) the base's receipt still counts and the cell is refused by name."""
+    repo, skill, _ = signed_team(capsys, tmp_path, "WWWWW")  # builtin/sonnet: a signed PASS
+    ci = tmp_path / "keys" / "ci"
+    run = cell(skill, "run-2", "FAIL", "codex", SONNET, sign_key=ci)
+    commit(repo, "evals/greeter/v1/run-2.json", (run / "receipt.json").read_text())
+    shutil.rmtree(store_dir("greeter", digest(skill)))
+    git(repo, "branch", "-M", "main")
+    git(repo, "checkout", "-qb", "pr")
+    published = repo / "skills/greeter/v1"
+    assert gate(capsys, published, "--team", str(repo), "--base", "main")[0] == 1
+    git(repo, "rm", "-q", "evals/greeter/v1/run-2.json")
+    git(repo, "commit", "-qm", "drop the failing cell")
+    assert gate(capsys, published, "--team", str(repo))[0] == 0  # the attack succeeds
+    code, out = gate(capsys, published, "--team", str(repo), "--base", "main")
+    assert (code, out) == (
+        1,
+        f"gate refused: greeter: cell codex/{SONNET}: verdict vs baseline is FAIL "
+        "(policy requires NEUTRAL)",
+    )
