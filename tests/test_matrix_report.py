@@ -154,3 +154,36 @@ def test_a_cell_run_that_leads_outside_the_set_folder_is_refused(tmp_path: Path,
     assert main(["report", str(root)]) == 2
     err = capsys.readouterr().err
     assert "leads outside the set folder" in err and "Traceback" not in err
+
+
+def test_compare_two_set_runs_cell_by_cell(tmp_path: Path, capsys) -> None:
+    a = make_set(tmp_path / "set-a", MATRIX)
+    later = {**MATRIX, ("greeter", "claude-code", HAIKU): outcomes(6, 2)}
+    del later[("greeter", "codex", SONNET)]
+    later[("greeter", "codex", HAIKU)] = outcomes(5, 0)
+    b = make_set(tmp_path / "set-b", later)
+    html_out = tmp_path / "compare.html"
+    assert main(["compare", str(a), str(b), "--html", str(html_out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        "A: set run set-a",
+        "B: set run set-b",
+        "cells: 3 changed verdict, 1 the same",
+    ]
+    assert (
+        f"  greeter@claude-code@{SONNET}: PASS -> PASS (net lift +100% -> +100%) · rows: 0 changed, 8 the same"
+        in lines
+    )
+    assert (
+        f"  greeter@claude-code@{HAIKU}: FAIL -> NEUTRAL (net lift -75% -> +50%) · rows: 5 changed, 3 the same"
+        in lines
+    )
+    assert f"  greeter@codex@{SONNET}: PASS -> (none in B) (net lift +75% -> n/a)" in lines
+    assert f"  greeter@codex@{HAIKU}: (none in A) -> PASS (net lift n/a -> +100%)" in lines
+    assert "    c01 #1 vs baseline: loss (checks) -> win (checks)" in lines
+    assert html_out.read_text().count("<tr data-cell=") == 4
+    # a set and a single run are not compared: one line says what to compare instead
+    single = a / cell_dir("greeter", "codex", SONNET)
+    assert main(["compare", str(a), str(single)]) == 2
+    err = capsys.readouterr().err
+    assert "is a set run and" in err and "Traceback" not in err

@@ -90,20 +90,34 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from skillbench.report.compare import compare_html, compare_lines, compare_runs
+    from skillbench.cellset import CellSetError, is_set_run
+    from skillbench.report import compare
     from skillbench.report.run_folder import RunFolderError, load_run
+    from skillbench.report.set_folder import load_set
 
+    paths = Path(args.run_a), Path(args.run_b)
+    sets = [is_set_run(p) for p in paths]
+    if sets[0] != sets[1]:
+        one, other = (paths[0], paths[1]) if sets[0] else (paths[1], paths[0])
+        raise UsageError(
+            f"{one} is a set run and {other} is not: compare two set runs, or one cell of "
+            f"the set (its folder under {one}/cells/) with the run"
+        )
     try:
-        a, b = load_run(Path(args.run_a)), load_run(Path(args.run_b))
-    except RunFolderError as exc:
+        if sets[0]:
+            pair = compare.compare_sets(load_set(paths[0]), load_set(paths[1]))
+            lines, page = compare.set_compare_lines(pair), compare.set_compare_html(pair)
+        else:
+            diff = compare.compare_runs(load_run(paths[0]), load_run(paths[1]))
+            lines, page = compare.compare_lines(diff), compare.compare_html(diff)
+    except (RunFolderError, CellSetError) as exc:
         raise UsageError(str(exc)) from None
-    diff = compare_runs(a, b)
-    for line in compare_lines(diff):
+    for line in lines:
         out(line)
     if args.html:
         check_output(Path(args.html), "--html")
         try:
-            Path(args.html).write_text(compare_html(diff), encoding="utf-8")
+            Path(args.html).write_text(page, encoding="utf-8")
         except OSError as exc:
             raise UsageError(
                 f"--html {args.html}: could not write it: {exc.strerror or exc}"
@@ -159,7 +173,8 @@ def register_compare(sub: Subparsers) -> None:
         cmd_compare,
         "what changed between two runs, row by row",
         "Show the verdicts of two runs side by side and every row whose outcome changed "
-        "(e.g. v3 and v4 of a skill, or two models), and the rows only one run has.",
+        "(e.g. v3 and v4 of a skill, or two models), and the rows only one run has. Of two "
+        "set runs: cell by cell, each cell's verdicts, net lifts and changed rows.",
     )
     p.add_argument("run_a", metavar="RUN_A", help="the earlier run folder")
     p.add_argument("run_b", metavar="RUN_B", help="the later run folder")
