@@ -102,6 +102,7 @@ def engine_receipt(
     created: str = "2026-11-29T10:00:00+00:00",
     model: str = MODEL,
     agent: str = "builtin",
+    skill: str = "greeter",
     triggers: dict[str, Any] | None = None,
     endpoints: dict[str, Endpoint] | None = None,
     sign_key: Path | None = None,
@@ -113,7 +114,7 @@ def engine_receipt(
     units = [Unit(f"c{i}", f"c{i}") for i in range(1, cases + 1)]
     plan = Plan(
         run_id=run_id,
-        skill="greeter",
+        skill=skill,
         skill_dir=str(skill_dir),
         version=digest(skill_dir),
         assets_digest="sha256:0",

@@ -17,9 +17,9 @@ from tests.test_team import ROWS, git_identity, greeter  # noqa: F401  (autouse 
 SONNET, HAIKU = "anthropic/claude-sonnet-4-6", "anthropic/claude-haiku-4-5"
 
 
-def cell(skill: Path, run_id: str, verdict: str, agent: str, model: str, **kw) -> Path:
+def cell(folder: Path, run_id: str, verdict: str, agent: str, model: str, **kw) -> Path:
     return engine_receipt(
-        skill, run_id, {"baseline": ROWS[verdict]}, agent=agent, model=model, **kw
+        folder, run_id, {"baseline": ROWS[verdict]}, agent=agent, model=model, **kw
     )
 
 
@@ -119,3 +119,37 @@ def test_a_pr_cannot_drop_a_failing_cell_by_deleting_its_receipt(tmp_path: Path,
         f"gate refused: greeter: cell codex/{SONNET}: verdict vs baseline is FAIL "
         "(policy requires NEUTRAL)",
     )
+
+
+def test_publish_of_a_library_publishes_the_skills_that_pass_and_reports_the_others(
+    tmp_path: Path, capsys
+) -> None:
+    from tests.helpers import make_skill
+    from tests.test_team import team_repo
+
+    repo, greeting = team_repo(tmp_path), greeter(tmp_path)
+    parting = make_skill(
+        tmp_path / "lib",
+        "farewell",
+        {"evals/cases/a.yaml": "task: Part\nchecks: [{file_exists: f.txt}]\n"},
+        description="Says goodbye.",
+    )
+    cell(greeting, "run-1", "PASS", "claude-code", SONNET)
+    cell(greeting, "run-2", "PASS", "codex", SONNET)
+    cell(parting, "run-3", "PASS", "claude-code", SONNET, skill="farewell")
+    cell(parting, "run-4", "FAIL", "codex", SONNET, skill="farewell")
+    code = main(["publish", str(tmp_path / "lib"), "--team", str(repo)])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert lines[0].startswith("published greeter v1 (sha256:")
+    assert lines[1] == (
+        f"not published: farewell: the gate refused it: cell codex/{SONNET}: verdict vs "
+        "baseline is FAIL (policy requires NEUTRAL)"
+    )
+    assert lines[2] == f"published 1 of 2 skills of {tmp_path / 'lib'}; 1 not"
+    assert (repo / "skills/greeter/v1/SKILL.md").is_file()
+    assert sorted(p.name for p in (repo / "evals/greeter/v1").iterdir()) == [
+        "run-1.json",
+        "run-2.json",
+    ]
+    assert not (repo / "skills/farewell").exists() and not (repo / "evals/farewell").exists()

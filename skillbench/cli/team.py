@@ -25,21 +25,56 @@ if TYPE_CHECKING:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    from skillbench.skills import is_library_root
     from skillbench.team import TeamError, publish
 
     loaded = settings_for(Path(args.skill), args, ("team",))
     team = loaded.settings.team
     if not team:
         raise UsageError("publish needs --team REPO (or `team` in skillbench.toml)")
-    if not is_skill(Path(args.skill)):
-        raise UsageError(f"{args.skill}: not a skill folder (no SKILL.md)")
+    path = Path(args.skill)
+    library = not is_skill(path) and is_library_root(path)
+    if not is_skill(path) and not library:
+        raise UsageError(
+            f"{args.skill}: not a skill folder (no SKILL.md) and not a library root (no child "
+            "folder holds a SKILL.md)"
+        )
     key = args.sign_key or loaded.settings.sign.key
+    sign_key = Path(key) if key else None
+    if library:
+        return _publish_library(path, Path(team), sign_key)
     try:
-        out(publish(Path(args.skill), Path(team), sign_key=Path(key) if key else None))
+        out(publish(path, Path(team), sign_key=sign_key))
     except TeamError as exc:
         err(f"skillbench: publish refused: {exc}")
         return EXIT_FAIL
     return EXIT_OK
+
+
+def _publish_library(root: Path, team: Path, sign_key: Path | None) -> int:
+    """Each skill of the library whose receipts pass the team's gate policy (as `gate` decides
+    it, over every required cell) is published; the others are reported, one line each, and
+    make the exit code 1."""
+    from skillbench.errors import SkillbenchError
+    from skillbench.skills import root_children
+    from skillbench.team import publish
+
+    skills = root_children(root)
+    published, held = 0, []
+    for skill in skills:
+        try:
+            result = api.gate(skill, options=api.GateOptions(team=str(team)))
+            if not result.passed:
+                held.append(f"{skill.name}: the gate refused it: {result.reason}")
+                continue
+            out(publish(skill, team, sign_key=sign_key))
+            published += 1
+        except SkillbenchError as exc:
+            held.append(f"{skill.name}: {exc}")
+    for line in held:
+        out(f"not published: {line}")
+    out(f"published {published} of {len(skills)} skills of {root}; {len(held)} not")
+    return EXIT_FAIL if held else EXIT_OK
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -115,9 +150,11 @@ def register_publish(sub: Subparsers) -> None:
         "(add or modify, never remove), attach the local receipts for these exact bytes under "
         "evals/<name>/v<N>/ (signed with --sign-key, or [sign] key, when they are not), and make "
         "one commit. Refuses a repo with uncommitted changes or a version folder edited by "
-        "hand.",
+        "hand. Given a library root, publishes each skill whose receipts pass the team's gate "
+        "policy (as `skillbench gate` decides it) and reports the others (exit 1 when any "
+        "is not published).",
     )
-    p.add_argument("skill", metavar="SKILL", help="the skill folder")
+    p.add_argument("skill", metavar="SKILL", help="the skill folder, or a library root")
     p.add_argument("--team", metavar="REPO", help="the team repo (a git work tree)")
     p.add_argument(
         "--sign-key",
