@@ -187,3 +187,42 @@ def test_compare_two_set_runs_cell_by_cell(tmp_path: Path, capsys) -> None:
     assert main(["compare", str(a), str(single)]) == 2
     err = capsys.readouterr().err
     assert "is a set run and" in err and "Traceback" not in err
+
+
+def test_view_serves_the_grid_and_each_cells_report_and_no_other_page(tmp_path: Path) -> None:
+    """A set is served as its grid and the cells' own report.html (the paths set.json names);
+    a report.html an agent left in a workspace copied out of a cell stays text, never a page."""
+    import threading
+
+    import httpx
+
+    from skillbench.report.matrix import write_set_report
+    from skillbench.report.serve import server_for
+
+    root = make_set(tmp_path / "set-a", MATRIX)
+    run = cell_dir("greeter", "codex", SONNET)
+    (root / run / "report.html").write_text("<title>cell</title>")
+    planted = root / run / "workspaces/x.candidate.1/report.html"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("<script>document.title = 'pwned'</script>")
+    assert write_set_report(root).read_text().count("<td class='cell'") == 3
+    server = server_for(root, cells=tuple(c.cell.run for c in skillbench.read_set(root).cells))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        kinds = {
+            path: httpx.get(base + path).headers["content-type"]
+            for path in (
+                "/report.html",
+                f"/{run}/report.html",
+                f"/{run}/workspaces/x.candidate.1/report.html",
+            )
+        }
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert list(kinds.values()) == [
+        "text/html; charset=utf-8",
+        "text/html; charset=utf-8",
+        "text/plain; charset=utf-8",
+    ]

@@ -59,18 +59,32 @@ def _set_report(path: Path, cell: str | None, fmt: str) -> str:
 def cmd_view(args: argparse.Namespace) -> int:
     import webbrowser
 
+    from skillbench.cellset import CellSetError, is_set_run
+    from skillbench.report.matrix import write_set_report
     from skillbench.report.run_folder import RunFolderError, load_run
     from skillbench.report.serve import report_url, server_for
+    from skillbench.report.set_folder import load_set
 
     run_dir = Path(args.run)
+    cells: tuple[str, ...] = ()
     try:
-        load_run(run_dir)
-    except RunFolderError as exc:
+        if is_set_run(run_dir):
+            folder = load_set(run_dir)
+            cells = tuple(Path(c.cell.run).as_posix() for c in folder.cells)
+            for c in folder.cells:  # a cell's own page, where its eval did not leave one
+                if c.run is not None and not (Path(c.run.path) / "report.html").is_file():
+                    write_page(Path(c.run.path))
+            write_set_report(run_dir)
+        else:
+            load_run(run_dir)
+            if write_page(run_dir) is None:
+                return EXIT_USAGE
+    except (RunFolderError, CellSetError) as exc:
         raise UsageError(str(exc)) from None
-    if write_page(run_dir) is None:
-        return EXIT_USAGE
+    except OSError as exc:
+        raise UsageError(f"{run_dir}: report.html not written: {exc.strerror or exc}") from None
     try:
-        server = server_for(run_dir, args.port)
+        server = server_for(run_dir, args.port, cells)
     except OSError as exc:
         raise UsageError(
             f"--port {args.port}: cannot listen there ({exc.strerror or exc}); "
@@ -159,7 +173,8 @@ def register_view(sub: Subparsers) -> None:
         cmd_view,
         "serve a run's report.html on 127.0.0.1",
         "Build the run folder's report.html if needed and serve the folder on 127.0.0.1 (a "
-        "free port unless --port) until Ctrl-C; the address is printed.",
+        "free port unless --port) until Ctrl-C; the address is printed. A set run is served "
+        "as its grid, each cell opening its own report.",
     )
     p.add_argument("run", metavar="RUN", help="a run folder")
     p.add_argument("--port", type=int, default=0, help="the port (default: a free one)")

@@ -6,12 +6,13 @@ skill helps, and the cells whose split differs from their skill's other cells (d
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 import msgspec
 
 from skillbench.engine.stats import heterogeneity
-from skillbench.report.set_folder import CellRun, SetFolder
+from skillbench.report.set_folder import CellRun, SetFolder, load_set
 from skillbench.scrub import printable
 
 _ORDER = ("PASS", "NEUTRAL", "INCONCLUSIVE", "FAIL", "NONE")
@@ -313,6 +314,14 @@ def html(folder: SetFolder) -> str:
         f"<section><table id='grid'><tr><th>skill</th>{head}</tr>{''.join(body)}</table>"
         f"<ul id='where'>{notes}</ul></section>",
     )
+
+
+def write_set_report(set_dir: Path) -> Path:
+    """Build the grid as `report.html` in a set run folder (beside `set.json`, so each cell's
+    link opens its report.html from file://); returns its path."""
+    path = set_dir / "report.html"
+    path.write_text(html(load_set(set_dir)), encoding="utf-8")
+    return path
 
 
 FORMATS = {

@@ -5,7 +5,8 @@ regular files inside it: each step of the path is opened without following a lin
 relative to the folder before it), `..` and empty steps are refused, and folders are never
 listed. Anything else is 404.
 
-Only report.html is served as a page. Every other file is something a run recorded (a
+Only report.html is served as a page (of a set run: its grid, and each cell's report.html that
+set.json names, never any other file of that name). Every other file is something a run recorded (a
 workspace an agent wrote, a transcript): text, or a raster image, never HTML or SVG, with
 `nosniff` and a sandboxing CSP, so an agent's page cannot run script in the report's origin.
 A request must name the server as it listens (127.0.0.1 or localhost, its port): a page of
@@ -54,6 +55,7 @@ _IMAGES = {"image/png", "image/jpeg", "image/gif", "image/webp"}  # (not SVG: it
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     root: Path
+    pages: frozenset[str]  # the URL paths served as HTML: skillbench's own report pages
     port: int  # the port the server listens on (the only one a Host header may name)
 
     def log_message(self, format: str, *args: object) -> None:
@@ -76,7 +78,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         with os.fdopen(fd, "rb") as fh:
-            page = urllib.parse.urlsplit(path).path == "/report.html"
+            page = urllib.parse.urlsplit(path).path in self.pages
             kind = mimetypes.guess_type(urllib.parse.urlsplit(path).path)[0]
             if not page and kind not in _IMAGES:
                 kind = "text/plain; charset=utf-8"  # (what an agent wrote is shown, never run)
@@ -92,10 +94,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     shutil.copyfileobj(fh, self.wfile)
 
 
-def server_for(run_dir: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
+def server_for(
+    run_dir: Path, port: int = 0, cells: tuple[str, ...] = ()
+) -> http.server.ThreadingHTTPServer:
     """A server for the run folder on 127.0.0.1 (a free port when 0); OSError if it cannot
-    listen there. Only loopback: a run folder holds transcripts."""
-    handler: type[_Handler] = type("RunFolderHandler", (_Handler,), {"root": run_dir.resolve()})
+    listen there. Only loopback: a run folder holds transcripts. `cells`: of a set run, the
+    cells' run folders (relative, as set.json names them), whose report.html is a page too."""
+    pages = frozenset({"/report.html", *(f"/{cell}/report.html" for cell in cells)})
+    handler: type[_Handler] = type(
+        "RunFolderHandler", (_Handler,), {"root": run_dir.resolve(), "pages": pages}
+    )
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     handler.port = int(server.server_address[1])
     return server
