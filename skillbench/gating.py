@@ -110,6 +110,11 @@ def load_policy(repo: Path | None, flags: dict[str, Any], rev: Revision | None =
                 "http://127.0.0.1:8080"
             )
     policy.allow_endpoints = [origin(e) for e in policy.allow_endpoints]
+    if policy.require_cells == []:  # (a gate that requires no cell would check nothing)
+        raise TeamError(
+            "gate policy: require-cells is empty; name the agent/model cells that must pass, or "
+            "leave it out to require every cell with a receipt"
+        )
     for pattern in policy.require_cells or []:
         agent, _, model = pattern.partition("/")
         if not agent or not model:

@@ -74,6 +74,10 @@ def test_require_cells_names_the_cells_that_must_pass(tmp_path: Path, capsys) ->
     err = capsys.readouterr().err
     assert code == 2 and "require-cells entry 'codex' is not agent/model" in err
     assert "Traceback" not in err
+    # an empty list would gate nothing: refused, never a pass
+    (skill.parent.parent / "skillbench.toml").write_text("[gate]\nrequire-cells = []\n")
+    assert main(["gate", str(skill)]) == 2
+    assert "require-cells is empty" in capsys.readouterr().err
 
 
 def test_allow_neutral_cells_lets_a_neutral_cell_pass_beside_a_passing_one(

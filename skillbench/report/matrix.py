@@ -227,8 +227,8 @@ def markdown(folder: SetFolder) -> str:
 
 
 def junit(folder: SetFolder) -> str:
-    """One test case per cell: a FAIL verdict fails it, a cell that failed to run is an error,
-    a refused one (or one without a verdict yet) is skipped."""
+    """One test case per cell: a FAIL verdict fails it, a cell that failed to run (or whose
+    run cannot be read) is an error, a refused or pending one is skipped."""
     cases, failures, errors, skipped = [], 0, 0, 0
     for line in matrix(folder):
         cls = quoteattr(f"skillbench.eval.{line.skill}")
@@ -240,8 +240,8 @@ def junit(folder: SetFolder) -> str:
         if line.verdict == "FAIL":
             failures += 1
             body = f"<failure message={quoteattr(detail)}/>"
-        elif line.status == "failed":
-            errors += 1
+        elif line.verdict is None and line.status in ("failed", "done"):
+            errors += 1  # it failed, or says it is done and its run cannot be read
             body = f"<error message={quoteattr(line.problem or 'failed')}/>"
         elif line.verdict is None:
             skipped += 1
