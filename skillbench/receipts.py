@@ -52,6 +52,7 @@ CLOCK_SKEW = timedelta(minutes=5)
 class Provenance(msgspec.Struct, kw_only=True):
     engine_version: str
     models: dict[str, str]  # agent, judge
+    agent: str = ""  # what ran the arms; with models.agent, the cell the gate counts it in
     k: int
     seed: int
     arms: dict[str, list[str]]  # arm -> the skills it staged, as name@digest
@@ -225,6 +226,12 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
         return f"its created_at {p.created_at!r} has no time zone"
     if made > (now or datetime.now(UTC)) + CLOCK_SKEW:
         return f"its created_at {p.created_at} is in the future"
+    # the cell (agent/model) it is gated in must be one: the top level and the provenance agree
+    if p.agent and r.agent != p.agent:
+        return f"names agent {r.agent or 'none'} but its provenance {p.agent}"
+    model, planned = r.models.get("agent"), p.models.get("agent")
+    if model and planned and model != planned:
+        return f"names model {model} but its provenance {planned}"
     try:
         rows = msgspec.convert(r.rows, list[RowSummary])
     except msgspec.ValidationError as exc:

@@ -157,3 +157,30 @@ def test_publish_of_a_library_publishes_the_skills_that_pass_and_reports_the_oth
         "run-2.json",
     ]
     assert not (repo / "skills/farewell").exists() and not (repo / "evals/farewell").exists()
+
+
+def test_a_receipt_whose_cell_is_ambiguous_is_refused(tmp_path: Path, capsys) -> None:
+    """The cell a receipt is gated as is its agent and model; a receipt whose top-level agent
+    or model says one thing and its provenance another could be counted in either cell."""
+    import json
+
+    skill = greeter(tmp_path)
+    cell(skill, "run-1", "PASS", "claude-code", SONNET)
+    (stored,) = store_dir("greeter", digest(skill)).glob("*.json")
+    data = json.loads(stored.read_text())
+    assert data["provenance"]["agent"] == "claude-code"  # the provenance names the agent
+    data["models"]["agent"] = HAIKU
+    stored.write_text(json.dumps(data))
+    code, out = gate(capsys, skill)
+    assert (code, out) == (
+        1,
+        f"gate refused: greeter: the newest measured receipt (run run-1) names model {HAIKU} "
+        f"but its provenance {SONNET}",
+    )
+    data["models"]["agent"] = SONNET
+    data["agent"] = "codex"
+    stored.write_text(json.dumps(data))
+    assert gate(capsys, skill)[1] == (
+        "gate refused: greeter: the newest measured receipt (run run-1) names agent codex but "
+        "its provenance claude-code"
+    )

@@ -360,6 +360,7 @@ def receipt_of(plan: Plan, summary: Summary, bundle: str) -> Receipt:
         library=msgspec.to_builtins(summary.library),
         provenance=Provenance(
             engine_version=plan.engine_version,
+            agent=plan.agent,
             models={
                 "agent": plan.model,
                 "judge": plan.judge_model,
