@@ -87,6 +87,23 @@ def test_report_of_a_set_renders_the_matrix_in_every_format(tmp_path: Path, caps
         f"REFUSED on {HAIKU} in codex"
     ) in text
     assert f"differs: greeter@claude-code@{HAIKU}: 1W/7L of 8 decided units" in text
+    # one agent: the models are the places; a library names each skill
+    from skillbench.report.matrix import matrix, where_lines
+    from skillbench.report.set_folder import load_set
+
+    one = make_set(
+        tmp_path / "set-b",
+        {
+            ("greeter", "builtin", SONNET): outcomes(5, 0),
+            ("greeter", "builtin", HAIKU): outcomes(6, 0),
+            ("farewell", "builtin", SONNET): outcomes(4, 4),
+            ("farewell", "builtin", HAIKU): outcomes(5, 0),
+        },
+    )
+    assert where_lines(matrix(load_set(one))) == [
+        f"greeter: PASS on {SONNET} and {HAIKU}",
+        f"farewell: PASS on {HAIKU}; NEUTRAL on {SONNET}",
+    ]
 
     assert main(["report", str(root), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -110,10 +110,11 @@ def where_lines(lines: list[CellLine]) -> list[str]:
             by_model: dict[str, list[str]] = {}
             for line in cells:
                 by_model.setdefault(line.model, []).append(line.agent)
-            places = [
-                (f" on {model}" * (len(models) > 1) + f" in {_and(on)}" * (len(agents) > 1))
-                for model, on in by_model.items()
-            ]
+            if len(agents) > 1:
+                on = " on {}" if len(models) > 1 else ""
+                places = [on.format(m) + f" in {_and(a)}" for m, a in by_model.items()]
+            else:  # one agent: the models are the places
+                places = [f" on {_and(list(by_model))}"] if len(models) > 1 else []
             parts.append(verdict + ",".join(places))
         said = "; ".join(parts)
         out.append(f"{skill}: {said}" if len(skills) > 1 else said)
