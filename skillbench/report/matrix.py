@@ -1,7 +1,8 @@
-"""The matrix report of a set run (docs/results.md, "Set runs"): one line per cell (verdict, net
-lift with its interval, decided units, activation rate, cost), the line that says where each
-skill helps, and the cells whose split differs from their skill's other cells (docs/statistics.md,
-"Where the skill helps"); rendered for the terminal, JSON, markdown, JUnit and an HTML grid."""
+"""The matrix report of a set run (docs/results.md, "Reading a set run"): one line per cell
+(verdict, net lift with its interval, decided units, activation rate, cost), the line that says
+where each skill helps, and the cells whose split differs from their skill's other cells
+(docs/statistics.md, "Where the skill helps"); for the terminal, JSON, markdown, JUnit and an
+HTML grid."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""A set run folder read back for the renderers (docs/results.md, "Set runs"): its set.json and,
-for each cell, the cell's own run folder read as any run folder is (run_folder.load_run)."""
+"""A set run folder read back for the renderers (docs/results.md, "Reading a set run"): its
+set.json and, for each cell, the cell's own run folder read as any run folder is
+(run_folder.load_run)."""
 
 from __future__ import annotations
 
