@@ -501,6 +501,7 @@ def _plain(usage: Usage) -> dict[str, int]:
         "output_tokens": usage.output_tokens,
         "cache_read_tokens": usage.cache_read_tokens,
         "cache_write_tokens": usage.cache_write_tokens,
+        "cache_write_1h_tokens": usage.cache_write_1h_tokens,
     }
 
 

@@ -21,7 +21,7 @@ import httpx
 import msgspec
 
 from skillbench.broker_limits import Refused
-from skillbench.models.base import Usage
+from skillbench.models.base import Usage, anthropic_usage
 
 
 class Route(msgspec.Struct, frozen=True):
@@ -87,18 +87,13 @@ def _events(text: str) -> list[dict[str, Any]]:
 def _anthropic_usage(text: str) -> Usage:
     """From a Messages body, or the `message_start` / `message_delta` events of a stream
     (later events carry the running totals)."""
-    found: dict[str, int] = {}
+    found: dict[str, Any] = {}
     for event in _events(text):
         raw = event.get("usage") or (event.get("message") or {}).get("usage") or {}
-        for key, value in raw.items():
-            if isinstance(value, int):
+        for key, value in raw.items() if isinstance(raw, dict) else ():
+            if isinstance(value, int) or key == "cache_creation":  # (the hour's writes)
                 found[key] = value
-    return Usage(
-        input_tokens=found.get("input_tokens", 0),
-        output_tokens=found.get("output_tokens", 0),
-        cache_read_tokens=found.get("cache_read_input_tokens", 0),
-        cache_write_tokens=found.get("cache_creation_input_tokens", 0),
-    )
+    return anthropic_usage(found)
 
 
 def _openai_usage(text: str) -> Usage:

@@ -41,8 +41,10 @@ SYSTEM = (
 )
 
 
-def trigger_prompt(catalog: Sequence[str], request: str) -> str:
-    return "Skills available:\n" + "\n".join(catalog) + f"\n\nUser request:\n{request}\n"
+def trigger_prompt(catalog: Sequence[str], request: str) -> tuple[str, str]:
+    """The catalog call's user message in two parts: the catalog, the same for every prompt
+    and run of a library (cached), then the request."""
+    return "Skills available:\n" + "\n".join(catalog) + "\n\n", f"User request:\n{request}\n"
 
 
 class Call(msgspec.Struct, frozen=True):
@@ -174,7 +176,7 @@ class TriggerCaller:
         self.model = model
         self.gate = asyncio.Semaphore(parallel)
         self.spend = spend
-        self.cache: dict[tuple[str, int], asyncio.Task[Call]] = {}
+        self.cache: dict[tuple[tuple[str, str], int], asyncio.Task[Call]] = {}
         self.calls = 0
 
     def call(self, library: Sequence[Skill], prompt: str, run: int) -> asyncio.Task[Call]:
@@ -183,15 +185,18 @@ class TriggerCaller:
             self.cache[key] = asyncio.ensure_future(self._call(key[0]))
         return self.cache[key]
 
-    async def _call(self, text: str) -> Call:
+    async def _call(self, text: tuple[str, str]) -> Call:
         async with self.gate:
             if self.spend is not None and not self.spend.allows():
                 return Call(None, CAPPED)
             self.calls += 1
             try:
+                catalog, request = text
                 done = await self.model.complete(
                     system=SYSTEM,
-                    messages=[Message("user", (TextBlock(text),))],
+                    messages=[
+                        Message("user", (TextBlock(catalog, cache=True), TextBlock(request)))
+                    ],
                     tools=[],
                     max_tokens=512,
                 )

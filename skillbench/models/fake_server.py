@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from skillbench.models.fake_cache import PrefixCache, TooManyBreakpoints
 from skillbench.models.fake_wire import (
     ERROR_KINDS,
     REPLIES,
@@ -58,7 +59,7 @@ class LoggedRequest(msgspec.Struct):
     status: int
     source: str = ""
     step: int = 0
-    usage: dict[str, int] = {}
+    usage: dict[str, Any] = {}
     at: float = 0.0
     api_key: str = ""  # the credential the client sent (x-api-key, or a bearer token)
 
@@ -79,6 +80,7 @@ class FakeModelServer:
 
     def __init__(self, script: Script, *, port: int = 0):
         self.player = Player(script)
+        self.cache = PrefixCache(script.cache_min_tokens)
         self.requests: list[LoggedRequest] = []
         self._lock = threading.Lock()
         self.in_flight = self.peak_in_flight = 0  # requests being answered now / at most
@@ -165,6 +167,7 @@ class FakeModelServer:
         entry = LoggedRequest(protocol, h.path, body, 200, at=time.time(), api_key=key)
         with self._lock:
             self.requests.append(entry)
+            serial = len(self.requests)
         try:
             play = self.player.play(system, first, last, turns)
         except ScriptError as exc:
@@ -177,10 +180,20 @@ class FakeModelServer:
         entry.source, entry.step = play.source, play.step
         if play.fault is not None:
             return self._fault(h, entry, play)
+        try:
+            cached, entries = (
+                self.cache.anthropic(body)
+                if protocol == "anthropic"
+                else self.cache.openai(body, protocol)
+            )
+        except TooManyBreakpoints as exc:
+            entry.status = 400
+            return self._send(h, 400, error_body(protocol, "invalid_request_error", str(exc)))
         if play.latency:
             time.sleep(play.latency)
-        reply, usage = REPLIES[protocol](body, play, raw, turns)
+        reply, usage = REPLIES[protocol](body, play, raw, serial, cached)
         entry.usage = usage
+        self.cache.keep(entries)  # an entry is readable once its request is answered
         if protocol == "responses":
             return self._stream_events(h, response_events(reply))
         if protocol == "anthropic" and body.get("stream"):

@@ -87,8 +87,9 @@ def system_prompt(skills: Sequence[SkillInfo], workdir: str = WORKDIR) -> str:
 
 def opening(task: str, skills: Sequence[SkillInfo], workdir: str) -> tuple[str, list[Message]]:
     """The system prompt and the first message: all the first model call needs, known on the
-    host before any sandbox exists (agent.py sends it while the sandbox is staged)."""
-    return system_prompt(skills, workdir), [Message("user", (TextBlock(task),))]
+    host before any sandbox exists (agent.py sends it while the sandbox is staged). Every
+    user turn is marked for the prompt cache: the next turn repeats the conversation so far."""
+    return system_prompt(skills, workdir), [Message("user", (TextBlock(task, cache=True),))]
 
 
 async def ask(
@@ -217,7 +218,7 @@ async def _turns(
         calls = completion.tool_calls
         if not calls:
             return completion.stop_reason if completion.stop_reason != "tool_use" else "end_turn"
-        results = []
+        results: list[ToolResult] = []
         for call in calls:
             trace.event("tool_call", id=call.id, name=call.name, arguments=call.arguments)
             outcome = await run_tool(sandbox, names, call.name, call.arguments)
@@ -229,5 +230,8 @@ async def _turns(
                 is_error=outcome.is_error,
                 exit_code=outcome.exit_code,
             )
-            results.append(ToolResult(call.id, call.name, outcome.text, outcome.is_error))
+            last = call is calls[-1]
+            results.append(
+                ToolResult(call.id, call.name, outcome.text, outcome.is_error, cache=last)
+            )
         messages.append(Message("user", tuple(results)))
