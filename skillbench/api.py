@@ -234,18 +234,27 @@ def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log)
         if warning:
             log(f"note: {warning}")
     if options.generate:
-        opts.spent_before = _generate(Path(opts.skill_dir), opts.settings, kinds, log, True)
+        opts.spent_before = _generate(
+            Path(opts.skill_dir), opts.settings, kinds, log, True, options.max_cost
+        )
 
 
 def _generate(
-    skill_dir: Path, settings: Settings, kinds: Sequence[str], log: Log, only_missing: bool
+    skill_dir: Path,
+    settings: Settings,
+    kinds: Sequence[str],
+    log: Log,
+    only_missing: bool,
+    ceiling: float | None = None,
 ) -> float:
     from skillbench.engine.gen import generate_missing
     from skillbench.skills import is_skill
 
     if not is_skill(skill_dir):
         raise NotASkill(f"{skill_dir}: not a skill folder (no SKILL.md)")
-    return generate_missing(skill_dir, settings, kinds, log, only_missing=only_missing)
+    return generate_missing(
+        skill_dir, settings, kinds, log, only_missing=only_missing, ceiling=ceiling
+    )
 
 
 def _off_loop(call: Callable[[], T]) -> T | None:

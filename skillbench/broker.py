@@ -113,6 +113,7 @@ class Broker:
         prices: Mapping[str, Price] | None = None,
         budget: float | None = None,
         run_ledger: RunLedger | None = None,
+        kind: str = "agent",
         max_requests: int | None = None,
         body_cap: int = BODY_CAP,
         max_concurrent: int = MAX_CONCURRENT,
@@ -124,7 +125,7 @@ class Broker:
         self.models = allowed_models(model, secondary)  # body's model name -> priced as
         self.prices = prices
         self.body_cap = body_cap
-        self.ledger = Ledger(budget, run_ledger)
+        self.ledger = Ledger(budget, run_ledger, kind)
         self.usage = Usage()
         self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx

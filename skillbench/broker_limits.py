@@ -148,9 +148,10 @@ class Ledger:
     """A session's budget in USD: a call reserves its worst case before it is forwarded and
     settles to its actual cost after, so calls in flight together can never spend past it."""
 
-    def __init__(self, budget: float | None, run: RunLedger | None = None):
+    def __init__(self, budget: float | None, run: RunLedger | None = None, kind: str = "agent"):
         self.budget = budget
         self.run = run  # the run's ledger: a call must fit there too, across all sessions
+        self.kind = kind  # what the run's ledger counts these calls as
         self.spent = 0.0
         self.reserved = 0.0
         self._lock = threading.Lock()
@@ -175,4 +176,4 @@ class Ledger:
                 self.reserved = max(0.0, self.reserved - reserved)
             self.spent += actual or 0.0
         if self.run is not None:
-            self.run.settle(reserved, actual, "agent")
+            self.run.settle(reserved, actual, self.kind)

@@ -124,3 +124,39 @@ async def test_host_calls_through_the_sdk_reserve_and_stop_at_the_ceiling(fake) 
     state = run.snapshot()
     assert sent >= 2 and state.spent <= run.ceiling and state.reserved == pytest.approx(0)
     assert set(state.by_kind) == {"judge"} and state.refused == 1
+
+
+@pytest.mark.anyio
+async def test_catalog_trigger_calls_spend_in_the_run_ledger_and_stop_at_its_ceiling(
+    fake, tmp_path: Path
+) -> None:
+    """An eval's trigger measurement on the run's ledger: 16 calls in flight at once each
+    reserve first, the spend never passes the ceiling, and the calls the ledger refused are
+    recorded as not run (an error of the prompt, never a miss or a false fire)."""
+    from skillbench.config import Settings
+    from skillbench.engine.routing import measure
+    from skillbench.triggers import CAPPED, targets_at
+    from tests.test_triggers import library, rules_for_all
+
+    server = fake({"rules": rules_for_all(), "latency": 0.05})
+    settings = Settings(model="anthropic/claude-sonnet-4-6", parallel=16, max_retries=0)
+    one = worst_case_usd(settings.model, 400, 512)
+    assert one is not None
+    run = RunLedger(3.5 * one)
+    (report,) = await measure(
+        settings,
+        targets_at(library(tmp_path) / "greeter"),
+        method="catalog",
+        agent="builtin",
+        runs=3,
+        threshold=0.5,
+        ledger=run,
+    )
+    state = run.snapshot()
+    assert 0 < state.spent <= run.ceiling and state.reserved == pytest.approx(0)
+    assert set(state.by_kind) == {"triggers"} and state.refused >= 1
+    sent = [r for r in server.log() if r.status == 200]
+    assert len(sent) < 30  # 10 prompts x 3 runs were asked for
+    capped = [r for r in report.results if r.error == CAPPED]
+    assert capped and all(r.fired is None for r in capped)
+    assert {r.prompt for r in capped} <= set(report.errored)

@@ -27,6 +27,7 @@ import msgspec
 
 from skillbench.broker_limits import Ledger, Refused, read_body, read_head
 from skillbench.broker_wire import WIRES, Route, Wire, route, upstream_url
+from skillbench.ledger import RunLedger
 from skillbench.models.pricing import Price, cost_usd, worst_case_usd
 
 
@@ -102,6 +103,13 @@ class DriverRelay:
         self.host = host
         self.port = self._server.server_address[1]
 
+    def bind(self, run: RunLedger) -> None:
+        """Reserve and settle every worker's calls in the run's own ledger from now on (the
+        one the driver's judge, grader and trigger calls spend in): --max-cost is then one
+        ceiling for the run across every node."""
+        if self.ledger.run is not run:
+            self.ledger = Ledger(None, run)
+
     def start(self) -> DriverRelay:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -160,7 +168,8 @@ class DriverRelay:
                 if most is None:
                     raise Refused(400, "invalid_request_error", "the request has no max_tokens")
                 worst = worst_case_usd(priced_as, len(body), most, self.prices)
-            if not self.ledger.reserve(worst):
+            ledger = self.ledger  # (reserved and settled in the same one)
+            if not ledger.reserve(worst):
                 raise Refused(400, "invalid_request_error", "the run's --max-cost cannot cover it")
         except Refused as why:
             return self._refuse(handler, why.status, why.message)
@@ -169,7 +178,7 @@ class DriverRelay:
             self._forward(handler, name, endpoint, body, seen)
         finally:
             used = wire.usage(seen.decode(errors="replace"))
-            self.ledger.settle(worst, cost_usd(priced_as, used, self.prices))
+            ledger.settle(worst, cost_usd(priced_as, used, self.prices))
 
     def _forward(
         self,

@@ -39,6 +39,7 @@ from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.score import summarize
 from skillbench.engine.session import Placement, Progress
 from skillbench.engine.summary import Diagnostic, Skipped, Summary
+from skillbench.ledger import RunLedger
 from skillbench.lossless import utf8_safe
 from skillbench.models import resolve_model
 from skillbench.models.pricing import cost_usd
@@ -246,9 +247,11 @@ class Runner(Reusing, Judging):
             self.missing.add(name)
 
 
-async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerReport | None:
+async def triggers_of(
+    opts: EvalOptions, folder: Path | None = None, ledger: RunLedger | None = None
+) -> TriggerReport | None:
     """The skill's trigger report, or None when it has no triggers file. The agent method
-    keeps its sessions under `folder`."""
+    keeps its sessions under `folder`; its calls spend in the run's `ledger`."""
     targets = targets_at(Path(opts.skill_dir))
     if not targets:
         return None
@@ -261,6 +264,7 @@ async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerR
             runs=opts.runs,
             threshold=opts.threshold,
             folder=folder,
+            ledger=ledger,
         )
     except RoutingError as exc:
         raise EvalError(str(exc)) from None
@@ -295,7 +299,7 @@ async def execute(
         if opts.max_cost is not None and runner.spend >= opts.max_cost:
             summary.triggers_note = "not measured: the --max-cost cap was reached"
         else:
-            report = await triggers_of(opts, run_dir / "triggers")
+            report = await triggers_of(opts, run_dir / "triggers", runner.ledger)
             if report is None:
                 summary.triggers_note = "not measured: the skill has no trigger file"
             else:

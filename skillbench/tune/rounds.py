@@ -341,10 +341,14 @@ async def run_rounds(
             spend=spend,
             log=log,
         ) as router:
-            proposer = resolve_model(
-                plan.proposer_model,
-                max_retries=settings.max_retries,
-                timeout=settings.request_timeout,
+            # the proposer's calls reserve and settle in the run's ledger too (--max-cost)
+            proposer = spend.metered(
+                resolve_model(
+                    plan.proposer_model,
+                    max_retries=settings.max_retries,
+                    timeout=settings.request_timeout,
+                ),
+                "tuning",
             )
             try:
                 with tempfile.TemporaryDirectory(prefix="skillbench-tune-") as tmp:

@@ -98,8 +98,10 @@ async def ask(
     messages: Sequence[Message],
     ledger: RunLedger | None = None,
     prices: Mapping[str, Price] | None = None,
+    kind: str = "agent",
 ) -> Completion:
-    """One model call of the loop, reserved in the run's ledger before it is sent."""
+    """One model call of the loop, reserved in the run's ledger (as `kind`) before it is
+    sent."""
     size = len(system) + len(msgspec.json.encode(list(messages))) + len(msgspec.json.encode(TOOLS))
     return await metered(
         ledger,
@@ -107,7 +109,7 @@ async def ask(
         prices,
         size,
         MAX_TOKENS,
-        "agent",
+        kind,
         lambda: model.complete(
             system=system, messages=list(messages), tools=TOOLS, max_tokens=MAX_TOKENS
         ),
@@ -130,6 +132,7 @@ async def run_agent(
     first: asyncio.Future[Completion] | None = None,
     started: float | None = None,
     ledger: RunLedger | None = None,
+    kind: str = "agent",
 ) -> SessionResult:
     """Run one agent session to its end and write its transcript. `first`: the reply to the
     opening call, already sent at `started` (monotonic); the session's clock and its
@@ -151,7 +154,7 @@ async def run_agent(
     try:
         async with asyncio.timeout(max(0.0, timeout_s - (time.monotonic() - started))):
             stop = await _turns(
-                model, sandbox, task, skills, trace, max_turns, state, first, ledger, prices
+                model, sandbox, task, skills, trace, max_turns, state, first, (ledger, prices, kind)
             )
     except BudgetRefused:
         stop = "budget"  # the run's ceiling is reached: the session is not run to its end
@@ -198,8 +201,7 @@ async def _turns(
     max_turns: int,
     state: _State,
     first: asyncio.Future[Completion] | None,
-    ledger: RunLedger | None,
-    prices: Mapping[str, Price] | None,
+    meter: tuple[RunLedger | None, Mapping[str, Price] | None, str],
 ) -> str:
     system, messages = opening(task, skills, sandbox.workdir)
     names = [s.name for s in skills]
@@ -210,7 +212,7 @@ async def _turns(
         if first is not None and state.turns == 0:
             completion = await first
         else:
-            completion = await ask(model, system, messages, ledger, prices)
+            completion = await ask(model, system, messages, *meter)
         state.turns += 1
         state.usage = state.usage + completion.usage
         trace.event("message", role="assistant", text=completion.text, usage=completion.usage)
