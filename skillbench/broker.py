@@ -362,7 +362,7 @@ class Broker:
             raise Refused(
                 400,
                 "invalid_request_error",
-                "skillbench: this session's share of --max-cost cannot cover this call "
+                "skillbench: the run's --max-cost cannot cover this call "
                 f"(it could cost up to ${worst:.2f})",
             )
         return worst

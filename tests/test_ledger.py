@@ -160,3 +160,50 @@ async def test_catalog_trigger_calls_spend_in_the_run_ledger_and_stop_at_its_cei
     capped = [r for r in report.results if r.error == CAPPED]
     assert capped and all(r.fired is None for r in capped)
     assert {r.prompt for r in capped} <= set(report.errored)
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_eight_claude_code_sessions_at_once_hold_the_run_ceiling(
+    fake, tmp_path: Path, capfd
+) -> None:
+    """--parallel 8 with Claude Code: every call of every session reserves in the run's
+    ledger, so the run's spend stays under --max-cost though 8 brokers spend at once (each
+    first call reserves ~$1.07 and costs ~$0.01-0.13: a $2 ceiling holds one at a time)."""
+    from skillbench.cli import main
+    from tests.helpers import conv, skill
+
+    step = {"tool_calls": [{"Bash": {"command": "echo hi > hello.txt"}}]}
+    server = fake(
+        {
+            "latency": 0.5,
+            "conversations": [conv("(?s)", "Create hello.txt", step, {"text": "done"})],
+        }
+    )
+    folder = skill(
+        tmp_path,
+        {"evals/cases/hello.yaml": "task: Create hello.txt\nchecks: [{file_exists: hello.txt}]\n"},
+        config='agent = "claude-code"\n',
+    )
+    out = tmp_path / "run"
+    ceiling = 2.0
+    main(
+        [
+            *("eval", str(folder), "--model", "anthropic/claude-sonnet-4-6", "--out", str(out)),
+            *("--quiet", "--seed", "7", "--no-gen", "--execution-only", "--case", "hello"),
+            *("--k", "4", "--parallel", "8", "--max-cost", str(ceiling)),
+        ]
+    )
+    err = capfd.readouterr().err
+    assert "Traceback" not in err
+    summary = json.loads((out / "summary.json").read_text())
+    exchanges = {p.stem: p.read_text().splitlines() for p in (out / "exchanges").glob("*")}
+    calls = {k: [json.loads(x) for x in lines] for k, lines in exchanges.items()}
+    spent = sum(x.get("cost_usd") or 0.0 for v in calls.values() for x in v)
+    refused = {k for k, v in calls.items() if any("cannot cover" in str(x) for x in v)}
+    answered = {k for k, v in calls.items() if any(x["status"] == 200 for x in v)}
+    # sessions spent side by side: several were refused while another's call was held
+    assert len(refused) >= 2 and len(answered) >= 2 and server.log()
+    assert 0 < spent <= ceiling and summary["spend_usd"] <= ceiling
+    assert summary["stopped"] == f"spend reached the --max-cost cap ${ceiling:.2f}"
