@@ -230,7 +230,9 @@ def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log)
         from skillbench.engine.estimate import estimate as estimated
         from skillbench.engine.estimate import over_budget
 
-        warning = over_budget(estimated(opts), options.max_cost)
+        planned = estimated(opts)
+        opts.planned_usd = planned.cost_usd
+        warning = over_budget(planned, options.max_cost)
         if warning:
             log(f"note: {warning}")
     if options.generate:

@@ -74,6 +74,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     case_images: dict[str, str] = {}  # session -> the image it runs in, when it has its own
     unavailable: dict[str, str] = {}  # session -> why its remote image cannot be had offline
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
+    planned_usd: float | None = None  # the estimate made before the run (with --max-cost)
     grader: str | None = None  # --grader: the `expect` checks' model (default: the judge)
     grader_runs: int = 1  # --grader-runs
     library: str | None = None  # --with-library: a library root whose other skills every arm stages

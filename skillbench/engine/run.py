@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from skillbench.engine.accounting import accounting
 from skillbench.engine.activation import NEVER_LOADED, activation_of, ambient_of
 from skillbench.engine.judging import Judging
 from skillbench.engine.plan import (
@@ -308,6 +309,12 @@ async def execute(
                     cost_usd(opts.settings.model, report.usage, opts.settings.prices) or 0.0
                 )
     summary.spend_usd = round(runner.spend, 6)
+    summary.accounting = accounting(
+        runner.ledger.snapshot(),
+        runner.done.values(),
+        planned=opts.planned_usd,
+        not_run=summary.not_run,
+    )
     # checks saw the raw transcript; their details are printed and written, so scrub them
     # (a sandbox's file names that are not UTF-8 are shown as \xNN: the journal keeps them)
     plain = utf8_safe(scrub_obj(msgspec.to_builtins(summary), keep=IDENTIFIERS))

@@ -103,7 +103,11 @@ class Sessions:
         )
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         # one ledger for the run: a resumed run continues from what its journal says was spent
-        self.ledger = RunLedger(opts.max_cost, spent=self.spend)
+        self.ledger = RunLedger(
+            opts.max_cost,
+            spent=self.spend,
+            by_kind={"generation": opts.spent_before, "earlier": self.spend - opts.spent_before},
+        )
         self.stopped: str | None = None
         self.judge_tasks: list[asyncio.Task[None]] = []
         self.judging: set[RowKey] = set()  # rows waiting for the judge
