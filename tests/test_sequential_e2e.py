@@ -69,6 +69,7 @@ def test_a_sequential_run_stops_early_resumes_and_its_receipt_rederives(
     assert acc["saved_usd"] == pytest.approx(8 * mean, abs=1e-6)
     assert acc["spent_usd"] == pytest.approx(sum(acc["by_kind"].values()), abs=1e-6)
     assert any(line.startswith("stopping saved ") for line in out), out
+    assert "stopping saved " in (run / "report.html").read_text()
     receipt = read_receipt(run / "receipt.json")
     assert inconsistency(receipt) is None and stopping_problem(receipt) is None
     # the gate accepts it, once told the fake server is an endpoint it may trust
