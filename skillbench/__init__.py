@@ -17,6 +17,8 @@ if TYPE_CHECKING:
         estimate,
         evaluate,
         evaluate_async,
+        evaluate_set,
+        evaluate_set_async,
         evaluate_triggers,
         evaluate_triggers_async,
         gate,
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from skillbench.engine.run import EvalResult
     from skillbench.engine.summary import Summary
     from skillbench.errors import SkillbenchError
+    from skillbench.setrun import CellResult, SetResult
 
 _API = {
     "GateOptions": "skillbench.api",
@@ -43,6 +46,10 @@ _API = {
     "measure_triggers": "skillbench.api",
     "run_oracles": "skillbench.api",
     "evaluate_async": "skillbench.api",
+    "evaluate_set": "skillbench.api",
+    "evaluate_set_async": "skillbench.api",
+    "CellResult": "skillbench.setrun",
+    "SetResult": "skillbench.setrun",
     "evaluate_triggers_async": "skillbench.api",
     "measure_triggers_async": "skillbench.api",
     "run_oracles_async": "skillbench.api",
@@ -53,15 +60,19 @@ _API = {
     "SkillbenchError": "skillbench.errors",
 }
 __all__ = [
+    "CellResult",
     "EvalResult",
     "GateOptions",
     "Options",
+    "SetResult",
     "SkillbenchError",
     "Summary",
     "__version__",
     "estimate",
     "evaluate",
     "evaluate_async",
+    "evaluate_set",
+    "evaluate_set_async",
     "evaluate_triggers",
     "evaluate_triggers_async",
     "gate",
