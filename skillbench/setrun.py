@@ -243,7 +243,7 @@ def refusal(agent: str, model: str, settings: Any) -> str | None:
     try:
         make_agent(agent, **settings.agents.get(agent, {})).check_model(model)
     except AgentError as exc:
-        return f"--agent {agent}: {exc}"
+        return str(exc)  # (it names the --agent and the --model)
     return None
 
 
