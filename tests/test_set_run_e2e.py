@@ -1,0 +1,190 @@
+"""Set runs end to end in real podman sandboxes with the scripted driver: a library × two
+models whose scripts differ (PASS in one cell, FAIL in the other), one pool and baseline
+sessions shared across the cells; a library × builtin and Claude Code through the CLI, its
+table, --json, every cell a complete run folder, and --resume of the set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import skillbench
+from skillbench.cellset import read_set, write_set
+from skillbench.cli import main
+from skillbench.engine.records import SessionRecord
+from tests.helpers import make_skill, write
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
+
+SKILLS = ("greeter", "shouter")
+CANDIDATE = r"- (greeter|shouter): "  # only a candidate's skills listing names its skill
+BASELINE = r"(?s)\A(?!.*- (greeter|shouter): )"
+
+
+def made(i: int) -> dict[str, Any]:
+    return {"tool_calls": [{"write_file": {"path": f"out{i}.txt", "content": "hi\n"}}]}
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"text": text}
+
+
+def conversation(when: str, *steps: dict[str, Any]) -> dict[str, Any]:
+    return {"when": when, "steps": [*steps, said("done")]}
+
+
+def scripts(folder: Path, cases: int) -> Path:
+    """Two scripted models: with `good` the candidate makes each case's file and the
+    baseline does not; with `bad` it is the other way round. `cc` plays Claude Code's tools."""
+    good = [conversation(f"(?s){CANDIDATE}.*Create out{i}.txt", made(i)) for i in range(cases)]
+    bad = [conversation(f"{BASELINE}.*Create out{i}.txt", made(i)) for i in range(cases)]
+    cc = [
+        conversation(
+            f"(?s)cc_entrypoint=.*{CANDIDATE}.*Create out{i}.txt",
+            {"tool_calls": [{"Write": {"file_path": f"/work/out{i}.txt", "content": "hi\n"}}]},
+        )
+        for i in range(cases)
+    ]
+    rest = [conversation("(?s)Create out", said("I would need more information."))]
+    for name, convs in (("good", good), ("bad", bad), ("cc", cc + good)):
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump({"conversations": convs + rest}))
+    return folder
+
+
+def library(root: Path, cases: int) -> Path:
+    """Two skills with the same cases: their baseline sessions are identical."""
+    files = {
+        f"evals/cases/c{i}.yaml": f"task: Create out{i}.txt\nchecks:\n  - file_exists: out{i}.txt\n"
+        for i in range(cases)
+    }
+    for name in SKILLS:
+        make_skill(root / "skills", name, dict(files))
+    write(root, {"skillbench.toml": "max_retries = 1\nrequest_timeout = 10.0\n"})
+    return root / "skills"
+
+
+class Counting:
+    """A Progress that counts sessions running at once across every cell."""
+
+    def __init__(self) -> None:
+        self.running = self.most = self.count = 0
+
+    def planned(self, total: int, done: int) -> None:
+        pass
+
+    def started(self, key: str) -> None:
+        self.running += 1
+        self.count += 1
+        self.most = max(self.most, self.running)
+
+    def finished(self, record: SessionRecord, spend: float) -> None:
+        self.running -= 1
+
+
+def test_two_scripted_models_give_their_own_verdicts_in_one_pool(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(scripts(tmp_path, 5)))
+    skills = library(tmp_path, 5)
+    out = tmp_path / "set"
+    counting = Counting()
+    result = skillbench.evaluate_set(
+        [skills],
+        models=["scripted/good", "scripted/bad"],
+        options=skillbench.Options(
+            parallel=2, generate=False, triggers=False, out=str(out), seed=7
+        ),
+        progress=counting,
+    )
+    verdicts = {c.cell.id: c.result.summary.verdict for c in result.cells if c.result}
+    assert verdicts == {
+        "greeter@builtin@scripted/good": "PASS",
+        "greeter@builtin@scripted/bad": "FAIL",
+        "shouter@builtin@scripted/good": "PASS",
+        "shouter@builtin@scripted/bad": "FAIL",
+    }
+    # one pool of --parallel 2 across the four cells' sessions, not two per cell
+    assert (counting.most, counting.count) == (2, 40)
+    # the two skills' baseline sessions are the same sessions: each ran once per model, and
+    # the other skill's cell reused it (its checks run again on the kept workspace)
+    by_id = {c.cell.id: c.result for c in result.cells if c.result}
+    for model in ("good", "bad"):
+        a, b = (by_id[f"{s}@builtin@scripted/{model}"] for s in SKILLS)
+        reused = [r.summary.reused for r in (a, b)]
+        assert sorted(r.sessions if r else 0 for r in reused) == [0, 5], model
+        runs = {r.summary.run_id for r in (a, b)}
+        assert {run for r in reused if r for run in r.runs} < runs
+    cells = read_set(out)
+    assert [c.status for c in cells.cells] == ["done"] * 4
+    plan = json.loads((out / "plan.json").read_text())
+    assert (plan["kind"], len(plan["cells"]), plan["sessions"]) == ("set", 4, 40)
+    for cell in cells.cells:  # each cell is an ordinary run folder
+        folder = out / cell.run
+        receipt = json.loads((folder / "receipt.json").read_text())
+        assert (receipt["skill"], receipt["agent"]) == (cell.skill, "builtin")
+        assert receipt["provenance"]["models"]["agent"] == cell.model
+        assert json.loads((folder / "plan.json").read_text())["model"] == cell.model
+
+
+def test_a_library_in_builtin_and_claude_code_then_resume(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(scripts(tmp_path, 1)))
+    skills = library(tmp_path, 1)
+    out = tmp_path / "set"
+    argv = ["eval", str(skills), "--agent", "builtin,claude-code", "--model", "scripted/cc"]
+    argv += ["--no-gen", "--execution-only", "--quiet", "--seed", "7", "--out", str(out)]
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 3, captured.err  # one case per cell: INCONCLUSIVE, as for one skill
+    table = captured.out.splitlines()
+    rows = [line.split() for line in table[1:5]]
+    assert [r[:4] for r in rows] == [
+        ["greeter", "builtin", "scripted/cc", "INCONCLUSIVE"],
+        ["greeter", "claude-code", "scripted/cc", "INCONCLUSIVE"],
+        ["shouter", "builtin", "scripted/cc", "INCONCLUSIVE"],
+        ["shouter", "claude-code", "scripted/cc", "INCONCLUSIVE"],
+    ]
+    # net lift +100% over the one decided unit of one unit, each cell its own
+    assert all(r[4] == "+100%" and r[7] == "1/1" for r in rows), table
+    assert table[-1] == f"set: {out}"
+    cells = read_set(out).cells
+    for cell in cells:
+        folder = out / cell.run
+        assert {"summary.json", "receipt.json", "report.html", "plan.json"} <= {
+            p.name for p in folder.iterdir()
+        }
+        summary = json.loads((folder / "summary.json").read_text())
+        assert (summary["agent"], summary["comparisons"]["baseline"]["win"]) == (cell.agent, 1)
+    # a crash in the middle of one cell: its summary never written, its last session lost
+    lost = next(c for c in cells if c.agent == "claude-code")
+    folder = out / lost.run
+    kept = {c.run: (out / c.run / "summary.json").stat().st_mtime_ns for c in cells if c != lost}
+    (folder / "summary.json").unlink()
+    (folder / "receipt.json").unlink()
+    journal = (folder / "journal.jsonl").read_text().splitlines(keepends=True)
+    (folder / "journal.jsonl").write_text("".join(journal[:1]))
+    state = read_set(out)
+    for cell in state.cells:
+        if cell.id == lost.id:
+            cell.status = "pending"
+    write_set(out, state)
+    code = main(["eval", "--resume", str(out), "--quiet", "--json", "--execution-only"])
+    captured = capsys.readouterr()
+    assert code == 3, captured.err
+    every = json.loads(captured.out)
+    assert [c["cell"]["status"] for c in every["cells"]] == ["done"] * 4
+    again = next(c for c in every["cells"] if c["cell"]["id"] == lost.id)["result"]["summary"]
+    assert again["comparisons"]["baseline"]["win"] == 1
+    # the resumed cell ran only its missing session; the other cells were not run again
+    lines = (folder / "journal.jsonl").read_text().splitlines()
+    sessions = [json.loads(line) for line in lines if line.startswith('{"type":"session"')]
+    assert [s["key"] for s in sessions] == [json.loads(journal[0])["key"], sessions[1]["key"]]
+    assert len(sessions) == 2
+    assert {
+        c.run: (out / c.run / "summary.json").stat().st_mtime_ns for c in cells if c != lost
+    } == kept
