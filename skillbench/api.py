@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from skillbench.gating import GateResult
     from skillbench.report.run_folder import RunFolder
     from skillbench.report.set_folder import SetFolder
-    from skillbench.setrun import SetResult
+    from skillbench.setrun import SetPlan, SetResult
     from skillbench.triggers import TriggerReport
 
 T = TypeVar("T")
@@ -421,6 +421,31 @@ def evaluate_set(
         raise Interrupted(str(set_dir), signum=first) from None
     except OSError as exc:
         raise _write_failure(exc, set_dir) from None
+
+
+def estimate_set(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    agents: Sequence[str] = (),
+    models: Sequence[str] = (),
+    only: Sequence[str] = (),
+    changed_since: str | None = None,
+    options: Options = DEFAULTS,
+    log: Log = _quiet,
+) -> SetPlan:
+    """What `evaluate_set` would do (`eval --plan` of a set): each cell's sessions, cost and
+    time, and the set's; nothing is started."""
+    from skillbench.setrun import estimate_set as estimated
+
+    return estimated(
+        paths,
+        agents=agents,
+        models=models,
+        only=only,
+        changed_since=changed_since,
+        options=options,
+        log=log,
+    )
 
 
 async def evaluate_set_async(

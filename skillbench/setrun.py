@@ -247,6 +247,72 @@ def refusal(agent: str, model: str, settings: Any) -> str | None:
     return None
 
 
+def _new_cells(
+    paths: Sequence[str | os.PathLike[str]],
+    agents: Sequence[str],
+    models: Sequence[str],
+    only: Sequence[str],
+    since: str | None,
+    options: Options,
+) -> tuple[CellSet, Path, Path]:
+    """A new set's cells (every one pending), its folder, and where its settings come from."""
+    from skillbench.api import _settings
+    from skillbench.engine.plan import new_run_id, run_folder
+
+    skills = select_skills(paths, only, since)
+    if not skills:
+        raise OptionsError("no skill to evaluate" + (f": none changed since {since}" * bool(since)))
+    settings = _settings(skills[0], _single(options))
+    agent_list = list(agents) or settings.matrix.agents or [settings.agent]
+    model_list = list(models) or settings.matrix.models or [settings.model]
+    run_id = new_run_id()
+    for folder in skills:  # never inside any skill under test
+        set_dir = run_folder(folder, options.out, run_id)
+    return (
+        CellSet(run_id=run_id, cells=cells_of(skills, agent_list, model_list)),
+        set_dir,
+        skills[0],
+    )
+
+
+def _refuse(cells: CellSet, settings: Any, log: Log) -> None:
+    """Mark (and name, one line each) the cells whose agent cannot use their model."""
+    for cell in cells.cells:
+        if cell.status in ("pending", "refused"):
+            why = refusal(cell.agent, cell.model, settings)
+            cell.status, cell.reason = ("refused", why) if why else ("pending", None)
+            if why:
+                log(f"refused {cell.id}: {why}")
+    if all(c.status == "refused" for c in cells.cells):
+        raise OptionsError("every cell was refused: no agent given can use a model given")
+
+
+def estimate_set(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    agents: Sequence[str],
+    models: Sequence[str],
+    only: Sequence[str],
+    changed_since: str | None,
+    options: Options,
+    log: Log,
+) -> SetPlan:
+    """What a set run would do (`eval --plan` of a set): each cell's estimate and the whole
+    set's; nothing is started or written."""
+    from skillbench.api import _check, _eval_options, _settings
+
+    _check(options)
+    cells, _, start = _new_cells(paths, agents, models, only, changed_since, options)
+    settings = _settings(start, _single(options))
+    _refuse(cells, settings, log)
+    items = []
+    for cell in cells.cells:
+        if cell.status == "pending":
+            own = msgspec.structs.replace(options, agent=cell.agent, model=cell.model, out=None)
+            items.append((cell.id, _eval_options(cell.skill_path, own)))
+    return _plan_of(cells.run_id, items, settings.parallel, options.max_cost)
+
+
 def start_set(
     paths: Sequence[str | os.PathLike[str]],
     *,
@@ -261,8 +327,7 @@ def start_set(
     """Everything before the set's first session (the cells, generation, every cell's plan,
     set.json with every cell pending, the set's plan.json), and the run as a coroutine."""
     from skillbench.api import _check, _eval_options, _generate, _settings
-    from skillbench.engine.estimate import estimate
-    from skillbench.engine.plan import new_run_id, prepare, run_folder
+    from skillbench.engine.plan import prepare
     from skillbench.engine.pool import Pool
     from skillbench.models import parse_model
 
@@ -276,34 +341,14 @@ def start_set(
         cells = read_set(set_dir)
         start = Path(cells.cells[0].skill_path) if cells.cells else set_dir
     else:
-        skills = select_skills(paths, only, changed_since)
-        if not skills:
-            raise OptionsError(
-                "no skill to evaluate"
-                + (f": none changed since {changed_since}" if changed_since else "")
-            )
-        start = skills[0]
-        settings = _settings(start, _single(options))
-        agent_list = list(agents) or settings.matrix.agents or [settings.agent]
-        model_list = list(models) or settings.matrix.models or [settings.model]
-        run_id = new_run_id()
-        for folder in skills:  # never inside any skill under test
-            set_dir = run_folder(folder, options.out, run_id)
-        cells = CellSet(run_id=run_id, cells=cells_of(skills, agent_list, model_list))
+        cells, set_dir, start = _new_cells(paths, agents, models, only, changed_since, options)
         if (set_dir / PLAN_FILE).exists():
             raise OptionsError(
                 f"--out {set_dir}: already holds a run; use --resume {set_dir} to continue it"
             )
     settings = _settings(start, _single(options))
     pool = Pool(settings.parallel, options.max_cost)
-    for cell in cells.cells:
-        if cell.status in ("pending", "refused"):
-            why = refusal(cell.agent, cell.model, settings)
-            cell.status, cell.reason = ("refused", why) if why else ("pending", None)
-            if why:
-                log(f"refused {cell.id}: {why}")
-    if all(c.status == "refused" for c in cells.cells):
-        raise OptionsError("every cell was refused: no agent given can use a model given")
+    _refuse(cells, settings, log)
     try:
         set_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -354,8 +399,10 @@ def start_set(
             cell.status, cell.reason = "failed", str(exc).splitlines()[0]
             log(f"cell {cell.id}: {cell.reason}")
     write_set(set_dir, cells)  # before the first session: every cell that will run, pending
-    if not options.resume:
-        _write_plan(set_dir, cells.run_id, ready, settings.parallel, options.max_cost, estimate)
+    if not options.resume:  # each cell estimated as a fresh run would be (nothing started)
+        fresh = [(r.cell.id, msgspec.structs.replace(r.opts, resume=None)) for r in ready]
+        plan = _plan_of(cells.run_id, fresh, settings.parallel, options.max_cost)
+        (set_dir / PLAN_FILE).write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
     if any(parse_model(c.model).scripted for c in cells.cells if c.status == "pending"):
         log(
             "note: using the scripted driver: a fixed script, not a model; the verdicts show "
@@ -377,30 +424,26 @@ def _finished(run_dir: Path) -> EvalResult:
         ) from None
 
 
-def _write_plan(
-    set_dir: Path,
-    run_id: str,
-    ready: list[_Ready],
-    parallel: int,
-    max_cost: float | None,
-    estimate: Callable[[EvalOptions], Any],
-) -> None:
+def _plan_of(
+    run_id: str, items: list[tuple[str, EvalOptions]], parallel: int, max_cost: float | None
+) -> SetPlan:
+    from skillbench.engine.estimate import estimate
+
     cells = []
-    for item in ready:
-        # the cell's plan is made: estimate it as a fresh run would be (nothing started yet)
-        e = estimate(msgspec.structs.replace(item.opts, resume=None))
-        cells.append(CellEstimate(item.cell.id, e.sessions, e.reused, e.cost_usd, e.seconds))
+    for cid, opts in items:
+        e = estimate(opts)
+        cells.append(CellEstimate(cid, e.sessions, e.reused, e.cost_usd, e.seconds))
     costs = [c.cost_usd for c in cells]
-    plan = SetPlan(
+    return SetPlan(
         run_id=run_id,
         cells=cells,
         sessions=sum(c.sessions for c in cells),
         cost_usd=None if None in costs else round(sum(c or 0.0 for c in costs), 6),
+        # every cell's estimate is at the set's --parallel, and the cells share that pool
         seconds=sum(c.seconds for c in cells),
         parallel=parallel,
         max_cost=max_cost,
     )
-    (set_dir / PLAN_FILE).write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
 
 
 async def _run(
@@ -443,9 +486,26 @@ async def _run(
 
 
 def set_plan_lines(plan: SetPlan) -> list[str]:
-    """The set's estimate for the terminal (`eval --plan` of a set prints each cell's)."""
-    cost = "unknown (a model has no price)" if plan.cost_usd is None else f"~${plan.cost_usd:.2f}"
-    return [
-        f"set: {len(plan.cells)} cell(s), {plan.sessions} session(s) to run, estimated cost "
-        f"{cost}, ~{plan.seconds / 60:.0f} min at --parallel {plan.parallel}"
+    """The set's estimate for the terminal (`eval --plan` of a set): a line per cell, the
+    totals."""
+
+    def cost(usd: float | None) -> str:
+        return "cost unknown (no price for the model)" if usd is None else f"~${usd:.2f}"
+
+    lines = [
+        f"  {c.id}: {c.sessions} session(s) to run"
+        + (f" ({c.reused} reused from earlier runs)" if c.reused else "")
+        + f", {cost(c.cost_usd)}"
+        for c in plan.cells
     ]
+    lines.insert(
+        0,
+        f"plan: {len(plan.cells)} cell(s), {plan.sessions} session(s), {cost(plan.cost_usd)}, "
+        f"~{plan.seconds / 60:.0f} min at --parallel {plan.parallel}",
+    )
+    if plan.max_cost is not None and plan.cost_usd is not None and plan.cost_usd > plan.max_cost:
+        lines.append(
+            f"  the estimated cost exceeds --max-cost ${plan.max_cost:.2f}: the set will stop "
+            "at the cap with some cells' rows unscored"
+        )
+    return lines

@@ -158,14 +158,14 @@ def test_every_cell_refused_is_one_line_and_no_folder(tmp_path: Path, capsys) ->
 
 def test_set_flags_a_set_run_does_not_take(tmp_path: Path, capsys) -> None:
     skills = library(tmp_path, "alpha", "beta")
-    for flag in ("--plan", "--oracle", "--triggers-only"):
+    for flag in ("--oracle", "--triggers-only"):
         assert main(["eval", str(skills), flag]) == 2
         assert (
             capsys.readouterr()
             .err.strip()
             .endswith(f"{flag} takes one skill; a set run (a library or a matrix) has cells")
         )
-    assert main(["eval", str(skills / "alpha"), "--changed-since", "HEAD", "--plan"]) == 2
+    assert main(["eval", str(skills), "--junit", str(tmp_path / "x.xml")]) == 2
     capsys.readouterr()
     assert main(["eval", "--only", "alpha"]) == 2
     assert (
@@ -173,6 +173,27 @@ def test_set_flags_a_set_run_does_not_take(tmp_path: Path, capsys) -> None:
         .err.strip()
         .endswith("--only and --changed-since pick skills of a library root: name one")
     )
+
+
+def test_plan_of_a_set_estimates_every_cell_and_starts_nothing(tmp_path: Path, capsys) -> None:
+    skills = library(tmp_path, "alpha", "beta")
+    out = tmp_path / "set"
+    argv = ["eval", str(skills), "--plan", "--agent", "builtin,codex", "--model", "scripted/demo"]
+    assert main([*argv, "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # one case x two arms per cell; codex runs the same sessions in its CLI
+    assert lines[0].startswith("plan: 4 cell(s), 8 session(s), ~$0.00, ~")
+    assert lines[1:5] == [
+        f"  {cell}: 2 session(s) to run, ~$0.00"
+        for cell in (
+            "alpha@builtin@scripted/demo",
+            "alpha@codex@scripted/demo",
+            "beta@builtin@scripted/demo",
+            "beta@codex@scripted/demo",
+        )
+    ]
+    assert lines[-1] == "nothing was started (--plan)"
+    assert not out.exists()
 
 
 def test_a_skill_folder_alone_is_no_set_run(tmp_path: Path, capsys) -> None:

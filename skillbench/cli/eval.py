@@ -145,7 +145,6 @@ def _set(args: argparse.Namespace, options: api.Options) -> int:
     from skillbench.setrun import split_list
 
     for flag, given in (
-        ("--plan", args.plan),
         ("--oracle", args.oracle),
         ("--triggers-only", args.triggers_only),
         ("--junit", args.junit),
@@ -158,6 +157,22 @@ def _set(args: argparse.Namespace, options: api.Options) -> int:
         agent=agents[0] if len(agents) == 1 else None,
         model=models[0] if len(models) == 1 else None,
     )
+    if args.plan:
+        from skillbench.setrun import set_plan_lines
+
+        plan = api.estimate_set(
+            [args.skill] if args.skill else [],
+            agents=agents,
+            models=models,
+            only=args.only or [],
+            changed_since=args.changed_since,
+            options=single,
+            log=err,
+        )
+        for line in set_plan_lines(plan):
+            out(line)
+        out("nothing was started (--plan)")
+        return EXIT_OK
     progress = ProgressDisplay(quiet=args.quiet)
 
     def last_words(stopped: Interrupted) -> None:
