@@ -188,3 +188,43 @@ def test_a_library_in_builtin_and_claude_code_then_resume(
     assert {
         c.run: (out / c.run / "summary.json").stat().st_mtime_ns for c in cells if c != lost
     } == kept
+
+
+def test_one_max_cost_ledger_for_the_whole_set(fake, tmp_path: Path) -> None:
+    # every output token at 1/8192 USD: a builtin turn's worst case (8192 tokens) is $1, what
+    # the fake server bills is a few thousandths; the cap leaves room for about 1.5 cells
+    skills = library(tmp_path, 3)
+    price = '[prices."anthropic/claude-sonnet-4-6"]\ninput = 0.0\noutput = 122.0703125\n'
+    write(tmp_path, {"skillbench.toml": "max_retries = 1\nrequest_timeout = 10.0\n" + price})
+    fake(
+        {
+            "conversations": [
+                conversation(f"(?s){CANDIDATE}.*Create out{i}.txt", made(i)) for i in range(3)
+            ]
+            + [conversation("(?s)Create out", said("no"))]
+        }
+    )
+
+    def run(out: str, max_cost: float | None) -> skillbench.SetResult:
+        options = skillbench.Options(
+            model="anthropic/claude-sonnet-4-6",
+            parallel=1,
+            generate=False,
+            triggers=False,
+            fresh_baseline=True,  # every session runs: none is served from the first set
+            out=str(tmp_path / out),
+            max_cost=max_cost,
+        )
+        return skillbench.evaluate_set([skills], options=options)
+
+    free = run("free", None)
+    cell = max(c.result.summary.spend_usd for c in free.cells if c.result)
+    assert 0 < cell < 0.1 and free.spend_usd == pytest.approx(2 * cell, abs=1e-5)
+    cap = 1.0 + 1.5 * cell  # each cell alone stays under it; the two together do not
+    capped = run("capped", cap)
+    spent = [c.result.summary.spend_usd for c in capped.cells if c.result]
+    stopped = [c.result.summary.stopped for c in capped.cells if c.result]
+    assert f"spend reached the --max-cost cap ${cap:.2f}" in stopped
+    # the set's spend stays within what the cap left for calls after the worst case
+    assert sum(spent) == pytest.approx(capped.spend_usd, abs=1e-5)
+    assert 1.2 * cell < sum(spent) <= 1.5 * cell + 0.01
