@@ -74,4 +74,5 @@ case "$status" in 0 | 1 | 3) ;; *) exit "$status" ;; esac
 echo
 echo "demo: done; each eval's transcripts, journal, summary, receipt and report.html are in"
 echo "$out/<skill>, and each matrix cell's in $out/matrix/cells/<cell>. Read one in a browser"
-echo "(skillbench view $out/diff-review serves it): $out/diff-review/report.html"
+echo "(skillbench view $out/diff-review serves it):"
+echo "$out/diff-review/report.html"
