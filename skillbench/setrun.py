@@ -392,7 +392,8 @@ def start_set(
             generate=False,
         )
         try:
-            opts = _eval_options(cell.skill_path, cell_options)
+            # a resumed cell's skill folder is its plan's (absolute): the set may resume elsewhere
+            opts = _eval_options(None if again else cell.skill_path, cell_options)
             ready.append(_Ready(cell, opts, prepare(opts, log=once)))
             cell.status, cell.reason = "pending", None
         except SkillbenchError as exc:
@@ -403,6 +404,13 @@ def start_set(
         fresh = [(r.cell.id, msgspec.structs.replace(r.opts, resume=None)) for r in ready]
         plan = _plan_of(cells.run_id, fresh, settings.parallel, options.max_cost)
         (set_dir / PLAN_FILE).write_bytes(msgspec.json.format(msgspec.json.encode(plan)))
+        over = plan.max_cost is not None and (plan.cost_usd or 0.0) > plan.max_cost
+        if over:
+            log(
+                f"note: the set's estimated cost ~${plan.cost_usd:.2f} exceeds --max-cost "
+                f"${plan.max_cost:.2f}: it will stop at the cap with some cells' rows unscored"
+            )
+    _memory(cells, settings, log)
     if any(parse_model(c.model).scripted for c in cells.cells if c.status == "pending"):
         log(
             "note: using the scripted driver: a fixed script, not a model; the verdicts show "
@@ -422,6 +430,16 @@ def _finished(run_dir: Path) -> EvalResult:
         raise EvalError(
             f"{run_dir}: a finished cell without a readable summary.json ({exc})"
         ) from None
+
+
+def _memory(cells: CellSet, settings: Any, log: Log) -> None:
+    """Warn, per agent of the set, when --parallel sessions of it would not fit in memory."""
+    from skillbench.sandbox import capacity
+
+    for agent in dict.fromkeys(c.agent for c in cells.cells if c.status == "pending"):
+        warning = capacity.parallel_warning(agent, settings.parallel, capacity.mem_available())
+        if warning:
+            log(f"warning: {warning}")
 
 
 def _plan_of(

@@ -6,6 +6,11 @@ table, --json, every cell a complete run folder, and --resume of the set."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,7 @@ import skillbench
 from skillbench.cellset import read_set, write_set
 from skillbench.cli import main
 from skillbench.engine.records import SessionRecord
-from tests.helpers import make_skill, write
+from tests.helpers import MODEL, make_skill, write
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
 
@@ -228,3 +233,38 @@ def test_one_max_cost_ledger_for_the_whole_set(fake, tmp_path: Path) -> None:
     # the set's spend stays within what the cap left for calls after the worst case
     assert sum(spent) == pytest.approx(capped.spend_usd, abs=1e-5)
     assert 1.2 * cell < sum(spent) <= 1.5 * cell + 0.01
+
+
+def test_ctrl_c_stops_every_cell_and_removes_their_sandboxes(fake, tmp_path: Path) -> None:
+    from podman import PodmanClient
+
+    from skillbench.sandbox.podman import LABEL, OWNER_LABEL
+
+    skills = library(tmp_path, 1)
+    sleepy = {"tool_calls": [{"bash": {"command": "sleep 60"}}]}
+    fake({"conversations": [conversation("(?s)Create out", sleepy)]})
+    out = tmp_path / "set"
+    argv = [sys.executable, "-m", "skillbench", "eval", str(skills), "--model", MODEL]
+    argv += ["--out", str(out), "--quiet", "--no-gen", "--execution-only", "--parallel", "4"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def mine() -> list[str]:
+        with PodmanClient(base_url=os.environ["SKILLBENCH_PODMAN_URL"]) as client:
+            owners = [
+                c.labels.get(OWNER_LABEL, "")
+                for c in client.containers.list(all=True, filters={"label": LABEL})
+            ]
+        return [o for o in owners if o.endswith(f":{proc.pid}")]
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and len(mine()) < 4:
+        time.sleep(0.2)
+    time.sleep(3.0)  # the four sleeps (two cells, two arms) are running in their sandboxes
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 130, err
+    assert f"Continue with: skillbench eval --resume {out}" in err
+    assert mine() == []
+    # neither cell finished: both are pending, each with its plan for `--resume` to go on
+    assert [c.status for c in read_set(out).cells] == ["pending", "pending"]
+    assert all((out / c.run / "plan.json").is_file() for c in read_set(out).cells)
