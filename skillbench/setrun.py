@@ -87,8 +87,8 @@ def is_set(
 ) -> bool:
     """Whether an eval of `path` under `options` is a set run: a library root, a list of
     agents or models (flag or [matrix]), --only or --changed-since, or --resume of a set."""
-    from skillbench.api import _settings
     from skillbench.cellset import is_set_run
+    from skillbench.config import ConfigError, load_settings
     from skillbench.skills import is_library_root
 
     if options.resume:
@@ -99,9 +99,13 @@ def is_set(
         return True
     if "," in (options.agent or "") or "," in (options.model or ""):
         return True
-    # (quietly: the run itself names a config file it ignores, once)
-    with contextlib.redirect_stderr(io.StringIO()):
-        matrix = _settings(Path(path), _single(options)).matrix
+    # only the config's [matrix] counts here, read quietly: the run itself names a config file
+    # it ignores, and says what is wrong with a flag or the config, once
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            matrix = load_settings(Path(path)).settings.matrix
+    except ConfigError:
+        return False
     return bool(matrix.agents or matrix.models)
 
 

@@ -203,3 +203,22 @@ def test_a_skill_folder_alone_is_no_set_run(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert out.startswith("plan: alpha (sha256:")
     assert "set:" not in out
+
+
+def test_matrix_in_the_config_makes_cells_and_a_flag_replaces_its_list(
+    tmp_path: Path, capsys
+) -> None:
+    skills = library(tmp_path, "alpha")
+    matrix = '[matrix]\nagents = ["builtin", "codex"]\nmodels = ["scripted/demo"]\n'
+    write(tmp_path, {"skillbench.toml": matrix})
+    assert main(["eval", str(skills / "alpha"), "--plan"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("plan: 2 cell(s), 4 session(s)")
+    assert [line.split(":")[0].strip() for line in lines[1:3]] == [
+        "alpha@builtin@scripted/demo",
+        "alpha@codex@scripted/demo",
+    ]
+    assert main(["eval", str(skills / "alpha"), "--plan", "--agent", "codex"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("plan: 1 cell(s), 2 session(s)")
+    assert lines[1].startswith("  alpha@codex@scripted/demo: ")
