@@ -152,17 +152,17 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
     # the library as a matrix: in the builtin agent each cell's verdict is the single eval's;
     # in Claude Code only diff-review's small-change has scripted work, so only it decides
     table = out[out.index("== skillbench eval skills/ --agent builtin,claude-code") + 1 :]
-    start = next(i for i, line in enumerate(table) if line.startswith("skill "))
-    cells = [line.split()[:4] for line in table[start + 1 : start + 9]]
+    start = next(i for i, line in enumerate(table) if line.startswith("cell "))
+    cells = [line.split()[:2] for line in table[start + 1 : start + 9]]
     assert cells == [
-        ["diff-review", "builtin", "scripted/demo", "PASS"],
-        ["diff-review", "claude-code", "scripted/demo", "INCONCLUSIVE"],
-        ["eval-suite-author", "builtin", "scripted/demo", "PASS"],
-        ["eval-suite-author", "claude-code", "scripted/demo", "INCONCLUSIVE"],
-        ["eval-suite-converter", "builtin", "scripted/demo", "INCONCLUSIVE"],
-        ["eval-suite-converter", "claude-code", "scripted/demo", "INCONCLUSIVE"],
-        ["skill-eval-author", "builtin", "scripted/demo", "INCONCLUSIVE"],
-        ["skill-eval-author", "claude-code", "scripted/demo", "INCONCLUSIVE"],
+        ["diff-review@builtin@scripted/demo", "PASS"],
+        ["diff-review@claude-code@scripted/demo", "INCONCLUSIVE"],
+        ["eval-suite-author@builtin@scripted/demo", "PASS"],
+        ["eval-suite-author@claude-code@scripted/demo", "INCONCLUSIVE"],
+        ["eval-suite-converter@builtin@scripted/demo", "INCONCLUSIVE"],
+        ["eval-suite-converter@claude-code@scripted/demo", "INCONCLUSIVE"],
+        ["skill-eval-author@builtin@scripted/demo", "INCONCLUSIVE"],
+        ["skill-eval-author@claude-code@scripted/demo", "INCONCLUSIVE"],
     ]
     assert f"set: {tmp_path / 'demo/matrix'}" in table
     matrix = json.loads((tmp_path / "demo/matrix/set.json").read_text())

@@ -132,16 +132,13 @@ def test_a_cell_whose_agent_cannot_use_its_model_is_refused_up_front(
         "OPENAI_API_KEY is not set, and the model openai/gpt-4.1 needs it: export it, or use "
         "--model scripted/<name> for an offline run",
     )
-    table = captured.out.splitlines()
-    assert table[0].split() == [
-        "skill", "agent", "model", "verdict", "net", "lift", "[95%", "CI]", "decided",
-        "activation", "cost",
-    ]  # fmt: skip
-    assert [line.split()[:4] for line in table[1:3]] == [
-        ["alpha", "builtin", "openai/gpt-4.1", "FAILED"],
-        ["alpha", "claude-code", "openai/gpt-4.1", "REFUSED"],
+    table = captured.out.splitlines()  # the matrix, as `report SETDIR` renders it
+    assert [line.split()[:2] for line in table[2:4]] == [
+        ["alpha@builtin@openai/gpt-4.1", "FAILED"],
+        ["alpha@claude-code@openai/gpt-4.1", "REFUSED"],
     ]
-    assert table[-1] == f"set: {out}"
+    assert f"alpha@builtin@openai/gpt-4.1: failed: {builtin.reason}" in table
+    assert table[-2:] == [f"set: {out}", f"report: {out / 'report.html'}"]
 
 
 def test_every_cell_refused_is_one_line_and_no_folder(tmp_path: Path, capsys) -> None:

@@ -146,17 +146,18 @@ def test_a_library_in_builtin_and_claude_code_then_resume(
     code = main(argv)
     captured = capsys.readouterr()
     assert code == 3, captured.err  # one case per cell: INCONCLUSIVE, as for one skill
-    table = captured.out.splitlines()
-    rows = [line.split() for line in table[1:5]]
-    assert [r[:4] for r in rows] == [
-        ["greeter", "builtin", "scripted/cc", "INCONCLUSIVE"],
-        ["greeter", "claude-code", "scripted/cc", "INCONCLUSIVE"],
-        ["shouter", "builtin", "scripted/cc", "INCONCLUSIVE"],
-        ["shouter", "claude-code", "scripted/cc", "INCONCLUSIVE"],
+    table = captured.out.splitlines()  # the matrix, as `report SETDIR` renders it
+    rows = [line.split() for line in table[2:6]]
+    assert [r[:2] for r in rows] == [
+        ["greeter@builtin@scripted/cc", "INCONCLUSIVE"],
+        ["greeter@claude-code@scripted/cc", "INCONCLUSIVE"],
+        ["shouter@builtin@scripted/cc", "INCONCLUSIVE"],
+        ["shouter@claude-code@scripted/cc", "INCONCLUSIVE"],
     ]
     # net lift +100% over the one decided unit of one unit, each cell its own
-    assert all(r[4] == "+100%" and r[7] == "1/1" for r in rows), table
-    assert table[-1] == f"set: {out}"
+    assert all(r[2] == "+100%" and r[5] == "1/1" for r in rows), table
+    assert table[-2:] == [f"set: {out}", f"report: {out / 'report.html'}"]
+    assert (out / "report.html").is_file()
     cells = read_set(out).cells
     for cell in cells:
         folder = out / cell.run
@@ -181,9 +182,10 @@ def test_a_library_in_builtin_and_claude_code_then_resume(
     code = main(["eval", "--resume", str(out), "--quiet", "--json", "--execution-only"])
     captured = capsys.readouterr()
     assert code == 3, captured.err
-    every = json.loads(captured.out)
-    assert [c["cell"]["status"] for c in every["cells"]] == ["done"] * 4
-    again = next(c for c in every["cells"] if c["cell"]["id"] == lost.id)["result"]["summary"]
+    every = json.loads(captured.out)  # as `report SETDIR --format json`: every cell
+    assert [c["status"] for c in every["cells"]] == ["done"] * 4
+    assert [c.status for c in read_set(out).cells] == ["done"] * 4
+    again = next(c for c in every["cells"] if c["id"] == lost.id)["summary"]
     assert again["comparisons"]["baseline"]["win"] == 1
     # the resumed cell ran only its missing session; the other cells were not run again
     lines = (folder / "journal.jsonl").read_text().splitlines()

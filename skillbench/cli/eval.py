@@ -140,8 +140,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _set(args: argparse.Namespace, options: api.Options) -> int:
     """A set run: a library and/or agents × models, one table of cells (docs/results.md)."""
-    from skillbench.report.cells import cell_lines
+    from skillbench.report.matrix import as_json, terminal, write_set_report
     from skillbench.report.progress import ProgressDisplay
+    from skillbench.report.set_folder import load_set
     from skillbench.setrun import split_list
 
     for flag, given in (
@@ -198,11 +199,18 @@ def _set(args: argparse.Namespace, options: api.Options) -> int:
     ran = [c.result for c in result.cells if c.result is not None]
     for cell in ran:
         write_page(Path(cell.run_dir))
+    # rendered from the set folder as `report SETDIR` renders it: the same table and JSON
+    folder = load_set(Path(result.set_dir))
     if args.json:
-        print(json.dumps(msgspec.to_builtins(result), indent=2))
+        print(as_json(folder), end="")
     else:
-        for line in cell_lines(result):
-            out(line)
+        print(terminal(folder), end="")
+        out(f"spend: ${result.spend_usd:.2f} across {len(result.cells)} cell(s)")
+        out(f"set: {result.set_dir}")
+        try:
+            out(f"report: {write_set_report(Path(result.set_dir))}")
+        except OSError as exc:
+            err(f"skillbench: warning: the set's report.html not written: {exc}")
     verdicts = {r.summary.verdict for r in ran}
     if "FAIL" in verdicts:
         return EXIT_FAIL
