@@ -270,3 +270,29 @@ def test_ctrl_c_stops_every_cell_and_removes_their_sandboxes(fake, tmp_path: Pat
     # neither cell finished: both are pending, each with its plan for `--resume` to go on
     assert [c.status for c in read_set(out).cells] == ["pending", "pending"]
     assert all((out / c.run / "plan.json").is_file() for c in read_set(out).cells)
+
+
+def test_evaluate_set_in_a_running_event_loop(tmp_path: Path, monkeypatch) -> None:
+    import asyncio
+
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(scripts(tmp_path, 1)))
+    skills = library(tmp_path, 1)
+
+    def options(out: str) -> skillbench.Options:
+        return skillbench.Options(
+            model="scripted/good", generate=False, triggers=False, out=str(tmp_path / out)
+        )
+
+    async def both() -> tuple[skillbench.SetResult, skillbench.SetResult]:
+        awaited = await skillbench.evaluate_set_async(
+            [skills], options=options("a"), only=["greeter"]
+        )
+        # the plain function inside a loop runs on a thread of its own
+        plain = skillbench.evaluate_set([skills / "shouter"], options=options("b"))
+        return awaited, plain
+
+    awaited, plain = asyncio.run(both())
+    for result, skill in ((awaited, "greeter"), (plain, "shouter")):
+        (cell,) = result.cells
+        assert (cell.cell.skill, cell.cell.status) == (skill, "done")
+        assert cell.result is not None and cell.result.summary.comparisons["baseline"].win == 1
