@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from skillbench.gating import GateResult
     from skillbench.report.run_folder import RunFolder
     from skillbench.report.set_folder import SetFolder
+    from skillbench.setrun import SetPlan, SetResult
     from skillbench.triggers import TriggerReport
 
 T = TypeVar("T")
@@ -372,6 +373,122 @@ async def evaluate_async(
         raise _write_failure(exc, run_dir) from None
     finally:
         _close_cluster(cluster, log)
+
+
+def evaluate_set(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    agents: Sequence[str] = (),
+    models: Sequence[str] = (),
+    only: Sequence[str] = (),
+    changed_since: str | None = None,
+    options: Options = DEFAULTS,
+    progress: Progress | None = None,
+    log: Log = _quiet,
+    on_second_signal: Callable[[Interrupted], None] | None = None,
+) -> SetResult:
+    """A set run (docs/results.md, "Set runs"): every skill of `paths` (skills and library
+    roots; `only` keeps those names, `changed_since` those whose digest or evals changed
+    since that git revision) × `agents` × `models` (default: the config's [matrix], else its
+    agent and model), each cell one complete paired eval in its own run folder under the set
+    folder's `cells/`, every cell's sessions in one `--parallel` pool and one `--max-cost`
+    ledger. A cell whose agent cannot use its model is refused before anything runs;
+    `options.resume` (a set folder) finishes the set. Signals and loops as `evaluate`."""
+    from skillbench.engine.interrupt import Stop
+    from skillbench.setrun import start_set
+
+    done = _off_loop(
+        lambda: evaluate_set(
+            paths,
+            agents=agents,
+            models=models,
+            only=only,
+            changed_since=changed_since,
+            options=options,
+            progress=progress,
+            log=log,
+        )
+    )
+    if done is not None:
+        return done
+    work, set_dir = start_set(
+        paths,
+        agents=agents,
+        models=models,
+        only=only,
+        changed_since=changed_since,
+        options=options,
+        progress=progress or _Silent(),
+        log=log,
+    )
+    stop = None
+    if on_second_signal is not None:
+        say = on_second_signal
+        stop = Stop(lambda signum: say(Interrupted(str(set_dir), signum=signum)))
+    try:
+        return asyncio.run(work if stop is None else stop.run(work))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
+        raise Interrupted(str(set_dir), signum=first) from None
+    except OSError as exc:
+        raise _write_failure(exc, set_dir) from None
+
+
+def estimate_set(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    agents: Sequence[str] = (),
+    models: Sequence[str] = (),
+    only: Sequence[str] = (),
+    changed_since: str | None = None,
+    options: Options = DEFAULTS,
+    log: Log = _quiet,
+) -> SetPlan:
+    """What `evaluate_set` would do (`eval --plan` of a set): each cell's sessions, cost and
+    time, and the set's; nothing is started."""
+    from skillbench.setrun import estimate_set as estimated
+
+    return estimated(
+        paths,
+        agents=agents,
+        models=models,
+        only=only,
+        changed_since=changed_since,
+        options=options,
+        log=log,
+    )
+
+
+async def evaluate_set_async(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    agents: Sequence[str] = (),
+    models: Sequence[str] = (),
+    only: Sequence[str] = (),
+    changed_since: str | None = None,
+    options: Options = DEFAULTS,
+    progress: Progress | None = None,
+    log: Log = _quiet,
+) -> SetResult:
+    """`evaluate_set` for a running event loop; cancelling it stops the set as Ctrl-C does."""
+    from skillbench.setrun import start_set
+
+    work, set_dir = await asyncio.to_thread(
+        lambda: start_set(
+            paths,
+            agents=agents,
+            models=models,
+            only=only,
+            changed_since=changed_since,
+            options=options,
+            progress=progress or _Silent(),
+            log=log,
+        )
+    )
+    try:
+        return await work
+    except OSError as exc:
+        raise _write_failure(exc, set_dir) from None
 
 
 def read_run(path: str | os.PathLike[str]) -> RunFolder:

@@ -62,6 +62,14 @@ class StatsSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     sequential: bool = False
 
 
+class MatrixSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[matrix]`: every eval is a set run over these agents and models (as `eval --agent a,b
+    --model x,y`; docs/results.md, "Set runs"); a flag given replaces its list."""
+
+    agents: list[str] = []
+    models: list[str] = []
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Every setting with its built-in default."""
 
@@ -84,6 +92,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     gate: dict[str, Any] = {}
     sign: SignSettings = SignSettings()
     stats: StatsSettings = StatsSettings()
+    matrix: MatrixSettings = MatrixSettings()
     # `skillbench image build` FROM this digest-pinned Debian image instead of mmdebstrap
     image_from_registry: str | None = None
 

@@ -26,6 +26,7 @@ from skillbench.engine.plan import (
     trigger_method,
     validated,
 )
+from skillbench.engine.pool import Pool
 from skillbench.engine.recheck import Reusing
 from skillbench.engine.records import (
     BASELINE,
@@ -105,6 +106,14 @@ class Runner(Reusing, Judging):
         self, provider: SandboxProvider, name: str, arm: str, rep: int
     ) -> SessionRecord:
         key = self.reuse_key(name, arm, rep)
+        if key and self.pool is not None:  # another cell may be running this very session
+            async with self.pool.once(key):
+                return await self.fresh_or_reused(provider, key, name, arm, rep)
+        return await self.fresh_or_reused(provider, key, name, arm, rep)
+
+    async def fresh_or_reused(
+        self, provider: SandboxProvider, key: str | None, name: str, arm: str, rep: int
+    ) -> SessionRecord:
         hit = self.cache.get(key) if key else None
         if hit is not None:
             again = await self.reused(provider, hit, name, arm, rep)
@@ -163,7 +172,9 @@ class Runner(Reusing, Judging):
             for name in self.plan.sessions:  # rows whose sessions finished before a resume
                 for rep in range(1, self.plan.k + 1):
                     self.rows_ready(judge_model, name, rep)
-            gate = asyncio.Semaphore(self.settings.parallel)
+            gate = (
+                asyncio.Semaphore(self.settings.parallel) if self.pool is None else self.pool.gate
+            )
 
             async def one(name: str, arm: str, rep: int) -> None:
                 async with gate:
@@ -290,14 +301,16 @@ async def execute(
     opts: EvalOptions,
     progress: Progress,
     placement: Placement | None = None,
+    pool: Pool | None = None,
 ) -> EvalResult:
-    """Run the prepared eval (its sessions here, or where `placement` puts them); write
-    summary.json; return the run folder and the summary."""
+    """Run the prepared eval (its sessions here, or where `placement` puts them; a cell of
+    a set run in the set's `pool`); write summary.json; return the run folder and the summary."""
     plan, run_dir, skill, sessions = prepared
-    runner = Runner(opts, plan, run_dir, skill, sessions, progress, placement)
+    runner = Runner(opts, plan, run_dir, skill, sessions, progress, placement, pool)
     summary = await runner.run()
     if opts.triggers:
-        if opts.max_cost is not None and runner.spend >= opts.max_cost:
+        capped = opts.max_cost is not None and runner.spend >= opts.max_cost
+        if capped or (pool is not None and runner.ledger.exhausted()):
             summary.triggers_note = "not measured: the --max-cost cap was reached"
         else:
             report = await triggers_of(opts, run_dir / "triggers", runner.ledger)
@@ -305,9 +318,10 @@ async def execute(
                 summary.triggers_note = "not measured: the skill has no trigger file"
             else:
                 summary.triggers = report.summary()
-                runner.spend += (
-                    cost_usd(opts.settings.model, report.usage, opts.settings.prices) or 0.0
-                )
+                spent = cost_usd(opts.settings.model, report.usage, opts.settings.prices) or 0.0
+                runner.spend += spent
+                if pool is not None:  # the set's other cells see it in the ledger
+                    runner.ledger.charge(spent, "triggers")
     summary.spend_usd = round(runner.spend, 6)
     summary.accounting = accounting(
         runner.ledger.snapshot(),

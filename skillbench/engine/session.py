@@ -39,6 +39,7 @@ from skillbench.skills import Skill, read_skill
 from skillbench.transcript import TraceWriter, Transcript
 
 if TYPE_CHECKING:  # (run.py builds the Runner on Sessions)
+    from skillbench.engine.pool import Pool
     from skillbench.engine.run import Runner
 
 
@@ -72,9 +73,11 @@ class Sessions:
         sessions: dict[str, Session],
         progress: Progress,
         placement: Placement | None = None,
+        pool: Pool | None = None,
     ):
         self.opts = opts
         self.placement = placement
+        self.pool = pool
         self.plan = plan
         self.run_dir = run_dir
         self.skill = skill
@@ -103,11 +106,19 @@ class Sessions:
         )
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         # one ledger for the run: a resumed run continues from what its journal says was spent
-        self.ledger = RunLedger(
-            opts.max_cost,
-            spent=self.spend,
-            by_kind={"generation": opts.spent_before, "earlier": self.spend - opts.spent_before},
-        )
+        if pool is None:
+            self.ledger = RunLedger(
+                opts.max_cost,
+                spent=self.spend,
+                by_kind={
+                    "generation": opts.spent_before,
+                    "earlier": self.spend - opts.spent_before,
+                },
+            )
+        else:  # a cell of a set run: the set's one ledger, its earlier spend in
+            self.ledger = pool.ledger
+            self.ledger.charge(opts.spent_before, "generation")
+            self.ledger.charge(self.spend - opts.spent_before, "earlier")
         self.stopped: str | None = None
         self.judge_tasks: list[asyncio.Task[None]] = []
         self.judging: set[RowKey] = set()  # rows waiting for the judge
@@ -127,6 +138,8 @@ class Sessions:
         """What the agent is asked to do in one arm session."""
         spec, key = self.specs[name], session_key(name, arm, rep)
         budget = None if self.opts.max_cost is None else max(0.0, self.opts.max_cost - self.spend)
+        if self.pool is not None and budget is not None:  # what the whole set has left
+            budget = self.ledger.left()
         return SessionRequest(
             key=key,
             case=name,
