@@ -88,6 +88,10 @@ class _Tool(msgspec.Struct, frozen=True):
     type: str | None = None  # a client tool (the CLI runs it) may have none
 
 
+class _StreamOptions(msgspec.Struct, frozen=True):
+    include_usage: bool | None = None  # Chat Completions: a stream reports usage only if asked
+
+
 # Tools the provider runs itself (Anthropic's versioned `web_search_*`, `web_fetch_*`,
 # `code_execution_*`, its MCP connector and advisor; OpenAI Responses' hosted tools): web
 # access from a sandbox that has none, and fees the token count does not show
@@ -110,6 +114,11 @@ class Head(msgspec.Struct, frozen=True):
     tools: list[_Tool] | None = None
     mcp_servers: list[object] | None = None  # Anthropic's MCP connector
     web_search_options: object | None = None  # Chat Completions' search models
+    stream: bool | None = None
+    stream_options: _StreamOptions | None = None
+    # Responses' background mode answers at once ("queued", no usage) and generates on at the
+    # provider's, to be fetched later: billed to the key, never seen by the broker
+    background: bool | None = None
 
     @property
     def max_output(self) -> int | None:
@@ -140,6 +149,11 @@ def read_head(body: bytes) -> Head:
         raise _bad(
             f"server tool {hosted[0]!r}: the provider would run it (web access, and fees) "
             "for a sandbox that has no network; sessions use their own tools"
+        )
+    if head.background:
+        raise _bad(
+            "background=true: the provider would generate after the call is answered, where "
+            "the broker cannot count it; ask in the foreground (stream if it is long)"
         )
     return head
 
