@@ -6,7 +6,9 @@ long-context rates. Each upstream answers as the provider does and counts what i
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -193,3 +195,89 @@ def test_a_background_response_is_refused(serve, tmp_path: Path) -> None:
     assert handler.started == [100_000]
     worst = worst_case_usd("openai/gpt-5", len(data), 100_000)
     assert worst is not None and worst >= 1.0 and broker.ledger.spent == pytest.approx(worst)
+
+
+# --- BB1: a sandbox hangs up on a stream before its count -----------------------------------
+
+
+def _event(kind: str, data: dict[str, Any]) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+
+class _Generating(BaseHTTPRequestHandler):
+    """An Anthropic stream generating 100 tokens every 50 ms; `message_start` counts one
+    output token, the real count comes in `message_delta`. `generated` is what the provider
+    bills: what it generated before it was hung up on."""
+
+    protocol_version = "HTTP/1.1"
+    generated: ClassVar[list[int]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        start = {"id": "m", "role": "assistant", "content": [], "model": "claude-sonnet-4-6"}
+        start["usage"] = {"input_tokens": 10, "output_tokens": 1}
+        try:
+            self.wfile.write(_event("message_start", {"message": start}))
+            for _ in range(40):
+                delta = {"index": 0, "delta": {"type": "text_delta", "text": "word " * 100}}
+                self.wfile.write(_event("content_block_delta", delta))
+                self.wfile.flush()
+                self.generated.append(100)
+                time.sleep(0.05)
+            self.wfile.write(_event("message_delta", {"usage": {"output_tokens": 4000}}))
+            self.wfile.write(_event("message_stop", {}))
+        except OSError:
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_hanging_up_before_the_count_is_billed_the_reservation(serve, tmp_path: Path) -> None:
+    handler = type("H", (_Generating,), {"generated": []})
+    broker = Broker(
+        upstream=serve(handler),
+        api_key="sk-real",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+        budget=1.0,
+    ).start()
+    body = json.dumps(
+        {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 8000,
+            "stream": True,
+            "messages": [{"role": "user", "content": "write"}],
+        }
+    ).encode()
+    try:
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+            s.sendall(
+                broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n"
+                b"content-type: application/json\r\nx-api-key: p\r\n"
+                + f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            seen = b""
+            while seen.count(b"event: content_block_delta") < 10:
+                seen += s.recv(65536)
+        # the sandbox has its text and hangs up before message_delta
+        deadline = time.monotonic() + 10
+        while broker.ledger.reserved > 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        broker.stop()
+    time.sleep(0.5)  # (the provider notices the broker hung up on it too)
+    generated = sum(handler.generated)
+    # the broker stopped reading: the provider stopped short of the whole answer
+    assert 1000 <= generated < 4000
+    worst = worst_case_usd("anthropic/claude-sonnet-4-6", len(body), 8000)
+    billed = cost_usd("anthropic/claude-sonnet-4-6", Usage(input_tokens=10, output_tokens=4000))
+    assert worst is not None and billed is not None and worst > billed  # (what it could bill)
+    assert broker.ledger.spent == pytest.approx(worst)
+    (row,) = [json.loads(x) for x in (tmp_path / "x.jsonl").read_text().splitlines()]
+    assert "reservation" in row["billed"] and row["cost_usd"] == pytest.approx(worst)
