@@ -281,3 +281,69 @@ def test_hanging_up_before_the_count_is_billed_the_reservation(serve, tmp_path: 
     assert broker.ledger.spent == pytest.approx(worst)
     (row,) = [json.loads(x) for x in (tmp_path / "x.jsonl").read_text().splitlines()]
     assert "reservation" in row["billed"] and row["cost_usd"] == pytest.approx(worst)
+
+
+# --- BP1: long-context rates, which the sandbox turns on with `anthropic-beta` ----------------
+
+
+class _LongContext(BaseHTTPRequestHandler):
+    """Answers every call with the usage in `usages`, in turn (a 1M-context call's)."""
+
+    protocol_version = "HTTP/1.1"
+    usages: ClassVar[list[dict[str, int]]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        usage = self.usages.pop(0)
+        body = json.dumps(
+            {"id": "m", "type": "message", "role": "assistant", "content": [], "usage": usage}
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_long_context_call_is_billed_at_its_rates(serve, tmp_path: Path) -> None:
+    # over 200k input tokens (cache writes count), then just under it
+    over = {"input_tokens": 800_000, "cache_creation_input_tokens": 100_000}
+    under = {"input_tokens": 150_000, "cache_read_input_tokens": 49_999}
+    handler = type(
+        "H",
+        (_LongContext,),
+        {"usages": [{**over, "output_tokens": 10_000}, under | {"output_tokens": 10_000}]},
+    )
+    broker = Broker(
+        upstream=serve(handler),
+        api_key="sk-real",
+        model="anthropic/claude-sonnet-4-5",
+        exchanges=tmp_path / "x.jsonl",
+        budget=50.0,
+    ).start()
+    try:
+        body = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 10_000,
+            "messages": [{"role": "user", "content": "y " * 450_000}],
+        }
+        headers = {"x-api-key": "p", "anthropic-beta": "context-1m-2025-08-07"}
+        for _ in range(2):
+            reply = post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), headers)
+            assert reply.status_code == 200
+    finally:
+        broker.stop()
+    costs = [json.loads(x)["cost_usd"] for x in (tmp_path / "x.jsonl").read_text().splitlines()]
+    # Anthropic's long-context rates on Sonnet 4.5: $6 input, $7.50 a 5-minute cache write,
+    # $22.50 output per Mtok (base: $3, $3.75, $15)
+    assert costs[0] == pytest.approx(0.8 * 6 + 0.1 * 7.5 + 0.01 * 22.5)  # $5.775, not $2.925
+    assert costs[1] == pytest.approx(0.15 * 3 + 0.049999 * 0.3 + 0.01 * 15)
+    # the reservation holds the dearer rates too: a 900 KB body may be 900k tokens
+    worst = worst_case_usd("anthropic/claude-sonnet-4-5", 900_000, 10_000)
+    assert worst == pytest.approx(0.9 * 7.5 + 0.01 * 22.5)
+    assert worst_case_usd("anthropic/claude-sonnet-4-6", 900_000, 10_000) == pytest.approx(
+        0.9 * 3.75 + 0.01 * 15
+    )  # (Sonnet 4.6 serves its 1M window at the base rates)
