@@ -9,6 +9,7 @@ import re
 import threading
 from email.message import Message
 from io import BufferedIOBase
+from typing import Any
 
 import msgspec
 
@@ -88,6 +89,10 @@ class _Tool(msgspec.Struct, frozen=True):
     type: str | None = None  # a client tool (the CLI runs it) may have none
 
 
+class _StreamOptions(msgspec.Struct, frozen=True):
+    include_usage: bool | None = None  # Chat Completions: a stream reports usage only if asked
+
+
 # Tools the provider runs itself (Anthropic's versioned `web_search_*`, `web_fetch_*`,
 # `code_execution_*`, its MCP connector and advisor; OpenAI Responses' hosted tools): web
 # access from a sandbox that has none, and fees the token count does not show
@@ -110,6 +115,15 @@ class Head(msgspec.Struct, frozen=True):
     tools: list[_Tool] | None = None
     mcp_servers: list[object] | None = None  # Anthropic's MCP connector
     web_search_options: object | None = None  # Chat Completions' search models
+    stream: bool | None = None
+    stream_options: _StreamOptions | None = None
+    # Responses' background mode answers at once ("queued", no usage) and generates on at the
+    # provider's, to be fetched later: billed to the key, never seen by the broker
+    background: bool | None = None
+    # where content blocks are (Messages, Chat Completions; Messages' system; Responses)
+    messages: Any = None
+    system: Any = None
+    input: Any = None
 
     @property
     def max_output(self) -> int | None:
@@ -141,7 +155,47 @@ def read_head(body: bytes) -> Head:
             f"server tool {hosted[0]!r}: the provider would run it (web access, and fees) "
             "for a sandbox that has no network; sessions use their own tools"
         )
+    fetched = _fetched((head.messages, head.system, head.input))
+    if fetched:
+        raise _bad(
+            f"{fetched}: the provider would fetch it itself, for a sandbox that has no network; "
+            "send the content in the request (base64, or a data: URL)"
+        )
+    if head.background:
+        raise _bad(
+            "background=true: the provider would generate after the call is answered, where "
+            "the broker cannot count it; ask in the foreground (stream if it is long)"
+        )
     return head
+
+
+def _fetched(roots: tuple[Any, ...]) -> str | None:
+    """The first content block the provider would fetch from elsewhere, named: an Anthropic
+    image or document `source` of type url or file (Files API), an OpenAI `image_url` that is
+    not a data: URL (Chat Completions' `image_url.url`, Responses' `input_image.image_url`), a
+    `file_url` or a `file_id` (Responses' `input_file`, Chat Completions' `file.file_id`).
+    A tool call's own input (the model's JSON, replayed) is not content and is not read."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        source = node.get("source")
+        if isinstance(source, dict) and source.get("type") in ("url", "file"):
+            return f"a {node.get('type')} from a {source['type']} source"
+        image = node.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        if isinstance(url, str) and not url.lower().startswith("data:"):
+            return "an image_url that is not a data: URL"
+        for key in ("file_url", "file_id"):
+            if node.get(key):
+                return f"a {node.get('type') or 'content block'} by {key}"
+        tool_call = isinstance(node.get("type"), str) and node["type"].endswith("tool_use")
+        stack.extend(v for k, v in node.items() if not (tool_call and k == "input"))
+    return None
 
 
 class Ledger:

@@ -30,6 +30,9 @@ class Route(msgspec.Struct, frozen=True):
     path: str  # relative: joined to the base URL, e.g. "v1/messages" or "responses"
     query: str = ""
     billed: bool = True  # count_tokens is free: nothing to reserve
+    # Chat Completions: a stream carries its usage only when the request asks for it
+    # (`stream_options.include_usage`), so the broker asks (broker_billing.with_usage)
+    usage_if_asked: bool = False
 
 
 class Wire(msgspec.Struct, frozen=True):
@@ -115,6 +118,20 @@ def _openai_usage(text: str) -> Usage:
     return usage
 
 
+def final_usage(text: str) -> bool:
+    """Whether a response carries the provider's final count: a `usage` object at the top of
+    its body or of an event (Anthropic's `message_delta`, a Chat Completions usage chunk), or
+    in a Responses event's `response` (`response.completed` and the other ends). Anthropic's
+    `message_start` holds only a first count, inside `message`: a stream cut after it has none."""
+    for event in _events(text):
+        inner = event.get("response")
+        if isinstance(event.get("usage"), dict) or (
+            isinstance(inner, dict) and isinstance(inner.get("usage"), dict)
+        ):
+            return True
+    return False
+
+
 def server_tool_calls(text: str) -> int:
     """How many server-tool calls a response reports (`usage.server_tool_use`, whose later
     events carry the running totals): the broker refuses requests that declare one, but what
@@ -154,7 +171,7 @@ WIRES: dict[str, Wire] = {
     "openai": Wire(
         routes={
             "/v1/responses": Route("responses"),
-            "/v1/chat/completions": Route("chat/completions"),
+            "/v1/chat/completions": Route("chat/completions", usage_if_asked=True),
         },
         auth=lambda key: {"authorization": f"Bearer {key}"},
         usage=_openai_usage,

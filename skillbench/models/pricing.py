@@ -70,6 +70,7 @@ def cost_usd(ref: str, usage: Usage, extra: Mapping[str, Price] | None = None) -
     price = price_for(ref, extra)
     if price is None:
         return None
+    price = long_context(ref, price, _input_tokens(usage))
     read, write, write_1h = _cache_rates(price)
     total = (
         usage.input_tokens * price.input
@@ -99,5 +100,39 @@ def worst_case_usd(
     price = price_for(ref, extra)
     if price is None:
         return None
+    price = long_context(ref, price, input_tokens)
     dearest = max(price.input, *_cache_rates(price))
     return (input_tokens * dearest + output_tokens * price.output) / 1_000_000
+
+
+# --- long-context rates ---------------------------------------------------------------------
+
+# Anthropic's long-context pricing: Claude Sonnet 4 and 4.5 with the 1M-token context window
+# (beta `context-1m-2025-08-07`) bill a call whose input passes 200k tokens (uncached, cache
+# reads and cache writes together) at 2x every input rate and 1.5x output, for all its tokens
+# ($6 / $22.50 per Mtok for $3 / $15); a call under 200k is billed at the base rates. Sonnet
+# 4.6 and Opus 4.6 serve their 1M window at the base rates.
+LONG_CONTEXT: dict[str, tuple[int, float, float]] = {  # prefix -> (over, input x, output x)
+    "anthropic/claude-sonnet-4-5": (200_000, 2.0, 1.5),
+    "anthropic/claude-sonnet-4-0": (200_000, 2.0, 1.5),
+    "anthropic/claude-sonnet-4-2025": (200_000, 2.0, 1.5),
+}
+
+
+def long_context(ref: str, price: Price, input_tokens: int) -> Price:
+    """`price`, at its long-context rates when a call's input passes the model's threshold
+    (every rate but output is an input rate; an unset cache rate follows input)."""
+    tier = next((t for key, t in LONG_CONTEXT.items() if ref.startswith(key)), None)
+    if tier is None or input_tokens <= tier[0]:
+        return price
+    _, per_input, per_output = tier
+    rates = {f: getattr(price, f) for f in price.__struct_fields__}
+    return msgspec.structs.replace(
+        price,
+        **{f: v * (per_output if f == "output" else per_input) for f, v in rates.items() if v},
+    )
+
+
+def _input_tokens(usage: Usage) -> int:
+    """Every input token of a call, cached or not (each count but the output is input)."""
+    return sum(getattr(usage, f) for f in usage.__struct_fields__ if f != "output_tokens")
