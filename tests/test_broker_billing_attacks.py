@@ -341,9 +341,10 @@ def test_a_long_context_call_is_billed_at_its_rates(serve, tmp_path: Path) -> No
     # $22.50 output per Mtok (base: $3, $3.75, $15)
     assert costs[0] == pytest.approx(0.8 * 6 + 0.1 * 7.5 + 0.01 * 22.5)  # $5.775, not $2.925
     assert costs[1] == pytest.approx(0.15 * 3 + 0.049999 * 0.3 + 0.01 * 15)
-    # the reservation holds the dearer rates too: a 900 KB body may be 900k tokens
+    # the reservation holds the dearer rates too: a 900 KB body may be 900k tokens, each an
+    # hour's cache write at 2x the long-context input rate ($12)
     worst = worst_case_usd("anthropic/claude-sonnet-4-5", 900_000, 10_000)
-    assert worst == pytest.approx(0.9 * 7.5 + 0.01 * 22.5)
+    assert worst == pytest.approx(0.9 * 12 + 0.01 * 22.5)
     assert worst_case_usd("anthropic/claude-sonnet-4-6", 900_000, 10_000) == pytest.approx(
-        0.9 * 3.75 + 0.01 * 15
+        0.9 * 6 + 0.01 * 15
     )  # (Sonnet 4.6 serves its 1M window at the base rates)
