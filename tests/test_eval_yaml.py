@@ -1,0 +1,277 @@
+"""Vally's and Skillgrade's `eval.yaml`, read where they stand: the schema comes from the
+content (both tools use the name), deterministic graders stay deterministic, and `check`
+reports what every field became (fixtures written here in each tool's documented shape)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from skillbench.evals import load_assets
+from tests.helpers import make_skill
+
+VALLY = """\
+name: greeter-eval
+config:
+  runs: 3
+  timeout: 5m
+scoring:
+  threshold: 0.7
+stimuli:
+  - name: greet ada
+    prompt: Greet Ada in greeting.txt
+    environment:
+      files:
+        - src: evals/files/who.txt
+          dest: who.txt
+      commands:
+        - git init -q
+    graders:
+      - type: file-exists
+        config: {path: greeting.txt}
+      - type: file-contains
+        config: {path: "**/*.txt", value: "Hello Ada"}
+      - type: output-contains
+        config: {substring: "Ada"}
+      - type: output-not-matches
+        config: {pattern: "(?i)error"}
+      - type: run-command
+        config:
+          command: cat
+          args: [greeting.txt]
+          stdout_contains: Hello
+      - type: tool-calls
+        config:
+          required:
+            - name: bash
+              command: "cat .*who"
+            - name: azsdk_get_status
+      - type: skill-invocation
+        config: {required: [other-skill]}
+      - type: prompt
+        config: {prompt: "The greeting is friendly"}
+    rubric:
+      - Names the person
+    constraints:
+      max_turns: 12
+      max_tokens: 4000
+  - name: off target
+    prompt: What is 2+2?
+    expect_activation: false
+    graders:
+      - type: output-contains
+        config: {substring: "4"}
+"""
+
+SKILL_VALIDATOR = """\
+scenarios:
+  - name: "Generate a greeting"
+    prompt: "Generate a greeting for Alice"
+    assertions:
+      - type: "output_contains"
+        value: "Alice"
+      - type: "file_exists"
+        path: "out.md"
+    rubric:
+      - "The greeting is friendly"
+    timeout: 30
+"""
+
+SKILLGRADE = """\
+version: "1"
+defaults:
+  agent: gemini
+  trials: 5
+  timeout: 300
+  threshold: 0.8
+tasks:
+  - name: fix-linting
+    instruction: instructions/fix.md
+    workspace:
+      - src: evals/fixtures/app.js
+        dest: app.js
+      - src: evals/fixtures/app.js
+        dest: /usr/local/bin/superlint
+        chmod: "+x"
+    graders:
+      - type: deterministic
+        run: |
+          if grep -q "const" app.js; then s=1; else s=0; fi
+          echo "{\\"score\\": $s, \\"details\\": \\"ok\\", \\"checks\\": []}"
+        weight: 0.7
+      - type: llm_rubric
+        rubric: "Did the agent follow check, fix, verify?"
+        weight: 0.3
+"""
+
+
+def check(capsys: pytest.CaptureFixture[str], skill: Path) -> tuple[int, list[str]]:
+    code = main(["check", str(skill)])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def line_of(doc: str, text: str, start: int = 0) -> int:
+    return next(i for i, x in enumerate(doc.splitlines(), 1) if i > start and text in x)
+
+
+def test_vally_graders_become_check_kinds_and_skips_are_reported(tmp_path, capsys) -> None:
+    skill = make_skill(
+        tmp_path, "greeter", {"eval.yaml": VALLY, "evals/files/who.txt": "Ada-7731\n"}
+    )
+    assets = load_assets(skill, "greeter")
+    greet, off = assets.cases
+    assert (greet.name, off.name) == ("vally-greet-ada", "vally-off-target")
+    kinds = [c.kind for c in greet.checks]
+    assert kinds == [
+        "file_exists",
+        "command_succeeds",
+        "transcript_matching",
+        "no_transcript_matching",
+        "command_succeeds",
+        "command_matching",
+        "expect",
+        "expect",
+    ]
+    assert greet.checks[5].arg == "cat .*who"
+    assert [c.arg for c in greet.checks[-2:]] == ["The greeting is friendly", "Names the person"]
+    assert greet.files == {"who.txt": "Ada-7731\n"}
+    assert greet.setup == "git init -q" and greet.max_turns == 12 and greet.timeout_minutes == 5
+    assert off.expect_activation is False
+    code, out = check(capsys, skill)
+    assert code == 0, out
+    path = skill / "eval.yaml"
+    skipped = [x for x in out if "row skipped (environment)" in x]
+    assert any(f"{path}:{line_of(VALLY, '- type: tool-calls')}:" in x for x in skipped)
+    assert any("'azsdk_get_status'" in x for x in skipped)
+    assert any("'other-skill'" in x for x in skipped)
+    notes = [x for x in out if ": note: " in x]
+    assert any(f"{path}:{line_of(VALLY, 'scoring:')}: note: `scoring`" in x for x in notes)
+    assert any("`max_tokens` is not honoured" in x for x in notes)
+    assert any("`runs`: not honoured" in x for x in notes)
+
+
+def test_skill_validator_scenarios_are_vallys_predecessor(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, "s", {"evals/eval.yaml": SKILL_VALIDATOR})
+    (case,) = load_assets(skill).cases
+    assert [(c.kind, c.arg) for c in case.checks] == [
+        ("transcript_matching", "Alice"),
+        ("file_exists", "out.md"),
+        ("expect", "The greeting is friendly"),
+    ]
+    assert case.timeout_minutes == 1
+
+
+def test_skillgrade_tasks_score_by_their_json_and_rubrics_go_to_the_grader(
+    tmp_path, capsys
+) -> None:
+    skill = make_skill(
+        tmp_path,
+        "s",
+        {
+            "eval.yaml": SKILLGRADE,
+            "instructions/fix.md": "Fix app.js with superlint.\n",
+            "evals/fixtures/app.js": 'var x = "a";\n',
+        },
+    )
+    (case,) = load_assets(skill).cases
+    assert case.name == "skillgrade-fix-linting" and case.task == "Fix app.js with superlint."
+    script, rubric = case.checks
+    assert (script.kind, script.min) == ("grader", 0.5) and "score" in (script.arg or "")
+    assert (rubric.kind, rubric.arg) == ("expect", "Did the agent follow check, fix, verify?")
+    assert case.files == {"app.js": 'var x = "a";\n'} and case.timeout_minutes == 5
+    code, out = check(capsys, skill)
+    assert code == 0, out
+    path = skill / "eval.yaml"
+    dest = line_of(SKILLGRADE, "dest: /usr/local/bin")
+    assert any(x.startswith(f"{path}:{dest - 1}: warning: `dest`") for x in out), out
+    assert any("`trials`: not honoured" in x for x in out)
+    assert any("`weight` is not honoured" in x for x in out)
+
+
+def test_the_schema_comes_from_the_content_not_the_name(tmp_path, capsys) -> None:
+    """Both tools name the file eval.yaml; a third schema (waza's task globs) is reported."""
+    waza = "name: x\nskill: s\ntasks:\n  - tasks/*.yaml\ngraders:\n  - type: code\n"
+    skill = make_skill(tmp_path, "s", {"eval.yaml": waza, "evals/eval.yml": SKILLGRADE})
+    (case,) = load_assets(skill).cases
+    # Skillgrade's rule: an instruction naming no file is the instruction itself
+    assert (case.name, case.task) == ("skillgrade-fix-linting", "instructions/fix.md")
+    _, out = check(capsys, skill)
+    assert any(
+        x.startswith(f"{skill / 'eval.yaml'}:1: warning: an eval.yaml of no schema") for x in out
+    )
+
+
+@pytest.mark.parametrize(
+    "grader",
+    [
+        '{type: file-exists, config: {path: "../../etc/passwd"}}',
+        '{type: file-contains, config: {path: "$(touch /tmp/x)", value: v}}',
+        '{type: file-exists, config: {path: "/etc/passwd"}}',
+    ],
+)
+def test_a_path_that_is_not_a_workspace_glob_is_refused(tmp_path, capsys, grader) -> None:
+    doc = f"stimuli:\n  - name: a\n    prompt: p\n    graders:\n      - {grader}\n"
+    skill = make_skill(tmp_path, "s", {"eval.yaml": doc})
+    code, out = check(capsys, skill)
+    assert code == 1
+    assert any(x.startswith(f"{skill / 'eval.yaml'}:5: error: path") for x in out), out
+
+
+def test_staged_files_cannot_leave_the_skill(tmp_path, capsys) -> None:
+    (tmp_path / "secret.txt").write_text("s")
+    doc = (
+        "stimuli:\n  - name: a\n    prompt: p\n    environment:\n      files:\n"
+        "        - {src: ../secret.txt, dest: s.txt}\n    graders:\n"
+        "      - {type: output-contains, config: {substring: x}}\n"
+    )
+    skill = make_skill(tmp_path, "s", {"eval.yaml": doc})
+    code, out = check(capsys, skill)
+    assert code == 1 and any(":6: error: `src` '../secret.txt' leaves" in x for x in out), out
+
+
+def test_foreign_suites_run_deterministically_in_sandboxes(fake, tmp_path, capsys) -> None:
+    """A Vally and a Skillgrade eval.yaml side by side, end to end in real sandboxes: the
+    file, output and command graders and Skillgrade's scored script decide the rows."""
+    from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
+
+    vally = (
+        "stimuli:\n  - name: greet\n    prompt: Greet Ada in greeting.txt\n    graders:\n"
+        "      - {type: file-contains, config: {path: '*.txt', value: Hello Ada}}\n"
+        "      - {type: output-matches, config: {pattern: 'Wrote \\d+ lines'}}\n"
+        "      - {type: run-command, config: {command: grep, args: [-q, Ada, greeting.txt]}}\n"
+    )
+    grade = (
+        'version: "1"\ntasks:\n  - name: scored\n    instruction: Greet Ada in greeting.txt\n'
+        "    graders:\n      - type: deterministic\n        run: |\n"
+        "          if grep -q 'Hello Ada' greeting.txt; then s=0.75; else s=0.25; fi\n"
+        '          echo "{\\"score\\": $s, \\"details\\": \\"d\\"}"\n'
+    )
+    folder = skill(tmp_path, {"eval.yaml": vally, "evals/eval.yaml": grade})
+    fake(
+        {
+            "conversations": [
+                conv(
+                    CAND,
+                    "Greet Ada",
+                    write_file("greeting.txt", "Hello Ada\n"),
+                    {"text": "Wrote 1 lines"},
+                    loop=True,
+                ),
+                conv(
+                    BASE, "Greet Ada", write_file("greeting.txt", "Hi\n"), {"text": "ok"}, loop=True
+                ),
+            ]
+        }
+    )
+    _, _, summary = run_eval(capsys, folder, tmp_path / "run")
+    rows = {r["case"]: r for r in summary["rows"]}
+    assert set(rows) == {"vally-greet", "skillgrade-scored"}
+    for name in rows:
+        assert (rows[name]["outcome"], rows[name]["decided_by"]) == ("win", "checks"), rows[name]
+    arms = rows["skillgrade-scored"]["arms"]
+    details = [arms[a]["checks"][0]["detail"] for a in ("candidate", "baseline")]
+    assert details == ["score 0.75 (min 0.5)", "score 0.25 (min 0.5)"]
+    vally = rows["vally-greet"]["arms"]["baseline"]["checks"]
+    assert [c["passed"] for c in vally] == [False, False, False]
