@@ -43,6 +43,7 @@ from skillbench.lossless import utf8_safe
 from skillbench.models import resolve_model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, bundle_digest, write_receipt
+from skillbench.report import skill_creator
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxProvider
 from skillbench.scrub import IDENTIFIERS, scrub_obj
@@ -309,6 +310,7 @@ async def execute(
     plain = utf8_safe(scrub_obj(msgspec.to_builtins(summary), keep=IDENTIFIERS))
     summary = msgspec.convert(plain, Summary)
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
+    skill_creator.write(run_dir, summary)  # grading.json, benchmark.json: its viewer reads them
     key = opts.settings.sign.key
     try:
         write_receipt(
