@@ -14,7 +14,12 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench.engine.activation import NEVER_LOADED, activation_of, ambient_of
+from skillbench.engine.activation import (
+    NEVER_LOADED,
+    activation_of,
+    ambient_of,
+    explicit_invocation,
+)
 from skillbench.engine.judging import Judging
 from skillbench.engine.plan import (
     EvalError,
@@ -223,7 +228,11 @@ class Runner(Reusing, Judging):
     def evidence(self, summary: Summary, rows: list[RowRecord]) -> Summary:
         """The summary with activation, ambient skills and the library arm (docs/statistics.md)."""
         expected = {name: self.expects(name) for name in self.plan.sessions}
-        summary.activation = activation_of(self.plan, self.done, rows, expected)
+        explicit = {
+            name: explicit_invocation(self.plan.skill, self.specs[name].task)
+            for name in self.plan.sessions
+        }
+        summary.activation = activation_of(self.plan, self.done, rows, expected, explicit)
         summary.ambient = ambient_of(self.plan, self.done, self.agent.ambient_policy())
         summary.library = self.plan.library
         if summary.activation is not None and summary.activation.never:
