@@ -62,7 +62,9 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     model: str | None = None  # the arms' model: anthropic/<m>, openai/<m> or scripted/<name>
     judge_model: str | None = None  # the judge's model (default: model)
     grader: str | None = None  # the `expect` checks' grader model (default: the judge model)
-    grader_runs: int = 1  # gradings of each session's expectations; disagreement fails closed
+    # gradings of each session's expectations (None: 1, or the resumed run's); disagreement
+    # fails closed
+    grader_runs: int | None = None
     agent: str | None = None  # what runs in the arms: builtin, claude-code or codex
     k: int | None = None  # repetitions of every case (default 1)
     min_net_lift: float | None = None  # the net lift over units PASS/FAIL need (default 0.2)

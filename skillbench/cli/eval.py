@@ -183,15 +183,17 @@ def register_eval(sub: Subparsers) -> None:
     )
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument(
-        "--grader", metavar="MODEL", help="the `expect` checks' grader (default: the judge model)"
+        "--grader",
+        metavar="MODEL",
+        help="the `expect` checks' grader (default: the judge model; --resume keeps the run's)",
     )
     p.add_argument(
         "--grader-runs",
         dest="grader_runs",
         type=int,
         choices=(1, 2),
-        default=1,
-        help="grade each session's expectations twice: a disagreement fails closed",
+        help="grade each session's expectations twice: a disagreement fails closed "
+        "(default 1; --resume keeps the run's)",
     )
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
     p.add_argument(

@@ -75,7 +75,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     unavailable: dict[str, str] = {}  # session -> why its remote image cannot be had offline
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
     grader: str | None = None  # --grader: the `expect` checks' model (default: the judge)
-    grader_runs: int = 1  # --grader-runs
+    grader_runs: int | None = None  # --grader-runs (None: 1, or the resumed run's)
     library: str | None = None  # --with-library: a library root whose other skills every arm stages
 
 
@@ -354,6 +354,9 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                 ("the model endpoints", plan.endpoints, endpoints_of(settings)),
                 ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
                 ("the library (--with-library)", plan.library, library_of(opts, skill)),
+                # the grader the run started with is kept unless another one is asked for
+                ("the grader (--grader)", plan.grader_model, opts.grader or plan.grader_model),
+                ("--grader-runs", plan.grader_runs, opts.grader_runs or plan.grader_runs),
             )
             if old != new
         ]
@@ -391,7 +394,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         model=settings.model,
         judge_model=settings.judge_model or settings.model,
         grader_model=opts.grader,
-        grader_runs=opts.grader_runs,
+        grader_runs=opts.grader_runs or 1,
         k=settings.k,
         min_net_lift=settings.min_net_lift,
         seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),
