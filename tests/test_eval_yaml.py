@@ -4,6 +4,7 @@ reports what every field became (fixtures written here in each tool's documented
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,70 @@ def test_foreign_suites_run_deterministically_in_sandboxes(fake, tmp_path, capsy
     assert details == ["score 0.75 (min 0.5)", "score 0.25 (min 0.5)"]
     vally = rows["vally-greet"]["arms"]["baseline"]["checks"]
     assert [c["passed"] for c in vally] == [False, False, False]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "files", "names"),
+    [
+        (
+            "vally",
+            {"eval.yaml": VALLY, "evals/files/who.txt": "Ada"},
+            ["vally-greet-ada", "vally-off-target"],
+        ),
+        (
+            "skillgrade",
+            {
+                "eval.yaml": SKILLGRADE,
+                "instructions/fix.md": "Fix it.\n",
+                "evals/fixtures/app.js": "var x;\n",
+            },
+            ["skillgrade-fix-linting"],
+        ),
+        (
+            "skill-creator",
+            {
+                "evals/evals.json": json.dumps(
+                    {
+                        "evals": [
+                            {
+                                "id": 2,
+                                "prompt": "Greet",
+                                "expectations": ["Names Ada"],
+                                "version": 1,
+                            }
+                        ]
+                    }
+                )
+            },
+            ["eval-2"],
+        ),
+    ],
+)
+def test_import_writes_native_cases_with_the_checks_field_report(
+    tmp_path, capsys, fmt, files, names
+) -> None:
+    """`skillbench import` writes what the loader read as native YAML; the same notes and
+    warnings `check` prints are listed, and the imported cases load as the foreign ones did."""
+    skill = make_skill(tmp_path, "greeter", files)
+    before = {c.name: c for c in load_assets(skill, "greeter").cases}
+    code = main(["import", fmt, str(skill), "--into", str(skill)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0, out
+    assert sorted(p.stem for p in (skill / "evals/cases").iterdir()) == names
+    assert any(": note: " in x for x in out)  # the field report, with path:line
+    assets = load_assets(skill, "greeter")
+    assert not [p for p in assets.problems if p.severity == "error"]
+    after = {c.name: c for c in assets.cases}
+    for name in names:  # the native file is the one used now, with the same meaning
+        assert after[name].path.endswith(f"evals/cases/{name}.yaml")
+        assert [(c.kind, c.arg, c.min) for c in after[name].checks] == [
+            (c.kind, c.arg, c.min) for c in before[name].checks
+        ]
+        assert after[name].files == before[name].files
+        assert after[name].expect_activation == before[name].expect_activation
+
+
+def test_import_refuses_the_other_tools_file(tmp_path, capsys) -> None:
+    skill = make_skill(tmp_path, "s", {"eval.yaml": SKILLGRADE})
+    assert main(["import", "vally", str(skill / "eval.yaml"), "--check"]) == 2
+    assert "this is a skillgrade eval.yaml, not vally's" in capsys.readouterr().err

@@ -76,7 +76,17 @@ def load_assets(skill_dir: Path, skill_name: str | None = None) -> EvalAssets:
         args = (path, skill_dir, skill_name) if loader is load_eval_yaml else (path, skill_dir)
         _collect(problems, found_cases, loader, *args)
         for case in found_cases[0] if found_cases else ():
-            if case.name in stems:
+            if case.name in stems and stems[case.name].parent == evals / "cases":
+                problems.append(  # its import: the native file is the one used
+                    Problem(
+                        str(path),
+                        1,
+                        "note",
+                        f"case {case.name!r} is also {stems[case.name]} (its import?): that "
+                        f"file is used; remove {path.name} when the migration is done",
+                    )
+                )
+            elif case.name in stems:
                 problems.append(
                     Problem(
                         str(path),
