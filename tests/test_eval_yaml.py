@@ -343,3 +343,35 @@ def test_import_refuses_the_other_tools_file(tmp_path, capsys) -> None:
     skill = make_skill(tmp_path, "s", {"eval.yaml": SKILLGRADE})
     assert main(["import", "vally", str(skill / "eval.yaml"), "--check"]) == 2
     assert "this is a skillgrade eval.yaml, not vally's" in capsys.readouterr().err
+
+
+def test_a_root_eval_file_is_never_shown_to_the_candidate(fake, tmp_path, capsys) -> None:
+    """Skillgrade and Vally keep eval.yaml at the skill root, and trigger JSON may sit there:
+    staged with the skill, the candidate could read what grades it (the baseline cannot).
+    Those files are evals, not the skill: never staged, not in its digest."""
+    from skillbench.skills import digest
+    from tests.helpers import BASE, CAND, bash, conv, run_eval, skill
+
+    doc = (
+        "stimuli:\n  - name: peek\n    prompt: Look around\n    graders:\n"
+        "      - {type: output-contains, config: {substring: SECRET-GRADER-7}}\n"
+    )
+    trig = '[{"query": "greet them", "should_trigger": true}]'
+    folder = skill(tmp_path, {"eval.yaml": doc, "triggers.json": trig})
+    before = digest(folder)
+    (folder / "eval.yaml").write_text(doc.replace("Look around", "Look around now"))
+    assert digest(folder) == before  # editing the evals is not a new version of the skill
+    peek = bash("ls /skills/greeter; cat /skills/greeter/eval.yaml /skills/greeter/triggers.json")
+    server = fake(
+        {
+            "conversations": [
+                conv(CAND, "Look around", peek, {"text": "done"}),
+                conv(BASE, "Look around", {"text": "done"}),
+            ]
+        }
+    )
+    run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    seen = [json.dumps(r.body) for r in server.log()]
+    assert any("SKILL.md" in b for b in seen)  # the listing ran
+    assert not any("SECRET-GRADER-7" in b for b in seen)
+    assert not any("should_trigger" in b for b in seen)
