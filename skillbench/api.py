@@ -85,6 +85,7 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
     with_library: str | None = None  # a library root: every arm also stages its other skills
     cluster: str | None = None  # a Ray cluster's address: the sessions run there (skillbench[ray])
+    evals: list[str] | None = None  # --evals: foreign eval files outside the skill
 
 
 class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -114,7 +115,7 @@ NO_OVERRIDES = GateOptions()  # the policy exactly as the team repo and the conf
 
 _SETTINGS = ("model", "judge_model", "k", "parallel", "team", "agent", "min_net_lift")
 # what a resumed run keeps
-_RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift")
+_RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift", "evals")
 
 
 def _settings(start: Path, options: Options) -> Settings:
@@ -156,6 +157,7 @@ class _Resumed(msgspec.Struct):
     team: str | None = None
     agent: str | None = None
     min_net_lift: float | None = None
+    evals: list[str] | None = None
     library: _LibraryPath | None = None
 
 
@@ -192,6 +194,10 @@ def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> Eva
     settings = _settings(Path(skill_dir), options)
     if options.max_cost is not None and options.max_cost < 0:
         raise OptionsError("--max-cost is a spend cap in USD: 0 or more")
+    if options.evals and (options.cluster or settings.cluster.address):
+        raise OptionsError(
+            "--evals runs on this machine only: the cluster's workers read the skill"
+        )
     return EvalOptions(
         skill_dir=skill_dir,
         settings=settings,
@@ -210,6 +216,7 @@ def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> Eva
         fresh_baseline=options.fresh_baseline,
         aa=options.aa,
         library=options.with_library,
+        evals=[os.path.abspath(e) for e in options.evals or ()],
     )
 
 
@@ -235,7 +242,9 @@ def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log)
         warning = over_budget(estimated(opts), options.max_cost)
         if warning:
             log(f"note: {warning}")
-    if options.generate:
+    if opts.evals:  # the cases come from --evals: only triggers may be missing
+        kinds = [k for k in kinds if k != "cases"]
+    if options.generate and kinds:
         opts.spent_before = _generate(Path(opts.skill_dir), opts.settings, kinds, log, True)
 
 

@@ -375,3 +375,44 @@ def test_a_root_eval_file_is_never_shown_to_the_candidate(fake, tmp_path, capsys
     assert any("SKILL.md" in b for b in seen)  # the listing ran
     assert not any("SECRET-GRADER-7" in b for b in seen)
     assert not any("should_trigger" in b for b in seen)
+
+
+def test_an_eval_file_outside_the_skill_is_named_with_evals(fake, tmp_path, capsys) -> None:
+    """dotnet/skills keeps its Vally files in tests/<plugin>/<skill>/ beside the skills:
+    `--evals FILE` reads one anywhere, with its own fixtures, for check, eval and --resume."""
+    from tests.helpers import BASE, CAND, bash, conv, run_eval, skill
+
+    folder = skill(tmp_path, {})
+    spec = tmp_path / "tests/greeter/eval.yaml"
+    spec.parent.mkdir(parents=True)
+    (spec.parent / "fixtures").mkdir()
+    (spec.parent / "fixtures/who.txt").write_text("Ada-4412\n")
+    spec.write_text(
+        "stimuli:\n  - name: greet\n    prompt: Greet the person in who.txt\n"
+        "    environment:\n      files:\n        - {src: fixtures/who.txt, dest: who.txt}\n"
+        "    graders:\n      - {type: output-contains, config: {substring: Ada-4412}}\n"
+    )
+    assert main(["check", str(folder), "--evals", str(spec)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "checked 1 skill: 0 errors, 0 warnings", out
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Greet the person", bash("cat who.txt"), {"text": "Hi Ada-4412"}),
+                conv(BASE, "Greet the person", {"text": "Hi"}),
+            ]
+        }
+    )
+    run = tmp_path / "run"
+    _, _, summary = run_eval(capsys, folder, run, "--execution-only", "--evals", str(spec))
+    (row,) = summary["rows"]
+    assert (row["case"], row["outcome"]) == ("vally-greet", "win")
+    assert json.loads((run / "plan.json").read_text())["evals"] == [str(spec)]
+    # --resume takes the run's --evals from plan.json (without them it would find no case)
+    assert main(["eval", "--resume", str(run), "--quiet"]) == 3  # one unit: INCONCLUSIVE
+    capsys.readouterr()
+    # a source file outside both the skill and the eval file's folder is refused
+    (tmp_path / "elsewhere.txt").write_text("x")
+    spec.write_text(spec.read_text().replace("fixtures/who.txt", "../../elsewhere.txt"))
+    assert main(["check", str(folder), "--evals", str(spec)]) == 1
+    assert "leaves the skill folder and the eval file's folder" in capsys.readouterr().out

@@ -88,7 +88,7 @@ class Estimate(msgspec.Struct, kw_only=True):
 def estimate(opts: EvalOptions) -> Estimate:
     """The plan of a run like `opts` and its estimated calls, cost and time."""
     skill_dir = Path(opts.skill_dir)
-    skill, assets = validated(skill_dir)
+    skill, assets = validated(skill_dir, opts.evals)
     settings = opts.settings
     try:
         agent = make_agent(settings.agent, **settings.agents.get(settings.agent, {}))

@@ -3,6 +3,7 @@ units, find the incumbent, and make (or reopen, for --resume) the run folder wit
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -77,6 +78,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     grader: str | None = None  # --grader: the `expect` checks' model (default: the judge)
     grader_runs: int | None = None  # --grader-runs (None: 1, or the resumed run's)
     library: str | None = None  # --with-library: a library root whose other skills every arm stages
+    evals: list[str] = []  # --evals: foreign eval files outside the skill (absolute paths)
 
 
 def trigger_method(opts: EvalOptions) -> str:
@@ -167,8 +169,9 @@ def runnable(sessions: dict[str, Session], unavailable: dict[str, str]) -> None:
     raise EvalError("no case can run: none of their images can be built or pulled", reasons)
 
 
-def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
-    """The skill and its assets, or EvalError with every problem (same rules as `check`)."""
+def validated(skill_dir: Path, extra: Sequence[str] = ()) -> tuple[Skill, EvalAssets]:
+    """The skill and its assets (with the `--evals` files), or EvalError with every problem
+    (same rules as `check`)."""
     problems: list[Problem] = []
     skill = None
     try:
@@ -180,11 +183,24 @@ def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
             files(skill_dir)
         except SpecError as exc:
             problems.extend(exc.problems)
-    assets = load_assets(skill_dir, skill.name if skill else None)
+    assets = load_assets(skill_dir, skill.name if skill else None, [Path(e) for e in extra])
     problems.extend(assets.problems)
     if skill is None or errors_in(problems):
         raise EvalError(f"{skill_dir}: the skill or its eval assets have errors", problems)
     return skill, assets
+
+
+def assets_digest_of(skill_dir: Path, extra: Sequence[str]) -> str:
+    """The eval assets' digest (what --resume compares): evals/, and each --evals file."""
+    base = evals_digest(skill_dir)
+    if not extra:
+        return base
+    h = hashlib.sha256(base.encode())
+    for name in extra:
+        h.update(b"\0" + name.encode() + b"\0")
+        with contextlib.suppress(OSError):
+            h.update(Path(name).read_bytes())
+    return "sha256:" + h.hexdigest()
 
 
 def sessions_of(assets: EvalAssets, case: str | None) -> dict[str, Session]:
@@ -294,7 +310,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     """Validate, then make a new run folder with its plan (or reopen one for --resume).
     The agent's image is built here on first use (`log` tells the user)."""
     skill_dir = Path(opts.skill_dir)
-    skill, assets = validated(skill_dir)
+    skill, assets = validated(skill_dir, opts.evals)
     settings = opts.settings
     check_credentials(settings.model, settings.judge_model or settings.model)
     if settings.sign.key and not Path(settings.sign.key).is_file():
@@ -335,7 +351,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                     f"note: {name}: its MCP servers ({servers}) go only to an agent CLI "
                     "(--agent claude-code, codex or opencode); the builtin agent has no MCP client"
                 )
-    version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
+    version, assets_digest = digest(skill_dir), assets_digest_of(skill_dir, opts.evals)
     if opts.resume:
         run_dir = Path(opts.resume)
         try:
@@ -410,6 +426,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         endpoints=endpoints_of(settings),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         case_filter=opts.case,
+        evals=list(opts.evals),
         library=library,
         sequential=rule_for(len(sessions), settings.min_net_lift)
         if settings.stats.sequential

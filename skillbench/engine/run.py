@@ -279,7 +279,7 @@ async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerR
 
 async def triggers_only(opts: EvalOptions) -> TriggerReport:
     """`eval --triggers-only`: validate, then measure the skill's triggers (no sandboxes)."""
-    validated(Path(opts.skill_dir))
+    validated(Path(opts.skill_dir), opts.evals)
     check_credentials(opts.settings.model)
     report = await triggers_of(opts)
     if report is None:

@@ -128,7 +128,10 @@ class _Reader:
         if files and "\n" not in value:
             target = (self.path.parent / value).resolve()
             if target.is_file():
-                if not target.is_relative_to(self.skill_dir.resolve()):
+                home = self.path.parent.resolve()
+                if not (
+                    target.is_relative_to(self.skill_dir.resolve()) or target.is_relative_to(home)
+                ):
                     self.rep.error(at, f"`{field}` file {value!r} is outside the skill folder")
                     return None
                 try:
@@ -148,8 +151,12 @@ class _Reader:
             return None
         root = self.skill_dir.resolve()
         target = (self.path.parent / src).resolve()
-        if not target.is_relative_to(root):
-            self.rep.error(at, f"`src` {src!r} leaves the skill folder; give a path inside it")
+        # a file named with --evals outside the skill brings its own folder (its fixtures)
+        home = self.path.parent.resolve()
+        outside = not self.path.resolve().is_relative_to(root)
+        if not (target.is_relative_to(root) or (outside and target.is_relative_to(home))):
+            where = "the skill folder" + (" and the eval file's folder" if outside else "")
+            self.rep.error(at, f"`src` {src!r} leaves {where}; give a path inside it")
             return None
         if dest.startswith("/"):
             self.rep.warn(
@@ -174,7 +181,7 @@ class _Reader:
         except SpecError:
             self.rep.warn(at, f"`src` {src!r} is not a small text file: not staged")
             return None
-        if not target.is_relative_to(root / "evals"):
+        if target.is_relative_to(root) and not target.is_relative_to(root / "evals"):
             self.rep.warn(
                 at,
                 f"`src` {src!r} is part of the skill (outside evals/): staged into every arm's "

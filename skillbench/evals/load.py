@@ -8,6 +8,7 @@ shows everything; `load_assets` gathers them over the whole evals/ folder.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,12 @@ def case_files(skill_dir: Path) -> list[Path]:
     )
 
 
-def load_assets(skill_dir: Path, skill_name: str | None = None) -> EvalAssets:
-    """Discover and load all eval assets of a skill, collecting every problem."""
+def load_assets(
+    skill_dir: Path, skill_name: str | None = None, extra: Sequence[Path] = ()
+) -> EvalAssets:
+    """Discover and load all eval assets of a skill, collecting every problem. `extra`:
+    foreign eval files named with `--evals FILE`, wherever they are (dotnet/skills keeps its
+    Vally files in a tests/ tree beside the skills): evals.json or an eval.yaml."""
     problems: list[Problem] = []
     cases: list[Case] = []
     stems: dict[str, Path] = {}
@@ -71,6 +76,13 @@ def load_assets(skill_dir: Path, skill_name: str | None = None) -> EvalAssets:
     if (evals / EVALS_JSON).is_file():  # skill-creator's
         foreign.append((load_evals_json, evals / EVALS_JSON))
     foreign += [(load_eval_yaml, p) for p in eval_yaml_files(skill_dir)]  # Vally's, Skillgrade's
+    for path in extra:
+        if not path.is_file():
+            problems.append(Problem(str(path), 1, "error", "--evals: no such file"))
+        elif path.suffix == ".json":
+            foreign.append((load_evals_json, path))
+        else:
+            foreign.append((load_eval_yaml, path))
     for loader, path in foreign:
         found_cases: list[list[Case]] = []
         args = (path, skill_dir, skill_name) if loader is load_eval_yaml else (path, skill_dir)
