@@ -416,3 +416,44 @@ def test_an_eval_file_outside_the_skill_is_named_with_evals(fake, tmp_path, caps
     spec.write_text(spec.read_text().replace("fixtures/who.txt", "../../elsewhere.txt"))
     assert main(["check", str(folder), "--evals", str(spec)]) == 1
     assert "leaves the skill folder and the eval file's folder" in capsys.readouterr().out
+
+
+def test_rows_the_sandbox_cannot_grade_are_skipped_for_the_environment(
+    fake, tmp_path, capsys
+) -> None:
+    """A grader needing a tool the sandbox lacks never fails a row: a stimulus with only such
+    graders is skipped (environment), and one with some is graded on the rest and says so."""
+    from tests.helpers import BASE, CAND, conv, run_eval, skill
+
+    doc = (
+        "stimuli:\n"
+        "  - name: mcp-only\n    prompt: Check the pipeline status\n    graders:\n"
+        "      - {type: tool-calls, config: {required: [{name: azsdk_get_pipeline_status}]}}\n"
+        "  - name: partial\n    prompt: Greet the team\n    graders:\n"
+        "      - {type: output-contains, config: {substring: Hello team}}\n"
+        "      - {type: tool-calls, config: {required: [{name: figma_get_frame}]}}\n"
+    )
+    folder = skill(tmp_path, {"eval.yaml": doc})
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Greet the team", {"text": "Hello team"}),
+                conv(BASE, "Greet the team", {"text": "hi"}),
+            ]
+        }
+    )
+    _, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert [r["case"] for r in summary["rows"]] == ["vally-partial"]
+    assert summary["rows"][0]["outcome"] == "win"
+    (skipped,) = summary["skipped"]
+    assert (skipped["case"], skipped["environment"]) == ("vally-mcp-only", True)
+    assert "'azsdk_get_pipeline_status'" in skipped["reason"]
+    assert any(
+        line.startswith("skipped (environment): vally-mcp-only — no grader of it can run here")
+        for line in lines
+    )
+    (gap,) = [d for d in summary["diagnostics"] if d["kind"] == "not-graded"]
+    assert gap["case"] == "vally-partial" and "'figma_get_frame'" in gap["detail"]
+    assert gap["detail"].startswith(
+        f"line {doc.splitlines().index(next(x for x in doc.splitlines() if 'figma' in x)) + 1}:"
+    )

@@ -190,6 +190,11 @@ def validated(skill_dir: Path, extra: Sequence[str] = ()) -> tuple[Skill, EvalAs
     return skill, assets
 
 
+def expects_skill(spec: Session) -> bool:
+    """False for a case that says `expect_activation: false` (loading the skill decides it)."""
+    return getattr(spec, "expect_activation", True)
+
+
 def assets_digest_of(skill_dir: Path, extra: Sequence[str]) -> str:
     """The eval assets' digest (what --resume compares): evals/, and each --evals file."""
     base = evals_digest(skill_dir)
@@ -340,6 +345,9 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         raise EvalError(f"--agent {settings.agent}: {exc}") from None
     to_run = sessions_of(assets, opts.case)
     opts.case_images, opts.unavailable = build_case_images(to_run, base, agent, log)
+    for name, spec in to_run.items():  # a foreign case none of whose graders can run here
+        if spec.not_graded and not spec.checks and not spec.judge and expects_skill(spec):
+            opts.unavailable[name] = "no grader of it can run here: " + "; ".join(spec.not_graded)
     runnable(to_run, opts.unavailable)
     for name, why in opts.unavailable.items():  # the others still run and score
         log(f"skipping {name}: {why}")

@@ -235,6 +235,11 @@ class Runner(Reusing, Judging):
         summary.activation = activation_of(self.plan, self.done, rows, expected, explicit)
         summary.ambient = ambient_of(self.plan, self.done, self.agent.ambient_policy())
         summary.library = self.plan.library
+        for name in self.plan.sessions:  # graders of another tool's file that could not run
+            if name in self.skipped:  # the whole case was: said with the skipped cases
+                continue
+            for why in self.specs[name].not_graded:
+                summary.diagnostics.append(Diagnostic("not-graded", name, why))
         if summary.activation is not None and summary.activation.never:
             summary.diagnostics.append(Diagnostic("never-fired", "", NEVER_LOADED))
         return summary

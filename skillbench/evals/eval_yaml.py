@@ -99,6 +99,7 @@ class _Reader:
     def __init__(self, rep: Report, path: Path, skill_dir: Path, skill_name: str):
         self.rep, self.path, self.skill_dir, self.skill = rep, path, skill_dir, skill_name
         self.data: dict[str, Any] = rep.doc.value
+        self.not_graded: list[str] = []  # the current case's rows skipped (environment)
 
     # -- shared -------------------------------------------------------------------------
 
@@ -108,6 +109,7 @@ class _Reader:
     def skip(self, at: KeyPath, message: str) -> None:
         """A row that cannot be graded here: skipped (environment), never failed."""
         self.rep.warn(at, f"row skipped (environment): {message}")
+        self.not_graded.append(f"line {self.rep.doc.line(at)}: {message}")
 
     def name(self, prefix: str, value: Any, at: KeyPath, index: int) -> str | None:
         if value is None:
@@ -256,6 +258,7 @@ class _Reader:
     def stimulus(
         self, at: KeyPath, item: dict[str, Any], shared: Any, timeout: int, schema: Schema
     ) -> Case | None:
+        self.not_graded = []
         name = self.name("vally", item.get("name", item.get("id")), at, at[-1])  # type: ignore[arg-type]
         prompt = item.get("prompt", item.get("input"))
         if name is None:
@@ -353,7 +356,12 @@ class _Reader:
             why = "informational" if key in ("tags", "description") else "not used"
             self.note((*at, key), f"`{key}` is {why}")
         if not checks and not negative:
-            self.rep.warn(at, "this stimulus has no gradable rows: every row will be a tie")
+            self.rep.warn(
+                at,
+                "this stimulus has no gradable rows: it is skipped (environment)"
+                if self.not_graded
+                else "this stimulus has no gradable rows: every row will be a tie",
+            )
         return Case(
             name=name,
             path=str(self.path),
@@ -362,6 +370,7 @@ class _Reader:
             files=files,
             setup=" && ".join(setup) or None,
             expect_activation=not negative,
+            not_graded=tuple(self.not_graded),
             **fields,
         )
 

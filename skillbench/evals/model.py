@@ -98,6 +98,9 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     # a Harbor task's folder under evals/: its tests/ and solution/ are shown read-only at
     # /tests and /solution in the checker (and /solution to the oracle), as Harbor does
     harbor: str | None = None
+    # graders of another tool's file that cannot run in the sandbox (a tool it does not
+    # offer, another skill): reported as not graded, with why; none when all of them can
+    not_graded: tuple[str, ...] = ()
 
 
 class Case(Session, frozen=True, kw_only=True):
