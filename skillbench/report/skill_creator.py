@@ -157,9 +157,10 @@ def write(run_dir: Path, summary: Summary, skill_path: str = "") -> dict[str, An
 
 def figures_line(summary: Summary) -> str | None:
     """skill-creator's figures for the report: pass rate mean ± stddev per configuration
-    (over its runs' pass rates over expectations), and the delta."""
+    (over its runs' pass rates over expectations), and the delta; shown for a run that grades
+    expectations (`expect:` checks, what skill-creator's evals hold), None otherwise."""
     runs = runs_of(summary)
-    if not runs:
+    if not runs or not any(_expects(summary)):
         return None
     rs = run_summary(runs)
     parts = [
@@ -169,6 +170,15 @@ def figures_line(summary: Summary) -> str | None:
         if config != "delta"
     ]
     return f"skill-creator pass rate: {' · '.join(parts)} · delta {rs['delta']['pass_rate']}"
+
+
+def _expects(summary: Summary) -> list[bool]:
+    return [
+        c.name.startswith("expect: ")
+        for row in summary.rows
+        for arm in row.arms.values()
+        for c in arm.checks
+    ]
 
 
 def _text(name: str) -> str:
