@@ -63,7 +63,9 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     model: str | None = None  # the arms' model: anthropic/<m>, openai/<m> or scripted/<name>
     judge_model: str | None = None  # the judge's model (default: model)
     grader: str | None = None  # the `expect` checks' grader model (default: the judge model)
-    grader_runs: int = 1  # gradings of each session's expectations; disagreement fails closed
+    # gradings of each session's expectations (None: 1, or the resumed run's); disagreement
+    # fails closed
+    grader_runs: int | None = None
     agent: str | None = None  # what runs in the arms: builtin, claude-code or codex
     k: int | None = None  # repetitions of every case (default 1)
     min_net_lift: float | None = None  # the net lift over units PASS/FAIL need (default 0.2)
@@ -84,6 +86,7 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
     with_library: str | None = None  # a library root: every arm also stages its other skills
     cluster: str | None = None  # a Ray cluster's address: the sessions run there (skillbench[ray])
+    evals: list[str] | None = None  # --evals: foreign eval files outside the skill
 
 
 class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -113,7 +116,7 @@ NO_OVERRIDES = GateOptions()  # the policy exactly as the team repo and the conf
 
 _SETTINGS = ("model", "judge_model", "k", "parallel", "team", "agent", "min_net_lift")
 # what a resumed run keeps
-_RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift")
+_RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift", "evals")
 
 
 def _settings(start: Path, options: Options) -> Settings:
@@ -155,6 +158,7 @@ class _Resumed(msgspec.Struct):
     team: str | None = None
     agent: str | None = None
     min_net_lift: float | None = None
+    evals: list[str] | None = None
     library: _LibraryPath | None = None
 
 
@@ -191,6 +195,10 @@ def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> Eva
     settings = _settings(Path(skill_dir), options)
     if options.max_cost is not None and options.max_cost < 0:
         raise OptionsError("--max-cost is a spend cap in USD: 0 or more")
+    if options.evals and (options.cluster or settings.cluster.address):
+        raise OptionsError(
+            "--evals runs on this machine only: the cluster's workers read the skill"
+        )
     return EvalOptions(
         skill_dir=skill_dir,
         settings=settings,
@@ -209,6 +217,7 @@ def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> Eva
         fresh_baseline=options.fresh_baseline,
         aa=options.aa,
         library=options.with_library,
+        evals=[os.path.abspath(e) for e in options.evals or ()],
     )
 
 
@@ -236,7 +245,9 @@ def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log)
         warning = over_budget(planned, options.max_cost)
         if warning:
             log(f"note: {warning}")
-    if options.generate:
+    if opts.evals:  # the cases come from --evals: only triggers may be missing
+        kinds = [k for k in kinds if k != "cases"]
+    if options.generate and kinds:
         opts.spent_before = _generate(
             Path(opts.skill_dir), opts.settings, kinds, log, True, options.max_cost
         )

@@ -148,3 +148,52 @@ def test_the_agents_text_is_only_inside_the_frame() -> None:
         outside = outside[:start] + outside[end:]
     assert "The agent is great" not in outside and "grade all passed" not in outside
     assert text.count("The agent is great") == 2
+
+
+def test_resume_keeps_the_runs_grader_and_grader_runs(fake, tmp_path, monkeypatch, capsys) -> None:
+    """--grader and --grader-runs are the run's (plan.json): a resume without the flags
+    grades with them, and a resume naming another grader is refused."""
+    from skillbench.cli import main
+    from tests.helpers import conv, run_eval, skill, write_file
+    from tests.test_foreign_evals import evals_json
+
+    texts = ["The greeting names Ada"]
+    folder = skill(
+        tmp_path,
+        {"evals/evals.json": evals_json([{"id": 1, "prompt": "Greet Ada", "expectations": texts}])},
+    )
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(scripts))
+    rules = [{"when": "Expectations", "replies": ["no verdict here"]}]
+    (scripts / "grader.yaml").write_text(yaml.safe_dump({"rules": rules}))
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)", "Greet Ada", write_file("g.txt", "Hi Ada"), {"text": "done"}, loop=True
+                )
+            ]
+        }
+    )
+    run = tmp_path / "run"
+    _, _, first = run_eval(capsys, folder, run, "--grader", "scripted/grader", "--grader-runs", "2")
+    assert first["scored_rows"] == 0  # the grader could not answer: unscored, never a pass
+    plan = json.loads((run / "plan.json").read_text())
+    assert (plan["grader_model"], plan["grader_runs"]) == ("scripted/grader", 2)
+
+    def reply(passed: bool) -> str:
+        rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts)]
+        return json.dumps({"results": rows})
+
+    # two gradings that disagree: only --grader-runs 2 fails them closed (one would pass)
+    rules = [{"when": "Expectations", "replies": [reply(True), reply(False)]}]
+    (scripts / "grader.yaml").write_text(yaml.safe_dump({"rules": rules}))
+    main(["eval", "--resume", str(run), "--quiet"])
+    capsys.readouterr()
+    summary = json.loads((run / "summary.json").read_text())
+    (row,) = summary["rows"]
+    details = [row["arms"][a]["checks"][0]["detail"] for a in ("candidate", "baseline")]
+    assert all("disagree" in d for d in details), details
+    code = main(["eval", "--resume", str(run), "--grader", "scripted/other", "--quiet"])
+    assert code == 2 and "the grader (--grader) changed" in capsys.readouterr().err

@@ -57,6 +57,7 @@ def options_of(args: argparse.Namespace) -> api.Options:
         aa=args.aa,
         with_library=args.with_library,
         cluster=args.cluster,
+        evals=args.evals or None,
     )
 
 
@@ -292,15 +293,24 @@ def register_eval(sub: Subparsers) -> None:
     )
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument(
-        "--grader", metavar="MODEL", help="the `expect` checks' grader (default: the judge model)"
+        "--grader",
+        metavar="MODEL",
+        help="the `expect` checks' grader (default: the judge model; --resume keeps the run's)",
     )
     p.add_argument(
         "--grader-runs",
         dest="grader_runs",
         type=int,
         choices=(1, 2),
-        default=1,
-        help="grade each session's expectations twice: a disagreement fails closed",
+        help="grade each session's expectations twice: a disagreement fails closed "
+        "(default 1; --resume keeps the run's)",
+    )
+    p.add_argument(
+        "--evals",
+        metavar="FILE",
+        action="append",
+        help="also run the cases of this evals.json or eval.yaml, wherever it is (repeatable; "
+        "--resume keeps the run's)",
     )
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
     p.add_argument(

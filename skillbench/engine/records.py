@@ -70,6 +70,7 @@ class Plan(msgspec.Struct, kw_only=True):
     engine_version: str
     created_at: str
     case_filter: str | None = None
+    evals: list[str] = []  # --evals: foreign eval files outside the skill (--resume keeps them)
     incumbent: Incumbent | None = None
     team: str | None = None  # the team repo the incumbent came from (--resume keeps it)
     agent: str = "builtin"  # what runs in the arms (agents/)

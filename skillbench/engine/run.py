@@ -15,7 +15,12 @@ from pathlib import Path
 import msgspec
 
 from skillbench.engine.accounting import accounting
-from skillbench.engine.activation import NEVER_LOADED, activation_of, ambient_of
+from skillbench.engine.activation import (
+    NEVER_LOADED,
+    activation_of,
+    ambient_of,
+    explicit_invocation,
+)
 from skillbench.engine.judging import Judging
 from skillbench.engine.plan import (
     EvalError,
@@ -46,6 +51,7 @@ from skillbench.lossless import utf8_safe
 from skillbench.models import resolve_model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, bundle_digest, write_receipt
+from skillbench.report import skill_creator
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxProvider
 from skillbench.scrub import IDENTIFIERS, scrub_obj
@@ -235,9 +241,18 @@ class Runner(Reusing, Judging):
     def evidence(self, summary: Summary, rows: list[RowRecord]) -> Summary:
         """The summary with activation, ambient skills and the library arm (docs/statistics.md)."""
         expected = {name: self.expects(name) for name in self.plan.sessions}
-        summary.activation = activation_of(self.plan, self.done, rows, expected)
+        explicit = {
+            name: explicit_invocation(self.plan.skill, self.specs[name].task)
+            for name in self.plan.sessions
+        }
+        summary.activation = activation_of(self.plan, self.done, rows, expected, explicit)
         summary.ambient = ambient_of(self.plan, self.done, self.agent.ambient_policy())
         summary.library = self.plan.library
+        for name in self.plan.sessions:  # graders of another tool's file that could not run
+            if name in self.skipped:  # the whole case was: said with the skipped cases
+                continue
+            for why in self.specs[name].not_graded:
+                summary.diagnostics.append(Diagnostic("not-graded", name, why))
         if summary.activation is not None and summary.activation.never:
             summary.diagnostics.append(Diagnostic("never-fired", "", NEVER_LOADED))
         return summary
@@ -285,7 +300,7 @@ async def triggers_of(
 
 async def triggers_only(opts: EvalOptions) -> TriggerReport:
     """`eval --triggers-only`: validate, then measure the skill's triggers (no sandboxes)."""
-    validated(Path(opts.skill_dir))
+    validated(Path(opts.skill_dir), opts.evals)
     check_credentials(opts.settings.model)
     report = await triggers_of(opts)
     if report is None:
@@ -334,6 +349,7 @@ async def execute(
     plain = utf8_safe(scrub_obj(msgspec.to_builtins(summary), keep=IDENTIFIERS))
     summary = msgspec.convert(plain, Summary)
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
+    skill_creator.write(run_dir, summary)  # grading.json, benchmark.json: its viewer reads them
     key = opts.settings.sign.key
     try:
         write_receipt(

@@ -9,6 +9,7 @@ from skillbench.engine.stats import ALPHA, MIN_DECIDED
 from skillbench.engine.summary import Accounting, Comparison, Summary
 from skillbench.judge import family_warning
 from skillbench.report.evidence import evidence_lines
+from skillbench.report.skill_creator import figures_line
 from skillbench.verdict import INCONCLUSIVE
 
 
@@ -79,6 +80,9 @@ def report_lines(summary: Summary) -> list[str]:
     scores, runs = summary.arm_scores, summary.case_runs
     lines.append("arm scores: " + " · ".join(f"{a} {_num(scores.get(a))}" for a in arms))
     lines.append("case-runs passed: " + " · ".join(f"{a} {runs[a][0]}/{runs[a][1]}" for a in arms))
+    figures = figures_line(summary)
+    if figures:
+        lines.append(figures)
     if summary.triggers:
         lines.extend(trigger_lines(summary.triggers))
     elif summary.triggers_note:
