@@ -3,9 +3,11 @@ an interrupted skillbench is gone within seconds (docs/trust.md). A sweep: Ctrl-
 twice at random moments of a real eval (real podman, the fake model server).
 
 The red team saw Ctrl-C twice leave a workspace volume behind, or keep running 20 s later, in 2
-of 10 trials, and one normal run once leave its volume. On 2bba125 these sweeps (18 random
-trials, and runs beside three threads churning labelled volumes) found nothing left and every
-process gone within 10 s: they hold the line from here.
+of 10 trials, and one normal run once leave its volume. On 2bba125 the two-signal rule ran as
+event-loop callbacks, and importing the provider's SDK inside the run holds the loop for
+seconds: neither signal did anything meanwhile (12 random trials: one still running 10 s
+after its Ctrl-C, a second Ctrl-C taking 7 s). No leftover was reproduced, here or beside
+other runs' churn: the sweeps guard both.
 """
 
 from __future__ import annotations
@@ -156,3 +158,47 @@ def test_a_run_beside_other_runs_removes_everything_it_made(fake, tmp_path: Path
         stop.set()
         for t in threads:
             t.join(10)
+
+
+STOP_HELD = """
+import asyncio, sys, time
+from skillbench.engine.interrupt import Stop
+
+async def work():
+    print("held", flush=True)
+    time.sleep(30)  # synchronous work holding the loop (an SDK's import takes seconds)
+    await asyncio.sleep(30)
+
+stop = Stop(lambda signum: print("last words", signum, file=sys.stderr, flush=True))
+asyncio.run(stop.run(work()))
+"""
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+def test_a_second_signal_exits_while_the_loop_is_held(tmp_path: Path, signals: int) -> None:
+    """On 2bba125 the two-signal rule ran as loop callbacks, so while synchronous work held
+    the loop (importing the anthropic SDK inside the run takes seconds here) neither Ctrl-C
+    did anything: the run kept going. The second now exits at once; the first cancels as
+    soon as the loop is free."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STOP_HELD],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    for _ in range(signals):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+    sent = time.monotonic()
+    if signals == 1:  # the cancellation waits for the loop: still running, then cancelled
+        time.sleep(1.0)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    assert time.monotonic() - sent < 5, err
+    assert (proc.returncode, err) == (130, "last words 2\n")
