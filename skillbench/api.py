@@ -105,6 +105,7 @@ class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
     allow_endpoints: list[str] | None = None  # the model endpoints accepted (replaces default)
     require_cells: list[str] | None = None  # agent/model patterns that must each pass
     allow_neutral_cells: bool | None = None  # with require PASS: a NEUTRAL cell beside a PASS
+    allow_custom_ca: bool | None = None  # accept runs that trusted a non-system CA
     # where the policy, allowed_signers and undeletable receipts come from: a revision of the
     # team repo, or the merge base of HEAD with a base branch (GITHUB_BASE_REF in CI)
     policy_from: str | None = None

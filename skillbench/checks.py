@@ -100,6 +100,15 @@ TRANSCRIPT_ONLY = frozenset(
     }
 )
 SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
+NO_VERDICT = "exit 2 (no verdict)"  # a verifier's exit 2 (docs/formats.md), as its detail opens
+
+
+def no_verdict(check: CheckResult) -> bool:
+    """A verifier that exited 2: no trustworthy verdict. Whether that is the arm's failure or
+    the harness's is decided against the other arm (engine/rows.py: Margin's policy)."""
+    return check.infrastructure and check.detail.startswith(NO_VERDICT)
+
+
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl (optimizer_trace)
 # A grader's stdout as it stood when the grader exited: a process it left behind (the
 # candidate's program, run by the grader) cannot add to it afterwards.
@@ -132,9 +141,9 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
         tail, output = (done.stderr or done.stdout).strip()[-300:], _output(done)
         if done.timed_out:
             return CheckResult(name, False, f"timed out after {limit:g} s", output=output)
-        if done.exit_code == 2:  # the verifier could not judge: not the agent's failing
+        if done.exit_code == 2:  # the verifier could not judge: whose failing, rows decide
             return CheckResult(
-                name, False, f"exit 2 (no verdict): {tail}", infrastructure=True, output=output
+                name, False, f"{NO_VERDICT}: {tail}", infrastructure=True, output=output
             )
         detail = f"exit {done.exit_code}" + (f": {tail}" if done.exit_code and tail else "")
         return CheckResult(name, done.exit_code == 0, detail, output=output)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -84,6 +85,13 @@ async def provider(
 @pytest.fixture
 def spec() -> SandboxSpec:
     return SandboxSpec(image=IMAGE)
+
+
+@pytest.fixture(autouse=True)
+def in_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test runs in its own folder, as a user runs skillbench in their project: settings
+    come from the current folder and above it (docs/trust.md), never from this repository."""
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture(autouse=True)

@@ -97,6 +97,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         allow_endpoints=args.allow_endpoints,
         require_cells=args.require_cells,
         allow_neutral_cells=True if args.allow_neutral_cells else None,
+        allow_custom_ca=True if args.allow_custom_ca else None,
         policy_from=args.policy_from,
         base=args.base,
     )
@@ -230,8 +231,15 @@ def register_gate(sub: Subparsers) -> None:
         dest="allow_endpoints",
         action="append",
         metavar="URL",
-        help="accept models reached at this endpoint (repeatable; replaces the default, "
-        "the providers' own APIs)",
+        help="accept models reached at this endpoint or through this proxy (repeatable; "
+        "replaces the default, the providers' own APIs)",
+    )
+    p.add_argument(
+        "--allow-custom-ca",
+        dest="allow_custom_ca",
+        action="store_true",
+        help="accept runs whose model calls trusted a CA other than the system's "
+        "(SSL_CERT_FILE, SSL_CERT_DIR, ...)",
     )
     p.add_argument(
         "--require-cell",

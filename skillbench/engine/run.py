@@ -166,7 +166,10 @@ class Runner(Reusing, Judging):
 
     async def run(self) -> Summary:
         provider = make_provider()
-        judge_model = resolve_model(
+        # (off the loop: importing a provider's SDK takes seconds, and a Ctrl-C meanwhile
+        # would wait for it)
+        judge_model = await asyncio.to_thread(
+            resolve_model,
             self.plan.judge_model,
             max_retries=self.settings.max_retries,
             timeout=self.settings.request_timeout,

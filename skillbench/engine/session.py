@@ -14,7 +14,7 @@ from msgspec.structs import replace
 from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.agents.base import EarlyStart
 from skillbench.agents.builtin.loop import SkillInfo
-from skillbench.checks import CheckResult, run_checks
+from skillbench.checks import CheckResult, no_verdict, run_checks
 from skillbench.config import sandbox_spec
 from skillbench.egress import phase_proxy
 from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
@@ -294,8 +294,16 @@ class Sessions:
             for unit, listed in units.items()
         }
         record = await self.grade_expectations(checker, record, text, units, checks)
-        unjudged = [c for results in checks.values() for c in results if c.infrastructure]
-        if unjudged:  # a verifier that could not judge: the arm's rows go unscored
+        # a grader that could not judge (its model unreachable): the arm's rows go unscored. A
+        # verifier's exit 2 is no error of the session (a retry would give the agent a second
+        # try): the row decides whose failing it is, against the other arm (engine/rows.py)
+        unjudged = [
+            c
+            for results in checks.values()
+            for c in results
+            if c.infrastructure and not no_verdict(c)
+        ]
+        if unjudged:
             return replace(
                 record,
                 checks=checks,
