@@ -4,10 +4,14 @@ Its first instructions make Ctrl-C (and SIGTERM) end the process with one line a
 signal's exit code, 130 (143): importing the CLI takes a while, and a KeyboardInterrupt raised
 inside an import is a traceback. Once the CLI is loaded, Ctrl-C raises KeyboardInterrupt
 again, so each command's cleanup runs (and a run's two-signal rule, engine/interrupt.py, takes
-over); after it returns, the one line again, through the interpreter's shutdown."""
+over); after it returns, the process ends at once: an interrupted run has done its cleanup, and the
+interpreter's shutdown would wait on any worker thread still blocked in a call (a podman or
+provider request), which kept an interrupted skillbench alive for seconds after its line."""
 
+import contextlib
 import os
 import signal
+import sys
 
 _SAID: dict[int, bytes] = {
     signal.SIGINT: b"skillbench: interrupted\n",
@@ -35,12 +39,18 @@ def main() -> int:
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        return run()
+        code = run()
     except KeyboardInterrupt:  # before the CLI's own handling was in place
         os.write(2, _SAID[signal.SIGINT])
-        return 130
+        code = 130
     finally:
         _stop_at_once()
+    if code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

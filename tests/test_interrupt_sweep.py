@@ -50,12 +50,6 @@ def leftovers(pid: int) -> list[str]:
         ]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 38, LEAK1): in some trials the process prints its `interrupted` line "
-    "and then does not exit for over 10 s (a SIGABRT then gives no faulthandler dump: it is "
-    "in the interpreter's shutdown); seen on 2bba125 too",
-)
 def test_ctrl_c_at_random_moments_leaves_nothing_and_ends_at_once(fake, tmp_path: Path) -> None:
     folder = skill(
         tmp_path,
