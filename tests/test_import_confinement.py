@@ -36,9 +36,7 @@ def test_a_margin_cases_entry_with_dotdot_is_confined(tmp_path: Path, capsys) ->
     )
 
 
-def test_a_skill_optimizer_case_name_never_finds_a_solution_outside(
-    tmp_path: Path, capsys
-) -> None:
+def test_a_skill_optimizer_case_name_never_finds_a_solution_outside(tmp_path: Path, capsys) -> None:
     write(tmp_path / "private/sol", {"solution.sh": "echo the held-out answer key\n"})
     files = dict(OPTIMIZER)
     files["cases/limerick.yml"] = OPTIMIZER["cases/limerick.yml"].replace(
