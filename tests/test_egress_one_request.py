@@ -143,5 +143,7 @@ def test_bodies_are_forwarded_whole_and_smuggling_framings_refused(tmp_path: Pat
     assert both.startswith(b"HTTP/1.1 400") and folded.startswith(b"HTTP/1.1 400")
     assert b"internal.example" not in after_chunks
     assert [h for h, _ in seen] == [a.encode()] * 3
-    assert [e["allowed"] for e in entries] == [True, True, False, True, False]
-    assert entries[3]["refused_after"]["asked"] == "internal.example"
+    # (lines come in the order connections close: a kept-alive upstream closes late)
+    assert sorted(e["allowed"] for e in entries) == [False, False, True, True, True]
+    (after,) = [e["refused_after"] for e in entries if "refused_after" in e]
+    assert after["asked"] == "internal.example"
