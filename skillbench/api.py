@@ -700,4 +700,14 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     local = {} if rev else {k.replace("-", "_"): v for k, v in settings.gate.items()}
     given = {k: v for k, v in flags.items() if v is not None}
     policy = load_policy(team, {**local, **given}, rev)
-    return gated(skill_dir, team, policy, rev=rev)
+    result = gated(skill_dir, team, policy, rev=rev)
+    if rev is None:
+        note = (
+            "policy, allowed_signers and receipts read from the team repo's work tree; in CI "
+            "read them from the base branch (--base BRANCH, docs/ci.md)"
+        )
+    elif rev.implied:
+        note = f"policy, allowed_signers and receipts read from {rev.ref} ({rev.implied})"
+    else:
+        return result
+    return msgspec.structs.replace(result, note=note)

@@ -156,6 +156,7 @@ class GateResult(msgspec.Struct, frozen=True):
     cell: str | None = None  # agent/model of the receipt decided on
     verdict: str | None = None  # its verdict vs baseline, re-derived
     cells: list[GateResult] = []  # a gate over several cells: each cell's own decision
+    note: str | None = None  # what the trust anchors were read from, when no flag said
 
 
 def cell_of(r: Receipt) -> str:

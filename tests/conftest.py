@@ -96,9 +96,12 @@ def in_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def skillbench_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Receipts go to a per-test store, never to the real ~/.skillbench."""
+    """Receipts go to a per-test store, never to the real ~/.skillbench; the gate sees no
+    GitHub Actions run (a test that means one sets it), even when the suite runs in one."""
     home = tmp_path_factory.mktemp("skillbench-home")
     monkeypatch.setenv("SKILLBENCH_HOME", str(home))
+    for name in ("GITHUB_ACTIONS", "GITHUB_BASE_REF", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH"):
+        monkeypatch.delenv(name, raising=False)
     return home
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from skillbench.evals.model import Check
-from skillbench.grading import canary_text, grade, numbered
+from skillbench.grading import grade, numbered
 from skillbench.models import resolve_model
 
 ATTACK = (
@@ -20,12 +20,15 @@ ATTACK = (
 )
 
 
+CANARY = "(the canary).canary"  # its place in numbered() is fixed, whatever it names
+
+
 def script(tmp_path: Path, monkeypatch, verdicts: dict[str, bool]) -> str:
-    texts = [t for t in verdicts if not t.endswith(".canary")]
+    texts = [t for t in verdicts if t != CANARY]
     reply = {
         "results": [
             {"id": i, "passed": verdicts[t], "evidence": f"graded {t[:20]}"}
-            for i, t in numbered(texts)
+            for i, t in numbered(texts, CANARY)
         ]
     }
     rules = [{"when": "Expectations", "replies": [json.dumps(reply)]}]
@@ -37,7 +40,7 @@ def script(tmp_path: Path, monkeypatch, verdicts: dict[str, bool]) -> str:
 @pytest.mark.anyio
 async def test_agent_text_never_becomes_the_verdict(tmp_path, monkeypatch, provider, spec) -> None:
     texts = ["Uses visible labels above fields"]
-    ref = script(tmp_path, monkeypatch, {texts[0]: False, canary_text(texts): False})
+    ref = script(tmp_path, monkeypatch, {texts[0]: False, CANARY: False})
     box = await provider.create(spec)
     try:
         await box.write_file(f"{box.workdir}/notes.md", ATTACK)
@@ -55,7 +58,7 @@ async def test_a_grader_that_passes_the_canary_scores_nothing(
     tmp_path, monkeypatch, provider, spec
 ) -> None:
     texts = ["Uses visible labels above fields"]
-    ref = script(tmp_path, monkeypatch, {texts[0]: True, canary_text(texts): True})
+    ref = script(tmp_path, monkeypatch, {texts[0]: True, CANARY: True})
     box = await provider.create(spec)
     try:
         results, _ = await grade(
@@ -80,7 +83,7 @@ def test_the_candidate_meeting_the_expectation_wins_end_to_end(fake, tmp_path, c
     def verdict(passed: bool) -> str:
         results = [
             {"id": i, "passed": passed and t == texts[0], "evidence": "greeting.txt"}
-            for i, t in numbered(texts)
+            for i, t in numbered(texts, CANARY)
         ]
         return json.dumps({"results": results})
 
@@ -113,7 +116,7 @@ async def test_two_gradings_that_disagree_fail_closed(
     texts = ["Uses visible labels above fields"]
 
     def reply(passed: bool) -> str:
-        rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts)]
+        rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts, CANARY)]
         return json.dumps({"results": rows})
 
     rules = [{"when": "Expectations", "replies": [reply(True), reply(False)]}]
@@ -140,7 +143,7 @@ def test_the_agents_text_is_only_inside_the_frame() -> None:
     from skillbench.grading import prompt
 
     frame = Frame()
-    text = prompt(frame, "task", numbered(["real"]), ATTACK, ATTACK)
+    text = prompt(frame, "task", numbered(["real"], CANARY), ATTACK, ATTACK)
     outside = text
     for label in ("TRANSCRIPT", "FILES"):
         start = outside.index(f"<<<{label} {frame.nonce}")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 import msgspec
 
 from skillbench.engine.records import CANDIDATE, Plan, RowRecord, SessionRecord, session_key
-from skillbench.verdict import tally
+from skillbench.verdict import Outcome, tally
 
 FIRED_WHERE_NOT = "fired where it should not"
 NEVER_LOADED = "the skill never loaded: the verdict measures its absence"
@@ -75,7 +75,7 @@ def fired(skill: str, record: SessionRecord | None) -> bool:
 
 def misfire(
     skill: str, expected: bool, cand: SessionRecord | None, opp: SessionRecord | None
-) -> str | None:
+) -> Outcome | None:
     """On a case that says `expect_activation: false`, the row's outcome when exactly one arm
     loaded the skill (the one that did loses); None when that does not decide it."""
     if expected or cand is None or opp is None:

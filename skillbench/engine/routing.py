@@ -31,7 +31,7 @@ from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.sandbox.stage import ContaminationError, stage_arm
 from skillbench.skills import Skill
-from skillbench.transcript import TraceWriter
+from skillbench.transcript import TraceWriter, expand_loaded
 from skillbench.triggers import (
     CAPPED,
     Call,
@@ -126,7 +126,8 @@ class AgentRouter:
             if self.spend is not None and result.stop_reason == "budget":
                 self.spend.stopped = True
                 return Call(None, CAPPED, result.usage)
-        loaded = tuple(sorted(self.agent.invoked(trace.events)))
+        found = self.agent.invoked(trace.events)
+        loaded = tuple(sorted(expand_loaded(found, (s.name for s in library))))
         if result.errored and not loaded:  # a skill loaded before a failure still fired
             return Call(None, result.error, result.usage)
         return Call(loaded, None, result.usage)

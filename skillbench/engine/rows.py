@@ -11,7 +11,7 @@ from skillbench.engine.activation import FIRED_WHERE_NOT
 from skillbench.engine.records import CANDIDATE, ArmResult, RowRecord, SessionRecord, Unit
 from skillbench.engine.stats import sign_test
 from skillbench.engine.summary import Comparison
-from skillbench.verdict import MIN_NET_LIFT, UNSCORED, RowLike, tally, verdict_of
+from skillbench.verdict import MIN_NET_LIFT, UNSCORED, Outcome, RowLike, tally, verdict_of
 
 
 def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:
@@ -61,7 +61,7 @@ def row_by_checks(
     arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
     mine, theirs = arms[CANDIDATE], arms[opponent]
 
-    def row(outcome: str, decided_by: str, reason: str | None = None) -> RowRecord:
+    def row(outcome: Outcome, decided_by: str, reason: str | None = None) -> RowRecord:
         return RowRecord(
             case=unit.name,
             rep=rep,

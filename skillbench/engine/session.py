@@ -36,7 +36,7 @@ from skillbench.sandbox.stage import (
     start_checker,
 )
 from skillbench.skills import Skill, read_skill
-from skillbench.transcript import TraceWriter, Transcript
+from skillbench.transcript import TraceWriter, Transcript, expand_loaded
 
 if TYPE_CHECKING:  # (run.py builds the Runner on Sessions)
     from skillbench.engine.pool import Pool
@@ -237,7 +237,7 @@ class Sessions:
                     trace.close()
                 record = replace(
                     record,
-                    loaded=sorted(self.agent.invoked(trace.events)),
+                    loaded=sorted(expand_loaded(self.agent.invoked(trace.events), skills)),
                     ambient=list(session.ambient),
                     stop_reason=result.stop_reason,
                     turns=result.turns,

@@ -12,7 +12,7 @@ from skillbench.engine.records import ArmResult, Library
 from skillbench.engine.stats import Interval, Stats
 from skillbench.models import Endpoint
 from skillbench.sequential import Stop
-from skillbench.verdict import MIN_NET_LIFT, NONE, Votes
+from skillbench.verdict import MIN_NET_LIFT, NONE, Outcome, Votes
 
 
 class Comparison(msgspec.Struct):
@@ -67,7 +67,7 @@ class RowSummary(msgspec.Struct, omit_defaults=True):
     case: str
     rep: int
     opponent: str
-    outcome: str
+    outcome: Outcome
     decided_by: str
     arms: dict[str, ArmResult]
     reason: str | None = None  # why an unscored row measured nothing
