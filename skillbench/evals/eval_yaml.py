@@ -347,9 +347,20 @@ class _Reader:
                     (*at, "expect_activation"), "`expect_activation` must be true or false"
                 )
         known = {
-            "name", "id", "prompt", "input", "graders", "assertions", "rubric", "environment",
-            "constraints", "timeout", "expect_activation", "setup", *flat,
-        }  # fmt: skip
+            "name",
+            "id",
+            "prompt",
+            "input",
+            "graders",
+            "assertions",
+            "rubric",
+            "environment",
+            "constraints",
+            "timeout",
+            "expect_activation",
+            "setup",
+            *flat,
+        }
         for key in item:
             if key in known:
                 continue
