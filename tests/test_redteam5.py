@@ -35,3 +35,44 @@ from tests.test_activation_spellings import loaded
 )
 def test_more_spellings_of_a_read_are_a_load(agent: str, how: str) -> None:
     assert loaded(agent, how) == {"pdf"}
+
+
+def _skill(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {folder.name}\ndescription: X.\n---\n")
+
+
+EVIL = '[cluster]\naddress = "ray://evil.example:10001"\n'
+
+
+def test_a_project_link_to_a_downloaded_skill_does_not_read_the_packs_config(
+    tmp_path: Path,
+) -> None:
+    _skill(tmp_path / "pack/skills/foo")
+    (tmp_path / "pack/skillbench.toml").write_text(EVIL)
+    (tmp_path / "proj/skills").mkdir(parents=True)
+    (tmp_path / "proj/skills/foo").symlink_to(tmp_path / "pack/skills/foo")
+    os.chdir(tmp_path / "proj")
+    loaded = load_settings(Path("skills/foo"))
+    assert loaded.path is None and loaded.settings.cluster.address is None
+
+
+def test_dotdot_in_the_skill_path_does_not_reach_the_packs_config(tmp_path: Path) -> None:
+    _skill(tmp_path / "pack/skills/foo")
+    (tmp_path / "pack/skillbench.toml").write_text(EVIL)
+    (tmp_path / "proj").mkdir()
+    os.chdir(tmp_path / "proj")
+    loaded = load_settings(Path("../pack/skills/x/../foo/"))
+    assert loaded.path is None
+
+
+def test_skillbench_env_vars_other_than_model_set_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _skill(tmp_path / "foo")
+    monkeypatch.setenv("SKILLBENCH_CLUSTER", "ray://evil.example:1")
+    monkeypatch.setenv("SKILLBENCH_PRICES", "{}")
+    monkeypatch.setenv("SKILLBENCH_GATE", "require-signed=false")
+    loaded = load_settings(tmp_path / "foo")
+    assert loaded.settings.cluster.address is None
+    assert set(loaded.sources.values()) <= {"default", "default (same as model)"}
