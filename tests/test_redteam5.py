@@ -76,3 +76,33 @@ def test_skillbench_env_vars_other_than_model_set_nothing(
     loaded = load_settings(tmp_path / "foo")
     assert loaded.settings.cluster.address is None
     assert set(loaded.sources.values()) <= {"default", "default (same as model)"}
+
+
+@pytest.mark.parametrize(
+    "name", ["HEAD", "FETCH_HEAD", "origin/main^{}", "main~0", "@", "main@{0}", "main:", "refs/heads/../tags/x"]
+)
+def test_a_base_that_is_not_a_branch_is_refused(tmp_path: Path, capsys, name: str) -> None:
+    from skillbench.cli import main
+    from tests.test_gate_trusted_ref import attacked_clone
+
+    _, work = attacked_clone(tmp_path, capsys)
+    os.chdir(work)
+    capsys.readouterr()
+    code = main(["gate", "skills/greeter/v1", "--team", ".", "--base", name])
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    assert captured.err.startswith("skillbench: error: --base "), captured.err
+
+
+def test_a_branch_named_like_the_bases_commit_prefix_is_ambiguous(tmp_path: Path, capsys) -> None:
+    from skillbench.cli import main
+    from tests.test_receipt_trust import git
+    from tests.test_gate_trusted_ref import attacked_clone
+
+    origin, _ = attacked_clone(tmp_path, capsys)
+    tip = git(origin, "rev-parse", "refs/heads/main").strip()
+    git(origin, "branch", tip[:10], "pr")
+    capsys.readouterr()
+    code = main(["gate", str(origin / "skills/greeter/v1"), "--team", str(origin), "--base", tip[:10]])
+    assert code == 2
+    assert "is ambiguous" in capsys.readouterr().err
