@@ -106,3 +106,43 @@ def test_a_branch_named_like_the_bases_commit_prefix_is_ambiguous(tmp_path: Path
     code = main(["gate", str(origin / "skills/greeter/v1"), "--team", str(origin), "--base", tip[:10]])
     assert code == 2
     assert "is ambiguous" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        "GET http://{a}/ HTTP/1.0\r\nHost: internal.example\r\n\r\n",
+        "GET http://{a}/ HTTP/1.1\r\nHost: {a}\r\nHost: internal.example\r\n\r\n",
+        "GET http://{a}/ HTTP/1.1\r\nhost :internal.example\r\n\r\n",
+        "GET http://{a}@internal.example/ HTTP/1.1\r\nHost: {a}\r\n\r\n",
+        "GET http://internal.example#@{a}/ HTTP/1.1\r\nHost: {a}\r\n\r\n",
+        "POST http://{a}/ HTTP/1.1\r\nHost: {a}\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"
+        "0\r\n\r\nGET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+        "POST http://{a}/ HTTP/1.1\r\nHost: {a}\r\nTransfer-Encoding: xchunked\r\n\r\n"
+        "0\r\n\r\nGET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+        "POST http://{a}/ HTTP/1.1\r\nHost: {a}\r\nContent-Length: +0\r\n\r\n"
+        "GET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+        "POST http://{a}/ HTTP/1.1\r\nHost: {a}\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "0x0\r\n\r\nGET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+        "POST http://{a}/ HTTP/1.1\r\nHost: {a}\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "1\r\nAB\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+        "CONNECT {a} HTTP/1.1\r\nHost: {a}\r\n\r\nGET / HTTP/1.0\r\nHost: internal.example\r\n\r\n",
+        "CONNECT {a} HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nHost: {a}\r\nContent-Length: 37\r\n\r\n"
+        "GET / HTTP/1.1\r\nHost: internal.example\r\n\r\nGET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+        "GET http://{a}/ HTTP/1.1\r\nHost: {a}\r\n\r\nGET http://{a}/ HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+    ],
+)
+def test_egress_variants_never_reach_another_site(tmp_path: Path, request_: str) -> None:
+    from skillbench.egress import EgressProxy
+    from tests.test_egress_one_request import _talk, _vhost_server
+
+    up, port, seen = _vhost_server(honour_close=False)
+    a = f"127.0.0.1:{port}"
+    proxy = EgressProxy([a], tmp_path / "net.jsonl", "agent").start()
+    try:
+        out = _talk(proxy.port, request_.format(a=a).encode())
+    finally:
+        proxy.stop()
+        up.close()
+    assert b"site internal.example" not in out, out
+    assert all(h == a.encode() for h, _ in seen), seen
