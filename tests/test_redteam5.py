@@ -146,3 +146,72 @@ def test_egress_variants_never_reach_another_site(tmp_path: Path, request_: str)
         up.close()
     assert b"site internal.example" not in out, out
     assert all(h == a.encode() for h, _ in seen), seen
+
+
+def _sse(event: str, obj: dict) -> str:
+    import json
+
+    return f"event: {event}\ndata: {json.dumps(obj)}\n\n"
+
+
+@pytest.mark.parametrize(
+    ("wire", "model", "text"),
+    [
+        # Anthropic: cut after message_start (its usage is a first count, inside `message`),
+        # and a delta whose text spells a usage object and message_stop
+        (
+            "anthropic",
+            "anthropic/claude-sonnet-4-5",
+            _sse("message_start", {"type": "message_start", "message": {"usage": {
+                "input_tokens": 10, "output_tokens": 1}}})
+            + _sse("content_block_delta", {"type": "content_block_delta", "delta": {
+                "type": "text_delta",
+                "text": '\n\ndata: {"usage": {"input_tokens": 1, "output_tokens": 1}}\n\n'
+                "event: message_stop\n"}}),
+        ),
+        # Responses: created and in_progress carry `usage: null`
+        (
+            "openai",
+            "openai/gpt-5",
+            _sse("response.created", {"type": "response.created", "response": {"usage": None}})
+            + _sse("response.in_progress", {"response": {"usage": None}}),
+        ),
+        # Chat Completions with include_usage: every chunk but the last says `usage: null`
+        (
+            "openai",
+            "openai/gpt-5",
+            "data: "
+            + '{"choices": [{"index": 0, "delta": {"content": "hi"}}], "usage": null}\n\n',
+        ),
+    ],
+    ids=["anthropic-after-start", "responses-created", "chat-null-usage"],
+)
+def test_a_cut_stream_without_its_final_usage_is_billed_its_reservation(
+    wire: str, model: str, text: str
+) -> None:
+    from skillbench.broker_billing import bill
+    from skillbench.broker_wire import WIRES
+
+    billed = bill(WIRES[wire], text, model, 2.5, None, ran=True)
+    assert not billed.whole
+    assert billed.cost == 2.5
+
+
+def test_a_duplicated_output_cap_is_read_as_the_provider_reads_it() -> None:
+    import json as std_json
+
+    from skillbench.broker_limits import read_head
+
+    body = b'{"model": "m", "max_tokens": 1, "max_tokens": 64000}'
+    assert read_head(body).max_output == std_json.loads(body)["max_tokens"] == 64000
+
+
+def test_a_4xx_is_not_billed_as_run_and_a_2xx_or_a_dropped_answer_is() -> None:
+    import httpx
+
+    from skillbench.broker_billing import may_have_run
+
+    assert not may_have_run(400, None) and not may_have_run(429, None)
+    assert may_have_run(200, None) and may_have_run(None, httpx.ReadTimeout("t"))
+    assert may_have_run(None, httpx.RemoteProtocolError("cut"))
+    assert not may_have_run(None, httpx.ConnectError("no"))
