@@ -215,3 +215,17 @@ def test_a_4xx_is_not_billed_as_run_and_a_2xx_or_a_dropped_answer_is() -> None:
     assert may_have_run(200, None) and may_have_run(None, httpx.ReadTimeout("t"))
     assert may_have_run(None, httpx.RemoteProtocolError("cut"))
     assert not may_have_run(None, httpx.ConnectError("no"))
+
+
+def test_the_canary_is_fresh_per_call_and_not_derived_from_the_expectations() -> None:
+    from skillbench.grading import canary_text, numbered
+
+    texts = ["The report exists", "The report has a title"]
+    canaries = {canary_text() for _ in range(50)}
+    assert len(canaries) == 50
+    for canary in canaries:
+        assert canary.startswith("The workspace contains a file named ")
+        assert canary.endswith(".canary") and len(canary.split()[-1]) == 24 + len(".canary")
+    # its position is fixed by the expectations alone (scripted graders), its name is not
+    place = {[t for _, t in numbered(texts, c)].index(c) for c in canaries}
+    assert len(place) == 1
