@@ -79,7 +79,17 @@ def test_skillbench_env_vars_other_than_model_set_nothing(
 
 
 @pytest.mark.parametrize(
-    "name", ["HEAD", "FETCH_HEAD", "origin/main^{}", "main~0", "@", "main@{0}", "main:", "refs/heads/../tags/x"]
+    "name",
+    [
+        "HEAD",
+        "FETCH_HEAD",
+        "origin/main^{}",
+        "main~0",
+        "@",
+        "main@{0}",
+        "main:",
+        "refs/heads/../tags/x",
+    ],
 )
 def test_a_base_that_is_not_a_branch_is_refused(tmp_path: Path, capsys, name: str) -> None:
     from skillbench.cli import main
@@ -96,14 +106,16 @@ def test_a_base_that_is_not_a_branch_is_refused(tmp_path: Path, capsys, name: st
 
 def test_a_branch_named_like_the_bases_commit_prefix_is_ambiguous(tmp_path: Path, capsys) -> None:
     from skillbench.cli import main
-    from tests.test_receipt_trust import git
     from tests.test_gate_trusted_ref import attacked_clone
+    from tests.test_receipt_trust import git
 
     origin, _ = attacked_clone(tmp_path, capsys)
     tip = git(origin, "rev-parse", "refs/heads/main").strip()
     git(origin, "branch", tip[:10], "pr")
     capsys.readouterr()
-    code = main(["gate", str(origin / "skills/greeter/v1"), "--team", str(origin), "--base", tip[:10]])
+    code = main(
+        ["gate", str(origin / "skills/greeter/v1"), "--team", str(origin), "--base", tip[:10]]
+    )
     assert code == 2
     assert "is ambiguous" in capsys.readouterr().err
 
@@ -162,12 +174,24 @@ def _sse(event: str, obj: dict) -> str:
         (
             "anthropic",
             "anthropic/claude-sonnet-4-5",
-            _sse("message_start", {"type": "message_start", "message": {"usage": {
-                "input_tokens": 10, "output_tokens": 1}}})
-            + _sse("content_block_delta", {"type": "content_block_delta", "delta": {
-                "type": "text_delta",
-                "text": '\n\ndata: {"usage": {"input_tokens": 1, "output_tokens": 1}}\n\n'
-                "event: message_stop\n"}}),
+            _sse(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {"usage": {"input_tokens": 10, "output_tokens": 1}},
+                },
+            )
+            + _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "delta": {
+                        "type": "text_delta",
+                        "text": '\n\ndata: {"usage": {"input_tokens": 1, "output_tokens": 1}}\n\n'
+                        "event: message_stop\n",
+                    },
+                },
+            ),
         ),
         # Responses: created and in_progress carry `usage: null`
         (
@@ -180,8 +204,7 @@ def _sse(event: str, obj: dict) -> str:
         (
             "openai",
             "openai/gpt-5",
-            "data: "
-            + '{"choices": [{"index": 0, "delta": {"content": "hi"}}], "usage": null}\n\n',
+            "data: " + '{"choices": [{"index": 0, "delta": {"content": "hi"}}], "usage": null}\n\n',
         ),
     ],
     ids=["anthropic-after-start", "responses-created", "chat-null-usage"],

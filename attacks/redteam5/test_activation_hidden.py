@@ -33,8 +33,19 @@ from tests.test_activation_spellings import loaded
         "cat {home}/pd\\\nf/SKILL.md",  # a line continuation inside the word
     ],
     ids=[
-        "dotdot", "cd-dotdot", "brace", "ansi-c", "glob-home", "xargs", "echo-sh",
-        "cat-echo-subst", "printf-subst", "cd-ddash", "cd-P", "var-default", "line-cont",
+        "dotdot",
+        "cd-dotdot",
+        "brace",
+        "ansi-c",
+        "glob-home",
+        "xargs",
+        "echo-sh",
+        "cat-echo-subst",
+        "printf-subst",
+        "cd-ddash",
+        "cd-P",
+        "var-default",
+        "line-cont",
     ],
 )
 def test_shell_spelling_hides_a_read(agent: str, how: str) -> None:

@@ -40,6 +40,8 @@ def test_a_librarys_config_is_read_when_run_inside_it(tmp_path: Path, name: str)
 
 def test_a_published_skills_versions_folder_config_is_read_inside_it(tmp_path: Path) -> None:
     _skill(tmp_path / "team/skills/greeter/v1")
-    (tmp_path / "team/skills/greeter/skillbench.toml").write_text("[gate]\nrequire-signed = false\n")
+    (tmp_path / "team/skills/greeter/skillbench.toml").write_text(
+        "[gate]\nrequire-signed = false\n"
+    )
     os.chdir(tmp_path / "team/skills/greeter")
     assert load_settings(Path(".")).path is None

@@ -41,7 +41,8 @@ def test_a_leading_crlf_in_a_tunnel_skips_the_host_check(tmp_path: Path) -> None
     try:
         _talk(
             proxy.port,
-            f"CONNECT {a} HTTP/1.1\r\n\r\n\r\nGET /secret HTTP/1.1\r\nHost: internal.example\r\n\r\n".encode(),
+            f"CONNECT {a} HTTP/1.1\r\n\r\n\r\nGET /secret HTTP/1.1\r\n"
+            "Host: internal.example\r\n\r\n".encode(),
         )
     finally:
         proxy.stop()
@@ -50,7 +51,7 @@ def test_a_leading_crlf_in_a_tunnel_skips_the_host_check(tmp_path: Path) -> None
 
 
 def test_a_request_line_split_over_segments_skips_the_host_check(tmp_path: Path) -> None:
-    up, port, seen = _vhost_server(honour_close=False)
+    up, port, _ = _vhost_server(honour_close=False)
     proxy = _proxy(tmp_path, port)
     a = f"127.0.0.1:{port}"
     try:

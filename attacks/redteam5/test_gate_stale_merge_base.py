@@ -4,6 +4,11 @@ and never merged since is gated on the old allowed_signers and receipts: a recei
 the revoked key passes, though the PR would merge into a main that no longer trusts it.
 (anchors.trusted_revision; docs/trust.md "Trust anchors", docs/ci.md.)
 
+Mitigated in GitHub Actions' default pull_request checkout (HEAD is the merge commit with the
+base tip, so the merge base is the tip); open for `--base` locally (the pre-push hook), for a
+workflow that checks out the PR head (`ref: ${{ github.head_ref }}`, pull_request_target), and
+in other CI systems, where docs/ci.md says to pass `--base origin/<target>`.
+
 Run: PYTHONPATH=. .venv/bin/pytest attacks/redteam5/test_gate_stale_merge_base.py
 Expected: 1 and the FAIL refusal. Observed: 0, "gate passed: greeter: PASS (run run-3 ...)".
 """
