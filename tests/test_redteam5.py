@@ -252,3 +252,50 @@ def test_the_canary_is_fresh_per_call_and_not_derived_from_the_expectations() ->
     # its position is fixed by the expectations alone (scripted graders), its name is not
     place = {[t for _, t in numbered(texts, c)].index(c) for c in canaries}
     assert len(place) == 1
+
+
+def test_the_call_cap_refuses_a_third_whole_call(tmp_path: Path) -> None:
+    """The control for attacks/redteam5/test_broker_cap_hangup.py: calls read to their end
+    count against max_requests."""
+    import json
+    import socket
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from skillbench.broker import Broker
+    from tests.test_broker_billing_attacks import _Generating
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Generating,), {"generated": []}))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    broker = Broker(
+        upstream=f"http://127.0.0.1:{server.server_port}",
+        api_key="sk-real",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+        budget=50.0,
+        max_requests=2,
+    ).start()
+    body = json.dumps(
+        {"model": "claude-sonnet-4-6", "max_tokens": 800, "stream": True, "messages": []}
+    ).encode()
+    answers = []
+    try:
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+                s.sendall(
+                    broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n"
+                    b"content-type: application/json\r\nx-api-key: p\r\n"
+                    + f"content-length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                seen = b""
+                while more := s.recv(65536):
+                    seen += more
+                answers.append(seen)
+    finally:
+        broker.stop()
+        server.shutdown()
+        server.server_close()
+    assert b"message_stop" in answers[0] and b"message_stop" in answers[1]
+    assert b"cap of 2 model calls is reached" in answers[2]
