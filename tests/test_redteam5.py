@@ -299,3 +299,35 @@ def test_the_call_cap_refuses_a_third_whole_call(tmp_path: Path) -> None:
         server.server_close()
     assert b"message_stop" in answers[0] and b"message_stop" in answers[1]
     assert b"cap of 2 model calls is reached" in answers[2]
+
+
+def test_a_downloaded_library_run_from_elsewhere_supplies_no_settings(tmp_path: Path) -> None:
+    _skill(tmp_path / "dl/lib/foo")
+    _skill(tmp_path / "dl/lib/bar")
+    (tmp_path / "dl/lib/skillbench.toml").write_text(EVIL)
+    (tmp_path / "dl/pyproject.toml").write_text(f"[tool.skillbench]\n{EVIL}")
+    (tmp_path / "proj").mkdir()
+    os.chdir(tmp_path / "proj")
+    for start in ("../dl/lib", "../dl/lib/foo/.."):
+        loaded = load_settings(Path(start))
+        assert loaded.path is None and loaded.settings.cluster.address is None
+
+
+def test_h2_prior_knowledge_in_a_tunnel_is_cut_after_its_preface(tmp_path: Path) -> None:
+    from skillbench.egress import EgressProxy
+    from tests.test_egress_one_request import _talk, _vhost_server
+
+    up, port, seen = _vhost_server(honour_close=False)
+    a = f"127.0.0.1:{port}"
+    proxy = EgressProxy([a], tmp_path / "net.jsonl", "agent").start()
+    try:
+        _talk(
+            proxy.port,
+            f"CONNECT {a} HTTP/1.1\r\n\r\nPRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".encode()
+            + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # a SETTINGS frame, then anything
+            + b"GET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+        )
+    finally:
+        proxy.stop()
+        up.close()
+    assert all(h != b"internal.example" for h, _ in seen), seen
