@@ -331,3 +331,50 @@ def test_h2_prior_knowledge_in_a_tunnel_is_cut_after_its_preface(tmp_path: Path)
         proxy.stop()
         up.close()
     assert all(h != b"internal.example" for h, _ in seen), seen
+
+
+def test_a_close_delimited_answer_cut_before_its_usage_is_billed_its_reservation(
+    tmp_path: Path,
+) -> None:
+    """An HTTP/1.0 upstream answers without a Content-Length and closes mid-body: nothing
+    tells the broker the body was cut but the missing usage, which bills the reservation."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from skillbench.broker import Broker
+    from tests.test_broker_attacks import post_as_relay
+
+    class Cut(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"id": "m", "type": "message", "content": [{"type": "text", ')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Cut)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    broker = Broker(
+        upstream=f"http://127.0.0.1:{server.server_port}",
+        api_key="sk-real",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+        budget=5.0,
+    ).start()
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 4000, "messages": []}
+    try:
+        post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
+    finally:
+        broker.stop()
+        server.shutdown()
+        server.server_close()
+    (row,) = [json.loads(x) for x in (tmp_path / "x.jsonl").read_text().splitlines()]
+    assert "reservation" in row["billed"]
+    assert broker.ledger.spent > 0.05  # 4000 output tokens at $15/Mtok
