@@ -33,7 +33,7 @@ from typing import IO, Any
 
 import httpx
 
-from skillbench.broker_limits import BODY_CAP, Head, Ledger, Refused, read_body, read_head
+from skillbench.broker_limits import BODY_CAP, Head, Ledger, Refused, read_body
 from skillbench.broker_wire import WIRES, Route, route, server_tool_calls, upstream_url
 from skillbench.ledger import RunLedger
 from skillbench.models import parse_model
@@ -55,6 +55,7 @@ _DROP = {
     "transfer-encoding",
     "keep-alive",
     "x-api-key",
+    "x-goog-api-key",
     "authorization",
     "accept-encoding",
     "proxy-authorization",
@@ -300,7 +301,7 @@ class Broker:
             raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
         endpoint = route(self.wire, h.path)
         call.body = read_body(h.rfile, h.headers, self.body_cap)
-        head = read_head(call.body)
+        head = self.wire.head(call.body, endpoint.model)
         priced_as = self.models.get(head.model)
         if priced_as is None:
             raise Refused(

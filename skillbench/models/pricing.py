@@ -40,6 +40,13 @@ BUILTIN: dict[str, Price] = {
     "openai/gpt-4o": Price(2.5, 10.0, 1.25),
     "openai/gpt-5-mini": Price(0.25, 2.0, 0.025),
     "openai/gpt-5": Price(1.25, 10.0, 0.125),
+    # Gemini API, standard tier, prompts up to 200k tokens (longer ones are billed at about
+    # twice this); output includes thinking tokens; implicit caching has no write premium
+    "google/gemini-3-pro": Price(2.0, 12.0, 0.2, 2.0),
+    "google/gemini-3-flash": Price(0.5, 3.0, 0.05, 0.5),
+    "google/gemini-2.5-pro": Price(1.25, 10.0, 0.125, 1.25),
+    "google/gemini-2.5-flash-lite": Price(0.1, 0.4, 0.01, 0.1),
+    "google/gemini-2.5-flash": Price(0.3, 2.5, 0.03, 0.3),
     "scripted/": Price(0.0, 0.0, 0.0, 0.0),
 }
 
