@@ -178,8 +178,8 @@ def register_eval(sub: Subparsers) -> None:
     p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
     p.add_argument(
         "--agent",
-        help="what runs in the arms: builtin (default), claude-code, codex or "
-        "opencode (the real CLI in the sandbox)",
+        help="what runs in the arms: builtin (default), claude-code, codex, opencode or "
+        "gemini-cli (the real CLI in the sandbox)",
     )
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument(
