@@ -106,8 +106,9 @@ def test_a_tool_result_with_a_line_separator_stays_in_the_transcript(
         {"evals/cases/o.yaml": "task: Task omit\nchecks:\n  - file_exists: nothing\n"},
         config=f'agent = "{agent}"\n',
     )
-    # U+2028, then the token, spelled so that the command itself does not contain it
-    command = r"printf '\342\200\250LEAKED-%s\n' TOKEN"
+    # U+2028 inside a line (Gemini CLI trims a result's ends, U+2028 too), then the token,
+    # spelled so that the command itself does not contain it
+    command = r"printf 'x\342\200\250LEAKED-%s\n' TOKEN"
     step = {"tool_calls": [{BASH[agent]: {ARG[agent]: command}}]}
     fake({"conversations": [conv("(?s)", "Task omit", step, {"text": "done"})]})
     run_eval(capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent])
@@ -116,4 +117,4 @@ def test_a_tool_result_with_a_line_separator_stays_in_the_transcript(
     calls = [e["arguments"] for e in events if e["type"] == "tool_call"]
     assert [c.get("command") for c in calls] == [command], events
     results = [e for e in events if e["type"] == "tool_result"]
-    assert [e["text"].rstrip("\n") for e in results] == ["\u2028LEAKED-TOKEN"], results
+    assert [e["text"].rstrip("\n") for e in results] == ["x\u2028LEAKED-TOKEN"], results
