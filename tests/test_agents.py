@@ -226,7 +226,7 @@ def test_a_cli_agent_holds_only_a_placeholder_and_reaches_only_its_broker(
 )
 # OpenCode is not here yet: it retries a cut stream itself, then ends its turn as if done, and
 # the broker does not yet tell that from an answer (an open item of issue 34)
-@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli"])
 def test_a_provider_outage_or_a_cut_stream_is_an_infrastructure_error(
     agent: str, fault: dict[str, Any], fake, tmp_path: Path, capsys
 ) -> None:

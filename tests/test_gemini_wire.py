@@ -321,3 +321,112 @@ def test_an_oversized_output_cap_cannot_outspend_the_budget(hosts: Hosts, tmp_pa
     assert [a.status_code for a in answers] == [400, 400, 200]
     assert all("--max-cost" in a.json()["error"]["message"] for a in answers[:2])
     assert len(hosts.seen) == 1 and broker.exhausted
+
+
+# Runs inside a real gemini-cli sandbox as the agent's shell step: raw HTTP/1.1 to the relay,
+# so nothing normalises the request target on the way; prints {attack: status}.
+ATTACKER = r"""
+import json, socket
+PORT, MARK, MODEL = 8380, "gemini-wire-9c1", "gemini-2.5-pro"
+
+def body(**extra):
+    user = {"role": "user", "parts": [{"text": MARK}]}
+    return json.dumps({"contents": [user], **extra}).encode()
+
+def send(target, data):
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+    head = "POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n" % target
+    head += "x-goog-api-key: placeholder\r\ncontent-length: %d\r\n\r\n" % len(data)
+    s.sendall(head.encode() + data)
+    line = s.makefile("rb").readline()
+    s.close()
+    parts = line.split()
+    return int(parts[1]) if len(parts) > 1 else "eof"
+
+M = "/v1beta/models/"
+out = {
+    "allowed": send(M + MODEL + ":streamGenerateContent?alt=sse", body()),
+    "other_model": send(M + "gemini-3-pro:streamGenerateContent?alt=sse", body()),
+    "encoded_slash": send(M + MODEL + "%2F..%2Fgemini-3-pro:generateContent", body()),
+    "dotdot": send(M + MODEL + "/../gemini-3-pro:generateContent", body()),
+    "second_verb": send(M + MODEL + ":generateContent:batchGenerateContent", body()),
+    "query_key": send(M + MODEL + ":streamGenerateContent?alt=sse&key=x", body()),
+    "key_only": send(M + MODEL + ":generateContent?key=x", body()),
+    "files": send("/upload/v1beta/files", body()),
+    "cached": send("/v1beta/cachedContents", body()),
+    "two_candidates": send(M + MODEL + ":generateContent", body(generationConfig={"candidateCount": 2})),
+    "search": send(M + MODEL + ":generateContent", body(tools=[{"googleSearch": {}}])),
+    "body_model": send(M + MODEL + ":generateContent", body(model="models/gemini-3-pro")),
+}
+print("ATTACKS " + json.dumps(out, sort_keys=True))
+"""
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_from_a_gemini_cli_sandbox_only_the_wires_own_calls_reach_the_provider(
+    hosts: Hosts, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import base64
+
+    from tests.helpers import conv, run_eval, skill
+
+    # (Gemini CLI refuses a command substitution: the script goes in encoded)
+    encoded = base64.b64encode(ATTACKER.encode()).decode()
+    step = {
+        "tool_calls": [
+            {"run_shell_command": {"command": f"echo {encoded} | base64 -d | python3 -"}}
+        ]
+    }
+    script = {
+        "rules": [{"when": MARK, "replies": ["ok"]}],
+        "conversations": [conv("(?s)", "Create hello.txt", step, {"text": "done"})],
+    }
+    fake = FakeModelServer(parse_script(script)).start()
+    hosts.upstream.RequestHandlerClass.forward_to = fake.url  # type: ignore[attr-defined]
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", hosts.url)
+    monkeypatch.setenv("GEMINI_API_KEY", REAL_KEY)
+    folder = skill(
+        tmp_path,
+        {"evals/cases/hello.yaml": "task: Create hello.txt\nchecks: [{file_exists: hello.txt}]\n"},
+        config='agent = "gemini-cli"\n',
+    )
+    try:
+        run_eval(
+            capsys,
+            folder,
+            tmp_path / "run",
+            "--execution-only",
+            "--model",
+            f"google/{MODEL}",
+            "--case",
+            "hello",
+        )
+    finally:
+        fake.stop()
+    events = [
+        json.loads(x)
+        for x in (tmp_path / "run/transcripts/hello.baseline.1.jsonl").read_text().splitlines()
+    ]
+    said = "\n".join(e["text"] for e in events if e["type"] == "tool_result")
+    line = next(x for x in said.splitlines() if x.startswith("ATTACKS "))
+    attacks = json.loads(line.removeprefix("ATTACKS "))
+    assert attacks.pop("allowed") == 200
+    assert {name: status in (400, 404) for name, status in attacks.items()} == dict.fromkeys(
+        attacks, True
+    ), attacks
+    # the provider saw the CLI's own calls and the one allowed call, with the real key in its
+    # header, on the run's model, never a ?key=
+    assert hosts.seen and {s["path"] for s in hosts.seen} == {STREAM}
+    assert {
+        {k.lower(): v for k, v in s["headers"].items()}["x-goog-api-key"] for s in hosts.seen
+    } == {REAL_KEY}
+    assert sum(MARK.encode() in s["body"] for s in hosts.seen) == 2  # one per arm
+    assert {(r.api_key, r.query_key) for r in fake.log()} == {(REAL_KEY, "")}
+    leaked = [
+        p
+        for p in (tmp_path / "run").rglob("*")
+        if p.is_file() and REAL_KEY.encode() in p.read_bytes()
+    ]
+    assert leaked == []

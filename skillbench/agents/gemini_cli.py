@@ -56,12 +56,19 @@ _LISTED = re.compile(r"<skill>\s*<name>([^<]+)</name>.*?<location>([^<]*)</locat
 WRAPPER = f'#!/bin/sh\nexec /usr/local/bin/node {LIB}/bundle/gemini.js "$@"\n'
 
 
-def settings(keep_ambient: bool, routing: bool, servers: tuple[McpServer, ...]) -> str:
-    """~/.gemini/settings.json: API-key auth, nothing fetched or reported on its own, its
-    own skills off, the case's MCP servers; a routing session has only `activate_skill`."""
+def settings(
+    keep_ambient: bool, routing: bool, servers: tuple[McpServer, ...], retries: int
+) -> str:
+    """~/.gemini/settings.json: API-key auth, the CLI's own retries of a failed model call
+    (its attempts, at most 10), nothing fetched or reported on its own, its own skills off,
+    the case's MCP servers; a routing session has only `activate_skill`."""
     body: dict[str, Any] = {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "general": {
+            "enableAutoUpdate": False,
+            "enableAutoUpdateNotification": False,
+            "maxAttempts": max(1, min(10, retries + 1)),
+        },
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "mcpServers": mcp_entries(servers),
@@ -158,7 +165,8 @@ class _Session(BrokeredSession):
         r = self.request
         keep = self.agent.keep_ambient
         await sandbox.write_file(
-            f"{CONFIG_DIR}/settings.json", settings(keep, r.routing, r.mcp_servers)
+            f"{CONFIG_DIR}/settings.json",
+            settings(keep, r.routing, r.mcp_servers, self.agent.max_retries),
         )
         await sandbox.write_file(f"{CONFIG_DIR}/GEMINI.md", unattended_note(self.workdir) + "\n")
 
