@@ -4,8 +4,9 @@
 # the real agent CLI in both arms), and measure triggers across the library both ways (the
 # catalog call, and the real agent CLI routing each prompt itself: Claude Code, or Codex for
 # an OpenAI model), then run one round of tuning a skill's description (chosen on validation,
-# reported on test). With ANTHROPIC_API_KEY or OPENAI_API_KEY set it uses that provider;
-# without, the scripted demo driver (offline).
+# reported on test), and end with the whole library as a matrix of the builtin agent and
+# that CLI. With ANTHROPIC_API_KEY or OPENAI_API_KEY set it uses that provider; without, the
+# scripted demo driver (offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SB=.venv/bin/skillbench
@@ -62,7 +63,16 @@ echo
 echo "== skillbench tune skills/skill-eval-author --method catalog --rounds 1 --runs 1"
 "$SB" tune skills/skill-eval-author --model "$model" --method catalog --rounds 1 --runs 1 \
   --out "$out/tune"
+# the library as a matrix: every skill in the builtin agent and in the real agent CLI, each
+# cell a paired eval of its own, all cells in one plan, one --parallel pool and one ledger
+echo
+echo "== skillbench eval skills/ --agent builtin,$agent"
+status=0
+"$SB" eval skills/ --agent "builtin,$agent" --model "$model" --out "$out/matrix" --no-gen \
+  --execution-only || status=$?
+case "$status" in 0 | 1 | 3) ;; *) exit "$status" ;; esac
 echo
 echo "demo: done; each eval's transcripts, journal, summary, receipt and report.html are in"
-echo "$out/<skill>. Read one in a browser (skillbench view $out/diff-review serves it):"
+echo "$out/<skill>, and each matrix cell's in $out/matrix/cells/<cell>. Read one in a browser"
+echo "(skillbench view $out/diff-review serves it):"
 echo "$out/diff-review/report.html"

@@ -15,8 +15,11 @@ if TYPE_CHECKING:
         GateOptions,
         Options,
         estimate,
+        estimate_set,
         evaluate,
         evaluate_async,
+        evaluate_set,
+        evaluate_set_async,
         evaluate_triggers,
         evaluate_triggers_async,
         gate,
@@ -31,11 +34,13 @@ if TYPE_CHECKING:
     from skillbench.engine.run import EvalResult
     from skillbench.engine.summary import Summary
     from skillbench.errors import SkillbenchError
+    from skillbench.setrun import CellResult, SetResult
 
 _API = {
     "GateOptions": "skillbench.api",
     "Options": "skillbench.api",
     "estimate": "skillbench.api",
+    "estimate_set": "skillbench.api",
     "evaluate": "skillbench.api",
     "evaluate_triggers": "skillbench.api",
     "gate": "skillbench.api",
@@ -43,6 +48,10 @@ _API = {
     "measure_triggers": "skillbench.api",
     "run_oracles": "skillbench.api",
     "evaluate_async": "skillbench.api",
+    "evaluate_set": "skillbench.api",
+    "evaluate_set_async": "skillbench.api",
+    "CellResult": "skillbench.setrun",
+    "SetResult": "skillbench.setrun",
     "evaluate_triggers_async": "skillbench.api",
     "measure_triggers_async": "skillbench.api",
     "run_oracles_async": "skillbench.api",
@@ -53,15 +62,20 @@ _API = {
     "SkillbenchError": "skillbench.errors",
 }
 __all__ = [
+    "CellResult",
     "EvalResult",
     "GateOptions",
     "Options",
+    "SetResult",
     "SkillbenchError",
     "Summary",
     "__version__",
     "estimate",
+    "estimate_set",
     "evaluate",
     "evaluate_async",
+    "evaluate_set",
+    "evaluate_set_async",
     "evaluate_triggers",
     "evaluate_triggers_async",
     "gate",

@@ -1,3 +1,57 @@
-from skillbench.cli import main
+"""The `skillbench` command: the console script and `python -m skillbench` (docs/trust.md).
 
-raise SystemExit(main())
+Its first instructions make Ctrl-C (and SIGTERM) end the process with one line and the
+signal's exit code, 130 (143): importing the CLI takes a while, and a KeyboardInterrupt raised
+inside an import is a traceback. Once the CLI is loaded, Ctrl-C raises KeyboardInterrupt
+again, so each command's cleanup runs (and a run's two-signal rule, engine/interrupt.py, takes
+over); after it returns, the process ends at once: an interrupted run has done its cleanup, and the
+interpreter's shutdown would wait on any worker thread still blocked in a call (a podman or
+provider request), which kept an interrupted skillbench alive for seconds after its line."""
+
+import contextlib
+import os
+import signal
+import sys
+
+_SAID: dict[int, bytes] = {
+    signal.SIGINT: b"skillbench: interrupted\n",
+    signal.SIGTERM: b"skillbench: terminated\n",
+}
+
+
+def _at_once(signum: int, _frame: object) -> None:
+    os.write(2, _SAID[signum])
+    os._exit(128 + signum)  # nothing has started that needs undoing
+
+
+def _stop_at_once() -> None:
+    for signum in _SAID:
+        signal.signal(signum, _at_once)
+
+
+_stop_at_once()
+
+
+def main() -> int:
+    """Entry point of the `skillbench` console script."""
+    from skillbench.cli import main as run
+
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        code = run()
+    except KeyboardInterrupt:  # before the CLI's own handling was in place
+        os.write(2, _SAID[signal.SIGINT])
+        code = 130
+    finally:
+        _stop_at_once()
+    if code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from skillbench.gating import GateResult
     from skillbench.report.run_folder import RunFolder
     from skillbench.report.set_folder import SetFolder
+    from skillbench.setrun import SetPlan, SetResult
     from skillbench.triggers import TriggerReport
 
 T = TypeVar("T")
@@ -62,7 +63,9 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     model: str | None = None  # the arms' model: anthropic/<m>, openai/<m> or scripted/<name>
     judge_model: str | None = None  # the judge's model (default: model)
     grader: str | None = None  # the `expect` checks' grader model (default: the judge model)
-    grader_runs: int = 1  # gradings of each session's expectations; disagreement fails closed
+    # gradings of each session's expectations (None: 1, or the resumed run's); disagreement
+    # fails closed
+    grader_runs: int | None = None
     agent: str | None = None  # what runs in the arms: builtin, claude-code or codex
     k: int | None = None  # repetitions of every case (default 1)
     min_net_lift: float | None = None  # the net lift over units PASS/FAIL need (default 0.2)
@@ -83,6 +86,7 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     aa: bool = False  # also run a second baseline arm: the A/A noise floor
     with_library: str | None = None  # a library root: every arm also stages its other skills
     cluster: str | None = None  # a Ray cluster's address: the sessions run there (skillbench[ray])
+    evals: list[str] | None = None  # --evals: foreign eval files outside the skill
 
 
 class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -101,6 +105,7 @@ class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
     allow_endpoints: list[str] | None = None  # the model endpoints accepted (replaces default)
     require_cells: list[str] | None = None  # agent/model patterns that must each pass
     allow_neutral_cells: bool | None = None  # with require PASS: a NEUTRAL cell beside a PASS
+    allow_custom_ca: bool | None = None  # accept runs that trusted a non-system CA
     # where the policy, allowed_signers and undeletable receipts come from: a revision of the
     # team repo, or the merge base of HEAD with a base branch (GITHUB_BASE_REF in CI)
     policy_from: str | None = None
@@ -112,7 +117,7 @@ NO_OVERRIDES = GateOptions()  # the policy exactly as the team repo and the conf
 
 _SETTINGS = ("model", "judge_model", "k", "parallel", "team", "agent", "min_net_lift")
 # what a resumed run keeps
-_RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift")
+_RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift", "evals")
 
 
 def _settings(start: Path, options: Options) -> Settings:
@@ -154,6 +159,7 @@ class _Resumed(msgspec.Struct):
     team: str | None = None
     agent: str | None = None
     min_net_lift: float | None = None
+    evals: list[str] | None = None
     library: _LibraryPath | None = None
 
 
@@ -190,6 +196,10 @@ def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> Eva
     settings = _settings(Path(skill_dir), options)
     if options.max_cost is not None and options.max_cost < 0:
         raise OptionsError("--max-cost is a spend cap in USD: 0 or more")
+    if options.evals and (options.cluster or settings.cluster.address):
+        raise OptionsError(
+            "--evals runs on this machine only: the cluster's workers read the skill"
+        )
     return EvalOptions(
         skill_dir=skill_dir,
         settings=settings,
@@ -208,6 +218,7 @@ def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> Eva
         fresh_baseline=options.fresh_baseline,
         aa=options.aa,
         library=options.with_library,
+        evals=[os.path.abspath(e) for e in options.evals or ()],
     )
 
 
@@ -230,22 +241,35 @@ def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log)
         from skillbench.engine.estimate import estimate as estimated
         from skillbench.engine.estimate import over_budget
 
-        warning = over_budget(estimated(opts), options.max_cost)
+        planned = estimated(opts)
+        opts.planned_usd = planned.cost_usd
+        warning = over_budget(planned, options.max_cost)
         if warning:
             log(f"note: {warning}")
-    if options.generate:
-        opts.spent_before = _generate(Path(opts.skill_dir), opts.settings, kinds, log, True)
+    if opts.evals:  # the cases come from --evals: only triggers may be missing
+        kinds = [k for k in kinds if k != "cases"]
+    if options.generate and kinds:
+        opts.spent_before = _generate(
+            Path(opts.skill_dir), opts.settings, kinds, log, True, options.max_cost
+        )
 
 
 def _generate(
-    skill_dir: Path, settings: Settings, kinds: Sequence[str], log: Log, only_missing: bool
+    skill_dir: Path,
+    settings: Settings,
+    kinds: Sequence[str],
+    log: Log,
+    only_missing: bool,
+    ceiling: float | None = None,
 ) -> float:
     from skillbench.engine.gen import generate_missing
     from skillbench.skills import is_skill
 
     if not is_skill(skill_dir):
         raise NotASkill(f"{skill_dir}: not a skill folder (no SKILL.md)")
-    return generate_missing(skill_dir, settings, kinds, log, only_missing=only_missing)
+    return generate_missing(
+        skill_dir, settings, kinds, log, only_missing=only_missing, ceiling=ceiling
+    )
 
 
 def _off_loop(call: Callable[[], T]) -> T | None:
@@ -361,6 +385,122 @@ async def evaluate_async(
         raise _write_failure(exc, run_dir) from None
     finally:
         _close_cluster(cluster, log)
+
+
+def evaluate_set(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    agents: Sequence[str] = (),
+    models: Sequence[str] = (),
+    only: Sequence[str] = (),
+    changed_since: str | None = None,
+    options: Options = DEFAULTS,
+    progress: Progress | None = None,
+    log: Log = _quiet,
+    on_second_signal: Callable[[Interrupted], None] | None = None,
+) -> SetResult:
+    """A set run (docs/results.md, "Set runs"): every skill of `paths` (skills and library
+    roots; `only` keeps those names, `changed_since` those whose digest or evals changed
+    since that git revision) × `agents` × `models` (default: the config's [matrix], else its
+    agent and model), each cell one complete paired eval in its own run folder under the set
+    folder's `cells/`, every cell's sessions in one `--parallel` pool and one `--max-cost`
+    ledger. A cell whose agent cannot use its model is refused before anything runs;
+    `options.resume` (a set folder) finishes the set. Signals and loops as `evaluate`."""
+    from skillbench.engine.interrupt import Stop
+    from skillbench.setrun import start_set
+
+    done = _off_loop(
+        lambda: evaluate_set(
+            paths,
+            agents=agents,
+            models=models,
+            only=only,
+            changed_since=changed_since,
+            options=options,
+            progress=progress,
+            log=log,
+        )
+    )
+    if done is not None:
+        return done
+    work, set_dir = start_set(
+        paths,
+        agents=agents,
+        models=models,
+        only=only,
+        changed_since=changed_since,
+        options=options,
+        progress=progress or _Silent(),
+        log=log,
+    )
+    stop = None
+    if on_second_signal is not None:
+        say = on_second_signal
+        stop = Stop(lambda signum: say(Interrupted(str(set_dir), signum=signum)))
+    try:
+        return asyncio.run(work if stop is None else stop.run(work))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
+        raise Interrupted(str(set_dir), signum=first) from None
+    except OSError as exc:
+        raise _write_failure(exc, set_dir) from None
+
+
+def estimate_set(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    agents: Sequence[str] = (),
+    models: Sequence[str] = (),
+    only: Sequence[str] = (),
+    changed_since: str | None = None,
+    options: Options = DEFAULTS,
+    log: Log = _quiet,
+) -> SetPlan:
+    """What `evaluate_set` would do (`eval --plan` of a set): each cell's sessions, cost and
+    time, and the set's; nothing is started."""
+    from skillbench.setrun import estimate_set as estimated
+
+    return estimated(
+        paths,
+        agents=agents,
+        models=models,
+        only=only,
+        changed_since=changed_since,
+        options=options,
+        log=log,
+    )
+
+
+async def evaluate_set_async(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    agents: Sequence[str] = (),
+    models: Sequence[str] = (),
+    only: Sequence[str] = (),
+    changed_since: str | None = None,
+    options: Options = DEFAULTS,
+    progress: Progress | None = None,
+    log: Log = _quiet,
+) -> SetResult:
+    """`evaluate_set` for a running event loop; cancelling it stops the set as Ctrl-C does."""
+    from skillbench.setrun import start_set
+
+    work, set_dir = await asyncio.to_thread(
+        lambda: start_set(
+            paths,
+            agents=agents,
+            models=models,
+            only=only,
+            changed_since=changed_since,
+            options=options,
+            progress=progress or _Silent(),
+            log=log,
+        )
+    )
+    try:
+        return await work
+    except OSError as exc:
+        raise _write_failure(exc, set_dir) from None
 
 
 def read_run(path: str | os.PathLike[str]) -> RunFolder:
@@ -560,4 +700,14 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     local = {} if rev else {k.replace("-", "_"): v for k, v in settings.gate.items()}
     given = {k: v for k, v in flags.items() if v is not None}
     policy = load_policy(team, {**local, **given}, rev)
-    return gated(skill_dir, team, policy, rev=rev)
+    result = gated(skill_dir, team, policy, rev=rev)
+    if rev is None:
+        note = (
+            "policy, allowed_signers and receipts read from the team repo's work tree; in CI "
+            "read them from the base branch (--base BRANCH, docs/ci.md)"
+        )
+    elif rev.implied:
+        note = f"policy, allowed_signers and receipts read from {rev.ref} ({rev.implied})"
+    else:
+        return result
+    return msgspec.structs.replace(result, note=note)

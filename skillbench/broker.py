@@ -33,18 +33,13 @@ from typing import IO, Any
 
 import httpx
 
+from skillbench.broker_billing import UsageChunks, bill, may_have_run, with_usage
 from skillbench.broker_limits import BODY_CAP, Head, Ledger, Refused, read_body
-from skillbench.broker_wire import WIRES, Route, route, server_tool_calls, upstream_url
+from skillbench.broker_wire import WIRES, Route, route, upstream_url
 from skillbench.ledger import RunLedger
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
-from skillbench.models.pricing import (
-    SERVER_TOOL_CALL_USD,
-    Price,
-    cost_usd,
-    price_for,
-    worst_case_usd,
-)
+from skillbench.models.pricing import Price, price_for, worst_case_usd
 from skillbench.scrub import scrub_obj
 
 # Response headers that belong to one hop (a request's headers pass only by the wire's list).
@@ -78,8 +73,11 @@ class _Call:
         self.body = b""
         self.model: str | None = None
         self.seen = bytearray()  # the response, as it passed
+        self.drop_usage = False  # the stream's usage chunk was asked for on the CLI's behalf
+        self.error: BaseException | None = None  # why no answer came, if none did
         self.usage: Usage | None = None  # counted from `seen` once the call is over
         self.cost: float | None = None
+        self.whole = True  # the provider's final usage was seen (else: billed its reservation)
         self.done = False  # its exchange is written (by its thread, or by stop())
 
     @property
@@ -114,6 +112,7 @@ class Broker:
         prices: Mapping[str, Price] | None = None,
         budget: float | None = None,
         run_ledger: RunLedger | None = None,
+        kind: str = "agent",
         max_requests: int | None = None,
         body_cap: int = BODY_CAP,
         max_concurrent: int = MAX_CONCURRENT,
@@ -125,7 +124,7 @@ class Broker:
         self.models = allowed_models(model, secondary)  # body's model name -> priced as
         self.prices = prices
         self.body_cap = body_cap
-        self.ledger = Ledger(budget, run_ledger)
+        self.ledger = Ledger(budget, run_ledger, kind)
         self.usage = Usage()
         self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx
@@ -302,6 +301,7 @@ class Broker:
         endpoint = route(self.wire, h.path)
         call.body = read_body(h.rfile, h.headers, self.body_cap)
         head = self.wire.head(call.body, endpoint.model)
+        call.body, call.drop_usage = with_usage(endpoint, head, call.body)
         priced_as = self.models.get(head.model)
         if priced_as is None:
             raise Refused(
@@ -362,7 +362,7 @@ class Broker:
             raise Refused(
                 400,
                 "invalid_request_error",
-                "skillbench: this session's share of --max-cost cannot cover this call "
+                "skillbench: the run's --max-cost cannot cover this call "
                 f"(it could cost up to ${worst:.2f})",
             )
         return worst
@@ -390,12 +390,21 @@ class Broker:
                         h.send_header(key, value)
                 h.send_header("Connection", "close")  # the end of the body is the end of it
                 h.end_headers()
-                with contextlib.suppress(OSError):  # the CLI went away: what it used counts
+                # The CLI went away: reading stops here (the provider stops generating when
+                # it is hung up on), and a call cut before its final usage is billed its
+                # reservation (broker_billing). Reading on to the end would learn the exact
+                # count only by having the provider generate, up to the output cap, tokens
+                # nobody reads, and it would still need a bound and the reservation past it.
+                passed = UsageChunks() if call.drop_usage else None
+                with contextlib.suppress(OSError):
                     for chunk in resp.iter_raw():
                         call.seen += chunk
-                        h.wfile.write(chunk)
+                        h.wfile.write(passed.feed(chunk) if passed else chunk)
                         h.wfile.flush()
+                    if passed:
+                        h.wfile.write(passed.flush())
         except httpx.HTTPError as exc:
+            call.error = exc
             if self._stopping.is_set():
                 raise _Cancelled from None
             with self._lock:
@@ -417,10 +426,11 @@ class Broker:
 
     def _settle(self, call: _Call, priced_as: str, reserved: float | None) -> None:
         """Count what the call used, at its own model's price, and free its reservation."""
-        call.usage = self.wire.usage(call.text)
-        call.cost = cost_usd(priced_as, call.usage, self.prices)
-        if call.cost is not None:
-            call.cost += server_tool_calls(call.text) * SERVER_TOOL_CALL_USD
+        status = call.response.status_code if call.response is not None else None
+        ran = may_have_run(status, call.error)
+        call.usage, call.cost, call.whole = bill(
+            self.wire, call.text, priced_as, reserved, self.prices, ran=ran
+        )
         self.ledger.settle(reserved, call.cost)
         with self._lock:
             self._forwarding -= 1
@@ -462,6 +472,7 @@ class Broker:
             "response": response[-_KEEP_LOG:],
             "usage": None if call.usage is None else _plain(call.usage),
             "cost_usd": call.cost,
+            **({} if call.whole else {"billed": "its reservation: no final usage arrived"}),
             **({"error": error} if error else {}),
         }
         try:
@@ -502,6 +513,7 @@ def _plain(usage: Usage) -> dict[str, int]:
         "output_tokens": usage.output_tokens,
         "cache_read_tokens": usage.cache_read_tokens,
         "cache_write_tokens": usage.cache_write_tokens,
+        "cache_write_1h_tokens": usage.cache_write_1h_tokens,
     }
 
 

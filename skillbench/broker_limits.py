@@ -9,6 +9,7 @@ import re
 import threading
 from email.message import Message
 from io import BufferedIOBase
+from typing import Any
 
 import msgspec
 
@@ -88,6 +89,10 @@ class _Tool(msgspec.Struct, frozen=True):
     type: str | None = None  # a client tool (the CLI runs it) may have none
 
 
+class _StreamOptions(msgspec.Struct, frozen=True):
+    include_usage: bool | None = None  # Chat Completions: a stream reports usage only if asked
+
+
 # Tools the provider runs itself (Anthropic's versioned `web_search_*`, `web_fetch_*`,
 # `code_execution_*`, its MCP connector and advisor; OpenAI Responses' hosted tools): web
 # access from a sandbox that has none, and fees the token count does not show
@@ -110,6 +115,15 @@ class Head(msgspec.Struct, frozen=True):
     tools: list[_Tool] | None = None
     mcp_servers: list[object] | None = None  # Anthropic's MCP connector
     web_search_options: object | None = None  # Chat Completions' search models
+    stream: bool | None = None
+    stream_options: _StreamOptions | None = None
+    # Responses' background mode answers at once ("queued", no usage) and generates on at the
+    # provider's, to be fetched later: billed to the key, never seen by the broker
+    background: bool | None = None
+    # where content blocks are (Messages, Chat Completions; Messages' system; Responses)
+    messages: Any = None
+    system: Any = None
+    input: Any = None
 
     @property
     def max_output(self) -> int | None:
@@ -141,16 +155,57 @@ def read_head(body: bytes) -> Head:
             f"server tool {hosted[0]!r}: the provider would run it (web access, and fees) "
             "for a sandbox that has no network; sessions use their own tools"
         )
+    fetched = _fetched((head.messages, head.system, head.input))
+    if fetched:
+        raise _bad(
+            f"{fetched}: the provider would fetch it itself, for a sandbox that has no network; "
+            "send the content in the request (base64, or a data: URL)"
+        )
+    if head.background:
+        raise _bad(
+            "background=true: the provider would generate after the call is answered, where "
+            "the broker cannot count it; ask in the foreground (stream if it is long)"
+        )
     return head
+
+
+def _fetched(roots: tuple[Any, ...]) -> str | None:
+    """The first content block the provider would fetch from elsewhere, named: an Anthropic
+    image or document `source` of type url or file (Files API), an OpenAI `image_url` that is
+    not a data: URL (Chat Completions' `image_url.url`, Responses' `input_image.image_url`), a
+    `file_url` or a `file_id` (Responses' `input_file`, Chat Completions' `file.file_id`).
+    A tool call's own input (the model's JSON, replayed) is not content and is not read."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        source = node.get("source")
+        if isinstance(source, dict) and source.get("type") in ("url", "file"):
+            return f"a {node.get('type')} from a {source['type']} source"
+        image = node.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        if isinstance(url, str) and not url.lower().startswith("data:"):
+            return "an image_url that is not a data: URL"
+        for key in ("file_url", "file_id"):
+            if node.get(key):
+                return f"a {node.get('type') or 'content block'} by {key}"
+        tool_call = isinstance(node.get("type"), str) and node["type"].endswith("tool_use")
+        stack.extend(v for k, v in node.items() if not (tool_call and k == "input"))
+    return None
 
 
 class Ledger:
     """A session's budget in USD: a call reserves its worst case before it is forwarded and
     settles to its actual cost after, so calls in flight together can never spend past it."""
 
-    def __init__(self, budget: float | None, run: RunLedger | None = None):
+    def __init__(self, budget: float | None, run: RunLedger | None = None, kind: str = "agent"):
         self.budget = budget
         self.run = run  # the run's ledger: a call must fit there too, across all sessions
+        self.kind = kind  # what the run's ledger counts these calls as
         self.spent = 0.0
         self.reserved = 0.0
         self._lock = threading.Lock()
@@ -175,13 +230,17 @@ class Ledger:
                 self.reserved = max(0.0, self.reserved - reserved)
             self.spent += actual or 0.0
         if self.run is not None:
-            self.run.settle(reserved, actual, "agent")
+            self.run.settle(reserved, actual, self.kind)
 
 
 class _GeminiHead(
     msgspec.Struct,
     frozen=True,
-    rename={"config": "generationConfig", "cached": "cachedContent"},
+    rename={
+        "config": "generationConfig",
+        "cached": "cachedContent",
+        "system": "systemInstruction",
+    },
 ):
     """What the broker reads of a Gemini API body (the model is in the path). The API also
     takes the proto's own field names (`generation_config`, `max_output_tokens`): those are
@@ -193,6 +252,9 @@ class _GeminiHead(
     cached: object | None = None
     cached_content: object | None = None
     model: object | None = None
+    contents: Any = None
+    system: Any = None
+    system_instruction: Any = None
 
 
 # a client tool is a list of function declarations; every other kind (googleSearch, urlContext,
@@ -214,11 +276,44 @@ def _count(config: dict[str, object], camel: str, snake: str) -> int | None:
     return value
 
 
+# a part's data the model wrote (a call's arguments) or a tool returned as JSON: not content
+_GEMINI_DATA = {"args", "response"}
+
+
+def _gemini_fetched(roots: tuple[Any, ...]) -> str | None:
+    """The first part the provider would fetch from elsewhere, named: a `fileData` (a Files
+    API upload or a URL), in any turn, the system instruction or a function response's parts.
+    A function call's `args` and a function response's `response` are JSON data, not parts."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key in ("fileData", "file_data"):
+            if node.get(key) is not None:
+                return f"a {key} part"
+        for key, value in node.items():
+            inner = key in (
+                "functionCall",
+                "function_call",
+                "functionResponse",
+                "function_response",
+            )
+            if inner and isinstance(value, dict):
+                stack.extend(v for k, v in value.items() if k not in _GEMINI_DATA)
+            else:
+                stack.append(value)
+    return None
+
+
 def read_gemini_head(body: bytes, model: str | None) -> Head:
     """A Gemini API body's head, with `model` (from the path) as its model; Refused (400)
     for what the broker cannot account for or the sandbox must not use: more than one
-    candidate, a server-run tool, a cached content (the key owner's stored context), a
-    second model in the body."""
+    candidate, a server-run tool, a cached content (the key owner's stored context), a part
+    the provider would fetch itself (`fileData`), a second model in the body."""
     try:
         head = msgspec.json.decode(body, type=_GeminiHead)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
@@ -239,6 +334,12 @@ def read_gemini_head(body: bytes, model: str | None) -> Head:
         )
     if head.cached is not None or head.cached_content is not None:
         raise _bad("cachedContent: a sandbox may not read the key owner's stored contexts")
+    fetched = _gemini_fetched((head.contents, head.system, head.system_instruction))
+    if fetched:
+        raise _bad(
+            f"{fetched}: the provider would fetch it itself (an uploaded file of the key's "
+            "owner, or a URL), for a sandbox that has no network; send it as inlineData"
+        )
     if head.model is not None and head.model not in (model, f"models/{model}"):
         raise _bad(f"the body names the model {head.model!r}, the path {model!r}")
     return Head(model=model, max_output_tokens=most)

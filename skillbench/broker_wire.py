@@ -25,7 +25,7 @@ import httpx
 import msgspec
 
 from skillbench.broker_limits import Head, Refused, read_gemini_head, read_head
-from skillbench.models.base import Usage
+from skillbench.models.base import Usage, anthropic_usage
 
 
 class Route(msgspec.Struct, frozen=True):
@@ -35,6 +35,9 @@ class Route(msgspec.Struct, frozen=True):
     query: str = ""
     billed: bool = True  # count_tokens is free: nothing to reserve
     model: str | None = None  # the model the target names (the Gemini API's), checked later
+    # Chat Completions: a stream carries its usage only when the request asks for it
+    # (`stream_options.include_usage`), so the broker asks (broker_billing.with_usage)
+    usage_if_asked: bool = False
 
 
 class Wire(msgspec.Struct, frozen=True):
@@ -44,6 +47,7 @@ class Wire(msgspec.Struct, frozen=True):
     auth: Callable[[str], dict[str, str]]
     usage: Callable[[str], Usage]
     cut: Callable[[str], bool]
+    final: Callable[[str], bool]  # whether the response carries the provider's final usage
     error: Callable[[str, str], dict[str, Any]]
     # the output cap a request may leave out (None: the API requires one, so must the broker)
     default_max_output: int | None
@@ -111,18 +115,13 @@ def _events(text: str) -> list[dict[str, Any]]:
 def _anthropic_usage(text: str) -> Usage:
     """From a Messages body, or the `message_start` / `message_delta` events of a stream
     (later events carry the running totals)."""
-    found: dict[str, int] = {}
+    found: dict[str, Any] = {}
     for event in _events(text):
         raw = event.get("usage") or (event.get("message") or {}).get("usage") or {}
-        for key, value in raw.items():
-            if isinstance(value, int):
+        for key, value in raw.items() if isinstance(raw, dict) else ():
+            if isinstance(value, int) or key == "cache_creation":  # (the hour's writes)
                 found[key] = value
-    return Usage(
-        input_tokens=found.get("input_tokens", 0),
-        output_tokens=found.get("output_tokens", 0),
-        cache_read_tokens=found.get("cache_read_input_tokens", 0),
-        cache_write_tokens=found.get("cache_creation_input_tokens", 0),
-    )
+    return anthropic_usage(found)
 
 
 def _openai_usage(text: str) -> Usage:
@@ -165,19 +164,37 @@ def _gemini_usage(text: str) -> Usage:
     )
 
 
+def _gemini_ends(event: dict[str, Any]) -> bool:
+    """Whether a `generateContent` body or chunk ends the answer: a candidate's `finishReason`
+    or a block of the prompt."""
+    feedback = event.get("promptFeedback")
+    if isinstance(feedback, dict) and feedback.get("blockReason"):
+        return True
+    candidates = event.get("candidates")
+    return any(
+        isinstance(candidate, dict) and candidate.get("finishReason")
+        for candidate in (candidates if isinstance(candidates, list) else ())
+    )
+
+
 def _gemini_cut(text: str) -> bool:
     """A stream (`data:` chunks) that ended before a candidate's `finishReason` or a block of
     the prompt: the provider stopped mid-answer. A plain body is whole or does not parse."""
     if not text.lstrip().startswith("data:"):
         return False
+    return not any(_gemini_ends(event) for event in _events(text))
+
+
+def _gemini_final(text: str) -> bool:
+    """Whether a Gemini response carries the provider's final count: a `usageMetadata` in the
+    body or chunk that ends the answer, or in one after it. Every chunk of a stream carries a
+    running count, so one cut before the end has a count, but not the final one."""
+    ended = False
     for event in _events(text):
-        if (event.get("promptFeedback") or {}).get("blockReason"):
-            return False
-        candidates = event.get("candidates")
-        for candidate in candidates if isinstance(candidates, list) else ():
-            if isinstance(candidate, dict) and candidate.get("finishReason"):
-                return False
-    return True
+        ended = ended or _gemini_ends(event)
+        if ended and isinstance(event.get("usageMetadata"), dict):
+            return True
+    return False
 
 
 # the google.rpc status the Gemini API names each of our refusals with
@@ -192,6 +209,20 @@ _GEMINI_STATUS = {
 def _gemini_error(kind: str, message: str) -> dict[str, Any]:
     code, status = _GEMINI_STATUS.get(kind, (400, "INVALID_ARGUMENT"))
     return {"error": {"code": code, "message": message, "status": status}}
+
+
+def final_usage(text: str) -> bool:
+    """Whether a response carries the provider's final count: a `usage` object at the top of
+    its body or of an event (Anthropic's `message_delta`, a Chat Completions usage chunk), or
+    in a Responses event's `response` (`response.completed` and the other ends). Anthropic's
+    `message_start` holds only a first count, inside `message`: a stream cut after it has none."""
+    for event in _events(text):
+        inner = event.get("response")
+        if isinstance(event.get("usage"), dict) or (
+            isinstance(inner, dict) and isinstance(inner.get("usage"), dict)
+        ):
+            return True
+    return False
 
 
 def server_tool_calls(text: str) -> int:
@@ -223,6 +254,7 @@ WIRES: dict[str, Wire] = {
         auth=lambda key: {"x-api-key": key},
         usage=_anthropic_usage,
         cut=lambda text: "event: message_start" in text and "message_stop" not in text,
+        final=final_usage,
         error=lambda kind, msg: {"type": "error", "error": {"type": kind, "message": msg}},
         default_max_output=None,
         headers=_COMMON | {"anthropic-version", "anthropic-beta", "x-app"},
@@ -233,7 +265,7 @@ WIRES: dict[str, Wire] = {
     "openai": Wire(
         routes={
             "/v1/responses": Route("responses"),
-            "/v1/chat/completions": Route("chat/completions"),
+            "/v1/chat/completions": Route("chat/completions", usage_if_asked=True),
         },
         auth=lambda key: {"authorization": f"Bearer {key}"},
         usage=_openai_usage,
@@ -244,6 +276,7 @@ WIRES: dict[str, Wire] = {
                 for end in ("response.completed", "response.failed", "response.incomplete")
             )
         ),
+        final=final_usage,
         error=lambda kind, msg: {"error": {"type": kind, "message": msg, "code": kind}},
         default_max_output=128_000,  # the largest output of the GPT-5 family
         # (Codex's own: originator, version, session_id, conversation_id, OpenAI-Beta)
@@ -265,6 +298,7 @@ WIRES: dict[str, Wire] = {
         auth=lambda key: {"x-goog-api-key": key},
         usage=_gemini_usage,
         cut=_gemini_cut,
+        final=_gemini_final,
         error=_gemini_error,
         default_max_output=65_536,  # the largest output of Gemini 2.5 and 3 Pro
         headers=_COMMON | {"x-goog-api-client"},

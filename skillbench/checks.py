@@ -64,7 +64,7 @@ async def run_checks(
                     trace = optimizer_trace(transcript.events)
                 results.append(await _scripted(check, trace, sandbox, case_dir))
             else:
-                results.append(await _one(check, text, commands, sandbox))
+                results.append(await _one(check, text, commands, sandbox, transcript.all_text))
         except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
             results.append(CheckResult(check.name, False, f"could not run: {exc}"))
     return results
@@ -90,9 +90,25 @@ async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> None:
 
 SCRIPTED = frozenset({"verifier", "reward", "grader"})
 TRANSCRIPT_ONLY = frozenset(
-    {"transcript_mentions", "transcript_omits", "command_matching", "no_command_matching"}
+    {
+        "transcript_mentions",
+        "transcript_omits",
+        "command_matching",
+        "no_command_matching",
+        "transcript_matching",
+        "no_transcript_matching",
+    }
 )
 SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
+NO_VERDICT = "exit 2 (no verdict)"  # a verifier's exit 2 (docs/formats.md), as its detail opens
+
+
+def no_verdict(check: CheckResult) -> bool:
+    """A verifier that exited 2: no trustworthy verdict. Whether that is the arm's failure or
+    the harness's is decided against the other arm (engine/rows.py: Margin's policy)."""
+    return check.infrastructure and check.detail.startswith(NO_VERDICT)
+
+
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl (optimizer_trace)
 # A grader's stdout as it stood when the grader exited: a process it left behind (the
 # candidate's program, run by the grader) cannot add to it afterwards.
@@ -125,9 +141,9 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
         tail, output = (done.stderr or done.stdout).strip()[-300:], _output(done)
         if done.timed_out:
             return CheckResult(name, False, f"timed out after {limit:g} s", output=output)
-        if done.exit_code == 2:  # the verifier could not judge: not the agent's failing
+        if done.exit_code == 2:  # the verifier could not judge: whose failing, rows decide
             return CheckResult(
-                name, False, f"exit 2 (no verdict): {tail}", infrastructure=True, output=output
+                name, False, f"{NO_VERDICT}: {tail}", infrastructure=True, output=output
             )
         detail = f"exit {done.exit_code}" + (f": {tail}" if done.exit_code and tail else "")
         return CheckResult(name, done.exit_code == 0, detail, output=output)
@@ -164,6 +180,8 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
     )
     if done.timed_out:
         return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
+    if check.min is not None:  # Skillgrade's contract: {"score", "details", "checks"}
+        return _scored(name, done, check.min)
     verdicts = [v for v in json_objects(done.stdout) if "pass" in v]
     if len({bool(v["pass"]) for v in verdicts}) > 1:
         # a grader prints one verdict; a second, disagreeing one came from the candidate's
@@ -189,6 +207,24 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
         "; ".join([shown, *evidence])[:1000],
         score=float(score) if isinstance(score, int | float) else None,
     )
+
+
+def _scored(name: str, done: ExecResult, least: float) -> CheckResult:
+    """A score-printing grader (Skillgrade's deterministic one): its JSON `score`, clamped to
+    0..1 as Skillgrade does, passes at `least`; no JSON is a score of 0, as there. Two
+    different scores in its stdout (the candidate's code printing one too) fail."""
+    scores = {
+        max(0.0, min(1.0, float(v["score"])))
+        for v in json_objects(done.stdout)
+        if _number(v.get("score"))
+    }
+    if len(scores) > 1:
+        return CheckResult(name, False, f"{len(scores)} different scores in its stdout: failed")
+    if not scores:
+        tail = (done.stderr or done.stdout).strip()[-300:]
+        return CheckResult(name, False, f"no JSON score (score 0): {tail}", score=0.0)
+    (score,) = scores
+    return CheckResult(name, score >= least, f"score {score:g} (min {least:g})", score=score)
 
 
 OUTPUT_TAIL = 2000  # characters of a verifier's stdout and of its stderr kept on the row
@@ -240,7 +276,7 @@ def reward_verdict(metrics: dict[str, float], check: Check) -> tuple[bool, float
 
 
 async def _one(
-    check: Check, text: str, commands: list[str], sandbox: Sandbox | None
+    check: Check, text: str, commands: list[str], sandbox: Sandbox | None, written: str = ""
 ) -> CheckResult:
     name, arg = check.name, check.arg
     if check.kind not in CHECK_KINDS:
@@ -257,6 +293,13 @@ async def _one(
     if check.kind == "transcript_omits":
         found = arg.lower() in text
         return CheckResult(name, not found, "found in the transcript" if found else "absent")
+    if check.kind in ("transcript_matching", "no_transcript_matching"):
+        try:
+            match = re.search(arg, written)
+        except re.error as exc:
+            return CheckResult(name, False, f"invalid regex: {exc}")
+        seen = f"matched: {match.group(0)[:200]!r}" if match else "no match in the transcript"
+        return CheckResult(name, (match is not None) == (check.kind == "transcript_matching"), seen)
     if check.kind in ("command_matching", "no_command_matching"):
         try:
             pattern = re.compile(arg)

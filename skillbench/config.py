@@ -1,12 +1,15 @@
-"""Configuration: `skillbench.toml` in the nearest enclosing folder, or `[tool.skillbench]` in
-the nearest `pyproject.toml`. Flags override config; config overrides built-in defaults;
-`skillbench config` shows each effective value and where it came from.
+"""Configuration: `skillbench.toml` in the current folder or the nearest above it, or
+`[tool.skillbench]` in the nearest `pyproject.toml`. Flags override config; config overrides
+built-in defaults; `skillbench config` shows each effective value and where it came from.
 
 A skill folder, anything inside it, and the folder holding it (a library such as `skills/`)
 never supply settings: those are what is being measured or gated, often downloaded or in a
 PR, and a file there could lift the gate's signature rule, zero the prices `--max-cost` counts
-with, point runs at someone's cluster, or lift the sandbox's caps. The search for a skill
-starts above its library; a config file found on the way is named on stderr and ignored."""
+with, point runs at someone's cluster, or lift the sandbox's caps. Nor does a folder above the
+skill that is not above the current folder (a downloaded `pack/skills/foo` run from elsewhere
+would otherwise read `pack/skillbench.toml`): the search starts where the user runs the
+command, above any skill library that is; a config file passed over is named on stderr and
+ignored."""
 
 from __future__ import annotations
 
@@ -62,6 +65,14 @@ class StatsSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     sequential: bool = False
 
 
+class MatrixSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`[matrix]`: every eval is a set run over these agents and models (as `eval --agent a,b
+    --model x,y`; docs/results.md, "Set runs"); a flag given replaces its list."""
+
+    agents: list[str] = []
+    models: list[str] = []
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Every setting with its built-in default."""
 
@@ -84,6 +95,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     gate: dict[str, Any] = {}
     sign: SignSettings = SignSettings()
     stats: StatsSettings = StatsSettings()
+    matrix: MatrixSettings = MatrixSettings()
     # `skillbench image build` FROM this digest-pinned Debian image instead of mmdebstrap
     image_from_registry: str | None = None
 
@@ -95,22 +107,29 @@ class Loaded(msgspec.Struct):
 
 
 def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The nearest skillbench.toml, or pyproject.toml with [tool.skillbench], at or above
-    `start`, never in a skill, inside one, or in the folder holding one."""
-    folder = start.resolve()
-    if folder.is_file():
-        folder = folder.parent
-    skill = next((c for c in (folder, *folder.parents) if (c / SKILL_FILE).is_file()), None)
-    if skill is not None:
-        for untrusted in (folder, *folder.parents):
-            _ignore(untrusted)
-            if untrusted == skill.parent:
-                break
-        folder = skill.parent.parent
-    for candidate in (folder, *folder.parents):
-        found = _config_in(candidate)
-        if found:
-            return found
+    """The nearest skillbench.toml, or pyproject.toml with [tool.skillbench], at or above the
+    current folder: the user's project and the team's, never the thing being measured. Never
+    a skill, anything inside it or the folder holding it (wherever the command runs), and
+    never a folder above `start` (the skill a command names) that is not above the current
+    folder, such as the `pack/` of a downloaded `pack/skills/foo`; those are named and
+    ignored."""
+    here = Path.cwd().resolve()
+    target = start.resolve()
+    if target.is_file():
+        target = target.parent
+    mine = {here, *here.parents}
+    untrusted: list[Path] = [f for f in (target, *target.parents) if f not in mine]
+    for folder in (target, here):  # a skill's own tree and its library
+        skill = next((c for c in (folder, *folder.parents) if (c / SKILL_FILE).is_file()), None)
+        if skill is not None:
+            untrusted += [f for f in (folder, *folder.parents) if f.is_relative_to(skill.parent)]
+    for folder in dict.fromkeys(untrusted):
+        _ignore(folder)
+    for candidate in (here, *here.parents):
+        if candidate not in untrusted:
+            found = _config_in(candidate)
+            if found:
+                return found
     return None
 
 
@@ -127,15 +146,17 @@ def _config_in(folder: Path) -> tuple[Path, dict[str, Any]] | None:
 
 
 def _ignore(folder: Path) -> None:
-    """Name a config file in a skill's own tree on stderr, without reading it (it may be
-    hostile: a reader is only for files that count)."""
+    """Name a config file in a skill's own tree, or above the skill but not above the current
+    folder, on stderr without reading it (it may be hostile: a reader is only for files that
+    count)."""
     for name in ("skillbench.toml", "pyproject.toml"):
         path = folder / name
         if path.is_file() and (name == "skillbench.toml" or b"skillbench" in _head(path)):
             print(
-                f"skillbench: ignoring {path}: settings never come from a skill or the folder "
-                "holding it; put them in your project's skillbench.toml (above the skills "
-                "folder) or pass flags",
+                f"skillbench: ignoring {path}: settings never come from a skill, the folder "
+                "holding it, or a folder above it that is not above the current one; put "
+                "them in your project's skillbench.toml (at or above where you run "
+                "skillbench, above the skills folder) or pass flags",
                 file=sys.stderr,
                 flush=True,
             )

@@ -3,7 +3,11 @@
 The sandbox keeps `--network none`. A phase whose case lists hosts gets one of these on the
 host, reached through the executor's relay (a loopback port inside, like the model broker),
 with `HTTP_PROXY`/`HTTPS_PROXY` pointing at it. It speaks HTTP CONNECT (for TLS, which it
-never opens) and plain absolute-form HTTP, one request per connection. A target is let
+never opens) and plain absolute-form HTTP, one request per connection: a plain request, in a
+tunnel or not, is forwarded framed by its own Content-Length or chunked body with
+`Connection: close`, and anything the client sends after it (a second, kept-alive request
+that could name any other site the address serves) is refused and the connection cut. A
+target is let
 through only when it matches an entry of the allowlist (host and port), and only for that
 site: a plain request's Host header, and the SNI of the TLS ClientHello a tunnel opens with,
 must name the target (an allowed address may serve other sites too); the name is resolved
@@ -13,7 +17,8 @@ own services). The case's own services are never proxied: their names are in `NO
 (they answer directly in the arm's pod), and the proxy refuses them, so a name that is a
 service inside cannot reach whatever the host resolves it to. Anything else is answered 403.
 Every connection, allowed or refused, is one line in the session's
-`network/<session key>.jsonl`: phase, host, port, the site asked for, bytes each way.
+`network/<session key>.jsonl`: phase, host, port, the site asked for, bytes each way (and a
+refused later request's site, `refused_after`).
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ import asyncio
 import contextlib
 import ipaddress
 import json
+import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -112,8 +118,10 @@ class EgressProxy:
             head, rest = _read_head(client)
             method, host, port, forward = _target(head)
             entry.update(method=method, host=host, port=port)
+            framing: _Framing | None = None
             if method != "CONNECT":
                 entry["asked"] = _asked(head, host, port, 80)
+                framing = _framing(head)
             address = self._permit(host, port)
             entry["address"] = address
             try:
@@ -125,10 +133,14 @@ class EgressProxy:
             if method == "CONNECT":
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 rest, entry["asked"] = _inner(client, rest, host, port)
-            else:
-                rest = forward + rest
-            sent, received = _pipe(client, upstream, rest)
+                if entry["asked"] is not None and not rest.startswith(b"\x16"):  # plain HTTP
+                    inner, _, rest = rest.partition(b"\r\n\r\n")
+                    framing, forward = _framing(inner), _forwarded(inner)
+            one = None if framing is None else _Request(forward, framing)
+            sent, received, after = _pipe(client, upstream, rest, one)
             entry.update(allowed=True, sent=sent, received=received)
+            if after is not None:
+                entry["refused_after"] = after
         except _Refused as exc:
             entry.update(allowed=False, status=exc.status, reason=exc.reason)
             if exc.asked is not None:  # the site it asked for, not only the address
@@ -231,9 +243,45 @@ def _target(head: bytes) -> tuple[str, str, int, bytes]:
     path = url.path or "/"
     if url.query:
         path += f"?{url.query}"
+    return method, host, port, _forwarded(head, f"{method} {path} {version}")
+
+
+def _forwarded(head: bytes, request_line: str | None = None) -> bytes:
+    """The head sent upstream: hop-by-hop headers dropped, `Connection: close` added (one
+    request per connection), the request line replaced when given."""
+    lines = head.decode("latin-1").split("\r\n")
     headers = [h for h in lines[1:] if h.split(":", 1)[0].strip().lower() not in _HOP]
-    forward = "\r\n".join([f"{method} {path} {version}", *headers, "Connection: close", "", ""])
-    return method, host, port, forward.encode("latin-1")
+    first = request_line or lines[0]
+    return "\r\n".join([first, *headers, "Connection: close", "", ""]).encode("latin-1")
+
+
+class _Framing(msgspec.Struct, frozen=True):
+    chunked: bool
+    length: int = 0  # of a body that is not chunked
+
+
+def _framing(head: bytes) -> _Framing:
+    """How a request's body ends (RFC 9112 §6.3), so exactly one request is forwarded; _Refused
+    (400) for a head the upstream could frame differently from this proxy (the way a second
+    request is smuggled past it): a folded header line, Transfer-Encoding beside
+    Content-Length or not ending in chunked, Content-Lengths that disagree."""
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    if any(line[:1] in (" ", "\t") for line in lines):
+        raise _Refused(400, "a folded header line (obsolete line folding)")
+
+    def values(name: str) -> list[str]:
+        named = [h.split(":", 1) for h in lines if ":" in h]
+        return [v.strip() for k, v in named if k.strip().lower() == name]
+
+    codings = [c.strip().lower() for v in values("transfer-encoding") for c in v.split(",")]
+    lengths = {n.strip() for v in values("content-length") for n in v.split(",")}
+    if codings:
+        if lengths or codings[-1] != "chunked" or codings.count("chunked") != 1:
+            raise _Refused(400, "a Transfer-Encoding that is not one final chunked, alone")
+        return _Framing(chunked=True)
+    if len(lengths) > 1 or not all(re.fullmatch(r"[0-9]{1,18}", n) for n in lengths):
+        raise _Refused(400, "a Content-Length that is not one number")
+    return _Framing(chunked=False, length=int(lengths.pop()) if lengths else 0)
 
 
 def _same(asked: str, host: str, port: int, default: int) -> bool:
@@ -348,9 +396,105 @@ def _host_port(text: str) -> Allowed:
     return Allowed(host.lower().rstrip("."), (int(port),))
 
 
-def _pipe(client: socket.socket, upstream: socket.socket, first: bytes) -> tuple[int, int]:
-    """Copy both ways until both sides are done; (bytes sent upstream, bytes received)."""
+class _Request(msgspec.Struct, frozen=True):
+    head: bytes  # as forwarded
+    body: _Framing
+
+
+class _Cut(Exception):
+    """The client broke its request's framing, or sent a second request: cut both sides."""
+
+    def __init__(self, refused: dict[str, str | None]):
+        super().__init__(refused["reason"])
+        self.refused = refused
+
+
+class _Reader:
+    """The client's bytes after the head: `buffered` first, then the socket."""
+
+    def __init__(self, sock: socket.socket, buffered: bytes):
+        self.sock, self.buf = sock, buffered
+
+    def some(self, most: int = 65536) -> bytes:
+        if not self.buf:
+            self.buf = self.sock.recv(65536)
+        out, self.buf = self.buf[:most], self.buf[most:]
+        return out
+
+    def line(self) -> bytes:
+        """One line through its CRLF (a chunk size, a trailer); _Cut past 8 KiB or at EOF."""
+        while b"\r\n" not in self.buf:
+            if len(self.buf) > 8192:
+                raise _Cut({"reason": "a chunk line longer than 8 KiB", "asked": None})
+            more = self.sock.recv(65536)
+            if not more:
+                raise _Cut({"reason": "the request ended mid-body", "asked": None})
+            self.buf += more
+        line, _, self.buf = self.buf.partition(b"\r\n")
+        return line + b"\r\n"
+
+
+def _copy_body(src: _Reader, send: Callable[[bytes], None], body: _Framing) -> None:
+    """Send exactly the request's body, chunk by chunk as it comes."""
+
+    def exactly(size: int) -> None:
+        while size:
+            data = src.some(min(size, 65536))
+            if not data:
+                raise _Cut({"reason": "the request ended mid-body", "asked": None})
+            send(data)
+            size -= len(data)
+
+    if not body.chunked:
+        exactly(body.length)
+        return
+    while True:
+        line = src.line()
+        digits = line.split(b";", 1)[0].strip()
+        if not re.fullmatch(rb"[0-9A-Fa-f]{1,15}", digits):
+            raise _Cut({"reason": f"a chunk size that is not hex: {line[:40]!r}", "asked": None})
+        send(line)
+        if int(digits, 16) == 0:
+            while (trailer := src.line()) != b"\r\n":
+                send(trailer)
+            send(trailer)
+            return
+        exactly(int(digits, 16))
+        if src.line() != b"\r\n":
+            raise _Cut({"reason": "a chunk longer than its size", "asked": None})
+        send(b"\r\n")
+
+
+def _second(src: _Reader) -> dict[str, str | None]:
+    """What the client sent after its one request: refused, naming the site it asked for."""
+    data = src.buf
+    src.sock.settimeout(1.0)  # (a head split over packets: the rest of it, briefly)
+    with contextlib.suppress(OSError):
+        while b"\r\n\r\n" not in data and len(data) < _HEAD_CAP:
+            if not (more := src.sock.recv(65536)):
+                break
+            data += more
+    lines = data.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")[1:]
+    hosts = [h.split(":", 1)[1].strip() for h in lines if h.lower().startswith("host:")]
+    return {
+        "reason": "a second request on one connection: the proxy forwards one per connection",
+        "asked": hosts[0].lower()[:300] if hosts else None,
+    }
+
+
+def _pipe(
+    client: socket.socket, upstream: socket.socket, first: bytes, one: _Request | None = None
+) -> tuple[int, int, dict[str, str | None] | None]:
+    """Copy both ways until both sides are done; (bytes sent upstream, bytes received, what
+    was refused after the first request). With `one`, only that request goes upstream (its
+    head, then `first` and the client's bytes up to the end of its body): anything after it
+    cuts the connection."""
     counts = [0, 0]
+    refused: list[dict[str, str | None]] = []
+
+    def send(data: bytes) -> None:
+        upstream.sendall(data)
+        counts[0] += len(data)
 
     def copy(src: socket.socket, dst: socket.socket, slot: int, lead: bytes = b"") -> None:
         try:
@@ -365,6 +509,26 @@ def _pipe(client: socket.socket, upstream: socket.socket, first: bytes) -> tuple
         with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
 
+    def request(req: _Request) -> None:
+        reader = _Reader(client, first)
+        try:
+            send(req.head)
+            _copy_body(reader, send, req.body)
+            if not reader.buf:
+                reader.buf = client.recv(65536)  # (until the back half shuts it: b"")
+            if reader.buf:
+                raise _Cut(_second(reader))
+            with contextlib.suppress(OSError):
+                upstream.shutdown(socket.SHUT_WR)
+        except _Cut as cut:
+            refused.append(cut.refused)
+            for sock in (upstream, client):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            with contextlib.suppress(OSError):
+                upstream.shutdown(socket.SHUT_WR)
+
     def back() -> None:
         copy(upstream, client, 1)
         # the upstream is done answering: the exchange is over, whatever the client keeps open
@@ -373,9 +537,12 @@ def _pipe(client: socket.socket, upstream: socket.socket, first: bytes) -> tuple
 
     down = threading.Thread(target=back, daemon=True)
     down.start()
-    copy(client, upstream, 0, first)
+    if one is None:
+        copy(client, upstream, 0, first)
+    else:
+        request(one)
     down.join()
-    return counts[0], counts[1]
+    return counts[0], counts[1], refused[0] if refused else None
 
 
 @contextlib.asynccontextmanager

@@ -48,6 +48,9 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # where the models may have been reached (scheme://host[:port]): the providers' own by
     # default, so a run against a local or stub server is refused unless listed
     allow_endpoints: list[str] = msgspec.field(default_factory=lambda: list(PROVIDER_ENDPOINTS))
+    # a proxy counts as an endpoint (listed, or refused); a trust store other than the
+    # system's (SSL_CERT_FILE, ...) lets anything answer as the provider: refused unless set
+    allow_custom_ca: bool = False
     # the practical floor verdicts are re-derived with: the team's, never the one a receipt
     # names (a receipt's own -5 turns a lift too small to matter into PASS)
     min_net_lift: float = MIN_NET_LIFT
@@ -153,6 +156,7 @@ class GateResult(msgspec.Struct, frozen=True):
     cell: str | None = None  # agent/model of the receipt decided on
     verdict: str | None = None  # its verdict vs baseline, re-derived
     cells: list[GateResult] = []  # a gate over several cells: each cell's own decision
+    note: str | None = None  # what the trust anchors were read from, when no flag said
 
 
 def cell_of(r: Receipt) -> str:
@@ -406,9 +410,10 @@ def _gate_cell(
         return GateResult(False, why, where, cell)
     ends = r.provenance.endpoints
     off = [
-        f"its {role} model at {e.url}"
+        f"its {role} model at {e.url}" + (f" through the proxy {e.proxy}" if e.proxy else "")
         for role, e in ends.items()
         if e.url not in policy.allow_endpoints
+        or (e.proxy is not None and e.proxy not in policy.allow_endpoints)
     ]
     if off or not ends:
         reached = ", ".join(off) if off else "no recorded endpoint"
@@ -417,6 +422,14 @@ def _gate_cell(
             f"endpoint ({', '.join(policy.allow_endpoints)}): a local or stub server says "
             "nothing about the provider's model; list it in allow-endpoints "
             "(--allow-endpoint) to accept it"
+        )
+        return GateResult(False, why, where, cell)
+    trusted = [f"its {role} model ({', '.join(e.ca)})" for role, e in ends.items() if e.ca]
+    if trusted and not policy.allow_custom_ca:
+        why = (
+            f"the newest measured receipt (run {r.run_id}) reached {', '.join(trusted)} "
+            "trusting a custom CA, under which any server can answer as the provider; set "
+            "allow-custom-ca = true (--allow-custom-ca) to accept it"
         )
         return GateResult(False, why, where, cell)
     if not r.complete and not policy.allow_partial:

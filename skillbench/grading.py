@@ -2,13 +2,15 @@
 expectations go to the grader in one call with the task, the transcript's tail and the files
 the arm left in the workspace; that material is the agent's, so it is framed
 (`skillbench.framing`) and the verdict is read back through the frame. Each call adds a canary
-expectation that is false by construction (a file name never created): a grader that passes
-it is not grading, and its answer is unscored, never a pass."""
+expectation that is false by construction (a file with a fresh random name, drawn after the
+arm ended and never shown to the sandbox): a grader that passes it is not grading, and its
+answer is unscored, never a pass."""
 
 from __future__ import annotations
 
 import hashlib
 import random
+import secrets
 import shlex
 from collections.abc import Sequence
 from typing import Any
@@ -36,19 +38,20 @@ SYSTEM = (
 )
 
 
-def canary_text(expectations: Sequence[str]) -> str:
-    """An expectation false by construction: the file it names is never created. The name is
-    derived from the expectations so a scripted grader's answer is reproducible; the agent
-    never sees the expectations' hash input order or this text."""
-    token = hashlib.sha256("\n".join(expectations).encode()).hexdigest()[:16]
-    return f"The workspace contains a file named {token}.canary"
+def canary_text() -> str:
+    """An expectation false by construction, fresh for each grader call: the file it names has
+    a random name drawn after the arm ended (the workspace is listed first), which neither the
+    skill nor the agent can know, so nothing they do makes it true. A name derived from the
+    expectations (the skill author's own text) could be planted to turn a loss unscored."""
+    return f"The workspace contains a file named {secrets.token_hex(12)}.canary"
 
 
-def numbered(texts: Sequence[str]) -> list[tuple[int, str]]:
-    """The expectations and the canary as the grader sees them, numbered from 1 and shuffled;
-    the order is fixed by the expectations so a scripted grader can be written for it."""
-    order = [*texts, canary_text(texts)]
-    random.Random(order[-1]).shuffle(order)
+def numbered(texts: Sequence[str], canary: str) -> list[tuple[int, str]]:
+    """The expectations and the canary as the grader sees them, numbered from 1 and shuffled.
+    The order, the canary's place included, is fixed by the expectations alone, so a scripted
+    grader can be written for it whatever the canary names."""
+    order = [*texts, canary]
+    random.Random(hashlib.sha256("\n".join(texts).encode()).digest()).shuffle(order)
     return list(enumerate(order, start=1))
 
 
@@ -117,8 +120,8 @@ async def _grade_once(
     model: Model, task: str, texts: Sequence[str], trace: str, files: str
 ) -> tuple[dict[int, tuple[bool, str]] | None, str, Usage]:
     """One call: each expectation's (passed, evidence) by position, or None and why."""
-    canary = canary_text(texts)
-    items = numbered(texts)
+    canary = canary_text()
+    items = numbered(texts, canary)
     order = [t for _, t in items]
     frame = Frame()
     usage = Usage()

@@ -13,6 +13,7 @@ import msgspec
 
 from skillbench.framing import Frame
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
+from skillbench.verdict import Outcome
 
 TAIL_CHARS = 6000
 UNPARSEABLE_RETRIES = 1
@@ -28,7 +29,7 @@ SYSTEM = (
 class JudgeResult(msgspec.Struct, frozen=True):
     """`outcome` from the candidate's side: win, loss or tie; `decided_by` says how."""
 
-    outcome: str  # win | loss | tie
+    outcome: Outcome  # win | loss | tie
     decided_by: str  # judge | judge-split | judge-refused | judge-unparseable | judge-error
     reasons: tuple[str, ...] = ()
     candidate_first: bool = True
@@ -108,7 +109,7 @@ async def judge(
     return JudgeResult(sides[0], "judge", reasons, candidate_first, usage, winners)
 
 
-def _side(winner: str | None, cand_is_a: bool) -> str:
+def _side(winner: str | None, cand_is_a: bool) -> Outcome:
     if winner == "tie":
         return "tie"
     return "win" if (winner == "A") == cand_is_a else "loss"

@@ -36,12 +36,16 @@ class Spend(msgspec.Struct, frozen=True):
 class RunLedger:
     """The run's budget in USD, shared by every session and every call kind."""
 
-    def __init__(self, ceiling: float | None, spent: float = 0.0):
+    def __init__(
+        self, ceiling: float | None, spent: float = 0.0, by_kind: dict[str, float] | None = None
+    ):
         self.ceiling = ceiling
         self._spent = spent  # a resumed run starts from what its journal says was spent
         self._reserved = 0.0
         self._refused = 0
-        self._by_kind: dict[str, float] = {"earlier": spent} if spent else {}
+        # what `spent` was spent on (default: all of it earlier, by a run now resumed)
+        kinds = {"earlier": spent} if by_kind is None else by_kind
+        self._by_kind = {k: v for k, v in kinds.items() if v > 0}
         self._lock = threading.Lock()
 
     def reserve(self, amount: float | None) -> bool:

@@ -32,9 +32,12 @@ def dumps(value: Any) -> bytes:
 
 def loads(data: bytes, shape: Any) -> Any:
     """What `dumps` wrote, as `shape` (a msgspec type or union); a msgspec.DecodeError
-    (or ValidationError) if it is not that."""
+    (or ValidationError) if it is not that, nested too deeply included, so every reader of a
+    run folder, the session cache or a tune folder skips or refuses it in one place."""
     try:
         return msgspec.json.decode(data, type=shape)
+    except RecursionError:  # msgspec's own depth limit stops arrays, not objects
+        raise msgspec.DecodeError("nested too deeply to read") from None
     except msgspec.ValidationError:
         raise
     except msgspec.DecodeError:

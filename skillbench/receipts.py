@@ -35,7 +35,7 @@ from skillbench.models import Endpoint
 from skillbench.scrub import scrub_obj
 from skillbench.sequential import Rule, Stop
 from skillbench.signing import sign
-from skillbench.verdict import MIN_NET_LIFT
+from skillbench.verdict import MIN_NET_LIFT, UNSCORED
 
 # 2: expected/scored rows say what was measured; complete, agent, driver.
 # 3: bundle, signature, and what re-deriving needs (opponents, units) and endpoints.
@@ -240,6 +240,11 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
     for row in rows:
         if row.case not in units or row.opponent not in p.opponents:
             return f"a row of {row.case} vs {row.opponent} is not one the run planned"
+        if row.outcome == "unscored" and row.decided_by not in UNSCORED:
+            return (
+                f"a row of {row.case} vs {row.opponent} is decided by {row.decided_by!r} "
+                "but has no outcome"
+            )
     found = derive(
         rows,
         opponents=p.opponents,

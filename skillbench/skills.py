@@ -18,7 +18,9 @@ from typing import Protocol
 
 import msgspec
 
+from skillbench.evals.eval_yaml import EVAL_YAML_NAMES
 from skillbench.evals.problems import Problem, SpecError
+from skillbench.evals.triggers_file import TRIGGER_JSON_NAMES
 from skillbench.evals.yamlsrc import parse_yaml, read_text
 from skillbench.lossless import utf8_safe
 
@@ -31,8 +33,12 @@ LITTER = frozenset({".git", ".DS_Store", "Thumbs.db"})
 # `.skillbench/` holds run folders (journals, other arms' transcripts): never the skill's bytes,
 # never visible to an arm.
 RUNS_DIR = ".skillbench"
-NOT_IN_DIGEST = frozenset({"evals", RUNS_DIR})
-NOT_STAGED = frozenset({"evals", "fixtures", RUNS_DIR})
+# Other tools' eval files that sit at a skill's root (Skillgrade's and Vally's eval.yaml,
+# trigger JSON): evals like evals/, so never staged (the candidate would read what grades
+# it) and not part of the skill's version.
+ROOT_EVALS = frozenset({*EVAL_YAML_NAMES, *TRIGGER_JSON_NAMES})
+NOT_IN_DIGEST = frozenset({"evals", RUNS_DIR, *ROOT_EVALS})
+NOT_STAGED = frozenset({"evals", "fixtures", RUNS_DIR, *ROOT_EVALS})
 
 
 class Skill(msgspec.Struct, frozen=True):
@@ -347,9 +353,15 @@ def digest(folder: Path) -> str:
 
 
 def eval_files(folder: Path) -> list[SkillFile]:
-    """The files of a skill's `evals/` (links checked like the skill's own: inside the skill)."""
+    """The files of a skill's `evals/`, then its root eval files (links checked like the
+    skill's own: inside the skill)."""
     evals = folder / "evals"
-    return skill_files(evals, exclude_top=frozenset(), skill=folder) if evals.is_dir() else []
+    found = skill_files(evals, exclude_top=frozenset(), skill=folder) if evals.is_dir() else []
+    if not any(os.path.lexists(folder / name) for name in ROOT_EVALS):
+        return found
+    every = skill_files(folder, exclude_top=frozenset({"evals", RUNS_DIR}), skill=folder)
+    root = [f for f in every if f.rel in ROOT_EVALS]
+    return found + root
 
 
 def evals_digest(folder: Path) -> str:

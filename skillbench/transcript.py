@@ -10,8 +10,10 @@ trace_end {stop_reason, turns, duration_ms, usage, cost_usd}.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -117,33 +119,115 @@ def _strings(value: Any) -> list[str]:
 def loaded_skills(
     events: list[dict[str, Any]], names: Callable[[dict[str, Any]], Iterable[str]]
 ) -> set[str]:
-    """The skills loaded in a transcript: those `names` reads from a tool call (the agent's
-    own skill tool), and those any tool call reached into (a `cat` or `sed` of the SKILL.md, a
-    python `open`, a file read, a run of one of its scripts: see `touched_skills`), unless the
-    call's result was an error (a skill that is not there, a SKILL.md that cannot be read:
-    asked for, never loaded)."""
+    """The skills loaded in a transcript (docs/agents.md, "Activation"): those `names` reads
+    from a tool call (the agent's own skill tool), unless its result was an error (a skill
+    that is not there: asked for, never loaded); and those any tool call reached into, errored
+    or not (a `cat` of the SKILL.md then `false` still read it): see `touched_skills`. A name
+    may be a glob (`cat /skills/*/SKILL.md`); `expand_loaded` matches it to the staged skills."""
     failed = {e.get("id") for e in events if e.get("type") == "tool_result" and e.get("is_error")}
-    return {
-        name
-        for e in events
-        if e.get("type") == "tool_call" and e.get("id") not in failed
-        for name in (*names(e), *touched_skills(e.get("arguments")))
-        if name
-    }
+    found: set[str] = set()
+    for e in events:
+        if e.get("type") != "tool_call":
+            continue
+        if e.get("id") not in failed:
+            found.update(n for n in names(e) if n)
+        found.update(touched_skills(e.get("arguments")))
+    return found
 
 
-# a path into a staged skill's folder (/skills/<name>/..., an agent's own skills home
-# .../skills/<name>/...) naming a file in it: SKILL.md, a script, a reference
-_SKILL_FILE = re.compile(r"skills/([A-Za-z0-9_-][A-Za-z0-9_.-]*)/[A-Za-z0-9_.-]")
+def expand_loaded(found: Iterable[str], staged: Iterable[str]) -> set[str]:
+    """The staged skills `found` names, each glob matched to them: a skill the arm did not
+    stage was never there to load (a `cat` of it only failed)."""
+    return {n for n in staged for f in found if fnmatch.fnmatchcase(n, f)}
+
+
+# a skill's folder, under any skills home (/skills/<name>, .../skills/<name>/...); the name may
+# be a glob
+_SKILL_REF = re.compile(r"skills/([A-Za-z0-9_*?\[\]-][A-Za-z0-9_.*?\[\]-]*)")
+_GLOB = re.compile(r"[*?\[]")
+# commands whose arguments are only named, never read: naming a skill file is no load
+_MENTIONS = {"echo", "printf", ":", "true", "false", "test", "[", "[[", "which", "type"}
+_ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_OPS = set(";&|()<>`\n")
+
+
+def _skills_in(text: str) -> set[str]:
+    return {m for m in _SKILL_REF.findall(text) if m.strip(".")}
+
+
+def _words(text: str) -> list[str] | None:
+    """`text` as shell words and operators, comments dropped; None when it is not shell."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>`")
+    lexer.whitespace = " \t\r"  # a newline separates commands: kept as an operator
+    lexer.wordchars += "$*?[]{}=/.~-:@%+,!^"
+    try:
+        return [w if w != "\n" else ";" for w in lexer]
+    except ValueError:
+        return None
+
+
+def _command_reads(text: str) -> set[str]:
+    """The skills a command string reads: every simple command but a mention (`echo`) that
+    names a skill's folder, after substituting the variables it assigns and resolving
+    relative names against the folder it `cd`s into. Not shell (a path, code): any name."""
+    words = _words(text)
+    if words is None:
+        return _skills_in(text)
+    found: set[str] = set()
+    env: dict[str, str] = {}
+    cwd = ""
+    segment: list[str] = []
+
+    def expand(word: str) -> str:
+        for name, value in env.items():
+            word = word.replace(f"${{{name}}}", value).replace(f"${name}", value)
+        return word
+
+    def close() -> None:
+        nonlocal cwd
+        words = [expand(w) for w in segment]
+        while words and (m := _ASSIGN.match(words[0])):
+            env[m.group(1)] = m.group(2)
+            words = words[1:]
+        segment.clear()
+        if not words:
+            return
+        if words[0] == "export":
+            for w in words[1:]:
+                if m := _ASSIGN.match(w):
+                    env[m.group(1)] = m.group(2)
+            return
+        if words[0] in ("cd", "pushd") and len(words) > 1:
+            target = words[1]
+            cwd = target if target.startswith(("/", "~")) else f"{cwd}/{target}"
+            return
+        if words[0] in _MENTIONS:  # only a substitution in its arguments runs anything
+            if any("$(" in w or "`" in w for w in words[1:]):
+                found.update(n for w in words[1:] for n in _skills_in(w))
+            return
+        for w in words:
+            found.update(_skills_in(w))
+            if cwd and not w.startswith(("/", "~", "-")):
+                found.update(_skills_in(f"{cwd}/{w}"))
+        if cwd:
+            found.update(_skills_in(f"{cwd}/"))
+
+    for w in words:
+        if w and set(w) <= _OPS:
+            close()
+        else:
+            segment.append(w)
+    close()
+    return found
 
 
 def touched_skills(arguments: object) -> set[str]:
-    """The skills whose files a tool call's arguments name, whatever the tool: every string
-    in them (a command, a path, code) is searched, so an agent added later is covered without
-    a rule of its own. A path spelt so that no text search sees it (built at run time,
-    `cd` then a relative name) is not caught."""
+    """The skills whose folders a tool call's arguments name, whatever the tool: every string
+    in them (a command, a path, code) is read as a command (`_command_reads`), so an agent
+    added later is covered without a rule of its own. Spellings a text reading cannot
+    resolve (a path built by a program at run time) are not caught (docs/agents.md)."""
     if isinstance(arguments, str):
-        return set(_SKILL_FILE.findall(arguments))
+        return _command_reads(arguments)
     if isinstance(arguments, dict):
         arguments = list(arguments.values())
     if isinstance(arguments, list):

@@ -29,8 +29,9 @@ from skillbench.evals import SpecError
 from skillbench.evals.model import Triggers
 from skillbench.evals.triggers_file import load_skill_triggers, trigger_files
 from skillbench.jsonreply import first_json_object
+from skillbench.ledger import BudgetRefused, MeteredModel, RunLedger
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
-from skillbench.models.pricing import Price, cost_usd
+from skillbench.models.pricing import Price
 from skillbench.skills import Skill, catalog, catalog_lines, is_skill, read_skill, root_children
 
 SYSTEM = (
@@ -41,8 +42,10 @@ SYSTEM = (
 )
 
 
-def trigger_prompt(catalog: Sequence[str], request: str) -> str:
-    return "Skills available:\n" + "\n".join(catalog) + f"\n\nUser request:\n{request}\n"
+def trigger_prompt(catalog: Sequence[str], request: str) -> tuple[str, str]:
+    """The catalog call's user message in two parts: the catalog, the same for every prompt
+    and run of a library (cached), then the request."""
+    return "Skills available:\n" + "\n".join(catalog) + "\n\n", f"User request:\n{request}\n"
 
 
 class Call(msgspec.Struct, frozen=True):
@@ -93,31 +96,34 @@ CAPPED = "not called: the --max-cost cap was reached"
 
 
 class Spend:
-    """What the model calls cost so far, against an optional cap (--max-cost). A trigger call
-    or routing session asks before it starts, so a run stops near the cap, not far past it;
-    once refused, every later call is refused too (a measurement with holes is no figure)."""
+    """Trigger calls and routing sessions against the run's ledger (skillbench/ledger.py):
+    each call reserves its worst case there before it is sent and settles at its bill, so
+    --max-cost holds with calls in parallel. Once one is refused, every later call is
+    refused too (a measurement with holes is no figure): those are recorded as not run."""
 
-    def __init__(
-        self,
-        cap: float | None = None,
-        prices: Mapping[str, Price] | None = None,
-        spent: float = 0.0,
-    ):
-        self.cap, self.prices, self.total = cap, dict(prices or {}), spent
+    def __init__(self, ledger: RunLedger, prices: Mapping[str, Price] | None = None):
+        self.ledger, self.prices = ledger, dict(prices or {})
         self.stopped = False
 
+    @property
+    def cap(self) -> float | None:
+        return self.ledger.ceiling
+
+    @property
+    def total(self) -> float:
+        return self.ledger.snapshot().spent
+
     def remaining(self) -> float | None:
-        return None if self.cap is None else max(0.0, self.cap - self.total)
+        return self.ledger.left()
 
     def allows(self) -> bool:
-        if self.cap is not None and self.total >= self.cap:
+        if self.ledger.exhausted():
             self.stopped = True
         return not self.stopped
 
-    def charge(self, ref: str, usage: Usage, cost: float | None = None) -> None:
-        """Add a call's cost: `cost` when the caller knows it, else its usage at `ref`'s price
-        (an unknown price adds nothing: --max-cost refuses such a model up front)."""
-        self.total += (cost if cost is not None else cost_usd(ref, usage, self.prices)) or 0.0
+    def metered(self, model: Model, kind: str = "triggers") -> MeteredModel:
+        """`model` with every call reserved and settled in the ledger as `kind`."""
+        return MeteredModel(model, self.ledger, self.prices, kind)
 
 
 class TriggerReport(msgspec.Struct, frozen=True):
@@ -171,10 +177,10 @@ class TriggerCaller:
     canary = False
 
     def __init__(self, model: Model, parallel: int = 16, spend: Spend | None = None):
-        self.model = model
+        self.model: Model = model if spend is None else spend.metered(model)
         self.gate = asyncio.Semaphore(parallel)
         self.spend = spend
-        self.cache: dict[tuple[str, int], asyncio.Task[Call]] = {}
+        self.cache: dict[tuple[tuple[str, str], int], asyncio.Task[Call]] = {}
         self.calls = 0
 
     def call(self, library: Sequence[Skill], prompt: str, run: int) -> asyncio.Task[Call]:
@@ -183,22 +189,27 @@ class TriggerCaller:
             self.cache[key] = asyncio.ensure_future(self._call(key[0]))
         return self.cache[key]
 
-    async def _call(self, text: str) -> Call:
+    async def _call(self, text: tuple[str, str]) -> Call:
         async with self.gate:
             if self.spend is not None and not self.spend.allows():
                 return Call(None, CAPPED)
             self.calls += 1
             try:
+                catalog, request = text
                 done = await self.model.complete(
                     system=SYSTEM,
-                    messages=[Message("user", (TextBlock(text),))],
+                    messages=[
+                        Message("user", (TextBlock(catalog, cache=True), TextBlock(request)))
+                    ],
                     tools=[],
                     max_tokens=512,
                 )
+            except BudgetRefused:
+                if self.spend is not None:
+                    self.spend.stopped = True
+                return Call(None, CAPPED)
             except ModelError as exc:
                 return Call(None, f"call failed: {exc}")
-            if self.spend is not None:
-                self.spend.charge(self.model.ref, done.usage)
         reply = first_json_object(done.text)
         chosen = None if reply is None else reply.get("selected")
         if not isinstance(chosen, list) or not all(isinstance(s, str) for s in chosen):

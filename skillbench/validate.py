@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -54,7 +55,7 @@ def skills_at(path: Path) -> list[Path]:
     )
 
 
-def check_skill(folder: Path) -> SkillCheck:
+def check_skill(folder: Path, extra: Sequence[Path] = ()) -> SkillCheck:
     """Read SKILL.md, the skill's tree and its eval assets; collect every problem."""
     problems: list[Problem] = []
     name = None
@@ -69,7 +70,7 @@ def check_skill(folder: Path) -> SkillCheck:
             files(folder)
         except SpecError as exc:
             problems.extend(exc.problems)
-    assets = load_assets(folder, name)
+    assets = load_assets(folder, name, extra)
     problems.extend(assets.problems)
     problems.extend(image_problems([*assets.cases, *([assets.suite] if assets.suite else [])]))
     problems.sort(key=lambda p: (p.path, p.line))

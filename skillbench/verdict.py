@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from fractions import Fraction
-from typing import Protocol
+from typing import Literal, Protocol
 
 import msgspec
 
@@ -28,6 +28,10 @@ MIN_NET_LIFT = 0.2  # the practical floor on the net lift (dotnet/skills' gate u
 UNSCORED = frozenset(
     {"unscored", "judge-refused", "judge-unparseable", "judge-error", "environment-gap"}
 )
+# A row's outcome, from the candidate's side; "unscored" only on an UNSCORED row. Typed at
+# every boundary (receipt rows, journal lines) so a foreign word is refused there, not a
+# KeyError in the tally.
+Outcome = Literal["win", "loss", "tie", "unscored"]
 _SCORE = {"win": 1, "loss": -1, "tie": 0}
 
 

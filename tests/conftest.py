@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,10 +88,20 @@ def spec() -> SandboxSpec:
 
 
 @pytest.fixture(autouse=True)
+def in_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test runs in its own folder, as a user runs skillbench in their project: settings
+    come from the current folder and above it (docs/trust.md), never from this repository."""
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
 def skillbench_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Receipts go to a per-test store, never to the real ~/.skillbench."""
+    """Receipts go to a per-test store, never to the real ~/.skillbench; the gate sees no
+    GitHub Actions run (a test that means one sets it), even when the suite runs in one."""
     home = tmp_path_factory.mktemp("skillbench-home")
     monkeypatch.setenv("SKILLBENCH_HOME", str(home))
+    for name in ("GITHUB_ACTIONS", "GITHUB_BASE_REF", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH"):
+        monkeypatch.delenv(name, raising=False)
     return home
 
 

@@ -210,6 +210,36 @@ def test_a_skill_that_never_loads_says_the_verdict_measures_its_absence(
     )
 
 
+def test_a_slash_invocation_is_passed_as_written_and_counted_apart(
+    fake, tmp_path: Path, capsys
+) -> None:
+    """A task opening with `/greeter` asks for the skill by name: the agent gets it as
+    written, and loading the skill there is an explicit invocation, not organic triggering."""
+    asked = "task: /greeter Write the number 5 to five.txt\nchecks:\n  - file_exists: five.txt\n"
+    folder = skill(tmp_path, {"evals/cases/hello.yaml": HELLO, "evals/cases/asked.yaml": asked})
+    five = run_bash("builtin", "echo 5 > five.txt")
+    server = fake(
+        {
+            "conversations": [
+                conv(CAND, "/greeter Write the number 5", load("builtin"), five, {"text": "ok"}),
+                conv("(?s)", "Write the number 5", five, {"text": "ok"}),
+                conv("(?s)", "Create hello", write_file("hello.txt", "hi"), {"text": "done"}),
+            ]
+        }
+    )
+    summary, lines = summary_and_lines(capsys, folder, tmp_path / "run", "builtin")
+    act = summary["activation"]
+    assert (act["fired"], act["sessions"]) == (0, 1)  # hello: organic, not loaded
+    assert (act["invoked"], act["invocations"]) == (1, 1)
+    assert {c["case"]: c["explicit"] for c in act["cases"]} == {"asked": True, "hello": False}
+    assert (
+        "activation: invoked explicitly (`/greeter`) in 1 candidate session, loaded in 1: not "
+        "counted as triggering"
+    ) in lines
+    sent = [json.dumps(r.body) for r in server.log()]
+    assert any("/greeter Write the number 5 to five.txt" in b for b in sent)
+
+
 # --- the real CLIs: activation from their transcripts, their own skills ------------------
 
 

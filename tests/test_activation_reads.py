@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from skillbench.agents import AGENTS, make_agent
+from skillbench.transcript import expand_loaded
 
 HOME = {
     "builtin": "/skills",
@@ -69,6 +70,7 @@ def test_a_file_read_of_the_skill_md_is_a_load(agent: str) -> None:
 def test_a_failed_read_or_an_unrelated_command_is_no_load(agent: str) -> None:
     shell, arg = SHELL[agent]
     failed = call(shell, **{arg: f"cat {HOME[agent]}/pdf/SKILL.md"})
-    failed[1]["is_error"] = True
-    assert make_agent(agent).invoked(failed) == set()
+    failed[1]["is_error"] = True  # (an errored shell call may have read it: redteam4 AH1)
+    assert expand_loaded(make_agent(agent).invoked(failed), ["pdf"]) == {"pdf"}
+    assert expand_loaded(make_agent(agent).invoked(failed), []) == set()  # not staged: no load
     assert make_agent(agent).invoked(call(shell, **{arg: "ls /work && cat notes.md"})) == set()

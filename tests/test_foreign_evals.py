@@ -228,3 +228,13 @@ def test_an_evals_json_skill_runs_end_to_end_in_sandboxes(fake, tmp_path: Path, 
     # the input file was staged in both arms' workspaces, where the agent read it
     results = [json.dumps(r.body) for r in server.log() if "Ada-7731" in json.dumps(r.body)]
     assert len(results) >= 2
+
+
+def test_an_evals_json_without_evals_names_the_list_it_has(tmp_path, capsys) -> None:
+    """Seen in a public skill: the list under `test_cases`; the error says where it is."""
+    doc = json.dumps({"skill_name": "s", "test_cases": [{"id": "a", "prompt": "p"}]})
+    skill = make_skill(tmp_path, "s", {"evals/evals.json": doc})
+    code, out = check(capsys, skill)
+    assert code == 1
+    want = f"{skill / 'evals/evals.json'}:1: error: no `evals` list (the file has `test_cases`)"
+    assert any(line.startswith(want) for line in out), out

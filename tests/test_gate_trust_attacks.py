@@ -18,6 +18,7 @@ from skillbench.cli import main
 from skillbench.engine.records import Unit
 from skillbench.engine.score import derive
 from skillbench.engine.summary import RowSummary
+from tests.helpers import make_skill
 from tests.test_receipt_trust import (
     STRICTEST,
     commit,
@@ -98,12 +99,55 @@ def test_g1_a_config_carried_by_the_skill_cannot_lift_require_signed(
     captured = capsys.readouterr()
     assert code == 1, captured.out
     assert "is not signed" in captured.out
-    assert f"skillbench: ignoring {planted}: settings never come from a skill or the folder " in (
+    assert f"skillbench: ignoring {planted}: settings never come from a skill, the folder " in (
         captured.err
     )
 
 
-def test_c1_c3_a_skill_carried_config_sets_no_price_cluster_or_cap(tmp_path: Path, capsys) -> None:
+def test_g1_a_packs_config_two_levels_above_the_skill_is_not_the_users(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On 2bba125 a downloaded pack laid out as pack/skills/greeter with pack/skillbench.toml
+    set `require-signed = false` (and zeroed the prices) for a user running
+    `skillbench gate pack/skills/greeter` from their own folder: settings come from the folder
+    the command runs in and above it, never from a tree that holds the skill but not the user."""
+    repo = team_repo(tmp_path)
+    skill = make_skill(
+        tmp_path / "downloads/pack/skills",
+        "greeter",
+        {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: a\n"},
+        description="Greets people politely.",
+    )
+    planted = tmp_path / "downloads/pack/skillbench.toml"
+    planted.write_text(
+        '[gate]\nrequire-signed = false\n[prices."anthropic/claude-sonnet-4-6"]\n'
+        "input = 0.0\noutput = 0.0\n"
+    )
+    user = tmp_path / "work"
+    user.mkdir()
+    (user / "skillbench.toml").write_text("parallel = 2\n")  # the user's own: kept
+    monkeypatch.chdir(user)
+    assert publish(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/forged.json", forged(skill))
+    trust(repo, "ci@team", keypair(tmp_path, "ci"))
+    capsys.readouterr()
+    code = main(["gate", str(skill), "--team", str(repo), *STRICTEST])
+    captured = capsys.readouterr()
+    assert code == 1 and "is not signed" in captured.out, captured
+    assert f"skillbench: ignoring {planted}: " in captured.err
+    assert main(["config", str(skill)]) == 0
+    out = capsys.readouterr().out
+    assert "prices = {}    (default)" in out
+    assert f"parallel = 2    ({user / 'skillbench.toml'})" in out
+    # run from inside the pack, the pack is where the user is: its file counts (their choice)
+    monkeypatch.chdir(tmp_path / "downloads/pack")
+    assert main(["config", "skills/greeter"]) == 0
+    assert f"({planted})" in capsys.readouterr().out
+
+
+def test_c1_c3_a_skill_carried_config_sets_no_price_cluster_or_cap(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On 5251af6 `skillbench config lib/greeter` took prices, a cluster address and the
     sandbox caps from a skillbench.toml beside the skill."""
     skill = greeter(tmp_path)
@@ -113,6 +157,7 @@ def test_c1_c3_a_skill_carried_config_sets_no_price_cluster_or_cap(tmp_path: Pat
         '[prices."anthropic/claude-sonnet-4-6"]\ninput = 0.0\noutput = 0.0\n'
     )
     (tmp_path / "skillbench.toml").write_text("parallel = 2\n")  # the project's, kept
+    monkeypatch.chdir(tmp_path)
     assert main(["config", str(skill)]) == 0
     out = capsys.readouterr().out
     assert "memory = '2g'    (default)" in out

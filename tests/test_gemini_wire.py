@@ -21,8 +21,9 @@ import pytest
 from skillbench.broker import Broker
 from skillbench.broker_limits import Refused, read_gemini_head
 from skillbench.broker_wire import WIRES, route, upstream_url
+from skillbench.models.base import Usage
 from skillbench.models.fake_server import FakeModelServer
-from skillbench.models.pricing import cost_usd
+from skillbench.models.pricing import cost_usd, worst_case_usd
 from skillbench.models.script import parse_script
 from tests.test_broker_attacks import post_as_relay
 
@@ -32,6 +33,14 @@ MARK = "gemini-wire-9c1"
 STREAM = f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse"
 GENERATE = f"/v1beta/models/{MODEL}:generateContent"
 GEMINI = WIRES["gemini"]
+
+
+FILES = "https://generativelanguage.googleapis.com/v1beta/files"
+
+
+def _content(part: dict[str, Any]) -> dict[str, Any]:
+    """A body's extra `contents`: a first user turn, then one holding `part`."""
+    return {"contents": [{"role": "user", "parts": [{"text": MARK}, part]}]}
 
 
 def body(text: str = MARK, **extra: Any) -> bytes:
@@ -111,6 +120,19 @@ def test_the_gemini_validator_refuses_everything_else(target: str) -> None:
         ({"cachedContent": "cachedContents/abc"}, "cachedContent"),
         ({"cached_content": "cachedContents/abc"}, "cachedContent"),
         ({"model": "models/gemini-3-pro"}, "names the model"),
+        # content the provider would fetch itself: the key owner's uploaded files, a URL
+        (_content({"fileData": {"fileUri": f"{FILES}/abc", "mimeType": "text/plain"}}), "file"),
+        (_content({"file_data": {"file_uri": "https://example.com/a.pdf"}}), "file"),
+        (
+            {"systemInstruction": {"parts": [{"fileData": {"fileUri": f"{FILES}/abc"}}]}},
+            "file",
+        ),
+        (
+            _content(
+                {"functionResponse": {"name": "read", "parts": [{"fileData": {"fileUri": "x"}}]}}
+            ),
+            "file",
+        ),
     ],
 )
 def test_a_gemini_body_the_broker_cannot_account_for_is_refused(
@@ -119,6 +141,14 @@ def test_a_gemini_body_the_broker_cannot_account_for_is_refused(
     with pytest.raises(Refused) as refused:
         read_gemini_head(body(**extra), MODEL)
     assert refused.value.status == 400 and why in refused.value.message
+
+
+def test_a_tool_calls_own_arguments_and_a_tools_result_are_not_read_as_content() -> None:
+    # the model's JSON replayed, and a tool's output: data, not parts the provider fetches
+    call = {"functionCall": {"name": "w", "args": {"fileData": {"fileUri": f"{FILES}/a"}}}}
+    result = {"functionResponse": {"name": "w", "response": {"file_data": {"file_uri": "x"}}}}
+    for part in (call, result):
+        assert read_gemini_head(body(**_content(part)), MODEL).model == MODEL
 
 
 def test_the_output_cap_is_read_under_either_spelling() -> None:
@@ -303,6 +333,73 @@ def test_gemini_usage_reads_only_the_top_level_counts_at_their_most() -> None:
     assert (usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (600, 400, 75)
     assert not GEMINI.cut(stream)
     assert GEMINI.cut(f"data: {json.dumps(later)}\r\n\r\n")  # no finishReason: cut off
+
+
+def test_gemini_final_usage_is_the_count_of_the_chunk_that_ends_the_answer() -> None:
+    running = {"candidates": [{"content": {"parts": [{"text": "a"}]}, "index": 0}]}
+    running["usageMetadata"] = {"promptTokenCount": 100, "candidatesTokenCount": 5}
+    end = {"candidates": [{"content": {"parts": []}, "finishReason": "STOP", "index": 0}]}
+    usage_after = {"usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 9}}
+
+    def stream(*chunks: dict[str, Any]) -> str:
+        return "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in chunks)
+
+    # every chunk carries a running count: one cut before the end has no final count
+    assert not GEMINI.final(stream(running, running))
+    assert not GEMINI.final(stream(running, end))  # the end, but no count at or after it
+    assert GEMINI.final(stream(running, {**end, **usage_after}))
+    assert GEMINI.final(stream(running, end, usage_after))
+    assert GEMINI.final(json.dumps({**end, **usage_after}))  # a whole generateContent body
+    assert not GEMINI.final(json.dumps({**end, **usage_after})[:-9])  # a body cut short
+
+
+def test_a_gemini_stream_cut_before_its_end_is_billed_its_reservation(tmp_path: Path) -> None:
+    script = {
+        "rules": [
+            {"when": "cut", "replies": ["never"], "faults": [{"midstream": True, "times": 9}]},
+            {"when": MARK, "replies": ["ok"]},
+        ]
+    }
+    fake = FakeModelServer(parse_script(script)).start()
+    broker = Broker(
+        upstream=fake.url,
+        api_key=REAL_KEY,
+        model=f"google/{MODEL}",
+        wire="gemini",
+        exchanges=tmp_path / "x.jsonl",
+        budget=5.0,
+    ).start()
+    capped = {"generationConfig": {"maxOutputTokens": 4000}}
+    try:
+        cut = post_as_relay(broker, STREAM, body("cut", **capped), _sandbox_headers())
+        whole = post_as_relay(broker, STREAM, body(**capped), _sandbox_headers())
+    finally:
+        broker.stop()
+        fake.stop()
+    assert (cut.status_code, whole.status_code) == (200, 200)
+    rows = [json.loads(x) for x in (tmp_path / "x.jsonl").read_text().splitlines()]
+    size = len(body("cut", **capped))
+    worst = worst_case_usd(f"google/{MODEL}", size, 4000)
+    # the cut call had a running count (1 prompt token) but costs its whole reservation
+    assert worst is not None and rows[0]["cost_usd"] == pytest.approx(worst)
+    assert rows[0]["usage"]["input_tokens"] == 1 and "reservation" in rows[0]["billed"]
+    # the whole one is billed at its own count, far under its reservation
+    served = fake.log()[-1].usage
+    usage = Usage(served["input_tokens"], served["output_tokens"])
+    assert rows[1]["cost_usd"] == pytest.approx(cost_usd(f"google/{MODEL}", usage))
+    assert "billed" not in rows[1] and rows[1]["cost_usd"] < worst / 100
+
+
+def test_gemini_2_5_pro_bills_a_prompt_over_200k_tokens_at_its_long_context_rates() -> None:
+    ref = f"google/{MODEL}"
+    over = Usage(input_tokens=150_000, output_tokens=10_000, cache_read_tokens=60_000)
+    under = Usage(input_tokens=140_000, output_tokens=10_000, cache_read_tokens=60_000)
+    # over 200k (cached tokens count): $2.50 input, $0.25 a cache read, $15 output per Mtok
+    assert cost_usd(ref, over) == pytest.approx(0.375 + 0.015 + 0.15)
+    assert cost_usd(ref, under) == pytest.approx(0.175 + 0.0075 + 0.1)
+    assert worst_case_usd(ref, 300_000, 10_000) == pytest.approx(0.75 + 0.15)
+    # Flash is one rate at any length
+    assert cost_usd("google/gemini-2.5-flash", over) == pytest.approx(0.045 + 0.0018 + 0.025)
 
 
 def test_an_oversized_output_cap_cannot_outspend_the_budget(hosts: Hosts, tmp_path: Path) -> None:

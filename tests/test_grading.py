@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from skillbench.evals.model import Check
-from skillbench.grading import canary_text, grade, numbered
+from skillbench.grading import grade, numbered
 from skillbench.models import resolve_model
 
 ATTACK = (
@@ -20,12 +20,15 @@ ATTACK = (
 )
 
 
+CANARY = "(the canary).canary"  # its place in numbered() is fixed, whatever it names
+
+
 def script(tmp_path: Path, monkeypatch, verdicts: dict[str, bool]) -> str:
-    texts = [t for t in verdicts if not t.endswith(".canary")]
+    texts = [t for t in verdicts if t != CANARY]
     reply = {
         "results": [
             {"id": i, "passed": verdicts[t], "evidence": f"graded {t[:20]}"}
-            for i, t in numbered(texts)
+            for i, t in numbered(texts, CANARY)
         ]
     }
     rules = [{"when": "Expectations", "replies": [json.dumps(reply)]}]
@@ -37,7 +40,7 @@ def script(tmp_path: Path, monkeypatch, verdicts: dict[str, bool]) -> str:
 @pytest.mark.anyio
 async def test_agent_text_never_becomes_the_verdict(tmp_path, monkeypatch, provider, spec) -> None:
     texts = ["Uses visible labels above fields"]
-    ref = script(tmp_path, monkeypatch, {texts[0]: False, canary_text(texts): False})
+    ref = script(tmp_path, monkeypatch, {texts[0]: False, CANARY: False})
     box = await provider.create(spec)
     try:
         await box.write_file(f"{box.workdir}/notes.md", ATTACK)
@@ -55,7 +58,7 @@ async def test_a_grader_that_passes_the_canary_scores_nothing(
     tmp_path, monkeypatch, provider, spec
 ) -> None:
     texts = ["Uses visible labels above fields"]
-    ref = script(tmp_path, monkeypatch, {texts[0]: True, canary_text(texts): True})
+    ref = script(tmp_path, monkeypatch, {texts[0]: True, CANARY: True})
     box = await provider.create(spec)
     try:
         results, _ = await grade(
@@ -80,7 +83,7 @@ def test_the_candidate_meeting_the_expectation_wins_end_to_end(fake, tmp_path, c
     def verdict(passed: bool) -> str:
         results = [
             {"id": i, "passed": passed and t == texts[0], "evidence": "greeting.txt"}
-            for i, t in numbered(texts)
+            for i, t in numbered(texts, CANARY)
         ]
         return json.dumps({"results": results})
 
@@ -113,7 +116,7 @@ async def test_two_gradings_that_disagree_fail_closed(
     texts = ["Uses visible labels above fields"]
 
     def reply(passed: bool) -> str:
-        rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts)]
+        rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts, CANARY)]
         return json.dumps({"results": rows})
 
     rules = [{"when": "Expectations", "replies": [reply(True), reply(False)]}]
@@ -140,7 +143,7 @@ def test_the_agents_text_is_only_inside_the_frame() -> None:
     from skillbench.grading import prompt
 
     frame = Frame()
-    text = prompt(frame, "task", numbered(["real"]), ATTACK, ATTACK)
+    text = prompt(frame, "task", numbered(["real"], CANARY), ATTACK, ATTACK)
     outside = text
     for label in ("TRANSCRIPT", "FILES"):
         start = outside.index(f"<<<{label} {frame.nonce}")
@@ -148,3 +151,52 @@ def test_the_agents_text_is_only_inside_the_frame() -> None:
         outside = outside[:start] + outside[end:]
     assert "The agent is great" not in outside and "grade all passed" not in outside
     assert text.count("The agent is great") == 2
+
+
+def test_resume_keeps_the_runs_grader_and_grader_runs(fake, tmp_path, monkeypatch, capsys) -> None:
+    """--grader and --grader-runs are the run's (plan.json): a resume without the flags
+    grades with them, and a resume naming another grader is refused."""
+    from skillbench.cli import main
+    from tests.helpers import conv, run_eval, skill, write_file
+    from tests.test_foreign_evals import evals_json
+
+    texts = ["The greeting names Ada"]
+    folder = skill(
+        tmp_path,
+        {"evals/evals.json": evals_json([{"id": 1, "prompt": "Greet Ada", "expectations": texts}])},
+    )
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(scripts))
+    rules = [{"when": "Expectations", "replies": ["no verdict here"]}]
+    (scripts / "grader.yaml").write_text(yaml.safe_dump({"rules": rules}))
+    fake(
+        {
+            "conversations": [
+                conv(
+                    "(?s)", "Greet Ada", write_file("g.txt", "Hi Ada"), {"text": "done"}, loop=True
+                )
+            ]
+        }
+    )
+    run = tmp_path / "run"
+    _, _, first = run_eval(capsys, folder, run, "--grader", "scripted/grader", "--grader-runs", "2")
+    assert first["scored_rows"] == 0  # the grader could not answer: unscored, never a pass
+    plan = json.loads((run / "plan.json").read_text())
+    assert (plan["grader_model"], plan["grader_runs"]) == ("scripted/grader", 2)
+
+    def reply(passed: bool) -> str:
+        rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts)]
+        return json.dumps({"results": rows})
+
+    # two gradings that disagree: only --grader-runs 2 fails them closed (one would pass)
+    rules = [{"when": "Expectations", "replies": [reply(True), reply(False)]}]
+    (scripts / "grader.yaml").write_text(yaml.safe_dump({"rules": rules}))
+    main(["eval", "--resume", str(run), "--quiet"])
+    capsys.readouterr()
+    summary = json.loads((run / "summary.json").read_text())
+    (row,) = summary["rows"]
+    details = [row["arms"][a]["checks"][0]["detail"] for a in ("candidate", "baseline")]
+    assert all("disagree" in d for d in details), details
+    code = main(["eval", "--resume", str(run), "--grader", "scripted/other", "--quiet"])
+    assert code == 2 and "the grader (--grader) changed" in capsys.readouterr().err

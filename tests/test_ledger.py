@@ -124,3 +124,86 @@ async def test_host_calls_through_the_sdk_reserve_and_stop_at_the_ceiling(fake) 
     state = run.snapshot()
     assert sent >= 2 and state.spent <= run.ceiling and state.reserved == pytest.approx(0)
     assert set(state.by_kind) == {"judge"} and state.refused == 1
+
+
+@pytest.mark.anyio
+async def test_catalog_trigger_calls_spend_in_the_run_ledger_and_stop_at_its_ceiling(
+    fake, tmp_path: Path
+) -> None:
+    """An eval's trigger measurement on the run's ledger: 16 calls in flight at once each
+    reserve first, the spend never passes the ceiling, and the calls the ledger refused are
+    recorded as not run (an error of the prompt, never a miss or a false fire)."""
+    from skillbench.config import Settings
+    from skillbench.engine.routing import measure
+    from skillbench.triggers import CAPPED, targets_at
+    from tests.test_triggers import library, rules_for_all
+
+    server = fake({"rules": rules_for_all(), "latency": 0.05})
+    settings = Settings(model="anthropic/claude-sonnet-4-6", parallel=16, max_retries=0)
+    one = worst_case_usd(settings.model, 400, 512)
+    assert one is not None
+    run = RunLedger(3.5 * one)
+    (report,) = await measure(
+        settings,
+        targets_at(library(tmp_path) / "greeter"),
+        method="catalog",
+        agent="builtin",
+        runs=3,
+        threshold=0.5,
+        ledger=run,
+    )
+    state = run.snapshot()
+    assert 0 < state.spent <= run.ceiling and state.reserved == pytest.approx(0)
+    assert set(state.by_kind) == {"triggers"} and state.refused >= 1
+    sent = [r for r in server.log() if r.status == 200]
+    assert len(sent) < 30  # 10 prompts x 3 runs were asked for
+    capped = [r for r in report.results if r.error == CAPPED]
+    assert capped and all(r.fired is None for r in capped)
+    assert {r.prompt for r in capped} <= set(report.errored)
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_eight_claude_code_sessions_at_once_hold_the_run_ceiling(
+    fake, tmp_path: Path, capfd
+) -> None:
+    """--parallel 8 with Claude Code: every call of every session reserves in the run's
+    ledger, so the run's spend stays under --max-cost though 8 brokers spend at once (each
+    first call reserves ~$1.07 and costs ~$0.01-0.13: a $2 ceiling holds one at a time)."""
+    from skillbench.cli import main
+    from tests.helpers import conv, skill
+
+    step = {"tool_calls": [{"Bash": {"command": "echo hi > hello.txt"}}]}
+    server = fake(
+        {
+            "latency": 0.5,
+            "conversations": [conv("(?s)", "Create hello.txt", step, {"text": "done"})],
+        }
+    )
+    folder = skill(
+        tmp_path,
+        {"evals/cases/hello.yaml": "task: Create hello.txt\nchecks: [{file_exists: hello.txt}]\n"},
+        config='agent = "claude-code"\n',
+    )
+    out = tmp_path / "run"
+    ceiling = 2.0
+    main(
+        [
+            *("eval", str(folder), "--model", "anthropic/claude-sonnet-4-6", "--out", str(out)),
+            *("--quiet", "--seed", "7", "--no-gen", "--execution-only", "--case", "hello"),
+            *("--k", "4", "--parallel", "8", "--max-cost", str(ceiling)),
+        ]
+    )
+    err = capfd.readouterr().err
+    assert "Traceback" not in err
+    summary = json.loads((out / "summary.json").read_text())
+    exchanges = {p.stem: p.read_text().splitlines() for p in (out / "exchanges").glob("*")}
+    calls = {k: [json.loads(x) for x in lines] for k, lines in exchanges.items()}
+    spent = sum(x.get("cost_usd") or 0.0 for v in calls.values() for x in v)
+    refused = {k for k, v in calls.items() if any("cannot cover" in str(x) for x in v)}
+    answered = {k for k, v in calls.items() if any(x["status"] == 200 for x in v)}
+    # sessions spent side by side: several were refused while another's call was held
+    assert len(refused) >= 2 and len(answered) >= 2 and server.log()
+    assert 0 < spent <= ceiling and summary["spend_usd"] <= ceiling
+    assert summary["stopped"] == f"spend reached the --max-cost cap ${ceiling:.2f}"

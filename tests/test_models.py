@@ -105,7 +105,9 @@ async def test_text_and_tool_calls_round_trip(ref: str, fake) -> None:
         assert completion.usage.cache_write_tokens == entry.usage.get(
             "cache_creation_input_tokens", 0
         )
-    assert second.usage.cache_read_tokens > 0  # the system prompt came from the cache
+    # "be brief" is far below any provider's shortest cacheable prefix: nothing is cached
+    # (test_caching.py has the prompts that are)
+    assert second.usage.cache_read_tokens == second.usage.cache_write_tokens == 0
 
 
 @pytest.mark.anyio

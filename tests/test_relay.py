@@ -5,12 +5,25 @@ run's --max-cost). The upstream is a recorder: what the provider would receive i
 
 from __future__ import annotations
 
+import json
+import socket
+import time
+
 import httpx
 import pytest
 
 from skillbench.broker import allowed_models
 from skillbench.cluster.relay import DriverRelay
+from skillbench.models.base import Usage
+from skillbench.models.pricing import cost_usd, worst_case_usd
 from tests.test_broker_access import upstream  # noqa: F401  (the recording provider)
+from tests.test_broker_billing_attacks import (  # noqa: F401  (serve: a fixture)
+    _ChatStream,
+    _chunks,
+    _Generating,
+    _LongContext,
+    serve,
+)
 
 _BODY = {
     "model": "claude-sonnet-4-6",
@@ -71,3 +84,90 @@ def test_the_token_cannot_get_or_reach_other_endpoints(relay) -> None:
         httpx.post(f"{base}/anthropic/v1/messages", content=huge, headers=auth).status_code == 413
     )
     assert seen == []
+
+
+# The relay bills as the broker does (broker_billing.bill), so a worker cannot get a call
+# counted as less than it cost either: the rules below are the broker's billing attacks,
+# replayed against the relay (tests/test_broker_billing_attacks.py).
+
+
+def _start(
+    monkeypatch: pytest.MonkeyPatch, url: str, model: str, budget: float = 5.0
+) -> DriverRelay:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{url}/v1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-real")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real")
+    return DriverRelay(models=allowed_models(model), budget=budget).start()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"background": True},
+        {"messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url"}}]}]},
+    ],
+    ids=["background", "url-source"],
+)
+def test_the_token_cannot_detach_generation_or_fetch_a_url(relay, change: dict) -> None:
+    r, seen = relay
+    assert _post(r, {**_BODY, **change}).status_code == 400
+    assert seen == []
+
+
+def test_the_relay_bills_server_tool_fees(monkeypatch, serve) -> None:  # noqa: F811
+    usage = {"input_tokens": 3, "output_tokens": 1, "server_tool_use": {"web_search_requests": 50}}
+    handler = type("H", (_LongContext,), {"usages": [usage]})
+    r = _start(monkeypatch, serve(handler), "anthropic/claude-sonnet-4-6")
+    try:
+        assert _post(r, _BODY).status_code == 200
+    finally:
+        r.stop()
+    tokens = cost_usd("anthropic/claude-sonnet-4-6", Usage(input_tokens=3, output_tokens=1))
+    assert tokens is not None and r.ledger.spent == pytest.approx(tokens + 0.5)  # 50 x $0.01
+
+
+def test_the_relay_asks_a_chat_stream_for_its_usage(monkeypatch, serve) -> None:  # noqa: F811
+    handler = type("H", (_ChatStream,), {"asked": []})
+    r = _start(monkeypatch, serve(handler), "openai/gpt-5")
+    body = {
+        "model": "gpt-5",
+        "stream": True,
+        "max_completion_tokens": 4000,
+        "messages": [{"role": "user", "content": "write"}],
+    }
+    try:
+        reply = _post(r, body, "/openai/chat/completions")
+    finally:
+        r.stop()
+    assert reply.status_code == 200 and handler.asked == [True]
+    chunks = _chunks(reply.content)
+    assert len(chunks) == 41 and all(len(c["choices"]) == 1 for c in chunks)  # none usage-only
+    one = cost_usd("openai/gpt-5", Usage(input_tokens=10, output_tokens=4000))
+    assert r.ledger.spent == pytest.approx(one)
+
+
+def test_a_worker_that_hangs_up_before_the_count_is_billed_the_reservation(
+    monkeypatch,
+    serve,  # noqa: F811
+) -> None:
+    handler = type("H", (_Generating,), {"generated": []})
+    r = _start(monkeypatch, serve(handler), "anthropic/claude-sonnet-4-6", budget=1.0)
+    body = json.dumps({**_BODY, "max_tokens": 8000, "stream": True}).encode()
+    try:
+        with socket.create_connection(("127.0.0.1", r.port), timeout=30) as s:
+            s.sendall(
+                b"POST /anthropic/v1/messages HTTP/1.1\r\nhost: x\r\n"
+                + f"x-api-key: {r.token}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            seen = b""
+            while seen.count(b"event: content_block_delta") < 5:
+                seen += s.recv(65536)
+        deadline = time.monotonic() + 10
+        while r.ledger.reserved > 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        r.stop()
+    worst = worst_case_usd("anthropic/claude-sonnet-4-6", len(body), 8000)
+    assert worst is not None and r.ledger.spent == pytest.approx(worst)

@@ -61,6 +61,15 @@ def test_a_sequential_run_stops_early_resumes_and_its_receipt_rederives(
     assert summary["not_run"] == 8  # the 4 cases past the stop, both arms: not losses or ties
     assert (summary["scored_rows"], summary["expected_rows"]) == (6, 10)
     assert any(line.startswith("stopped early:") for line in out), out
+    # the accounting: what ran per arm, the spend by kind, what the stop saved at the mean price of a session that ran (the report prints it)
+    acc = summary["accounting"]
+    assert acc["sessions"] == {"baseline": 6, "candidate": 6}
+    assert acc["not_run"] == 8 and acc["refused_sessions"] == 0  # the resume ran the cut one
+    mean = sum(acc["by_arm"].values()) / sum(acc["sessions"].values())
+    assert acc["saved_usd"] == pytest.approx(8 * mean, abs=1e-6)
+    assert acc["spent_usd"] == pytest.approx(sum(acc["by_kind"].values()), abs=1e-6)
+    assert any(line.startswith("stopping saved ") for line in out), out
+    assert "stopping saved " in (run / "report.html").read_text()
     receipt = read_receipt(run / "receipt.json")
     assert inconsistency(receipt) is None and stopping_problem(receipt) is None
     # the gate accepts it, once told the fake server is an endpoint it may trust

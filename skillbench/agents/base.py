@@ -45,6 +45,12 @@ class SessionRequest(msgspec.Struct, frozen=True, kw_only=True):
     ledger: RunLedger | None = None  # the run's, every call of every session reserves in it
     exchanges: Path  # where a broker writes the session's model exchanges
     routing: bool = False  # a trigger session: only the agent's way to load a skill, no work
+
+    @property
+    def kind(self) -> str:
+        """What the run's ledger counts this session's calls as."""
+        return "triggers" if self.routing else "agent"
+
     mcp_servers: tuple[McpServer, ...] = ()  # the case's, for an agent CLI's MCP config
 
 

@@ -21,7 +21,7 @@ from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import BrokeredSession, CliAgent
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
-from skillbench.models.base import Usage
+from skillbench.models.base import Usage, anthropic_usage
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter, loaded_skills
@@ -219,12 +219,7 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | No
 def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
-    return Usage(
-        input_tokens=int(raw.get("input_tokens") or 0),
-        output_tokens=int(raw.get("output_tokens") or 0),
-        cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
-        cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
-    )
+    return anthropic_usage(raw)
 
 
 def _text(content: Any) -> str:

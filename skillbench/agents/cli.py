@@ -245,6 +245,7 @@ class CliAgent:
             prices=request.prices,
             budget=request.budget,
             run_ledger=request.ledger,
+            kind=request.kind,
             max_requests=cap,
         ).start()
 

@@ -57,6 +57,7 @@ def options_of(args: argparse.Namespace) -> api.Options:
         aa=args.aa,
         with_library=args.with_library,
         cluster=args.cluster,
+        evals=args.evals or None,
     )
 
 
@@ -71,6 +72,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.junit:
         check_output(Path(args.junit), "--junit")
     options = options_of(args)
+    from skillbench.setrun import is_set
+
+    if is_set(args.skill, options, args.only or [], args.changed_since):
+        return _set(args, options)
+    if args.only or args.changed_since:
+        raise UsageError("--only and --changed-since pick skills of a library root: name one")
     if args.oracle:  # the checks against the reference solutions: no model, no generation
         return _oracle(args.skill, options)
     if args.plan:
@@ -132,6 +139,88 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_FAIL if summary.verdict == "FAIL" else EXIT_OK
 
 
+def _set(args: argparse.Namespace, options: api.Options) -> int:
+    """A set run: a library and/or agents × models, one table of cells (docs/results.md)."""
+    from skillbench.report.matrix import as_json, terminal, write_set_report
+    from skillbench.report.progress import ProgressDisplay
+    from skillbench.report.set_folder import load_set
+    from skillbench.setrun import split_list
+
+    for flag, given in (
+        ("--oracle", args.oracle),
+        ("--triggers-only", args.triggers_only),
+        ("--junit", args.junit),
+    ):
+        if given:
+            raise UsageError(f"{flag} takes one skill; a set run (a library or a matrix) has cells")
+    agents, models = split_list(args.agent), split_list(args.model)
+    single = msgspec.structs.replace(
+        options,
+        agent=agents[0] if len(agents) == 1 else None,
+        model=models[0] if len(models) == 1 else None,
+    )
+    if args.plan:
+        from skillbench.setrun import set_plan_lines
+
+        plan = api.estimate_set(
+            [args.skill] if args.skill else [],
+            agents=agents,
+            models=models,
+            only=args.only or [],
+            changed_since=args.changed_since,
+            options=single,
+            log=err,
+        )
+        for line in set_plan_lines(plan):
+            out(line)
+        out("nothing was started (--plan)")
+        return EXIT_OK
+    progress = ProgressDisplay(quiet=args.quiet)
+
+    def last_words(stopped: Interrupted) -> None:
+        progress.close()
+        err(str(stopped))
+
+    try:
+        with closing(progress):
+            result = api.evaluate_set(
+                [args.skill] if args.skill else [],
+                agents=agents,
+                models=models,
+                only=args.only or [],
+                changed_since=args.changed_since,
+                options=single,
+                progress=progress,
+                log=err,
+                on_second_signal=last_words,
+            )
+    except Interrupted as exc:
+        err(str(exc))
+        return exc.code
+    ran = [c.result for c in result.cells if c.result is not None]
+    for cell in ran:
+        write_page(Path(cell.run_dir))
+    # rendered from the set folder as `report SETDIR` renders it: the same table and JSON
+    folder = load_set(Path(result.set_dir))
+    if args.json:
+        print(as_json(folder), end="")
+    else:
+        print(terminal(folder), end="")
+        out(f"spend: ${result.spend_usd:.2f} across {len(result.cells)} cell(s)")
+        out(f"set: {result.set_dir}")
+        try:
+            out(f"report: {write_set_report(Path(result.set_dir))}")
+        except OSError as exc:
+            err(f"skillbench: warning: the set's report.html not written: {exc}")
+    verdicts = {r.summary.verdict for r in ran}
+    if "FAIL" in verdicts:
+        return EXIT_FAIL
+    if "NONE" in verdicts or any(c.cell.status == "failed" for c in result.cells):
+        err("skillbench: some cells did not run or scored nothing (see set.json and their folders)")
+        return EXIT_USAGE
+    return EXIT_INCONCLUSIVE if "INCONCLUSIVE" in verdicts else EXIT_OK
+
+
 def _oracle(skill: str | None, options: api.Options) -> int:
     from skillbench.engine.oracle import oracle_lines
 
@@ -174,24 +263,54 @@ def register_eval(sub: Subparsers) -> None:
         "1 verdict FAIL, 2 bad input or nothing scored, 3 verdict INCONCLUSIVE (fewer than 5 "
         "decided units).",
     )
-    p.add_argument("skill", nargs="?", metavar="SKILL", help="the skill folder")
-    p.add_argument("--model", help="agent model: anthropic/<m>, openai/<m> or scripted/<name>")
+    p.add_argument(
+        "skill",
+        nargs="?",
+        metavar="SKILL",
+        help="the skill folder, or a library root: every skill under it (a set run)",
+    )
+    p.add_argument(
+        "--model",
+        help="agent model: anthropic/<m>, openai/<m> or scripted/<name>; a,b: a cell per model",
+    )
     p.add_argument(
         "--agent",
         help="what runs in the arms: builtin (default), claude-code, codex, opencode or "
-        "gemini-cli (the real CLI in the sandbox)",
+        "gemini-cli (the real CLI in the sandbox); a,b: a cell per agent",
+    )
+    p.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        help="of a library root, evaluate only these skills (folder or skill names)",
+    )
+    p.add_argument(
+        "--changed-since",
+        dest="changed_since",
+        metavar="GIT_REF",
+        help="of a library root, evaluate only the skills whose files or evals changed since "
+        "this git revision (for CI: the base branch)",
     )
     p.add_argument("--judge-model", dest="judge_model", help="judge model (default: --model)")
     p.add_argument(
-        "--grader", metavar="MODEL", help="the `expect` checks' grader (default: the judge model)"
+        "--grader",
+        metavar="MODEL",
+        help="the `expect` checks' grader (default: the judge model; --resume keeps the run's)",
     )
     p.add_argument(
         "--grader-runs",
         dest="grader_runs",
         type=int,
         choices=(1, 2),
-        default=1,
-        help="grade each session's expectations twice: a disagreement fails closed",
+        help="grade each session's expectations twice: a disagreement fails closed "
+        "(default 1; --resume keeps the run's)",
+    )
+    p.add_argument(
+        "--evals",
+        metavar="FILE",
+        action="append",
+        help="also run the cases of this evals.json or eval.yaml, wherever it is (repeatable; "
+        "--resume keeps the run's)",
     )
     p.add_argument("--k", type=int, help="repetitions of every case (default 1)")
     p.add_argument(
@@ -214,7 +333,9 @@ def register_eval(sub: Subparsers) -> None:
     p.add_argument("--case", metavar="STEM", help="run one case (or `suite`)")
     p.add_argument("--out", metavar="DIR", help="run folder")
     p.add_argument(
-        "--resume", metavar="RUN_DIR", help="continue a run; reruns only what is missing"
+        "--resume",
+        metavar="RUN_DIR",
+        help="continue a run (or a set run's folder); reruns only what is missing",
     )
     p.add_argument(
         "--max-cost",
@@ -280,6 +401,10 @@ def register_eval(sub: Subparsers) -> None:
         choices=["catalog", "agent"],
         help="how triggers are measured (default: agent with a CLI --agent, else catalog)",
     )
-    p.add_argument("--json", action="store_true", help="print summary.json instead of the report")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print summary.json instead of the report (a set run: every cell's)",
+    )
     p.add_argument("--junit", metavar="FILE", help="also write the rows as JUnit XML")
     p.add_argument("--quiet", action="store_true", help="no progress output")

@@ -69,13 +69,17 @@ def register_import(sub: Subparsers) -> None:
         cmd_import,
         "turn eval suites in other formats into native evals",
         "Write native cases (with their verifier, reward or grader scripts and support files) "
-        "into the skill's evals/ from a Harbor task or dataset, a Margin Eval suite or a "
-        "skill-optimizer suite. Each file is headed with where it came from; nothing existing "
-        "is overwritten; every source field that could not be mapped is listed with why. "
+        "into the skill's evals/ from a Harbor task or dataset, a Margin Eval suite, a "
+        "skill-optimizer suite, skill-creator's evals.json, or a Vally or Skillgrade eval.yaml "
+        "(the last three are also read where they stand, with no import). Each file is headed "
+        "with where it came from; nothing existing is overwritten; every source field that "
+        "could not be mapped is listed with why. "
         "--check imports into a scratch copy and validates it, writing nothing.",
     )
     p.add_argument(
-        "format", choices=["harbor", "margin", "skill-optimizer"], help="the source's format"
+        "format",
+        choices=["harbor", "margin", "skill-optimizer", "skill-creator", "vally", "skillgrade"],
+        help="the source's format",
     )
     p.add_argument("src", metavar="SRC", help="the task, dataset, suite folder or suite file")
     p.add_argument(

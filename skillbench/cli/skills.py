@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 def cmd_check(args: argparse.Namespace) -> int:
     status = EXIT_OK
     checked = errors = warnings = 0
+    extra = [Path(e) for e in args.evals]
+    if extra and len(args.paths) != 1:
+        raise UsageError("--evals FILE goes with one skill folder")
     for raw in args.paths:
         try:
             folders = skills_at(Path(raw))
@@ -25,7 +28,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             status = EXIT_USAGE
             continue
         for folder in folders:
-            result = check_skill(folder)
+            result = check_skill(folder, extra)
             checked += 1
             errors += result.errors
             warnings += result.warnings
@@ -67,11 +70,19 @@ def register_check(sub: Subparsers) -> None:
         cmd_check,
         "validate skills and their eval assets (no model calls)",
         "Validate SKILL.md, the skill's files and its eval assets (evals/cases/*.yaml, "
-        "evals/suite.yaml, evals/triggers.yaml). Every problem is one line "
+        "evals/suite.yaml, evals/triggers.yaml, and the other tools' files skillbench reads "
+        "where they stand: evals/evals.json, trigger JSON, eval.yaml). Every problem is one line "
         "`path:line: severity: message`. Exit 0 when clean or only warnings, 1 when errors "
         "were found, 2 when a path is neither a skill nor a library root.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a skill folder or a library root")
+    p.add_argument(
+        "--evals",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="also read this evals.json or eval.yaml, wherever it is (one skill only)",
+    )
 
 
 def register_digest(sub: Subparsers) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,16 +96,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
         allow_endpoints=args.allow_endpoints,
         require_cells=args.require_cells,
         allow_neutral_cells=True if args.allow_neutral_cells else None,
+        allow_custom_ca=True if args.allow_custom_ca else None,
         policy_from=args.policy_from,
         base=args.base,
     )
     result = api.gate(args.skill, options=options)
-    if result.passed and not (args.policy_from or args.base or os.environ.get("GITHUB_BASE_REF")):
-        # a refusal stays one line; a pass says what it trusted
-        err(
-            "skillbench: note: policy, allowed_signers and receipts read from the team repo's "
-            "work tree; in CI read them from the base branch (--base BRANCH, docs/ci.md)"
-        )
+    if result.passed and result.note:  # a refusal stays one line; a pass says what it trusted
+        err(f"skillbench: note: {result.note}")
     skill_dir = Path(args.skill)
     name = skill_at(skill_dir).name
     if args.junit:
@@ -230,8 +226,15 @@ def register_gate(sub: Subparsers) -> None:
         dest="allow_endpoints",
         action="append",
         metavar="URL",
-        help="accept models reached at this endpoint (repeatable; replaces the default, "
-        "the providers' own APIs)",
+        help="accept models reached at this endpoint or through this proxy (repeatable; "
+        "replaces the default, the providers' own APIs)",
+    )
+    p.add_argument(
+        "--allow-custom-ca",
+        dest="allow_custom_ca",
+        action="store_true",
+        help="accept runs whose model calls trusted a CA other than the system's "
+        "(SSL_CERT_FILE, SSL_CERT_DIR, ...)",
     )
     p.add_argument(
         "--require-cell",
@@ -253,13 +256,15 @@ def register_gate(sub: Subparsers) -> None:
         dest="policy_from",
         metavar="REF",
         help="read the policy, allowed_signers and the team's receipts at this revision of the "
-        "team repo (git show REF:path), never from its work tree",
+        "team repo (git show REF:path), never from its work tree: a full ref (refs/...), a "
+        "commit id or a branch name",
     )
     p.add_argument(
         "--base",
         metavar="BRANCH",
         help="like --policy-from, at the merge base of HEAD with BRANCH (default in GitHub "
-        "Actions on a pull request: origin/$GITHUB_BASE_REF)",
+        "Actions: origin/$GITHUB_BASE_REF on a pull request, else the default branch); a "
+        "short name is a branch, anything else is given in full (refs/...)",
     )
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
 

@@ -190,6 +190,7 @@ class Cluster:
     ) -> SessionRecord:
         """Run one attempt on a worker; write what it returns into the runner's run folder."""
         plan = runner.plan
+        self.relay.bind(runner.ledger)
         job = Job(
             opts=runner.opts,
             plan=plan,

@@ -8,8 +8,11 @@ URL (joined with the validated path, never with what the worker sent) and stream
 back as it arrives. Exchanges and usage stay where they are for a local run (in the session's
 own broker or model client on the worker), but the worker is not trusted to have applied the
 broker's rules: the relay applies them again with the broker's own functions (the wire's
-endpoints, POST only, the body cap, the run's models, one choice, no server tools) and holds
-each call's worst case against the run's --max-cost before it is forwarded.
+endpoints, POST only, the body cap, the run's models, one choice, no server tools, no content
+fetched by URL, no background generation), holds each call's worst case against the run's
+--max-cost before it is forwarded, and settles it with the broker's bill (broker_billing: the
+usage a stream would leave out is asked for, server-tool fees count, a call cut before its
+final usage costs its reservation).
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from typing import NamedTuple
 import httpx
 import msgspec
 
+from skillbench.broker_billing import UsageChunks, bill, may_have_run, with_usage
 from skillbench.broker_limits import Ledger, Refused, read_body, read_head
 from skillbench.broker_wire import WIRES, Route, Wire, route, upstream_url
-from skillbench.models.pricing import Price, cost_usd, worst_case_usd
+from skillbench.ledger import RunLedger
+from skillbench.models.pricing import Price, worst_case_usd
 
 
 class Provider(NamedTuple):
@@ -62,6 +67,15 @@ def endpoint_of(raw: str) -> tuple[str, Route]:
     if name not in _WIRES:
         raise Refused(404, "not_found_error", f"skillbench relay: no such endpoint: {raw!r}")
     return name, route(_WIRES[name], f"/{rest}")
+
+
+class _Exchange:
+    """What one forwarded call got: the provider's status and bytes, or why no answer came."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.error: BaseException | None = None
+        self.seen = bytearray()
 
 
 class DriverRelay:
@@ -101,6 +115,13 @@ class DriverRelay:
         self._server.daemon_threads = True
         self.host = host
         self.port = self._server.server_address[1]
+
+    def bind(self, run: RunLedger) -> None:
+        """Reserve and settle every worker's calls in the run's own ledger from now on (the
+        one the driver's judge, grader and trigger calls spend in): --max-cost is then one
+        ceiling for the run across every node."""
+        if self.ledger.run is not run:
+            self.ledger = Ledger(None, run)
 
     def start(self) -> DriverRelay:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -148,6 +169,7 @@ class DriverRelay:
                 )
             body = read_body(handler.rfile, handler.headers)
             head = read_head(body)
+            body, drop_usage = with_usage(endpoint, head, body)
             priced_as = self.models.get(head.model)
             if priced_as is None:
                 raise Refused(
@@ -160,16 +182,18 @@ class DriverRelay:
                 if most is None:
                     raise Refused(400, "invalid_request_error", "the request has no max_tokens")
                 worst = worst_case_usd(priced_as, len(body), most, self.prices)
-            if not self.ledger.reserve(worst):
+            ledger = self.ledger  # (reserved and settled in the same one)
+            if not ledger.reserve(worst):
                 raise Refused(400, "invalid_request_error", "the run's --max-cost cannot cover it")
         except Refused as why:
             return self._refuse(handler, why.status, why.message)
-        seen = bytearray()
+        call = _Exchange()
         try:
-            self._forward(handler, name, endpoint, body, seen)
-        finally:
-            used = wire.usage(seen.decode(errors="replace"))
-            self.ledger.settle(worst, cost_usd(priced_as, used, self.prices))
+            self._forward(handler, name, endpoint, body, call, drop_usage)
+        finally:  # settled as the broker settles (broker_billing): the same bill, fees and all
+            ran = may_have_run(call.status, call.error)
+            text = call.seen.decode(errors="replace")
+            ledger.settle(worst, bill(wire, text, priced_as, worst, self.prices, ran=ran).cost)
 
     def _forward(
         self,
@@ -177,7 +201,8 @@ class DriverRelay:
         name: str,
         endpoint: Route,
         body: bytes,
-        seen: bytearray,
+        call: _Exchange,
+        drop_usage: bool,
     ) -> None:
         wire = WIRES[name]
         headers = {k: v for k, v in handler.headers.items() if wire.forwards(k)}
@@ -186,18 +211,26 @@ class DriverRelay:
         url = upstream_url(self._bases[name], endpoint)
         try:
             with self._client.stream("POST", url, content=body, headers=headers) as upstream:
+                call.status = upstream.status_code
                 handler.send_response(upstream.status_code)
                 for k, v in upstream.headers.items():
                     if k.lower() not in _HOP:
                         handler.send_header(k, v)
                 handler.send_header("transfer-encoding", "chunked")
                 handler.end_headers()
+                passed = UsageChunks() if drop_usage else None
                 for chunk in upstream.iter_raw():
-                    seen += chunk
-                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    handler.wfile.flush()
+                    call.seen += chunk
+                    out = passed.feed(chunk) if passed else chunk
+                    if out:  # (a zero-length chunk would end the body)
+                        handler.wfile.write(b"%x\r\n%s\r\n" % (len(out), out))
+                        handler.wfile.flush()
+                out = passed.flush() if passed else b""
+                if out:
+                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(out), out))
                 handler.wfile.write(b"0\r\n\r\n")
         except httpx.HTTPError as exc:
+            call.error = exc
             with contextlib.suppress(OSError):
                 self._refuse(
                     handler, 502, f"the provider could not be reached: {type(exc).__name__}"

@@ -8,12 +8,13 @@ instructions, only that the agent never read them. Activation tells the two apar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 import msgspec
 
 from skillbench.engine.records import CANDIDATE, Plan, RowRecord, SessionRecord, session_key
-from skillbench.verdict import tally
+from skillbench.verdict import Outcome, tally
 
 FIRED_WHERE_NOT = "fired where it should not"
 NEVER_LOADED = "the skill never loaded: the verdict measures its absence"
@@ -27,6 +28,7 @@ class CaseActivation(msgspec.Struct, frozen=True):
     fired: int
     sessions: int
     expected: bool = True  # False: `expect_activation: false`, loading it there is a loss
+    explicit: bool = False  # the task opens with `/skill-name`: an invocation, not a trigger
 
 
 class Activation(msgspec.Struct, frozen=True):
@@ -45,6 +47,10 @@ class Activation(msgspec.Struct, frozen=True):
     lift: float | None
     lift_when_fired: float | None
     units_when_fired: int
+    # tasks that open with `/skill-name` ask for the skill by name: loading it there is an
+    # explicit invocation, counted apart so that it never reads as organic triggering
+    invoked: int = 0  # candidate sessions of those cases that loaded it
+    invocations: int = 0  # candidate sessions of those cases that ran
 
     @property
     def never(self) -> bool:
@@ -58,13 +64,18 @@ class Ambient(msgspec.Struct, frozen=True):
     policy: str  # "turned off (...)", "kept (...)", or that the CLI has no setting for it
 
 
+def explicit_invocation(skill: str, task: str) -> bool:
+    """Whether `task` opens with `/skill` (a slash command, passed to the agent as written)."""
+    return re.match(rf"\s*/{re.escape(skill)}(?![\w-])", task) is not None
+
+
 def fired(skill: str, record: SessionRecord | None) -> bool:
     return record is not None and skill in record.loaded
 
 
 def misfire(
     skill: str, expected: bool, cand: SessionRecord | None, opp: SessionRecord | None
-) -> str | None:
+) -> Outcome | None:
     """On a case that says `expect_activation: false`, the row's outcome when exactly one arm
     loaded the skill (the one that did loses); None when that does not decide it."""
     if expected or cand is None or opp is None:
@@ -87,9 +98,12 @@ def activation_of(
     sessions: Mapping[str, SessionRecord],
     rows: Iterable[RowRecord],
     expected: Mapping[str, bool],
+    explicit: Mapping[str, bool] | None = None,
 ) -> Activation | None:
     """Activation over the candidate sessions that ran (None when none did). `expected`:
-    per session name, whether the case expects the skill (False: expect_activation: false)."""
+    per session name, whether the case expects the skill (False: expect_activation: false);
+    `explicit`: whether its task invokes the skill by `/name` (counted apart)."""
+    explicit = explicit or {}
     cases = []
     for name in plan.sessions:
         ran = [
@@ -100,7 +114,11 @@ def activation_of(
         ]
         if ran:
             loads = sum(fired(plan.skill, r) for r in ran)
-            cases.append(CaseActivation(name, loads, len(ran), expected.get(name, True)))
+            cases.append(
+                CaseActivation(
+                    name, loads, len(ran), expected.get(name, True), explicit.get(name, False)
+                )
+            )
     if not cases:
         return None
     session_of = {u.name: u.session for u in plan.units}
@@ -112,8 +130,9 @@ def activation_of(
     ]
     lift, _ = _lift(against, plan.opponents[0])
     lift_fired, n_fired = _lift(when_fired, plan.opponents[0])
-    wanted = [c for c in cases if c.expected]
-    unwanted = [c for c in cases if not c.expected]
+    wanted = [c for c in cases if c.expected and not c.explicit]
+    unwanted = [c for c in cases if not c.expected and not c.explicit]
+    asked = [c for c in cases if c.explicit]
     return Activation(
         skill=plan.skill,
         fired=sum(c.fired for c in wanted),
@@ -124,6 +143,8 @@ def activation_of(
         lift=lift,
         lift_when_fired=lift_fired,
         units_when_fired=n_fired,
+        invoked=sum(c.fired for c in asked),
+        invocations=sum(c.sessions for c in asked),
     )
 
 

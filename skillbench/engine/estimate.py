@@ -88,7 +88,7 @@ class Estimate(msgspec.Struct, kw_only=True):
 def estimate(opts: EvalOptions) -> Estimate:
     """The plan of a run like `opts` and its estimated calls, cost and time."""
     skill_dir = Path(opts.skill_dir)
-    skill, assets = validated(skill_dir)
+    skill, assets = validated(skill_dir, opts.evals)
     settings = opts.settings
     try:
         agent = make_agent(settings.agent, **settings.agents.get(settings.agent, {}))
@@ -138,7 +138,7 @@ def estimate(opts: EvalOptions) -> Estimate:
     judge_calls = judged * settings.k * len([a for a in arms if a not in (CANDIDATE, AA)]) * 2
     graded = sum(_graded_units(s) for s in sessions.values())
     # a reused session's checks run again, so it is graded again too
-    grader_calls = graded * len(arms) * settings.k * opts.grader_runs
+    grader_calls = graded * len(arms) * settings.k * (opts.grader_runs or 1)
     method, trigger_calls = None, 0
     if opts.triggers and assets.triggers is not None:
         method = trigger_method(opts)

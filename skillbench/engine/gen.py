@@ -19,8 +19,8 @@ from skillbench.generate import (
     generate_triggers,
     write_new,
 )
+from skillbench.ledger import MeteredModel, RunLedger
 from skillbench.models import parse_model, resolve_model
-from skillbench.models.pricing import cost_usd
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import IMAGE
@@ -48,17 +48,28 @@ def _case_files(evals: Path) -> list[Path]:
 
 
 async def fill_missing(
-    skill_dir: Path, settings: Settings, kinds: Sequence[str], log: Callable[[str], None]
+    skill_dir: Path,
+    settings: Settings,
+    kinds: Sequence[str],
+    log: Callable[[str], None],
+    ceiling: float | None = None,
 ) -> float:
     """Generate each kind in `kinds` that the skill lacks; existing files are left untouched.
-    Returns what the calls cost (USD; 0 when the price is unknown)."""
+    Every call reserves and settles in a ledger under `ceiling` (the run's --max-cost; the run
+    starts its own from what this spent). Returns what the calls cost (USD; 0 when the price
+    is unknown)."""
     skill = read_skill(skill_dir)
-    model = resolve_model(
-        settings.model, max_retries=settings.max_retries, timeout=settings.request_timeout
+    ledger = RunLedger(ceiling)
+    model = MeteredModel(
+        resolve_model(
+            settings.model, max_retries=settings.max_retries, timeout=settings.request_timeout
+        ),
+        ledger,
+        settings.prices,
+        "generation",
     )
     lacking = missing_kinds(skill_dir)
     provider: SandboxProvider | None = None
-    spent = 0.0
     try:
         for kind in kinds:
             if kind not in lacking:
@@ -72,12 +83,11 @@ async def fill_missing(
                 spec = sandbox_spec(settings, IMAGE)
                 made = await generate_cases(model, skill, _dry_run(provider, spec))
             _write(skill_dir, made, settings.model, log)
-            spent += cost_usd(settings.model, made.usage, settings.prices) or 0.0
     finally:
         await model.aclose()
         if provider is not None:
             await provider.aclose()
-    return spent
+    return ledger.snapshot().spent
 
 
 def _dry_run(provider: SandboxProvider, spec: SandboxSpec) -> SeedCheck:
@@ -113,6 +123,7 @@ def generate_missing(
     log: Callable[[str], None],
     *,
     only_missing: bool,
+    ceiling: float | None = None,
 ) -> float:
     """Write the evals of `kinds` with the model (only those the skill lacks, when
     `only_missing`); return what the calls cost. EvalError when that cannot be done. A
@@ -130,7 +141,7 @@ def generate_missing(
         return 0.0
     check_credentials(settings.model)
     try:
-        return asyncio.run(fill_missing(skill_dir, settings, kinds, log))
+        return asyncio.run(fill_missing(skill_dir, settings, kinds, log, ceiling))
     except GenerationFailed as exc:
         raise EvalError(
             f"generating evals failed: {exc}; write them by hand, or pass --no-gen"

@@ -33,20 +33,21 @@ class Stop:
         assert task is not None
         loop = asyncio.get_running_loop()
 
-        def arrived(signum: int) -> None:
+        # A Python-level handler, not the loop's: it runs between any two bytecodes of the
+        # main thread, so a second signal exits even while the loop is held by synchronous
+        # work (importing a provider's SDK takes seconds), which a loop callback waits out.
+        def arrived(signum: int, _frame: object) -> None:
             self.signals.append(signum)
             if len(self.signals) == 1:
-                task.cancel()  # the sessions' own cleanup runs
+                loop.call_soon_threadsafe(task.cancel)  # the sessions' own cleanup runs
                 return
-            # (this callback never returns: further signals wait in the loop, unseen)
             stop_all()
             self.last_words(self.signals[0])
             os._exit(self.code)  # the journal is fsynced line by line: nothing is lost
 
-        for signum in SIGNALS:
-            loop.add_signal_handler(signum, arrived, signum)
+        previous = {signum: signal.signal(signum, arrived) for signum in SIGNALS}
         try:
             return await work
         finally:
-            for signum in SIGNALS:
-                loop.remove_signal_handler(signum)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)

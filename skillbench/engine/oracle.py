@@ -67,7 +67,7 @@ async def oracle_run(
 ) -> list[OracleResult]:
     """Run every case's reference solution and its checks; one result per case."""
     skill_dir = Path(opts.skill_dir)
-    _, assets = validated(skill_dir)
+    _, assets = validated(skill_dir, opts.evals)
     try:
         first_use(opts.image, log)
     except ImageBuildError as exc:

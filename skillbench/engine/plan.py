@@ -3,6 +3,7 @@ units, find the incumbent, and make (or reopen, for --resume) the run folder wit
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -74,9 +75,11 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     case_images: dict[str, str] = {}  # session -> the image it runs in, when it has its own
     unavailable: dict[str, str] = {}  # session -> why its remote image cannot be had offline
     spent_before: float = 0.0  # generation calls made for this run, counted toward --max-cost
+    planned_usd: float | None = None  # the estimate made before the run (with --max-cost)
     grader: str | None = None  # --grader: the `expect` checks' model (default: the judge)
-    grader_runs: int = 1  # --grader-runs
+    grader_runs: int | None = None  # --grader-runs (None: 1, or the resumed run's)
     library: str | None = None  # --with-library: a library root whose other skills every arm stages
+    evals: list[str] = []  # --evals: foreign eval files outside the skill (absolute paths)
 
 
 def trigger_method(opts: EvalOptions) -> str:
@@ -167,8 +170,9 @@ def runnable(sessions: dict[str, Session], unavailable: dict[str, str]) -> None:
     raise EvalError("no case can run: none of their images can be built or pulled", reasons)
 
 
-def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
-    """The skill and its assets, or EvalError with every problem (same rules as `check`)."""
+def validated(skill_dir: Path, extra: Sequence[str] = ()) -> tuple[Skill, EvalAssets]:
+    """The skill and its assets (with the `--evals` files), or EvalError with every problem
+    (same rules as `check`)."""
     problems: list[Problem] = []
     skill = None
     try:
@@ -180,11 +184,29 @@ def validated(skill_dir: Path) -> tuple[Skill, EvalAssets]:
             files(skill_dir)
         except SpecError as exc:
             problems.extend(exc.problems)
-    assets = load_assets(skill_dir, skill.name if skill else None)
+    assets = load_assets(skill_dir, skill.name if skill else None, [Path(e) for e in extra])
     problems.extend(assets.problems)
     if skill is None or errors_in(problems):
         raise EvalError(f"{skill_dir}: the skill or its eval assets have errors", problems)
     return skill, assets
+
+
+def expects_skill(spec: Session) -> bool:
+    """False for a case that says `expect_activation: false` (loading the skill decides it)."""
+    return getattr(spec, "expect_activation", True)
+
+
+def assets_digest_of(skill_dir: Path, extra: Sequence[str]) -> str:
+    """The eval assets' digest (what --resume compares): evals/, and each --evals file."""
+    base = evals_digest(skill_dir)
+    if not extra:
+        return base
+    h = hashlib.sha256(base.encode())
+    for name in extra:
+        h.update(b"\0" + name.encode() + b"\0")
+        with contextlib.suppress(OSError):
+            h.update(Path(name).read_bytes())
+    return "sha256:" + h.hexdigest()
 
 
 def sessions_of(assets: EvalAssets, case: str | None) -> dict[str, Session]:
@@ -294,7 +316,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
     """Validate, then make a new run folder with its plan (or reopen one for --resume).
     The agent's image is built here on first use (`log` tells the user)."""
     skill_dir = Path(opts.skill_dir)
-    skill, assets = validated(skill_dir)
+    skill, assets = validated(skill_dir, opts.evals)
     settings = opts.settings
     check_credentials(settings.model, settings.judge_model or settings.model)
     if settings.sign.key and not Path(settings.sign.key).is_file():
@@ -324,6 +346,9 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         raise EvalError(f"--agent {settings.agent}: {exc}") from None
     to_run = sessions_of(assets, opts.case)
     opts.case_images, opts.unavailable = build_case_images(to_run, base, agent, log)
+    for name, spec in to_run.items():  # a foreign case none of whose graders can run here
+        if spec.not_graded and not spec.checks and not spec.judge and expects_skill(spec):
+            opts.unavailable[name] = "no grader of it can run here: " + "; ".join(spec.not_graded)
     runnable(to_run, opts.unavailable)
     for name, why in opts.unavailable.items():  # the others still run and score
         log(f"skipping {name}: {why}")
@@ -336,7 +361,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                     "(--agent claude-code, codex, opencode or gemini-cli); the builtin agent has "
                     "no MCP client"
                 )
-    version, assets_digest = digest(skill_dir), evals_digest(skill_dir)
+    version, assets_digest = digest(skill_dir), assets_digest_of(skill_dir, opts.evals)
     if opts.resume:
         run_dir = Path(opts.resume)
         try:
@@ -355,6 +380,9 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                 ("the model endpoints", plan.endpoints, endpoints_of(settings)),
                 ("the incumbent", plan.incumbent, find_incumbent(opts, skill, version)),
                 ("the library (--with-library)", plan.library, library_of(opts, skill)),
+                # the grader the run started with is kept unless another one is asked for
+                ("the grader (--grader)", plan.grader_model, opts.grader or plan.grader_model),
+                ("--grader-runs", plan.grader_runs, opts.grader_runs or plan.grader_runs),
             )
             if old != new
         ]
@@ -392,7 +420,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         model=settings.model,
         judge_model=settings.judge_model or settings.model,
         grader_model=opts.grader,
-        grader_runs=opts.grader_runs,
+        grader_runs=opts.grader_runs or 1,
         k=settings.k,
         min_net_lift=settings.min_net_lift,
         seed=opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31),
@@ -408,6 +436,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         endpoints=endpoints_of(settings),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         case_filter=opts.case,
+        evals=list(opts.evals),
         library=library,
         sequential=rule_for(len(sessions), settings.min_net_lift)
         if settings.stats.sequential

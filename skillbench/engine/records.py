@@ -8,7 +8,7 @@ from skillbench.checks import CheckResult
 from skillbench.models import Endpoint
 from skillbench.models.base import Usage
 from skillbench.sequential import Rule
-from skillbench.verdict import MIN_NET_LIFT, UNSCORED
+from skillbench.verdict import MIN_NET_LIFT, UNSCORED, Outcome
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
 SUITE = "suite"  # the session name of evals/suite.yaml
@@ -70,6 +70,7 @@ class Plan(msgspec.Struct, kw_only=True):
     engine_version: str
     created_at: str
     case_filter: str | None = None
+    evals: list[str] = []  # --evals: foreign eval files outside the skill (--resume keeps them)
     incumbent: Incumbent | None = None
     team: str | None = None  # the team repo the incumbent came from (--resume keeps it)
     agent: str = "builtin"  # what runs in the arms (agents/)
@@ -123,7 +124,7 @@ class RowRecord(msgspec.Struct, tag="row", kw_only=True):
     case: str
     rep: int
     opponent: str
-    outcome: str  # win | loss | tie (from the candidate's side)
+    outcome: Outcome  # win | loss | tie (from the candidate's side), or unscored
     decided_by: str  # checks | judge | judge-split | judge-refused | ... | unscored
     arms: dict[str, ArmResult]
     judge_reasons: list[str] = []

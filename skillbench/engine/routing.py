@@ -24,13 +24,14 @@ from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.config import Settings, sandbox_spec
 from skillbench.errors import SkillbenchError
 from skillbench.evals.model import Session
+from skillbench.ledger import RunLedger
 from skillbench.models import resolve_model
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.sandbox.stage import ContaminationError, stage_arm
 from skillbench.skills import Skill
-from skillbench.transcript import TraceWriter
+from skillbench.transcript import TraceWriter, expand_loaded
 from skillbench.triggers import (
     CAPPED,
     Call,
@@ -97,7 +98,7 @@ class AgentRouter:
                 max_turns=ROUTING_TURNS,
                 timeout_s=ROUTING_TIMEOUT,
                 prices=self.settings.prices,
-                budget=None if self.spend is None else self.spend.remaining(),
+                ledger=None if self.spend is None else self.spend.ledger,
                 routing=True,
                 exchanges=self.folder / "exchanges" / f"{key}.jsonl",
             )
@@ -120,12 +121,13 @@ class AgentRouter:
             finally:
                 trace.close()
                 await session.close()
-            if self.spend is not None:
-                self.spend.charge(self.model, result.usage, result.cost_usd)
-                if result.stop_reason == "budget":  # the broker refused the session's calls
-                    self.spend.stopped = True
-                    return Call(None, CAPPED, result.usage)
-        loaded = tuple(sorted(self.agent.invoked(trace.events)))
+            # its calls settled in the run's ledger as they were made (the broker's, or the
+            # builtin loop's); a refused one ends it as "budget": recorded as not run
+            if self.spend is not None and result.stop_reason == "budget":
+                self.spend.stopped = True
+                return Call(None, CAPPED, result.usage)
+        found = self.agent.invoked(trace.events)
+        loaded = tuple(sorted(expand_loaded(found, (s.name for s in library))))
         if result.errored and not loaded:  # a skill loaded before a failure still fired
             return Call(None, result.error, result.usage)
         return Call(loaded, None, result.usage)
@@ -141,11 +143,15 @@ async def measure(
     threshold: float,
     folder: Path | None = None,
     log: Callable[[str], None] = lambda _: None,
+    ledger: RunLedger | None = None,
 ) -> list[TriggerReport]:
     """Every target's trigger report by `method` ("catalog" or "agent"). The agent method
     keeps its sessions' transcripts and exchanges under `folder` (a temporary folder when
-    None)."""
-    async with open_router(settings, method=method, agent=agent, folder=folder, log=log) as r:
+    None). With the run's `ledger`, every call reserves and settles in it (--max-cost)."""
+    spend = None if ledger is None else Spend(ledger, settings.prices)
+    async with open_router(
+        settings, method=method, agent=agent, folder=folder, spend=spend, log=log
+    ) as r:
         return await evaluate_all(r, targets, runs=runs, threshold=threshold)
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from skillbench.checks import CheckResult
+from skillbench.checks import CheckResult, no_verdict
 from skillbench.engine.activation import FIRED_WHERE_NOT
 from skillbench.engine.records import CANDIDATE, ArmResult, RowRecord, SessionRecord, Unit
 from skillbench.engine.stats import sign_test
 from skillbench.engine.summary import Comparison
-from skillbench.verdict import MIN_NET_LIFT, UNSCORED, RowLike, tally, verdict_of
+from skillbench.verdict import MIN_NET_LIFT, UNSCORED, Outcome, RowLike, tally, verdict_of
 
 
 def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:
@@ -41,6 +41,19 @@ def gap_in_both(mine: ArmResult, theirs: ArmResult) -> str | None:
     return None
 
 
+def no_verdict_in_both(mine: ArmResult, theirs: ArmResult) -> str | None:
+    """Why a row measures nothing when a verifier gave no verdict (exit 2) in both arms. In
+    one arm only, the other arm's run of the same verifier, image and tests reaching a
+    verdict is the evidence that the harness could judge: what differs is the workspace, so
+    that arm fails the check, as Margin's policy has it (a candidate's import or build
+    failure is a fail, infra only what is not attributable to the candidate)."""
+    unjudged = {c.name for c in theirs.checks if no_verdict(c)}
+    for check in mine.checks:
+        if no_verdict(check) and check.name in unjudged:
+            return f"{check.name} gave no verdict in either arm ({check.detail[:200]})"
+    return None
+
+
 def row_by_checks(
     unit: Unit, rep: int, opponent: str, cand: SessionRecord | None, opp: SessionRecord | None
 ) -> RowRecord | None:
@@ -48,7 +61,7 @@ def row_by_checks(
     arms = {CANDIDATE: arm_result(unit, cand), opponent: arm_result(unit, opp)}
     mine, theirs = arms[CANDIDATE], arms[opponent]
 
-    def row(outcome: str, decided_by: str, reason: str | None = None) -> RowRecord:
+    def row(outcome: Outcome, decided_by: str, reason: str | None = None) -> RowRecord:
         return RowRecord(
             case=unit.name,
             rep=rep,
@@ -69,6 +82,9 @@ def row_by_checks(
     gap = gap_in_both(mine, theirs)
     if gap:  # not a tie: nothing was measured (and no judge can stand in for the checks)
         return row("unscored", "environment-gap", gap)
+    unjudged = no_verdict_in_both(mine, theirs)
+    if unjudged:
+        return row("unscored", "unscored", unjudged)
     if mine.passed != theirs.passed:
         return row("win" if mine.passed else "loss", "checks")
     if not unit.judge:

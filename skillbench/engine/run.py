@@ -14,7 +14,13 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench.engine.activation import NEVER_LOADED, activation_of, ambient_of
+from skillbench.engine.accounting import accounting
+from skillbench.engine.activation import (
+    NEVER_LOADED,
+    activation_of,
+    ambient_of,
+    explicit_invocation,
+)
 from skillbench.engine.judging import Judging
 from skillbench.engine.plan import (
     EvalError,
@@ -25,6 +31,7 @@ from skillbench.engine.plan import (
     trigger_method,
     validated,
 )
+from skillbench.engine.pool import Pool
 from skillbench.engine.recheck import Reusing
 from skillbench.engine.records import (
     BASELINE,
@@ -39,10 +46,12 @@ from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.score import summarize
 from skillbench.engine.session import Placement, Progress
 from skillbench.engine.summary import Diagnostic, Skipped, Summary
+from skillbench.ledger import RunLedger
 from skillbench.lossless import utf8_safe
 from skillbench.models import resolve_model
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import Provenance, Receipt, bundle_digest, write_receipt
+from skillbench.report import skill_creator
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxProvider
 from skillbench.scrub import IDENTIFIERS, scrub_obj
@@ -103,6 +112,14 @@ class Runner(Reusing, Judging):
         self, provider: SandboxProvider, name: str, arm: str, rep: int
     ) -> SessionRecord:
         key = self.reuse_key(name, arm, rep)
+        if key and self.pool is not None:  # another cell may be running this very session
+            async with self.pool.once(key):
+                return await self.fresh_or_reused(provider, key, name, arm, rep)
+        return await self.fresh_or_reused(provider, key, name, arm, rep)
+
+    async def fresh_or_reused(
+        self, provider: SandboxProvider, key: str | None, name: str, arm: str, rep: int
+    ) -> SessionRecord:
         hit = self.cache.get(key) if key else None
         if hit is not None:
             again = await self.reused(provider, hit, name, arm, rep)
@@ -149,7 +166,10 @@ class Runner(Reusing, Judging):
 
     async def run(self) -> Summary:
         provider = make_provider()
-        judge_model = resolve_model(
+        # (off the loop: importing a provider's SDK takes seconds, and a Ctrl-C meanwhile
+        # would wait for it)
+        judge_model = await asyncio.to_thread(
+            resolve_model,
             self.plan.judge_model,
             max_retries=self.settings.max_retries,
             timeout=self.settings.request_timeout,
@@ -161,7 +181,9 @@ class Runner(Reusing, Judging):
             for name in self.plan.sessions:  # rows whose sessions finished before a resume
                 for rep in range(1, self.plan.k + 1):
                     self.rows_ready(judge_model, name, rep)
-            gate = asyncio.Semaphore(self.settings.parallel)
+            gate = (
+                asyncio.Semaphore(self.settings.parallel) if self.pool is None else self.pool.gate
+            )
 
             async def one(name: str, arm: str, rep: int) -> None:
                 async with gate:
@@ -222,9 +244,18 @@ class Runner(Reusing, Judging):
     def evidence(self, summary: Summary, rows: list[RowRecord]) -> Summary:
         """The summary with activation, ambient skills and the library arm (docs/statistics.md)."""
         expected = {name: self.expects(name) for name in self.plan.sessions}
-        summary.activation = activation_of(self.plan, self.done, rows, expected)
+        explicit = {
+            name: explicit_invocation(self.plan.skill, self.specs[name].task)
+            for name in self.plan.sessions
+        }
+        summary.activation = activation_of(self.plan, self.done, rows, expected, explicit)
         summary.ambient = ambient_of(self.plan, self.done, self.agent.ambient_policy())
         summary.library = self.plan.library
+        for name in self.plan.sessions:  # graders of another tool's file that could not run
+            if name in self.skipped:  # the whole case was: said with the skipped cases
+                continue
+            for why in self.specs[name].not_graded:
+                summary.diagnostics.append(Diagnostic("not-graded", name, why))
         if summary.activation is not None and summary.activation.never:
             summary.diagnostics.append(Diagnostic("never-fired", "", NEVER_LOADED))
         return summary
@@ -246,9 +277,11 @@ class Runner(Reusing, Judging):
             self.missing.add(name)
 
 
-async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerReport | None:
+async def triggers_of(
+    opts: EvalOptions, folder: Path | None = None, ledger: RunLedger | None = None
+) -> TriggerReport | None:
     """The skill's trigger report, or None when it has no triggers file. The agent method
-    keeps its sessions under `folder`."""
+    keeps its sessions under `folder`; its calls spend in the run's `ledger`."""
     targets = targets_at(Path(opts.skill_dir))
     if not targets:
         return None
@@ -261,6 +294,7 @@ async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerR
             runs=opts.runs,
             threshold=opts.threshold,
             folder=folder,
+            ledger=ledger,
         )
     except RoutingError as exc:
         raise EvalError(str(exc)) from None
@@ -269,7 +303,7 @@ async def triggers_of(opts: EvalOptions, folder: Path | None = None) -> TriggerR
 
 async def triggers_only(opts: EvalOptions) -> TriggerReport:
     """`eval --triggers-only`: validate, then measure the skill's triggers (no sandboxes)."""
-    validated(Path(opts.skill_dir))
+    validated(Path(opts.skill_dir), opts.evals)
     check_credentials(opts.settings.model)
     report = await triggers_of(opts)
     if report is None:
@@ -285,30 +319,40 @@ async def execute(
     opts: EvalOptions,
     progress: Progress,
     placement: Placement | None = None,
+    pool: Pool | None = None,
 ) -> EvalResult:
-    """Run the prepared eval (its sessions here, or where `placement` puts them); write
-    summary.json; return the run folder and the summary."""
+    """Run the prepared eval (its sessions here, or where `placement` puts them; a cell of
+    a set run in the set's `pool`); write summary.json; return the run folder and the summary."""
     plan, run_dir, skill, sessions = prepared
-    runner = Runner(opts, plan, run_dir, skill, sessions, progress, placement)
+    runner = Runner(opts, plan, run_dir, skill, sessions, progress, placement, pool)
     summary = await runner.run()
     if opts.triggers:
-        if opts.max_cost is not None and runner.spend >= opts.max_cost:
+        capped = opts.max_cost is not None and runner.spend >= opts.max_cost
+        if capped or (pool is not None and runner.ledger.exhausted()):
             summary.triggers_note = "not measured: the --max-cost cap was reached"
         else:
-            report = await triggers_of(opts, run_dir / "triggers")
+            report = await triggers_of(opts, run_dir / "triggers", runner.ledger)
             if report is None:
                 summary.triggers_note = "not measured: the skill has no trigger file"
             else:
                 summary.triggers = report.summary()
-                runner.spend += (
-                    cost_usd(opts.settings.model, report.usage, opts.settings.prices) or 0.0
-                )
+                spent = cost_usd(opts.settings.model, report.usage, opts.settings.prices) or 0.0
+                runner.spend += spent
+                if pool is not None:  # the set's other cells see it in the ledger
+                    runner.ledger.charge(spent, "triggers")
     summary.spend_usd = round(runner.spend, 6)
+    summary.accounting = accounting(
+        runner.ledger.snapshot(),
+        runner.done.values(),
+        planned=opts.planned_usd,
+        not_run=summary.not_run,
+    )
     # checks saw the raw transcript; their details are printed and written, so scrub them
     # (a sandbox's file names that are not UTF-8 are shown as \xNN: the journal keeps them)
     plain = utf8_safe(scrub_obj(msgspec.to_builtins(summary), keep=IDENTIFIERS))
     summary = msgspec.convert(plain, Summary)
     (run_dir / "summary.json").write_bytes(msgspec.json.format(msgspec.json.encode(summary)))
+    skill_creator.write(run_dir, summary)  # grading.json, benchmark.json: its viewer reads them
     key = opts.settings.sign.key
     try:
         write_receipt(

@@ -14,7 +14,7 @@ from msgspec.structs import replace
 from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.agents.base import EarlyStart
 from skillbench.agents.builtin.loop import SkillInfo
-from skillbench.checks import CheckResult, run_checks
+from skillbench.checks import CheckResult, no_verdict, run_checks
 from skillbench.config import sandbox_spec
 from skillbench.egress import phase_proxy
 from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
@@ -36,9 +36,10 @@ from skillbench.sandbox.stage import (
     start_checker,
 )
 from skillbench.skills import Skill, read_skill
-from skillbench.transcript import TraceWriter, Transcript
+from skillbench.transcript import TraceWriter, Transcript, expand_loaded
 
 if TYPE_CHECKING:  # (run.py builds the Runner on Sessions)
+    from skillbench.engine.pool import Pool
     from skillbench.engine.run import Runner
 
 
@@ -72,9 +73,11 @@ class Sessions:
         sessions: dict[str, Session],
         progress: Progress,
         placement: Placement | None = None,
+        pool: Pool | None = None,
     ):
         self.opts = opts
         self.placement = placement
+        self.pool = pool
         self.plan = plan
         self.run_dir = run_dir
         self.skill = skill
@@ -103,7 +106,19 @@ class Sessions:
         )
         self.spend += sum(r.judge_cost_usd or 0.0 for r in self.rows.values())
         # one ledger for the run: a resumed run continues from what its journal says was spent
-        self.ledger = RunLedger(opts.max_cost, spent=self.spend)
+        if pool is None:
+            self.ledger = RunLedger(
+                opts.max_cost,
+                spent=self.spend,
+                by_kind={
+                    "generation": opts.spent_before,
+                    "earlier": self.spend - opts.spent_before,
+                },
+            )
+        else:  # a cell of a set run: the set's one ledger, its earlier spend in
+            self.ledger = pool.ledger
+            self.ledger.charge(opts.spent_before, "generation")
+            self.ledger.charge(self.spend - opts.spent_before, "earlier")
         self.stopped: str | None = None
         self.judge_tasks: list[asyncio.Task[None]] = []
         self.judging: set[RowKey] = set()  # rows waiting for the judge
@@ -123,6 +138,8 @@ class Sessions:
         """What the agent is asked to do in one arm session."""
         spec, key = self.specs[name], session_key(name, arm, rep)
         budget = None if self.opts.max_cost is None else max(0.0, self.opts.max_cost - self.spend)
+        if self.pool is not None and budget is not None:  # what the whole set has left
+            budget = self.ledger.left()
         return SessionRequest(
             key=key,
             case=name,
@@ -220,7 +237,7 @@ class Sessions:
                     trace.close()
                 record = replace(
                     record,
-                    loaded=sorted(self.agent.invoked(trace.events)),
+                    loaded=sorted(expand_loaded(self.agent.invoked(trace.events), skills)),
                     ambient=list(session.ambient),
                     stop_reason=result.stop_reason,
                     turns=result.turns,
@@ -277,8 +294,16 @@ class Sessions:
             for unit, listed in units.items()
         }
         record = await self.grade_expectations(checker, record, text, units, checks)
-        unjudged = [c for results in checks.values() for c in results if c.infrastructure]
-        if unjudged:  # a verifier that could not judge: the arm's rows go unscored
+        # a grader that could not judge (its model unreachable): the arm's rows go unscored. A
+        # verifier's exit 2 is no error of the session (a retry would give the agent a second
+        # try): the row decides whose failing it is, against the other arm (engine/rows.py)
+        unjudged = [
+            c
+            for results in checks.values()
+            for c in results
+            if c.infrastructure and not no_verdict(c)
+        ]
+        if unjudged:
             return replace(
                 record,
                 checks=checks,

@@ -12,7 +12,7 @@ from skillbench.engine.records import ArmResult, Library
 from skillbench.engine.stats import Interval, Stats
 from skillbench.models import Endpoint
 from skillbench.sequential import Stop
-from skillbench.verdict import MIN_NET_LIFT, NONE, Votes
+from skillbench.verdict import MIN_NET_LIFT, NONE, Outcome, Votes
 
 
 class Comparison(msgspec.Struct):
@@ -67,7 +67,7 @@ class RowSummary(msgspec.Struct, omit_defaults=True):
     case: str
     rep: int
     opponent: str
-    outcome: str
+    outcome: Outcome
     decided_by: str
     arms: dict[str, ArmResult]
     reason: str | None = None  # why an unscored row measured nothing
@@ -79,6 +79,22 @@ class Reuse(msgspec.Struct, frozen=True):
     sessions: int  # reused
     of: int  # baseline and incumbent sessions of the run
     runs: list[str]  # where they came from
+
+
+class Accounting(msgspec.Struct, frozen=True, kw_only=True):
+    """What the run spent against its plan (docs/results.md): by call kind from the run's
+    ledger, by arm from its sessions, what was refused for the budget, what stopping saved."""
+
+    planned_usd: float | None  # the plan's estimate (--plan's figure), when one was made
+    ceiling_usd: float | None  # --max-cost
+    spent_usd: float  # every call the ledger settled, resumed runs' earlier spend included
+    by_kind: dict[str, float]  # agent, judge, grader, triggers, generation, tuning, earlier
+    by_arm: dict[str, float]  # the arm's sessions (their agent and grader calls)
+    sessions: dict[str, int]  # sessions run per arm (reused ones not counted)
+    refused_calls: int  # calls the ledger refused: never sent
+    refused_sessions: int  # sessions ended by such a refusal: recorded as not run
+    not_run: int  # sessions a sequential stop made unnecessary
+    saved_usd: float | None  # not_run at the mean price of the sessions that ran
 
 
 class Summary(msgspec.Struct, kw_only=True):
@@ -122,6 +138,7 @@ class Summary(msgspec.Struct, kw_only=True):
     min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used
     stop: Stop | None = None  # a sequential run: where its stopping rule stopped
     not_run: int = 0  # sessions the stop made unnecessary (no loss, no tie: never run)
+    accounting: Accounting | None = None
 
 
 class Power(msgspec.Struct, frozen=True, kw_only=True):

@@ -29,6 +29,11 @@ def parse_checks(
         line = rep.doc.line(where)
         if isinstance(item, str):
             check = Check(item, None, line)
+        elif isinstance(item, dict) and len(item) == 1 and isinstance(item.get("grader"), dict):
+            found = _scored_grader(rep, where, item["grader"], line)
+            if found is None:
+                continue
+            check = found
         elif isinstance(item, dict) and len(item) == 1 and "reward" in item:
             found = _reward(rep, where, item["reward"], line, case_file)
             if found is None:
@@ -80,6 +85,23 @@ def script_path(
         )
         return None
     return str(target.relative_to(evals))
+
+
+def _scored_grader(rep: Report, at: KeyPath, value: dict[str, Any], line: int) -> Check | None:
+    """`grader: {run: CMD, min: N}`: a command printing a JSON `score` that passes at `min`
+    (Skillgrade's deterministic grader, as `skillbench import skillgrade` writes it)."""
+    unknown = sorted(set(value) - {"run", "min"})
+    run, least = value.get("run"), value.get("min")
+    if unknown:
+        rep.error(at, f"`grader` has unknown field(s) {', '.join(unknown)}; it takes run and min")
+        return None
+    if not isinstance(run, str) or not run.strip():
+        rep.error(at, '`grader` needs `run`: the command that prints {"score": N}')
+        return None
+    if isinstance(least, bool) or not isinstance(least, int | float) or not 0 <= least <= 1:
+        rep.error(at, "`grader` `min` must be a score from 0 to 1")
+        return None
+    return Check("grader", run, line, min=float(least))
 
 
 MAX_RUN = 86_400  # a day: a reward script's `timeout` (Harbor tasks give up to hours)

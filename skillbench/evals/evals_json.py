@@ -41,6 +41,15 @@ def load_evals_json(path: Path, skill_dir: Path) -> tuple[list[Case], list[Probl
             rep.note((key,), f"`{key}` is not a field of evals.json; not used", key=True)
     cases: list[Case] = []
     evals = data.get("evals")
+    if "evals" not in data:  # seen in public skills: the list under another name
+        lists = [k for k, v in data.items() if isinstance(v, list) and v]
+        also = f" (the file has {', '.join(f'`{k}`' for k in lists)})" if lists else ""
+        rep.error(
+            (),
+            f"no `evals` list{also}: skill-creator's evals.json lists its evals under "
+            '`evals`, each {"id", "prompt", "expectations"}',
+        )
+        rep.raise_if_errors()
     if not isinstance(evals, list):
         rep.error(("evals",), f"`evals` must be a list of evals, got {type_name(evals)}")
         rep.raise_if_errors()

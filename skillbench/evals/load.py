@@ -8,10 +8,12 @@ shows everything; `load_assets` gathers them over the whole evals/ folder.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from skillbench.evals.cases import load_case, load_suite
+from skillbench.evals.eval_yaml import eval_yaml_files, load_eval_yaml
 from skillbench.evals.evals_json import EVALS_JSON, load_evals_json
 from skillbench.evals.model import Case, EvalAssets, Suite, Triggers
 from skillbench.evals.problems import Problem, SpecError
@@ -29,8 +31,12 @@ def case_files(skill_dir: Path) -> list[Path]:
     )
 
 
-def load_assets(skill_dir: Path, skill_name: str | None = None) -> EvalAssets:
-    """Discover and load all eval assets of a skill, collecting every problem."""
+def load_assets(
+    skill_dir: Path, skill_name: str | None = None, extra: Sequence[Path] = ()
+) -> EvalAssets:
+    """Discover and load all eval assets of a skill, collecting every problem. `extra`:
+    foreign eval files named with `--evals FILE`, wherever they are (dotnet/skills keeps its
+    Vally files in a tests/ tree beside the skills): evals.json or an eval.yaml."""
     problems: list[Problem] = []
     cases: list[Case] = []
     stems: dict[str, Path] = {}
@@ -66,20 +72,43 @@ def load_assets(skill_dir: Path, skill_name: str | None = None) -> EvalAssets:
         found: list[Suite] = []
         _collect(problems, found, load_suite, evals / "suite.yaml", skill_dir)
         suite = found[0] if found else None
-    if (evals / EVALS_JSON).is_file():  # skill-creator's evals, read where they stand
+    foreign: list[tuple[Any, Path]] = []  # other tools' evals, read where they stand
+    if (evals / EVALS_JSON).is_file():  # skill-creator's
+        foreign.append((load_evals_json, evals / EVALS_JSON))
+    foreign += [(load_eval_yaml, p) for p in eval_yaml_files(skill_dir)]  # Vally's, Skillgrade's
+    for path in extra:
+        if not path.is_file():
+            problems.append(Problem(str(path), 1, "error", "--evals: no such file"))
+        elif path.suffix == ".json":
+            foreign.append((load_evals_json, path))
+        else:
+            foreign.append((load_eval_yaml, path))
+    for loader, path in foreign:
         found_cases: list[list[Case]] = []
-        _collect(problems, found_cases, load_evals_json, evals / EVALS_JSON, skill_dir)
+        args = (path, skill_dir, skill_name) if loader is load_eval_yaml else (path, skill_dir)
+        _collect(problems, found_cases, loader, *args)
         for case in found_cases[0] if found_cases else ():
-            if case.name in stems:
+            if case.name in stems and stems[case.name].parent == evals / "cases":
+                problems.append(  # its import: the native file is the one used
+                    Problem(
+                        str(path),
+                        1,
+                        "note",
+                        f"case {case.name!r} is also {stems[case.name]} (its import?): that "
+                        f"file is used; remove {path.name} when the migration is done",
+                    )
+                )
+            elif case.name in stems:
                 problems.append(
                     Problem(
-                        str(evals / EVALS_JSON),
+                        str(path),
                         1,
                         "error",
                         f"case name {case.name!r} is also {stems[case.name].name}; rename one",
                     )
                 )
             else:
+                stems[case.name] = path
                 cases.append(case)
     triggers = None
     got: list[Triggers | None] = []

@@ -17,6 +17,8 @@ BUCKETS: tuple[str, ...] = ("explicit", "implicit", "contextual", "negative", "a
 CHECK_KINDS: dict[str, str] = {
     "transcript_mentions": "the text appears in the transcript, case-insensitively",
     "transcript_omits": "the text does not appear in the transcript",
+    "transcript_matching": "the regex matches somewhere in the transcript (case as written)",
+    "no_transcript_matching": "the regex matches nowhere in the transcript",
     "command_matching": "some bash command the agent ran matches the regex",
     "no_command_matching": "no bash command matches the regex",
     "file_exists": "the path (relative to the workspace) exists after the session",
@@ -30,9 +32,11 @@ CHECK_KINDS: dict[str, str] = {
     "expect": "a model grader finds the natural-language expectation met, from the transcript "
     "and the workspace files (graded in one call per session, with a canary)",
     "grader": "the command prints {pass, score, evidence} JSON (or exits 0); $CASE, $WORK and "
-    "$RESULTS (trace.jsonl) are set",
+    "$RESULTS (trace.jsonl) are set; with a `min` (Skillgrade's), its JSON `score` must reach it",
 }
-REGEX_KINDS = frozenset({"command_matching", "no_command_matching"})
+REGEX_KINDS = frozenset(
+    {"command_matching", "no_command_matching", "transcript_matching", "no_transcript_matching"}
+)
 PATH_KINDS = frozenset({"file_exists", "file_absent"})
 
 MAX_TIMEOUT_MINUTES = 120
@@ -46,7 +50,7 @@ class Check(msgspec.Struct, frozen=True):
     arg: str | None = None
     line: int = 0
     script: str | None = None  # verifier / reward `run`: the script's path under evals/
-    min: float | None = None  # reward: the smallest passing reward
+    min: float | None = None  # reward, grader (Skillgrade's): the smallest passing score
     metric: str | None = None  # reward: the reward.json metric that decides (default: `reward`)
     timeout: float | None = None  # reward `run`: seconds its script may take (default 600)
 
@@ -94,6 +98,9 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     # a Harbor task's folder under evals/: its tests/ and solution/ are shown read-only at
     # /tests and /solution in the checker (and /solution to the oracle), as Harbor does
     harbor: str | None = None
+    # graders of another tool's file that cannot run in the sandbox (a tool it does not
+    # offer, another skill): reported as not graded, with why; none when all of them can
+    not_graded: tuple[str, ...] = ()
 
 
 class Case(Session, frozen=True, kw_only=True):

@@ -6,6 +6,7 @@ becomes its `image:` / `containerfile:`; offline, a base image that is not on th
 said at import time (the eval refuses the case until it is there).
 """
 
+from skillbench.importers.foreign import import_skill_creator, import_skillgrade, import_vally
 from skillbench.importers.harbor import import_harbor
 from skillbench.importers.margin import import_margin
 from skillbench.importers.skill_optimizer import import_skill_optimizer
@@ -14,4 +15,7 @@ IMPORTERS = {
     "harbor": import_harbor,
     "margin": import_margin,
     "skill-optimizer": import_skill_optimizer,
+    "skill-creator": import_skill_creator,
+    "vally": import_vally,
+    "skillgrade": import_skillgrade,
 }

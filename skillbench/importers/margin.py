@@ -13,6 +13,7 @@ from skillbench.importers.base import (
     ImportError_,
     NewFile,
     case_yaml,
+    confined,
     containerfile_field,
     each,
     headed,
@@ -45,6 +46,9 @@ def import_margin(src: Path, into: Path | None = None) -> Imported:
         else []
     )
     names = [str(n) for n in listed] if isinstance(listed, list) else folders
+    # a listed name is a folder of cases/, never a path out of it (`..`, absolute)
+    for name in names:
+        confined(src / "cases", name, src / "suite.toml", "cases entry")
     for left in sorted(set(folders) - set(names)):  # Margin's compiler never reads them
         out.unmapped.append(f"cases/{left}: not listed in suite.toml `cases` — ignored")
     if suite.get("kind") != "test_suite":

@@ -207,7 +207,9 @@ def _solution(suite_dir: Path, case: str) -> Path | None:
     is tried too)."""
     slug = re.sub(r"[^a-z0-9._-]+", "-", case.lower()).strip("-")
     for folder in dict.fromkeys((slug, case, safe_name(case))):
-        if folder and is_file(suite_dir / "solutions" / folder / "solution.sh"):
+        if not folder or folder in (".", "..") or Path(folder).name != folder:
+            continue  # a case name is one folder of solutions/, never a path out of it
+        if is_file(suite_dir / "solutions" / folder / "solution.sh"):
             return suite_dir / "solutions" / folder
     return None
 

@@ -13,6 +13,7 @@ import msgspec
 
 from skillbench.errors import SkillbenchError
 from skillbench.models.base import Model
+from skillbench.models.transport import custom_ca, proxy_for
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 
@@ -127,12 +128,16 @@ SCRIPTED_ENDPOINT = "scripted"  # a fixed script played in-process or by a local
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-class Endpoint(msgspec.Struct, frozen=True):
+class Endpoint(msgspec.Struct, frozen=True, omit_defaults=True):
     """Where a model was reached (docs/trust.md): scheme and host of the base URL, never its
-    credentials or path; and whether that is the provider's own API."""
+    credentials or path; the proxy it went through and the CA variables that replaced the
+    system's trust store; and whether that is the provider's own API (its URL, no proxy, no
+    custom CA). The last two are left out when unset, so older receipts keep their bytes."""
 
     url: str  # https://api.anthropic.com, http://127.0.0.1:8080, or "scripted"
     provider: bool
+    proxy: str | None = None  # scheme://host[:port] of the proxy, as origin() writes it
+    ca: list[str] = []  # e.g. ["SSL_CERT_FILE"]: the variables, never their paths
 
 
 def origin(url: str) -> str:
@@ -172,4 +177,8 @@ def endpoint(ref: str | ModelRef) -> Endpoint:
     if base is None:
         return Endpoint(SCRIPTED_ENDPOINT, provider=False)
     url = origin(base)
-    return Endpoint(url, provider=url == origin(PROVIDERS[parsed.provider].own_base or ""))
+    through = proxy_for(base)
+    proxy = origin(through) if through else None
+    ca = custom_ca()
+    own = url == origin(PROVIDERS[parsed.provider].own_base or "") and not proxy and not ca
+    return Endpoint(url, provider=own, proxy=proxy, ca=ca)

@@ -1,7 +1,11 @@
 """`anthropic/<model>`: the Messages API through the official `anthropic` SDK.
 
-The system prompt and the tool list carry cache_control, so every turn after the first
-reads them from the prompt cache. Retries and timeouts are the SDK's own.
+The prompt is sent in the form the API caches (docs/agents.md, prompt caching): a
+`cache_control` breakpoint on the last tool, on the system prompt and on the latest blocks a
+caller marked as repeated by later calls (`TextBlock.cache`: the builtin loop marks each turn's
+last block, a catalog call its catalog), at most the API's 4, newest first. The API caches
+tools, then system, then messages, so a breakpoint covers everything before it and reads the
+longest cached prefix within 20 blocks of it. Retries and timeouts are the SDK's own.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from skillbench.models.base import (
     TextBlock,
     ToolCall,
     ToolSpec,
-    Usage,
+    anthropic_usage,
     describe_error,
 )
 
@@ -32,12 +36,17 @@ _STOP: dict[str, StopReason] = {
 }
 
 
+MAX_BREAKPOINTS = 4  # the API answers 400 to a fifth
+
+
 def _wire_message(message: Message) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextBlock):
             if block.text:
                 blocks.append({"type": "text", "text": block.text})
+            if block.cache and blocks:  # (an empty block is not sent: the one before is marked)
+                blocks[-1]["cache"] = True
         elif isinstance(block, ToolCall):
             blocks.append(
                 {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
@@ -49,17 +58,32 @@ def _wire_message(message: Message) -> dict[str, Any]:
                     "tool_use_id": block.id,
                     "content": block.text or "(no output)",
                     "is_error": block.is_error,
+                    **({"cache": True} if block.cache else {}),
                 }
             )
     return {"role": message.role, "content": blocks}
 
 
+def _breakpoints(
+    tools: list[dict[str, Any]], system: list[dict[str, Any]], messages: list[dict[str, Any]]
+) -> None:
+    """Put cache_control on the last tool, the system prompt and the newest marked blocks
+    (the `cache` key _wire_message left on them, removed here), at most MAX_BREAKPOINTS."""
+    marked = [b for m in messages for b in m["content"] if b.pop("cache", False)]
+    stable = [part[-1] for part in (tools, system) if part]
+    for block in stable + marked[::-1][: MAX_BREAKPOINTS - len(stable)]:
+        block["cache_control"] = {"type": "ephemeral"}
+
+
 class AnthropicModel:
     """A Claude model through the Anthropic SDK (ANTHROPIC_BASE_URL is honoured by the SDK)."""
 
-    def __init__(self, ref: str, *, max_retries: int = 4, timeout: float = 600.0):
+    def __init__(
+        self, ref: str, *, max_retries: int = 4, timeout: float = 600.0, caching: bool = True
+    ):
         self.ref = ref
         self.model = ref.split("/", 1)[1]
+        self.caching = caching  # False: no breakpoints (bench/caching.py measures the saving)
         self._client = anthropic.AsyncAnthropic(max_retries=max_retries, timeout=timeout)
 
     async def aclose(self) -> None:
@@ -72,17 +96,18 @@ class AnthropicModel:
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools
         ]
-        if wire_tools:
-            wire_tools[-1]["cache_control"] = {"type": "ephemeral"}
+        wire_system = [{"type": "text", "text": system}] if system else []
+        wire_messages = [_wire_message(m) for m in messages]
+        if self.caching:
+            _breakpoints(wire_tools, wire_system, wire_messages)
+        else:
+            for block in (b for m in wire_messages for b in m["content"]):
+                block.pop("cache", None)
         kwargs: dict[str, Any] = dict(
-            model=self.model,
-            max_tokens=max_tokens,
-            messages=[_wire_message(m) for m in messages],
+            model=self.model, max_tokens=max_tokens, messages=wire_messages
         )
-        if system:
-            kwargs["system"] = [
-                {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
-            ]
+        if wire_system:
+            kwargs["system"] = wire_system
         if wire_tools:
             kwargs["tools"] = wire_tools
         try:
@@ -110,12 +135,7 @@ def _completion(response: Any, ref: str) -> Completion:
         return Completion(
             content=tuple(content),
             stop_reason=_STOP.get(response.stop_reason or "end_turn", "end_turn"),
-            usage=Usage(
-                input_tokens=usage.input_tokens or 0,
-                output_tokens=usage.output_tokens or 0,
-                cache_read_tokens=usage.cache_read_input_tokens or 0,
-                cache_write_tokens=usage.cache_creation_input_tokens or 0,
-            ),
+            usage=anthropic_usage(usage.model_dump()),
             model=ref,
         )
     except (AttributeError, TypeError, ValueError) as exc:

@@ -18,6 +18,9 @@ ErrorKind = Literal["infrastructure", "auth", "bad_request"]
 
 class TextBlock(msgspec.Struct, frozen=True, tag="text"):
     text: str
+    # the prompt up to and including this block is repeated by later calls: a provider that
+    # caches by breakpoint (Anthropic) is asked to cache it
+    cache: bool = False
 
 
 class ToolCall(msgspec.Struct, frozen=True, tag="tool_call"):
@@ -31,6 +34,7 @@ class ToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
     name: str
     text: str
     is_error: bool = False
+    cache: bool = False  # as TextBlock.cache
 
 
 Block = TextBlock | ToolCall | ToolResult
@@ -71,12 +75,15 @@ class ToolSpec(msgspec.Struct, frozen=True):
 
 
 class Usage(msgspec.Struct, frozen=True):
-    """Tokens of one call (or a sum of calls). `input_tokens` excludes cached tokens."""
+    """Tokens of one call (or a sum of calls). `input_tokens` excludes cached tokens;
+    `cache_write_tokens` are written for the default 5 minutes, `cache_write_1h_tokens` for
+    an hour (Anthropic bills them at 2x input, not 1.25x)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -84,7 +91,28 @@ class Usage(msgspec.Struct, frozen=True):
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
+
+
+def anthropic_usage(raw: dict[str, Any]) -> Usage:
+    """Anthropic's `usage` object: `cache_creation_input_tokens` counts every cache write,
+    and its `cache_creation` breakdown says how many of them were for an hour."""
+
+    def count(value: Any) -> int:
+        return value if isinstance(value, int) and value > 0 else 0
+
+    writes = count(raw.get("cache_creation_input_tokens"))
+    breakdown = raw.get("cache_creation")
+    hour = count(breakdown.get("ephemeral_1h_input_tokens")) if isinstance(breakdown, dict) else 0
+    hour = min(hour, writes) if writes else hour
+    return Usage(
+        input_tokens=count(raw.get("input_tokens")),
+        output_tokens=count(raw.get("output_tokens")),
+        cache_read_tokens=count(raw.get("cache_read_input_tokens")),
+        cache_write_tokens=max(0, writes - hour),
+        cache_write_1h_tokens=hour,
+    )
 
 
 class Completion(msgspec.Struct, frozen=True):

@@ -30,6 +30,7 @@ from typing import Any
 
 import msgspec
 
+from skillbench.models.fake_cache import PrefixCache, TooManyBreakpoints
 from skillbench.models.fake_wire import (
     ERROR_KINDS,
     REPLIES,
@@ -70,7 +71,7 @@ class LoggedRequest(msgspec.Struct):
     status: int
     source: str = ""
     step: int = 0
-    usage: dict[str, int] = {}
+    usage: dict[str, Any] = {}
     at: float = 0.0
     api_key: str = ""  # the credential the client sent (x-api-key, x-goog-api-key, a bearer)
     query_key: str = ""  # a Gemini key sent as `?key=` (the broker never sends one)
@@ -92,6 +93,7 @@ class FakeModelServer:
 
     def __init__(self, script: Script, *, port: int = 0):
         self.player = Player(script)
+        self.cache = PrefixCache(script.cache_min_tokens)
         self.requests: list[LoggedRequest] = []
         self._lock = threading.Lock()
         self.in_flight = self.peak_in_flight = 0  # requests being answered now / at most
@@ -187,6 +189,7 @@ class FakeModelServer:
         entry.query_key = next((v for k, v in urllib.parse.parse_qsl(query) if k == "key"), "")
         with self._lock:
             self.requests.append(entry)
+            serial = len(self.requests)
         if verb == "countTokens":  # not a turn: nothing of the script is played
             return self._send(h, 200, {"totalTokens": max(1, len(raw) // 4)})
         try:
@@ -201,12 +204,22 @@ class FakeModelServer:
         entry.source, entry.step = play.source, play.step
         if play.fault is not None:
             return self._fault(h, entry, play)
+        try:
+            cached, entries = (
+                self.cache.anthropic(body)
+                if protocol == "anthropic"
+                else self.cache.openai(body, protocol)
+            )
+        except TooManyBreakpoints as exc:
+            entry.status = 400
+            return self._send(h, 400, error_body(protocol, "invalid_request_error", str(exc)))
         if play.latency:
             time.sleep(play.latency)
         reply, usage = REPLIES[protocol](
-            {**body, "model": model} if model else body, play, raw, turns
+            {**body, "model": model} if model else body, play, raw, serial, cached
         )
         entry.usage = usage
+        self.cache.keep(entries)  # an entry is readable once its request is answered
         if protocol == "gemini" and verb == "streamGenerateContent":
             return self._stream_chunks(h, gemini_chunks(reply))
         if protocol == "responses":

@@ -9,6 +9,7 @@ import json
 import time
 from typing import Any
 
+from skillbench.models.fake_cache import CacheUse, tokens
 from skillbench.models.script import Play
 
 
@@ -197,27 +198,35 @@ def error_body(protocol: str, kind: str, message: str, status: int = 400) -> dic
     return {"error": {"type": kind, "message": message, "code": kind}}
 
 
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4)
+# A reply's ids carry the request's serial number on its server, unique as a provider's are:
+# two sessions with the same script share no prefix past their first reply (the cache sees
+# what it would see), whatever they say.
 
 
-def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+def _prompt_tokens(raw: bytes, cached: CacheUse) -> int:
+    return max(tokens(raw.decode(errors="replace")), cached.prompt)
+
+
+def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):
     content: list[dict[str, Any]] = [{"type": "text", "text": play.text}] if play.text else []
     for j, (name, args) in enumerate(play.tool_calls):
         content.append(
-            {"type": "tool_use", "id": f"toolu_{turns}_{j}", "name": name, "input": args}
+            {"type": "tool_use", "id": f"toolu_{serial}_{j}", "name": name, "input": args}
         )
-    system = text_of(body.get("system", ""))
-    cached = _tokens(system) if system and isinstance(body.get("system"), list) else 0
-    usage = {
-        "input_tokens": max(1, _tokens(raw.decode(errors="replace")) - cached),
-        "output_tokens": _tokens(play.text + json.dumps([a for _, a in play.tool_calls])),
-        "cache_creation_input_tokens": cached if turns == 0 else 0,
-        "cache_read_input_tokens": cached if turns > 0 else 0,
+    # input_tokens is what comes after the last cached prefix: the three add up to the prompt
+    usage: dict[str, Any] = {
+        "input_tokens": max(1, _prompt_tokens(raw, cached) - cached.read - cached.write),
+        "output_tokens": tokens(play.text + json.dumps([a for _, a in play.tool_calls])),
+        "cache_creation_input_tokens": cached.write,
+        "cache_read_input_tokens": cached.read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": cached.write_5m,
+            "ephemeral_1h_input_tokens": cached.write_1h,
+        },
     }
     stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
     reply = {
-        "id": f"msg_fake_{turns}",
+        "id": f"msg_fake_{serial}",
         "type": "message",
         "role": "assistant",
         "model": body.get("model", "fake"),
@@ -237,27 +246,23 @@ _OPENAI_FINISH = {
 }
 
 
-def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):
     calls = [
         {
-            "id": f"call_{turns}_{j}",
+            "id": f"call_{serial}_{j}",
             "type": "function",
             "function": {"name": name, "arguments": json.dumps(args)},
         }
         for j, (name, args) in enumerate(play.tool_calls)
     ]
-    system = "".join(
-        text_of(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system"
-    )
-    cached = _tokens(system) if system and turns > 0 else 0
-    prompt = _tokens(raw.decode(errors="replace"))
-    completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
+    prompt = _prompt_tokens(raw, cached)  # OpenAI counts the cached tokens inside the prompt
+    completion = tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
     stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
     message: dict[str, Any] = {"role": "assistant", "content": play.text or None}
     if calls:
         message["tool_calls"] = calls
     reply = {
-        "id": f"chatcmpl-fake-{turns}",
+        "id": f"chatcmpl-fake-{serial}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model", "fake"),
@@ -266,24 +271,24 @@ def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached},
+            "prompt_tokens_details": {"cached_tokens": cached.read},
         },
     }
     usage = {
-        "input_tokens": prompt - cached,
+        "input_tokens": prompt - cached.read,
         "output_tokens": completion,
-        "cache_read_input_tokens": cached,
+        "cache_read_input_tokens": cached.read,
     }
     return reply, usage
 
 
-def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):
     output: list[dict[str, Any]] = []
     if play.text:
         output.append(
             {
                 "type": "message",
-                "id": f"msg_{turns}",
+                "id": f"msg_{serial}",
                 "role": "assistant",
                 "status": "completed",
                 "content": [{"type": "output_text", "text": play.text, "annotations": []}],
@@ -299,9 +304,9 @@ def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
     for j, (name, args) in enumerate(play.tool_calls):
         call = {
             "type": "function_call",
-            "id": f"fc_{turns}_{j}",
+            "id": f"fc_{serial}_{j}",
             "status": "completed",
-            "call_id": f"call_{turns}_{j}",
+            "call_id": f"call_{serial}_{j}",
             "name": name,
             "arguments": json.dumps(args),
         }
@@ -309,12 +314,10 @@ def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
         if sep and space in namespaces:
             call.update(name=tool, namespace=space)
         output.append(call)
-    system, _, _, _ = responses_shape(body)
-    cached = _tokens(system) if turns > 0 else 0
-    prompt = _tokens(raw.decode(errors="replace"))
-    completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
+    prompt = _prompt_tokens(raw, cached)
+    completion = tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
     reply = {
-        "id": f"resp_fake_{turns}",
+        "id": f"resp_fake_{serial}",
         "object": "response",
         "created_at": int(time.time()),
         "status": "completed",
@@ -322,16 +325,16 @@ def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
         "output": output,
         "usage": {
             "input_tokens": prompt,
-            "input_tokens_details": {"cached_tokens": cached},
+            "input_tokens_details": {"cached_tokens": cached.read},
             "output_tokens": completion,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": prompt + completion,
         },
     }
     usage = {
-        "input_tokens": prompt - cached,
+        "input_tokens": prompt - cached.read,
         "output_tokens": completion,
-        "cache_read_input_tokens": cached,
+        "cache_read_input_tokens": cached.read,
     }
     return reply, usage
 
@@ -344,14 +347,12 @@ _GEMINI_FINISH = {
 }
 
 
-def _gemini_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
+def _gemini_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):
     """The model's name is in the path, not the body: the server passes it as `model`."""
     parts: list[dict[str, Any]] = [{"text": play.text}] if play.text else []
     parts += [{"functionCall": {"name": name, "args": args}} for name, args in play.tool_calls]
-    system, _, _, _ = gemini_shape(body)
-    cached = _tokens(system) if system and turns > 0 else 0
-    prompt = _tokens(raw.decode(errors="replace"))
-    completion = _tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
+    prompt = _prompt_tokens(raw, cached)  # Gemini counts the cached tokens inside the prompt
+    completion = tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
     stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
     reply = {
         "candidates": [
@@ -364,16 +365,16 @@ def _gemini_reply(body: dict[str, Any], play: Play, raw: bytes, turns: int):
         "usageMetadata": {
             "promptTokenCount": prompt,
             "candidatesTokenCount": completion,
-            "cachedContentTokenCount": cached,
+            "cachedContentTokenCount": cached.read,
             "totalTokenCount": prompt + completion,
         },
         "modelVersion": body.get("model", "fake"),
-        "responseId": f"gemini-fake-{turns}",
+        "responseId": f"gemini-fake-{serial}",
     }
     usage = {
-        "input_tokens": prompt - cached,
+        "input_tokens": prompt - cached.read,
         "output_tokens": completion,
-        "cache_read_input_tokens": cached,
+        "cache_read_input_tokens": cached.read,
     }
     return reply, usage
 

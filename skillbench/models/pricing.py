@@ -6,7 +6,13 @@ Prices change; a user extends or overrides them in config:
     input = 3.0
     output = 15.0
     cache_read = 0.3
-    cache_write = 3.75
+    cache_write = 3.75      # a 5-minute cache write
+    cache_write_1h = 6.0    # a 1-hour cache write
+
+Anthropic bills a cache read at 0.1x input and a write at 1.25x (5 minutes) or 2x (an hour);
+OpenAI caches automatically and bills a cached token at 0.1x (GPT-5), 0.25x (GPT-4.1) or
+0.5x (GPT-4o) input, with no charge to write; Gemini caches implicitly, a read at 0.1x input
+and no charge to write.
 """
 
 from __future__ import annotations
@@ -23,30 +29,32 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     output: float
     cache_read: float | None = None  # defaults to input / 10
     cache_write: float | None = None  # defaults to input * 1.25
+    cache_write_1h: float | None = None  # defaults to input * 2
 
 
 # Matched by longest prefix of the model reference.
 BUILTIN: dict[str, Price] = {
     # Only models whose price we know; anything else shows cost n/a until configured.
-    "anthropic/claude-opus-4-5": Price(5.0, 25.0, 0.5, 6.25),
-    "anthropic/claude-opus-4-1": Price(15.0, 75.0, 1.5, 18.75),
-    "anthropic/claude-opus-4-2025": Price(15.0, 75.0, 1.5, 18.75),
-    "anthropic/claude-sonnet-4": Price(3.0, 15.0, 0.3, 3.75),
-    "anthropic/claude-haiku-4-5": Price(1.0, 5.0, 0.1, 1.25),
-    "anthropic/claude-3-5-haiku": Price(0.8, 4.0, 0.08, 1.0),
-    "openai/gpt-4.1-mini": Price(0.4, 1.6, 0.1),
-    "openai/gpt-4.1": Price(2.0, 8.0, 0.5),
-    "openai/gpt-4o-mini": Price(0.15, 0.6, 0.075),
-    "openai/gpt-4o": Price(2.5, 10.0, 1.25),
-    "openai/gpt-5-mini": Price(0.25, 2.0, 0.025),
-    "openai/gpt-5": Price(1.25, 10.0, 0.125),
-    # Gemini API, standard tier, prompts up to 200k tokens (longer ones are billed at about
-    # twice this); output includes thinking tokens; implicit caching has no write premium
-    "google/gemini-3-pro": Price(2.0, 12.0, 0.2, 2.0),
-    "google/gemini-3-flash": Price(0.5, 3.0, 0.05, 0.5),
-    "google/gemini-2.5-pro": Price(1.25, 10.0, 0.125, 1.25),
-    "google/gemini-2.5-flash-lite": Price(0.1, 0.4, 0.01, 0.1),
-    "google/gemini-2.5-flash": Price(0.3, 2.5, 0.03, 0.3),
+    # (OpenAI writes its cache at no charge: a write is priced as plain input.)
+    "anthropic/claude-opus-4-5": Price(5.0, 25.0, 0.5, 6.25, 10.0),
+    "anthropic/claude-opus-4-1": Price(15.0, 75.0, 1.5, 18.75, 30.0),
+    "anthropic/claude-opus-4-2025": Price(15.0, 75.0, 1.5, 18.75, 30.0),
+    "anthropic/claude-sonnet-4": Price(3.0, 15.0, 0.3, 3.75, 6.0),
+    "anthropic/claude-haiku-4-5": Price(1.0, 5.0, 0.1, 1.25, 2.0),
+    "anthropic/claude-3-5-haiku": Price(0.8, 4.0, 0.08, 1.0, 1.6),
+    "openai/gpt-4.1-mini": Price(0.4, 1.6, 0.1, 0.4, 0.4),
+    "openai/gpt-4.1": Price(2.0, 8.0, 0.5, 2.0, 2.0),
+    "openai/gpt-4o-mini": Price(0.15, 0.6, 0.075, 0.15, 0.15),
+    "openai/gpt-4o": Price(2.5, 10.0, 1.25, 2.5, 2.5),
+    "openai/gpt-5-mini": Price(0.25, 2.0, 0.025, 0.25, 0.25),
+    "openai/gpt-5": Price(1.25, 10.0, 0.125, 1.25, 1.25),
+    # Gemini API, standard tier (a prompt over 200k tokens: LONG_CONTEXT); output includes
+    # thinking tokens; implicit caching has no write premium (a write is priced as input)
+    "google/gemini-3-pro": Price(2.0, 12.0, 0.2, 2.0, 2.0),
+    "google/gemini-3-flash": Price(0.5, 3.0, 0.05, 0.5, 0.5),
+    "google/gemini-2.5-pro": Price(1.25, 10.0, 0.125, 1.25, 1.25),
+    "google/gemini-2.5-flash-lite": Price(0.1, 0.4, 0.01, 0.1, 0.1),
+    "google/gemini-2.5-flash": Price(0.3, 2.5, 0.03, 0.3, 0.3),
     "scripted/": Price(0.0, 0.0, 0.0, 0.0),
 }
 
@@ -70,29 +78,72 @@ def cost_usd(ref: str, usage: Usage, extra: Mapping[str, Price] | None = None) -
     price = price_for(ref, extra)
     if price is None:
         return None
-    cache_read = price.input / 10 if price.cache_read is None else price.cache_read
-    cache_write = price.input * 1.25 if price.cache_write is None else price.cache_write
+    price = long_context(ref, price, _input_tokens(usage))
+    read, write, write_1h = _cache_rates(price)
     total = (
         usage.input_tokens * price.input
         + usage.output_tokens * price.output
-        + usage.cache_read_tokens * cache_read
-        + usage.cache_write_tokens * cache_write
+        + usage.cache_read_tokens * read
+        + usage.cache_write_tokens * write
+        + usage.cache_write_1h_tokens * write_1h
     )
     return total / 1_000_000
+
+
+def _cache_rates(price: Price) -> tuple[float, float, float]:
+    """USD per million tokens read from the cache, written for 5 minutes, for an hour."""
+    return (
+        price.input / 10 if price.cache_read is None else price.cache_read,
+        price.input * 1.25 if price.cache_write is None else price.cache_write,
+        price.input * 2 if price.cache_write_1h is None else price.cache_write_1h,
+    )
 
 
 def worst_case_usd(
     ref: str, input_tokens: int, output_tokens: int, extra: Mapping[str, Price] | None = None
 ) -> float | None:
     """The most a call could cost on model `ref`: every input token at the dearest input
-    rate (a cache write costs more than plain input) and every output token it may produce;
+    rate (an hour's cache write costs the most) and every output token it may produce;
     None when the model has no known price."""
     price = price_for(ref, extra)
     if price is None:
         return None
-    dearest = max(
-        price.input,
-        price.input * 1.25 if price.cache_write is None else price.cache_write,
-        price.input / 10 if price.cache_read is None else price.cache_read,
-    )
+    price = long_context(ref, price, input_tokens)
+    dearest = max(price.input, *_cache_rates(price))
     return (input_tokens * dearest + output_tokens * price.output) / 1_000_000
+
+
+# --- long-context rates ---------------------------------------------------------------------
+
+# Anthropic's long-context pricing: Claude Sonnet 4 and 4.5 with the 1M-token context window
+# (beta `context-1m-2025-08-07`) bill a call whose input passes 200k tokens (uncached, cache
+# reads and cache writes together) at 2x every input rate and 1.5x output, for all its tokens
+# ($6 / $22.50 per Mtok for $3 / $15); a call under 200k is billed at the base rates. Sonnet
+# 4.6 and Opus 4.6 serve their 1M window at the base rates.
+LONG_CONTEXT: dict[str, tuple[int, float, float]] = {  # prefix -> (over, input x, output x)
+    "anthropic/claude-sonnet-4-5": (200_000, 2.0, 1.5),
+    "anthropic/claude-sonnet-4-0": (200_000, 2.0, 1.5),
+    "anthropic/claude-sonnet-4-2025": (200_000, 2.0, 1.5),
+    # Gemini 2.5 Pro: a prompt over 200k tokens (cached ones included) at $2.50 input, $0.25
+    # a cache read and $15 output per Mtok for all its tokens
+    "google/gemini-2.5-pro": (200_000, 2.0, 1.5),
+}
+
+
+def long_context(ref: str, price: Price, input_tokens: int) -> Price:
+    """`price`, at its long-context rates when a call's input passes the model's threshold
+    (every rate but output is an input rate; an unset cache rate follows input)."""
+    tier = next((t for key, t in LONG_CONTEXT.items() if ref.startswith(key)), None)
+    if tier is None or input_tokens <= tier[0]:
+        return price
+    _, per_input, per_output = tier
+    rates = {f: getattr(price, f) for f in price.__struct_fields__}
+    return msgspec.structs.replace(
+        price,
+        **{f: v * (per_output if f == "output" else per_input) for f, v in rates.items() if v},
+    )
+
+
+def _input_tokens(usage: Usage) -> int:
+    """Every input token of a call, cached or not (each count but the output is input)."""
+    return sum(getattr(usage, f) for f in usage.__struct_fields__ if f != "output_tokens")

@@ -53,6 +53,12 @@ def activation_lines(a: Activation) -> list[str]:
                 "  not loaded in: "
                 + ", ".join(f"{c.case} ({c.sessions - c.fired} of {c.sessions})" for c in missed)
             )
+    if a.invocations:
+        lines.append(
+            f"activation: invoked explicitly (`/{a.skill}`) in {a.invocations} candidate "
+            f"session{'s' * (a.invocations != 1)}, loaded in {a.invoked}: not counted as "
+            "triggering"
+        )
     if a.unexpected:
         wrong = [c for c in a.cases if not c.expected and c.fired]
         detail = f" ({', '.join(c.case for c in wrong)}: those rows are losses)" if wrong else ""

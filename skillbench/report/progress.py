@@ -34,7 +34,11 @@ class ProgressDisplay:
         )
 
     def planned(self, total: int, done: int) -> None:
-        self.total, self.done = total, done
+        # a set run's cells each say what they plan: the display counts them all
+        again = self.total > 0 or self.live is not None
+        self.total, self.done = self.total + total, self.done + done
+        if again and self.live is not None:
+            return
         if not self.quiet and self.console.is_terminal:
             self.live = Live(
                 self._line(),

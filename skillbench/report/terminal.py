@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from skillbench.engine.stats import ALPHA, MIN_DECIDED
-from skillbench.engine.summary import Comparison, Summary
+from skillbench.engine.summary import Accounting, Comparison, Summary
 from skillbench.judge import family_warning
 from skillbench.report.evidence import evidence_lines
+from skillbench.report.skill_creator import figures_line
 from skillbench.verdict import INCONCLUSIVE
 
 
@@ -33,6 +34,30 @@ def stop_line(summary: Summary) -> str:
     )
 
 
+def accounting_lines(a: Accounting) -> list[str]:
+    """The run's spend against its plan, by call kind and by arm; what was refused for the
+    budget and what stopping saved."""
+    against = [f"plan ~${a.planned_usd:.2f}"] if a.planned_usd is not None else []
+    against += [f"--max-cost ${a.ceiling_usd:.2f}"] if a.ceiling_usd is not None else []
+    head = f"spend: ${a.spent_usd:.2f}" + (f" (against {', '.join(against)})" if against else "")
+    kinds = " · ".join(f"{k} ${v:.2f}" for k, v in a.by_kind.items())
+    arms = " · ".join(
+        f"{arm} ${cost:.2f} ({a.sessions.get(arm, 0)} sessions)" for arm, cost in a.by_arm.items()
+    )
+    lines = [head + (f": {kinds}" if kinds else "")]
+    if arms:
+        lines.append(f"spend by arm: {arms}")
+    if a.refused_calls or a.refused_sessions:
+        lines.append(
+            f"refused for --max-cost: {a.refused_calls} call(s) never sent; "
+            f"{a.refused_sessions} session(s) cut, recorded as not run (no loss, no tie)"
+        )
+    if a.not_run:
+        saved = "n/a" if a.saved_usd is None else f"~${a.saved_usd:.2f}"
+        lines.append(f"stopping saved {saved}: {a.not_run} session(s) not run")
+    return lines
+
+
 def report_lines(summary: Summary) -> list[str]:
     """The report, line by line."""
     partial = ""
@@ -55,6 +80,9 @@ def report_lines(summary: Summary) -> list[str]:
     scores, runs = summary.arm_scores, summary.case_runs
     lines.append("arm scores: " + " · ".join(f"{a} {_num(scores.get(a))}" for a in arms))
     lines.append("case-runs passed: " + " · ".join(f"{a} {runs[a][0]}/{runs[a][1]}" for a in arms))
+    figures = figures_line(summary)
+    if figures:
+        lines.append(figures)
     if summary.triggers:
         lines.extend(trigger_lines(summary.triggers))
     elif summary.triggers_note:
@@ -67,6 +95,8 @@ def report_lines(summary: Summary) -> list[str]:
         # the arms' cost per session, then what the whole run spent (judge, triggers and
         # generation included)
         lines.append("efficiency: " + " | ".join(parts) + f" · run total ${summary.spend_usd:.2f}")
+    if summary.accounting is not None:
+        lines.extend(accounting_lines(summary.accounting))
     if summary.noise_floor is not None:
         floor = summary.noise_floor
         rate = "n/a" if floor.flip_rate is None else f"{floor.flip_rate:.0%}"

@@ -18,6 +18,7 @@ from skillbench.engine.estimate import TRIGGER_INPUT, TRIGGER_OUTPUT
 from skillbench.engine.interrupt import Stop
 from skillbench.engine.plan import check_credentials, new_run_id, run_folder
 from skillbench.errors import EvalError
+from skillbench.ledger import RunLedger
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
@@ -120,7 +121,8 @@ def _run(outcome: Outcome, opts: TuneOptions, err: Print, resume: str) -> int | 
             "note: using the scripted driver: a fixed script, not a model; the table shows "
             "the pipeline works, not that a description is better"
         )
-    spend = Spend(opts.max_cost, opts.settings.prices, spent=outcome.spend_usd)
+    # one ledger for the run, continued from what the folder says was spent (--resume)
+    spend = Spend(RunLedger(opts.max_cost, spent=outcome.spend_usd), opts.settings.prices)
 
     def progress(r: Round) -> None:
         err(f"round {r.round} done" + (f": {r.note or r.invalid}" if r.note or r.invalid else ""))

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import msgspec
 
 from skillbench.jsonreply import first_json_object
+from skillbench.ledger import BudgetRefused
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.skills import MAX_DESCRIPTION, Skill
 from skillbench.triggers import Counts, PromptResult, Spend
@@ -149,12 +150,14 @@ async def propose(model: Model, request: str, spend: Spend | None = None) -> Pro
             break
         try:
             done = await model.complete(system=SYSTEM, messages=messages, tools=[], max_tokens=1024)
+        except BudgetRefused:  # the run's ledger could not cover it: not sent
+            if spend is not None:
+                spend.stopped = True
+            break
         except ModelError as exc:
             rejected.append(f"the proposer call failed: {exc}")
             break
         usage = usage + done.usage
-        if spend is not None:
-            spend.charge(model.ref, done.usage)
         replies.append(done.text)
         reply = first_json_object(done.text)
         found = None if reply is None else reply.get("description")

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import msgspec
 
-from skillbench import __version__
+from skillbench import __version__, lossless
 from skillbench.config import Settings
 from skillbench.engine.routing import RoutingError, open_router
 from skillbench.errors import SkillbenchError
@@ -165,7 +165,7 @@ def _write(path: Path, value: object) -> None:
 
 def _read(path: Path, kind: type[_T]) -> _T:
     try:
-        return msgspec.json.decode(path.read_bytes(), type=kind)
+        return lossless.loads(path.read_bytes(), kind)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise TuneError(f"{path}: unreadable ({exc}); start a new tune") from None
 
@@ -341,10 +341,14 @@ async def run_rounds(
             spend=spend,
             log=log,
         ) as router:
-            proposer = resolve_model(
-                plan.proposer_model,
-                max_retries=settings.max_retries,
-                timeout=settings.request_timeout,
+            # the proposer's calls reserve and settle in the run's ledger too (--max-cost)
+            proposer = spend.metered(
+                resolve_model(
+                    plan.proposer_model,
+                    max_retries=settings.max_retries,
+                    timeout=settings.request_timeout,
+                ),
+                "tuning",
             )
             try:
                 with tempfile.TemporaryDirectory(prefix="skillbench-tune-") as tmp:

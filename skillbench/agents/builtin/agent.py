@@ -79,7 +79,14 @@ class _Session:
         if self._first is None and self.request.max_turns > 0:
             system, messages = opening(self.request.task, self.request.skills, workdir)
             self._first = asyncio.create_task(
-                ask(self.model, system, messages, self.request.ledger, self.request.prices)
+                ask(
+                    self.model,
+                    system,
+                    messages,
+                    self.request.ledger,
+                    self.request.prices,
+                    self.request.kind,
+                )
             )
             self._sent = time.monotonic()
 
@@ -111,6 +118,7 @@ class _Session:
             first=first,
             started=self._sent if first is not None else None,
             ledger=r.ledger,
+            kind=r.kind,
         )
 
     async def close(self) -> None:

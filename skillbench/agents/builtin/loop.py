@@ -87,8 +87,9 @@ def system_prompt(skills: Sequence[SkillInfo], workdir: str = WORKDIR) -> str:
 
 def opening(task: str, skills: Sequence[SkillInfo], workdir: str) -> tuple[str, list[Message]]:
     """The system prompt and the first message: all the first model call needs, known on the
-    host before any sandbox exists (agent.py sends it while the sandbox is staged)."""
-    return system_prompt(skills, workdir), [Message("user", (TextBlock(task),))]
+    host before any sandbox exists (agent.py sends it while the sandbox is staged). Every
+    user turn is marked for the prompt cache: the next turn repeats the conversation so far."""
+    return system_prompt(skills, workdir), [Message("user", (TextBlock(task, cache=True),))]
 
 
 async def ask(
@@ -97,8 +98,10 @@ async def ask(
     messages: Sequence[Message],
     ledger: RunLedger | None = None,
     prices: Mapping[str, Price] | None = None,
+    kind: str = "agent",
 ) -> Completion:
-    """One model call of the loop, reserved in the run's ledger before it is sent."""
+    """One model call of the loop, reserved in the run's ledger (as `kind`) before it is
+    sent."""
     size = len(system) + len(msgspec.json.encode(list(messages))) + len(msgspec.json.encode(TOOLS))
     return await metered(
         ledger,
@@ -106,7 +109,7 @@ async def ask(
         prices,
         size,
         MAX_TOKENS,
-        "agent",
+        kind,
         lambda: model.complete(
             system=system, messages=list(messages), tools=TOOLS, max_tokens=MAX_TOKENS
         ),
@@ -129,6 +132,7 @@ async def run_agent(
     first: asyncio.Future[Completion] | None = None,
     started: float | None = None,
     ledger: RunLedger | None = None,
+    kind: str = "agent",
 ) -> SessionResult:
     """Run one agent session to its end and write its transcript. `first`: the reply to the
     opening call, already sent at `started` (monotonic); the session's clock and its
@@ -150,7 +154,7 @@ async def run_agent(
     try:
         async with asyncio.timeout(max(0.0, timeout_s - (time.monotonic() - started))):
             stop = await _turns(
-                model, sandbox, task, skills, trace, max_turns, state, first, ledger, prices
+                model, sandbox, task, skills, trace, max_turns, state, first, (ledger, prices, kind)
             )
     except BudgetRefused:
         stop = "budget"  # the run's ceiling is reached: the session is not run to its end
@@ -197,8 +201,7 @@ async def _turns(
     max_turns: int,
     state: _State,
     first: asyncio.Future[Completion] | None,
-    ledger: RunLedger | None,
-    prices: Mapping[str, Price] | None,
+    meter: tuple[RunLedger | None, Mapping[str, Price] | None, str],
 ) -> str:
     system, messages = opening(task, skills, sandbox.workdir)
     names = [s.name for s in skills]
@@ -209,7 +212,7 @@ async def _turns(
         if first is not None and state.turns == 0:
             completion = await first
         else:
-            completion = await ask(model, system, messages, ledger, prices)
+            completion = await ask(model, system, messages, *meter)
         state.turns += 1
         state.usage = state.usage + completion.usage
         trace.event("message", role="assistant", text=completion.text, usage=completion.usage)
@@ -217,7 +220,7 @@ async def _turns(
         calls = completion.tool_calls
         if not calls:
             return completion.stop_reason if completion.stop_reason != "tool_use" else "end_turn"
-        results = []
+        results: list[ToolResult] = []
         for call in calls:
             trace.event("tool_call", id=call.id, name=call.name, arguments=call.arguments)
             outcome = await run_tool(sandbox, names, call.name, call.arguments)
@@ -229,5 +232,8 @@ async def _turns(
                 is_error=outcome.is_error,
                 exit_code=outcome.exit_code,
             )
-            results.append(ToolResult(call.id, call.name, outcome.text, outcome.is_error))
+            last = call is calls[-1]
+            results.append(
+                ToolResult(call.id, call.name, outcome.text, outcome.is_error, cache=last)
+            )
         messages.append(Message("user", tuple(results)))

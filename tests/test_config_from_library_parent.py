@@ -1,4 +1,4 @@
-"""CF1 (BROKEN, medium): config.find_config skips only the skill folder and the folder holding
+"""CF1 (the red team's, held since settings come from where skillbench runs): config.find_config once skips only the skill folder and the folder holding
 it, then trusts the skill's grandparent. Two common layouts put attacker-controlled files there:
 
 1. A published team version `skills/<name>/v<N>/`: the skill is v<N>, the folder holding it is

@@ -1,0 +1,89 @@
+"""INT1 (issue 38): Ctrl-C at any moment of a command, from the first instruction on, exits 130
+with one line and no traceback (docs/trust.md).
+
+On 2bba125 a SIGINT in the first ~0.5 s (while the CLI's modules were being imported) printed a
+KeyboardInterrupt traceback, through the console script and `python -m skillbench` alike.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import MODEL, bash, conv, make_skill
+
+CONSOLE_SCRIPT = Path(sys.executable).with_name("skillbench")
+ENTRIES = {"console-script": [str(CONSOLE_SCRIPT)], "-m": [sys.executable, "-m", "skillbench"]}
+# as soon as it is spawned, then from the entry point's first instructions to past the imports
+MOMENTS = (0.0, 0.001, 0.005, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2, 0.3, 0.45, 0.6)
+
+
+def _entered(pid: int) -> bool:
+    """skillbench's entry point has run its first instructions: the process catches SIGTERM
+    (the interpreter alone catches only SIGINT). Read from the kernel, not from the process."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # gone already
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+
+
+def interrupted(argv: list[str], delay: float, cwd: Path) -> tuple[int, str]:
+    """SIGINT `delay` seconds after the entry point's first instructions (0: as soon as the
+    process exists, when the interpreter itself may not have started)."""
+    proc = subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    if delay:
+        # (a skillbench that never catches SIGTERM is signalled within its imports anyway)
+        deadline = time.monotonic() + 1.0
+        while not _entered(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
+
+
+def assert_clean(code: int, err: str, what: str) -> None:
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, (what, err)
+    assert "Exception ignored" not in err, (what, err)
+    if code == -signal.SIGINT:
+        # the signal came before the interpreter had set up any handler: the kernel ended it
+        # (a shell reports 130), having printed nothing
+        assert err == "", (what, err)
+        return
+    lines = err.splitlines()
+    assert code == 130, (what, code, err)
+    assert len(lines) == 1 and "interrupted" in lines[0], (what, err)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_ctrl_c_at_any_moment_of_check_is_one_line_and_130(tmp_path: Path, entry: str) -> None:
+    skill = make_skill(tmp_path, "greeter", {"evals/cases/a.yaml": "task: Greet\n"})
+    for delay in MOMENTS:
+        code, err = interrupted([*ENTRIES[entry], "check", str(skill)], delay, tmp_path)
+        if code == 0 and delay >= 0.3:
+            continue  # check finished before the signal: nothing to interrupt
+        assert_clean(code, err, f"check, SIGINT after {delay}s")
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_ctrl_c_at_any_moment_of_eval_is_one_line_and_130(fake, tmp_path: Path, entry: str) -> None:
+    skill = make_skill(
+        tmp_path, "greeter", {"evals/cases/a.yaml": "task: Greet\nchecks: [{file_exists: g}]\n"}
+    )
+    fake({"conversations": [conv("(?s)", "Greet", bash("sleep 30"), {"text": "done"})]})
+    argv = [*ENTRIES[entry], "eval", str(skill), "--model", MODEL, "--no-gen", "--quiet"]
+    for delay in (*MOMENTS, 1.5, 3.0):  # the later ones land in the imports or the sandboxes
+        out = tmp_path / f"run-{delay}"
+        code, err = interrupted([*argv, "--out", str(out)], delay, tmp_path)
+        assert_clean(code, err, f"eval, SIGINT after {delay}s")
