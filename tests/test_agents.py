@@ -144,6 +144,7 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
         folder = greeter(here, agent)
         server = fake(greeter_script(agent))
         monkeypatch.setenv(KEY_VAR[agent], REAL_KEY)
+        monkeypatch.chdir(here)  # each agent's project: its skillbench.toml names the agent
         code, lines, summary = run_eval(
             capsys, folder, here / "run", "--execution-only", "--model", MODEL[agent]
         )
