@@ -186,7 +186,7 @@ def test_resume_keeps_the_runs_grader_and_grader_runs(fake, tmp_path, monkeypatc
     assert (plan["grader_model"], plan["grader_runs"]) == ("scripted/grader", 2)
 
     def reply(passed: bool) -> str:
-        rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts)]
+        rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts, CANARY)]
         return json.dumps({"results": rows})
 
     # two gradings that disagree: only --grader-runs 2 fails them closed (one would pass)
