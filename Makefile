@@ -22,7 +22,8 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 image: host venv
-	@$(BIN)/skillbench image build --agent claude-code --agent codex --agent opencode
+	@$(BIN)/skillbench image build --agent claude-code --agent codex --agent opencode \
+	  --agent gemini-cli
 
 lint: venv
 	$(BIN)/ruff check

@@ -32,7 +32,8 @@ from skillbench.sandbox.podman import CGROUP_ENV
 
 BASH = {"builtin": ("bash", "command"), "claude-code": ("Bash", "command")}
 BASH["codex"] = ("exec_command", "cmd")
-MODEL = {"codex": "openai/gpt-5.1"}  # the others: anthropic
+BASH["gemini-cli"] = ("run_shell_command", "command")
+MODEL = {"codex": "openai/gpt-5.1", "gemini-cli": "google/gemini-2.5-pro"}  # the others: anthropic
 MIB = 1 << 20
 
 

@@ -34,7 +34,7 @@ from typing import IO, Any
 import httpx
 
 from skillbench.broker_billing import UsageChunks, bill, may_have_run, with_usage
-from skillbench.broker_limits import BODY_CAP, Head, Ledger, Refused, read_body, read_head
+from skillbench.broker_limits import BODY_CAP, Head, Ledger, Refused, read_body
 from skillbench.broker_wire import WIRES, Route, route, upstream_url
 from skillbench.ledger import RunLedger
 from skillbench.models import parse_model
@@ -50,6 +50,7 @@ _DROP = {
     "transfer-encoding",
     "keep-alive",
     "x-api-key",
+    "x-goog-api-key",
     "authorization",
     "accept-encoding",
     "proxy-authorization",
@@ -299,7 +300,7 @@ class Broker:
             raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
         endpoint = route(self.wire, h.path)
         call.body = read_body(h.rfile, h.headers, self.body_cap)
-        head = read_head(call.body)
+        head = self.wire.head(call.body, endpoint.model)
         call.body, call.drop_usage = with_usage(endpoint, head, call.body)
         priced_as = self.models.get(head.model)
         if priced_as is None:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import httpx
 
 from skillbench.broker_limits import Head, Refused
-from skillbench.broker_wire import Route, Wire, final_usage, server_tool_calls
+from skillbench.broker_wire import Route, Wire, server_tool_calls
 from skillbench.models.base import Usage
 from skillbench.models.pricing import SERVER_TOOL_CALL_USD, Price, cost_usd
 
@@ -63,7 +63,7 @@ def bill(
     cost = cost_usd(priced_as, usage, prices)
     if cost is not None:
         cost += server_tool_calls(text) * SERVER_TOOL_CALL_USD
-    whole = final_usage(text)
+    whole = wire.final(text)
     if ran and not whole and cost is not None and reserved is not None:
         cost = max(cost, reserved)
     return Bill(usage, cost, whole)

@@ -231,3 +231,115 @@ class Ledger:
             self.spent += actual or 0.0
         if self.run is not None:
             self.run.settle(reserved, actual, self.kind)
+
+
+class _GeminiHead(
+    msgspec.Struct,
+    frozen=True,
+    rename={
+        "config": "generationConfig",
+        "cached": "cachedContent",
+        "system": "systemInstruction",
+    },
+):
+    """What the broker reads of a Gemini API body (the model is in the path). The API also
+    takes the proto's own field names (`generation_config`, `max_output_tokens`): those are
+    read too, so an output cap or a cached content cannot pass under the other spelling."""
+
+    config: dict[str, object] | None = None
+    generation_config: dict[str, object] | None = None
+    tools: list[dict[str, object]] | None = None
+    cached: object | None = None
+    cached_content: object | None = None
+    model: object | None = None
+    contents: Any = None
+    system: Any = None
+    system_instruction: Any = None
+
+
+# a client tool is a list of function declarations; every other kind (googleSearch, urlContext,
+# codeExecution, googleMaps, fileSearch, computerUse, retrieval, ...) the provider runs itself
+_CLIENT_TOOL = {"functionDeclarations", "function_declarations"}
+
+
+def _count(config: dict[str, object], camel: str, snake: str) -> int | None:
+    """A count of the generation config under either spelling; Refused for both, or for one
+    that is not a whole number at least 0."""
+    found = [config[k] for k in (camel, snake) if k in config]
+    if len(found) > 1:
+        raise _bad(f"generationConfig has both {camel} and {snake}")
+    if not found:
+        return None
+    value = found[0]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _bad(f"generationConfig.{camel} must be a whole number at least 0")
+    return value
+
+
+# a part's data the model wrote (a call's arguments) or a tool returned as JSON: not content
+_GEMINI_DATA = {"args", "response"}
+
+
+def _gemini_fetched(roots: tuple[Any, ...]) -> str | None:
+    """The first part the provider would fetch from elsewhere, named: a `fileData` (a Files
+    API upload or a URL), in any turn, the system instruction or a function response's parts.
+    A function call's `args` and a function response's `response` are JSON data, not parts."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key in ("fileData", "file_data"):
+            if node.get(key) is not None:
+                return f"a {key} part"
+        for key, value in node.items():
+            inner = key in (
+                "functionCall",
+                "function_call",
+                "functionResponse",
+                "function_response",
+            )
+            if inner and isinstance(value, dict):
+                stack.extend(v for k, v in value.items() if k not in _GEMINI_DATA)
+            else:
+                stack.append(value)
+    return None
+
+
+def read_gemini_head(body: bytes, model: str | None) -> Head:
+    """A Gemini API body's head, with `model` (from the path) as its model; Refused (400)
+    for what the broker cannot account for or the sandbox must not use: more than one
+    candidate, a server-run tool, a cached content (the key owner's stored context), a part
+    the provider would fetch itself (`fileData`), a second model in the body."""
+    try:
+        head = msgspec.json.decode(body, type=_GeminiHead)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise _bad(f"the body is not a model request: {str(exc)[:200]}") from None
+    if model is None:
+        raise _bad("no model named in the path")
+    if head.config is not None and head.generation_config is not None:
+        raise _bad("the body has both generationConfig and generation_config")
+    config = head.config or head.generation_config or {}
+    most = _count(config, "maxOutputTokens", "max_output_tokens")
+    if _count(config, "candidateCount", "candidate_count") not in (None, 1):
+        raise _bad("candidateCount: the broker forwards one candidate a call")
+    hosted = [k for tool in head.tools or () for k in tool if k not in _CLIENT_TOOL]
+    if hosted:
+        raise _bad(
+            f"server tool {hosted[0]!r}: the provider would run it (web access, and fees) "
+            "for a sandbox that has no network; sessions use their own tools"
+        )
+    if head.cached is not None or head.cached_content is not None:
+        raise _bad("cachedContent: a sandbox may not read the key owner's stored contexts")
+    fetched = _gemini_fetched((head.contents, head.system, head.system_instruction))
+    if fetched:
+        raise _bad(
+            f"{fetched}: the provider would fetch it itself (an uploaded file of the key's "
+            "owner, or a URL), for a sandbox that has no network; send it as inlineData"
+        )
+    if head.model is not None and head.model not in (model, f"models/{model}"):
+        raise _bad(f"the body names the model {head.model!r}, the path {model!r}")
+    return Head(model=model, max_output_tokens=most)

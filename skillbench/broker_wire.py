@@ -3,11 +3,15 @@ an agent CLI may use, how the key is sent, where usage is, what a stream cut off
 looks like, and the shape of an error.
 
 Only origin-form targets from a fixed list pass: the pinned CLIs call exactly these (Claude Code
-2.1.332 `POST /v1/messages?beta=true`, Codex 0.169.0 `POST /v1/responses`, as the broker's
-exchange logs show); `count_tokens` and Chat Completions are the same wires' other calls an
-agent may make. The upstream URL is the configured base URL joined with our own copy of the
+2.1.332 `POST /v1/messages?beta=true`, Codex 0.169.0 `POST /v1/responses`, Gemini CLI 0.61.0
+`POST /v1beta/models/<model>:streamGenerateContent?alt=sse`, as the broker's exchange logs
+show); `count_tokens`, Chat Completions and Gemini's `:generateContent` and `:countTokens` are
+the same wires' other calls an agent may make. The Gemini API names the model in the path: a
+target passes only as `/v1beta/models/<name>:<verb>` with a plain name (letters, digits, `.`,
+`_`, `-`) and one verb of the list, and that name is checked against the run's models like a
+body's `model`. The upstream URL is the configured base URL joined with our own copy of the
 path, so nothing the sandbox sent (an `@host`, an absolute URL, `..`, a percent-encoded
-anything) is ever part of it.
+anything, a `?key=`) is ever part of it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from skillbench.broker_limits import Refused
+from skillbench.broker_limits import Head, Refused, read_gemini_head, read_head
 from skillbench.models.base import Usage, anthropic_usage
 
 
@@ -30,6 +34,7 @@ class Route(msgspec.Struct, frozen=True):
     path: str  # relative: joined to the base URL, e.g. "v1/messages" or "responses"
     query: str = ""
     billed: bool = True  # count_tokens is free: nothing to reserve
+    model: str | None = None  # the model the target names (the Gemini API's), checked later
     # Chat Completions: a stream carries its usage only when the request asks for it
     # (`stream_options.include_usage`), so the broker asks (broker_billing.with_usage)
     usage_if_asked: bool = False
@@ -42,6 +47,7 @@ class Wire(msgspec.Struct, frozen=True):
     auth: Callable[[str], dict[str, str]]
     usage: Callable[[str], Usage]
     cut: Callable[[str], bool]
+    final: Callable[[str], bool]  # whether the response carries the provider's final usage
     error: Callable[[str, str], dict[str, Any]]
     # the output cap a request may leave out (None: the API requires one, so must the broker)
     default_max_output: int | None
@@ -50,15 +56,34 @@ class Wire(msgspec.Struct, frozen=True):
     # organization or project of its choosing, X-Forwarded-For, Upgrade, TE, ...)
     headers: frozenset[str] = frozenset()
     header_prefixes: tuple[str, ...] = ()
+    # the endpoints below /v1beta/models/<name> (the Gemini API's): verb and query -> path
+    # template; empty for a wire whose model is in the body
+    model_routes: Mapping[str, Route] = {}
+    # how the broker reads a body (the model in it, or in the path: `Route.model`)
+    head: Callable[[bytes, str | None], Head] = lambda body, _: read_head(body)
 
     def forwards(self, name: str) -> bool:
         low = name.lower()
         return low in self.headers or low.startswith(self.header_prefixes)
 
 
+# `/v1beta/models/<name>:<verb>[?alt=sse]`: a plain name, one verb, no other query
+_MODEL_TARGET = re.compile(
+    r"/v1beta/models/([A-Za-z0-9][A-Za-z0-9._-]{0,127})(:[A-Za-z]+(?:\?.*)?)"
+)
+
+
 def route(wire: Wire, target: str) -> Route:
     """The endpoint a request target names; Refused (404) for anything not on the list."""
     found = wire.routes.get(target)
+    named = _MODEL_TARGET.fullmatch(target) if wire.model_routes else None
+    if found is None and named is not None:
+        model, verb = named.groups()
+        template = wire.model_routes.get(verb)
+        if template is not None:
+            found = msgspec.structs.replace(
+                template, path=template.path.format(model=model), model=model
+            )
     if found is None:
         raise Refused(404, "not_found_error", f"skillbench broker: no such endpoint: {target!r}")
     return found
@@ -118,6 +143,74 @@ def _openai_usage(text: str) -> Usage:
     return usage
 
 
+def _gemini_usage(text: str) -> Usage:
+    """From a `generateContent` body or the chunks of its stream, whose `usageMetadata` carry
+    running totals (the most of each count is the call's): the prompt count includes the
+    cached tokens, and thinking tokens are billed as output beside the candidates'."""
+    most: dict[str, int] = {}
+    for event in _events(text):
+        raw = event.get("usageMetadata")
+        if not isinstance(raw, dict):
+            continue
+        for key, value in raw.items():
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                most[key] = max(most.get(key, 0), value)
+    cached = most.get("cachedContentTokenCount", 0)
+    prompt = most.get("promptTokenCount", 0) + most.get("toolUsePromptTokenCount", 0)
+    return Usage(
+        input_tokens=max(0, prompt - cached),
+        output_tokens=most.get("candidatesTokenCount", 0) + most.get("thoughtsTokenCount", 0),
+        cache_read_tokens=cached,
+    )
+
+
+def _gemini_ends(event: dict[str, Any]) -> bool:
+    """Whether a `generateContent` body or chunk ends the answer: a candidate's `finishReason`
+    or a block of the prompt."""
+    feedback = event.get("promptFeedback")
+    if isinstance(feedback, dict) and feedback.get("blockReason"):
+        return True
+    candidates = event.get("candidates")
+    return any(
+        isinstance(candidate, dict) and candidate.get("finishReason")
+        for candidate in (candidates if isinstance(candidates, list) else ())
+    )
+
+
+def _gemini_cut(text: str) -> bool:
+    """A stream (`data:` chunks) that ended before a candidate's `finishReason` or a block of
+    the prompt: the provider stopped mid-answer. A plain body is whole or does not parse."""
+    if not text.lstrip().startswith("data:"):
+        return False
+    return not any(_gemini_ends(event) for event in _events(text))
+
+
+def _gemini_final(text: str) -> bool:
+    """Whether a Gemini response carries the provider's final count: a `usageMetadata` in the
+    body or chunk that ends the answer, or in one after it. Every chunk of a stream carries a
+    running count, so one cut before the end has a count, but not the final one."""
+    ended = False
+    for event in _events(text):
+        ended = ended or _gemini_ends(event)
+        if ended and isinstance(event.get("usageMetadata"), dict):
+            return True
+    return False
+
+
+# the google.rpc status the Gemini API names each of our refusals with
+_GEMINI_STATUS = {
+    "invalid_request_error": (400, "INVALID_ARGUMENT"),
+    "not_found_error": (404, "NOT_FOUND"),
+    "request_too_large": (413, "INVALID_ARGUMENT"),
+    "api_error": (502, "UNAVAILABLE"),
+}
+
+
+def _gemini_error(kind: str, message: str) -> dict[str, Any]:
+    code, status = _GEMINI_STATUS.get(kind, (400, "INVALID_ARGUMENT"))
+    return {"error": {"code": code, "message": message, "status": status}}
+
+
 def final_usage(text: str) -> bool:
     """Whether a response carries the provider's final count: a `usage` object at the top of
     its body or of an event (Anthropic's `message_delta`, a Chat Completions usage chunk), or
@@ -161,6 +254,7 @@ WIRES: dict[str, Wire] = {
         auth=lambda key: {"x-api-key": key},
         usage=_anthropic_usage,
         cut=lambda text: "event: message_start" in text and "message_stop" not in text,
+        final=final_usage,
         error=lambda kind, msg: {"type": "error", "error": {"type": kind, "message": msg}},
         default_max_output=None,
         headers=_COMMON | {"anthropic-version", "anthropic-beta", "x-app"},
@@ -182,10 +276,31 @@ WIRES: dict[str, Wire] = {
                 for end in ("response.completed", "response.failed", "response.incomplete")
             )
         ),
+        final=final_usage,
         error=lambda kind, msg: {"error": {"type": kind, "message": msg, "code": kind}},
         default_max_output=128_000,  # the largest output of the GPT-5 family
         # (Codex's own: originator, version, session_id, conversation_id, OpenAI-Beta)
         headers=_COMMON | {"openai-beta", "originator", "version", "session_id", "conversation_id"},
         header_prefixes=("x-stainless-",),
+    ),
+    # the Gemini API (Gemini CLI, the google-genai SDK): the base URL is the API's root
+    # (GOOGLE_GEMINI_BASE_URL's convention), the key goes in a header only
+    "gemini": Wire(
+        routes={},
+        model_routes={
+            ":generateContent": Route("v1beta/models/{model}:generateContent"),
+            ":streamGenerateContent?alt=sse": Route(
+                "v1beta/models/{model}:streamGenerateContent", "alt=sse"
+            ),
+            ":countTokens": Route("v1beta/models/{model}:countTokens", billed=False),
+        },
+        head=read_gemini_head,
+        auth=lambda key: {"x-goog-api-key": key},
+        usage=_gemini_usage,
+        cut=_gemini_cut,
+        final=_gemini_final,
+        error=_gemini_error,
+        default_max_output=65_536,  # the largest output of Gemini 2.5 and 3 Pro
+        headers=_COMMON | {"x-goog-api-client"},
     ),
 }

@@ -16,6 +16,7 @@ HOME = {
     "claude-code": "/home/agent/.claude/skills",
     "codex": "/skills",
     "opencode": "/home/agent/.config/opencode/skills",
+    "gemini-cli": "/home/agent/.gemini/skills",
 }
 # each agent's own names for a shell and a file read
 SHELL = {
@@ -23,12 +24,14 @@ SHELL = {
     "claude-code": ("Bash", "command"),
     "codex": ("bash", "command"),
     "opencode": ("bash", "command"),
+    "gemini-cli": ("bash", "command"),  # its run_shell_command, in the transcript
 }
 READ = {
     "builtin": ("read", "path"),
     "claude-code": ("Read", "file_path"),
     "codex": ("read", "path"),
     "opencode": ("read", "filePath"),
+    "gemini-cli": ("read_file", "file_path"),
 }
 
 

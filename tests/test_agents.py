@@ -6,6 +6,7 @@ provider outage into an infrastructure error. Real podman, the fake model server
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -16,20 +17,22 @@ from tests.helpers import conv, run_eval, skill
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
 
-AGENTS = ["builtin", "claude-code", "codex", "opencode"]
-CLIS = ["claude-code", "codex", "opencode"]
+AGENTS = ["builtin", "claude-code", "codex", "opencode", "gemini-cli"]
+CLIS = ["claude-code", "codex", "opencode", "gemini-cli"]
 REAL_KEY = "sk-ant-api03-REALKEY-never-in-a-sandbox-7731"
 KEY_VAR = {
     "builtin": "ANTHROPIC_API_KEY",
     "claude-code": "ANTHROPIC_API_KEY",
     "codex": "OPENAI_API_KEY",
     "opencode": "ANTHROPIC_API_KEY",
+    "gemini-cli": "GEMINI_API_KEY",
 }
 MODEL = {
     "builtin": "anthropic/claude-sonnet-4-6",
     "claude-code": "anthropic/claude-sonnet-4-6",
     "codex": "openai/gpt-5.1",
     "opencode": "anthropic/claude-sonnet-4-6",
+    "gemini-cli": "google/gemini-2.5-pro",
 }
 # Where each agent finds a staged skill's files, and what its tools are called.
 SKILL_HOME = {
@@ -37,9 +40,29 @@ SKILL_HOME = {
     "claude-code": "~/.claude/skills/greeter",
     "codex": "~/.codex/skills/greeter",
     "opencode": "~/.config/opencode/skills/greeter",
+    "gemini-cli": "~/.gemini/skills/greeter",
 }
-BASH = {"builtin": "bash", "claude-code": "Bash", "codex": "exec_command", "opencode": "bash"}
-ARG = {"builtin": "command", "claude-code": "command", "codex": "cmd", "opencode": "command"}
+BASH = {
+    "builtin": "bash",
+    "claude-code": "Bash",
+    "codex": "exec_command",
+    "opencode": "bash",
+    "gemini-cli": "run_shell_command",
+}
+ARG = {
+    "builtin": "command",
+    "claude-code": "command",
+    "codex": "cmd",
+    "opencode": "command",
+    "gemini-cli": "command",
+}
+# each agent's own way to load a skill by name (Codex has none: it reads the SKILL.md)
+LOADER = {
+    "builtin": ("skill", "name"),
+    "claude-code": ("Skill", "skill"),
+    "opencode": ("skill", "name"),
+    "gemini-cli": ("activate_skill", "name"),
+}
 GREETER = {
     "SKILL.md": "---\nname: greeter\ndescription: Greets people politely.\n---\n"
     "# greeter\nRun scripts/greet.sh from this skill's folder.\n",
@@ -61,9 +84,8 @@ def load_skill(agent: str) -> dict[str, Any]:
     """The agent's own way to load a skill: a tool, or (Codex) reading its SKILL.md."""
     if agent == "codex":
         return bash(agent, f"cat {SKILL_HOME[agent]}/SKILL.md")
-    named = agent in ("builtin", "opencode")
-    call = {"skill": {"name": "greeter"}} if named else {"Skill": {"skill": "greeter"}}
-    return {"tool_calls": [call]}
+    tool, arg = LOADER[agent]
+    return {"tool_calls": [{tool: {arg: "greeter"}}]}
 
 
 def greeter_script(agent: str) -> dict[str, Any]:
@@ -122,6 +144,7 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
         folder = greeter(here, agent)
         server = fake(greeter_script(agent))
         monkeypatch.setenv(KEY_VAR[agent], REAL_KEY)
+        monkeypatch.chdir(here)  # each agent's project: its skillbench.toml names the agent
         code, lines, summary = run_eval(
             capsys, folder, here / "run", "--execution-only", "--model", MODEL[agent]
         )
@@ -130,9 +153,7 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
         assert summary["agent"] == agent and summary["verdict"] == "INCONCLUSIVE"
         cand = transcript(here / "run", "hello.candidate.1")
         calls = [e for e in cand if e["type"] == "tool_call"]
-        loader = {"builtin": "skill", "claude-code": "Skill", "codex": "bash", "opencode": "skill"}[
-            agent
-        ]
+        loader = LOADER[agent][0] if agent in LOADER else "bash"
         assert [c["name"] for c in calls] == [loader, "bash"]
         outputs = [e["text"] for e in cand if e["type"] == "tool_result"]
         assert "hello from the skill" in outputs[1]  # the skill's own script ran
@@ -155,7 +176,12 @@ def test_every_agent_gives_the_same_results_for_the_same_behaviour(
     ]
 
 
-CONFIG_HOME = {"claude-code": "~/.claude", "codex": "~/.codex", "opencode": "~/.config/opencode"}
+CONFIG_HOME = {
+    "claude-code": "~/.claude",
+    "codex": "~/.codex",
+    "opencode": "~/.config/opencode",
+    "gemini-cli": "~/.gemini",
+}
 
 
 @pytest.mark.parametrize("agent", CLIS)
@@ -172,6 +198,8 @@ def test_a_cli_agent_holds_only_a_placeholder_and_reaches_only_its_broker(
         '--exclude-dir=sys 2>/dev/null; python3 -c "import socket; '
         "socket.create_connection(('127.0.0.1', 22), timeout=2)\" 2>&1 | tail -1; echo probed"
     )
+    if agent == "gemini-cli":  # it refuses a command substitution, even in yolo mode
+        probe = f"echo {base64.b64encode(probe.encode()).decode()} | base64 -d | sh"
     fake(
         {"conversations": [conv("(?s)", "Create hello.txt", bash(agent, probe), {"text": "done"})]}
     )
@@ -199,7 +227,7 @@ def test_a_cli_agent_holds_only_a_placeholder_and_reaches_only_its_broker(
 )
 # OpenCode is not here yet: it retries a cut stream itself, then ends its turn as if done, and
 # the broker does not yet tell that from an answer (an open item of issue 34)
-@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli"])
 def test_a_provider_outage_or_a_cut_stream_is_an_infrastructure_error(
     agent: str, fault: dict[str, Any], fake, tmp_path: Path, capsys
 ) -> None:

@@ -146,7 +146,8 @@ def test_config_shows_values_and_sources(tmp_path: Path, capsys, monkeypatch) ->
     [
         (
             ["eval", "SKILL", "--model", "gemini/pro", "--no-gen"],
-            "skillbench: error: model 'gemini/pro' must be anthropic/<model>, openai/<model> or scripted/<name>",
+            "skillbench: error: model 'gemini/pro' must be anthropic/<model>, openai/<model>, "
+            "google/<model> or scripted/<name> (did you mean google/pro?)",
         ),
         (
             ["eval", "SKILL", "--model", "scripted/nope", "--no-gen"],

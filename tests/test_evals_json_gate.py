@@ -45,7 +45,7 @@ def test_an_evals_json_only_skill_is_checked_evaluated_measured_and_gated(
         # the grader is shown the expectation and the canary (false by construction)
         results = [
             {"id": i, "passed": passed and t == EXPECT, "evidence": "greeting.txt"}
-            for i, t in numbered([EXPECT], "(the canary)")
+            for i, t in numbered([EXPECT], "(the canary).canary")
         ]
         return json.dumps({"results": results})
 

@@ -21,7 +21,7 @@ from skillbench.models.fake_wire import anthropic_shape
 from skillbench.models.pricing import Price, cost_usd
 from skillbench.models.script import Player, parse_script
 
-REFS = ["anthropic/claude-sonnet-4-6", "openai/gpt-4.1"]
+REFS = ["anthropic/claude-sonnet-4-6", "openai/gpt-4.1", "google/gemini-2.5-flash"]
 TOOL = ToolSpec("bash", "run", {"type": "object", "properties": {"command": {"type": "string"}}})
 
 
@@ -79,6 +79,16 @@ async def test_text_and_tool_calls_round_trip(ref: str, fake) -> None:
         )
         assert log[0].body["system"][0]["cache_control"] == {"type": "ephemeral"}
         assert log[0].body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    elif ref.startswith("google"):
+        assert log[0].path == "/v1beta/models/gemini-2.5-flash:generateContent"
+        last = log[1].body["contents"][-1]
+        assert (last["role"], last["parts"][0]["functionResponse"]) == (
+            "user",
+            {"name": "bash", "response": {"output": "file.txt"}},
+        )
+        assert log[0].body["systemInstruction"]["parts"] == [{"text": "be brief"}]
+        assert log[0].body["generationConfig"]["maxOutputTokens"] == 64
+        assert {r.api_key for r in log} == {"fake-server-gemini-key"}
     else:
         last = log[1].body["messages"][-1]
         assert (last["role"], last["tool_call_id"], last["content"]) == (
@@ -176,9 +186,9 @@ async def test_anthropic_refusal_is_a_stop_reason(fake) -> None:
 
 def test_unknown_provider_is_refused() -> None:
     with pytest.raises(
-        ModelRefError, match="must be anthropic/<model>, openai/<model> or scripted/<name>"
+        ModelRefError, match="must be anthropic/<model>, openai/<model>, google/<model> or scripted"
     ):
-        resolve_model("gemini/pro")
+        resolve_model("claude/pro")
 
 
 def test_cost_from_price_table_and_user_prices() -> None:

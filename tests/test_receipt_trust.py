@@ -381,8 +381,9 @@ def test_the_gate_refuses_a_stub_endpoint_unless_listed(tmp_path: Path, capsys) 
         1,
         "gate refused: greeter: the newest measured receipt (run run-1) reached its agent "
         "model at http://127.0.0.1:8080, its judge model at http://127.0.0.1:8080, not an "
-        "allowed endpoint (https://api.anthropic.com, https://api.openai.com): a local or "
-        "stub server says nothing about the provider's model; list it in allow-endpoints "
+        "allowed endpoint (https://api.anthropic.com, https://api.openai.com, "
+        "https://generativelanguage.googleapis.com): a local or stub server says nothing "
+        "about the provider's model; list it in allow-endpoints "
         "(--allow-endpoint) to accept it",
     )
     assert gate(capsys, skill, repo, "--allow-endpoint", "http://127.0.0.1:8080/v1")[0] == 0

@@ -1,5 +1,5 @@
-"""Triggers by the real agent's own routing (issue 14): the real Claude Code and Codex CLIs in
-real sandboxes, every skill of the library staged, against the fake model server. A fired
+"""Triggers by the real agent's own routing (issue 14): the real Claude Code, Codex and Gemini
+CLIs in real sandboxes, every skill of the library staged, against the fake model server. A fired
 prompt, a missed prompt, a false fire, a broken canary (invalid, never 0 % recall), and both
 methods side by side."""
 
@@ -16,7 +16,11 @@ from tests.helpers import make_skill, write
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
 
-MODEL = {"claude-code": "anthropic/claude-sonnet-4-6", "codex": "openai/gpt-5.1"}
+MODEL = {
+    "claude-code": "anthropic/claude-sonnet-4-6",
+    "codex": "openai/gpt-5.1",
+    "gemini-cli": "google/gemini-2.5-pro",
+}
 FIRES, MISSED = "Say hello to the new team", "Welcome our new intern"
 FALSE_FIRE, QUIET = "Compute the sum of 2 and 3", "Sort this list of numbers"
 CANARY = "Use the greeter skill for this"
@@ -26,6 +30,8 @@ def load(agent: str, name: str) -> dict[str, Any]:
     """One model turn that loads skill `name` the agent's own way."""
     if agent == "codex":  # Codex reads the skill's SKILL.md
         return {"tool_calls": [{"exec_command": {"cmd": f"cat ~/.codex/skills/{name}/SKILL.md"}}]}
+    if agent == "gemini-cli":
+        return {"tool_calls": [{"activate_skill": {"name": name}}]}
     return {"tool_calls": [{"Skill": {"skill": name}}]}
 
 
@@ -70,7 +76,7 @@ def triggers(capsys, path: Path, *extra: str) -> tuple[int, Any, str]:
     return code, out.out, out.err
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli"])
 def test_the_agent_routes_each_prompt_itself(agent: str, fake, tmp_path: Path, capsys) -> None:
     root = library(tmp_path)
     server = fake(script(agent))
@@ -91,7 +97,7 @@ def test_the_agent_routes_each_prompt_itself(agent: str, fake, tmp_path: Path, c
     assert all("counter" in json.dumps(r.body) and "greeter" in json.dumps(r.body) for r in firsts)
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli"])
 def test_a_canary_that_does_not_fire_makes_the_measurement_invalid(
     agent: str, fake, tmp_path: Path, capsys
 ) -> None:

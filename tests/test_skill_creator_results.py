@@ -21,7 +21,7 @@ def test_a_run_folder_holds_grading_and_benchmark_json(fake, tmp_path: Path, cap
     def verdict(passes: set[str]) -> str:
         results = [
             {"id": i, "passed": t in passes, "evidence": f"seen {i}"}
-            for i, t in numbered(texts, "(the canary)")
+            for i, t in numbered(texts, "(the canary).canary")
         ]
         return json.dumps({"results": results})
 

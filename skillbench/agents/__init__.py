@@ -9,6 +9,7 @@ from skillbench.agents.base import Agent, AgentError, AgentSession, SessionReque
 from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.agents.claude_code import ClaudeCodeAgent
 from skillbench.agents.codex import CodexAgent
+from skillbench.agents.gemini_cli import GeminiCliAgent
 from skillbench.agents.opencode import OpenCodeAgent
 
 AGENTS: dict[str, type] = {
@@ -16,6 +17,7 @@ AGENTS: dict[str, type] = {
     "claude-code": ClaudeCodeAgent,
     "codex": CodexAgent,
     "opencode": OpenCodeAgent,
+    "gemini-cli": GeminiCliAgent,
 }
 DEFAULT_AGENT = "builtin"
 

@@ -68,6 +68,32 @@ def fetch_binary(agent: str, spec: str, member: str, size: str, log: Callable[[s
     return binary
 
 
+def fetch_package(agent: str, spec: str, size: str, log: Callable[[str], None]) -> Path:
+    """The whole npm package `spec` (name@version), unpacked once into
+    cache_dir()/agents/<agent>/<version>/package (for a CLI that is a bundle, not a binary)."""
+    version = spec.rsplit("@", 1)[-1]
+    folder = cache_dir() / "agents" / agent / version
+    package = folder / "package"
+    if (package / "package.json").is_file():
+        return package
+    log(f"fetching {spec} from the npm registry (~{size})")
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        done = subprocess.run(
+            ["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise AgentError(
+                f"npm pack {spec} failed (is npm installed and the registry "
+                f"reachable?): {done.stderr[-300:]}"
+            )
+        (tgz,) = Path(tmp).glob("*.tgz")
+        with tarfile.open(tgz) as tar:
+            tar.extractall(Path(tmp) / "out", filter="data")  # no links or paths out of it
+        (Path(tmp) / "out" / "package").replace(package)
+    return package
+
+
 def build_variant(
     name: str,
     base: str,

@@ -1,6 +1,6 @@
 """Model providers behind one protocol, by name: `anthropic/<model>`, `openai/<model>`,
-`scripted/<name>`. A reference is parsed once into a `ModelRef`; a new provider is one module
-and one entry in PROVIDERS."""
+`google/<model>`, `scripted/<name>`. A reference is parsed once into a `ModelRef`; a new
+provider is one module and one entry in PROVIDERS."""
 
 from __future__ import annotations
 
@@ -47,6 +47,12 @@ def _openai(ref: str, **options: float) -> Model:
     return OpenAIModel(ref, **options)  # type: ignore[arg-type]
 
 
+def _google(ref: str, **options: float) -> Model:
+    from skillbench.models.google_api import GoogleModel
+
+    return GoogleModel(ref, **options)  # type: ignore[arg-type]
+
+
 def _scripted(ref: str, **_: float) -> Model:
     from skillbench.models.scripted import ScriptedModel
 
@@ -58,6 +64,12 @@ PROVIDERS: dict[str, Provider] = {
         _anthropic, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"
     ),
     "openai": Provider(_openai, "OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    "google": Provider(
+        _google,
+        "GEMINI_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "https://generativelanguage.googleapis.com",
+    ),
     "scripted": Provider(_scripted, None),  # a fixed script, offline: not a model
 }
 
@@ -85,10 +97,15 @@ def parse_model(text: str) -> ModelRef:
     """`provider/name` as a ModelRef; ModelRefError (with a did-you-mean) otherwise."""
     provider, _, name = text.partition("/")
     if provider not in PROVIDERS or not name:
-        near = difflib.get_close_matches(provider, PROVIDERS, n=1)
+        near = (
+            ["google"]
+            if provider == "gemini"
+            else difflib.get_close_matches(provider, PROVIDERS, n=1)
+        )
         hint = f" (did you mean {near[0]}/{name}?)" if near and name else ""
         raise ModelRefError(
-            f"model {text!r} must be anthropic/<model>, openai/<model> or scripted/<name>{hint}"
+            f"model {text!r} must be anthropic/<model>, openai/<model>, google/<model> or "
+            f"scripted/<name>{hint}"
         )
     if provider == "scripted":
         from skillbench.models.script import ScriptError

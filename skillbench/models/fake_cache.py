@@ -6,7 +6,8 @@ Anthropic caches by breakpoint: the prompt is tools, then system, then messages,
 block; a block carrying `cache_control` marks a prefix to cache (at most 4 a request, a 5th is
 a 400), a prefix shorter than the model's minimum is never cached, and a breakpoint reads the
 longest cached prefix ending at it or at one of the 20 blocks before it. OpenAI caches
-automatically: the longest prefix seen before, counted in 128-token steps from 1024 tokens.
+automatically: the longest prefix seen before, counted in 128-token steps from 1024 tokens;
+Gemini's implicit cache is taken the same way (1024 tokens is Gemini 2.5 Flash's minimum).
 An entry exists once its request was answered and lives for its TTL (5 minutes, or an hour
 for Anthropic's `"ttl": "1h"`). The prefix is compared by items here (a tool, a system
 block, a content block, a message), coarser than a provider's tokens, so the fake never reads
@@ -100,10 +101,13 @@ def anthropic_parts(body: dict[str, Any]) -> list[Any]:
 
 
 def openai_parts(body: dict[str, Any], protocol: str) -> list[Any]:
-    """A Chat Completions or Responses request as a sequence of prefix items: tools first
-    (the provider counts them in the cached prefix), then instructions and each message."""
+    """A Chat Completions, Responses or Gemini request as a sequence of prefix items: tools
+    first (the provider counts them in the cached prefix), then instructions and each message."""
     parts: list[Any] = [{"tools": body.get("tools") or []}]
-    if protocol == "responses":
+    if protocol == "gemini":
+        parts.append({"systemInstruction": body.get("systemInstruction") or ""})
+        parts += list(body.get("contents") or [])
+    elif protocol == "responses":
         parts.append({"instructions": body.get("instructions") or ""})
         parts += list(body.get("input") or [])
     else:

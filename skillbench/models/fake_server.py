@@ -1,7 +1,9 @@
 """A fake model server speaking the providers' wire protocols, driven by a script.
 
 `POST /v1/messages` (Anthropic Messages, JSON or streamed), `POST /v1/chat/completions` (OpenAI
-Chat Completions) and `POST /v1/responses` (OpenAI Responses, streamed: what Codex speaks).
+Chat Completions), `POST /v1/responses` (OpenAI Responses, streamed: what Codex speaks) and
+`POST /v1beta/models/<model>:generateContent`, `:streamGenerateContent?alt=sse` and
+`:countTokens` (the Gemini API: what Gemini CLI and the google-genai SDK speak).
 Tests point the real SDKs and agent CLIs at it through their base URLs; nothing is patched.
 The script (skillbench.models.script) decides each reply, including faults: a status with
 Retry-After, a stall past the client's timeout, a malformed body, a stream cut off.
@@ -16,11 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +36,8 @@ from skillbench.models.fake_wire import (
     REPLIES,
     anthropic_shape,
     error_body,
+    gemini_chunks,
+    gemini_shape,
     message_events,
     openai_shape,
     response_events,
@@ -41,19 +47,25 @@ from skillbench.models.script import Play, Player, Script, ScriptError, load_scr
 
 
 def sdk_env(url: str) -> dict[str, str]:
-    """Environment variables that point both SDKs at a fake server."""
+    """Environment variables that point the SDKs at a fake server."""
     return {
         "ANTHROPIC_BASE_URL": url,
         "OPENAI_BASE_URL": f"{url}/v1",
+        "GOOGLE_GEMINI_BASE_URL": url,
         "ANTHROPIC_API_KEY": "sk-ant-fake-server-key",
         "OPENAI_API_KEY": "sk-fake-server-key",
+        "GEMINI_API_KEY": "fake-server-gemini-key",
     }
+
+
+# the Gemini API's targets: /v1beta/models/<model>:<verb>
+_GEMINI = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 
 
 class LoggedRequest(msgspec.Struct):
     """One request the server answered, and how."""
 
-    protocol: str  # "anthropic" | "openai" | "responses"
+    protocol: str  # "anthropic" | "openai" | "responses" | "gemini"
     path: str
     body: dict[str, Any]
     status: int
@@ -61,7 +73,8 @@ class LoggedRequest(msgspec.Struct):
     step: int = 0
     usage: dict[str, Any] = {}
     at: float = 0.0
-    api_key: str = ""  # the credential the client sent (x-api-key, or a bearer token)
+    api_key: str = ""  # the credential the client sent (x-api-key, x-goog-api-key, a bearer)
+    query_key: str = ""  # a Gemini key sent as `?key=` (the broker never sends one)
 
 
 class _Server(ThreadingHTTPServer):
@@ -145,8 +158,14 @@ class FakeModelServer:
 
     def _answer(self, h: BaseHTTPRequestHandler) -> None:
         raw = h.rfile.read(int(h.headers.get("Content-Length") or 0))
-        route = h.path.split("?", 1)[0].rstrip("/")  # Claude Code asks /v1/messages?beta=true
-        if route.endswith("/v1/messages"):
+        route, _, query = h.path.partition("?")  # Claude Code asks /v1/messages?beta=true
+        route = route.rstrip("/")
+        model, verb = "", ""
+        if (named := _GEMINI.search(route)) is not None:
+            model, verb = named.groups()
+        if verb:
+            protocol, shape = "gemini", gemini_shape
+        elif route.endswith("/v1/messages"):
             protocol, shape = "anthropic", anthropic_shape
         elif route.endswith("/chat/completions"):
             protocol, shape = "openai", openai_shape
@@ -161,13 +180,18 @@ class FakeModelServer:
                 h, 400, {"error": {"type": "invalid_request_error", "message": "body is not JSON"}}
             )
         system, first, last, turns = shape(body)
-        key = h.headers.get("x-api-key") or h.headers.get("Authorization", "").removeprefix(
-            "Bearer "
+        key = (
+            h.headers.get("x-api-key")
+            or h.headers.get("x-goog-api-key")
+            or h.headers.get("Authorization", "").removeprefix("Bearer ")
         )
         entry = LoggedRequest(protocol, h.path, body, 200, at=time.time(), api_key=key)
+        entry.query_key = next((v for k, v in urllib.parse.parse_qsl(query) if k == "key"), "")
         with self._lock:
             self.requests.append(entry)
             serial = len(self.requests)
+        if verb == "countTokens":  # not a turn: nothing of the script is played
+            return self._send(h, 200, {"totalTokens": max(1, len(raw) // 4)})
         try:
             play = self.player.play(system, first, last, turns)
         except ScriptError as exc:
@@ -191,9 +215,13 @@ class FakeModelServer:
             return self._send(h, 400, error_body(protocol, "invalid_request_error", str(exc)))
         if play.latency:
             time.sleep(play.latency)
-        reply, usage = REPLIES[protocol](body, play, raw, serial, cached)
+        reply, usage = REPLIES[protocol](
+            {**body, "model": model} if model else body, play, raw, serial, cached
+        )
         entry.usage = usage
         self.cache.keep(entries)  # an entry is readable once its request is answered
+        if protocol == "gemini" and verb == "streamGenerateContent":
+            return self._stream_chunks(h, gemini_chunks(reply))
         if protocol == "responses":
             return self._stream_events(h, response_events(reply))
         if protocol == "anthropic" and body.get("stream"):
@@ -213,6 +241,21 @@ class FakeModelServer:
                 h.wfile.write(
                     f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
                 )
+                h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        h.close_connection = True
+
+    @staticmethod
+    def _stream_chunks(h: BaseHTTPRequestHandler, chunks: list[dict[str, Any]]) -> None:
+        """The Gemini API's stream: `data:` lines of whole responses, no event names."""
+        try:
+            h.send_response(200)
+            h.send_header("Content-Type", "text/event-stream")
+            h.send_header("Connection", "close")
+            h.end_headers()
+            for chunk in chunks:
+                h.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
                 h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -239,6 +282,10 @@ class FakeModelServer:
                 "usage": {"input_tokens": 1, "output_tokens": 1},
             }
             first = ("message_start", {"message": cut})
+            if entry.protocol == "gemini":
+                part = {"content": {"role": "model", "parts": [{"text": "cut"}]}, "index": 0}
+                usage = {"promptTokenCount": 1, "totalTokenCount": 1}
+                return self._stream_chunks(h, [{"candidates": [part], "usageMetadata": usage}])
             if entry.protocol == "responses":
                 first = (
                     "response.created",
@@ -253,7 +300,7 @@ class FakeModelServer:
             headers["retry-after-ms"] = str(int(fault.retry_after * 1000))
         kind = ERROR_KINDS.get(status, "api_error")
         message = fault.message or f"injected fault {status}"
-        body = json.dumps(error_body(entry.protocol, kind, message)).encode()
+        body = json.dumps(error_body(entry.protocol, kind, message, status)).encode()
         self._send_raw(h, status, body, headers)
 
     def _send(self, h: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:

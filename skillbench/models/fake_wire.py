@@ -1,7 +1,7 @@
 """The providers' wire formats as the fake model server speaks them: what a request's
 system prompt, first and last user messages and turn count are (Anthropic Messages, OpenAI
-Chat Completions, OpenAI Responses), the reply a script's play becomes in each, its stream
-of server-sent events, and each protocol's error body."""
+Chat Completions, OpenAI Responses, the Gemini API's generateContent), the reply a script's
+play becomes in each, its stream of server-sent events, and each protocol's error body."""
 
 from __future__ import annotations
 
@@ -67,6 +67,26 @@ def responses_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
     return system, (users[0] if users else ""), (users[-1] if users else ""), turns
 
 
+def _parts_text(content: Any) -> str:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return "".join(
+        str(p["text"])
+        for p in parts or ()
+        if isinstance(p, dict) and isinstance(p.get("text"), str)
+    )
+
+
+def gemini_shape(body: dict[str, Any]) -> tuple[str, str, str, int]:
+    """A generateContent request: `systemInstruction` is the system prompt, the `user`
+    contents' text parts the user's (a function response has none), each `model` content
+    one assistant turn."""
+    contents = [c for c in body.get("contents") or [] if isinstance(c, dict)]
+    system = _parts_text(body.get("systemInstruction") or body.get("system_instruction"))
+    users = [_parts_text(c) for c in contents if c.get("role", "user") == "user"]
+    turns = sum(c.get("role") == "model" for c in contents)
+    return system, (users[0] if users else ""), (users[-1] if users else ""), turns
+
+
 ERROR_KINDS = {
     429: "rate_limit_error",
     401: "authentication_error",
@@ -127,7 +147,52 @@ def response_events(reply: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return events
 
 
-def error_body(protocol: str, kind: str, message: str) -> dict[str, Any]:
+def gemini_chunks(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    """A generateContent reply as the API streams it: each part in a chunk of its own, the
+    usage so far on each (the prompt's from the first), the finish reason on the last."""
+    (candidate,) = reply["candidates"]
+    parts, usage = candidate["content"]["parts"] or [{"text": ""}], reply["usageMetadata"]
+    chunks = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        chunk_candidate: dict[str, Any] = {
+            "content": {"role": "model", "parts": [part]},
+            "index": 0,
+        }
+        if last:
+            chunk_candidate["finishReason"] = candidate["finishReason"]
+        so_far = usage if last else {"promptTokenCount": usage["promptTokenCount"]}
+        chunks.append(
+            {
+                "candidates": [chunk_candidate],
+                "usageMetadata": so_far,
+                "modelVersion": reply["modelVersion"],
+                "responseId": reply["responseId"],
+            }
+        )
+    return chunks
+
+
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+
+
+def error_body(protocol: str, kind: str, message: str, status: int = 400) -> dict[str, Any]:
+    if protocol == "gemini":  # google.rpc.Status
+        code = status if status in _GEMINI_STATUS else 500
+        return {
+            "error": {
+                "code": code,
+                "message": message,
+                "status": _GEMINI_STATUS.get(code, "INTERNAL"),
+            }
+        }
     if protocol == "anthropic":
         return {"type": "error", "error": {"type": kind, "message": message}}
     return {"error": {"type": kind, "message": message, "code": kind}}
@@ -274,4 +339,49 @@ def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, 
     return reply, usage
 
 
-REPLIES = {"anthropic": _anthropic_reply, "openai": _openai_reply, "responses": _responses_reply}
+_GEMINI_FINISH = {
+    "end_turn": "STOP",
+    "tool_use": "STOP",
+    "max_tokens": "MAX_TOKENS",
+    "refusal": "SAFETY",
+}
+
+
+def _gemini_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):
+    """The model's name is in the path, not the body: the server passes it as `model`."""
+    parts: list[dict[str, Any]] = [{"text": play.text}] if play.text else []
+    parts += [{"functionCall": {"name": name, "args": args}} for name, args in play.tool_calls]
+    prompt = _prompt_tokens(raw, cached)  # Gemini counts the cached tokens inside the prompt
+    completion = tokens(play.text + json.dumps([a for _, a in play.tool_calls]))
+    stop = play.stop_reason or ("tool_use" if play.tool_calls else "end_turn")
+    reply = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": parts},
+                "finishReason": _GEMINI_FINISH[stop],
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": completion,
+            "cachedContentTokenCount": cached.read,
+            "totalTokenCount": prompt + completion,
+        },
+        "modelVersion": body.get("model", "fake"),
+        "responseId": f"gemini-fake-{serial}",
+    }
+    usage = {
+        "input_tokens": prompt - cached.read,
+        "output_tokens": completion,
+        "cache_read_input_tokens": cached.read,
+    }
+    return reply, usage
+
+
+REPLIES = {
+    "anthropic": _anthropic_reply,
+    "openai": _openai_reply,
+    "responses": _responses_reply,
+    "gemini": _gemini_reply,
+}

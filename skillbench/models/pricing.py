@@ -11,7 +11,8 @@ Prices change; a user extends or overrides them in config:
 
 Anthropic bills a cache read at 0.1x input and a write at 1.25x (5 minutes) or 2x (an hour);
 OpenAI caches automatically and bills a cached token at 0.1x (GPT-5), 0.25x (GPT-4.1) or
-0.5x (GPT-4o) input, with no charge to write.
+0.5x (GPT-4o) input, with no charge to write; Gemini caches implicitly, a read at 0.1x input
+and no charge to write.
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ BUILTIN: dict[str, Price] = {
     "openai/gpt-4o": Price(2.5, 10.0, 1.25, 2.5, 2.5),
     "openai/gpt-5-mini": Price(0.25, 2.0, 0.025, 0.25, 0.25),
     "openai/gpt-5": Price(1.25, 10.0, 0.125, 1.25, 1.25),
+    # Gemini API, standard tier (a prompt over 200k tokens: LONG_CONTEXT); output includes
+    # thinking tokens; implicit caching has no write premium (a write is priced as input)
+    "google/gemini-3-pro": Price(2.0, 12.0, 0.2, 2.0, 2.0),
+    "google/gemini-3-flash": Price(0.5, 3.0, 0.05, 0.5, 0.5),
+    "google/gemini-2.5-pro": Price(1.25, 10.0, 0.125, 1.25, 1.25),
+    "google/gemini-2.5-flash-lite": Price(0.1, 0.4, 0.01, 0.1, 0.1),
+    "google/gemini-2.5-flash": Price(0.3, 2.5, 0.03, 0.3, 0.3),
     "scripted/": Price(0.0, 0.0, 0.0, 0.0),
 }
 
@@ -116,6 +124,9 @@ LONG_CONTEXT: dict[str, tuple[int, float, float]] = {  # prefix -> (over, input 
     "anthropic/claude-sonnet-4-5": (200_000, 2.0, 1.5),
     "anthropic/claude-sonnet-4-0": (200_000, 2.0, 1.5),
     "anthropic/claude-sonnet-4-2025": (200_000, 2.0, 1.5),
+    # Gemini 2.5 Pro: a prompt over 200k tokens (cached ones included) at $2.50 input, $0.25
+    # a cache read and $15 output per Mtok for all its tokens
+    "google/gemini-2.5-pro": (200_000, 2.0, 1.5),
 }
 
 
