@@ -9,8 +9,10 @@ tunnel or not, is forwarded framed by its own Content-Length or chunked body wit
 that could name any other site the address serves) is refused and the connection cut. A
 target is let
 through only when it matches an entry of the allowlist (host and port), and only for that
-site: a plain request's Host header, and the SNI of the TLS ClientHello a tunnel opens with,
-must name the target (an allowed address may serve other sites too); the name is resolved
+site: a plain request's Host header (and, in a tunnel, its target), and the SNI of the TLS
+ClientHello a tunnel opens with, must name the target (an allowed address may serve other
+sites too). A tunnel carries TLS or one whole HTTP/1.x request, nothing else; a head with a
+bare CR or LF, or an HTTP/1.1 request without Host, is a 400. The name is resolved
 here, on the host, and a name that resolves to a private, loopback or link-local address is
 refused unless that address is itself listed (an allowed name cannot be pointed at the host's
 own services). The case's own services are never proxied: their names are in `NO_PROXY`
