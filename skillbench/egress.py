@@ -9,8 +9,10 @@ tunnel or not, is forwarded framed by its own Content-Length or chunked body wit
 that could name any other site the address serves) is refused and the connection cut. A
 target is let
 through only when it matches an entry of the allowlist (host and port), and only for that
-site: a plain request's Host header, and the SNI of the TLS ClientHello a tunnel opens with,
-must name the target (an allowed address may serve other sites too); the name is resolved
+site: a plain request's Host header (and, in a tunnel, its target), and the SNI of the TLS
+ClientHello a tunnel opens with, must name the target (an allowed address may serve other
+sites too). A tunnel carries TLS or one whole HTTP/1.x request, nothing else; a head with a
+bare CR or LF, or an HTTP/1.1 request without Host, is a 400. The name is resolved
 here, on the host, and a name that resolves to a private, loopback or link-local address is
 refused unless that address is itself listed (an allowed name cannot be pointed at the host's
 own services). The case's own services are never proxied: their names are in `NO_PROXY`
@@ -130,13 +132,10 @@ class EgressProxy:
                 raise _Refused(502, f"could not connect to {host}:{port}: {exc}") from None
             upstream.settimeout(None)
             self._track(upstream)
+            one = None if framing is None else _Request(forward, framing)
             if method == "CONNECT":
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                rest, entry["asked"] = _inner(client, rest, host, port)
-                if entry["asked"] is not None and not rest.startswith(b"\x16"):  # plain HTTP
-                    inner, _, rest = rest.partition(b"\r\n\r\n")
-                    framing, forward = _framing(inner), _forwarded(inner)
-            one = None if framing is None else _Request(forward, framing)
+                rest, entry["asked"], one = _inner(client, rest, host, port)
             sent, received, after = _pipe(client, upstream, rest, one)
             entry.update(allowed=True, sent=sent, received=received)
             if after is not None:
@@ -210,6 +209,7 @@ def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
     """The request head (through the blank line) and whatever followed it."""
     data = b""
     while b"\r\n\r\n" not in data:
+        _no_bare_breaks(data)  # (now: the head would never end for this proxy)
         if len(data) > _HEAD_CAP:
             raise _Refused(431, "the request head is too large")
         chunk = sock.recv(65536)
@@ -222,11 +222,7 @@ def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
 
 def _target(head: bytes) -> tuple[str, str, int, bytes]:
     """(method, host, port, the head to send upstream) of a proxy request."""
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3:
-        raise _Refused(400, "not an HTTP request")
-    method, target, version = parts
+    method, target, version = _request_line(head)
     if method == "CONNECT":
         try:
             allowed = _host_port(target)
@@ -243,16 +239,47 @@ def _target(head: bytes) -> tuple[str, str, int, bytes]:
     path = url.path or "/"
     if url.query:
         path += f"?{url.query}"
-    return method, host, port, _forwarded(head, f"{method} {path} {version}")
+    return method, host, port, _forwarded(head, f"{method} {path} {version}", host, port, 80)
 
 
-def _forwarded(head: bytes, request_line: str | None = None) -> bytes:
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method (RFC 9110 §5.6.2)
+
+
+def _request_line(head: bytes) -> tuple[str, str, str]:
+    """(method, target, version) of an HTTP/1.x request head; _Refused (400) for anything else,
+    and for a head with a bare CR or LF: a server that ends lines at a bare LF would read
+    headers (a second request's framing) this proxy does not see."""
+    _no_bare_breaks(head)
+    line = head.decode("latin-1").split("\r\n", 1)[0]
+    parts = line.split(" ")
+    if (
+        len(parts) != 3
+        or not _TOKEN.fullmatch(parts[0])
+        or not parts[1]
+        or not re.fullmatch(r"HTTP/1\.[01]", parts[2])
+    ):
+        raise _Refused(400, f"not an HTTP/1.x request line: {line[:200]!r}")
+    return parts[0], parts[1], parts[2]
+
+
+def _no_bare_breaks(head: bytes) -> None:
+    """_Refused (400) for a bare CR or LF in (the start of) a request head."""
+    if b"\r" in head.removesuffix(b"\r").replace(b"\r\n", b"") or b"\n" in head.replace(
+        b"\r\n", b""
+    ):
+        raise _Refused(400, "a bare CR or LF in the request head (lines end in CRLF)")
+
+
+def _forwarded(head: bytes, request_line: str, host: str, port: int, default: int) -> bytes:
     """The head sent upstream: hop-by-hop headers dropped, `Connection: close` added (one
-    request per connection), the request line replaced when given."""
+    request per connection), the request line replaced, and the site asked for named in a Host
+    header when an HTTP/1.0 request has none (so the upstream never serves its default site)."""
     lines = head.decode("latin-1").split("\r\n")
     headers = [h for h in lines[1:] if h.split(":", 1)[0].strip().lower() not in _HOP]
-    first = request_line or lines[0]
-    return "\r\n".join([first, *headers, "Connection: close", "", ""]).encode("latin-1")
+    if not any(h.split(":", 1)[0].strip().lower() == "host" for h in headers):
+        name = f"[{host}]" if ":" in host else host
+        headers.append(f"Host: {name}" if port == default else f"Host: {name}:{port}")
+    return "\r\n".join([request_line, *headers, "Connection: close", "", ""]).encode("latin-1")
 
 
 class _Framing(msgspec.Struct, frozen=True):
@@ -297,53 +324,79 @@ def _same(asked: str, host: str, port: int, default: int) -> bool:
 
 
 def _asked(head: bytes, host: str, port: int, default: int) -> str:
-    """The site a plain request names in its Host header (the URL's own when it has none);
-    _Refused unless that is the URL's host and port: an allowed address is asked only for
-    the allowed site, never for another one it also serves."""
+    """The site a plain request names in its Host header (the URL's own when an HTTP/1.0
+    request has none); _Refused unless that is the URL's host and port: an allowed address is
+    asked only for the allowed site, never for another one it also serves."""
     lines = head.decode("latin-1").split("\r\n")[1:]
     hosts = [
         h.split(":", 1)[1].strip() for h in lines if h.split(":", 1)[0].strip().lower() == "host"
     ]
     if len(hosts) > 1:
         raise _Refused(403, f"{len(hosts)} Host headers: one request asks for one site", "")
+    if not hosts and _request_line(head)[2] != "HTTP/1.0":
+        raise _Refused(400, "an HTTP/1.1 request without a Host header (RFC 9112 §3.2)")
     if hosts and not _same(hosts[0], host, port, default):
         why = f"Host {hosts[0][:200]!r} is not the URL's {host}:{port}"
         raise _Refused(403, why, hosts[0].lower()[:300])
     return hosts[0].lower()[:300] if hosts else host
 
 
-def _inner(client: socket.socket, rest: bytes, host: str, port: int) -> tuple[bytes, str | None]:
-    """What a CONNECT tunnel opens with, and the site it asks for: the SNI of a TLS
-    ClientHello, or the Host of a plain request; _Refused when that is not the CONNECT's host.
-    Anything else (ssh, say) goes to the allowed address as it is, asking for nothing."""
+def _inner(
+    client: socket.socket, rest: bytes, host: str, port: int
+) -> tuple[bytes, str | None, _Request | None]:
+    """What a CONNECT tunnel opens with: (the bytes to forward, the site asked for, the one
+    request to forward in their place). A TLS ClientHello goes as it is, its SNI the site (None
+    when it names none); a plain HTTP/1.x request, whole head read first, goes as one request,
+    its Host and target the site. _Refused when that is not the CONNECT's host, and for
+    anything else: nothing but TLS is forwarded unread."""
     client.settimeout(_CONNECT_TIMEOUT)
     try:
         while True:
+            rest = rest.lstrip(b"\r\n")  # empty lines before a request line (RFC 9112 §2.2)
             if rest[:1] == b"\x16":
                 whole, name = _sni(rest)
                 if whole:
                     break
-            elif rest and (b" " in rest[:16] and rest[:1].isalpha()):
-                if b"\r\n\r\n" in rest:
-                    return rest, _asked(rest.partition(b"\r\n\r\n")[0], host, port, port)
-            elif rest:
-                return rest, None
+            elif b"\r\n\r\n" in rest:
+                head, _, body = rest.partition(b"\r\n\r\n")
+                return (body, *_tunnelled(head, host, port))
+            elif b"\n" in rest:  # refused as soon as it is not HTTP (ssh, say)
+                _no_bare_breaks(rest)
+                _request_line(rest.partition(b"\r\n")[0])
             if len(rest) > _HEAD_CAP:
                 raise _Refused(431, "the tunnel's first message is too large")
             chunk = client.recv(65536)
             if not chunk:
-                return rest, None
+                raise _Refused(400, "the tunnel closed before a TLS ClientHello or a request")
             rest += chunk
-    except TimeoutError:  # a protocol where the server speaks first
-        return rest, None
+    except TimeoutError:  # a protocol where the server speaks first: not TLS or HTTP
+        raise _Refused(400, "the tunnel sent no TLS ClientHello or HTTP request") from None
     finally:
         client.settimeout(None)
     if name is None:  # TLS without SNI (to an address, say): only the address is asked
-        return rest, None
+        return rest, None, None
     if name.lower().rstrip(".") != host:
         why = f"TLS for {name[:200]!r} through a tunnel to {host}:{port}"
         raise _Refused(403, why, name.lower()[:300])
-    return rest, name.lower()
+    return rest, name.lower(), None
+
+
+def _tunnelled(head: bytes, host: str, port: int) -> tuple[str, _Request]:
+    """(the site asked for, the request to forward) of a plain request in a tunnel to
+    `host:port`; _Refused unless its target (origin form, or an absolute URL: a server takes
+    that over Host, RFC 9112 §3.2.2) and its Host both name `host:port`."""
+    method, target, version = _request_line(head)
+    path = target
+    if not target.startswith("/") and not (method == "OPTIONS" and target == "*"):
+        url = urlsplit(target)
+        authority = url.netloc.rpartition("@")[2]
+        if url.scheme not in ("http", "https") or not _same(authority, host, port, port):
+            why = f"the request target {target[:200]!r} is not on {host}:{port}"
+            raise _Refused(403, why, authority.lower()[:300])
+        path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+    asked = _asked(head, host, port, port)
+    forward = _forwarded(head, f"{method} {path} {version}", host, port, port)
+    return asked, _Request(forward, _framing(head))
 
 
 def _sni(data: bytes) -> tuple[bool, str | None]:
