@@ -25,7 +25,7 @@ from skillbench.inputs import InputError, load_toml
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
 from skillbench.sandbox.base import SandboxSpec, parse_size
-from skillbench.skills import SKILL_FILE
+from skillbench.skills import SKILL_FILE, VERSION_RE
 from skillbench.verdict import MIN_NET_LIFT
 
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
@@ -108,29 +108,68 @@ class Loaded(msgspec.Struct):
 
 def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
     """The nearest skillbench.toml, or pyproject.toml with [tool.skillbench], at or above the
-    current folder: the user's project and the team's, never the thing being measured. Never
-    a skill, anything inside it or the folder holding it (wherever the command runs), and
-    never a folder above `start` (the skill a command names) that is not above the current
-    folder, such as the `pack/` of a downloaded `pack/skills/foo`; those are named and
-    ignored."""
-    here = Path.cwd().resolve()
+    current folder as the user reached it ($PWD, so a link into a pack's skills/ does not make
+    the pack "above" it): the user's project and the team's, never the thing being measured.
+    Never a skill, anything inside it, or a folder holding one (a library, a team's
+    skills/<name>/ and skills/ holding v<N> versions), wherever the command runs; and never a
+    folder above `start` (the skill a command names) that is not above the current folder,
+    such as the `pack/` of a downloaded `pack/skills/foo`; those are named and ignored."""
+    chain = _cwd_chain()
     target = start.resolve()
     if target.is_file():
         target = target.parent
-    mine = {here, *here.parents}
+    mine = set(chain)
     untrusted: list[Path] = [f for f in (target, *target.parents) if f not in mine]
-    for folder in (target, here):  # a skill's own tree and its library
+    for folder in (target, chain[0]):  # a skill's own tree
         skill = next((c for c in (folder, *folder.parents) if (c / SKILL_FILE).is_file()), None)
         if skill is not None:
             untrusted += [f for f in (folder, *folder.parents) if f.is_relative_to(skill.parent)]
     for folder in dict.fromkeys(untrusted):
         _ignore(folder)
-    for candidate in (here, *here.parents):
-        if candidate not in untrusted:
-            found = _config_in(candidate)
-            if found:
-                return found
+    for candidate in chain:
+        if candidate in untrusted or not _has_config(candidate):
+            continue
+        if _holds_skill(candidate):  # only folders with a config file get listed
+            _ignore(candidate)
+            continue
+        found = _config_in(candidate)
+        if found:
+            return found
     return None
+
+
+def _cwd_chain() -> list[Path]:
+    """The current folder and those above it, as the user sees them ($PWD when it names the
+    current folder), each resolved."""
+    here = Path.cwd().resolve()
+    shown = Path(os.environ.get("PWD", ""))
+    try:
+        logical = shown.is_absolute() and shown.resolve() == here
+    except OSError:
+        logical = False
+    folders = (shown, *shown.parents) if logical else (here, *here.parents)
+    return list(dict.fromkeys(f.resolve() for f in folders))
+
+
+def _holds_skill(folder: Path) -> bool:
+    """A skill library: a skill child, or a child holding v<N> skill versions (a team's
+    skills/ and skills/<name>/)."""
+    try:
+        for child in folder.iterdir():
+            if not child.is_dir():
+                continue
+            if (child / SKILL_FILE).is_file():
+                return True
+            versions = (v for v in child.iterdir() if VERSION_RE.match(v.name))
+            if any((v / SKILL_FILE).is_file() for v in versions):
+                return True
+    except OSError:
+        return False
+    return False
+
+
+def _has_config(folder: Path) -> bool:
+    return (folder / "skillbench.toml").is_file() or (folder / "pyproject.toml").is_file()
 
 
 def _config_in(folder: Path) -> tuple[Path, dict[str, Any]] | None:

@@ -26,6 +26,7 @@ from skillbench.lossless import utf8_safe
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
+VERSION_RE = re.compile(r"^v([1-9][0-9]*)$")  # a team's published version, skills/<name>/v<N>
 MAX_DESCRIPTION = 1024
 # Never part of a skill's identity, anywhere in the tree.
 LITTER = frozenset({".git", ".DS_Store", "Thumbs.db"})

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import re
 import shutil
 import subprocess
 import time
@@ -34,10 +33,9 @@ from skillbench.receipts import (
     signed_message,
 )
 from skillbench.signing import SigningError
-from skillbench.skills import Skill, copy_files, digest, read_skill, skill_files
+from skillbench.skills import VERSION_RE, Skill, copy_files, digest, read_skill, skill_files
 from skillbench.verdict import NONE
 
-_VERSION = re.compile(r"^v([1-9][0-9]*)$")
 SIGNERS = Path(".skillbench/allowed_signers")  # in the team repo
 PUBLISH_WAIT = 120.0  # seconds a publish waits for another one in the same team repo
 
@@ -85,7 +83,7 @@ def versions(repo: Path, name: str) -> list[Version]:
     index = _index(index_path)
     found = []
     for child in sorted(folder.iterdir()) if folder.is_dir() else []:
-        match = _VERSION.match(child.name)
+        match = VERSION_RE.match(child.name)
         if not match or not child.is_dir():
             continue
         actual = digest(child)
@@ -240,7 +238,7 @@ def _publish(skill_dir: Path, repo: Path, skill: Skill, sign_key: Path | None) -
 
 def skill_at(folder: Path) -> Skill:
     """A skill folder, or a published version folder `skills/<name>/v<N>/`."""
-    if _VERSION.match(folder.resolve().name):
+    if VERSION_RE.match(folder.resolve().name):
         return read_skill(folder, folder_name=folder.resolve().parent.name)
     return read_skill(folder)
 
