@@ -1,7 +1,8 @@
-"""The revision the gate's trust anchors come from: the gate policy, `allowed_signers` and the
-receipts a pull request may not remove are read with `git show REF:path` from a revision the PR
-cannot change (its merge base with the base branch), never from the PR's checkout. See
-docs/ci.md, "Where the policy comes from"."""
+"""The revisions the gate's trust anchors come from, read with `git show REF:path`, never from
+the PR's checkout: the gate policy and `allowed_signers` from the base branch's tip (a PR
+picks its fork point, so the merge base could be from before a key was revoked), and the
+receipts a pull request may not remove from its merge base with the base branch (what the PR
+started from). See docs/ci.md, "Where the policy comes from"."""
 
 from __future__ import annotations
 
@@ -22,6 +23,16 @@ class Revision(msgspec.Struct, frozen=True):
     ref: str  # as the user (or CI) named it, for messages
     commit: str
     implied: str | None = None  # why, when no flag or pull request named it (a note)
+    tip: str | None = None  # the base branch's commit, the policy's and signers' (see anchor)
+    tip_shown: str = ""
+
+
+def anchor(rev: Revision) -> Revision:
+    """Where the policy and allowed_signers are read: the base branch's tip when the receipts
+    come from a merge base, else the revision itself."""
+    if rev.tip is None:
+        return rev
+    return Revision(rev.repo, rev.tip_shown, rev.tip, rev.implied)
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -141,7 +152,8 @@ def trusted_revision(
             "fetch more history (actions/checkout with fetch-depth: 0)"
         )
     commit = done.stdout.decode().strip()
-    return Revision(repo, f"merge-base(HEAD, {named.shown})", commit, named.implied)
+    ref = f"merge-base(HEAD, {named.shown})"
+    return Revision(repo, ref, commit, named.implied, tip, named.shown)
 
 
 class _Repository(msgspec.Struct, frozen=True):

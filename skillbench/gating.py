@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from skillbench.anchors import Revision, files_under, show
+from skillbench.anchors import Revision, anchor, files_under, show
 from skillbench.engine.score import derive
 from skillbench.engine.summary import RowSummary
 from skillbench.inputs import MAX_JSON, InputError, load_toml, read_capped
@@ -82,7 +82,7 @@ def load_policy(repo: Path | None, flags: dict[str, Any], rev: Revision | None =
         ):
             found: Any = None
             if rev is not None:
-                found = _toml_at(rev, name)
+                found = _toml_at(anchor(rev), name)
             elif (repo / name).is_file():
                 try:
                     found = load_toml(repo / name)
@@ -210,8 +210,8 @@ def _signed_only(
     why the newest was not accepted when there is none. The order is the signed content's,
     so no file order, name or mtime the PR controls can make an older PASS the newest."""
     if rev is not None:
-        listed = show(rev, SIGNERS)
-        where = f"{rev.ref}:{SIGNERS}"
+        listed = show(anchor(rev), SIGNERS)
+        where = f"{anchor(rev).ref}:{SIGNERS}"
     else:
         signers = repo / SIGNERS if repo is not None else None
         listed = signers.read_bytes() if signers is not None and signers.is_file() else None
@@ -369,11 +369,11 @@ def _gate_cell(
         )
         return GateResult(False, why, where, cell)
     required = policy.require_signed
-    base_signers = rev is not None and show(rev, SIGNERS) is not None
+    base_signers = rev is not None and show(anchor(rev), SIGNERS) is not None
     if rev is not None and base_signers and not (rev.repo / SIGNERS).is_file():
         return GateResult(
             False,
-            f"{rev.repo / SIGNERS} is missing from the work tree but {rev.ref} has it: a "
+            f"{rev.repo / SIGNERS} is missing from the work tree but {anchor(rev).ref} has it: a "
             "change may not delete who may sign receipts (restore it; change it on the base "
             "branch)",
             cell=cell,

@@ -94,7 +94,7 @@ def test_g4_a_pr_that_deletes_allowed_signers(tmp_path: Path, capsys):
     assert (code, out) == (
         1,
         f"gate refused: greeter: {repo / '.skillbench/allowed_signers'} is missing from the "
-        "work tree but merge-base(HEAD, main) has it: a change may not delete who may sign "
+        "work tree but main has it: a change may not delete who may sign "
         "receipts (restore it; change it on the base branch)",
     )
 

@@ -1,17 +1,6 @@
-"""RT5-GT (redteam5): the gate's anchors come from merge-base(HEAD, base), and the PR picks
-its own fork point. A PR branched before the base branch revoked a key (or recorded a FAIL)
-and never merged since is gated on the old allowed_signers and receipts: a receipt signed by
-the revoked key passes, though the PR would merge into a main that no longer trusts it.
-(anchors.trusted_revision; docs/trust.md "Trust anchors", docs/ci.md.)
-
-Mitigated in GitHub Actions' default pull_request checkout (HEAD is the merge commit with the
-base tip, so the merge base is the tip); open for `--base` locally (the pre-push hook), for a
-workflow that checks out the PR head (`ref: ${{ github.head_ref }}`, pull_request_target), and
-in other CI systems, where docs/ci.md says to pass `--base origin/<target>`.
-
-Run: PYTHONPATH=. .venv/bin/pytest attacks/redteam5/test_gate_stale_merge_base.py
-Expected: 1 and the FAIL refusal. Observed: 0, "gate passed: greeter: PASS (run run-3 ...)".
-"""
+"""RT5-GT (redteam5): the gate read allowed_signers from merge-base(HEAD, base), and the PR
+picks its fork point: a PR forked before main revoked a key was gated on the old signers. The
+policy and allowed_signers now come from the base branch's tip (docs/ci.md)."""
 
 from __future__ import annotations
 
@@ -38,3 +27,4 @@ def test_a_pr_forked_before_a_key_was_revoked_is_gated_on_the_old_signers(
     receipt_into(repo, skill, "run-3", "WWWWWW", "2026-12-01T10:00:00+00:00", mallory)
     code, out, _ = gate(capsys, repo, "--base", "main")
     assert code == 1, out
+    assert "gate refused" in out, out
