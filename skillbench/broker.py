@@ -140,6 +140,7 @@ class Broker:
         self._lock = threading.Lock()
         self._calls: set[_Call] = set()
         self._forwarding = 0  # calls between their reservation and their settling
+        self._sent = 0  # calls forwarded, however they ended: what max_requests counts
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._stopping = threading.Event()
         # only the host side of the session's relay knows this: it opens each connection
@@ -336,9 +337,7 @@ class Broker:
     def _reserve(self, endpoint: Route, head: Head, priced_as: str, size: int) -> float | None:
         """Hold the call's worst case against the budget; Refused when it cannot be held."""
         with self._lock:
-            if self.max_requests is not None and (
-                self.answered + self._forwarding >= self.max_requests
-            ):
+            if self.max_requests is not None and (self._sent >= self.max_requests):
                 self.capped = True
                 raise Refused(
                     400,
@@ -346,6 +345,7 @@ class Broker:
                     f"skillbench: this session's cap of {self.max_requests} model calls is reached",
                 )
             self._forwarding += 1
+            self._sent += 1  # a hang-up after forwarding must not take it out of the cap
         worst: float | None = 0.0
         if endpoint.billed:
             most = head.max_output if head.max_output is not None else self.wire.default_max_output
@@ -368,8 +368,10 @@ class Broker:
         return worst
 
     def _unforward(self) -> None:
+        """The call was refused before it was forwarded: it holds nothing, counts nothing."""
         with self._lock:
             self._forwarding -= 1
+            self._sent -= 1
 
     def _stream(self, call: _Call, endpoint: Route) -> tuple[int, str | None]:
         """Forward the call and pass its response through as it arrives: its status, and

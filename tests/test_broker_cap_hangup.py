@@ -5,9 +5,8 @@ a CLI without a turn cap of its own, Codex) counts only calls that ended whole
 loopback port) gets as many model calls as it likes past max_turns, each billed its
 reservation, so only --max-cost bounds them. The cap is fairness between arms, not budget.
 
-Run: PYTHONPATH=. .venv/bin/pytest attacks/redteam5/test_broker_cap_hangup.py
-Expected: the third call is refused ("this session's cap of 2 model calls is reached").
-Observed: all five calls are forwarded (the provider saw five).
+Fixed: a call counts against the cap once it is forwarded, whatever happens after; the third
+call is refused ("this session's cap of 2 model calls is reached").
 """
 
 from __future__ import annotations
