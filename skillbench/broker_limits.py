@@ -127,10 +127,13 @@ class Head(msgspec.Struct, frozen=True):
 
     @property
     def max_output(self) -> int | None:
-        for value in (self.max_tokens, self.max_output_tokens, self.max_completion_tokens):
-            if value is not None:
-                return value
-        return None
+        # the largest of the names given: a provider may honour any one of them
+        given = [
+            v
+            for v in (self.max_tokens, self.max_output_tokens, self.max_completion_tokens)
+            if v is not None
+        ]
+        return max(given) if given else None
 
 
 def read_head(body: bytes) -> Head:

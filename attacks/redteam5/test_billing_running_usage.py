@@ -46,8 +46,3 @@ def test_a_running_usage_chunk_is_taken_for_the_final_count() -> None:
     reserved = 1.0
     billed = bill(WIRES["openai"], cut, "openai/gpt-5", reserved, None, ran=True)
     assert not billed.whole and billed.cost == reserved, billed
-
-
-def test_the_first_of_three_output_caps_is_reserved() -> None:
-    head = read_head(b'{"model":"m","max_tokens":1,"max_completion_tokens":100000}')
-    assert head.max_output == 100000
