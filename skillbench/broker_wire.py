@@ -217,6 +217,8 @@ def final_usage(text: str) -> bool:
     in a Responses event's `response` (`response.completed` and the other ends). Anthropic's
     `message_start` holds only a first count, inside `message`: a stream cut after it has none."""
     for event in _events(text):
+        if event.get("object") == "chat.completion.chunk" and event.get("choices"):
+            continue  # a running count (continuous_usage_stats): the final chunk has no choices
         inner = event.get("response")
         if isinstance(event.get("usage"), dict) or (
             isinstance(inner, dict) and isinstance(inner.get("usage"), dict)

@@ -10,9 +10,7 @@ max_completion_tokens, so `{"max_tokens": 1, "max_completion_tokens": 100000}` r
 output token for a provider that honours the other name (and a cut call is billed that
 reservation).
 
-Run: PYTHONPATH=. .venv/bin/pytest attacks/redteam5/test_billing_running_usage.py
-Expected: whole False and the reservation billed; the reservation for 100000 output tokens.
-Observed: whole True, ~$0.00001; max_output 1.
+Fixed: a chunk that still has choices is a running count, never the final one.
 """
 
 from __future__ import annotations
@@ -39,6 +37,7 @@ def test_a_running_usage_chunk_is_taken_for_the_final_count() -> None:
     assert head.stream_options is not None and head.stream_options.include_usage
     cut = _chunk(
         {
+            "object": "chat.completion.chunk",
             "choices": [{"index": 0, "delta": {"content": "Hel"}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
         }
