@@ -64,7 +64,9 @@ def _vhost_server(honour_close: bool) -> tuple[socket.socket, int, list[tuple[by
 def _talk(port: int, data: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(data)
-        s.settimeout(3.0)
+        # the proxy closes after one response, so this only waits out a proxy that does not;
+        # generous, since on a loaded 2-core machine a forward can take seconds
+        s.settimeout(15.0)
         out = b""
         try:
             while chunk := s.recv(65536):
