@@ -55,10 +55,12 @@ def test_doctor_reports_a_ready_machine(capsys) -> None:
     assert node[0].endswith("`skillbench image build --node` builds it now"), node
     memory = [line for line in out if line.startswith("note    memory: ")]
     assert len(memory) == 1, out
-    found = re.search(r"holds (\d+) builtin, (\d+) claude-code, (\d+) codex ", memory[0])
+    found = re.search(
+        r"holds (\d+) builtin, (\d+) claude-code, (\d+) codex, (\d+) gemini-cli sessions", memory[0]
+    )
     assert found, memory[0]
-    builtin, claude, codex = map(int, found.groups())
-    assert builtin > codex > claude >= 1  # a Claude Code session is the largest
+    builtin, claude, codex, gemini = map(int, found.groups())
+    assert builtin > codex > claude > gemini >= 1  # a Gemini CLI session is the largest
     # this machine's figure (MemAvailable moves a little between the two reads)
     assert abs(claude - parallel_for("claude-code", mem_available())) <= max(2, claude // 20)
 
