@@ -17,6 +17,7 @@ from skillbench.jsonreply import json_objects
 from skillbench.optimizer_trace import optimizer_trace
 from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
 from skillbench.transcript import Transcript
+from skillbench.vally_trajectory import grader_input
 
 COMMAND_TIMEOUT = 120.0
 
@@ -62,7 +63,7 @@ async def run_checks(
                 trace = results_trace
                 if trace is None:
                     trace = optimizer_trace(transcript.events)
-                results.append(await _scripted(check, trace, sandbox, case_dir))
+                results.append(await _scripted(check, trace, sandbox, case_dir, transcript))
             else:
                 results.append(await _one(check, text, commands, sandbox, transcript.all_text))
         except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
@@ -110,6 +111,7 @@ def no_verdict(check: CheckResult) -> bool:
 
 
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl (optimizer_trace)
+VALLY_INPUT = f"{RESULTS}/grader-input.json"  # a Vally program grader's EVALUATE_GRADER_INPUT
 # A grader's stdout as it stood when the grader exited: a process it left behind (the
 # candidate's program, run by the grader) cannot add to it afterwards.
 GRADER_WRAPPER = (
@@ -118,7 +120,9 @@ GRADER_WRAPPER = (
 )
 
 
-async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -> CheckResult:
+async def _scripted(
+    check: Check, trace: str, sandbox: Sandbox, case_dir: str, transcript: Transcript
+) -> CheckResult:
     """The check kinds that run the eval's own programs in the checker (docs/formats.md); a
     grader finds `trace` (skill-optimizer's format) at $RESULTS/trace.jsonl."""
     name, arg = check.name, check.arg or ""
@@ -172,16 +176,21 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
     # grader: a command printing {"pass", "score", "evidence"}, or its exit code
     # written by the host into the fresh checker: whatever the agent wrote is not it
     await sandbox.write_file(f"{RESULTS}/trace.jsonl", trace)
+    if check.program is not None:  # Vally's: its GraderInput, from the host's transcript
+        await sandbox.write_file(VALLY_INPUT, grader_input(transcript.events, check.program, work))
+        env = {**env, "EVALUATE_WORKSPACE": work, "EVALUATE_GRADER_INPUT": VALLY_INPUT}
     done = await sandbox.exec(
         ["bash", "-c", GRADER_WRAPPER, "grader", arg],
         cwd=work,
-        timeout=SCRIPT_TIMEOUT,
+        timeout=limit,
         env={**env, "RESULTS": RESULTS},
     )
     if done.timed_out:
-        return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
+        return CheckResult(name, False, f"timed out after {limit:g} s")
     if check.min is not None:  # Skillgrade's contract: {"score", "details", "checks"}
         return _scored(name, done, check.min)
+    if check.program is not None:
+        return _vally_result(name, done)
     verdicts = [v for v in json_objects(done.stdout) if "pass" in v]
     if len({bool(v["pass"]) for v in verdicts}) > 1:
         # a grader prints one verdict; a second, disagreeing one came from the candidate's
@@ -206,6 +215,37 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
         bool(verdict["pass"]),
         "; ".join([shown, *evidence])[:1000],
         score=float(score) if isinstance(score, int | float) else None,
+    )
+
+
+def _vally_result(name: str, done: ExecResult) -> CheckResult:
+    """Vally's program-grader contract: nothing on stdout, and the exit code decides (0
+    passes); else a GraderResult JSON whose `passed` decides, `score` and `evidence` kept.
+    Other stdout is no result (a failure), and two disagreeing results fail, as for every
+    grader: the candidate's code the program ran shares its stdout."""
+    if not done.stdout.strip():
+        tail = done.stderr.strip()[-300:]
+        return CheckResult(
+            name,
+            done.exit_code == 0,
+            f"exit {done.exit_code}, no output" + (f": {tail}" if done.exit_code and tail else ""),
+            score=1.0 if done.exit_code == 0 else 0.0,
+        )
+    results = [v for v in json_objects(done.stdout) if isinstance(v.get("passed"), bool)]
+    if not results:
+        tail = done.stdout.strip()[-300:]
+        return CheckResult(name, False, f"stdout is not a GraderResult (no `passed`): {tail}")
+    if len({v["passed"] for v in results}) > 1:
+        return CheckResult(
+            name, False, f"{len(results)} disagreeing GraderResults in its stdout: failed"
+        )
+    last = results[-1]
+    score = last.get("score")
+    value = float(score) if isinstance(score, int | float) and _number(score) else None
+    shown = "no score" if value is None else f"score {value:g}"
+    evidence = str(last.get("evidence") or "")
+    return CheckResult(
+        name, last["passed"], "; ".join(x for x in (shown, evidence) if x)[:1000], score=value
     )
 
 

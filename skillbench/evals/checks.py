@@ -4,6 +4,7 @@ script a `verifier` or `reward` check runs (which must live in the skill's evals
 from __future__ import annotations
 
 import difflib
+import json
 import posixpath
 import re
 from pathlib import Path
@@ -89,15 +90,31 @@ def script_path(
 
 def _scored_grader(rep: Report, at: KeyPath, value: dict[str, Any], line: int) -> Check | None:
     """`grader: {run: CMD, min: N}`: a command printing a JSON `score` that passes at `min`
-    (Skillgrade's deterministic grader, as `skillbench import skillgrade` writes it)."""
-    unknown = sorted(set(value) - {"run", "min"})
+    (Skillgrade's deterministic grader, as `skillbench import skillgrade` writes it);
+    `grader: {run: CMD, vally: {stimulus, config}, timeout: S}`: Vally's program grader (as
+    `skillbench import vally` writes it), given Vally's EVALUATE_GRADER_INPUT."""
+    unknown = sorted(set(value) - {"run", "min", "vally", "timeout"})
     run, least = value.get("run"), value.get("min")
     if unknown:
-        rep.error(at, f"`grader` has unknown field(s) {', '.join(unknown)}; it takes run and min")
+        rep.error(
+            at,
+            f"`grader` has unknown field(s) {', '.join(unknown)}; it takes run and min, or "
+            "run, vally and timeout",
+        )
         return None
     if not isinstance(run, str) or not run.strip():
         rep.error(at, '`grader` needs `run`: the command that prints {"score": N}')
         return None
+    if "vally" in value:
+        given, limit = value["vally"], value.get("timeout", 60)
+        if not isinstance(given, dict) or least is not None:
+            rep.error(at, "`grader` `vally` is a mapping {stimulus, config}, without `min`")
+            return None
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0:
+            rep.error(at, "`grader` `timeout` must be a number of seconds")
+            return None
+        context = json.dumps(given, default=str)
+        return Check("grader", run, line, timeout=float(limit), program=context)
     if isinstance(least, bool) or not isinstance(least, int | float) or not 0 <= least <= 1:
         rep.error(at, "`grader` `min` must be a score from 0 to 1")
         return None
