@@ -102,12 +102,13 @@ TRANSCRIPT_ONLY = frozenset(
 )
 SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
 NO_VERDICT = "exit 2 (no verdict)"  # a verifier's exit 2 (docs/formats.md), as its detail opens
+NO_METRIC = "no deciding metric"  # a reward file of several metrics, none chosen
 
 
 def no_verdict(check: CheckResult) -> bool:
     """A verifier that exited 2: no trustworthy verdict. Whether that is the arm's failure or
     the harness's is decided against the other arm (engine/rows.py: Margin's policy)."""
-    return check.infrastructure and check.detail.startswith(NO_VERDICT)
+    return check.infrastructure and check.detail.startswith((NO_VERDICT, NO_METRIC))
 
 
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl (optimizer_trace)
@@ -172,7 +173,15 @@ async def _scripted(
                 name, False, f"{path} holds no number (nor JSON of named numbers)", output=output
             )
         passed, score, detail = reward_verdict(metrics, check)
-        return CheckResult(name, passed, detail, score=score, metrics=metrics, output=output)
+        return CheckResult(
+            name,
+            bool(passed),
+            detail,
+            score=score,
+            infrastructure=passed is None,
+            metrics=metrics,
+            output=output,
+        )
     # grader: a command printing {"pass", "score", "evidence"}, or its exit code
     # written by the host into the fresh checker: whatever the agent wrote is not it
     await sandbox.write_file(f"{RESULTS}/trace.jsonl", trace)
@@ -298,21 +307,29 @@ def reward_metrics(text: str) -> dict[str, float]:
     return {}
 
 
-def reward_verdict(metrics: dict[str, float], check: Check) -> tuple[bool, float | None, str]:
-    """(passed, score, detail) under Harbor's pass rule: the case's `metric` when it names
-    one, else the `reward` key, else every metric must reach `min` (default 1)."""
+def reward_verdict(
+    metrics: dict[str, float], check: Check
+) -> tuple[bool | None, float | None, str]:
+    """(passed, score, detail) as Harbor scores a reward file: one number decides, reaching
+    `min` (default 1): the case's `metric` when it names one, else the `reward` key, else the
+    file's only key. Several keys and none chosen: Harbor's default metric takes exactly one
+    key per reward and refuses the rest, so there is no verdict (passed None), never an AND."""
     least = 1.0 if check.min is None else check.min
-    key = check.metric or ("reward" if "reward" in metrics else None)
-    if key is not None:
-        if key not in metrics:
-            shown = ", ".join(sorted(metrics))
-            return False, None, f"no metric {key!r} in the reward file (it has {shown})"
-        value = metrics[key]
-        return value >= least, value, f"{key} {value:g} (min {least:g})"
-    low = sorted(k for k, v in metrics.items() if v < least)
+    key = check.metric or (
+        "reward" if "reward" in metrics else next(iter(metrics)) if len(metrics) == 1 else None
+    )
     shown = ", ".join(f"{k} {v:g}" for k, v in sorted(metrics.items()))
-    why = f"; below min {least:g}: {', '.join(low)}" if low else f" (min {least:g} each)"
-    return not low, min(metrics.values()), shown + why
+    if key is None:
+        return (
+            None,
+            None,
+            f"{NO_METRIC}: the reward file has {shown} and no `reward` key; name the one that "
+            "decides with the check's `metric:` (Harbor's default metric takes exactly one key)",
+        )
+    if key not in metrics:
+        return False, None, f"no metric {key!r} in the reward file (it has {shown})"
+    value = metrics[key]
+    return value >= least, value, f"{key} {value:g} (min {least:g})"
 
 
 async def _one(

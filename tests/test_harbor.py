@@ -130,11 +130,33 @@ def test_the_pass_rule_of_reward_files() -> None:
     check = Check("reward", "/logs/verifier/reward.json")
     both = reward_metrics('{"accuracy": 1.0, "style": 0.5, "note": "x"}')
     assert both == {"accuracy": 1.0, "style": 0.5}  # named numbers only
-    assert reward_verdict(both, check)[0] is False  # every metric at its minimum, default 1
-    assert reward_verdict(both, Check("reward", "f", min=0.5))[0] is True
+    # several metrics, none chosen: Harbor's default metric takes one key, so no verdict
+    # (not an AND of them: that failed a file whose metrics Harbor never combines)
+    passed, score, detail = reward_verdict(both, check)
+    assert (passed, score) == (None, None) and detail.startswith("no deciding metric: ")
+    assert "accuracy 1, style 0.5" in detail and "`metric:`" in detail
+    assert reward_verdict(both, Check("reward", "f", min=0.5))[0] is None
+    assert reward_verdict({"accuracy": 0.5}, check)[:2] == (False, 0.5)  # the only key decides
     assert reward_verdict(both, Check("reward", "f", metric="accuracy"))[:2] == (True, 1.0)
     assert reward_verdict(both, Check("reward", "f", metric="recall"))[0] is False
     keyed = reward_metrics('{"reward": 1, "style": 0.1}')
     assert reward_verdict(keyed, check)[0] is True  # the `reward` key decides when present
     assert reward_metrics("0.75\n") == {"reward": 0.75} and reward_metrics("nan") == {}
     assert reward_metrics("[1]") == {} and reward_metrics("true") == {}
+
+
+def test_a_reward_of_several_metrics_none_chosen_is_no_verdict_not_an_and() -> None:
+    """Both arms' files with two metrics and no `reward` key: the row is unscored (Harbor
+    would not combine them), not a tie of two failures nor a loss by an AND of metrics."""
+    from skillbench.checks import NO_METRIC, CheckResult
+    from skillbench.engine.records import ArmResult
+    from skillbench.engine.rows import no_verdict_in_both
+
+    def arm(detail: str, infrastructure: bool) -> ArmResult:
+        check = CheckResult("reward: f >= 1", False, detail, infrastructure=infrastructure)
+        return ArmResult(False, False, [check])
+
+    ambiguous = arm(f"{NO_METRIC}: the reward file has a 1, b 0.5", True)
+    why = no_verdict_in_both(ambiguous, ambiguous)
+    assert why and "gave no verdict in either arm" in why and "a 1, b 0.5" in why
+    assert no_verdict_in_both(ambiguous, arm("reward 0 (min 1)", False)) is None

@@ -27,8 +27,8 @@ CHECK_KINDS: dict[str, str] = {
     "verifier": "the script (relative to the case file) exits 0 pass, 1 fail, 2 infrastructure "
     "(the arm's rows unscored)",
     "reward": "{file, min, metric, run}: after `run` (a script, its exit code ignored), the "
-    "reward in `file` is at least `min` (default 1): reward.txt's number; reward.json's `reward`, "
-    "else its `metric`, else every metric it names",
+    "reward in `file` is at least `min` (default 1): reward.txt's number; reward.json's `metric` "
+    "when one is named, else its `reward`, else its only key (several, none chosen: no verdict)",
     "expect": "a model grader finds the natural-language expectation met, from the transcript "
     "and the workspace files (graded in one call per session, with a canary)",
     "grader": "the command prints {pass, score, evidence} JSON (or exits 0); $CASE, $WORK and "
