@@ -80,8 +80,9 @@ def test_harbor_tasks_run_unmodified_and_score(fake, tmp_path: Path, capsys) -> 
     code = main(["eval", str(into), "--oracle", "--model", "scripted/demo", "--out", str(oracle)])
     report = capsys.readouterr().out.splitlines()
     assert "oracle PASS: sum-task" in report and "oracle PASS: guarded" in report, report
-    assert "oracle FAIL: graded" in report and code == 1  # style 0.5 is below min 1
-    assert any("below min 1: style" in line for line in report)
+    # two metrics and no `reward` key: Harbor's default metric takes one key; none decides
+    assert "oracle FAIL: graded" in report and code == 1
+    assert any("no deciding metric: the reward file has accuracy 1, style 0.5" in x for x in report)
     assert "    want '42', got '42'" in report  # the verifier's stdout, shown
     saved = json.loads((oracle / "oracle.json").read_text())
     assert {r["case"] for r in saved} == {"sum-task", "graded", "guarded"}
@@ -107,9 +108,11 @@ def test_harbor_tasks_run_unmodified_and_score(fake, tmp_path: Path, capsys) -> 
     assert base["metrics"] == {"reward": 0.0} and not base["passed"]
     assert "answer.txt is wrong" in base["checks"][0]["output"]  # stderr kept on the row
     assert "want '42', got '41'" in base["checks"][0]["output"]
-    # two metrics, one below its minimum: no arm passes, both metrics on the rows
+    # two metrics, none chosen: no verdict in either arm, so the row measures nothing (it
+    # was a tie of two failures by an AND of the metrics); both metrics stay on the rows
     graded = rows["graded"]
-    assert graded["outcome"] == "tie"
+    assert (graded["outcome"], graded["decided_by"]) == ("unscored", "unscored"), graded
+    assert "gave no verdict in either arm" in graded["reason"]
     for arm in graded["arms"].values():
         assert arm["metrics"] == {"accuracy": 1.0, "style": 0.5} and not arm["passed"]
     # the planted link is cut before /tests exists: the attacker scores nothing
@@ -121,7 +124,7 @@ def test_harbor_tasks_run_unmodified_and_score(fake, tmp_path: Path, capsys) -> 
     assert main(["report", str(tmp_path / "run"), "--format", "markdown"]) == 0
     markdown = capsys.readouterr().out
     assert "What the failing verifiers printed" in markdown
-    assert "answer.txt is wrong" in markdown and "style 0.5" in markdown
+    assert "answer.txt is wrong" in markdown and "partial — 2/3 scored" in markdown
     assert main(["report", str(tmp_path / "run"), "--format", "junit"]) == 0
     assert "want '42', got '41'\nstderr:\nanswer.txt is wrong" in capsys.readouterr().out
 
