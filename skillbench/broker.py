@@ -135,6 +135,9 @@ class Broker:
         # a CLI that gives up on it says in its own words, if at all
         self.rejected: str | None = None
         self.first_request: dict[str, Any] | None = None  # what the CLI first asked (its prompt)
+        # the calls forwarded, by the model each named (a subagent's, an alias's): the
+        # session's record says which models its calls used
+        self.model_calls: dict[str, int] = {}
         self._priced = price_for(model, prices) is not None
         self._key = api_key
         self._lock = threading.Lock()
@@ -317,6 +320,8 @@ class Broker:
                 self.first_request = json.loads(call.body)
         with self._slot():
             reserved = self._reserve(endpoint, head, priced_as, len(call.body))
+            with self._lock:
+                self.model_calls[head.model] = self.model_calls.get(head.model, 0) + 1
             try:
                 status, error = self._stream(call, endpoint)
             finally:

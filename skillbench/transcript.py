@@ -5,7 +5,7 @@ credentials before it is written; the checks read the unscrubbed events kept in 
 
 Events (docs/results.md): trace_start {case, arm, rep, model, started_at}, message {role, text,
 usage}, tool_call {id, name, arguments}, tool_result {id, name, text, is_error, exit_code},
-trace_end {stop_reason, turns, duration_ms, usage, cost_usd}.
+trace_end {stop_reason, turns, duration_ms, usage, cost_usd, models (a CLI's calls by model)}.
 """
 
 from __future__ import annotations

@@ -164,6 +164,8 @@ class CliAgent:
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()
+    # where it takes the models its aliases and subagents name: pointed at the run's model
+    alias_vars: tuple[str, ...] = ()
     # the setting that turns off the skills the CLI ships (None: the pinned CLI has none)
     ambient_off: str | None = None
 
@@ -199,6 +201,16 @@ class CliAgent:
 
     def version(self) -> str:
         return self._version
+
+    def aliases(self, model: str) -> dict[str, str]:
+        """The CLI's alias and subagent settings, each the name of a model the broker allows:
+        the run's `model`, or the secondary for the secondary's own settings."""
+        run = parse_model(model).name
+        second = parse_model(self.secondary).name if self.secondary else run
+        return {
+            **dict.fromkeys(self.alias_vars, run),
+            **dict.fromkeys(self.secondary_vars, second),
+        }
 
     def check_model(self, model: str, where: str = "--model") -> None:
         if parse_model(model).provider not in (self.provider, "scripted"):
@@ -337,6 +349,7 @@ class BrokeredSession:
         provider answered and counted, at the broker."""
         duration_ms = int((time.monotonic() - self.started) * 1000)
         usage, cost, turns = self.broker.usage, self.broker.cost, self.broker.answered
+        models = dict(self.broker.model_calls)
         extra = {"error": error} if error else {}
         trace.event(
             "trace_end",
@@ -345,9 +358,10 @@ class BrokeredSession:
             duration_ms=duration_ms,
             usage=usage,
             cost_usd=cost,
+            models=models,
             **extra,
         )
-        return SessionResult(stop, turns, duration_ms, usage, cost, error)
+        return SessionResult(stop, turns, duration_ms, usage, cost, error, models)
 
     def infrastructure(self, exit_code: int | None, stderr: str) -> str:
         """Why a CLI that ended without a result failed."""

@@ -108,6 +108,7 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     node: str | None = None  # the cluster node it ran on (None: this machine)
     loaded: list[str] = []  # the skills the agent loaded (its own way: a tool, a read)
     ambient: list[str] = []  # the skills the agent CLI brought on its own (none staged them)
+    models: dict[str, int] = {}  # an agent CLI's model calls, by the model each named
 
 
 class ArmResult(msgspec.Struct, omit_defaults=True):

@@ -244,6 +244,7 @@ class Sessions:
                     seconds=result.duration_ms / 1000,
                     usage=result.usage,
                     cost_usd=result.cost_usd,
+                    models=dict(result.models),
                     transcript=str(transcript.relative_to(self.run_dir)),
                 )
                 if result.errored:
