@@ -128,6 +128,10 @@ class Broker:
         self.usage = Usage()
         self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx
+        # the last call to end had no whole answer (unreachable, 5xx or 429, a stream cut
+        # mid-answer): a CLI that gives up on it quietly and ends its turn as if done
+        # (OpenCode) did not end on the model's answer
+        self.last_failed = False
         self.exhausted = False  # a request was refused because the budget was spent
         self.capped = False  # a request was refused because max_requests were answered
         self.fault: str | None = None  # the broker's own last failure, as one line
@@ -416,6 +420,7 @@ class Broker:
                 raise _Cancelled from None
             with self._lock:
                 self.failures += 1
+                self.last_failed = True
             why = f"skillbench broker: provider unreachable: {type(exc).__name__}"
             if call.response is None:  # nothing was sent to the CLI yet: it can be told
                 self._reply_error(h, 502, "api_error", why)
@@ -425,8 +430,10 @@ class Broker:
         with self._lock:
             if resp.status_code >= 500 or resp.status_code == 429 or self.wire.cut(call.text):
                 self.failures += 1
+                self.last_failed = True
             elif 200 <= resp.status_code < 300:
                 self.answered += 1
+                self.last_failed = False
             elif resp.status_code >= 400:
                 self.rejected = _error_message(call.seen) or f"HTTP {resp.status_code}"
         return resp.status_code, None

@@ -225,9 +225,9 @@ def test_a_cli_agent_holds_only_a_placeholder_and_reaches_only_its_broker(
 @pytest.mark.parametrize(
     "fault", [{"status": 500}, {"midstream": True}], ids=["outage", "stream-cut"]
 )
-# OpenCode is not here yet: it retries a cut stream itself, then ends its turn as if done, and
-# the broker does not yet tell that from an answer (an open item of issue 34)
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli"])
+# OpenCode retries a cut stream itself, then ends its turn as if done: the broker saw its last
+# call get no whole answer, so the session is an infrastructure error all the same
+@pytest.mark.parametrize("agent", CLIS)
 def test_a_provider_outage_or_a_cut_stream_is_an_infrastructure_error(
     agent: str, fault: dict[str, Any], fake, tmp_path: Path, capsys
 ) -> None:

@@ -91,6 +91,63 @@ def test_claude_codes_subagents_by_alias_run_on_the_runs_model_and_are_counted(
     assert set(summary["efficiency"]["candidate"]["models"]) == {RUN_MODEL}
 
 
+GEMINI_MODEL = "gemini-2.5-pro"
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_gemini_clis_subagent_with_a_flash_model_of_its_own_runs_on_the_runs_model(
+    fake, tmp_path: Path, capsys
+) -> None:
+    # Gemini CLI 0.61.0's `cli_help` subagent names a Flash model of its own
+    subagent = {
+        "when": "SUBTASK-gemini",
+        "steps": [
+            {
+                "tool_calls": [
+                    {
+                        "complete_task": {
+                            "report": {"answer": "hello from the cli_help subagent", "sources": []}
+                        }
+                    }
+                ]
+            },
+            {"text": "reported"},
+        ],
+    }
+    main = conv(
+        "(?s)",
+        "Create hello.txt",
+        {
+            "tool_calls": [
+                {"invoke_agent": {"agent_name": "cli_help", "prompt": "SUBTASK-gemini: hello?"}}
+            ]
+        },
+        {"tool_calls": [{"run_shell_command": {"command": "echo delegated > hello.txt"}}]},
+        {"text": "I greeted everyone."},
+    )
+    folder = greeter(tmp_path, "gemini-cli")
+    server = fake({"conversations": [subagent, main]})
+    code, lines, _ = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", f"google/{GEMINI_MODEL}"
+    )
+    assert code == 3, lines
+    played = [r for r in server.log("gemini") if r.source]
+    asked = {r.path.split("/models/")[1].split(":")[0] for r in server.log("gemini")}
+    assert asked == {GEMINI_MODEL}  # every call, the subagent's too, named the run's model
+    sub = [r for r in played if "SUBTASK-gemini" in json.dumps(r.body.get("contents", [])[:1])]
+    assert sub and {r.status for r in sub} == {200}
+    for key in ("hello.baseline.1", "hello.candidate.1"):
+        events = transcript(tmp_path / "run", key)
+        results = [e["text"] for e in events if e["type"] == "tool_result"]
+        assert any("hello from the cli_help subagent" in text for text in results), results
+        log = (tmp_path / f"run/exchanges/{key}.jsonl").read_text().splitlines()
+        exchanges = [json.loads(x) for x in log]
+        assert {(x["model"], x["status"]) for x in exchanges} == {(GEMINI_MODEL, 200)}
+        assert events[-1]["models"] == {GEMINI_MODEL: len(exchanges)}
+
+
 def test_a_model_no_alias_points_at_stays_refused_and_uncounted(tmp_path: Path) -> None:
     fake = FakeModelServer(parse_script({"rules": [{"when": "hi", "replies": ["ok"]}]})).start()
     broker = Broker(
@@ -102,7 +159,11 @@ def test_a_model_no_alias_points_at_stays_refused_and_uncounted(tmp_path: Path) 
     try:
         sent = {}
         for model in (RUN_MODEL, "claude-sonnet-5-5", RUN_MODEL, "claude-haiku-4-5"):
-            body = {"model": model, "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+            body = {
+                "model": model,
+                "max_tokens": 8,
+                "messages": [{"role": "user", "content": "hi"}],
+            }
             reply: httpx.Response = post_as_relay(
                 broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"}
             )

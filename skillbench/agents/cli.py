@@ -337,7 +337,9 @@ class BrokeredSession:
             stop = "budget"
         elif self.broker.capped:
             stop = "max_turns"
-        elif stop in (None, "error"):  # no end, or the CLI gave up: infrastructure
+        elif stop in (None, "error") or self.broker.last_failed:
+            # no end, the CLI gave up, or it ended on a call that got no whole answer (a CLI
+            # that retries a cut stream and then ends its turn as if done): infrastructure
             return self.end(trace, "error", self.infrastructure(done.exit_code, done.stderr))
         return self.end(trace, stop)
 

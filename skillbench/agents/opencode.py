@@ -236,6 +236,8 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
             trace.event("message", role="assistant", text=str(part["text"]), usage=None)
         elif kind == "tool_use":
             _tool(part, trace)
+        elif kind == "step_start":  # a step begun is the turn not ended, until it finishes
+            stop = None
         elif kind == "step_finish":  # (its tokens are counted at the broker)
             stop = "end_turn" if part.get("reason") == "stop" else None
         elif kind == "error":
