@@ -94,8 +94,9 @@ class CodexAgent(CliAgent):
     label, size = "Codex", "170 MB"
     upstream_vars = ("OPENAI_BASE_URL", DEFAULT_UPSTREAM, "OPENAI_API_KEY")
     cap_at_broker = True
-    # (no secondary_vars: `codex exec` 0.169.0 calls the run's model for everything;
-    # its review_model is for /review alone)
+    # (no secondary_vars: `codex exec` 0.169.0 calls the run's model, its review_model is
+    # for /review alone, and its spawn_agent subagents inherit the run's model unless a call
+    # names another, which the broker refuses)
     ambient_off = "config.toml [skills.bundled] enabled = false"
 
     def package(self) -> tuple[str, str]:
