@@ -114,12 +114,18 @@ class Broker:
         run_ledger: RunLedger | None = None,
         kind: str = "agent",
         max_requests: int | None = None,
+        max_failures: int | None = None,
         body_cap: int = BODY_CAP,
         max_concurrent: int = MAX_CONCURRENT,
     ):
         self.upstream = upstream.rstrip("/")
         self.wire = WIRES[wire]
         self.max_requests = max_requests  # the session's model-call cap, where the CLI has none
+        # failed calls in a row after which no more are forwarded, for a CLI whose own retries
+        # cannot be capped (OpenCode retries a cut stream about a hundred times, each billed
+        # its reservation)
+        self.max_failures = max_failures
+        self._failing = 0  # calls failed in a row
         self.model = model  # the run's model reference
         self.models = allowed_models(model, secondary)  # body's model name -> priced as
         self.prices = prices
@@ -353,6 +359,13 @@ class Broker:
                     "invalid_request_error",
                     f"skillbench: this session's cap of {self.max_requests} model calls is reached",
                 )
+            if self.max_failures is not None and self._failing >= self.max_failures:
+                raise Refused(
+                    400,
+                    "invalid_request_error",
+                    f"skillbench: the model failed {self._failing} calls in a row "
+                    "(the CLI's retries are spent); no more are forwarded",
+                )
             self._forwarding += 1
             self._sent += 1  # a hang-up after forwarding must not take it out of the cap
         worst: float | None = 0.0
@@ -421,6 +434,7 @@ class Broker:
             with self._lock:
                 self.failures += 1
                 self.last_failed = True
+                self._failing += 1
             why = f"skillbench broker: provider unreachable: {type(exc).__name__}"
             if call.response is None:  # nothing was sent to the CLI yet: it can be told
                 self._reply_error(h, 502, "api_error", why)
@@ -431,9 +445,11 @@ class Broker:
             if resp.status_code >= 500 or resp.status_code == 429 or self.wire.cut(call.text):
                 self.failures += 1
                 self.last_failed = True
+                self._failing += 1
             elif 200 <= resp.status_code < 300:
                 self.answered += 1
                 self.last_failed = False
+                self._failing = 0
             elif resp.status_code >= 400:
                 self.rejected = _error_message(call.seen) or f"HTTP {resp.status_code}"
         return resp.status_code, None

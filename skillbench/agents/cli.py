@@ -162,6 +162,7 @@ class CliAgent:
     label: str  # "Claude Code"
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
+    retries_at_broker = False  # nor a cap on its retries: the broker stops them at max_retries
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()
     # where it takes the models its aliases and subagents name: pointed at the run's model
@@ -259,6 +260,7 @@ class CliAgent:
             run_ledger=request.ledger,
             kind=request.kind,
             max_requests=cap,
+            max_failures=self.max_retries + 1 if self.retries_at_broker else None,
         ).start()
 
     async def aclose(self) -> None:

@@ -108,6 +108,9 @@ class OpenCodeAgent(CliAgent):
     label, size = "OpenCode", "60 MB"
     upstream_vars = ("ANTHROPIC_BASE_URL", DEFAULT_UPSTREAM, "ANTHROPIC_API_KEY")
     cap_at_broker = True
+    # 1.18.33 retries a failed call on its own with no setting to cap it (its SessionRetry
+    # limit is a constant): the broker forwards max_retries + 1 failed calls in a row, no more
+    retries_at_broker = True
     ambient_off = "opencode.json permission.skill denies its built-in skills"
 
     def package(self) -> tuple[str, str]:
