@@ -17,8 +17,10 @@ import httpx
 import pytest
 
 from skillbench.broker import Broker
+from skillbench.engine.summary import Efficiency
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
+from skillbench.report.terminal import models_line
 from tests.helpers import conv, run_eval
 from tests.test_agents import greeter, transcript
 from tests.test_broker_attacks import post_as_relay
@@ -89,6 +91,8 @@ def test_claude_codes_subagents_by_alias_run_on_the_runs_model_and_are_counted(
     assert {s["outcome"] for s in sessions} <= {"pass", "fail"}
     assert all(set(s["models"]) == {RUN_MODEL} and s["models"][RUN_MODEL] >= 7 for s in sessions)
     assert set(summary["efficiency"]["candidate"]["models"]) == {RUN_MODEL}
+    shown = [line for line in lines if line.startswith("model calls: ")]  # the report says so
+    assert len(shown) == 1 and f"candidate {RUN_MODEL} x" in shown[0], lines
 
 
 GEMINI_MODEL = "gemini-2.5-pro"
@@ -176,3 +180,11 @@ def test_a_model_no_alias_points_at_stays_refused_and_uncounted(tmp_path: Path) 
     assert sent == {RUN_MODEL: {200}, "claude-sonnet-5-5": {400}, "claude-haiku-4-5": {400}}
     assert broker.model_calls == {RUN_MODEL: 2}  # what the session's record shows
     assert [r.body["model"] for r in fake.log()] == [RUN_MODEL, RUN_MODEL]
+
+
+def test_the_report_shows_the_models_an_agent_clis_calls_named() -> None:
+    cli = Efficiency(1.0, 1.0, 0.1, 10.0, 5.0, models={"claude-haiku-4-5": 2, RUN_MODEL: 7})
+    assert models_line({"candidate": cli, "baseline": Efficiency(1.0, 1.0, 0.1, 10.0, 5.0)}) == (
+        f"model calls: candidate claude-haiku-4-5 x2, {RUN_MODEL} x7"
+    )
+    assert models_line({"baseline": Efficiency(1.0, 1.0, 0.1, 10.0, 5.0)}) is None  # builtin
