@@ -135,6 +135,18 @@ def loaded_skills(
     return found
 
 
+def declared_skills(
+    invoked: Callable[[list[dict[str, Any]]], set[str]], events: list[dict[str, Any]]
+) -> set[str]:
+    """The skills an agent's own skill tool loaded (`invoked`: the agent's reading of a
+    transcript), without what a text reading of its other tool calls guesses: the skill
+    observer sees those reads (docs/trust.md, "Activation")."""
+    reads = {
+        id(e) for e in events if e.get("type") == "tool_call" and touched_skills(e.get("arguments"))
+    }
+    return invoked([e for e in events if id(e) not in reads])
+
+
 def expand_loaded(found: Iterable[str], staged: Iterable[str]) -> set[str]:
     """The staged skills `found` names, each glob matched to them: a skill the arm did not
     stage was never there to load (a `cat` of it only failed)."""

@@ -24,7 +24,7 @@ from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.agents.builtin.loop import SessionResult
 from skillbench.broker import Broker
 from skillbench.models import ModelRefError, parse_model
-from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
+from skillbench.sandbox.base import ROOT, SKILLS_DIR, WORKDIR, Sandbox, SandboxError
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import image_exists
 from skillbench.transcript import TraceWriter
@@ -288,6 +288,10 @@ class BrokeredSession:
         self.workdir = WORKDIR  # the sandbox's, once `run` has it
         self.ambient: tuple[str, ...] = ()  # what `replay` found the CLI listing on its own
 
+    @property
+    def skill_home(self) -> str:
+        return f"{self.config_dir}/skills"  # where the CLI discovers a user's skills
+
     async def prepare(self, sandbox: Sandbox) -> None:
         """Write what the CLI needs in its config dir before it starts."""
 
@@ -316,10 +320,19 @@ class BrokeredSession:
         trace.event("message", role="user", text=r.task, usage=None)
         await self.prepare(sandbox)
         stage = " && ".join(
-            [f"mkdir -p {self.config_dir}/skills"]
-            + [f"cp -rL {SKILLS_DIR}/{s.name} {self.config_dir}/skills/" for s in r.skills]
+            [f"mkdir -p {self.skill_home}"]
+            + [f"cp -rL {SKILLS_DIR}/{s.name} {self.skill_home}/" for s in r.skills]
         )
         staged = await sandbox.exec(stage, timeout=60)
+        if staged.ok and r.skills:
+            # the copies are root's and no one's to write, like /skills: an open of one is a
+            # read, so the agent cannot fake a load by opening one to write (observer.py)
+            copies = [f"{self.skill_home}/{s.name}" for s in r.skills]
+            staged = await sandbox.exec(
+                ["sh", "-c", 'chown -R root:root "$@" && chmod -R a-w "$@"', "sh", *copies],
+                user=ROOT,
+                timeout=60,
+            )
         if not staged.ok:
             return self.end(trace, "error", f"staging the skills: {staged.stderr}")
         try:
