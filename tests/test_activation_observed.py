@@ -21,7 +21,7 @@ from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import stage_arm
 from tests.conftest import CHANNELS
-from tests.helpers import CAND, conv, make_skill, run_eval, skill, write
+from tests.helpers import conv, make_skill, run_eval, skill, write
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -140,7 +140,7 @@ async def test_the_observer_sees_on_both_channels_and_cannot_be_stopped(
         spec,
         tmp_path,
         "kill -9 1; kill -STOP 1; kill -9 -1; true",
-        "python3 -c \"[open(p).read() for _ in range(20000) for p in "
+        'python3 -c "[open(p).read() for _ in range(20000) for p in '
         "('{home}/xlsx/SKILL.md', '{home}/pdf/scripts/fill.py')]\"",
         "cat {home}/pdf/SKILL.md > /dev/null",
     )
@@ -224,8 +224,30 @@ def e2e(test: Any) -> Any:
     return test
 
 
-BASH = {"builtin": ("bash", "command"), "claude-code": ("Bash", "command")}
-SKILL_HOME = {"builtin": "/skills", "claude-code": "~/.claude/skills"}
+AGENTS = ["builtin", "claude-code", "codex", "opencode", "gemini-cli"]
+MODEL = {
+    "builtin": "anthropic/claude-sonnet-4-6",
+    "claude-code": "anthropic/claude-sonnet-4-6",
+    "codex": "openai/gpt-5.1",
+    "opencode": "anthropic/claude-sonnet-4-6",
+    "gemini-cli": "google/gemini-2.5-pro",
+}
+BASH = {
+    "builtin": ("bash", "command"),
+    "claude-code": ("Bash", "command"),
+    "codex": ("exec_command", "cmd"),
+    "opencode": ("bash", "command"),
+    "gemini-cli": ("run_shell_command", "command"),
+}
+# where each agent finds the staged skills (a CLI's copy, made by skillbench)
+SKILL_HOME = {
+    "builtin": "/skills",
+    "claude-code": "~/.claude/skills",
+    "codex": "~/.codex/skills",
+    "opencode": "~/.config/opencode/skills",
+    "gemini-cli": "~/.gemini/skills",
+}
+LISTED = r"(?s)Greets people politely"  # the skill's description: only the candidate sees it
 
 
 def run_bash(agent: str, command: str) -> dict[str, Any]:
@@ -238,8 +260,12 @@ def sessions(run: Path) -> dict[str, dict[str, Any]]:
     return {r["key"]: r for r in map(json.loads, journal) if r.get("type") == "session"}
 
 
-def eval_with(tmp_path: Path, capsys, fake, agent: str, command: str, expect: bool):
-    """One case (`expect_activation: expect`) where the candidate runs `command` first."""
+def shell(agent: str, command: str) -> dict[str, Any]:
+    return run_bash(agent, command.format(home=SKILL_HOME[agent]))
+
+
+def eval_with(tmp_path: Path, capsys, fake, agent: str, first: dict[str, Any], expect: bool):
+    """One case (`expect_activation: expect`) where the candidate's first turn is `first`."""
     folder = skill(
         tmp_path,
         {
@@ -251,32 +277,37 @@ def eval_with(tmp_path: Path, capsys, fake, agent: str, command: str, expect: bo
         },
         config=f'agent = "{agent}"\n',
     )
-    first = run_bash(agent, command.format(home=SKILL_HOME[agent]))
     out = run_bash(agent, "echo 5 > out.txt")
     fake(
         {
             "conversations": [
-                conv(CAND, "sum of 2", first, out, {"text": "done"}),
+                conv(LISTED, "sum of 2", first, out, {"text": "done"}),
                 conv("(?s)", "sum of 2", out, {"text": "done"}),
             ]
         }
     )
-    model = "anthropic/claude-sonnet-4-6"
-    _, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only", "--model", model)
+    _, lines, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
+    )
     return summary, lines, sessions(tmp_path / "run")
 
 
 @e2e
-@pytest.mark.parametrize("agent", ["builtin", "claude-code"])
+@pytest.mark.parametrize("agent", AGENTS)
 @pytest.mark.parametrize(
     "how",
-    ["cat $(printf {home}/gre)eter/SKILL.md", "echo 'sh {home}/greeter/scripts/hello.sh' | sh"],
-    ids=["printf-subst", "echo-sh"],
+    [
+        "cd {home}/greeter/scripts && cat ../SKILL.md",
+        "echo 'sh {home}/greeter/scripts/hello.sh' | sh",
+    ],
+    ids=["cd-dotdot", "echo-sh"],
 )
 def test_a_hidden_read_loses_the_row_where_the_skill_should_stay_out(
     agent: str, how: str, fake, tmp_path: Path, capsys
 ) -> None:
-    summary, lines, recorded = eval_with(tmp_path, capsys, fake, agent, how, expect=False)
+    summary, lines, recorded = eval_with(
+        tmp_path, capsys, fake, agent, shell(agent, how), expect=False
+    )
     (row,) = summary["rows"]
     assert (row["outcome"], row["decided_by"]) == ("loss", "activation"), lines
     cand = recorded["sum.candidate.1"]
@@ -284,10 +315,26 @@ def test_a_hidden_read_loses_the_row_where_the_skill_should_stay_out(
     assert cand["observed"]["greeter"] in (["SKILL.md"], ["scripts/hello.sh"])
     assert cand.get("declared", []) == []
     assert recorded["sum.baseline.1"]["loaded"] == []
+    assert "  seen: a file of it opened in 1, only its skill tool's call in 0" in lines
 
 
 @e2e
-@pytest.mark.parametrize("agent", ["builtin", "claude-code"])
+def test_the_skill_tool_of_claude_code_is_a_declared_load(fake, tmp_path: Path, capsys) -> None:
+    """Claude Code's `Skill` tool serves the SKILL.md its start-up read (before the watch):
+    it opens nothing, and its own call is the load (the record says which)."""
+    load = {"tool_calls": [{"Skill": {"skill": "greeter"}}]}
+    _, lines, recorded = eval_with(tmp_path, capsys, fake, "claude-code", load, expect=True)
+    cand = recorded["sum.candidate.1"]
+    assert (cand["loaded"], cand["declared"], cand.get("observed", {})) == (
+        ["greeter"],
+        ["greeter"],
+        {},
+    ), lines
+    assert "  seen: a file of it opened in 0, only its skill tool's call in 1" in lines
+
+
+@e2e
+@pytest.mark.parametrize("agent", AGENTS)
 def test_a_mention_or_a_same_named_file_is_no_load(
     agent: str, fake, tmp_path: Path, capsys
 ) -> None:
@@ -300,7 +347,10 @@ def test_a_mention_or_a_same_named_file_is_no_load(
         "cat > /work/notes.md <<'EOF'\nsee {home}/greeter/SKILL.md\nEOF\n"
         "echo x >> {home}/greeter/SKILL.md; true"
     )
-    summary, lines, recorded = eval_with(tmp_path, capsys, fake, agent, how, expect=True)
+    summary, lines, recorded = eval_with(
+        tmp_path, capsys, fake, agent, shell(agent, how), expect=True
+    )
     cand = recorded["sum.candidate.1"]
     assert (cand["loaded"], cand.get("observed", {})) == ([], {}), lines
     assert summary["activation"]["fired"] == 0
+    assert not any(line.startswith("  seen:") for line in lines)
