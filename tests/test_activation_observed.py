@@ -340,12 +340,15 @@ def test_a_mention_or_a_same_named_file_is_no_load(
 ) -> None:
     """The candidate names the skill's path in a grep, a commit message and a here-document,
     and reads a SKILL.md of its own under a `skills/greeter` folder: the skill never loaded
-    (on the old code each of these was a load)."""
+    (on the old code each of these was a load). Nor do its tries to make the CLI open the
+    copy for it: opening it to write, touching it, adding a skill beside it."""
     how = (
         "mkdir -p /work/repo/skills/greeter && echo x > /work/repo/skills/greeter/SKILL.md && "
         "cat /work/repo/skills/greeter/SKILL.md && grep -rn 'skills/greeter' /work; "
         "cat > /work/notes.md <<'EOF'\nsee {home}/greeter/SKILL.md\nEOF\n"
-        "echo x >> {home}/greeter/SKILL.md; true"
+        "echo x >> {home}/greeter/SKILL.md; touch {home}/greeter/SKILL.md; "
+        "mkdir -p {home}/other && printf -- '---\\nname: other\\ndescription: o\\n---\\n' > "
+        "{home}/other/SKILL.md; sleep 2; true"
     )
     summary, lines, recorded = eval_with(
         tmp_path, capsys, fake, agent, shell(agent, how), expect=True

@@ -277,6 +277,7 @@ class BrokeredSession:
     guard on what the CLI itself reports)."""
 
     config_dir: str
+    sealed_home = True  # False: the CLI writes into its skills folder itself (Codex's .system)
     output_cap = 256 << 20  # the CLI's whole event stream is the transcript
 
     def __init__(self, agent: CliAgent, request: SessionRequest, broker: Broker, relay_port: int):
@@ -325,9 +326,12 @@ class BrokeredSession:
         )
         staged = await sandbox.exec(stage, timeout=60)
         if staged.ok and r.skills:
-            # the copies are root's and no one's to write, like /skills: an open of one is a
-            # read, so the agent cannot fake a load by opening one to write (observer.py)
-            copies = [f"{self.skill_home}/{s.name}" for s in r.skills]
+            # the copies (and, where the CLI writes nothing there, the folder holding them) are
+            # root's and no one's to write, like /skills: an open of one is a read, so the
+            # agent can neither fake a load by opening one to write nor make the CLI read
+            # them again by adding a skill beside them (observer.py)
+            home = [self.skill_home] if self.sealed_home else []
+            copies = [*home, *(f"{self.skill_home}/{s.name}" for s in r.skills)]
             staged = await sandbox.exec(
                 ["sh", "-c", 'chown -R root:root "$@" && chmod -R a-w "$@"', "sh", *copies],
                 user=ROOT,

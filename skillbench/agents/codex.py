@@ -113,6 +113,7 @@ class CodexAgent(CliAgent):
 
 class _Session(BrokeredSession):
     config_dir = CODEX_HOME
+    sealed_home = False  # it installs its own skills under skills/.system at start-up
 
     async def prepare(self, sandbox: Sandbox) -> None:
         await sandbox.write_file(
