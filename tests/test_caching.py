@@ -94,6 +94,24 @@ async def test_a_prompt_never_seen_reads_nothing(fake) -> None:
 
 
 @pytest.mark.anyio
+async def test_each_model_caches_only_from_its_own_minimum(fake) -> None:
+    """The same ~1,500-token prefix caches on Sonnet 4.5 (1,024 minimum), not on Sonnet 4.6
+    (2,048 in practice) nor Opus 4.6 (4,096); ~4,800 tokens cache on all three."""
+    fake(LOOP)
+    mid, long = "Follow the house rules. " * 250, LONG * 2
+    written = {}
+    for name in ("claude-sonnet-4-5", "claude-sonnet-4-6", "claude-opus-4-6"):
+        model = resolve_model(f"anthropic/{name}", max_retries=0)
+        (short,) = await _conversation(model, 1, system=name + mid)
+        (whole,) = await _conversation(model, 1, system=name + long)
+        await model.aclose()
+        written[name] = (short.cache_write_tokens, whole.cache_write_tokens)
+    assert written["claude-sonnet-4-5"][0] > 1024
+    assert written["claude-sonnet-4-6"][0] == written["claude-opus-4-6"][0] == 0
+    assert all(w > 4096 for _, w in written.values())
+
+
+@pytest.mark.anyio
 async def test_at_most_four_breakpoints_are_sent_newest_first(fake) -> None:
     server = fake({"conversations": [{"loop": True, "steps": [{"text": "ok"}]}]})
     model = resolve_model(SONNET, max_retries=0)
@@ -206,13 +224,13 @@ async def test_catalog_calls_cache_the_library_catalog(fake) -> None:
     server = fake({"rules": [{"when": "User request", "replies": ['{"selected": []}']}]})
     caller = TriggerCaller(resolve_model(SONNET, max_retries=0), parallel=1)
     library = [
-        Skill(f"s{i}", f"Skill {i}: " + "does things " * 40, f"/x/{i}", 1) for i in range(12)
+        Skill(f"s{i}", f"Skill {i}: " + "does things " * 80, f"/x/{i}", 1) for i in range(12)
     ]
     calls = [await caller.call(library, f"request {n}", 0) for n in range(3)]
     await caller.model.aclose()
     assert [c.selected for c in calls] == [(), (), ()]
     usages = [r.usage for r in server.log()]
-    assert usages[0]["cache_creation_input_tokens"] > 1024
+    assert usages[0]["cache_creation_input_tokens"] > 2048  # Sonnet 4.6's minimum
     assert all(
         u["cache_read_input_tokens"] == usages[0]["cache_creation_input_tokens"] for u in usages[1:]
     )
