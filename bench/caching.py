@@ -234,7 +234,7 @@ def line(label: str, with_: float, without: float, ideal: float) -> None:
     ratio = with_ / without
     verdict = "holds" if ratio <= 0.4 else "misses"
     print(
-        f"  {label:40} {with_ / without:.2f}x  (ideal {ideal / without:.2f}x; "
+        f"  {label:40} {ratio:.3f}x  (ideal {ideal / without:.3f}x; "
         f"{with_:.0f} / {without:.0f} billed input tokens; target <= 0.4x {verdict})"
     )
 

@@ -204,27 +204,10 @@ def error_body(protocol: str, kind: str, message: str, status: int = 400) -> dic
 
 
 def _prompt_tokens(raw: bytes, cached: CacheUse) -> int:
-    return max(tokens(raw.decode(errors="replace")), cached.prompt)
-
-
-def _unmarked(body: dict[str, Any]) -> bytes:
-    """A Messages request as counted for tokens: without its `cache_control` markers, which
-    say what to cache and are not prompt (a request with breakpoints counts as one without)."""
-
-    def strip(blocks: Any) -> Any:
-        if not isinstance(blocks, list):
-            return blocks
-        return [
-            {k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b
-            for b in blocks
-        ]
-
-    plain = {**body, "tools": strip(body.get("tools")), "system": strip(body.get("system"))}
-    plain["messages"] = [
-        {**m, "content": strip(m.get("content"))} if isinstance(m, dict) else m
-        for m in body.get("messages") or []
-    ]
-    return json.dumps({k: v for k, v in plain.items() if v is not None}).encode()
+    """A request's prompt tokens: its content as the cache compares it (tools, system and
+    messages; not the body's JSON framing, its other fields nor its cache markers, which a
+    provider does not bill as prompt), or the whole body when it has no content to compare."""
+    return cached.prompt or tokens(raw.decode(errors="replace"))
 
 
 def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):
@@ -234,7 +217,7 @@ def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, 
             {"type": "tool_use", "id": f"toolu_{serial}_{j}", "name": name, "input": args}
         )
     # input_tokens is what comes after the last cached prefix: the three add up to the prompt
-    prompt = _prompt_tokens(_unmarked(body), cached)
+    prompt = _prompt_tokens(raw, cached)
     usage: dict[str, Any] = {
         "input_tokens": max(1, prompt - cached.read - cached.write),
         "output_tokens": tokens(play.text + json.dumps([a for _, a in play.tool_calls])),
