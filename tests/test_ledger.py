@@ -109,15 +109,16 @@ async def test_host_calls_through_the_sdk_reserve_and_stop_at_the_ceiling(fake) 
     """A judge (or grader, trigger) model wrapped in the ledger: real SDK, fake server."""
     fake({"rules": [{"when": MARK, "replies": ["ok"]}]})
     model = resolve_model("anthropic/claude-sonnet-4-6", max_retries=0)
-    one = worst_case_usd("anthropic/claude-sonnet-4-6", 400, 64)
+    one = worst_case_usd("anthropic/claude-sonnet-4-6", 1000, 64)
     assert one is not None
     run = RunLedger(2.5 * one)
     judge = MeteredModel(model, run, {}, "judge")
+    text = MARK + " and more words" * 40  # ~150 prompt tokens billed a call, ~700 chars held
     sent = 0
     with pytest.raises(BudgetRefused):
         for _ in range(50):
             await judge.complete(
-                system="s", messages=[Message("user", (TextBlock(MARK),))], tools=[], max_tokens=64
+                system="s", messages=[Message("user", (TextBlock(text),))], tools=[], max_tokens=64
             )
             sent += 1
     await judge.aclose()
