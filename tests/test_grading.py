@@ -147,9 +147,10 @@ async def test_two_gradings_that_disagree_fail_closed(
 def test_the_agents_text_is_only_inside_the_frame() -> None:
     from skillbench.framing import Frame
     from skillbench.grading import prompt
+    from skillbench.models.base import text_of
 
     frame = Frame()
-    text = prompt(frame, "task", numbered(["real"], CANARY), ATTACK, ATTACK)
+    text = text_of(prompt(frame, "task", numbered(["real"], CANARY), ATTACK, ATTACK))
     outside = text
     for label in ("TRANSCRIPT", "FILES"):
         start = outside.index(f"<<<{label} {frame.nonce}")

@@ -204,7 +204,10 @@ def error_body(protocol: str, kind: str, message: str, status: int = 400) -> dic
 
 
 def _prompt_tokens(raw: bytes, cached: CacheUse) -> int:
-    return max(tokens(raw.decode(errors="replace")), cached.prompt)
+    """A request's prompt tokens: its content as the cache compares it (tools, system and
+    messages; not the body's JSON framing, its other fields nor its cache markers, which a
+    provider does not bill as prompt), or the whole body when it has no content to compare."""
+    return cached.prompt or tokens(raw.decode(errors="replace"))
 
 
 def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):
@@ -214,8 +217,9 @@ def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, 
             {"type": "tool_use", "id": f"toolu_{serial}_{j}", "name": name, "input": args}
         )
     # input_tokens is what comes after the last cached prefix: the three add up to the prompt
+    prompt = _prompt_tokens(raw, cached)
     usage: dict[str, Any] = {
-        "input_tokens": max(1, _prompt_tokens(raw, cached) - cached.read - cached.write),
+        "input_tokens": max(1, prompt - cached.read - cached.write),
         "output_tokens": tokens(play.text + json.dumps([a for _, a in play.tool_calls])),
         "cache_creation_input_tokens": cached.write,
         "cache_read_input_tokens": cached.read,
