@@ -9,6 +9,7 @@ from skillbench.agents.base import Agent, AgentError, AgentSession, SessionReque
 from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.agents.claude_code import ClaudeCodeAgent
 from skillbench.agents.codex import CodexAgent
+from skillbench.agents.copilot import CopilotAgent
 from skillbench.agents.gemini_cli import GeminiCliAgent
 from skillbench.agents.opencode import OpenCodeAgent
 
@@ -18,6 +19,7 @@ AGENTS: dict[str, type] = {
     "codex": CodexAgent,
     "opencode": OpenCodeAgent,
     "gemini-cli": GeminiCliAgent,
+    "copilot": CopilotAgent,
 }
 DEFAULT_AGENT = "builtin"
 

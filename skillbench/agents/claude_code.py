@@ -18,7 +18,7 @@ from typing import Any
 
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
-from skillbench.agents.cli import BrokeredSession, CliAgent
+from skillbench.agents.cli import BrokeredSession, CliAgent, json_events
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.models.base import Usage, anthropic_usage
@@ -173,13 +173,7 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | No
     names: dict[str, str] = {}  # tool_use id -> our name
     stop: str | None = None
     skills: list[str] | None = None
-    # "\n" only: the CLI's JSON may hold U+2028 and the like raw inside a string, where
-    # str.splitlines() would cut its event in pieces that parse as nothing
-    for line in stdout.split("\n"):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
+    for event in json_events(stdout):
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             skills = [str(s) for s in event.get("skills") or []]

@@ -1,6 +1,7 @@
-"""What the agent CLIs (claude-code, codex) share: the native binary fetched from the npm
-registry once per version, the image variant that bakes it into the sandbox image, the
-upstream their broker forwards to, and a session's broker and ending.
+"""What the agent CLIs share: the native binary or bundle fetched from the npm registry once
+per version, the image variant that bakes it into the sandbox image (and the check that it
+runs there as the version pinned), the upstream their broker forwards to, reading their
+JSON-lines event streams, and a session's broker and ending.
 
 A `scripted/<name>` model is served to a CLI the way a provider would serve it: by a fake
 model server on the host (skillbench.models.fake_server), so an offline run drives the real CLI.
@@ -9,13 +10,14 @@ model server on the host (skillbench.models.fake_server), so an offline run driv
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -111,11 +113,44 @@ def build_variant(
     recipe = f"FROM {base}\n" + "".join(
         f"COPY {file} /usr/local/bin/{file}\n" for file in (path.name, *also)
     )
-    argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(path.parent)]
+    return podman_build(name, recipe, path.parent)
+
+
+def podman_build(name: str, recipe: str, context: Path) -> str:
+    """The image `name` built from the Containerfile text `recipe` in `context` (no pull: the
+    base is the local sandbox image)."""
+    argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(context)]
     done = subprocess.run(argv, input=recipe.encode(), capture_output=True, env=host_env())
     if done.returncode != 0:
         raise AgentError(f"could not build {name}: {done.stderr.decode(errors='replace')[-500:]}")
     return name
+
+
+def verify_image(image: str, probe: str, expected: list[str], what: str) -> None:
+    """`probe` run in `image` (no network) prints the words `expected`, the pinned versions:
+    what was baked in runs and is what was pinned (not a stub, not another version). The
+    image is removed when it does not."""
+    argv = ["podman", "run", "--rm", "--network=none", image, "sh", "-c", probe]
+    done = subprocess.run(argv, capture_output=True, text=True, env=host_env(), timeout=120)
+    if done.stdout.split() != expected:
+        subprocess.run(["podman", "rmi", "-f", image], capture_output=True, env=host_env())
+        raise AgentError(
+            f"{image}: {what} printed {done.stdout.split()!r}, not {expected!r}: "
+            f"{done.stderr[-300:]}"
+        )
+
+
+def json_events(stdout: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a CLI's event stream, one a line; anything else is skipped."""
+    # "\n" only: the CLI's JSON may hold U+2028 and the like raw inside a string, where
+    # str.splitlines() would cut its event in pieces that parse as nothing
+    for line in stdout.split("\n"):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
 
 
 class Upstream:

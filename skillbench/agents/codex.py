@@ -24,7 +24,7 @@ from typing import Any
 
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
-from skillbench.agents.cli import BrokeredSession, CliAgent
+from skillbench.agents.cli import BrokeredSession, CliAgent, json_events
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
@@ -185,13 +185,7 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
     """Map `codex exec --json` events onto the transcript; the stop reason (None when the
     stream has no end of turn)."""
     stop: str | None = None
-    # "\n" only: the CLI's JSON may hold U+2028 and the like raw inside a string, where
-    # str.splitlines() would cut its event in pieces that parse as nothing
-    for line in stdout.split("\n"):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
+    for event in json_events(stdout):
         kind = event.get("type")
         item = event.get("item") or {}
         if kind == "item.completed" and item.get("type") == "agent_message":

@@ -26,17 +26,23 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from skillbench.agents.base import AgentError, SessionRequest
+from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
-from skillbench.agents.cli import BrokeredSession, CliAgent, fetch_binary, fetch_package
+from skillbench.agents.cli import (
+    BrokeredSession,
+    CliAgent,
+    fetch_binary,
+    fetch_package,
+    json_events,
+    podman_build,
+    verify_image,
+)
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
-from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import image_exists
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter, loaded_skills
@@ -158,26 +164,11 @@ class GeminiCliAgent(CliAgent):
             f"FROM {base}\nCOPY node /usr/local/bin/node\nCOPY gemini /usr/local/bin/gemini\n"
             f"COPY {bundle.name}/ {LIB}/\n"
         )
-        argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(context)]
-        done = subprocess.run(argv, input=recipe.encode(), capture_output=True, env=host_env())
-        if done.returncode != 0:
-            raise AgentError(
-                f"could not build {name}: {done.stderr.decode(errors='replace')[-500:]}"
-            )
-        self._verify(name)
-        return name
-
-    def _verify(self, image: str) -> None:
-        """Both run in the image and are the versions pinned (not a stub, not another)."""
+        podman_build(name, recipe, context)
+        # both run in the image and are the versions pinned (not a stub, not another)
         probe = "node --version && gemini --version"
-        argv = ["podman", "run", "--rm", "--network=none", image, "sh", "-c", probe]
-        done = subprocess.run(argv, capture_output=True, text=True, env=host_env(), timeout=120)
-        if done.stdout.split() != [f"v{NODE}", self._version]:
-            subprocess.run(["podman", "rmi", "-f", image], capture_output=True, env=host_env())
-            raise AgentError(
-                f"{image}: Node and {self.label} printed {done.stdout.split()!r}, not "
-                f"['v{NODE}', {self._version!r}]: {done.stderr[-300:]}"
-            )
+        verify_image(name, probe, [f"v{NODE}", self._version], f"Node and {self.label}")
+        return name
 
     async def session(self, request: SessionRequest) -> _Session:
         return _Session(self, request, self.broker(request), RELAY_PORT)
@@ -269,14 +260,7 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
             trace.event("message", role="assistant", text="".join(text), usage=None)
             text.clear()
 
-    # "\n" only: a string in the CLI's JSON may hold U+2028 raw (see codex._replay)
-    for line in stdout.split("\n"):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in json_events(stdout):
         kind = event.get("type")
         if kind == "message" and event.get("role") == "assistant":
             text.append(str(event.get("content") or ""))

@@ -27,7 +27,13 @@ from typing import Any
 
 from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
-from skillbench.agents.cli import BrokeredSession, CliAgent, build_variant, fetch_binary
+from skillbench.agents.cli import (
+    BrokeredSession,
+    CliAgent,
+    build_variant,
+    fetch_binary,
+    json_events,
+)
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
@@ -226,14 +232,7 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
     """Map `opencode run --format json` events onto the transcript; the stop reason (None
     when no step ended the turn)."""
     stop: str | None = None
-    # "\n" only: a string in the CLI's JSON may hold U+2028 raw (see codex._replay)
-    for line in stdout.split("\n"):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in json_events(stdout):
         kind, part = event.get("type"), event.get("part") or {}
         if kind == "text" and part.get("text"):
             trace.event("message", role="assistant", text=str(part["text"]), usage=None)

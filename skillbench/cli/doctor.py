@@ -110,7 +110,8 @@ def register_image(sub: Subparsers) -> None:
     p.add_argument(
         "--agent",
         action="append",
-        help="also build this agent's image (claude-code, codex, opencode, gemini-cli); repeatable",
+        help="also build this agent's image (claude-code, codex, opencode, gemini-cli, "
+        "copilot); repeatable",
     )
     p.add_argument(
         "--node",

@@ -275,8 +275,8 @@ def register_eval(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--agent",
-        help="what runs in the arms: builtin (default), claude-code, codex, opencode or "
-        "gemini-cli (the real CLI in the sandbox); a,b: a cell per agent",
+        help="what runs in the arms: builtin (default), claude-code, codex, opencode, "
+        "gemini-cli or copilot (the real CLI in the sandbox); a,b: a cell per agent",
     )
     p.add_argument(
         "--only",

@@ -99,8 +99,8 @@ def register_triggers(sub: Subparsers) -> None:
     p.add_argument("--model", help="anthropic/<m>, openai/<m> or scripted/<name>")
     p.add_argument(
         "--agent",
-        help="measure by this agent's own routing: claude-code, codex, opencode or gemini-cli "
-        "(implies --method agent)",
+        help="measure by this agent's own routing: claude-code, codex, opencode, gemini-cli "
+        "or copilot (implies --method agent)",
     )
     p.add_argument(
         "--method",
