@@ -313,7 +313,7 @@ def _chat_cut(text: str) -> bool:
     """A streamed Chat Completion that stopped before its closing `data: [DONE]` line (the
     last line of the stream: the same words inside a chunk's text are not its end)."""
     lines = [line.strip() for line in text.strip().splitlines()]
-    return bool(lines) and lines[0].startswith("data:") and lines[-1] != "data: [DONE]"
+    return any(line.startswith("data:") for line in lines) and lines[-1] != "data: [DONE]"
 
 
 # Chat Completions alone: Copilot CLI 1.0.102 (BYOK, COPILOT_PROVIDER_TYPE=openai) calls

@@ -286,6 +286,27 @@ def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cac
     return reply, usage
 
 
+def chat_chunks(reply: dict[str, Any], usage: bool) -> list[dict[str, Any]]:
+    """A Chat Completion as its stream's chunks (before the closing `data: [DONE]`): the text,
+    the tool calls, the finish reason, then (when `stream_options.include_usage` asked) the
+    usage in a chunk of its own with no choices, as OpenAI streams it."""
+    choice = reply["choices"][0]
+    message, head = choice["message"], {k: reply[k] for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": message.get("content") or ""})]
+    if message.get("tool_calls"):
+        calls = [{"index": j, **c} for j, c in enumerate(message["tool_calls"])]
+        out.append(chunk({"tool_calls": calls}))
+    out.append(chunk({}, choice["finish_reason"]))
+    if usage:
+        out.append({**head, "choices": [], "usage": reply["usage"]})
+    return out
+
+
 def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):
     output: list[dict[str, Any]] = []
     if play.text:
