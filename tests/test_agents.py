@@ -267,7 +267,9 @@ def test_a_provider_outage_or_a_cut_stream_is_an_infrastructure_error(
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
     assert {(s["outcome"], s["attempts"]) for s in sessions} == {("error", 2)}  # retried once
-    assert all("model could not be reached" in s["error"] for s in sessions), [s["error"] for s in sessions]
+    assert all("model could not be reached" in s["error"] for s in sessions), [
+        s["error"] for s in sessions
+    ]
 
 
 def test_max_cost_stops_a_claude_code_session_at_the_broker(fake, tmp_path: Path, capsys) -> None:

@@ -185,6 +185,12 @@ class _Session(BrokeredSession):
         staged = {s.name for s in self.request.skills}
         if listed is not None:
             user, bundled = listed
+            if staged - user:  # (1.0.102 says why only in `copilot skill list`)
+                raise ContaminationError(
+                    f"Copilot CLI did not load the staged skills {sorted(staged - user)}: it "
+                    "drops a skill whose SKILL.md frontmatter is not valid YAML (quote a "
+                    "description holding ': ')"
+                )
             if user != staged:  # what Copilot CLI itself found and offers
                 raise ContaminationError(
                     f"Copilot CLI listed the skills {sorted(user)}, not the staged {sorted(staged)}"
