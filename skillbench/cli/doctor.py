@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skillbench.agents import AGENTS, DEFAULT_AGENT
 from skillbench.cli.common import EXIT_FAIL, EXIT_OK, command, err, out, settings_for
 
 if TYPE_CHECKING:
@@ -110,7 +111,8 @@ def register_image(sub: Subparsers) -> None:
     p.add_argument(
         "--agent",
         action="append",
-        help="also build this agent's image (claude-code, codex, opencode, gemini-cli); repeatable",
+        help=f"also build this agent's image ({', '.join(a for a in AGENTS if a != DEFAULT_AGENT)}"
+        ", or a plugin agent's); repeatable",
     )
     p.add_argument(
         "--node",
