@@ -26,12 +26,13 @@ class StampingAgent(BuiltinAgent):
 
 
 class _Stamped:
-    def __init__(self, inner):
-        self.inner, self.relay = inner, inner.relay
+    """The builtin session, with a stamp in the workspace before it runs."""
 
-    @property
-    def ambient(self):
-        return self.inner.ambient
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):  # relay, ambient, skill_home, ...: the builtin session's
+        return getattr(self.inner, name)
 
     async def run(self, sandbox, trace):
         done = await sandbox.exec(["sh", "-c", "echo stamped-by-plugin > .agent"], cwd=sandbox.workdir)
