@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import msgspec
 
 from skillbench.evals.checks import path_escape
+from skillbench.evals.kinds import CheckContext, CheckKind, plugin_kinds
 from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.jsonreply import json_objects
 from skillbench.optimizer_trace import optimizer_trace
@@ -57,7 +58,9 @@ async def run_checks(
     results = []
     for i, check in enumerate(checks):
         try:
-            if earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
+            if (plugin := plugin_kinds().get(check.kind)) is not None:
+                results.append(await _plugin(plugin, check, CheckContext(transcript, sandbox)))
+            elif earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
                 results.append(earlier[i])
             elif check.kind in SCRIPTED and sandbox is not None:
                 trace = results_trace
@@ -69,6 +72,18 @@ async def run_checks(
         except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
             results.append(CheckResult(check.name, False, f"could not run: {exc}"))
     return results
+
+
+async def _plugin(kind: CheckKind, check: Check, context: CheckContext) -> CheckResult:
+    """A package's check kind (evals/kinds.py): its verdict, or a failure saying what it
+    raised; a plugin's bug fails its check, never the run."""
+    if check.arg is None:
+        return CheckResult(check.name, False, f"{check.kind} needs an argument")
+    try:
+        verdict = await kind.run(check.arg, context)
+    except Exception as exc:
+        return CheckResult(check.name, False, f"the check kind raised {type(exc).__name__}: {exc}")
+    return CheckResult(check.name, bool(verdict.passed), verdict.detail, score=verdict.score)
 
 
 async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> None:

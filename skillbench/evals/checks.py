@@ -13,7 +13,8 @@ from typing import Any
 import msgspec
 
 from skillbench.evals.fields import Report, type_name
-from skillbench.evals.model import CHECK_KINDS, PATH_KINDS, REGEX_KINDS, Check
+from skillbench.evals.kinds import kind_docs, plugin_kinds
+from skillbench.evals.model import PATH_KINDS, REGEX_KINDS, Check
 from skillbench.evals.yamlsrc import KeyPath
 
 
@@ -40,6 +41,13 @@ def parse_checks(
             if found is None:
                 continue
             check = found
+        elif isinstance(item, dict) and len(item) == 1 and next(iter(item)) in plugin_kinds():
+            kind, value = next(iter(item.items()))
+            try:
+                check = Check(kind, plugin_kinds()[kind].parse(value), line)
+            except ValueError as exc:
+                rep.error(where, f"check `{kind}`: {exc}")
+                continue
         elif isinstance(item, dict) and len(item) == 1:
             kind, arg = next(iter(item.items()))
             if not isinstance(arg, str):
@@ -177,8 +185,8 @@ def _reward(
 
 
 def _lint_check(rep: Report, at: KeyPath, check: Check) -> None:
-    if check.kind not in CHECK_KINDS:
-        close = difflib.get_close_matches(check.kind, list(CHECK_KINDS), n=1, cutoff=0.6)
+    if check.kind not in (known := kind_docs()):
+        close = difflib.get_close_matches(check.kind, list(known), n=1, cutoff=0.6)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         rep.warn(at, f"unknown check kind `{check.kind}`: it will fail at run time{hint}")
         return
@@ -186,6 +194,10 @@ def _lint_check(rep: Report, at: KeyPath, check: Check) -> None:
         rep.error(at, f"check `{check.kind}` needs an argument: `{check.kind}: ...`")
         return
     arg = check.arg
+    if (plugin := plugin_kinds().get(check.kind)) is not None:
+        for warning in plugin.lint(arg):
+            rep.warn(at, f"`{check.kind}`: {warning}")
+        return
     if check.kind in REGEX_KINDS:
         try:
             re.compile(arg)
