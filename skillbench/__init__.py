@@ -1,7 +1,7 @@
 """skillbench: does an agent skill make an LLM agent better, and does it get picked?
 
 The Python API (skillbench/api.py) is importable from here: `skillbench.evaluate(...)`,
-`skillbench.Options`, `skillbench.errors.SkillbenchError`; README.md shows it in use.
+`skillbench.Options`, `skillbench.errors.SkillbenchError`; docs/api.md shows it in use.
 """
 
 from __future__ import annotations

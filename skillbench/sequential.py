@@ -1,4 +1,4 @@
-"""Sequential stopping (README, "Statistics"): a group-sequential exact sign test over
+"""Sequential stopping (docs/eval.md): a group-sequential exact sign test over
 stimuli, declared before the first session, so a run stops as soon as its verdict is settled.
 
 The stimuli (cases, and the suite) are looked at in plan order, in groups: look j covers the

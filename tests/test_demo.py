@@ -134,7 +134,10 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         "eval-suite-converter, skill-eval-author); the candidate adds diff-review"
     ) in out
     # the README's sample outputs are this run's, line for line (wall times vary)
-    readme = (ROOT / "README.md").read_text()
+    # the README and the pages of docs/ it leads to
+    readme = "\n".join(
+        p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    )
     sample = readme.split("a real model's run has the same shape):\n\n", 1)[1].split("\n\n")[0]
     timeless = [re.sub(r"\d+\.\ds", "_s", line) for line in out]
     inconclusive = readme.split("too few units for any\nverdict:\n\n", 1)[1].split("\n\n")[0]

@@ -327,7 +327,7 @@ def register_eval(sub: Subparsers) -> None:
         action="store_true",
         default=None,
         help="stop as soon as the verdict is settled (a stopping rule declared in plan.json; "
-        "README: Statistics)",
+        "docs/eval.md: sequential stopping)",
     )
     p.add_argument(
         "--parallel", type=int, help="sessions (and trigger calls) at once, at most 64 (default 4)"

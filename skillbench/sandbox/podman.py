@@ -3,8 +3,8 @@ executor as PID 1) and its tmpfs workspace volume, removes what it made, and swe
 skillbench processes left; the sandbox itself, commands and files through the in-sandbox
 executor, is container.py, the workspace volume workspace.py.
 
-Measured facts this relies on are in ../shared/podman-notes.md: runc, init always on,
-`stop_signal` as an int, both ulimits or neither, force removal with timeout 0.
+The measured podman facts this relies on (runc, init always on, `stop_signal` as an int, both
+ulimits or neither, force removal with timeout 0) are in docs/sandboxes.md.
 """
 
 from __future__ import annotations
