@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench import lossless
+import skillbench.lossless as lossless
 from skillbench.engine.records import Record, RowRecord, SessionRecord
 from skillbench.errors import SkillbenchError
 from skillbench.scrub import IDENTIFIERS, scrub_obj

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench import __version__
 from skillbench.agents import Agent, AgentError, make_agent
 from skillbench.config import Settings
 from skillbench.engine.records import (
@@ -54,6 +53,7 @@ from skillbench.skills import (
     skill_files,
 )
 from skillbench.team import TeamError, incumbent
+from skillbench.version import __version__
 
 
 class EvalOptions(msgspec.Struct, kw_only=True):
