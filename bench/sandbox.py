@@ -26,7 +26,8 @@ from pathlib import Path
 import msgspec
 
 from skillbench.evals import load_case
-from skillbench.sandbox.base import SandboxSpec, Service
+from skillbench.evals.services import Service
+from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm, start_checker

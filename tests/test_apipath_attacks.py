@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from skillbench.sandbox.base import SandboxSpec, Service
+from skillbench.evals.services import Service
+from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm, start_checker
 from tests.conftest import CHANNELS

@@ -18,8 +18,9 @@ import pytest
 from skillbench.egress import PROXY_PORT, phase_proxy
 from skillbench.evals.cases import load_case
 from skillbench.evals.network import Network, parse_entry
+from skillbench.evals.services import Service
 from skillbench.importers.harbor import INTERNET, import_harbor
-from skillbench.sandbox.base import SandboxSpec, Service
+from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman import PodmanProvider
 from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write
 

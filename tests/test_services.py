@@ -16,7 +16,8 @@ from podman import PodmanClient
 import skillbench
 from skillbench.cli import main
 from skillbench.evals.model import Case
-from skillbench.sandbox.base import SandboxError, SandboxSpec, Service
+from skillbench.evals.services import Service
+from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.podman import PodmanProvider
 from skillbench.sandbox.service import PodmanService
 from skillbench.sandbox.stage import check_phase, stage_arm

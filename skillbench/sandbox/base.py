@@ -27,6 +27,7 @@ from typing import Protocol
 import msgspec
 
 from skillbench.errors import SkillbenchError
+from skillbench.evals.services import Service
 
 WORKDIR = "/work"
 SKILLS_DIR = "/skills"  # staged skills, read-only, one folder per skill
@@ -91,18 +92,6 @@ class Relay(msgspec.Struct, frozen=True):
     # written first on each connection by the host side of the relay, never in the sandbox:
     # the target (a session's broker) serves only connections that open with it
     preamble: bytes = b""
-
-
-class Service(msgspec.Struct, frozen=True, kw_only=True):
-    """A container a case runs beside its arm's sandbox (a database, an HTTP API): in the
-    arm's own pod, reachable on localhost and by `name`, healthy before the agent starts."""
-
-    name: str
-    image: str | None = None  # None: the arm's own sandbox image
-    command: tuple[str, ...] = ()  # () : the image's own command
-    env: dict[str, str] = {}
-    healthcheck: tuple[str, ...] = ()  # an argv run in the service until it exits 0
-    health_timeout: float = 60.0  # seconds it may take to become healthy
 
 
 class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillbench.sandbox.base import Mount, SandboxError, SandboxSpec, Service, parse_size
+from skillbench.evals.services import Service
+from skillbench.sandbox.base import Mount, SandboxError, SandboxSpec, parse_size
 from skillbench.sandbox.channel import copy_in
 from skillbench.sandbox.runtime import runtime_dir
 
