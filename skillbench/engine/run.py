@@ -260,12 +260,6 @@ class Runner(Reusing, Judging):
             summary.diagnostics.append(Diagnostic("never-fired", "", NEVER_LOADED))
         return summary
 
-    async def close(self, provider: SandboxProvider) -> None:
-        """Remove the sandboxes still being removed; close the provider and the agent."""
-        await asyncio.gather(*self.closing, return_exceptions=True)
-        await provider.aclose()
-        await self.agent.aclose()
-
     async def probe_requires(self, provider: SandboxProvider) -> None:
         wanted = {
             n: (self.spec_for(n).image, s.requires)

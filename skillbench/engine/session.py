@@ -38,9 +38,8 @@ from skillbench.sandbox.stage import (
 from skillbench.skills import Skill, read_skill
 from skillbench.transcript import TraceWriter, Transcript, expand_loaded
 
-if TYPE_CHECKING:  # (run.py builds the Runner on Sessions)
+if TYPE_CHECKING:
     from skillbench.engine.pool import Pool
-    from skillbench.engine.run import Runner
 
 
 class Progress(Protocol):
@@ -57,7 +56,7 @@ class Placement(Protocol):
     """Where sessions run when not here: a cluster (skillbench.cluster)."""
 
     async def place(
-        self, runner: Runner, name: str, arm: str, rep: int, attempt: int, snapshot: Path | None
+        self, runner: Sessions, name: str, arm: str, rep: int, attempt: int, snapshot: Path | None
     ) -> SessionRecord: ...
 
 
@@ -133,6 +132,12 @@ class Sessions:
             **self.settings.agents.get(plan.agent, {}),
         )
         self.cache = SessionCache()
+
+    async def close(self, provider: SandboxProvider) -> None:
+        """Remove the sandboxes still being removed; close the provider and the agent."""
+        await asyncio.gather(*self.closing, return_exceptions=True)
+        await provider.aclose()
+        await self.agent.aclose()
 
     def request(self, name: str, arm: str, rep: int) -> SessionRequest:
         """What the agent is asked to do in one arm session."""
