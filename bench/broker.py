@@ -25,7 +25,7 @@ from skillbench.broker import Broker
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.sandbox.base import Relay, SandboxSpec
 from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.provider import PodmanProvider
 
 BODY = {
     "model": "claude-sonnet-4-6",

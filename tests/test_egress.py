@@ -21,7 +21,7 @@ from skillbench.evals.network import Network, parse_entry
 from skillbench.evals.services import Service
 from skillbench.importers.harbor import INTERNET, import_harbor
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.provider import PodmanProvider
 from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write
 
 # A GET of $1 with python's urllib (which reads HTTP_PROXY): prints the body, or the error.

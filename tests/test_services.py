@@ -18,8 +18,8 @@ from skillbench.cli import main
 from skillbench.evals.model import Case
 from skillbench.evals.services import Service
 from skillbench.sandbox.base import SandboxError, SandboxSpec
-from skillbench.sandbox.podman import PodmanProvider
-from skillbench.sandbox.service import PodmanService
+from skillbench.sandbox.podman.provider import PodmanProvider
+from skillbench.sandbox.podman.service import PodmanService
 from skillbench.sandbox.stage import check_phase, stage_arm
 from tests.conftest import CHANNELS
 from tests.helpers import BASE, CAND, MODEL, bash, conv, skill, write, write_file

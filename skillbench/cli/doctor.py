@@ -49,7 +49,7 @@ def cmd_image_build(args: argparse.Namespace) -> int:
     from skillbench.agents import AgentError, make_agent
     from skillbench.sandbox.base import SandboxError
     from skillbench.sandbox.image import ImageBuildError, build_image
-    from skillbench.sandbox.imageload import into_service
+    from skillbench.sandbox.podman.imageload import into_service
     from skillbench.sandbox.variants import build_variant, variant_name
 
     loaded = settings_for(Path.cwd(), args, ())

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from skillbench.cluster.connect import ClusterError, ray_module, slot_nodes
 from skillbench.sandbox.base import SandboxError
 from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.imageload import (
+from skillbench.sandbox.podman.imageload import (
     LOAD_TIMEOUT,
     described,
     host_image,
@@ -52,7 +52,7 @@ def driver_ids(names: list[str]) -> dict[str, str | None]:
 def _node_service() -> Iterator[tuple[PodmanClient, str]]:
     """On a node: a client of the podman service its sessions use (the sandbox provider's
     choice: the one its environment or podman's config names, else one of our own)."""
-    from skillbench.sandbox.service import PodmanService
+    from skillbench.sandbox.podman.service import PodmanService
 
     service = PodmanService.start_or_reuse()
     try:

@@ -16,7 +16,7 @@ from skillbench.sandbox.base import SandboxError, SandboxProvider
 
 
 def _podman() -> SandboxProvider:
-    from skillbench.sandbox.podman import PodmanProvider
+    from skillbench.sandbox.podman.provider import PodmanProvider
 
     return PodmanProvider()
 

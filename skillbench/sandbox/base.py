@@ -226,7 +226,7 @@ class SandboxProvider(Protocol):
     @property
     def channel(self) -> str:
         """ "local": a Mount is a bind mount; "api": the service shares no filesystem with this
-        host, so a Mount is a copy made when the sandbox is created (sandbox/channel.py)."""
+        host, so a Mount is a copy made when the sandbox is created (sandbox/podman/channel.py)."""
         ...
 
     async def create(self, spec: SandboxSpec) -> Sandbox: ...

@@ -10,11 +10,11 @@ from pathlib import Path
 import msgspec
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import NO_LOCAL_SERVICE, OWN, shown
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import IMAGE, image_exists
-from skillbench.sandbox.imageload import in_service
-from skillbench.sandbox.reach import chosen, unanswered
+from skillbench.sandbox.podman.connection import NO_LOCAL_SERVICE, OWN, shown
+from skillbench.sandbox.podman.imageload import in_service
+from skillbench.sandbox.podman.reach import chosen, unanswered
 from skillbench.sandbox.runtime import runtime_dir
 
 PODMAN = "install podman: https://podman.io/docs/installation"
@@ -41,7 +41,7 @@ def _binary(name: str, package: str) -> Finding:
 
 def _service() -> Finding:
     """Which podman service the sandboxes would use, over what, and whether it shares this
-    host's filesystem (which executor channel its sandboxes use: sandbox/channel.py)."""
+    host's filesystem (which executor channel its sandboxes use: sandbox/podman/channel.py)."""
     name = "podman service"
     try:
         connection = chosen()

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from skillbench.evals.services import Service
 from skillbench.sandbox.base import Mount, SandboxError, SandboxSpec, parse_size
-from skillbench.sandbox.channel import copy_in
+from skillbench.sandbox.podman.channel import copy_in
 from skillbench.sandbox.runtime import runtime_dir
 
 if TYPE_CHECKING:
-    from skillbench.sandbox.podman import PodmanProvider
+    from skillbench.sandbox.podman.host import PodmanHost
 
 HOSTS = "/etc/hosts"
 _PROBE_EVERY = 0.25  # seconds between health probes
@@ -40,7 +40,7 @@ _TAIL = 300  # characters of a probe's or a service's output kept in a reason
 class PodmanPod:
     """One arm's pod: its services, and the hosts file its containers mount."""
 
-    def __init__(self, provider: PodmanProvider, name: str, folder: Path):
+    def __init__(self, provider: PodmanHost, name: str, folder: Path):
         self.provider = provider
         self.name = name
         self.folder = folder  # holds the hosts file; removed with the pod
@@ -78,7 +78,7 @@ def hosts_file(services: tuple[Service, ...]) -> str:
     return f"127.0.0.1\tlocalhost {names}\n::1\tlocalhost\n"
 
 
-async def start_pod(provider: PodmanProvider, spec: SandboxSpec) -> PodmanPod:
+async def start_pod(provider: PodmanHost, spec: SandboxSpec) -> PodmanPod:
     """Create the pod and start its services in order, each healthy before the next."""
     folder = Path(tempfile.mkdtemp(prefix=f"sb-{os.getpid()}-pod-", dir=runtime_dir()))
     (folder / "hosts").write_text(hosts_file(spec.services))
@@ -118,7 +118,7 @@ async def start_pod(provider: PodmanProvider, spec: SandboxSpec) -> PodmanPod:
 
 
 def _start_service(
-    provider: PodmanProvider, spec: SandboxSpec, pod: PodmanPod, service: Service
+    provider: PodmanHost, spec: SandboxSpec, pod: PodmanPod, service: Service
 ) -> str:
     image = service.image or spec.image
     kwargs: dict[str, Any] = dict(
@@ -171,7 +171,7 @@ def _start_service(
         return str(ctr.id)
 
 
-async def _healthy(provider: PodmanProvider, ctr_id: str, service: Service) -> None:
+async def _healthy(provider: PodmanHost, ctr_id: str, service: Service) -> None:
     """Wait until the service's health check passes (or, without one, it is running);
     SandboxError with the last probe's and the service's own output when it does not."""
     deadline = time.monotonic() + service.health_timeout
@@ -206,7 +206,7 @@ async def _healthy(provider: PodmanProvider, ctr_id: str, service: Service) -> N
         await asyncio.sleep(_PROBE_EVERY)
 
 
-async def _running(provider: PodmanProvider, ctr_id: str, service: Service) -> None:
+async def _running(provider: PodmanHost, ctr_id: str, service: Service) -> None:
     state = await asyncio.to_thread(_state, provider, ctr_id)
     if state != "running":
         logs = await asyncio.to_thread(_logs, provider, ctr_id)
@@ -216,18 +216,18 @@ async def _running(provider: PodmanProvider, ctr_id: str, service: Service) -> N
         )
 
 
-def _state(provider: PodmanProvider, ctr_id: str) -> str:
+def _state(provider: PodmanHost, ctr_id: str) -> str:
     return str(provider.client().containers.get(ctr_id).status)
 
 
-def _logs(provider: PodmanProvider, ctr_id: str) -> str:
+def _logs(provider: PodmanHost, ctr_id: str) -> str:
     ctr = provider.client().containers.get(ctr_id)
     found = ctr.logs(stdout=True, stderr=True, tail=5)
     logs = (found if isinstance(found, bytes) else b"".join(found)).decode("utf-8", "replace")
     return " ".join(logs.split())[-_TAIL:]
 
 
-def _probe(provider: PodmanProvider, ctr_id: str) -> tuple[bool, str]:
+def _probe(provider: PodmanHost, ctr_id: str) -> tuple[bool, str]:
     """Run the service's healthcheck once: healthy, and else what the probe printed (podman
     keeps it in the container's health log, not in the answer, and reports every failing
     exit code as 1)."""

@@ -49,7 +49,7 @@ _VICTIM = 1000  # oom_score_adj of every user process: the OOM killer takes them
 
 class _Stdio:
     """The channel as this process's stdin and stdout (--stdio), attached to through podman's
-    API (sandbox/channel.py). Both move to descriptors no child inherits (close-on-exec) and
+    API (sandbox/podman/channel.py). Both move to descriptors no child inherits (close-on-exec) and
     0, 1, 2 become /dev/null: nothing a command or a stray print writes reaches the host."""
 
     def __init__(self):
@@ -125,7 +125,7 @@ class _Capture:
 
 
 def _os_error(exc):
-    """An OSError as the host raises it again (sandbox/container.py)."""
+    """An OSError as the host raises it again (sandbox/podman/container.py)."""
     return {"error": type(exc).__name__, "message": exc.strerror or str(exc), "errno": exc.errno}
 
 

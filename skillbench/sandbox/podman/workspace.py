@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from skillbench.sandbox.base import UIDS, SandboxError, parse_size
 
 if TYPE_CHECKING:
-    from skillbench.sandbox.podman import PodmanProvider
+    from skillbench.sandbox.podman.host import PodmanHost
 
 _WS_IDS = itertools.count(1)
 
 
-async def make_workspace(provider: PodmanProvider, size: str, owner: str) -> PodmanWorkspace:
+async def make_workspace(provider: PodmanHost, size: str, owner: str) -> PodmanWorkspace:
     """A tmpfs volume: a kernel-enforced size (ENOSPC past it) on rootful podman 4.3,
     where neither `--storage-opt size` nor volume quotas work without XFS project quotas.
     Its data lives while a container holding it runs (the checker starts before the
@@ -52,7 +52,7 @@ async def make_workspace(provider: PodmanProvider, size: str, owner: str) -> Pod
 class PodmanWorkspace:
     """A tmpfs volume used as /work by an arm's sandbox and then by its checker."""
 
-    def __init__(self, provider: PodmanProvider, name: str):
+    def __init__(self, provider: PodmanHost, name: str):
         self.provider = provider
         self.name = name
         self._closed = False

@@ -9,8 +9,8 @@ from typing import Any
 from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import URL_ENV, Connection, configured, shown
-from skillbench.sandbox.tunnel import tunnel
+from skillbench.sandbox.podman.connection import URL_ENV, Connection, configured, shown
+from skillbench.sandbox.podman.tunnel import tunnel
 
 
 def client_of(connection: Connection, timeout: float, **options: Any) -> PodmanClient:

@@ -46,7 +46,7 @@ _DEEP = 3800  # bytes of a folder's path past which its entries' paths may pass 
 
 
 # On the API-only path the host's files are copied in rather than bind-mounted
-# (sandbox/channel.py): this file names those places, which count as mount points here.
+# (sandbox/podman/channel.py): this file names those places, which count as mount points here.
 COPIED = "/opt/skillbench/copied-in"
 
 

@@ -24,8 +24,8 @@ from urllib.parse import quote
 from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import Connection, shown
 from skillbench.sandbox.hostcli import host_env
+from skillbench.sandbox.podman.connection import Connection, shown
 
 CHUNK = 1 << 20
 LOAD_TIMEOUT = 1800.0  # a 600 MB agent image over a slow link
@@ -179,7 +179,7 @@ class ServiceImages:
 def into_service(names: list[str], log: Callable[[str], None]) -> None:
     """`skillbench image build`: put `names` into the configured service, if it has storage
     of its own (a service of our own, or a local one on Linux, is this host's podman)."""
-    from skillbench.sandbox.reach import chosen, client_of, unanswered
+    from skillbench.sandbox.podman.reach import chosen, client_of, unanswered
 
     connection = chosen()
     if connection is None or connection.shares_filesystem:
@@ -196,7 +196,7 @@ def into_service(names: list[str], log: Callable[[str], None]) -> None:
 
 def in_service(connection: Connection, name: str) -> bool:
     """Whether the service holds this host's `name` (doctor)."""
-    from skillbench.sandbox.reach import client_of
+    from skillbench.sandbox.podman.reach import client_of
 
     found = host_image(name)
     with client_of(connection, 10) as client:

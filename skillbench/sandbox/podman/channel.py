@@ -29,8 +29,8 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from skillbench.sandbox.base import Mount, SandboxError
-from skillbench.sandbox.connection import Connection
-from skillbench.sandbox.tunnel import tunnel
+from skillbench.sandbox.podman.connection import Connection
+from skillbench.sandbox.podman.tunnel import tunnel
 
 CHANNEL_ENV = "SKILLBENCH_SANDBOX_CHANNEL"
 Channel = Literal["local", "api"]

@@ -25,7 +25,6 @@ from typing import Any
 from podman import PodmanClient
 from podman.api import prepare_body
 
-from skillbench.sandbox import executor, handover, portrelay
 from skillbench.sandbox.base import (
     AGENT,
     HANDOVER,
@@ -36,12 +35,13 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     parse_size,
 )
-from skillbench.sandbox.channel import CHANNEL_ENV, Channel, channel_for, put_in
-from skillbench.sandbox.container import PodmanSandbox
-from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
+from skillbench.sandbox.inside import executor, handover, portrelay
+from skillbench.sandbox.podman.channel import CHANNEL_ENV, Channel, channel_for, put_in
+from skillbench.sandbox.podman.container import PodmanSandbox
+from skillbench.sandbox.podman.pod import HOSTS, PodmanPod, remove_pod, start_pod
+from skillbench.sandbox.podman.service import PodmanService
+from skillbench.sandbox.podman.workspace import PodmanWorkspace, make_workspace
 from skillbench.sandbox.runtime import runtime_dir
-from skillbench.sandbox.service import PodmanService
-from skillbench.sandbox.workspace import PodmanWorkspace, make_workspace
 
 LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"

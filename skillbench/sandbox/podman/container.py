@@ -30,13 +30,13 @@ from skillbench.sandbox.base import (
     Relay,
     SandboxError,
 )
-from skillbench.sandbox.bridge import Bridges
-from skillbench.sandbox.channel import attach
-from skillbench.sandbox.copyout import CopyOut
-from skillbench.sandbox.pidfd import InitProcess
+from skillbench.sandbox.podman.bridge import Bridges
+from skillbench.sandbox.podman.channel import attach
+from skillbench.sandbox.podman.copyout import CopyOut
+from skillbench.sandbox.podman.pidfd import InitProcess
 
 if TYPE_CHECKING:
-    from skillbench.sandbox.podman import PodmanProvider
+    from skillbench.sandbox.podman.host import PodmanHost
 
 _REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
 _STOP_WAIT = 10.0  # seconds for the kernel to end a killed sandbox's processes
@@ -47,7 +47,7 @@ class PodmanSandbox:
 
     def __init__(
         self,
-        provider: PodmanProvider,
+        provider: PodmanHost,
         ctr_id: str,
         sock_dir: Path | None,
         relays: tuple[Relay, ...] = (),

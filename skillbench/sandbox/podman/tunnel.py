@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import Connection, shown
+from skillbench.sandbox.podman.connection import Connection, shown
 
 READY_TIMEOUT = 20.0  # ssh's ConnectTimeout (10 s) plus the key exchange on a loaded machine
 _USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
