@@ -32,9 +32,9 @@ if TYPE_CHECKING:
         run_oracles_async,
     )
     from skillbench.engine.run import EvalResult
+    from skillbench.engine.sets import CellResult, SetResult
     from skillbench.engine.summary import Summary
     from skillbench.errors import SkillbenchError
-    from skillbench.setrun import CellResult, SetResult
 
 _API = {
     "GateOptions": "skillbench.api",
@@ -50,8 +50,8 @@ _API = {
     "evaluate_async": "skillbench.api",
     "evaluate_set": "skillbench.api",
     "evaluate_set_async": "skillbench.api",
-    "CellResult": "skillbench.setrun",
-    "SetResult": "skillbench.setrun",
+    "CellResult": "skillbench.engine.sets",
+    "SetResult": "skillbench.engine.sets",
     "evaluate_triggers_async": "skillbench.api",
     "measure_triggers_async": "skillbench.api",
     "run_oracles_async": "skillbench.api",

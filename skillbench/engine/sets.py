@@ -25,19 +25,25 @@ from skillbench.cellset import (
     read_set,
     write_set,
 )
+from skillbench.engine.options import (
+    Log,
+    Options,
+    check_options,
+    eval_options,
+    generate_for,
+    settings_for,
+)
 from skillbench.errors import EvalError, OptionsError, SkillbenchError
 from skillbench.skills import digest, evals_digest, is_skill, read_skill
 from skillbench.validate import skills_at
 
 if TYPE_CHECKING:
-    from skillbench.api import Options
     from skillbench.engine.plan import EvalOptions, Prepared
     from skillbench.engine.pool import Pool
     from skillbench.engine.records import SessionRecord
     from skillbench.engine.run import EvalResult
     from skillbench.engine.session import Progress
 
-Log = Callable[[str], None]
 PLAN_FILE = "plan.json"
 
 
@@ -260,13 +266,12 @@ def _new_cells(
     options: Options,
 ) -> tuple[CellSet, Path, Path]:
     """A new set's cells (every one pending), its folder, and where its settings come from."""
-    from skillbench.api import _settings
     from skillbench.engine.plan import new_run_id, run_folder
 
     skills = select_skills(paths, only, since)
     if not skills:
         raise OptionsError("no skill to evaluate" + (f": none changed since {since}" * bool(since)))
-    settings = _settings(skills[0], _single(options))
+    settings = settings_for(skills[0], _single(options))
     agent_list = list(agents) or settings.matrix.agents or [settings.agent]
     model_list = list(models) or settings.matrix.models or [settings.model]
     run_id = new_run_id()
@@ -303,17 +308,16 @@ def estimate_set(
 ) -> SetPlan:
     """What a set run would do (`eval --plan` of a set): each cell's estimate and the whole
     set's; nothing is started or written."""
-    from skillbench.api import _check, _eval_options, _settings
 
-    _check(options)
+    check_options(options)
     cells, _, start = _new_cells(paths, agents, models, only, changed_since, options)
-    settings = _settings(start, _single(options))
+    settings = settings_for(start, _single(options))
     _refuse(cells, settings, log)
     items = []
     for cell in cells.cells:
         if cell.status == "pending":
             own = msgspec.structs.replace(options, agent=cell.agent, model=cell.model, out=None)
-            items.append((cell.id, _eval_options(cell.skill_path, own)))
+            items.append((cell.id, eval_options(cell.skill_path, own)))
     return _plan_of(cells.run_id, items, settings.parallel, options.max_cost)
 
 
@@ -330,14 +334,13 @@ def start_set(
 ) -> tuple[Coroutine[Any, Any, SetResult], Path]:
     """Everything before the set's first session (the cells, generation, every cell's plan,
     set.json with every cell pending, the set's plan.json), and the run as a coroutine."""
-    from skillbench.api import _check, _eval_options, _generate, _settings
     from skillbench.engine.plan import prepare
     from skillbench.engine.pool import Pool
     from skillbench.models import parse_model
 
     if options.cluster:
         raise OptionsError("--cluster runs one skill's eval; run a set run on this machine")
-    _check(options)
+    check_options(options)
     if options.max_cost is not None and options.max_cost < 0:
         raise OptionsError("--max-cost is a spend cap in USD: 0 or more")
     if options.resume:
@@ -350,7 +353,7 @@ def start_set(
             raise OptionsError(
                 f"--out {set_dir}: already holds a run; use --resume {set_dir} to continue it"
             )
-    settings = _settings(start, _single(options))
+    settings = settings_for(start, _single(options))
     pool = Pool(settings.parallel, options.max_cost)
     _refuse(cells, settings, log)
     try:
@@ -367,7 +370,7 @@ def start_set(
                 first.setdefault(cell.skill_path, cell)
         for path, cell in first.items():
             own = msgspec.structs.replace(options, agent=cell.agent, model=cell.model)
-            spend = _generate(Path(path), _settings(Path(path), own), kinds, log, True)
+            spend = generate_for(Path(path), settings_for(Path(path), own), kinds, log, True)
             pool.ledger.charge(spend, "generation")
     ready: list[_Ready] = []
     results: dict[str, EvalResult] = {}
@@ -397,7 +400,7 @@ def start_set(
         )
         try:
             # a resumed cell's skill folder is its plan's (absolute): the set may resume elsewhere
-            opts = _eval_options(None if again else cell.skill_path, cell_options)
+            opts = eval_options(None if again else cell.skill_path, cell_options)
             ready.append(_Ready(cell, opts, prepare(opts, log=once)))
             cell.status, cell.reason = "pending", None
         except SkillbenchError as exc:
