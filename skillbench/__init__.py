@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     )
     from skillbench.engine.run import EvalResult
     from skillbench.engine.sets import CellResult, SetResult
-    from skillbench.engine.summary import Summary
     from skillbench.errors import SkillbenchError
+    from skillbench.results.summary import Summary
 
 _API = {
     "GateOptions": "skillbench.api",
@@ -58,7 +58,7 @@ _API = {
     "read_run": "skillbench.api",
     "read_set": "skillbench.api",
     "EvalResult": "skillbench.engine.run",
-    "Summary": "skillbench.engine.summary",
+    "Summary": "skillbench.results.summary",
     "SkillbenchError": "skillbench.errors",
 }
 __all__ = [

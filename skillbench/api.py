@@ -45,13 +45,13 @@ if TYPE_CHECKING:
     from skillbench.engine.estimate import Estimate
     from skillbench.engine.oracle import OracleResult
     from skillbench.engine.plan import EvalOptions
-    from skillbench.engine.records import SessionRecord
     from skillbench.engine.run import EvalResult
     from skillbench.engine.session import Progress
     from skillbench.engine.sets import SetPlan, SetResult
     from skillbench.gating import GateResult
     from skillbench.report.run_folder import RunFolder
     from skillbench.report.set_folder import SetFolder
+    from skillbench.results.records import SessionRecord
     from skillbench.triggers import TriggerReport
 
 T = TypeVar("T")

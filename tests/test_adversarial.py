@@ -20,8 +20,8 @@ import pytest
 from rich.console import Console
 
 from skillbench.cli import main
-from skillbench.engine.records import SessionRecord
 from skillbench.report.progress import ProgressDisplay
+from skillbench.results.records import SessionRecord
 from skillbench.sandbox.podman.connection import URL_ENV
 from skillbench.skills import digest
 from tests.helpers import BASE, CAND, MODEL, bash, conv, run_eval, skill, write_file

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import skillbench
-from skillbench.engine.records import SessionRecord
 from skillbench.errors import EvalError, OptionsError, SkillbenchError
+from skillbench.results.records import SessionRecord
 from tests.helpers import BASE, CAND, MODEL, conv, skill, write_file
 
 CASE = "task: Create hello.txt\nchecks:\n  - file_exists: hello.txt\n"
@@ -181,7 +181,7 @@ def test_every_error_the_api_can_raise_is_a_skillbench_error_the_cli_prints_in_i
         "skillbench.sandbox.case_image": "CaseImageError",
         "skillbench.sandbox.pull": "PullError",
         "skillbench.engine.routing": "RoutingError",
-        "skillbench.engine.journal": "RunBusy",
+        "skillbench.results.journal": "RunBusy",
         "skillbench.report.run_folder": "RunFolderError",
         "skillbench.importers.base": "ImportError_",
         "skillbench.models.script": "ScriptError",

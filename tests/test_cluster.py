@@ -19,7 +19,7 @@ from podman import PodmanClient
 
 from skillbench.cli import main
 from skillbench.cluster.local import LocalCluster, Node, free_port
-from skillbench.engine.journal import read_journal
+from skillbench.results.journal import read_journal
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman.imageload import host_image, service_image_id
 from skillbench.sandbox.variants import build_variant, variant_name

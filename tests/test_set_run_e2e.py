@@ -20,7 +20,7 @@ import yaml
 import skillbench
 from skillbench.cellset import read_set, write_set
 from skillbench.cli import main
-from skillbench.engine.records import SessionRecord
+from skillbench.results.records import SessionRecord
 from tests.helpers import MODEL, make_skill, write
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]

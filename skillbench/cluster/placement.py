@@ -29,9 +29,9 @@ from msgspec.structs import replace
 from skillbench.cluster.connect import SLOT, ClusterError
 from skillbench.cluster.relay import DriverRelay
 from skillbench.engine.plan import EvalError, EvalOptions, sessions_of
-from skillbench.engine.records import Plan, SessionRecord, session_key
 from skillbench.engine.session import Sessions
 from skillbench.evals import load_assets
+from skillbench.results.records import Plan, SessionRecord, session_key
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.runtime import private_dir
 from skillbench.skills import RUNS_DIR, read_skill

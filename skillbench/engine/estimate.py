@@ -31,7 +31,6 @@ from skillbench.engine.plan import (
     units_of,
     validated,
 )
-from skillbench.engine.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
 from skillbench.evals.model import Check, Session, Suite
 from skillbench.judge import family_warning
@@ -39,6 +38,7 @@ from skillbench.models import endpoint
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import local_receipts
+from skillbench.results.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxSpec
 from skillbench.sandbox.image import image_exists

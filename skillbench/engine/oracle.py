@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from skillbench.agents.builtin.agent import BuiltinAgent
-from skillbench.checks import RESULTS, CheckResult, run_checks
+from skillbench.checks import RESULTS, run_checks
 from skillbench.config import sandbox_spec
 from skillbench.egress import phase_proxy
 from skillbench.engine.plan import (
@@ -33,6 +33,7 @@ from skillbench.engine.plan import (
     validated,
 )
 from skillbench.evals.model import Session, Suite
+from skillbench.results.checks import CheckResult
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.image import ImageBuildError, first_use

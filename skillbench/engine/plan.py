@@ -16,7 +16,14 @@ import msgspec
 
 from skillbench.agents import Agent, AgentError, make_agent
 from skillbench.config import Settings
-from skillbench.engine.records import (
+from skillbench.errors import EvalError
+from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
+from skillbench.evals.model import Session, Suite
+from skillbench.evals.problems import errors_in
+from skillbench.inputs import load_json
+from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
+from skillbench.models.pricing import price_for
+from skillbench.results.records import (
     AA,
     BASELINE,
     CANDIDATE,
@@ -28,19 +35,12 @@ from skillbench.engine.records import (
     Plan,
     Unit,
 )
-from skillbench.errors import EvalError
-from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
-from skillbench.evals.model import Session, Suite
-from skillbench.evals.problems import errors_in
-from skillbench.inputs import load_json
-from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
-from skillbench.models.pricing import price_for
+from skillbench.results.sequential import rule_for
 from skillbench.sandbox.base import CASE_DIR, SandboxProvider, SandboxSpec
 from skillbench.sandbox.case_image import CaseImageError, case_image
 from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
 from skillbench.sandbox.stage import missing_requirements
 from skillbench.sandbox.variants import build_variant, variant_for
-from skillbench.sequential import rule_for
 from skillbench.skills import (
     RUNS_DIR,
     Skill,

@@ -28,10 +28,10 @@ from pathlib import Path
 import msgspec
 
 import skillbench.lossless as lossless
-from skillbench.engine.records import SessionRecord
 from skillbench.evals.model import Session
 from skillbench.inputs import MAX_JSON, read_capped
 from skillbench.receipts import home
+from skillbench.results.records import SessionRecord
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.skills import tree_digest
 from skillbench.version import __version__

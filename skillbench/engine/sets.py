@@ -40,9 +40,9 @@ from skillbench.validate import skills_at
 if TYPE_CHECKING:
     from skillbench.engine.plan import EvalOptions, Prepared
     from skillbench.engine.pool import Pool
-    from skillbench.engine.records import SessionRecord
     from skillbench.engine.run import EvalResult
     from skillbench.engine.session import Progress
+    from skillbench.results.records import SessionRecord
 
 PLAN_FILE = "plan.json"
 
@@ -428,8 +428,8 @@ def start_set(
 
 def _finished(run_dir: Path) -> EvalResult:
     from skillbench.engine.run import EvalResult
-    from skillbench.engine.summary import Summary
     from skillbench.inputs import InputError, load_json
+    from skillbench.results.summary import Summary
 
     try:
         return EvalResult(str(run_dir), load_json(run_dir / "summary.json", Summary))

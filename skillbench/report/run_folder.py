@@ -9,12 +9,12 @@ from typing import Any
 
 import msgspec
 
-from skillbench.engine.journal import read_journal
-from skillbench.engine.records import Plan, RowRecord, SessionRecord
-from skillbench.engine.summary import Summary
 from skillbench.errors import SkillbenchError
 from skillbench.inputs import load_json
 from skillbench.lossless import shown
+from skillbench.results.journal import read_journal
+from skillbench.results.records import Plan, RowRecord, SessionRecord
+from skillbench.results.summary import Summary
 
 
 class RunFolderError(SkillbenchError):

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 
 import msgspec
 
-from skillbench.checks import CheckResult
-from skillbench.engine.records import (
+from skillbench.models import parse_model
+from skillbench.results.checks import CheckResult
+from skillbench.results.records import (
     AA,
     BASELINE,
     CANDIDATE,
@@ -20,9 +21,10 @@ from skillbench.engine.records import (
     Unit,
     session_key,
 )
-from skillbench.engine.rows import arm_result, compare, nothing_scored, why
-from skillbench.engine.stats import Stats, cluster_ci, needed, pass_at_k, pass_pow_k
-from skillbench.engine.summary import (
+from skillbench.results.rows import arm_result, compare, nothing_scored, why
+from skillbench.results.sequential import Rule, problem, stimuli_of, stop_of
+from skillbench.results.stats import Stats, cluster_ci, needed, pass_at_k, pass_pow_k
+from skillbench.results.summary import (
     Derived,
     Diagnostic,
     Efficiency,
@@ -33,9 +35,7 @@ from skillbench.engine.summary import (
     Skipped,
     Summary,
 )
-from skillbench.models import parse_model
-from skillbench.sequential import Rule, problem, stimuli_of, stop_of
-from skillbench.verdict import MIN_NET_LIFT, NONE, UNSCORED, unit_votes
+from skillbench.results.verdict import MIN_NET_LIFT, NONE, UNSCORED, unit_votes
 
 
 def unit_runs(plan: Plan, skipped: set[str]) -> list[tuple[Unit, int]]:
@@ -332,8 +332,8 @@ def derive(
     units, k, seed, the practical floor), nothing else: summarize() takes them from here,
     and the gate re-derives a receipt's with this same function (docs/trust.md), so the two can
     never disagree on the rule. The rows are taken in plan order, whatever order they come
-    in; the verdict counts independent units (docs/statistics.md, skillbench.verdict). A sequential
-    run's verdict against the baseline is its stopping rule's (skillbench.sequential)."""
+    in; the verdict counts independent units (docs/statistics.md, results/verdict.py). A
+    sequential run's verdict against the baseline is its stopping rule's (results/sequential.py)."""
     index = {u.name: i for i, u in enumerate(units)}
     rank = {o: i for i, o in enumerate(opponents)}
     ordered = sorted(

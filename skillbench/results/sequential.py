@@ -26,8 +26,8 @@ from statistics import NormalDist
 
 import msgspec
 
-from skillbench.engine.stats import ALPHA, MIN_DECIDED
-from skillbench.verdict import (
+from skillbench.results.stats import ALPHA, MIN_DECIDED
+from skillbench.results.verdict import (
     INCONCLUSIVE,
     NONE,
     UNSCORED,

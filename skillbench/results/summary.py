@@ -7,12 +7,12 @@ from typing import Any
 
 import msgspec
 
-from skillbench.engine.activation import Activation, Ambient
-from skillbench.engine.records import ArmResult, Library
-from skillbench.engine.stats import Interval, Stats
 from skillbench.models import Endpoint
-from skillbench.sequential import Stop
-from skillbench.verdict import MIN_NET_LIFT, NONE, Outcome, Votes
+from skillbench.results.activation import Activation, Ambient
+from skillbench.results.records import ArmResult, Library
+from skillbench.results.sequential import Stop
+from skillbench.results.stats import Interval, Stats
+from skillbench.results.verdict import MIN_NET_LIFT, NONE, Outcome, Votes
 
 
 class Comparison(msgspec.Struct):

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from skillbench.engine.records import CANDIDATE, Plan, RowRecord, SessionRecord, session_key
-from skillbench.verdict import Outcome, tally
+from skillbench.results.records import CANDIDATE, Plan, RowRecord, SessionRecord, session_key
+from skillbench.results.verdict import Outcome, tally
 
 FIRED_WHERE_NOT = "fired where it should not"
 NEVER_LOADED = "the skill never loaded: the verdict measures its absence"

@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 
 import skillbench.lossless as lossless
-from skillbench.engine.records import Record, RowRecord, SessionRecord
 from skillbench.errors import SkillbenchError
+from skillbench.results.records import Record, RowRecord, SessionRecord
 from skillbench.scrub import IDENTIFIERS, scrub_obj
 
 

@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 
 import msgspec
 
-from skillbench.engine.stats import ALPHA, MIN_DECIDED, sign_test
+from skillbench.results.stats import ALPHA, MIN_DECIDED, sign_test
 
 NONE = "NONE"  # the verdict of a run that scored nothing: it measured nothing
 INCONCLUSIVE = "INCONCLUSIVE"  # too few decided units for any verdict

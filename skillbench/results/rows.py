@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from skillbench.checks import CheckResult, no_verdict
-from skillbench.engine.activation import FIRED_WHERE_NOT
-from skillbench.engine.records import CANDIDATE, ArmResult, RowRecord, SessionRecord, Unit
-from skillbench.engine.stats import sign_test
-from skillbench.engine.summary import Comparison
-from skillbench.verdict import MIN_NET_LIFT, UNSCORED, Outcome, RowLike, tally, verdict_of
+from skillbench.results.activation import FIRED_WHERE_NOT
+from skillbench.results.checks import CheckResult, no_verdict
+from skillbench.results.records import CANDIDATE, ArmResult, RowRecord, SessionRecord, Unit
+from skillbench.results.stats import sign_test
+from skillbench.results.summary import Comparison
+from skillbench.results.verdict import MIN_NET_LIFT, UNSCORED, Outcome, RowLike, tally, verdict_of
 
 
 def arm_result(unit: Unit, record: SessionRecord | None) -> ArmResult:

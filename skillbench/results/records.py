@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import msgspec
 
-from skillbench.checks import CheckResult
 from skillbench.models import Endpoint
 from skillbench.models.base import Usage
-from skillbench.sequential import Rule
-from skillbench.verdict import MIN_NET_LIFT, UNSCORED, Outcome
+from skillbench.results.checks import CheckResult
+from skillbench.results.sequential import Rule
+from skillbench.results.verdict import MIN_NET_LIFT, UNSCORED, Outcome
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
 SUITE = "suite"  # the session name of evals/suite.yaml
