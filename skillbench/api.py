@@ -49,9 +49,9 @@ if TYPE_CHECKING:
     from skillbench.engine.session import Progress
     from skillbench.engine.sets import SetPlan, SetResult
     from skillbench.gating import GateResult
-    from skillbench.report.run_folder import RunFolder
-    from skillbench.report.set_folder import SetFolder
     from skillbench.results.records import SessionRecord
+    from skillbench.results.run_folder import RunFolder
+    from skillbench.results.set_folder import SetFolder
     from skillbench.triggers import TriggerReport
 
 T = TypeVar("T")
@@ -355,7 +355,7 @@ def read_run(path: str | os.PathLike[str]) -> RunFolder:
     """A finished run folder read back, typed: its plan, summary, session and row records,
     and each session's transcript (`RunFolder.transcript(record)`). What `report`, `view` and
     `compare` read; a folder that is not a finished run raises a RunFolderError saying why."""
-    from skillbench.report.run_folder import load_run
+    from skillbench.results.run_folder import load_run
 
     return load_run(Path(path))
 
@@ -365,7 +365,7 @@ def read_set(path: str | os.PathLike[str]) -> SetFolder:
     cell of its set.json with the cell's run folder read as `read_run` reads one (`run` is None,
     and `problem` says why, for a cell that was refused, failed or did not finish). What
     `report SETDIR` renders; a folder without a readable set.json raises a CellSetError."""
-    from skillbench.report.set_folder import load_set
+    from skillbench.results.set_folder import load_set
 
     return load_set(Path(path))
 

@@ -182,7 +182,7 @@ def test_every_error_the_api_can_raise_is_a_skillbench_error_the_cli_prints_in_i
         "skillbench.sandbox.pull": "PullError",
         "skillbench.engine.routing": "RoutingError",
         "skillbench.results.journal": "RunBusy",
-        "skillbench.report.run_folder": "RunFolderError",
+        "skillbench.results.run_folder": "RunFolderError",
         "skillbench.importers.base": "ImportError_",
         "skillbench.models.script": "ScriptError",
         "skillbench.signing": "SigningError",

@@ -20,7 +20,7 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.report.html import FILES, render
-from skillbench.report.run_folder import load_run
+from skillbench.results.run_folder import load_run
 from skillbench.sandbox.case_image import CaseImageError, case_image
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman.connection import URL_ENV

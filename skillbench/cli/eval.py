@@ -144,7 +144,7 @@ def _set(args: argparse.Namespace, options: api.Options) -> int:
     from skillbench.engine.sets import split_list
     from skillbench.report.matrix import as_json, terminal, write_set_report
     from skillbench.report.progress import ProgressDisplay
-    from skillbench.report.set_folder import load_set
+    from skillbench.results.set_folder import load_set
 
     for flag, given in (
         ("--oracle", args.oracle),

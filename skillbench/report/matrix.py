@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import msgspec
 
-from skillbench.report.set_folder import CellRun, SetFolder, load_set
+from skillbench.results.set_folder import CellRun, SetFolder, load_set
 from skillbench.results.stats import heterogeneity
 from skillbench.scrub import printable
 

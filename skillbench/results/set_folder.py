@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 
 from skillbench.cellset import Cell, CellSetError, read_set
-from skillbench.report.run_folder import RunFolder, RunFolderError, load_run
+from skillbench.results.run_folder import RunFolder, RunFolderError, load_run
 
 
 class CellRun(msgspec.Struct):
