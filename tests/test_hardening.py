@@ -21,7 +21,8 @@ import pytest
 from skillbench.cli import main
 from skillbench.report.html import FILES, render
 from skillbench.results.run_folder import load_run
-from skillbench.sandbox.case_image import CaseImageError, case_image
+from skillbench.sandbox.base import CaseImageError
+from skillbench.sandbox.case_image import case_image
 from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman.connection import URL_ENV
 from skillbench.sandbox.podman.provider import OWNER_LABEL

@@ -47,8 +47,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_image_build(args: argparse.Namespace) -> int:
     from skillbench.agents import AgentError, make_agent
-    from skillbench.sandbox.base import SandboxError
-    from skillbench.sandbox.image import ImageBuildError, build_image
+    from skillbench.sandbox.base import ImageBuildError, SandboxError
+    from skillbench.sandbox.image import build_image
     from skillbench.sandbox.podman.imageload import into_service
     from skillbench.sandbox.variants import build_variant, variant_name
 

@@ -20,7 +20,7 @@ read-only; /work, HOME and /tmp are small fresh filesystems with kernel-enforced
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -217,6 +217,50 @@ class Pod(Protocol):
 
     async def close(self) -> None:
         """Remove the services and the pod; safe to call twice."""
+        ...
+
+
+class ImageBuildError(SkillbenchError):
+    """The image could not be built; the message says why and what to do."""
+
+
+class CaseImageError(SkillbenchError):
+    """A case's image could not be found or built; the message says what to do."""
+
+
+class Images(Protocol):
+    """A provider's images: the sandbox image every arm starts from, its variants for a
+    case's `requires`, and a case's own image. The provider owns them; the engine asks here
+    and never runs a container tool itself."""
+
+    sandbox_image: str  # the name of the default sandbox image
+
+    def exists(self, name: str) -> bool: ...
+
+    def ensure(self, name: str, log: Callable[[str], None]) -> None:
+        """The sandbox image `name` is there (the default one built on first use, saying
+        so); ImageBuildError when it cannot be."""
+        ...
+
+    def variant_for(self, base: str, requires: Sequence[str]) -> str | None:
+        """The variant of `base` a case's `requires` needs, or None."""
+        ...
+
+    def variant(self, name: str, log: Callable[[str], None]) -> str:
+        """The variant `name`, built on first use; ImageBuildError when it cannot be."""
+        ...
+
+    def case_image(
+        self,
+        *,
+        image: str | None,
+        containerfile: Path | None,
+        base: str,
+        log: Callable[[str], None],
+        network: bool = False,
+    ) -> str:
+        """The image a case runs in (its own, or built from its Containerfile on `base`);
+        CaseImageError when it cannot be found or built."""
         ...
 
 

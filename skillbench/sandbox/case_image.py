@@ -24,11 +24,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from skillbench.errors import SkillbenchError
 from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.imageref import is_remote
 from skillbench.evals.problems import SpecError
 from skillbench.evals.yamlsrc import read_text
+from skillbench.sandbox.base import CaseImageError
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.image import USERS_SCRIPT, image_exists
 from skillbench.sandbox.pull import ImageUnavailable, PullError, pull
@@ -45,10 +45,6 @@ _LAYER = (
     "RUN (id agent >/dev/null 2>&1 && id checker >/dev/null 2>&1 && mkdir -p /work && "
     "chown 1000:1000 /work) || ({users})\n"
 )
-
-
-class CaseImageError(SkillbenchError):
-    """A case's image could not be found or built; the message says what to do."""
 
 
 class CaseImageUnavailable(CaseImageError):

@@ -17,8 +17,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from skillbench.errors import SkillbenchError
 from skillbench.evals.imageref import is_remote, pinned_digest, ref_problem
+from skillbench.sandbox.base import ImageBuildError
 from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.pull import PullError, pull
 
@@ -45,10 +45,6 @@ def recipe_digest(packages: tuple[str, ...] = PACKAGES) -> str:
 
 # The tag follows the recipe, so changing the package list makes a new image.
 IMAGE = f"localhost/skillbench-sandbox:{recipe_digest()}"
-
-
-class ImageBuildError(SkillbenchError):
-    """The image could not be built; the message says why and what to do."""
 
 
 def image_exists(name: str = IMAGE) -> bool:
