@@ -24,9 +24,8 @@ from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.agents.builtin.loop import SessionResult
 from skillbench.broker import Broker
 from skillbench.models import ModelRefError, parse_model
-from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
-from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.image import image_exists
+from skillbench.sandbox import images_of
+from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, ImageBuildError, Sandbox, SandboxError
 from skillbench.transcript import TraceWriter
 
 
@@ -104,17 +103,18 @@ def build_variant(
 ) -> str:
     """The image `name`: `base` plus the CLI at /usr/local/bin/<binary name> (and the
     files `also` names, put beside it by `binary`), built once."""
-    if image_exists(name):
+    store = images_of()
+    if store.exists(name):
         return name
     path = binary()
     log(f"building {name} (the sandbox image plus {what})")
     recipe = f"FROM {base}\n" + "".join(
         f"COPY {file} /usr/local/bin/{file}\n" for file in (path.name, *also)
     )
-    argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(path.parent)]
-    done = subprocess.run(argv, input=recipe.encode(), capture_output=True, env=host_env())
-    if done.returncode != 0:
-        raise AgentError(f"could not build {name}: {done.stderr.decode(errors='replace')[-500:]}")
+    try:
+        store.build(name, recipe, path.parent)
+    except ImageBuildError as exc:
+        raise AgentError(f"could not build {name}: {exc}") from None
     return name
 
 

