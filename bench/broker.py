@@ -24,7 +24,7 @@ import httpx
 from skillbench.broker import Broker
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.sandbox.base import Relay, SandboxSpec
-from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.podman.image import IMAGE
 from skillbench.sandbox.podman.provider import PodmanProvider
 
 BODY = {

@@ -50,8 +50,8 @@ from sandbox import make_skill  # bench/sandbox.py, beside this file: the same s
 
 from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman.connection import URL_ENV
+from skillbench.sandbox.podman.image import IMAGE, image_exists
 from skillbench.sandbox.podman.provider import CGROUP_ENV, PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm, start_checker
 

@@ -28,7 +28,7 @@ import msgspec
 from skillbench.evals import load_case
 from skillbench.evals.services import Service
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.image import IMAGE, image_exists
+from skillbench.sandbox.podman.image import IMAGE, image_exists
 from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm, start_checker
 

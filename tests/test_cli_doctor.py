@@ -15,9 +15,9 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.sandbox.capacity import mem_available, parallel_for
-from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.podman.channel import CHANNEL_ENV
 from skillbench.sandbox.podman.connection import NO_LOCAL_SERVICE, URL_ENV
+from skillbench.sandbox.podman.image import IMAGE
 from skillbench.sandbox.podman.reach import ping
 
 ROOT = Path(__file__).resolve().parent.parent

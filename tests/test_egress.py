@@ -265,7 +265,7 @@ async def test_services_are_reached_directly_while_the_proxy_serves_the_allowlis
     provider: PodmanProvider, internet: int, tmp_path: Path
 ) -> None:
     from skillbench.evals.model import Case
-    from skillbench.sandbox.image import IMAGE
+    from skillbench.sandbox.podman.image import IMAGE
     from skillbench.sandbox.stage import stage_arm
 
     serve = "mkdir -p /tmp/s && echo 42 > /tmp/s/answer && cd /tmp/s && exec python3 -m http.server 8000"

@@ -228,6 +228,6 @@ def test_a_harbor_task_with_compose_imports_and_its_service_comes_up(
 
 
 def skillbench_image() -> str:
-    from skillbench.sandbox.image import IMAGE
+    from skillbench.sandbox.podman.image import IMAGE
 
     return IMAGE

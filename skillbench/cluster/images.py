@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillbench.cluster.connect import ClusterError, ray_module, slot_nodes
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.image import IMAGE
+from skillbench.sandbox.podman.image import IMAGE
 from skillbench.sandbox.podman.imageload import (
     LOAD_TIMEOUT,
     described,
@@ -21,7 +21,7 @@ from skillbench.sandbox.podman.imageload import (
     send,
     service_image_id,
 )
-from skillbench.sandbox.variants import VARIANTS, variant_name
+from skillbench.sandbox.podman.variants import VARIANTS, variant_name
 
 if TYPE_CHECKING:
     from podman import PodmanClient

@@ -136,7 +136,7 @@ def build_case_images(
     sessions: dict[str, Session], base: str, agent: Agent, log: Callable[[str], None]
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The image of every session that has its own, or needs a variant of the sandbox image
-    for its `requires` (sandbox/variants.py), with the agent's CLI added for a CLI agent;
+    for its `requires` (sandbox/podman/variants.py), with the agent's CLI added for a CLI agent;
     and why each session whose image cannot be built or pulled is skipped (naming the case
     file): one broken case of a suite does not stop the others."""
     store = images_of()

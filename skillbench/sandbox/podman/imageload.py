@@ -24,8 +24,8 @@ from urllib.parse import quote
 from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.podman.connection import Connection, shown
+from skillbench.sandbox.podman.hostcli import host_env
 
 CHUNK = 1 << 20
 LOAD_TIMEOUT = 1800.0  # a 600 MB agent image over a slow link

@@ -8,9 +8,9 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from skillbench.sandbox import case_image, image, variants
 from skillbench.sandbox.base import ImageBuildError
-from skillbench.sandbox.hostcli import host_env
+from skillbench.sandbox.podman import case_image, image, variants
+from skillbench.sandbox.podman.hostcli import host_env
 
 
 class PodmanImages:

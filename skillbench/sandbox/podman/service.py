@@ -23,13 +23,13 @@ from typing import Any
 from podman import PodmanClient
 
 from skillbench.sandbox.base import SandboxError, SandboxSpec
-from skillbench.sandbox.hostcli import host_env
 from skillbench.sandbox.podman.connection import (
     NO_LOCAL_SERVICE,
     OWN,
     URL_ENV,
     Connection,
 )
+from skillbench.sandbox.podman.hostcli import host_env
 from skillbench.sandbox.podman.imageload import LOAD_TIMEOUT, ServiceImages
 from skillbench.sandbox.podman.reach import chosen, client_of, ping, unanswered
 from skillbench.sandbox.runtime import die_with_parent, runtime_dir

@@ -1,7 +1,7 @@
 """What `skillbench check` can tell about the cases' own images (docs/formats.md) before a run:
 which are missing locally (a remote one would be pulled, which needs its registry), which
 `requires` entries a present image lacks (the run would skip those cases), and which variant
-of the sandbox image a case's `requires` needs that is not built yet (sandbox/variants.py).
+of the sandbox image a case's `requires` needs that is not built yet (sandbox/podman/variants.py).
 
 The probe is one short `podman run` per image, without network, as the image's own user:
 only `command -v` and `python3 -c 'import …'`, the same probes the run makes.
@@ -19,11 +19,11 @@ from skillbench.evals.imageref import is_remote, ref_problem
 from skillbench.evals.model import Session
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.yamlsrc import load_yaml_file
-from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.image import IMAGE, image_exists
-from skillbench.sandbox.pull import present
+from skillbench.sandbox.podman.hostcli import host_env
+from skillbench.sandbox.podman.image import IMAGE, image_exists
+from skillbench.sandbox.podman.pull import present
+from skillbench.sandbox.podman.variants import variant_for
 from skillbench.sandbox.stage import requirement_probe
-from skillbench.sandbox.variants import variant_for
 
 PROBE_TIMEOUT = 60.0
 
@@ -85,7 +85,7 @@ def _variant(
     spec: Session, probed: dict[str, list[tuple[Session, str]]], found: list[Problem]
 ) -> None:
     """A case without an image of its own whose `requires` needs a variant of the sandbox
-    image (sandbox/variants.py): a warning while it is not built; once it is, its `requires`
+    image (sandbox/podman/variants.py): a warning while it is not built; once it is, its `requires`
     are probed there, as the run probes them."""
     variant = variant_for(IMAGE, spec.requires)
     if variant is None:

@@ -1,5 +1,5 @@
 """Per-case images (docs/formats.md): a case may run in its own image (`image:`, pulled once
-when it names a registry: sandbox/pull.py) or one built from its own Containerfile
+when it names a registry: sandbox/podman/pull.py) or one built from its own Containerfile
 (`containerfile:`), as imported Harbor and Margin tasks do.
 
 Offline, a Containerfile must start FROM a local image; `FROM skillbench-sandbox` builds on
@@ -29,9 +29,9 @@ from skillbench.evals.imageref import is_remote
 from skillbench.evals.problems import SpecError
 from skillbench.evals.yamlsrc import read_text
 from skillbench.sandbox.base import CaseImageError
-from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.image import USERS_SCRIPT, image_exists
-from skillbench.sandbox.pull import ImageUnavailable, PullError, pull
+from skillbench.sandbox.podman.hostcli import host_env
+from skillbench.sandbox.podman.image import USERS_SCRIPT, image_exists
+from skillbench.sandbox.podman.pull import ImageUnavailable, PullError, pull
 from skillbench.sandbox.runtime import runtime_dir
 
 SANDBOX_FROM = "skillbench-sandbox"  # `FROM skillbench-sandbox`: the sandbox image

@@ -10,9 +10,9 @@ from pathlib import Path
 import msgspec
 
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.image import IMAGE, image_exists
 from skillbench.sandbox.podman.connection import NO_LOCAL_SERVICE, OWN, shown
+from skillbench.sandbox.podman.hostcli import host_env
+from skillbench.sandbox.podman.image import IMAGE, image_exists
 from skillbench.sandbox.podman.imageload import in_service
 from skillbench.sandbox.podman.reach import chosen, unanswered
 from skillbench.sandbox.runtime import runtime_dir

@@ -24,7 +24,7 @@ from podman import PodmanClient
 from skillbench.errors import SkillbenchError
 from skillbench.evals.imageref import REFERENCE, pinned_digest, ref_problem
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.hostcli import host_env
+from skillbench.sandbox.podman.hostcli import host_env
 from skillbench.sandbox.podman.service import PodmanService
 
 # What podman says when the registry cannot be reached at all (as opposed to refusing).

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Sequence
 
-from skillbench.sandbox.image import (
+from skillbench.sandbox.podman.image import (
     IMAGE,
     PACKAGES,
     ImageBuildError,

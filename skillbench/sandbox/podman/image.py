@@ -4,7 +4,7 @@ No container registry is reachable on many machines, so the default build assemb
 minimal Debian root filesystem with mmdebstrap (from the host's own apt sources) and
 imports it. Where a registry is reachable, `--from-registry REF` (or `image_from_registry`
 in skillbench.toml) builds the bundled Containerfile FROM a Debian image pinned by digest,
-pulled first through the API (sandbox/pull.py: the pin is verified). Where mmdebstrap is
+pulled first through the API (sandbox/podman/pull.py: the pin is verified). Where mmdebstrap is
 missing, the Containerfile is built FROM Debian's tag as the last resort.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from skillbench.evals.imageref import is_remote, pinned_digest, ref_problem
 from skillbench.sandbox.base import ImageBuildError
-from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.pull import PullError, pull
+from skillbench.sandbox.podman.hostcli import host_env
+from skillbench.sandbox.podman.pull import PullError, pull
 
 PACKAGES = ("python3", "git", "ca-certificates", "procps")
 CONTAINERFILE = Path(__file__).parent / "files" / "Containerfile"
