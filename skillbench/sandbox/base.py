@@ -38,7 +38,7 @@ DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
 # never was; `root` is the executor's own (used only to hand /work to the checker).
 AGENT, CHECKER, ROOT = "agent", "checker", "root"
 HOMES = {AGENT: "/home/agent", CHECKER: "/home/checker", ROOT: "/root"}
-UIDS = {AGENT: 1000, CHECKER: 1001, ROOT: 0}  # as the image creates them (image.py)
+UIDS = {AGENT: 1000, CHECKER: 1001, ROOT: 0}  # as the image creates them (podman/image.py)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
