@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 
 image: host venv
 	@$(BIN)/skillbench image build --agent claude-code --agent codex --agent opencode \
-	  --agent gemini-cli
+	  --agent gemini-cli --agent copilot
 
 lint: venv
 	$(BIN)/ruff check

@@ -43,6 +43,7 @@ def run(ceiling: float) -> None:
         f"task: {TASK}\nchecks: [{{file_exists: hello.txt}}]\n"
     )
     (tmp / "skillbench.toml").write_text('agent = "claude-code"\nmax_retries = 1\n')
+    os.chdir(tmp)  # settings come from where skillbench runs (at or above it), not the skill's
     model = "anthropic/claude-sonnet-4-6"
     out = tmp / "run"
     try:

@@ -8,8 +8,14 @@ The session is the candidate arm of a typical eval: four skills in the catalog, 
 loads one (its SKILL.md enters the conversation), runs commands, writes a file, answers; a
 longer session runs more commands before it writes.
 Billed input tokens count each input token at what it is billed relative to plain input:
-Anthropic reads at 0.1x and writes at 1.25x; OpenAI reads at its model's cached rate (GPT-4.1:
-0.25x) and caches without being asked, so its "without" is the same prompts at full price.
+Anthropic reads at 0.1x and writes at 1.25x, and caches nothing shorter than the model's
+minimum (1024 tokens for Sonnet 4.5, 2048 for Sonnet 4.6, 4096 for Opus 4.6); OpenAI caches
+without being asked and reads at its model's cached rate (GPT-5: 0.1x, GPT-4.1: 0.25x), so
+its "without" is the same prompts at full price and one run is priced for both models.
+Each line also prints its ideal: what a cache with foresight would bill for the same prompts
+under the same rules (every prefix the model can cache written once, read by every later
+turn, the last turn writing nothing); the loop reaching its ideal says the breakpoints are
+right, and a gap between the ideal and 0.4x is the provider's rules, not the loop's.
 The figure to reach (issue 36): with / without <= 0.4.
 """
 
@@ -19,7 +25,9 @@ import argparse
 import asyncio
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -27,7 +35,8 @@ from skillbench.agents.builtin.loop import SkillInfo, run_agent
 from skillbench.evals.model import Session
 from skillbench.models import resolve_model
 from skillbench.models.anthropic_api import AnthropicModel
-from skillbench.models.base import Model, Usage
+from skillbench.models.base import Completion, Model, Usage
+from skillbench.models.fake_cache import anthropic_min_tokens
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.models.pricing import price_for
 from skillbench.models.script import parse_script
@@ -90,7 +99,26 @@ def billed_input(ref: str, usage: Usage) -> float:
     )
 
 
-async def session(model: Model, provider: PodmanProvider, tmp: Path, n: int, turns: int) -> Usage:
+class Recorded:
+    """A model that keeps each call's usage (the session's turns, one by one)."""
+
+    def __init__(self, model: Model):
+        self.ref, self.model, self.usages = model.ref, model, list[Usage]()
+
+    async def complete(self, **kwargs: Any) -> Completion:
+        done = await self.model.complete(**kwargs)
+        self.usages.append(done.usage)
+        return done
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
+
+
+async def session(
+    model: Model, provider: PodmanProvider, tmp: Path, n: int, turns: int
+) -> list[Usage]:
+    """One session's usage, turn by turn."""
+    model = Recorded(model)
     skills = [read_skill(p) for p in sorted((REPO / "skills").iterdir()) if p.is_dir()]
     staged = await stage_arm(
         provider,
@@ -116,7 +144,11 @@ async def session(model: Model, provider: PodmanProvider, tmp: Path, n: int, tur
     finally:
         await staged.close()
     assert result.turns == turns and result.stop_reason == "end_turn", result
-    return result.usage
+    return model.usages
+
+
+ANTHROPIC = ["anthropic/claude-sonnet-4-6", "anthropic/claude-sonnet-4-5"]
+OPENAI = ["openai/gpt-5", "openai/gpt-4.1"]
 
 
 async def main(sessions: int, lengths: list[int]) -> None:
@@ -128,38 +160,83 @@ async def main(sessions: int, lengths: list[int]) -> None:
         await provider.aclose()
 
 
+def ideal_anthropic(prompts: list[int], least: int) -> float:
+    """Billed input of a cache with foresight: turn i reads the prompt turn i-1 wrote (when it
+    was long enough to cache) at 0.1x and writes its news at 1.25x; the last turn writes
+    nothing (nothing reads it); a prompt under the minimum is plain input."""
+    billed, cached = 0.0, 0
+    for i, prompt in enumerate(prompts):
+        news = prompt - cached
+        write = i < len(prompts) - 1 and prompt >= least
+        billed += 0.1 * cached + (1.25 if write else 1.0) * news
+        cached = prompt if write else 0
+    return billed
+
+
+def ideal_openai(prompts: list[int], rate: float) -> float:
+    """Billed input if every prompt read all of the one before it that OpenAI can cache
+    (from 1024 tokens, in 128-token steps) at `rate`."""
+    billed, seen = 0.0, 0
+    for prompt in prompts:
+        read = seen - seen % 128 if seen >= 1024 else 0
+        billed += rate * read + prompt - read
+        seen = prompt
+    return billed
+
+
 async def measure(provider: PodmanProvider, sessions: int, turns: int) -> None:
     script = parse_script({"conversations": [{"steps": steps(turns)}]})
     server = SpawnedServer(msgspec.to_builtins(script))
     os.environ.update(server.env())
     tmp = Path(tempfile.mkdtemp(prefix="skillbench-bench-caching-"))
-    sonnet = "anthropic/claude-sonnet-4-6"
     print(f"billed input tokens of a {turns}-turn builtin session, fake server, {sessions}x")
+    n = 0
+
+    async def run(make: Callable[[], Model]) -> list[list[Usage]]:
+        nonlocal n
+        usages = []
+        for _ in range(sessions):
+            model = make()
+            n += 1
+            usages.append(await session(model, provider, tmp, n, turns))
+            await model.aclose()
+        return usages
+
     try:
-        runs: dict[str, list[float]] = {}
-        # without first: its requests carry no breakpoint, so they leave nothing in the cache
-        for label, make in [
-            ("anthropic without caching", lambda: AnthropicModel(sonnet, caching=False)),
-            ("anthropic with caching", lambda: AnthropicModel(sonnet)),
-            ("openai (automatic)", lambda: resolve_model("openai/gpt-4.1")),
-        ]:
-            figures = []
-            for i in range(sessions):
-                model = make()
-                usage = await session(model, provider, tmp, len(runs) * 100 + i, turns)
-                await model.aclose()
-                figures.append(billed_input(model.ref, usage))
-                if label.startswith("openai"):  # the same prompts, nothing read from a cache
-                    plain = usage.input_tokens + usage.cache_read_tokens
-                    runs.setdefault("openai without a cache", []).append(plain)
-            runs[label] = figures
-        for label, figures in runs.items():
-            print(f"  {label:28} {sum(figures) / len(figures):9.0f} billed input tokens")
-        a = sum(runs["anthropic with caching"]) / sum(runs["anthropic without caching"])
-        o = sum(runs["openai (automatic)"]) / sum(runs["openai without a cache"])
-        print(f"  ratio with/without: anthropic {a:.2f}x, openai {o:.2f}x (target <= 0.4x)")
+        for ref in ANTHROPIC:
+            least = anthropic_min_tokens(ref.split("/", 1)[1])
+            # without first: its requests carry no breakpoint, so they leave nothing cached
+            plain = await run(lambda ref=ref: AnthropicModel(ref, caching=False))
+            cached = await run(lambda ref=ref: AnthropicModel(ref))
+            without = sum(u.input_tokens for s in plain for u in s)
+            with_ = sum(billed_input(ref, u) for s in cached for u in s)
+            ideal = sum(ideal_anthropic(prompts(u), least) for u in plain)
+            line(f"{ref} (min {least})", with_, without, ideal)
+        usages = await run(lambda: resolve_model(OPENAI[1]))  # the same prompts for both models
+        without = sum(u.input_tokens + u.cache_read_tokens for s in usages for u in s)
+        for ref in OPENAI:
+            price = price_for(ref)
+            assert price is not None and price.cache_read is not None
+            rate = price.cache_read / price.input
+            with_ = sum(billed_input(ref, u) for s in usages for u in s)
+            ideal = sum(ideal_openai(prompts(u), rate) for u in usages)
+            line(f"{ref} (automatic, {rate:g}x)", with_, without, ideal)
     finally:
         server.stop()
+
+
+def prompts(usages: list[Usage]) -> list[int]:
+    """Each turn's whole prompt, in tokens, from a session's per-turn usage."""
+    return [u.input_tokens + u.cache_read_tokens + u.cache_write_tokens for u in usages]
+
+
+def line(label: str, with_: float, without: float, ideal: float) -> None:
+    ratio = with_ / without
+    verdict = "holds" if ratio <= 0.4 else "misses"
+    print(
+        f"  {label:40} {ratio:.3f}x  (ideal {ideal / without:.3f}x; "
+        f"{with_:.0f} / {without:.0f} billed input tokens; target <= 0.4x {verdict})"
+    )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ from skillbench.sandbox.podman.provider import CGROUP_ENV
 BASH = {"builtin": ("bash", "command"), "claude-code": ("Bash", "command")}
 BASH["codex"] = ("exec_command", "cmd")
 BASH["gemini-cli"] = ("run_shell_command", "command")
+BASH["copilot"] = ("bash", "command")
 MODEL = {"codex": "openai/gpt-5.1", "gemini-cli": "google/gemini-2.5-pro"}  # the others: anthropic
+MODEL["copilot"] = "openai/gpt-5.1"
 MIB = 1 << 20
 
 

@@ -42,6 +42,7 @@ from skillbench.errors import EvalError, Interrupted, OptionsError
 from skillbench.validate import NotASkill
 
 if TYPE_CHECKING:
+    from skillbench.config import Settings
     from skillbench.engine.estimate import Estimate
     from skillbench.engine.oracle import OracleResult
     from skillbench.engine.plan import EvalOptions
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from skillbench.engine.session import Progress
     from skillbench.engine.sets import SetPlan, SetResult
     from skillbench.gating import GateResult
+    from skillbench.ledger import RunLedger
     from skillbench.results.records import SessionRecord
     from skillbench.results.run_folder import RunFolder
     from skillbench.results.set_folder import SetFolder
@@ -501,6 +503,7 @@ async def measure_triggers_async(
     settings = settings_for(root, options)
     method = options.trigger_method or ("agent" if options.agent else "catalog")
     methods = ["catalog", "agent"] if method == "both" else [method]
+    ledger = _trigger_ledger(settings, options.max_cost)
 
     try:
         reports = list(
@@ -514,6 +517,7 @@ async def measure_triggers_async(
                         runs=options.runs,
                         threshold=options.threshold,
                         log=log,
+                        ledger=ledger,
                     )
                     for m in methods
                 )
@@ -521,7 +525,43 @@ async def measure_triggers_async(
         )
     except RoutingError as exc:
         raise EvalError(str(exc)) from None
+    if ledger is not None:
+        log(_trigger_spend(ledger, [r for rs in reports for r in rs]))
     return dict(zip(methods, reports, strict=True))
+
+
+def _trigger_ledger(settings: Settings, max_cost: float | None) -> RunLedger | None:
+    """The measurement's one ledger under --max-cost (catalog calls and routing sessions of
+    every method spend in it), or None without a cap."""
+    from skillbench.ledger import RunLedger
+    from skillbench.models.pricing import price_for
+
+    if max_cost is None:
+        return None
+    if max_cost < 0:
+        raise OptionsError("--max-cost is a spend cap in USD: 0 or more")
+    if price_for(settings.model, settings.prices) is None:
+        raise OptionsError(
+            f"--max-cost: no price is known for {settings.model}, so its spend cannot be "
+            f'counted; add [prices."{settings.model}"] with input and output (USD per million '
+            "tokens) to skillbench.toml"
+        )
+    return RunLedger(max_cost)
+
+
+def _trigger_spend(ledger: RunLedger, reports: list[TriggerReport]) -> str:
+    """The line that says what the cap let run: spend against it and the prompts not run."""
+    from skillbench.triggers import CAPPED
+
+    state = ledger.snapshot()
+    capped = sum(r.error == CAPPED for report in reports for r in report.results)
+    head = f"spent ${state.spent:.4f} of --max-cost ${ledger.ceiling or 0:.2f}"
+    if not capped:
+        return head
+    return (
+        f"{head}: the cap was reached; {capped} prompt(s) not run (shown as errored: a "
+        "should-trigger one counts as a miss, as any failed call, never as a false fire)"
+    )
 
 
 def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) -> GateResult:

@@ -114,12 +114,18 @@ class Broker:
         run_ledger: RunLedger | None = None,
         kind: str = "agent",
         max_requests: int | None = None,
+        max_failures: int | None = None,
         body_cap: int = BODY_CAP,
         max_concurrent: int = MAX_CONCURRENT,
     ):
         self.upstream = upstream.rstrip("/")
         self.wire = WIRES[wire]
         self.max_requests = max_requests  # the session's model-call cap, where the CLI has none
+        # failed calls in a row after which no more are forwarded, for a CLI whose own retries
+        # cannot be capped (OpenCode retries a cut stream about a hundred times, each billed
+        # its reservation)
+        self.max_failures = max_failures
+        self._failing = 0  # calls failed in a row
         self.model = model  # the run's model reference
         self.models = allowed_models(model, secondary)  # body's model name -> priced as
         self.prices = prices
@@ -128,6 +134,10 @@ class Broker:
         self.usage = Usage()
         self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx
+        # the last call to end had no whole answer (unreachable, 5xx or 429, a stream cut
+        # mid-answer): a CLI that gives up on it quietly and ends its turn as if done
+        # (OpenCode) did not end on the model's answer
+        self.last_failed = False
         self.exhausted = False  # a request was refused because the budget was spent
         self.capped = False  # a request was refused because max_requests were answered
         self.fault: str | None = None  # the broker's own last failure, as one line
@@ -135,6 +145,9 @@ class Broker:
         # a CLI that gives up on it says in its own words, if at all
         self.rejected: str | None = None
         self.first_request: dict[str, Any] | None = None  # what the CLI first asked (its prompt)
+        # the calls forwarded, by the model each named (a subagent's, an alias's): the
+        # session's record says which models its calls used
+        self.model_calls: dict[str, int] = {}
         self._priced = price_for(model, prices) is not None
         self._key = api_key
         self._lock = threading.Lock()
@@ -317,6 +330,8 @@ class Broker:
                 self.first_request = json.loads(call.body)
         with self._slot():
             reserved = self._reserve(endpoint, head, priced_as, len(call.body))
+            with self._lock:
+                self.model_calls[head.model] = self.model_calls.get(head.model, 0) + 1
             try:
                 status, error = self._stream(call, endpoint)
             finally:
@@ -343,6 +358,13 @@ class Broker:
                     400,
                     "invalid_request_error",
                     f"skillbench: this session's cap of {self.max_requests} model calls is reached",
+                )
+            if self.max_failures is not None and self._failing >= self.max_failures:
+                raise Refused(
+                    400,
+                    "invalid_request_error",
+                    f"skillbench: the model failed {self._failing} calls in a row "
+                    "(the CLI's retries are spent); no more are forwarded",
                 )
             self._forwarding += 1
             self._sent += 1  # a hang-up after forwarding must not take it out of the cap
@@ -411,6 +433,8 @@ class Broker:
                 raise _Cancelled from None
             with self._lock:
                 self.failures += 1
+                self.last_failed = True
+                self._failing += 1
             why = f"skillbench broker: provider unreachable: {type(exc).__name__}"
             if call.response is None:  # nothing was sent to the CLI yet: it can be told
                 self._reply_error(h, 502, "api_error", why)
@@ -420,8 +444,12 @@ class Broker:
         with self._lock:
             if resp.status_code >= 500 or resp.status_code == 429 or self.wire.cut(call.text):
                 self.failures += 1
+                self.last_failed = True
+                self._failing += 1
             elif 200 <= resp.status_code < 300:
                 self.answered += 1
+                self.last_failed = False
+                self._failing = 0
             elif resp.status_code >= 400:
                 self.rejected = _error_message(call.seen) or f"HTTP {resp.status_code}"
         return resp.status_code, None

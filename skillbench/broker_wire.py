@@ -4,14 +4,15 @@ looks like, and the shape of an error.
 
 Only origin-form targets from a fixed list pass: the pinned CLIs call exactly these (Claude Code
 2.1.332 `POST /v1/messages?beta=true`, Codex 0.169.0 `POST /v1/responses`, Gemini CLI 0.61.0
-`POST /v1beta/models/<model>:streamGenerateContent?alt=sse`, as the broker's exchange logs
-show); `count_tokens`, Chat Completions and Gemini's `:generateContent` and `:countTokens` are
-the same wires' other calls an agent may make. The Gemini API names the model in the path: a
-target passes only as `/v1beta/models/<name>:<verb>` with a plain name (letters, digits, `.`,
-`_`, `-`) and one verb of the list, and that name is checked against the run's models like a
-body's `model`. The upstream URL is the configured base URL joined with our own copy of the
-path, so nothing the sandbox sent (an `@host`, an absolute URL, `..`, a percent-encoded
-anything, a `?key=`) is ever part of it.
+`POST /v1beta/models/<model>:streamGenerateContent?alt=sse`, Copilot CLI 1.0.102
+`POST /v1/chat/completions`, as the broker's exchange logs show); `count_tokens`, Chat
+Completions and Gemini's `:generateContent` and `:countTokens` are the same wires' other calls
+an agent may make (the `openai-chat` wire, Copilot's, has Chat Completions alone). The Gemini
+API names the model in the path: a target passes only as `/v1beta/models/<name>:<verb>` with
+a plain name (letters, digits, `.`, `_`, `-`) and one verb of the list, and that name is
+checked against the run's models like a body's `model`. The upstream URL is the configured
+base URL joined with our own copy of the path, so nothing the sandbox sent (an `@host`, an
+absolute URL, `..`, a percent-encoded anything, a `?key=`) is ever part of it.
 """
 
 from __future__ import annotations
@@ -306,3 +307,20 @@ WIRES: dict[str, Wire] = {
         headers=_COMMON | {"x-goog-api-client"},
     ),
 }
+
+
+def _chat_cut(text: str) -> bool:
+    """A streamed Chat Completion that stopped before its closing `data: [DONE]` line (the
+    last line of the stream: the same words inside a chunk's text are not its end)."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    return any(line.startswith("data:") for line in lines) and lines[-1] != "data: [DONE]"
+
+
+# Chat Completions alone: Copilot CLI 1.0.102 (BYOK, COPILOT_PROVIDER_TYPE=openai) calls
+# only `POST /v1/chat/completions` (streamed, asking for its usage itself), as the broker's
+# exchange logs and the fake server's show; the Responses API is not on its list
+WIRES["openai-chat"] = msgspec.structs.replace(
+    WIRES["openai"],
+    routes={"/v1/chat/completions": WIRES["openai"].routes["/v1/chat/completions"]},
+    cut=_chat_cut,
+)

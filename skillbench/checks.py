@@ -10,12 +10,14 @@ import re
 from collections.abc import Sequence
 
 from skillbench.evals.checks import path_escape
+from skillbench.evals.kinds import CheckContext, CheckKind, plugin_kinds
 from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.jsonreply import json_objects
 from skillbench.optimizer_trace import optimizer_trace
-from skillbench.results.checks import NO_VERDICT, CheckResult
+from skillbench.results.checks import NO_METRIC, NO_VERDICT, CheckResult
 from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
 from skillbench.transcript import Transcript
+from skillbench.vally_trajectory import grader_input
 
 COMMAND_TIMEOUT = 120.0
 
@@ -41,18 +43,32 @@ async def run_checks(
     results = []
     for i, check in enumerate(checks):
         try:
-            if earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
+            if (plugin := plugin_kinds().get(check.kind)) is not None:
+                results.append(await _plugin(plugin, check, CheckContext(transcript, sandbox)))
+            elif earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
                 results.append(earlier[i])
             elif check.kind in SCRIPTED and sandbox is not None:
                 trace = results_trace
                 if trace is None:
                     trace = optimizer_trace(transcript.events)
-                results.append(await _scripted(check, trace, sandbox, case_dir))
+                results.append(await _scripted(check, trace, sandbox, case_dir, transcript))
             else:
                 results.append(await _one(check, text, commands, sandbox, transcript.all_text))
         except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
             results.append(CheckResult(check.name, False, f"could not run: {exc}"))
     return results
+
+
+async def _plugin(kind: CheckKind, check: Check, context: CheckContext) -> CheckResult:
+    """A package's check kind (evals/kinds.py): its verdict, or a failure saying what it
+    raised; a plugin's bug fails its check, never the run."""
+    if check.arg is None:
+        return CheckResult(check.name, False, f"{check.kind} needs an argument")
+    try:
+        verdict = await kind.run(check.arg, context)
+    except Exception as exc:
+        return CheckResult(check.name, False, f"the check kind raised {type(exc).__name__}: {exc}")
+    return CheckResult(check.name, bool(verdict.passed), verdict.detail, score=verdict.score)
 
 
 async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> None:
@@ -88,6 +104,7 @@ SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
 
 
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl (optimizer_trace)
+VALLY_INPUT = f"{RESULTS}/grader-input.json"  # a Vally program grader's EVALUATE_GRADER_INPUT
 # A grader's stdout as it stood when the grader exited: a process it left behind (the
 # candidate's program, run by the grader) cannot add to it afterwards.
 GRADER_WRAPPER = (
@@ -96,7 +113,9 @@ GRADER_WRAPPER = (
 )
 
 
-async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -> CheckResult:
+async def _scripted(
+    check: Check, trace: str, sandbox: Sandbox, case_dir: str, transcript: Transcript
+) -> CheckResult:
     """The check kinds that run the eval's own programs in the checker (docs/formats.md); a
     grader finds `trace` (skill-optimizer's format) at $RESULTS/trace.jsonl."""
     name, arg = check.name, check.arg or ""
@@ -146,20 +165,33 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
                 name, False, f"{path} holds no number (nor JSON of named numbers)", output=output
             )
         passed, score, detail = reward_verdict(metrics, check)
-        return CheckResult(name, passed, detail, score=score, metrics=metrics, output=output)
+        return CheckResult(
+            name,
+            bool(passed),
+            detail,
+            score=score,
+            infrastructure=passed is None,
+            metrics=metrics,
+            output=output,
+        )
     # grader: a command printing {"pass", "score", "evidence"}, or its exit code
     # written by the host into the fresh checker: whatever the agent wrote is not it
     await sandbox.write_file(f"{RESULTS}/trace.jsonl", trace)
+    if check.program is not None:  # Vally's: its GraderInput, from the host's transcript
+        await sandbox.write_file(VALLY_INPUT, grader_input(transcript.events, check.program, work))
+        env = {**env, "EVALUATE_WORKSPACE": work, "EVALUATE_GRADER_INPUT": VALLY_INPUT}
     done = await sandbox.exec(
         ["bash", "-c", GRADER_WRAPPER, "grader", arg],
         cwd=work,
-        timeout=SCRIPT_TIMEOUT,
+        timeout=limit,
         env={**env, "RESULTS": RESULTS},
     )
     if done.timed_out:
-        return CheckResult(name, False, f"timed out after {SCRIPT_TIMEOUT:g} s")
+        return CheckResult(name, False, f"timed out after {limit:g} s")
     if check.min is not None:  # Skillgrade's contract: {"score", "details", "checks"}
         return _scored(name, done, check.min)
+    if check.program is not None:
+        return _vally_result(name, done)
     verdicts = [v for v in json_objects(done.stdout) if "pass" in v]
     if len({bool(v["pass"]) for v in verdicts}) > 1:
         # a grader prints one verdict; a second, disagreeing one came from the candidate's
@@ -184,6 +216,37 @@ async def _scripted(check: Check, trace: str, sandbox: Sandbox, case_dir: str) -
         bool(verdict["pass"]),
         "; ".join([shown, *evidence])[:1000],
         score=float(score) if isinstance(score, int | float) else None,
+    )
+
+
+def _vally_result(name: str, done: ExecResult) -> CheckResult:
+    """Vally's program-grader contract: nothing on stdout, and the exit code decides (0
+    passes); else a GraderResult JSON whose `passed` decides, `score` and `evidence` kept.
+    Other stdout is no result (a failure), and two disagreeing results fail, as for every
+    grader: the candidate's code the program ran shares its stdout."""
+    if not done.stdout.strip():
+        tail = done.stderr.strip()[-300:]
+        return CheckResult(
+            name,
+            done.exit_code == 0,
+            f"exit {done.exit_code}, no output" + (f": {tail}" if done.exit_code and tail else ""),
+            score=1.0 if done.exit_code == 0 else 0.0,
+        )
+    results = [v for v in json_objects(done.stdout) if isinstance(v.get("passed"), bool)]
+    if not results:
+        tail = done.stdout.strip()[-300:]
+        return CheckResult(name, False, f"stdout is not a GraderResult (no `passed`): {tail}")
+    if len({v["passed"] for v in results}) > 1:
+        return CheckResult(
+            name, False, f"{len(results)} disagreeing GraderResults in its stdout: failed"
+        )
+    last = results[-1]
+    score = last.get("score")
+    value = float(score) if isinstance(score, int | float) and _number(score) else None
+    shown = "no score" if value is None else f"score {value:g}"
+    evidence = str(last.get("evidence") or "")
+    return CheckResult(
+        name, last["passed"], "; ".join(x for x in (shown, evidence) if x)[:1000], score=value
     )
 
 
@@ -236,21 +299,29 @@ def reward_metrics(text: str) -> dict[str, float]:
     return {}
 
 
-def reward_verdict(metrics: dict[str, float], check: Check) -> tuple[bool, float | None, str]:
-    """(passed, score, detail) under Harbor's pass rule: the case's `metric` when it names
-    one, else the `reward` key, else every metric must reach `min` (default 1)."""
+def reward_verdict(
+    metrics: dict[str, float], check: Check
+) -> tuple[bool | None, float | None, str]:
+    """(passed, score, detail) as Harbor scores a reward file: one number decides, reaching
+    `min` (default 1): the case's `metric` when it names one, else the `reward` key, else the
+    file's only key. Several keys and none chosen: Harbor's default metric takes exactly one
+    key per reward and refuses the rest, so there is no verdict (passed None), never an AND."""
     least = 1.0 if check.min is None else check.min
-    key = check.metric or ("reward" if "reward" in metrics else None)
-    if key is not None:
-        if key not in metrics:
-            shown = ", ".join(sorted(metrics))
-            return False, None, f"no metric {key!r} in the reward file (it has {shown})"
-        value = metrics[key]
-        return value >= least, value, f"{key} {value:g} (min {least:g})"
-    low = sorted(k for k, v in metrics.items() if v < least)
+    key = check.metric or (
+        "reward" if "reward" in metrics else next(iter(metrics)) if len(metrics) == 1 else None
+    )
     shown = ", ".join(f"{k} {v:g}" for k, v in sorted(metrics.items()))
-    why = f"; below min {least:g}: {', '.join(low)}" if low else f" (min {least:g} each)"
-    return not low, min(metrics.values()), shown + why
+    if key is None:
+        return (
+            None,
+            None,
+            f"{NO_METRIC}: the reward file has {shown} and no `reward` key; name the one that "
+            "decides with the check's `metric:` (Harbor's default metric takes exactly one key)",
+        )
+    if key not in metrics:
+        return False, None, f"no metric {key!r} in the reward file (it has {shown})"
+    value = metrics[key]
+    return value >= least, value, f"{key} {value:g} (min {least:g})"
 
 
 async def _one(

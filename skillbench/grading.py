@@ -88,16 +88,22 @@ async def workspace_files(sandbox: Sandbox) -> str:
     return "\n".join(parts) if parts else "(the workspace is empty)"
 
 
-def prompt(frame: Frame, task: str, items: Sequence[tuple[int, str]], trace: str, files: str):
+def prompt(
+    frame: Frame, task: str, items: Sequence[tuple[int, str]], trace: str, files: str
+) -> tuple[TextBlock, TextBlock]:
+    """The user message: the task, the same for every session of a case and marked for the
+    prompt cache, then everything of this call (its frame id, the expectations with their
+    random canary, the transcript, the files): nothing random is in the cached prefix."""
     listed = "\n".join(f"{i}. {text}" for i, text in items)
-    return (
-        f"## Task given to the agent\n{task}\n\n## Expectations\n{listed}\n\n"
+    asked = (
+        f"{frame.stamp()}\n\n## Expectations\n{listed}\n\n"
         f"## Transcript (tail)\n{frame.block('TRANSCRIPT', tail(trace))}\n\n"
         f"## Files left in the workspace\n{frame.block('FILES', files)}\n\n"
         "Grade every expectation by its number. Answer "
         f'{{"nonce": "{frame.nonce}", "results": [{{"id": N, "passed": true | false, '
         '"evidence": "..."}]}.'
     )
+    return TextBlock(f"## Task given to the agent\n{task}\n\n", cache=True), TextBlock(asked)
 
 
 def _valid(ids: set[int]):
@@ -127,8 +133,8 @@ async def _grade_once(
     usage = Usage()
     try:
         done = await model.complete(
-            system=f"{SYSTEM}\n\n{frame.rules()}",
-            messages=[Message("user", (TextBlock(prompt(frame, task, items, trace, files)),))],
+            system=f"{SYSTEM}\n\n{Frame.RULES}",
+            messages=[Message("user", prompt(frame, task, items, trace, files))],
             tools=[],
             max_tokens=2048,
         )

@@ -2,7 +2,9 @@
 transcript labelled A and B, asked twice with the order swapped. A row is decided only when both
 answers agree; otherwise it is a tie marked `judge-split`. The transcripts are the agent's
 words, so each call frames them with a fresh nonce and reads its verdict back through that
-frame (`skillbench.framing`): a candidate cannot add a rubric or a verdict of its own."""
+frame (`skillbench.framing`): a candidate cannot add a rubric or a verdict of its own. The
+system prompt, the task and the rubric come first and are the same for every call on a case:
+the prefix a provider caches (docs/agents.md, prompt caching)."""
 
 from __future__ import annotations
 
@@ -42,14 +44,18 @@ def tail(text: str, limit: int = TAIL_CHARS) -> str:
     return text if len(text) <= limit else "[... earlier part cut ...]\n" + text[-limit:]
 
 
-def prompt(frame: Frame, task: str, rubric: str, a: str, b: str) -> str:
-    return (
-        f"## Task given to the agent\n{task}\n\n## Rubric\n{rubric}\n\n"
+def prompt(frame: Frame, task: str, rubric: str, a: str, b: str) -> tuple[TextBlock, TextBlock]:
+    """The user message: the task and the rubric, the same for every call on a case and
+    marked for the prompt cache, then this call's frame id, the attempts and the question."""
+    stable = f"## Task given to the agent\n{task}\n\n## Rubric\n{rubric}\n\n"
+    asked = (
+        f"{frame.stamp()}\n\n"
         f"## Attempt A (transcript tail)\n{frame.block('ATTEMPT_A', tail(a))}\n\n"
         f"## Attempt B (transcript tail)\n{frame.block('ATTEMPT_B', tail(b))}\n\n"
         'Which attempt better satisfies the rubric? Answer {"winner": "A" | "B" | "tie", '
         f'"reason": "...", "nonce": "{frame.nonce}"}}.'
     )
+    return TextBlock(stable, cache=True), TextBlock(asked)
 
 
 def _winner(reply: dict) -> str:
@@ -65,13 +71,13 @@ class _Answer(msgspec.Struct, frozen=True):
 
 async def _ask(model: Model, task: str, rubric: str, a: str, b: str) -> _Answer:
     frame = Frame()
-    text = prompt(frame, task, rubric, a, b)
+    content = prompt(frame, task, rubric, a, b)
     usage = Usage()
     for _ in range(1 + UNPARSEABLE_RETRIES):
         try:
             done = await model.complete(
-                system=f"{SYSTEM}\n\n{frame.rules()}",
-                messages=[Message("user", (TextBlock(text),))],
+                system=f"{SYSTEM}\n\n{Frame.RULES}",
+                messages=[Message("user", content)],
                 tools=[],
                 max_tokens=1024,
             )

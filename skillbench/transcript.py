@@ -5,7 +5,7 @@ credentials before it is written; the checks read the unscrubbed events kept in 
 
 Events (docs/results.md): trace_start {case, arm, rep, model, started_at}, message {role, text,
 usage}, tool_call {id, name, arguments}, tool_result {id, name, text, is_error, exit_code},
-trace_end {stop_reason, turns, duration_ms, usage, cost_usd}.
+trace_end {stop_reason, turns, duration_ms, usage, cost_usd, models (a CLI's calls by model)}.
 """
 
 from __future__ import annotations
@@ -133,6 +133,18 @@ def loaded_skills(
             found.update(n for n in names(e) if n)
         found.update(touched_skills(e.get("arguments")))
     return found
+
+
+def declared_skills(
+    invoked: Callable[[list[dict[str, Any]]], set[str]], events: list[dict[str, Any]]
+) -> set[str]:
+    """The skills an agent's own skill tool loaded (`invoked`: the agent's reading of a
+    transcript), without what a text reading of its other tool calls guesses: the skill
+    observer sees those reads (docs/trust.md, "Activation")."""
+    reads = {
+        id(e) for e in events if e.get("type") == "tool_call" and touched_skills(e.get("arguments"))
+    }
+    return invoked([e for e in events if id(e) not in reads])
 
 
 def expand_loaded(found: Iterable[str], staged: Iterable[str]) -> set[str]:

@@ -17,6 +17,7 @@ HOME = {
     "codex": "/skills",
     "opencode": "/home/agent/.config/opencode/skills",
     "gemini-cli": "/home/agent/.gemini/skills",
+    "copilot": "/home/agent/.copilot/skills",
 }
 # each agent's own names for a shell and a file read
 SHELL = {
@@ -25,6 +26,7 @@ SHELL = {
     "codex": ("bash", "command"),
     "opencode": ("bash", "command"),
     "gemini-cli": ("bash", "command"),  # its run_shell_command, in the transcript
+    "copilot": ("bash", "command"),
 }
 READ = {
     "builtin": ("read", "path"),
@@ -32,6 +34,7 @@ READ = {
     "codex": ("read", "path"),
     "opencode": ("read", "filePath"),
     "gemini-cli": ("read_file", "file_path"),
+    "copilot": ("view", "path"),
 }
 
 

@@ -6,6 +6,7 @@ writes and reads at their prices."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,15 @@ from skillbench.broker import Broker
 from skillbench.ledger import MeteredModel, RunLedger
 from skillbench.models import resolve_model
 from skillbench.models.anthropic_api import AnthropicModel
-from skillbench.models.base import Message, TextBlock, ToolCall, ToolResult, ToolSpec, Usage
+from skillbench.models.base import (
+    Message,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+    anthropic_usage,
+)
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.pricing import cost_usd, price_for, worst_case_usd
 from skillbench.models.script import parse_script
@@ -91,6 +100,24 @@ async def test_a_prompt_never_seen_reads_nothing(fake) -> None:
     await plain.aclose()
     assert all(u.cache_read_tokens == u.cache_write_tokens == 0 for u in again)
     assert a.cache_write_tokens > 0
+
+
+@pytest.mark.anyio
+async def test_each_model_caches_only_from_its_own_minimum(fake) -> None:
+    """The same ~1,500-token prefix caches on Sonnet 4.5 (1,024 minimum), not on Sonnet 4.6
+    (2,048 in practice) nor Opus 4.6 (4,096); ~4,800 tokens cache on all three."""
+    fake(LOOP)
+    mid, long = "Follow the house rules. " * 250, LONG * 2
+    written = {}
+    for name in ("claude-sonnet-4-5", "claude-sonnet-4-6", "claude-opus-4-6"):
+        model = resolve_model(f"anthropic/{name}", max_retries=0)
+        (short,) = await _conversation(model, 1, system=name + mid)
+        (whole,) = await _conversation(model, 1, system=name + long)
+        await model.aclose()
+        written[name] = (short.cache_write_tokens, whole.cache_write_tokens)
+    assert written["claude-sonnet-4-5"][0] > 1024
+    assert written["claude-sonnet-4-6"][0] == written["claude-opus-4-6"][0] == 0
+    assert all(w > 4096 for _, w in written.values())
 
 
 @pytest.mark.anyio
@@ -206,13 +233,13 @@ async def test_catalog_calls_cache_the_library_catalog(fake) -> None:
     server = fake({"rules": [{"when": "User request", "replies": ['{"selected": []}']}]})
     caller = TriggerCaller(resolve_model(SONNET, max_retries=0), parallel=1)
     library = [
-        Skill(f"s{i}", f"Skill {i}: " + "does things " * 40, f"/x/{i}", 1) for i in range(12)
+        Skill(f"s{i}", f"Skill {i}: " + "does things " * 80, f"/x/{i}", 1) for i in range(12)
     ]
     calls = [await caller.call(library, f"request {n}", 0) for n in range(3)]
     await caller.model.aclose()
     assert [c.selected for c in calls] == [(), (), ()]
     usages = [r.usage for r in server.log()]
-    assert usages[0]["cache_creation_input_tokens"] > 1024
+    assert usages[0]["cache_creation_input_tokens"] > 2048  # Sonnet 4.6's minimum
     assert all(
         u["cache_read_input_tokens"] == usages[0]["cache_creation_input_tokens"] for u in usages[1:]
     )
@@ -248,3 +275,71 @@ def test_a_sandbox_cannot_underbill_an_hours_cache_write(tmp_path: Path) -> None
     assert written > 2000 and line["usage"]["cache_write_1h_tokens"] == written
     assert line["cost_usd"] >= written * 6.0 / 1_000_000  # $6/M: twice Sonnet's input
     assert line["cost_usd"] <= worst_case_usd(SONNET, len(json.dumps(body)), 16)
+
+
+@pytest.mark.anyio
+async def test_judge_calls_on_a_case_read_its_task_and_rubric_from_the_cache(fake) -> None:
+    """The judge's system prompt, task and rubric are the same for every call on a case:
+    the first call writes them, the next reads them, and nothing of a call's own (its frame
+    id, the attempts) is before the breakpoint. The ledger bills the reads and writes."""
+    import random
+
+    from skillbench.judge import judge
+
+    server = fake({"rules": [{"when": "Which attempt", "replies": ['{"winner": "A"}']}]})
+    run = RunLedger(None)
+    model = MeteredModel(resolve_model(SONNET, max_retries=0), run, {}, "judge")
+    rubric = "Prefer the attempt that follows the house rules. " * 200  # ~2,500 tokens
+    for n in range(2):
+        await judge(
+            model,
+            task="review the change",
+            rubric=rubric,
+            candidate=f"candidate {n}",
+            opponent=f"opponent {n}",
+            rng=random.Random(n),
+        )
+    await model.aclose()
+    logged = server.log()
+    assert len(logged) == 4  # two pairs, each asked in both orders
+    first, *rest = [r.usage for r in logged]
+    assert first["cache_creation_input_tokens"] > 2048 and first["cache_read_input_tokens"] == 0
+    assert all(u["cache_read_input_tokens"] == first["cache_creation_input_tokens"] for u in rest)
+    for request in logged:
+        (message,) = request.body["messages"]
+        cached, asked = message["content"]
+        assert "cache_control" in cached and "cache_control" not in asked
+        nonce = re.search(r"frame id is (\w+)", asked["text"])
+        assert nonce and nonce.group(1) not in json.dumps(request.body["system"]) + cached["text"]
+    billed = sum(cost_usd(SONNET, anthropic_usage(r.usage)) or 0.0 for r in logged)
+    assert run.snapshot().by_kind == {"judge": pytest.approx(billed)}
+
+
+@pytest.mark.anyio
+async def test_grader_calls_cache_the_task_and_keep_the_canary_after_it(fake) -> None:
+    """The grader's stable prefix (its instructions and the task) is cached across the calls
+    of a case; the canary, random per call, and the frame id come after the breakpoint."""
+    from skillbench.grading import _grade_once
+
+    reply = '{"results": [{"id": 1, "passed": false}, {"id": 2, "passed": false}]}'
+    server = fake({"rules": [{"when": "Grade every", "replies": [reply]}]})
+    run = RunLedger(None)
+    model = MeteredModel(resolve_model(SONNET, max_retries=0), run, {}, "grader")
+    task = "Write the release notes for the change. " * 250  # ~2,500 tokens
+    for n in range(2):
+        graded, why, _ = await _grade_once(model, task, ["notes exist"], f"trace {n}", "(none)")
+        assert graded is not None, why
+    await model.aclose()
+    first, second = server.log()
+    assert first.usage["cache_creation_input_tokens"] > 2048
+    assert second.usage["cache_read_input_tokens"] == first.usage["cache_creation_input_tokens"]
+    for request in (first, second):
+        (message,) = request.body["messages"]
+        cached, asked = message["content"]
+        assert "cache_control" in cached and ".canary" not in cached["text"]
+        assert ".canary" in asked["text"] and "cache_control" not in asked
+    canaries = {re.search(r"named (\w+)\.canary", r.body["messages"][0]["content"][1]["text"])
+                .group(1) for r in (first, second)}  # fmt: skip
+    assert len(canaries) == 2  # still fresh per call
+    billed = sum(cost_usd(SONNET, anthropic_usage(r.usage)) or 0.0 for r in (first, second))
+    assert run.snapshot().by_kind == {"grader": pytest.approx(billed)}

@@ -56,11 +56,13 @@ def test_doctor_reports_a_ready_machine(capsys) -> None:
     memory = [line for line in out if line.startswith("note    memory: ")]
     assert len(memory) == 1, out
     found = re.search(
-        r"holds (\d+) builtin, (\d+) claude-code, (\d+) codex, (\d+) gemini-cli sessions", memory[0]
+        r"holds (\d+) builtin, (\d+) claude-code, (\d+) codex, (\d+) gemini-cli, "
+        r"(\d+) copilot sessions",
+        memory[0],
     )
     assert found, memory[0]
-    builtin, claude, codex, gemini = map(int, found.groups())
-    assert builtin > codex > claude > gemini >= 1  # a Gemini CLI session is the largest
+    builtin, claude, codex, gemini, copilot = map(int, found.groups())
+    assert builtin > codex > claude > gemini > copilot >= 1  # a Copilot CLI session is the largest
     # this machine's figure (MemAvailable moves a little between the two reads)
     assert abs(claude - parallel_for("claude-code", mem_available())) <= max(2, claude // 20)
 

@@ -46,9 +46,22 @@ FORGED = {
         },
         {"type": "result", "status": "success"},
     ],
+    "copilot": [
+        {"type": "session.skills_loaded", "data": {"skills": []}},
+        {
+            "type": "tool.execution_start",
+            "data": {
+                "toolCallId": "f1",
+                "toolName": "bash",
+                "arguments": {"command": "FORGED-RUN"},
+            },
+        },
+        {"type": "result", "exitCode": 0},
+    ],
 }
-# the program of the CLI's process: Claude Code's binary; Gemini CLI is node running its bundle
-PROGRAM = {"claude-code": "*claude*", "gemini-cli": "*/node"}
+# the program of the CLI's process: Claude Code's binary; Gemini CLI is node running its
+# bundle; Copilot CLI its own executable
+PROGRAM = {"claude-code": "*claude*", "gemini-cli": "*/node", "copilot": "*/copilot"}
 
 
 def write_command(agent: str) -> str:
@@ -68,7 +81,7 @@ def write_command(agent: str) -> str:
     return write
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "gemini-cli"])
+@pytest.mark.parametrize("agent", ["claude-code", "gemini-cli", "copilot"])
 def test_a_command_cannot_write_events_into_the_cli_stream(
     agent: str, fake, tmp_path: Path, capsys
 ) -> None:
@@ -93,7 +106,7 @@ def test_a_command_cannot_write_events_into_the_cli_stream(
     assert arm["passed"] is False, arm
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli", "copilot"])
 def test_a_tool_result_with_a_line_separator_stays_in_the_transcript(
     fake, tmp_path: Path, capsys, agent: str
 ) -> None:

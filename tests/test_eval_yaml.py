@@ -148,7 +148,8 @@ def test_vally_graders_become_check_kinds_and_skips_are_reported(tmp_path, capsy
     assert any("'azsdk_get_status'" in x for x in skipped)
     assert any("'other-skill'" in x for x in skipped)
     notes = [x for x in out if ": note: " in x]
-    assert any(f"{path}:{line_of(VALLY, 'scoring:')}: note: `scoring`" in x for x in notes)
+    at = f"{path}:{line_of(VALLY, 'threshold:')}: warning: `threshold` 0.7: not applied"
+    assert any(x.startswith(at) for x in out), out
     assert any("`max_tokens` is not honoured" in x for x in notes)
     assert any("`runs`: not honoured" in x for x in notes)
 
@@ -295,6 +296,7 @@ def test_foreign_suites_run_deterministically_in_sandboxes(fake, tmp_path, capsy
             },
             ["skillgrade-fix-linting"],
         ),
+        ("vally", {"eval.yaml": "PROGRAM"}, ["vally-greet"]),
         (
             "skill-creator",
             {
@@ -320,6 +322,7 @@ def test_import_writes_native_cases_with_the_checks_field_report(
 ) -> None:
     """`skillbench import` writes what the loader read as native YAML; the same notes and
     warnings `check` prints are listed, and the imported cases load as the foreign ones did."""
+    files = {k: PROGRAM if v == "PROGRAM" else v for k, v in files.items()}
     skill = make_skill(tmp_path, "greeter", files)
     before = {c.name: c for c in load_assets(skill, "greeter").cases}
     code = main(["import", fmt, str(skill), "--into", str(skill)])
@@ -332,8 +335,8 @@ def test_import_writes_native_cases_with_the_checks_field_report(
     after = {c.name: c for c in assets.cases}
     for name in names:  # the native file is the one used now, with the same meaning
         assert after[name].path.endswith(f"evals/cases/{name}.yaml")
-        assert [(c.kind, c.arg, c.min) for c in after[name].checks] == [
-            (c.kind, c.arg, c.min) for c in before[name].checks
+        assert [(c.kind, c.arg, c.min, c.timeout, c.program) for c in after[name].checks] == [
+            (c.kind, c.arg, c.min, c.timeout, c.program) for c in before[name].checks
         ]
         assert after[name].files == before[name].files
         assert after[name].expect_activation == before[name].expect_activation
@@ -457,3 +460,151 @@ def test_rows_the_sandbox_cannot_grade_are_skipped_for_the_environment(
     assert gap["detail"].startswith(
         f"line {doc.splitlines().index(next(x for x in doc.splitlines() if 'figma' in x)) + 1}:"
     )
+
+
+PROGRAM = """\
+scoring:
+  weights: {program: 1.0}
+  threshold: 0.7
+stimuli:
+  - name: greet
+    prompt: Greet Ada in greeting.txt
+    graders:
+      - type: program
+        weight: 2
+        config:
+          program: bash
+          args:
+            - -c
+            - >-
+              if grep -q 'Hello Ada' "$EVALUATE_WORKSPACE/greeting.txt" &&
+              grep -q '"prompt": "Greet Ada in greeting.txt"' "$EVALUATE_GRADER_INPUT";
+              then echo '{"name": "g", "kind": "code", "passed": true, "score": 1,
+              "evidence": "greeted"}';
+              else echo '{"name": "g", "kind": "code", "passed": false, "score": 0,
+              "evidence": "no greeting"}'; fi
+      - type: program
+        config:
+          program: bash
+          args: [-c, 'grep -q toolCallCount "$EVALUATE_GRADER_INPUT" && test -f greeting.txt']
+          sub_path: .
+          timeout: 30s
+"""
+
+
+def test_vally_program_graders_load_with_their_defaults_and_the_threshold_is_loud(
+    tmp_path, capsys
+) -> None:
+    skill = make_skill(tmp_path, "greeter", {"eval.yaml": PROGRAM})
+    (case,) = load_assets(skill, "greeter").cases
+    first, second = case.checks
+    assert (first.kind, second.kind) == ("grader", "grader")
+    assert first.timeout == 60 and second.timeout == 30  # Vally's default, and as written
+    assert json.loads(first.program or "")["stimulus"] == {
+        "name": "vally-greet",
+        "prompt": "Greet Ada in greeting.txt",
+    }
+    assert second.arg and second.arg.startswith("cd . && ")
+    code, out = check(capsys, skill)
+    assert code == 0, out
+    path = skill / "eval.yaml"
+    at = f"{path}:{line_of(PROGRAM, 'threshold:')}: warning: `threshold` 0.7: not applied"
+    assert any(x.startswith(at) for x in out), out
+    assert any(
+        f"{path}:{line_of(PROGRAM, 'weight: 2')}: note: weights change nothing" in x for x in out
+    )
+    assert not any("row skipped" in x for x in out), out
+
+
+@pytest.mark.parametrize(
+    ("env", "why"),
+    [
+        ({"evaluate_workspace": "/tmp"}, "may not set evaluate_workspace"),
+        ({"EVALUATE_GRADER_INPUT": "x"}, "may not set EVALUATE_GRADER_INPUT"),
+    ],
+)
+def test_a_program_grader_cannot_set_the_variables_vally_owns(tmp_path, capsys, env, why) -> None:
+    doc = {
+        "stimuli": [
+            {
+                "name": "s",
+                "prompt": "p",
+                "graders": [{"type": "program", "config": {"program": "true", "env": env}}],
+            }
+        ]
+    }
+    skill = make_skill(tmp_path, "s", {"eval.yaml": json.dumps(doc)})
+    code, out = check(capsys, skill)
+    assert code != 0 and any(why in x for x in out), out
+
+
+def test_a_program_grader_result_is_its_json_or_its_exit_code() -> None:
+    from skillbench.checks import _vally_result
+    from skillbench.sandbox.base import ExecResult
+
+    def result(code: int, out: str) -> tuple[bool, str]:
+        got = _vally_result("g", ExecResult(code, out, "boom" if code else ""))
+        return got.passed, got.detail
+
+    assert result(0, "") == (True, "exit 0, no output")
+    assert result(1, "") == (False, "exit 1, no output: boom")
+    # the GraderResult decides, whatever the exit code
+    assert result(1, '{"passed": true, "score": 1, "evidence": "ok"}') == (True, "score 1; ok")
+    assert result(0, '{"passed": false, "score": 0.4}')[0] is False
+    # output that is no GraderResult is no pass; nor are two that disagree (the candidate's
+    # code the program ran prints one too)
+    assert result(0, "all good")[0] is False
+    both = '{"passed": true, "score": 1}\n{"passed": false, "score": 0}'
+    assert result(0, both) == (False, "2 disagreeing GraderResults in its stdout: failed")
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+def test_vally_program_graders_decide_rows_in_sandboxes(fake, tmp_path, capsys) -> None:
+    """A Vally `program` grader runs in the checker with Vally's two variables: the input
+    the host wrote (the stimulus, the tool calls) and the workspace the arm left."""
+    from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
+
+    folder = skill(tmp_path, {"eval.yaml": PROGRAM})
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Greet Ada", write_file("greeting.txt", "Hello Ada\n"), loop=True),
+                conv(BASE, "Greet Ada", write_file("greeting.txt", "Hi\n"), loop=True),
+            ]
+        }
+    )
+    _, _, summary = run_eval(capsys, folder, tmp_path / "run")
+    (row,) = summary["rows"]
+    assert (row["outcome"], row["decided_by"]) == ("win", "checks"), row
+    arms = row["arms"]
+    assert [(c["passed"], c["detail"]) for c in arms["candidate"]["checks"]] == [
+        (True, "score 1; greeted"),
+        (True, "exit 0, no output"),
+    ]
+    assert [(c["passed"], c["detail"]) for c in arms["baseline"]["checks"]] == [
+        (False, "score 0; no greeting"),
+        (True, "exit 0, no output"),
+    ]
+
+
+def test_every_grader_of_vallys_catalog_is_mapped_or_skipped_with_its_reason(
+    tmp_path, capsys
+) -> None:
+    """Vally's Grader Catalog, each type: a check, a note, or a row skipped saying why."""
+    graders = [
+        {"type": "panel", "config": {"rubric": "Is polite", "judges": ["a", "b"]}},
+        *({"type": t, "config": {"max": 3}} for t in ("error-count", "token-budget")),
+        *({"type": t, "config": {"max": 3}} for t in ("tool-call-count", "turn-count")),
+        {"type": "wall-time", "config": {"max": "1m"}},
+    ]
+    doc = {"stimuli": [{"name": "s", "prompt": "p", "graders": graders}]}
+    skill = make_skill(tmp_path, "s", {"eval.yaml": json.dumps(doc)})
+    (case,) = load_assets(skill, "s").cases
+    assert [(c.kind, c.arg) for c in case.checks] == [("expect", "Is polite")]
+    code, out = check(capsys, skill)
+    assert code == 0, out
+    skipped = [x for x in out if "row skipped (environment)" in x]
+    for kind in ("error-count", "token-budget", "tool-call-count", "turn-count", "wall-time"):
+        assert sum(f"`{kind}`" in x for x in skipped) == 1, (kind, out)
+    assert any("`panel` `judges`: not honoured" in x for x in out)

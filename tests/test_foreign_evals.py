@@ -238,3 +238,10 @@ def test_an_evals_json_without_evals_names_the_list_it_has(tmp_path, capsys) -> 
     assert code == 1
     want = f"{skill / 'evals/evals.json'}:1: error: no `evals` list (the file has `test_cases`)"
     assert any(line.startswith(want) for line in out), out
+
+
+def test_the_readme_eval_assets_section_leads_with_the_formats_you_already_have() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("\n## Eval assets\n", 1)[1]
+    first = next(line for line in section.splitlines() if line.startswith("#"))
+    assert first == "### The formats you already have"

@@ -17,6 +17,7 @@ from skillbench.evals.model import Check
 from skillbench.framing import Frame
 from skillbench.grading import canary_text, grade, numbered, prompt
 from skillbench.models import resolve_model
+from skillbench.models.base import text_of
 
 CANARY = "(the canary).canary"
 
@@ -55,8 +56,10 @@ def test_each_call_draws_a_fresh_canary_and_ids_stay_fixed() -> None:
     rule = truthful_rule()
     canary = canary_text()
     name = canary.rsplit(" ", 1)[1]
-    listed = prompt(Frame(), "t", numbered(texts, canary), "", f"== {name} (0 bytes)\n")
-    other = prompt(Frame(), "t", numbered(texts, canary), "", "== 0123abcd.canary (0 bytes)\n")
+    listed = text_of(prompt(Frame(), "t", numbered(texts, canary), "", f"== {name} (0 bytes)\n"))
+    other = text_of(
+        prompt(Frame(), "t", numbered(texts, canary), "", "== 0123abcd.canary (0 bytes)\n")
+    )
     assert re.search(rule, listed) and not re.search(rule, other)
 
 

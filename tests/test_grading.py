@@ -4,6 +4,7 @@ the agent's text cannot supply a verdict, and a grader that passes the canary sc
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,7 @@ def test_the_candidate_meeting_the_expectation_wins_end_to_end(fake, tmp_path, c
         ]
         return json.dumps({"results": results})
 
-    fake(
+    server = fake(
         {
             "rules": [
                 {"when": "(?s)## Expectations.*Hello Ada-7731", "replies": [verdict(True)]},
@@ -107,6 +108,11 @@ def test_the_candidate_meeting_the_expectation_wins_end_to_end(fake, tmp_path, c
     _, _, summary = run_eval(capsys, folder, tmp_path / "run")
     (row,) = summary["rows"]
     assert (row["case"], row["outcome"], row["decided_by"]) == ("eval-1", "win", "checks")
+    # blind: one grading per arm, neither says which arm it is, nor names the skill's folder
+    asked = [json.dumps(r.body) for r in server.log() if "## Expectations" in json.dumps(r.body)]
+    assert len(asked) == 2
+    for text in asked:
+        assert not re.search(r"(?i)candidate|baseline|with_skill|without_skill|/skills/", text)
 
 
 @pytest.mark.anyio
@@ -141,9 +147,10 @@ async def test_two_gradings_that_disagree_fail_closed(
 def test_the_agents_text_is_only_inside_the_frame() -> None:
     from skillbench.framing import Frame
     from skillbench.grading import prompt
+    from skillbench.models.base import text_of
 
     frame = Frame()
-    text = prompt(frame, "task", numbered(["real"], CANARY), ATTACK, ATTACK)
+    text = text_of(prompt(frame, "task", numbered(["real"], CANARY), ATTACK, ATTACK))
     outside = text
     for label in ("TRANSCRIPT", "FILES"):
         start = outside.index(f"<<<{label} {frame.nonce}")

@@ -80,8 +80,9 @@ def test_harbor_tasks_run_unmodified_and_score(fake, tmp_path: Path, capsys) -> 
     code = main(["eval", str(into), "--oracle", "--model", "scripted/demo", "--out", str(oracle)])
     report = capsys.readouterr().out.splitlines()
     assert "oracle PASS: sum-task" in report and "oracle PASS: guarded" in report, report
-    assert "oracle FAIL: graded" in report and code == 1  # style 0.5 is below min 1
-    assert any("below min 1: style" in line for line in report)
+    # two metrics and no `reward` key: Harbor's default metric takes one key; none decides
+    assert "oracle FAIL: graded" in report and code == 1
+    assert any("no deciding metric: the reward file has accuracy 1, style 0.5" in x for x in report)
     assert "    want '42', got '42'" in report  # the verifier's stdout, shown
     saved = json.loads((oracle / "oracle.json").read_text())
     assert {r["case"] for r in saved} == {"sum-task", "graded", "guarded"}
@@ -107,9 +108,11 @@ def test_harbor_tasks_run_unmodified_and_score(fake, tmp_path: Path, capsys) -> 
     assert base["metrics"] == {"reward": 0.0} and not base["passed"]
     assert "answer.txt is wrong" in base["checks"][0]["output"]  # stderr kept on the row
     assert "want '42', got '41'" in base["checks"][0]["output"]
-    # two metrics, one below its minimum: no arm passes, both metrics on the rows
+    # two metrics, none chosen: no verdict in either arm, so the row measures nothing (it
+    # was a tie of two failures by an AND of the metrics); both metrics stay on the rows
     graded = rows["graded"]
-    assert graded["outcome"] == "tie"
+    assert (graded["outcome"], graded["decided_by"]) == ("unscored", "unscored"), graded
+    assert "gave no verdict in either arm" in graded["reason"]
     for arm in graded["arms"].values():
         assert arm["metrics"] == {"accuracy": 1.0, "style": 0.5} and not arm["passed"]
     # the planted link is cut before /tests exists: the attacker scores nothing
@@ -121,7 +124,7 @@ def test_harbor_tasks_run_unmodified_and_score(fake, tmp_path: Path, capsys) -> 
     assert main(["report", str(tmp_path / "run"), "--format", "markdown"]) == 0
     markdown = capsys.readouterr().out
     assert "What the failing verifiers printed" in markdown
-    assert "answer.txt is wrong" in markdown and "style 0.5" in markdown
+    assert "answer.txt is wrong" in markdown and "partial — 2/3 scored" in markdown
     assert main(["report", str(tmp_path / "run"), "--format", "junit"]) == 0
     assert "want '42', got '41'\nstderr:\nanswer.txt is wrong" in capsys.readouterr().out
 
@@ -130,11 +133,33 @@ def test_the_pass_rule_of_reward_files() -> None:
     check = Check("reward", "/logs/verifier/reward.json")
     both = reward_metrics('{"accuracy": 1.0, "style": 0.5, "note": "x"}')
     assert both == {"accuracy": 1.0, "style": 0.5}  # named numbers only
-    assert reward_verdict(both, check)[0] is False  # every metric at its minimum, default 1
-    assert reward_verdict(both, Check("reward", "f", min=0.5))[0] is True
+    # several metrics, none chosen: Harbor's default metric takes one key, so no verdict
+    # (not an AND of them: that failed a file whose metrics Harbor never combines)
+    passed, score, detail = reward_verdict(both, check)
+    assert (passed, score) == (None, None) and detail.startswith("no deciding metric: ")
+    assert "accuracy 1, style 0.5" in detail and "`metric:`" in detail
+    assert reward_verdict(both, Check("reward", "f", min=0.5))[0] is None
+    assert reward_verdict({"accuracy": 0.5}, check)[:2] == (False, 0.5)  # the only key decides
     assert reward_verdict(both, Check("reward", "f", metric="accuracy"))[:2] == (True, 1.0)
     assert reward_verdict(both, Check("reward", "f", metric="recall"))[0] is False
     keyed = reward_metrics('{"reward": 1, "style": 0.1}')
     assert reward_verdict(keyed, check)[0] is True  # the `reward` key decides when present
     assert reward_metrics("0.75\n") == {"reward": 0.75} and reward_metrics("nan") == {}
     assert reward_metrics("[1]") == {} and reward_metrics("true") == {}
+
+
+def test_a_reward_of_several_metrics_none_chosen_is_no_verdict_not_an_and() -> None:
+    """Both arms' files with two metrics and no `reward` key: the row is unscored (Harbor
+    would not combine them), not a tie of two failures nor a loss by an AND of metrics."""
+    from skillbench.checks import NO_METRIC, CheckResult
+    from skillbench.results.records import ArmResult
+    from skillbench.results.rows import no_verdict_in_both
+
+    def arm(detail: str, infrastructure: bool) -> ArmResult:
+        check = CheckResult("reward: f >= 1", False, detail, infrastructure=infrastructure)
+        return ArmResult(False, False, [check])
+
+    ambiguous = arm(f"{NO_METRIC}: the reward file has a 1, b 0.5", True)
+    why = no_verdict_in_both(ambiguous, ambiguous)
+    assert why and "gave no verdict in either arm" in why and "a 1, b 0.5" in why
+    assert no_verdict_in_both(ambiguous, arm("reward 0 (min 1)", False)) is None

@@ -126,7 +126,12 @@ def test_harbor_names_tasks_stably_and_maps_its_fields(tmp_path: Path, capsys) -
     assert "timeout_minutes: 5" in case and "environment.cpus = 1" in case
     joined = "\n".join(out)
     assert "version — dropped" in joined
-    assert "allow_internet" not in joined  # false: the default, no network, kept as it is
+    # false: no network, skillbench's default too; absent: Harbor's default, true, said
+    said = [x for x in out if "allow_internet" in x]
+    assert len(said) == 1 and "absent: Harbor's default is true" in said[0], out
+    other = next(n for n in names if n != first)
+    assert "network: [pypi.org, " in (into / f"evals/cases/{other}.yaml").read_text()
+    assert "network:" not in case
     assert "workdir: /app" in case  # the Dockerfile's WORKDIR holds the workspace
     assert "containerfile: " in case
     # unmodified: the checker shows the task's tests/ at /tests, where test.sh looks
@@ -404,4 +409,35 @@ def test_harbor_verifier_timeout_is_kept_as_written(tmp_path: Path, capsys) -> N
     assert "a verifier gets 600 s here" not in "\n".join(out)
     case = (into / "evals/cases/t.yaml").read_text()
     assert "timeout: 3000" in case, case
+    assert main(["check", str(into)]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("environment", "network"),
+    [
+        ("", "network: [pypi.org, "),  # absent: Harbor's default is allow_internet = true
+        ("allow_internet = true\n", "network: [pypi.org, "),
+        ("allow_internet = false\n", None),
+        ('network_mode = "public"\n', "network: [pypi.org, "),
+        ('network_mode = "no-network"\n', None),
+        ('network_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\n', "network: [pypi.org]\n"),
+    ],
+)
+def test_harbor_network_is_harbors_default_or_as_written(
+    tmp_path: Path, capsys, environment: str, network: str | None
+) -> None:
+    task = {
+        "t/task.toml": f'version = "1.0"\n[environment]\n{environment}',
+        "t/instruction.md": "Say hi.\n",
+        "t/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+    }
+    into = target(tmp_path)
+    code, out = imported(capsys, "harbor", write(tmp_path / "h", task) / "t", into)
+    assert code == 0, out
+    case = (into / "evals/cases/t.yaml").read_text()
+    if network is None:
+        assert "network:" not in case, case
+    else:
+        assert network in case, case
+    assert not any("not a Harbor field" in x for x in out), out
     assert main(["check", str(into)]) == 0, capsys.readouterr().out

@@ -109,15 +109,16 @@ async def test_host_calls_through_the_sdk_reserve_and_stop_at_the_ceiling(fake) 
     """A judge (or grader, trigger) model wrapped in the ledger: real SDK, fake server."""
     fake({"rules": [{"when": MARK, "replies": ["ok"]}]})
     model = resolve_model("anthropic/claude-sonnet-4-6", max_retries=0)
-    one = worst_case_usd("anthropic/claude-sonnet-4-6", 400, 64)
+    one = worst_case_usd("anthropic/claude-sonnet-4-6", 1000, 64)
     assert one is not None
     run = RunLedger(2.5 * one)
     judge = MeteredModel(model, run, {}, "judge")
+    text = MARK + " and more words" * 40  # ~150 prompt tokens billed a call, ~700 chars held
     sent = 0
     with pytest.raises(BudgetRefused):
         for _ in range(50):
             await judge.complete(
-                system="s", messages=[Message("user", (TextBlock(MARK),))], tools=[], max_tokens=64
+                system="s", messages=[Message("user", (TextBlock(text),))], tools=[], max_tokens=64
             )
             sent += 1
     await judge.aclose()
@@ -160,6 +161,42 @@ async def test_catalog_trigger_calls_spend_in_the_run_ledger_and_stop_at_its_cei
     capped = [r for r in report.results if r.error == CAPPED]
     assert capped and all(r.fired is None for r in capped)
     assert {r.prompt for r in capped} <= set(report.errored)
+
+
+def test_skillbench_triggers_max_cost_is_a_ceiling_and_says_what_it_did_not_run(
+    fake, tmp_path: Path, capsys
+) -> None:
+    """`skillbench triggers --max-cost` on its own: every catalog call reserves in one ledger
+    first, so the measurement's bill stays under the cap with calls in parallel; the prompts
+    left unrun are counted on stderr and shown as errored (failing closed: a should-trigger
+    one is a miss, as any failed call)."""
+    from skillbench.cli import main
+    from skillbench.models.base import anthropic_usage
+    from skillbench.models.pricing import cost_usd
+    from skillbench.triggers import CAPPED
+    from tests.test_triggers import library, rules_for_all
+
+    server = fake({"rules": rules_for_all(), "latency": 0.05})
+    model = "anthropic/claude-sonnet-4-6"
+    one = worst_case_usd(model, 400, 512)
+    assert one is not None
+    cap = 3.5 * one
+    skill = library(tmp_path) / "greeter"
+    argv = ["triggers", str(skill), "--model", model, "--runs", "3", "--parallel", "8"]
+    code = main([*argv, "--max-cost", f"{cap:.6f}"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    answered = [r for r in server.log() if r.status == 200]
+    billed = sum(cost_usd(model, anthropic_usage(r.usage)) or 0.0 for r in answered)
+    assert 0 < billed <= cap and len(answered) < 30  # 10 prompts x 3 runs were asked for
+    (line,) = [x for x in err.splitlines() if "--max-cost" in x]
+    assert "the cap was reached" in line and "prompt(s) not run" in line
+    not_run = int(line.split("; ")[1].split()[0])
+    assert not_run >= 1 and out.count(CAPPED) == not_run
+    assert f"spent ${billed:.4f}" in line
+    # a model without a price cannot be held to a cap: one line, no run
+    assert main([*argv[:3], "openai/gpt-unpriced", "--max-cost", "1"]) != 0
+    assert "no price is known for openai/gpt-unpriced" in capsys.readouterr().err
 
 
 @pytest.mark.sandbox

@@ -83,3 +83,28 @@ def test_a_case_whose_image_cannot_build_is_skipped_and_the_others_run(
     assert report[-1].endswith("; 1 case(s) skipped"), report
     assert "Traceback" not in captured.err
     assert code == 0  # every case that could run is proven; the skip is in the report
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("podman_service")
+def test_with_every_case_skipped_the_oracle_says_none_could_run(tmp_path: Path, capsys) -> None:
+    """Issue 37 (Margin): every case skipped read 'no case has a reference solution'."""
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/solve.sh": SOLVE,
+            "evals/cases/broken.yaml": (
+                "task: Write hello to out.txt\noracle: solve.sh\n"
+                "containerfile: broken/Dockerfile\nchecks:\n  - file_exists: out.txt\n"
+            ),
+            "evals/cases/broken/Dockerfile": "FROM skillbench-sandbox\nRUN exit 3\n",
+        },
+    )
+    code = main(["eval", str(folder), "--oracle", "--model", "scripted/demo"])
+    captured = capsys.readouterr()
+    assert code == 2
+    said = captured.out + captured.err
+    assert "no case has a reference solution" not in said, said
+    assert "skillbench: no reference solution could run: 1 case(s) skipped" in captured.err
+    assert "oracle SKIP: broken — " in captured.out and "podman build failed" in captured.out
+    assert "Traceback" not in said, said

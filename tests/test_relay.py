@@ -15,7 +15,9 @@ import pytest
 from skillbench.broker import allowed_models
 from skillbench.cluster.relay import DriverRelay
 from skillbench.models.base import Usage
+from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.pricing import cost_usd, worst_case_usd
+from skillbench.models.script import parse_script
 from tests.test_broker_access import upstream  # noqa: F401  (the recording provider)
 from tests.test_broker_billing_attacks import (  # noqa: F401  (serve: a fixture)
     _ChatStream,
@@ -170,4 +172,129 @@ def test_a_worker_that_hangs_up_before_the_count_is_billed_the_reservation(
     finally:
         r.stop()
     worst = worst_case_usd("anthropic/claude-sonnet-4-6", len(body), 8000)
+    assert worst is not None and r.ledger.spent == pytest.approx(worst)
+
+
+# --- the Gemini wire: the model in the path, the key a header ------------------------------
+
+_GEMINI_STREAM = "/google/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+_GEMINI_BODY = {
+    "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+    "generationConfig": {"maxOutputTokens": 64},
+}
+
+
+@pytest.fixture
+def gemini(monkeypatch: pytest.MonkeyPatch):
+    """A relay for a Gemini run in front of the fake model server (which logs the key it was
+    sent, as a header and as a query)."""
+    server = FakeModelServer(
+        parse_script({"rules": [{"when": "hi", "replies": ["hello"]}]})
+    ).start()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+    monkeypatch.setenv("GEMINI_API_KEY", "real-driver-gemini-key")
+    r = DriverRelay(models=allowed_models("google/gemini-2.5-pro"), budget=1.0).start()
+    yield r, server
+    r.stop()
+    server.stop()
+
+
+def _gpost(r: DriverRelay, path: str, body: dict | None = None, **headers: str) -> httpx.Response:
+    return httpx.post(
+        f"http://127.0.0.1:{r.port}{path}",
+        content=json.dumps(_GEMINI_BODY if body is None else body).encode(),
+        headers={"content-type": "application/json", "x-goog-api-key": r.token, **headers},
+        timeout=30,
+    )
+
+
+def test_a_gemini_call_reaches_the_run_model_with_the_key_as_a_header_and_is_billed(
+    gemini,
+) -> None:
+    r, server = gemini
+    reply = _gpost(r, _GEMINI_STREAM)
+    assert reply.status_code == 200 and "hello" in reply.text
+    assert _gpost(r, "/google/v1beta/models/gemini-2.5-pro:generateContent").status_code == 200
+    assert _gpost(r, "/google/v1beta/models/gemini-2.5-pro:countTokens").status_code == 200
+    log = server.log("gemini")
+    assert [(x.api_key, x.query_key) for x in log] == [("real-driver-gemini-key", "")] * 3
+    assert [x.path for x in log] == [
+        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+        "/v1beta/models/gemini-2.5-pro:generateContent",
+        "/v1beta/models/gemini-2.5-pro:countTokens",
+    ]
+    assert r.ledger.spent > 0 and r.ledger.reserved == 0  # billed from the answers' usage
+    assert "real-driver-gemini-key" not in reply.text
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        # a model the run does not use, named in the path
+        ("/google/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", 400),
+        ("/google/v1beta/models/gemini-3-pro-preview:generateContent", 400),
+        # a key in the query (echoed by a provider's error, kept in its logs) or another query
+        (f"{_GEMINI_STREAM}&key=TOKEN", 404),
+        ("/google/v1beta/models/gemini-2.5-pro:generateContent?key=TOKEN", 404),
+        ("/google/v1beta/models/gemini-2.5-pro:streamGenerateContent", 404),
+        # other verbs, other resources, names that are not plain
+        ("/google/v1beta/models/gemini-2.5-pro:batchGenerateContent", 404),
+        ("/google/v1beta/models/gemini-2.5-pro", 404),
+        ("/google/v1beta/files", 404),
+        ("/google/v1beta/cachedContents", 404),
+        ("/google/v1beta/models/..%2Ffiles:generateContent", 404),
+        ("/google/v1beta/models/../files:generateContent", 404),
+        ("/google/v1beta/models/gemini-2.5-pro@evil.example:generateContent", 404),
+        ("/google/v1/models/gemini-2.5-pro:generateContent", 404),
+    ],
+)
+def test_a_gemini_call_past_the_brokers_rules_is_refused_and_never_forwarded(
+    gemini, path: str, status: int
+) -> None:
+    r, server = gemini
+    reply = _gpost(r, path.replace("TOKEN", r.token))
+    assert reply.status_code == status, reply.text
+    assert server.log() == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"generationConfig": {"maxOutputTokens": 50_000_000}},  # past the run's --max-cost
+        {"generationConfig": {"candidateCount": 8}},
+        {"tools": [{"googleSearch": {}}]},
+    ],
+    ids=["max-output", "candidates", "server-tool"],
+)
+def test_a_gemini_body_past_the_brokers_rules_is_refused(gemini, change: dict) -> None:
+    r, server = gemini
+    assert _gpost(r, _GEMINI_STREAM, {**_GEMINI_BODY, **change}).status_code == 400
+    assert server.log() == []
+
+
+def test_a_gemini_call_needs_the_token_and_a_query_key_is_no_token(gemini) -> None:
+    r, server = gemini
+    base = f"http://127.0.0.1:{r.port}"
+    assert httpx.post(base + _GEMINI_STREAM, json=_GEMINI_BODY).status_code == 401
+    wrong = httpx.post(base + _GEMINI_STREAM, json=_GEMINI_BODY, headers={"x-goog-api-key": "x"})
+    assert wrong.status_code == 401
+    by_query = httpx.post(f"{base}{_GEMINI_STREAM}&key={r.token}", json=_GEMINI_BODY)
+    assert by_query.status_code == 404
+    assert server.log() == []
+
+
+def test_a_cut_gemini_stream_is_billed_its_reservation(monkeypatch) -> None:
+    server = FakeModelServer(
+        parse_script({"rules": [{"when": "hi", "replies": ["x"], "faults": [{"midstream": True}]}]})
+    ).start()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+    monkeypatch.setenv("GEMINI_API_KEY", "real")
+    r = DriverRelay(models=allowed_models("google/gemini-2.5-pro"), budget=1.0).start()
+    try:
+        assert _gpost(r, _GEMINI_STREAM).status_code == 200  # (a 200 that stops mid-answer)
+    finally:
+        r.stop()
+        server.stop()
+    body = json.dumps(_GEMINI_BODY).encode()
+    worst = worst_case_usd("google/gemini-2.5-pro", len(body), 64)
     assert worst is not None and r.ledger.spent == pytest.approx(worst)

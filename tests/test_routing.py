@@ -1,7 +1,7 @@
-"""Triggers by the real agent's own routing (issue 14): the real Claude Code, Codex and Gemini
-CLIs in real sandboxes, every skill of the library staged, against the fake model server. A fired
-prompt, a missed prompt, a false fire, a broken canary (invalid, never 0 % recall), and both
-methods side by side."""
+"""Triggers by the real agent's own routing (issue 14): the real Claude Code, Codex, Gemini
+and Copilot CLIs in real sandboxes, every skill of the library staged, against the fake model
+server. A fired prompt, a missed prompt, a false fire, a broken canary (invalid, never 0 %
+recall), and both methods side by side."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ MODEL = {
     "claude-code": "anthropic/claude-sonnet-4-6",
     "codex": "openai/gpt-5.1",
     "gemini-cli": "google/gemini-2.5-pro",
+    "copilot": "openai/gpt-5.1",
 }
 FIRES, MISSED = "Say hello to the new team", "Welcome our new intern"
 FALSE_FIRE, QUIET = "Compute the sum of 2 and 3", "Sort this list of numbers"
@@ -32,12 +33,15 @@ def load(agent: str, name: str) -> dict[str, Any]:
         return {"tool_calls": [{"exec_command": {"cmd": f"cat ~/.codex/skills/{name}/SKILL.md"}}]}
     if agent == "gemini-cli":
         return {"tool_calls": [{"activate_skill": {"name": name}}]}
+    if agent == "copilot":
+        return {"tool_calls": [{"skill": {"skill": name}}]}
     return {"tool_calls": [{"Skill": {"skill": name}}]}
 
 
 def library(tmp_path: Path) -> Path:
     root = tmp_path / "lib"
-    make_skill(root, "greeter", description="Greets people: welcomes, hellos, introductions.")
+    # (no ": " in it: Copilot CLI drops a skill whose frontmatter is not valid YAML)
+    make_skill(root, "greeter", description="Greets people - welcomes, hellos, introductions.")
     make_skill(root, "counter", description="Counts and sums numbers.")
     write(
         root / "greeter",
@@ -76,7 +80,7 @@ def triggers(capsys, path: Path, *extra: str) -> tuple[int, Any, str]:
     return code, out.out, out.err
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli", "copilot"])
 def test_the_agent_routes_each_prompt_itself(agent: str, fake, tmp_path: Path, capsys) -> None:
     root = library(tmp_path)
     server = fake(script(agent))
@@ -97,7 +101,7 @@ def test_the_agent_routes_each_prompt_itself(agent: str, fake, tmp_path: Path, c
     assert all("counter" in json.dumps(r.body) and "greeter" in json.dumps(r.body) for r in firsts)
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini-cli", "copilot"])
 def test_a_canary_that_does_not_fire_makes_the_measurement_invalid(
     agent: str, fake, tmp_path: Path, capsys
 ) -> None:

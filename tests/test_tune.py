@@ -647,3 +647,31 @@ def test_any_usable_description_is_written_as_one_line_that_reads_back(
     assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] in ([2], [])
     front = yaml.safe_load(got.split("---\n")[1])
     assert front == {"name": "greeter", "description": description, "license": "MIT"}
+
+
+def test_a_skill_with_only_evals_json_and_a_trigger_json_is_tuned(
+    fake, tmp_path: Path, capsys
+) -> None:
+    """Issue 33's done-when, the tune step: the trigger set is a trigger JSON file where it
+    stands (beside skill-creator's evals.json), with no import and no edit."""
+    skill = library(tmp_path)
+    (skill / "evals/triggers.yaml").unlink()
+    rows = [{"query": q, "should_trigger": True} for q in HELLO + WELCOME]
+    rows += [{"query": q, "should_trigger": False} for q in NOT]
+    write(
+        skill,
+        {
+            "evals/trigger-evals.json": json.dumps(rows),
+            "evals/evals.json": json.dumps({"evals": [{"id": 1, "prompt": "Greet Ada"}]}),
+        },
+    )
+    before = digest(skill)
+    fake(rules())
+    code, out, err = tune(
+        capsys, str(skill), "--method", "catalog", "--model", MODEL, "--rounds", "1"
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1] == "split (seed 0, should+should-not): train 6+2, validation 3+2, test 3+2"
+    assert "chosen: round 1 (the best validation F1; ties go to the shorter)" in lines
+    assert digest(skill) == before  # nothing was imported or edited

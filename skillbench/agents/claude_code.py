@@ -18,7 +18,7 @@ from typing import Any
 
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
-from skillbench.agents.cli import BrokeredSession, CliAgent
+from skillbench.agents.cli import BrokeredSession, CliAgent, json_events
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.models.base import Usage, anthropic_usage
@@ -64,11 +64,21 @@ class ClaudeCodeAgent(CliAgent):
     api = "the Anthropic API"
     label, size = "Claude Code", "190 MB"
     upstream_vars = ("ANTHROPIC_BASE_URL", DEFAULT_UPSTREAM, "ANTHROPIC_API_KEY")
-    # Claude Code's "small fast model" (background calls; the `haiku` alias a subagent may
-    # ask for). Against its own API it is Haiku; behind our relay (a base URL not
-    # Anthropic's, a key not `sk-ant-api…`) 2.1.332 falls back to the run's model, as the
-    # exchange logs show. With `[agents.claude-code] secondary_model` set, these point it
-    # there, and the broker allows that model too, priced as itself.
+    # The model aliases and the subagent model of 2.1.332, read in its bundle: `sonnet`,
+    # `opus`, `fable` (and `opusplan`, `best`, which resolve through them) are
+    # ANTHROPIC_DEFAULT_<ALIAS>_MODEL; a subagent asks for an alias (the Agent tool's `model`,
+    # an agent's frontmatter) or CLAUDE_CODE_SUBAGENT_MODEL, else inherits. Unset, an alias
+    # is Anthropic's current model of that family, which the broker refuses (the subagent
+    # dies with "API Error: 400"): all of them are pointed at the run's model.
+    alias_vars = (
+        "ANTHROPIC_DEFAULT_SONNET_MODEL",
+        "ANTHROPIC_DEFAULT_OPUS_MODEL",
+        "ANTHROPIC_DEFAULT_FABLE_MODEL",
+        "CLAUDE_CODE_SUBAGENT_MODEL",
+    )
+    # Its "small fast model" (background calls) and the `haiku` alias: the run's model too,
+    # or `[agents.claude-code] secondary_model` when set (the broker then allows that model,
+    # priced as itself).
     secondary_vars = ("ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL")
     ambient_off = "settings.json disableBundledSkills, its builtin plugins and `doctor` off"
 
@@ -130,9 +140,8 @@ class _Session(BrokeredSession):
         ]
 
     def env(self) -> dict[str, str]:
-        secondary = self.agent.secondary
         return {
-            **{var: parse_model(secondary).name for var in self.agent.secondary_vars if secondary},
+            **self.agent.aliases(self.request.model),
             "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{RELAY_PORT}",
             "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
             "CLAUDE_CONFIG_DIR": CONFIG_DIR,
@@ -164,13 +173,7 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | No
     names: dict[str, str] = {}  # tool_use id -> our name
     stop: str | None = None
     skills: list[str] | None = None
-    # "\n" only: the CLI's JSON may hold U+2028 and the like raw inside a string, where
-    # str.splitlines() would cut its event in pieces that parse as nothing
-    for line in stdout.split("\n"):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
+    for event in json_events(stdout):
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             skills = [str(s) for s in event.get("skills") or []]

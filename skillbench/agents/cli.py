@@ -1,6 +1,7 @@
-"""What the agent CLIs (claude-code, codex) share: the native binary fetched from the npm
-registry once per version, the image variant that bakes it into the sandbox image, the
-upstream their broker forwards to, and a session's broker and ending.
+"""What the agent CLIs share: the native binary or bundle fetched from the npm registry once
+per version, the image variant that bakes it into the sandbox image (and the check that it
+runs there as the version pinned), the upstream their broker forwards to, reading their
+JSON-lines event streams, and a session's broker and ending.
 
 A `scripted/<name>` model is served to a CLI the way a provider would serve it: by a fake
 model server on the host (skillbench.models.fake_server), so an offline run drives the real CLI.
@@ -9,13 +10,14 @@ model server on the host (skillbench.models.fake_server), so an offline run driv
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,14 @@ from skillbench.agents.builtin.loop import SessionResult
 from skillbench.broker import Broker
 from skillbench.models import ModelRefError, parse_model
 from skillbench.sandbox import images_of
-from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, ImageBuildError, Sandbox, SandboxError
+from skillbench.sandbox.base import (
+    ROOT,
+    SKILLS_DIR,
+    WORKDIR,
+    ImageBuildError,
+    Sandbox,
+    SandboxError,
+)
 from skillbench.transcript import TraceWriter
 
 
@@ -111,11 +120,43 @@ def build_variant(
     recipe = f"FROM {base}\n" + "".join(
         f"COPY {file} /usr/local/bin/{file}\n" for file in (path.name, *also)
     )
+    return build_image(name, recipe, path.parent)
+
+
+def build_image(name: str, recipe: str, context: Path) -> str:
+    """The image `name` built from the Containerfile text `recipe` in `context` (no pull: the
+    base is the local sandbox image), by the sandbox provider."""
     try:
-        store.build(name, recipe, path.parent)
+        images_of().build(name, recipe, context)
     except ImageBuildError as exc:
         raise AgentError(f"could not build {name}: {exc}") from None
     return name
+
+
+def verify_image(image: str, probe: str, expected: list[str], what: str) -> None:
+    """`probe` run in `image` (no network) prints the words `expected`, the pinned versions:
+    what was baked in runs and is what was pinned (not a stub, not another version). The
+    image is removed when it does not."""
+    store = images_of()
+    stdout, stderr = store.probe(image, probe, 120)
+    if stdout.split() != expected:
+        store.remove(image)
+        raise AgentError(
+            f"{image}: {what} printed {stdout.split()!r}, not {expected!r}: {stderr[-300:]}"
+        )
+
+
+def json_events(stdout: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a CLI's event stream, one a line; anything else is skipped."""
+    # "\n" only: the CLI's JSON may hold U+2028 and the like raw inside a string, where
+    # str.splitlines() would cut its event in pieces that parse as nothing
+    for line in stdout.split("\n"):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
 
 
 class Upstream:
@@ -162,8 +203,11 @@ class CliAgent:
     label: str  # "Claude Code"
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
+    retries_at_broker = False  # nor a cap on its retries: the broker stops them at max_retries
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()
+    # where it takes the models its aliases and subagents name: pointed at the run's model
+    alias_vars: tuple[str, ...] = ()
     # the setting that turns off the skills the CLI ships (None: the pinned CLI has none)
     ambient_off: str | None = None
 
@@ -199,6 +243,16 @@ class CliAgent:
 
     def version(self) -> str:
         return self._version
+
+    def aliases(self, model: str) -> dict[str, str]:
+        """The CLI's alias and subagent settings, each the name of a model the broker allows:
+        the run's `model`, or the secondary for the secondary's own settings."""
+        run = parse_model(model).name
+        second = parse_model(self.secondary).name if self.secondary else run
+        return {
+            **dict.fromkeys(self.alias_vars, run),
+            **dict.fromkeys(self.secondary_vars, second),
+        }
 
     def check_model(self, model: str, where: str = "--model") -> None:
         if parse_model(model).provider not in (self.provider, "scripted"):
@@ -247,6 +301,7 @@ class CliAgent:
             run_ledger=request.ledger,
             kind=request.kind,
             max_requests=cap,
+            max_failures=self.max_retries + 1 if self.retries_at_broker else None,
         ).start()
 
     async def aclose(self) -> None:
@@ -263,6 +318,7 @@ class BrokeredSession:
     guard on what the CLI itself reports)."""
 
     config_dir: str
+    sealed_home = True  # False: the CLI writes into its skills folder itself (Codex's .system)
     output_cap = 256 << 20  # the CLI's whole event stream is the transcript
 
     def __init__(self, agent: CliAgent, request: SessionRequest, broker: Broker, relay_port: int):
@@ -273,6 +329,10 @@ class BrokeredSession:
         self.started = time.monotonic()
         self.workdir = WORKDIR  # the sandbox's, once `run` has it
         self.ambient: tuple[str, ...] = ()  # what `replay` found the CLI listing on its own
+
+    @property
+    def skill_home(self) -> str:
+        return f"{self.config_dir}/skills"  # where the CLI discovers a user's skills
 
     async def prepare(self, sandbox: Sandbox) -> None:
         """Write what the CLI needs in its config dir before it starts."""
@@ -302,10 +362,22 @@ class BrokeredSession:
         trace.event("message", role="user", text=r.task, usage=None)
         await self.prepare(sandbox)
         stage = " && ".join(
-            [f"mkdir -p {self.config_dir}/skills"]
-            + [f"cp -rL {SKILLS_DIR}/{s.name} {self.config_dir}/skills/" for s in r.skills]
+            [f"mkdir -p {self.skill_home}"]
+            + [f"cp -rL {SKILLS_DIR}/{s.name} {self.skill_home}/" for s in r.skills]
         )
         staged = await sandbox.exec(stage, timeout=60)
+        if staged.ok and r.skills:
+            # the copies (and, where the CLI writes nothing there, the folder holding them) are
+            # root's and no one's to write, like /skills: an open of one is a read, so the
+            # agent can neither fake a load by opening one to write nor make the CLI read
+            # them again by adding a skill beside them (observer.py)
+            home = [self.skill_home] if self.sealed_home else []
+            copies = [*home, *(f"{self.skill_home}/{s.name}" for s in r.skills)]
+            staged = await sandbox.exec(
+                ["sh", "-c", 'chown -R root:root "$@" && chmod -R a-w "$@"', "sh", *copies],
+                user=ROOT,
+                timeout=60,
+            )
         if not staged.ok:
             return self.end(trace, "error", f"staging the skills: {staged.stderr}")
         try:
@@ -325,7 +397,9 @@ class BrokeredSession:
             stop = "budget"
         elif self.broker.capped:
             stop = "max_turns"
-        elif stop in (None, "error"):  # no end, or the CLI gave up: infrastructure
+        elif stop in (None, "error") or self.broker.last_failed:
+            # no end, the CLI gave up, or it ended on a call that got no whole answer (a CLI
+            # that retries a cut stream and then ends its turn as if done): infrastructure
             return self.end(trace, "error", self.infrastructure(done.exit_code, done.stderr))
         return self.end(trace, stop)
 
@@ -337,6 +411,7 @@ class BrokeredSession:
         provider answered and counted, at the broker."""
         duration_ms = int((time.monotonic() - self.started) * 1000)
         usage, cost, turns = self.broker.usage, self.broker.cost, self.broker.answered
+        models = dict(self.broker.model_calls)
         extra = {"error": error} if error else {}
         trace.event(
             "trace_end",
@@ -345,9 +420,10 @@ class BrokeredSession:
             duration_ms=duration_ms,
             usage=usage,
             cost_usd=cost,
+            models=models,
             **extra,
         )
-        return SessionResult(stop, turns, duration_ms, usage, cost, error)
+        return SessionResult(stop, turns, duration_ms, usage, cost, error, models)
 
     def infrastructure(self, exit_code: int | None, stderr: str) -> str:
         """Why a CLI that ended without a result failed."""

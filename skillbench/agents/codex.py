@@ -24,7 +24,7 @@ from typing import Any
 
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
-from skillbench.agents.cli import BrokeredSession, CliAgent
+from skillbench.agents.cli import BrokeredSession, CliAgent, json_events
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
@@ -94,8 +94,9 @@ class CodexAgent(CliAgent):
     label, size = "Codex", "170 MB"
     upstream_vars = ("OPENAI_BASE_URL", DEFAULT_UPSTREAM, "OPENAI_API_KEY")
     cap_at_broker = True
-    # (no secondary_vars: `codex exec` 0.169.0 calls the run's model for everything;
-    # its review_model is for /review alone)
+    # (no secondary_vars: `codex exec` 0.169.0 calls the run's model, its review_model is
+    # for /review alone, and its spawn_agent subagents inherit the run's model unless a call
+    # names another, which the broker refuses)
     ambient_off = "config.toml [skills.bundled] enabled = false"
 
     def package(self) -> tuple[str, str]:
@@ -112,6 +113,7 @@ class CodexAgent(CliAgent):
 
 class _Session(BrokeredSession):
     config_dir = CODEX_HOME
+    sealed_home = False  # it installs its own skills under skills/.system at start-up
 
     async def prepare(self, sandbox: Sandbox) -> None:
         await sandbox.write_file(
@@ -183,13 +185,7 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
     """Map `codex exec --json` events onto the transcript; the stop reason (None when the
     stream has no end of turn)."""
     stop: str | None = None
-    # "\n" only: the CLI's JSON may hold U+2028 and the like raw inside a string, where
-    # str.splitlines() would cut its event in pieces that parse as nothing
-    for line in stdout.split("\n"):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
+    for event in json_events(stdout):
         kind = event.get("type")
         item = event.get("item") or {}
         if kind == "item.completed" and item.get("type") == "agent_message":

@@ -29,13 +29,21 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
-from skillbench.agents.base import AgentError, SessionRequest
+from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
-from skillbench.agents.cli import BrokeredSession, CliAgent, fetch_binary, fetch_package
+from skillbench.agents.cli import (
+    BrokeredSession,
+    CliAgent,
+    build_image,
+    fetch_binary,
+    fetch_package,
+    json_events,
+    verify_image,
+)
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.sandbox import images_of
-from skillbench.sandbox.base import HOMES, ImageBuildError, Sandbox
+from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter, loaded_skills
 
@@ -52,15 +60,51 @@ BUNDLED = ("skill-creator", "antigravity-support")
 # the skills its system prompt offers: <skill><name>N</name>…<location>L</location></skill>
 _LISTED = re.compile(r"<skill>\s*<name>([^<]+)</name>.*?<location>([^<]*)</location>", re.S)
 WRAPPER = f'#!/bin/sh\nexec /usr/local/bin/node {LIB}/bundle/gemini.js "$@"\n'
+# The model aliases of 0.61.0 that name a model (its DEFAULT_MODEL_CONFIGS.aliases, read in its
+# bundle): its helper calls (`classifier`, `summarizer-shell`, `loop-detection`,
+# `next-speaker-checker`, `chat-compression-*`, ...) ask for a Flash or a preview model by
+# these, which the broker refuses; a `modelConfigs.customOverrides` entry per alias points
+# each at the run's model (an override on an alias is applied over the alias's own model).
+ALIASES = (
+    *("gemini-3-pro-preview", "gemini-3-flash-preview", "gemini-3.1-pro-preview"),
+    *("gemini-3.1-pro-preview-customtools", "gemini-3.1-flash-lite-preview", "gemini-2.5-pro"),
+    *("gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3.1-flash-lite"),
+    *("gemini-3.5-flash-lite", "gemini-3.5-flash", "gemini-3.8-flash", "gemma-4-31b-it"),
+    *("gemma-4-26b-a4b-it", "gemini-2.5-flash-base", "gemini-3-flash-base"),
+    *("gemini-3.5-flash-base", "classifier", "prompt-completion", "fast-ack-helper"),
+    *("edit-corrector", "summarizer-default", "summarizer-shell", "web-search", "web-fetch"),
+    *("web-fetch-fallback", "loop-detection", "loop-detection-double-check", "llm-edit-fixer"),
+    *("next-speaker-checker", "context-snapshotter", "chat-compression-3-pro"),
+    *("chat-compression-3-flash", "chat-compression-3.1-flash-lite", "chat-compression-2.5-pro"),
+    *("chat-compression-2.5-flash", "chat-compression-2.5-flash-lite", "chat-compression-default"),
+    "agent-history-provider-summarizer",
+)
+# Its built-in subagents (`invoke_agent {agent_name}`), each with a model of its own (cli_help a
+# Flash, codebase_investigator a preview Flash): `agents.overrides` makes each inherit the
+# session's model, as its `generalist` does.
+SUBAGENTS = ("codebase_investigator", "cli_help", "generalist", "browser_agent", "confucius")
 
 
 def settings(
-    keep_ambient: bool, routing: bool, servers: tuple[McpServer, ...], retries: int
+    keep_ambient: bool,
+    routing: bool,
+    servers: tuple[McpServer, ...],
+    retries: int,
+    model: str,
 ) -> str:
     """~/.gemini/settings.json: API-key auth, the CLI's own retries of a failed model call
     (its attempts, at most 10), nothing fetched or reported on its own, its own skills off,
-    the case's MCP servers; a routing session has only `activate_skill`."""
+    the case's MCP servers, every model alias and subagent at the run's `model`; a routing
+    session has only `activate_skill`."""
     body: dict[str, Any] = {
+        "modelConfigs": {
+            "customOverrides": [
+                {"match": {"model": alias}, "modelConfig": {"model": model}} for alias in ALIASES
+            ]
+        },
+        "agents": {
+            "overrides": {name: {"modelConfig": {"model": "inherit"}} for name in SUBAGENTS}
+        },
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "general": {
             "enableAutoUpdate": False,
@@ -121,24 +165,11 @@ class GeminiCliAgent(CliAgent):
             f"FROM {base}\nCOPY node /usr/local/bin/node\nCOPY gemini /usr/local/bin/gemini\n"
             f"COPY {bundle.name}/ {LIB}/\n"
         )
-        try:
-            store.build(name, recipe, context)
-        except ImageBuildError as exc:
-            raise AgentError(f"could not build {name}: {exc}") from None
-        self._verify(name)
-        return name
-
-    def _verify(self, image: str) -> None:
-        """Both run in the image and are the versions pinned (not a stub, not another)."""
+        build_image(name, recipe, context)
+        # both run in the image and are the versions pinned (not a stub, not another)
         probe = "node --version && gemini --version"
-        store = images_of()
-        stdout, stderr = store.probe(image, probe, 120)
-        if stdout.split() != [f"v{NODE}", self._version]:
-            store.remove(image)
-            raise AgentError(
-                f"{image}: Node and {self.label} printed {stdout.split()!r}, not "
-                f"['v{NODE}', {self._version!r}]: {stderr[-300:]}"
-            )
+        verify_image(name, probe, [f"v{NODE}", self._version], f"Node and {self.label}")
+        return name
 
     async def session(self, request: SessionRequest) -> _Session:
         return _Session(self, request, self.broker(request), RELAY_PORT)
@@ -163,7 +194,9 @@ class _Session(BrokeredSession):
         keep = self.agent.keep_ambient
         await sandbox.write_file(
             f"{CONFIG_DIR}/settings.json",
-            settings(keep, r.routing, r.mcp_servers, self.agent.max_retries),
+            settings(
+                keep, r.routing, r.mcp_servers, self.agent.max_retries, parse_model(r.model).name
+            ),
         )
         await sandbox.write_file(f"{CONFIG_DIR}/GEMINI.md", unattended_note(self.workdir) + "\n")
 
@@ -228,14 +261,7 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
             trace.event("message", role="assistant", text="".join(text), usage=None)
             text.clear()
 
-    # "\n" only: a string in the CLI's JSON may hold U+2028 raw (see codex._replay)
-    for line in stdout.split("\n"):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in json_events(stdout):
         kind = event.get("type")
         if kind == "message" and event.get("role") == "assistant":
             text.append(str(event.get("content") or ""))

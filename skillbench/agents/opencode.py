@@ -27,7 +27,13 @@ from typing import Any
 
 from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
-from skillbench.agents.cli import BrokeredSession, CliAgent, build_variant, fetch_binary
+from skillbench.agents.cli import (
+    BrokeredSession,
+    CliAgent,
+    build_variant,
+    fetch_binary,
+    json_events,
+)
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.sandbox.base import HOMES, Sandbox
@@ -108,6 +114,9 @@ class OpenCodeAgent(CliAgent):
     label, size = "OpenCode", "60 MB"
     upstream_vars = ("ANTHROPIC_BASE_URL", DEFAULT_UPSTREAM, "ANTHROPIC_API_KEY")
     cap_at_broker = True
+    # 1.18.33 retries a failed call on its own with no setting to cap it (its SessionRetry
+    # limit is a constant): the broker forwards max_retries + 1 failed calls in a row, no more
+    retries_at_broker = True
     ambient_off = "opencode.json permission.skill denies its built-in skills"
 
     def package(self) -> tuple[str, str]:
@@ -223,19 +232,14 @@ def _replay(stdout: str, trace: TraceWriter) -> str | None:
     """Map `opencode run --format json` events onto the transcript; the stop reason (None
     when no step ended the turn)."""
     stop: str | None = None
-    # "\n" only: a string in the CLI's JSON may hold U+2028 raw (see codex._replay)
-    for line in stdout.split("\n"):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in json_events(stdout):
         kind, part = event.get("type"), event.get("part") or {}
         if kind == "text" and part.get("text"):
             trace.event("message", role="assistant", text=str(part["text"]), usage=None)
         elif kind == "tool_use":
             _tool(part, trace)
+        elif kind == "step_start":  # a step begun is the turn not ended, until it finishes
+            stop = None
         elif kind == "step_finish":  # (its tokens are counted at the broker)
             stop = "end_turn" if part.get("reason") == "stop" else None
         elif kind == "error":

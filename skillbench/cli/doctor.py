@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skillbench.agents import AGENTS, DEFAULT_AGENT
 from skillbench.cli.common import EXIT_FAIL, EXIT_OK, command, err, out, settings_for
 
 if TYPE_CHECKING:
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from skillbench.agents import AGENTS, make_agent
+    from skillbench.agents import agents, make_agent
     from skillbench.sandbox.capacity import doctor_line, mem_available
     from skillbench.sandbox.podman.doctor import diagnose
     from skillbench.sandbox.podman.image import IMAGE, image_exists
@@ -23,7 +24,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for f in findings:
         mark = "ok " if f.ok else "MISSING"
         out(f"{mark:8}{f.name}: {f.detail}" + ("" if f.ok else f"\n        fix: {f.fix}"))
-    for name in AGENTS:  # agent image variants are optional: built on first use
+    for name in agents():  # agent image variants are optional: built on first use
         variant = make_agent(name).image_name(IMAGE)
         if variant != IMAGE:
             found = "built" if image_exists(variant) else "not built yet (built on first use)"
@@ -110,7 +111,8 @@ def register_image(sub: Subparsers) -> None:
     p.add_argument(
         "--agent",
         action="append",
-        help="also build this agent's image (claude-code, codex, opencode, gemini-cli); repeatable",
+        help=f"also build this agent's image ({', '.join(a for a in AGENTS if a != DEFAULT_AGENT)}"
+        ", or a plugin agent's); repeatable",
     )
     p.add_argument(
         "--node",

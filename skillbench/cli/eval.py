@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from skillbench import api
+from skillbench.agents import AGENTS, DEFAULT_AGENT
 from skillbench.cli.common import (
     EXIT_FAIL,
     EXIT_INCONCLUSIVE,
@@ -275,8 +276,9 @@ def register_eval(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--agent",
-        help="what runs in the arms: builtin (default), claude-code, codex, opencode or "
-        "gemini-cli (the real CLI in the sandbox); a,b: a cell per agent",
+        help=f"what runs in the arms: {', '.join(AGENTS)} (default {DEFAULT_AGENT}; the others "
+        "are the real CLI in the sandbox) or an agent an installed package registers "
+        "(entry-point group skillbench.agents); a,b: a cell per agent",
     )
     p.add_argument(
         "--only",

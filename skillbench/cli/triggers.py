@@ -28,6 +28,7 @@ def cmd_triggers(args: argparse.Namespace) -> int:
         runs=args.runs,
         threshold=args.threshold,
         trigger_method=args.method,
+        max_cost=args.max_cost,
     )
     measured = api.measure_triggers(args.path, options=options, log=err)
     methods, by_method = list(measured), list(measured.values())
@@ -98,8 +99,8 @@ def register_triggers(sub: Subparsers) -> None:
     p.add_argument("--model", help="anthropic/<m>, openai/<m> or scripted/<name>")
     p.add_argument(
         "--agent",
-        help="measure by this agent's own routing: claude-code, codex, opencode or gemini-cli "
-        "(implies --method agent)",
+        help="measure by this agent's own routing: claude-code, codex, opencode, gemini-cli "
+        "or copilot (implies --method agent)",
     )
     p.add_argument(
         "--method",
@@ -116,6 +117,14 @@ def register_triggers(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--parallel", type=int, help="calls at once, at most 64 (default: config `parallel`, or 4)"
+    )
+    p.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="a ceiling on the measurement's spend: every catalog call and routing session "
+        "reserves its worst case in one ledger first; what the cap leaves unrun is reported "
+        "as not run",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument(

@@ -29,7 +29,7 @@ import httpx
 import msgspec
 
 from skillbench.broker_billing import UsageChunks, bill, may_have_run, with_usage
-from skillbench.broker_limits import Ledger, Refused, read_body, read_head
+from skillbench.broker_limits import Ledger, Refused, read_body
 from skillbench.broker_wire import WIRES, Route, Wire, route, upstream_url
 from skillbench.ledger import RunLedger
 from skillbench.models.pricing import Price, worst_case_usd
@@ -39,11 +39,21 @@ class Provider(NamedTuple):
     base_var: str  # where the driver's environment may point the provider elsewhere
     default: str
     key_var: str
+    wire: str  # the broker's wire (broker_wire.WIRES)
 
 
 PROVIDERS = {
-    "anthropic": Provider("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
-    "openai": Provider("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    "anthropic": Provider(
+        "ANTHROPIC_BASE_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "anthropic"
+    ),
+    "openai": Provider("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY", "openai"),
+    # the Gemini API: the model is in the path (checked like a body's), the key a header
+    "google": Provider(
+        "GOOGLE_GEMINI_BASE_URL",
+        "https://generativelanguage.googleapis.com",
+        "GEMINI_API_KEY",
+        "gemini",
+    ),
 }
 _HOP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
 
@@ -57,7 +67,7 @@ def _below_base(wire: Wire) -> Wire:
     return msgspec.structs.replace(wire, routes=routes)
 
 
-_WIRES = {name: _below_base(WIRES[name]) for name in PROVIDERS}
+_WIRES = {name: _below_base(WIRES[p.wire]) for name, p in PROVIDERS.items()}
 
 
 def endpoint_of(raw: str) -> tuple[str, Route]:
@@ -141,7 +151,7 @@ class DriverRelay:
         return env
 
     def _authorised(self, handler: BaseHTTPRequestHandler) -> bool:
-        sent = handler.headers.get("x-api-key") or ""
+        sent = handler.headers.get("x-api-key") or handler.headers.get("x-goog-api-key") or ""
         bearer = handler.headers.get("authorization") or ""
         if bearer.lower().startswith("bearer "):
             sent = sent or bearer[7:]
@@ -167,15 +177,15 @@ class DriverRelay:
                 raise Refused(
                     405, "invalid_request_error", f"skillbench relay: no {handler.command}"
                 )
+            wire = _WIRES[name]
             body = read_body(handler.rfile, handler.headers)
-            head = read_head(body)
+            head = wire.head(body, endpoint.model)  # (the Gemini API's model is the path's)
             body, drop_usage = with_usage(endpoint, head, body)
             priced_as = self.models.get(head.model)
             if priced_as is None:
                 raise Refused(
                     400, "invalid_request_error", f"model {head.model!r} is not this run's"
                 )
-            wire = WIRES[name]
             worst: float | None = 0.0  # count_tokens is free: nothing to hold
             if endpoint.billed:
                 most = head.max_output if head.max_output is not None else wire.default_max_output
@@ -204,7 +214,7 @@ class DriverRelay:
         call: _Exchange,
         drop_usage: bool,
     ) -> None:
-        wire = WIRES[name]
+        wire = _WIRES[name]
         headers = {k: v for k, v in handler.headers.items() if wire.forwards(k)}
         headers.update(wire.auth(self._keys[name]))
         headers["accept-encoding"] = "identity"  # the usage is read as it passes

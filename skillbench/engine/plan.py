@@ -363,8 +363,8 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                 servers = ", ".join(s.name for s in session.mcp_servers)
                 log(
                     f"note: {name}: its MCP servers ({servers}) go only to an agent CLI "
-                    "(--agent claude-code, codex, opencode or gemini-cli); the builtin agent has "
-                    "no MCP client"
+                    "(--agent claude-code, codex, opencode, gemini-cli or copilot); the builtin "
+                    "agent has no MCP client"
                 )
     version, assets_digest = digest(skill_dir), assets_digest_of(skill_dir, opts.evals)
     if opts.resume:

@@ -28,7 +28,14 @@ from skillbench.models.pricing import cost_usd
 from skillbench.results.checks import CheckResult, no_verdict
 from skillbench.results.journal import Journal, RowKey, RunBusy, read_journal
 from skillbench.results.records import CANDIDATE, INCUMBENT, Plan, SessionRecord, session_key
-from skillbench.sandbox.base import Sandbox, SandboxError, SandboxProvider, SandboxSpec, parse_size
+from skillbench.sandbox.base import (
+    SKILLS_DIR,
+    Sandbox,
+    SandboxError,
+    SandboxProvider,
+    SandboxSpec,
+    parse_size,
+)
 from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
@@ -37,7 +44,7 @@ from skillbench.sandbox.stage import (
     start_checker,
 )
 from skillbench.skills import Skill, read_skill
-from skillbench.transcript import TraceWriter, Transcript, expand_loaded
+from skillbench.transcript import TraceWriter, Transcript, declared_skills, expand_loaded
 
 if TYPE_CHECKING:
     from skillbench.engine.pool import Pool
@@ -234,6 +241,11 @@ class Sessions:
             try:
                 # the checker starts while the agent works (off the critical path)
                 start_checker(provider, check_box, staged, self.skill_dir, spec.harbor)
+                # what the agent opens of the skills, seen from the executor (observer.py): a
+                # CLI's own start-up reads every SKILL.md, so its watch begins at its first reply
+                await staged.sandbox.observe(
+                    skill_folders(skills, session.skill_home), now=session.relay is None
+                )
                 trace = TraceWriter(transcript)
                 try:
                     result = await session.run(staged.sandbox, trace)
@@ -241,15 +253,20 @@ class Sessions:
                     raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
                 finally:
                     trace.close()
+                seen = await staged.sandbox.observed()
+                declared = expand_loaded(declared_skills(self.agent.invoked, trace.events), skills)
                 record = replace(
                     record,
-                    loaded=sorted(expand_loaded(self.agent.invoked(trace.events), skills)),
+                    loaded=sorted(declared | seen.keys()),
+                    observed={k: sorted(v) for k, v in seen.items()},
+                    declared=sorted(declared),
                     ambient=list(session.ambient),
                     stop_reason=result.stop_reason,
                     turns=result.turns,
                     seconds=result.duration_ms / 1000,
                     usage=result.usage,
                     cost_usd=result.cost_usd,
+                    models=dict(result.models),
                     transcript=str(transcript.relative_to(self.run_dir)),
                 )
                 if result.errored:
@@ -405,6 +422,11 @@ class Sessions:
         """The sandbox a session's arms and checker run in: its own image and workdir, if it
         has them."""
         return case_spec(self.sandbox_spec, self.specs[name], self.opts.case_images.get(name))
+
+
+def skill_folders(skills: dict[str, Path], home: str | None) -> dict[str, list[str]]:
+    """Where each staged skill is in the sandbox: /skills/<name>, and the agent's copy."""
+    return {n: [f"{SKILLS_DIR}/{n}", *([f"{home}/{n}"] if home else [])] for n in skills}
 
 
 def handover_notes(notes: list[str], most: int = 10) -> list[str]:

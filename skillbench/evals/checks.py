@@ -4,6 +4,7 @@ script a `verifier` or `reward` check runs (which must live in the skill's evals
 from __future__ import annotations
 
 import difflib
+import json
 import posixpath
 import re
 from pathlib import Path
@@ -12,7 +13,8 @@ from typing import Any
 import msgspec
 
 from skillbench.evals.fields import Report, type_name
-from skillbench.evals.model import CHECK_KINDS, PATH_KINDS, REGEX_KINDS, Check
+from skillbench.evals.kinds import kind_docs, plugin_kinds
+from skillbench.evals.model import PATH_KINDS, REGEX_KINDS, Check
 from skillbench.evals.yamlsrc import KeyPath
 
 
@@ -39,6 +41,13 @@ def parse_checks(
             if found is None:
                 continue
             check = found
+        elif isinstance(item, dict) and len(item) == 1 and next(iter(item)) in plugin_kinds():
+            kind, value = next(iter(item.items()))
+            try:
+                check = Check(kind, plugin_kinds()[kind].parse(value), line)
+            except ValueError as exc:
+                rep.error(where, f"check `{kind}`: {exc}")
+                continue
         elif isinstance(item, dict) and len(item) == 1:
             kind, arg = next(iter(item.items()))
             if not isinstance(arg, str):
@@ -89,15 +98,31 @@ def script_path(
 
 def _scored_grader(rep: Report, at: KeyPath, value: dict[str, Any], line: int) -> Check | None:
     """`grader: {run: CMD, min: N}`: a command printing a JSON `score` that passes at `min`
-    (Skillgrade's deterministic grader, as `skillbench import skillgrade` writes it)."""
-    unknown = sorted(set(value) - {"run", "min"})
+    (Skillgrade's deterministic grader, as `skillbench import skillgrade` writes it);
+    `grader: {run: CMD, vally: {stimulus, config}, timeout: S}`: Vally's program grader (as
+    `skillbench import vally` writes it), given Vally's EVALUATE_GRADER_INPUT."""
+    unknown = sorted(set(value) - {"run", "min", "vally", "timeout"})
     run, least = value.get("run"), value.get("min")
     if unknown:
-        rep.error(at, f"`grader` has unknown field(s) {', '.join(unknown)}; it takes run and min")
+        rep.error(
+            at,
+            f"`grader` has unknown field(s) {', '.join(unknown)}; it takes run and min, or "
+            "run, vally and timeout",
+        )
         return None
     if not isinstance(run, str) or not run.strip():
         rep.error(at, '`grader` needs `run`: the command that prints {"score": N}')
         return None
+    if "vally" in value:
+        given, limit = value["vally"], value.get("timeout", 60)
+        if not isinstance(given, dict) or least is not None:
+            rep.error(at, "`grader` `vally` is a mapping {stimulus, config}, without `min`")
+            return None
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0:
+            rep.error(at, "`grader` `timeout` must be a number of seconds")
+            return None
+        context = json.dumps(given, default=str)
+        return Check("grader", run, line, timeout=float(limit), program=context)
     if isinstance(least, bool) or not isinstance(least, int | float) or not 0 <= least <= 1:
         rep.error(at, "`grader` `min` must be a score from 0 to 1")
         return None
@@ -160,8 +185,8 @@ def _reward(
 
 
 def _lint_check(rep: Report, at: KeyPath, check: Check) -> None:
-    if check.kind not in CHECK_KINDS:
-        close = difflib.get_close_matches(check.kind, list(CHECK_KINDS), n=1, cutoff=0.6)
+    if check.kind not in (known := kind_docs()):
+        close = difflib.get_close_matches(check.kind, list(known), n=1, cutoff=0.6)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         rep.warn(at, f"unknown check kind `{check.kind}`: it will fail at run time{hint}")
         return
@@ -169,6 +194,10 @@ def _lint_check(rep: Report, at: KeyPath, check: Check) -> None:
         rep.error(at, f"check `{check.kind}` needs an argument: `{check.kind}: ...`")
         return
     arg = check.arg
+    if (plugin := plugin_kinds().get(check.kind)) is not None:
+        for warning in plugin.lint(arg):
+            rep.warn(at, f"`{check.kind}`: {warning}")
+        return
     if check.kind in REGEX_KINDS:
         try:
             re.compile(arg)

@@ -12,6 +12,7 @@ field is reported as a note saying what it became, or why it is not honoured.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -32,6 +33,16 @@ _GLOB = re.compile(r"^[A-Za-z0-9._/*?\[\]{},+@=-]+$")
 SKILLGRADE_PASS = 0.5  # Skillgrade passes a trial whose (weighted) reward is at least 0.5
 VALLY_TIMEOUT = 120  # seconds: Vally's `config.timeout` default (2m)
 SKILLGRADE_TIMEOUT = 300  # seconds: Skillgrade's `defaults.timeout`
+VALLY_PROGRAM_TIMEOUT = 60  # seconds: a Vally `program` grader's `timeout` default
+_VALLY_RESERVED = frozenset({"EVALUATE_WORKSPACE", "EVALUATE_GRADER_INPUT"})
+# Vally's budget graders (its Grader Catalog): limits on its trajectory's metrics
+_BUDGETS = {
+    "error-count": "a limit on error events",
+    "token-budget": "a total token budget",
+    "tool-call-count": "a limit on tool calls",
+    "turn-count": "a limit on agent turns",
+    "wall-time": "a wall-clock limit",
+}
 
 
 def eval_yaml_files(skill_dir: Path) -> list[Path]:
@@ -230,11 +241,7 @@ class _Reader:
             if field in (key, "config", "defaults", "environment"):
                 continue
             if field == "scoring":
-                self.note(
-                    (field,),
-                    "`scoring` (weights, threshold): not honoured; each grader is one row and "
-                    "the case counts one vote (all rows passing, as Vally without a threshold)",
-                )
+                self.scoring()
             elif field in ("name", "description", "version", "type", "tags"):
                 self.note((field,), f"`{field}` is informational")
             else:
@@ -254,6 +261,29 @@ class _Reader:
         if not items:
             self.rep.warn((key,), f"`{key}` is empty: nothing to run")
         return out
+
+    def scoring(self) -> None:
+        """Vally combines a stimulus's grader scores by `scoring.weights` and passes it at
+        `scoring.threshold`; with no threshold it takes the graders' binary verdicts (every
+        grader passing), which is skillbench's rule: each arm passes a case when every row
+        passes, the verdict the paired comparison counts. A threshold is a difference."""
+        block = self.data["scoring"]
+        if not isinstance(block, dict):
+            self.rep.error(("scoring",), "`scoring` must be a mapping {weights, threshold}")
+            return
+        for key in block:
+            if key == "threshold":
+                self.rep.warn(
+                    ("scoring", key),
+                    f"`threshold` {block[key]!r}: not applied; Vally passes a stimulus when its "
+                    "graders' weighted score reaches it, skillbench when every grader passes "
+                    "(each arm's pass/fail per case is what the paired verdict counts), so a "
+                    "stimulus passing only partly passes there and fails here",
+                )
+            elif key == "weights":
+                self.note(("scoring", key), _WEIGHT)
+            else:
+                self.note(("scoring", key), f"`scoring.{key}` is not a Vally scoring field")
 
     def stimulus(
         self, at: KeyPath, item: dict[str, Any], shared: Any, timeout: int, schema: Schema
@@ -286,6 +316,8 @@ class _Reader:
                 self.rep.error(where, f"a grader is a mapping with `type`, got {type_name(grader)}")
                 continue
             kind = grader["type"].replace("_", "-")
+            if "weight" in grader:
+                self.note((*where, "weight"), _WEIGHT)
             config = grader.get("config")
             if config is None:
                 config = {k: v for k, v in grader.items() if k not in ("type", "name", "weight")}
@@ -299,7 +331,9 @@ class _Reader:
             if kind == "skill-invocation":
                 negative = self.skill_invocation(where, config) or negative
                 continue
-            checks += self.vally_grader(where, kind, config, rubric)
+            checks += self.vally_grader(
+                where, kind, config, rubric, {"name": str(name), "prompt": prompt}
+            )
         if graders is not None and not isinstance(graders, list):
             self.rep.error((*at, gkey), f"`{gkey}` must be a list, got {type_name(graders)}")
         if rubric is not None:
@@ -471,7 +505,12 @@ class _Reader:
         return negative
 
     def vally_grader(
-        self, at: KeyPath, kind: str, config: dict[str, Any], rubric: Any
+        self,
+        at: KeyPath,
+        kind: str,
+        config: dict[str, Any],
+        rubric: Any,
+        stimulus: dict[str, str] | None = None,
     ) -> list[Check]:
         line = self.rep.doc.line(at)
 
@@ -563,13 +602,87 @@ class _Reader:
             self.note(at, "`pairwise`: skillbench's pairwise judge is the case `judge:`; not a row")
             return []
         if kind == "program":
-            self.skip(
-                at,
-                "`program` graders read Vally's EVALUATE_GRADER_INPUT, which skillbench "
-                "does not provide",
-            )
+            program = self.program(at, config, stimulus)
+            return made([program]) if program else []
+        if kind == "panel":  # N judges on one rubric: skillbench's grader grades each criterion
+            return made(self.panel(at, config, rubric))
+        if kind in _BUDGETS:
+            self.skip(at, f"`{kind}` ({_BUDGETS[kind]}) reads Vally's trajectory metrics")
             return []
         self.skip(at, f"grader `{kind}` is not one skillbench can run")
+        return []
+
+    def program(
+        self, at: KeyPath, config: dict[str, Any], stimulus: dict[str, str] | None
+    ) -> Check | None:
+        """Vally's `program` grader: its program runs in the checker from the workspace (or
+        `sub_path`), with EVALUATE_WORKSPACE and EVALUATE_GRADER_INPUT as Vally sets them
+        (the input written by the host from the transcript); its GraderResult, or its exit
+        code when it prints nothing, decides the row."""
+        program, args = config.get("program"), config.get("args") or []
+        if not isinstance(program, str) or not program.strip():
+            self.rep.error(at, "`program` needs `config.program`: the program to run")
+            return None
+        if not isinstance(args, list) or not all(isinstance(a, str | int | float) for a in args):
+            self.rep.error(at, "`program` `args` must be a list of strings")
+            return None
+        words = [program, *map(str, args)]
+        command = " ".join(words) if config.get("shell") is True else shlex.join(words)
+        env = config.get("env") or {}
+        if not isinstance(env, dict):
+            self.rep.error(at, "`program` `env` must be a mapping of names to values")
+            return None
+        reserved = sorted(k for k in env if str(k).upper() in _VALLY_RESERVED)
+        if reserved:  # Vally refuses them too: the grader owns their values
+            self.rep.error(at, f"`program` `env` may not set {', '.join(reserved)}")
+            return None
+        if env:
+            command = shlex.join(["env", *(f"{k}={v}" for k, v in env.items())]) + " " + command
+        sub = config.get("sub_path")
+        if isinstance(sub, str) and sub.strip("/\\"):
+            sub = sub.replace("\\", "/")
+            if bad_file_path(sub.rstrip("/")):
+                self.rep.error(at, f"`sub_path` {sub!r} must stay inside the workspace")
+                return None
+            command = f"cd {shlex.quote(sub)} && {command}"
+        timeout = VALLY_PROGRAM_TIMEOUT
+        if config.get("timeout") is not None:
+            got = _duration(config["timeout"])
+            if got is None:
+                self.rep.warn(at, f"`timeout` {config['timeout']!r} is not a duration")
+            else:
+                timeout = got
+        for field in config:
+            if field not in ("program", "args", "shell", "env", "sub_path", "timeout"):
+                self.note(at, f"`program` `{field}` is not a field of Vally's program grader")
+        for arg in map(str, args):
+            near = self.path.parent / arg
+            if not arg.startswith(("/", "-")) and near.is_file():
+                self.rep.warn(
+                    at,
+                    f"`{arg}` is beside the eval.yaml, but the program runs from the workspace "
+                    "(as in Vally): stage it with environment.files, or it is not found",
+                )
+        self.note(
+            at,
+            "`program` runs in the checker from the workspace with EVALUATE_WORKSPACE and "
+            "EVALUATE_GRADER_INPUT (Vally's GraderInput, written from the transcript); its "
+            "GraderResult's `passed`, or its exit code when it prints nothing, decides",
+        )
+        context = json.dumps({"stimulus": stimulus or {}, "config": config}, default=str)
+        return Check(
+            "grader", command, self.rep.doc.line(at), timeout=float(timeout), program=context
+        )
+
+    def panel(self, at: KeyPath, config: dict[str, Any], rubric: Any) -> list[Check]:
+        text = config.get("rubric", config.get("prompt"))
+        for field in config:
+            if field not in ("rubric", "prompt"):
+                self.note(at, f"`panel` `{field}`: not honoured (one grader, --grader-runs N)")
+        if isinstance(text, str) and text.strip():
+            return [Check("expect", text.strip(), self.rep.doc.line(at))]
+        if rubric is None:
+            self.rep.warn(at, "a `panel` grader with no rubric: nothing to grade")
         return []
 
     def glob_ok(self, at: KeyPath, path: str) -> bool:
@@ -739,10 +852,13 @@ class _Reader:
         for j, grader in enumerate(graders):
             checks += self.skillgrade_grader((*at, "graders", j), grader)
         if len(checks) > 1:
-            self.note(
+            self.rep.warn(
                 (*at, "graders"),
-                "Skillgrade passes a trial at weighted reward >= 0.5; here each grader is one "
-                "row (a script at score >= 0.5) and the task counts one vote",
+                f"{len(checks)} graders: Skillgrade passes a trial when their weighted score "
+                f"reaches {SKILLGRADE_PASS:g}; skillbench passes an arm when every grader "
+                f"passes (a script at score >= {SKILLGRADE_PASS:g}), the pass/fail per task the "
+                "paired verdict counts, so a trial passing on its heavier graders alone passes "
+                "there and fails here",
             )
         fields: dict[str, Any] = {}
         for key, value in task.items():
@@ -825,6 +941,10 @@ class _Reader:
             )
 
 
+_WEIGHT = (
+    "weights change nothing here: with no `scoring.threshold` Vally takes the graders' binary "
+    "verdicts (every grader passing), as skillbench does"
+)
 _SKILLGRADE_NOT = {
     "agent": "`agent`: not honoured; skillbench's --agent decides",
     "provider": "`provider`: not honoured; skillbench runs every arm in its sandbox",

@@ -27,12 +27,14 @@ CHECK_KINDS: dict[str, str] = {
     "verifier": "the script (relative to the case file) exits 0 pass, 1 fail, 2 infrastructure "
     "(the arm's rows unscored)",
     "reward": "{file, min, metric, run}: after `run` (a script, its exit code ignored), the "
-    "reward in `file` is at least `min` (default 1): reward.txt's number; reward.json's `reward`, "
-    "else its `metric`, else every metric it names",
+    "reward in `file` is at least `min` (default 1): reward.txt's number; reward.json's `metric` "
+    "when one is named, else its `reward`, else its only key (several, none chosen: no verdict)",
     "expect": "a model grader finds the natural-language expectation met, from the transcript "
     "and the workspace files (graded in one call per session, with a canary)",
     "grader": "the command prints {pass, score, evidence} JSON (or exits 0); $CASE, $WORK and "
-    "$RESULTS (trace.jsonl) are set; with a `min` (Skillgrade's), its JSON `score` must reach it",
+    "$RESULTS (trace.jsonl) are set; with a `min` (Skillgrade's), its JSON `score` must reach it; "
+    "a Vally `program` grader gets EVALUATE_WORKSPACE and EVALUATE_GRADER_INPUT and decides by "
+    "its GraderResult's `passed` (or, printing nothing, its exit code)",
 }
 REGEX_KINDS = frozenset(
     {"command_matching", "no_command_matching", "transcript_matching", "no_transcript_matching"}
@@ -52,7 +54,9 @@ class Check(msgspec.Struct, frozen=True):
     script: str | None = None  # verifier / reward `run`: the script's path under evals/
     min: float | None = None  # reward, grader (Skillgrade's): the smallest passing score
     metric: str | None = None  # reward: the reward.json metric that decides (default: `reward`)
-    timeout: float | None = None  # reward `run`: seconds its script may take (default 600)
+    timeout: float | None = None  # reward `run`, grader: seconds its script may take
+    # grader: Vally's `program` contract, {"stimulus", "config"} JSON for its GraderInput
+    program: str | None = None
 
     @property
     def name(self) -> str:

@@ -6,6 +6,7 @@ field report is the same: every note and warning, with its path:line, is listed.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,14 @@ def case_file(case: Case) -> str:
 
 
 def _check(check: Check) -> Any:
+    if check.kind == "grader" and check.program is not None:
+        return {
+            "grader": {
+                "run": check.arg,
+                "vally": json.loads(check.program),
+                "timeout": check.timeout,
+            }
+        }
     if check.kind == "grader" and check.min is not None:
         return {"grader": {"run": check.arg, "min": check.min}}
     return check.kind if check.arg is None else {check.kind: check.arg}

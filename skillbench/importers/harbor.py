@@ -101,6 +101,8 @@ _KNOWN = {
     *_METADATA,
     ("environment", "docker_image"),
     ("environment", "allow_internet"),
+    ("environment", "network_mode"),
+    ("environment", "allowed_hosts"),
     ("environment", "mcp_servers"),
     ("agent", "timeout_sec"),
     ("verifier", "timeout_sec"),
@@ -136,6 +138,40 @@ def _harbor_unmapped(folder: Path, task: dict[str, Any], where: str, out: Import
             out.unmapped.append(f"{where}: {'.'.join(path)} — not a Harbor field skillbench maps")
 
 
+def _network(get: Any, where: str, extra: dict[str, str], out: Imported) -> None:
+    """Harbor's network, as its task.toml reference gives it: `allow_internet` defaults to
+    true (every phase online); `network_mode` (public, no-network, allowlist with
+    `allowed_hosts`) is its newer spelling. A sandbox never gets the whole internet: public
+    becomes the package indexes its verifiers install from, in both phases, said in a note."""
+    mode, allow = get("environment", "network_mode"), get("environment", "allow_internet")
+    if mode == "no-network" or (mode is None and allow is False):
+        return  # no network: skillbench's own default, the same meaning
+    if mode == "allowlist":
+        hosts = get("environment", "allowed_hosts")
+        if isinstance(hosts, list) and all(isinstance(h, str) for h in hosts) and hosts:
+            extra["network"] = f"[{', '.join(hosts)}]"
+            out.mapped.append(
+                f"{where}: environment.network_mode = allowlist — `network: {extra['network']}`"
+            )
+        else:
+            out.unmapped.append(
+                f"{where}: environment.network_mode = allowlist without `allowed_hosts`: no network"
+            )
+        return
+    extra["network"] = f"[{', '.join(INTERNET)}]"
+    said = (
+        f"environment.network_mode = {mode}"
+        if mode is not None
+        else "environment.allow_internet"
+        + (" (absent: Harbor's default is true, internet in every phase)" if allow is None else "")
+    )
+    out.unmapped.append(
+        f"{where}: {said} — mapped to `network: {extra['network']}` (the package indexes "
+        "verifiers install from; never the whole internet), for the agent and the verifier; "
+        "add any other host the task needs, or `network: none` to run it offline"
+    )
+
+
 def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     where, source = folder.name, f"harbor task {folder}"
     task = read_toml(folder / "task.toml")
@@ -167,12 +203,7 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         if get(*keys) is not None:
             out.unmapped.append(f"{where}: {'.'.join(keys)} — dropped: {why}")
     _harbor_unmapped(folder, task, where, out)
-    if get("environment", "allow_internet") is True:
-        extra["network"] = f"[{', '.join(INTERNET)}]"
-        out.unmapped.append(
-            f"{where}: environment.allow_internet — mapped to `network: {extra['network']}` "
-            "(the package indexes verifiers install from); add any other host the task needs"
-        )
+    _network(get, where, extra, out)
     docker = folder / "environment" / "Dockerfile"
     if get("environment", "docker_image"):
         extra.update(image_field(str(get("environment", "docker_image")), where, out))

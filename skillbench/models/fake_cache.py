@@ -4,8 +4,9 @@ shows one the provider would bill).
 
 Anthropic caches by breakpoint: the prompt is tools, then system, then messages, block by
 block; a block carrying `cache_control` marks a prefix to cache (at most 4 a request, a 5th is
-a 400), a prefix shorter than the model's minimum is never cached, and a breakpoint reads the
-longest cached prefix ending at it or at one of the 20 blocks before it. OpenAI caches
+a 400), a prefix shorter than the model's minimum is never cached (ANTHROPIC_MIN_TOKENS, by
+the request's model), and a breakpoint reads the longest cached prefix ending at it or at one
+of the 20 blocks before it. OpenAI caches
 automatically: the longest prefix seen before, counted in 128-token steps from 1024 tokens;
 Gemini's implicit cache is taken the same way (1024 tokens is Gemini 2.5 Flash's minimum).
 An entry exists once its request was answered and lives for its TTL (5 minutes, or an hour
@@ -29,6 +30,27 @@ LOOKBACK_BLOCKS = 20
 OPENAI_MIN_TOKENS = 1024
 OPENAI_STEP_TOKENS = 128
 _TTL = {"5m": 300.0, "1h": 3600.0}
+
+# Anthropic's minimum cacheable prompt by model (longest matching prefix of the request's
+# `model`; anything else 1024, the docs' figure for Sonnet 4.5, Opus 4.1 and older). Sonnet
+# 4.6 is documented at 1024 but caches nothing under 2048 tokens in practice
+# (anthropics/anthropic-sdk-python#1194, BerriAI/litellm-docs#49): the fake takes the larger,
+# so it never reads what the API would not.
+ANTHROPIC_MIN_TOKENS = {
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-sonnet-4-6": 2048,
+    "claude-3-haiku": 2048,
+    "claude-3-5-haiku": 2048,
+}
+DEFAULT_MIN_TOKENS = 1024
+
+
+def anthropic_min_tokens(model: str) -> int:
+    """The shortest prefix an Anthropic breakpoint caches on `model`."""
+    keys = [k for k in ANTHROPIC_MIN_TOKENS if model.startswith(k)]
+    return ANTHROPIC_MIN_TOKENS[max(keys, key=len)] if keys else DEFAULT_MIN_TOKENS
 
 
 class CacheUse(msgspec.Struct, frozen=True):
@@ -118,8 +140,9 @@ def openai_parts(body: dict[str, Any], protocol: str) -> list[Any]:
 class PrefixCache:
     """The entries one fake server holds (thread-safe: the server answers on many threads)."""
 
-    def __init__(self, min_tokens: int):
-        self.min_tokens = min_tokens  # Anthropic's minimum cacheable prefix (model-dependent)
+    def __init__(self, min_tokens: int | None = None):
+        # Anthropic's minimum cacheable prefix for every model, or None: each model's own
+        self.min_tokens = min_tokens
         self._entries: dict[str, float] = {}  # prefix hash -> expiry (monotonic)
         self._lock = threading.Lock()
 
@@ -147,9 +170,10 @@ class PrefixCache:
                         break
         writes = {"5m": 0, "1h": 0}
         done = read
+        least = self.min_tokens or anthropic_min_tokens(str(body.get("model") or ""))
         for mark in marks:
             item = items[mark]
-            if item.total < self.min_tokens:
+            if item.total < least:
                 continue  # too short to cache: sent as plain input, no error
             ttl = item.ttl if item.ttl in _TTL else "5m"
             entries.append((item.key, _TTL[ttl]))

@@ -1,9 +1,10 @@
 """A fake model server speaking the providers' wire protocols, driven by a script.
 
 `POST /v1/messages` (Anthropic Messages, JSON or streamed), `POST /v1/chat/completions` (OpenAI
-Chat Completions), `POST /v1/responses` (OpenAI Responses, streamed: what Codex speaks) and
-`POST /v1beta/models/<model>:generateContent`, `:streamGenerateContent?alt=sse` and
-`:countTokens` (the Gemini API: what Gemini CLI and the google-genai SDK speak).
+Chat Completions, JSON or streamed: what Copilot CLI speaks), `POST /v1/responses` (OpenAI
+Responses, streamed: what Codex speaks) and `POST /v1beta/models/<model>:generateContent`,
+`:streamGenerateContent?alt=sse` and `:countTokens` (the Gemini API: what Gemini CLI and the
+google-genai SDK speak).
 Tests point the real SDKs and agent CLIs at it through their base URLs; nothing is patched.
 The script (skillbench.models.script) decides each reply, including faults: a status with
 Retry-After, a stall past the client's timeout, a malformed body, a stream cut off.
@@ -35,6 +36,7 @@ from skillbench.models.fake_wire import (
     ERROR_KINDS,
     REPLIES,
     anthropic_shape,
+    chat_chunks,
     error_body,
     gemini_chunks,
     gemini_shape,
@@ -226,6 +228,9 @@ class FakeModelServer:
             return self._stream_events(h, response_events(reply))
         if protocol == "anthropic" and body.get("stream"):
             return self._stream_events(h, message_events(reply))
+        if protocol == "openai" and body.get("stream"):
+            asked = (body.get("stream_options") or {}).get("include_usage") is True
+            return self._stream_chunks(h, chat_chunks(reply, asked), end=b"data: [DONE]\r\n\r\n")
         self._send(h, 200, reply)
 
     @staticmethod
@@ -247,8 +252,11 @@ class FakeModelServer:
         h.close_connection = True
 
     @staticmethod
-    def _stream_chunks(h: BaseHTTPRequestHandler, chunks: list[dict[str, Any]]) -> None:
-        """The Gemini API's stream: `data:` lines of whole responses, no event names."""
+    def _stream_chunks(
+        h: BaseHTTPRequestHandler, chunks: list[dict[str, Any]], end: bytes = b""
+    ) -> None:
+        """The Gemini API's stream (and Chat Completions', which `end`s with its `[DONE]`):
+        `data:` lines of whole JSON objects, no event names."""
         try:
             h.send_response(200)
             h.send_header("Content-Type", "text/event-stream")
@@ -256,6 +264,9 @@ class FakeModelServer:
             h.end_headers()
             for chunk in chunks:
                 h.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
+                h.wfile.flush()
+            if end:
+                h.wfile.write(end)
                 h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -286,6 +297,10 @@ class FakeModelServer:
                 part = {"content": {"role": "model", "parts": [{"text": "cut"}]}, "index": 0}
                 usage = {"promptTokenCount": 1, "totalTokenCount": 1}
                 return self._stream_chunks(h, [{"candidates": [part], "usageMetadata": usage}])
+            if entry.protocol == "openai" and entry.body.get("stream"):  # no [DONE]
+                delta = {"role": "assistant", "content": "cut"}
+                head = {"id": "chatcmpl-cut", "object": "chat.completion.chunk", "model": "fake"}
+                return self._stream_chunks(h, [{**head, "choices": [{"index": 0, "delta": delta}]}])
             if entry.protocol == "responses":
                 first = (
                     "response.created",

@@ -204,7 +204,10 @@ def error_body(protocol: str, kind: str, message: str, status: int = 400) -> dic
 
 
 def _prompt_tokens(raw: bytes, cached: CacheUse) -> int:
-    return max(tokens(raw.decode(errors="replace")), cached.prompt)
+    """A request's prompt tokens: its content as the cache compares it (tools, system and
+    messages; not the body's JSON framing, its other fields nor its cache markers, which a
+    provider does not bill as prompt), or the whole body when it has no content to compare."""
+    return cached.prompt or tokens(raw.decode(errors="replace"))
 
 
 def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):
@@ -214,8 +217,9 @@ def _anthropic_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, 
             {"type": "tool_use", "id": f"toolu_{serial}_{j}", "name": name, "input": args}
         )
     # input_tokens is what comes after the last cached prefix: the three add up to the prompt
+    prompt = _prompt_tokens(raw, cached)
     usage: dict[str, Any] = {
-        "input_tokens": max(1, _prompt_tokens(raw, cached) - cached.read - cached.write),
+        "input_tokens": max(1, prompt - cached.read - cached.write),
         "output_tokens": tokens(play.text + json.dumps([a for _, a in play.tool_calls])),
         "cache_creation_input_tokens": cached.write,
         "cache_read_input_tokens": cached.read,
@@ -280,6 +284,27 @@ def _openai_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cac
         "cache_read_input_tokens": cached.read,
     }
     return reply, usage
+
+
+def chat_chunks(reply: dict[str, Any], usage: bool) -> list[dict[str, Any]]:
+    """A Chat Completion as its stream's chunks (before the closing `data: [DONE]`): the text,
+    the tool calls, the finish reason, then (when `stream_options.include_usage` asked) the
+    usage in a chunk of its own with no choices, as OpenAI streams it."""
+    choice = reply["choices"][0]
+    message, head = choice["message"], {k: reply[k] for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": message.get("content") or ""})]
+    if message.get("tool_calls"):
+        calls = [{"index": j, **c} for j, c in enumerate(message["tool_calls"])]
+        out.append(chunk({"tool_calls": calls}))
+    out.append(chunk({}, choice["finish_reason"]))
+    if usage:
+        out.append({**head, "choices": [], "usage": reply["usage"]})
+    return out
 
 
 def _responses_reply(body: dict[str, Any], play: Play, raw: bytes, serial: int, cached: CacheUse):

@@ -4,7 +4,7 @@ fake model server in `skillbench.models.fake_server`.
 A script is YAML:
 
     latency: 0.0                   # seconds before every reply (optional)
-    cache_min_tokens: 1024         # the prompt cache's shortest prefix (fake_cache.py)
+    cache_min_tokens: 1024         # the prompt cache's shortest prefix (default: the model's)
     rules:                         # checked first, against the last user message
       - when: "Which skills"       # a regex
         replies: ['{"selected": []}']   # used in turn, the last one repeating
@@ -77,9 +77,9 @@ class Script(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     conversations: list[Conversation] = []
     rules: list[Rule] = []
     latency: float = 0.0
-    # the shortest prefix an Anthropic breakpoint caches (the API's minimum for Sonnet 4.5;
-    # 4096 for Opus 4.5 and Haiku 4.5): shorter prefixes are sent as plain input
-    cache_min_tokens: int = 1024
+    # the shortest prefix an Anthropic breakpoint caches, for every model; unset, each model's
+    # own minimum (fake_cache.ANTHROPIC_MIN_TOKENS): shorter prefixes are sent as plain input
+    cache_min_tokens: int | None = None
 
 
 def load_script(path: Path) -> Script:

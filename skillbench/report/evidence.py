@@ -53,6 +53,10 @@ def activation_lines(a: Activation) -> list[str]:
                 "  not loaded in: "
                 + ", ".join(f"{c.case} ({c.sessions - c.fired} of {c.sessions})" for c in missed)
             )
+    if a.opened or a.by_tool:
+        lines.append(
+            f"  seen: a file of it opened in {a.opened}, only its skill tool's call in {a.by_tool}"
+        )
     if a.invocations:
         lines.append(
             f"activation: invoked explicitly (`/{a.skill}`) in {a.invocations} candidate "

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from skillbench.report.evidence import evidence_lines
-from skillbench.report.terminal import accounting_lines, report_lines
+from skillbench.report.terminal import accounting_lines, models_line, report_lines
 from skillbench.results.records import CANDIDATE, RowRecord
 from skillbench.results.run_folder import RunFolder, load_run
 
@@ -370,6 +370,8 @@ def _efficiency(run: RunFolder) -> str:
     )
     if run.summary.accounting is not None:  # against the plan, by call kind and by arm
         total += "".join(f"<p>{_e(line)}</p>" for line in accounting_lines(run.summary.accounting))
+    if (used := models_line(eff)) is not None:  # an agent CLI's calls, by the model each named
+        total += f"<p>{_e(used)}</p>"
     return _section("Efficiency", "<div class='charts'>" + "".join(charts) + "</div>" + total)
 
 

@@ -3,13 +3,14 @@ summary.json)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from skillbench.judge import family_warning
 from skillbench.report.evidence import evidence_lines
 from skillbench.report.skill_creator import figures_line
 from skillbench.results.stats import ALPHA, MIN_DECIDED
-from skillbench.results.summary import Accounting, Comparison, Summary
+from skillbench.results.summary import Accounting, Comparison, Efficiency, Summary
 from skillbench.results.verdict import INCONCLUSIVE
 
 
@@ -95,6 +96,8 @@ def report_lines(summary: Summary) -> list[str]:
         # the arms' cost per session, then what the whole run spent (judge, triggers and
         # generation included)
         lines.append("efficiency: " + " | ".join(parts) + f" · run total ${summary.spend_usd:.2f}")
+        if (used := models_line(summary.efficiency)) is not None:
+            lines.append(used)
     if summary.accounting is not None:
         lines.extend(accounting_lines(summary.accounting))
     if summary.noise_floor is not None:
@@ -184,3 +187,14 @@ def trigger_lines(t: dict[str, Any]) -> list[str]:
         elif d.get("fired") is None:
             lines.append(f'  ERRORED: "{d["prompt"]}"{failed}')
     return lines
+
+
+def models_line(efficiency: Mapping[str, Efficiency]) -> str | None:
+    """Which models an agent CLI's calls named, per arm (its subagents' and aliases' too, as
+    its broker saw them); None for an agent without a broker (builtin)."""
+    parts = [
+        f"{arm} " + ", ".join(f"{name} x{calls}" for name, calls in sorted(e.models.items()))
+        for arm, e in efficiency.items()
+        if e.models
+    ]
+    return "model calls: " + " | ".join(parts) if parts else None

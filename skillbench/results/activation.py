@@ -51,6 +51,10 @@ class Activation(msgspec.Struct, frozen=True):
     # explicit invocation, counted apart so that it never reads as organic triggering
     invoked: int = 0  # candidate sessions of those cases that loaded it
     invocations: int = 0  # candidate sessions of those cases that ran
+    # how the loads were seen (docs/trust.md, "Activation"), over every candidate session that
+    # loaded it: a file of it opened (the sandbox's observer), or only its skill tool's call
+    opened: int = 0
+    by_tool: int = 0
 
     @property
     def never(self) -> bool:
@@ -105,6 +109,7 @@ def activation_of(
     `explicit`: whether its task invokes the skill by `/name` (counted apart)."""
     explicit = explicit or {}
     cases = []
+    loads: list[SessionRecord] = []
     for name in plan.sessions:
         ran = [
             r
@@ -113,10 +118,11 @@ def activation_of(
             and r.outcome in RAN
         ]
         if ran:
-            loads = sum(fired(plan.skill, r) for r in ran)
+            hits = [r for r in ran if fired(plan.skill, r)]
+            loads += hits
             cases.append(
                 CaseActivation(
-                    name, loads, len(ran), expected.get(name, True), explicit.get(name, False)
+                    name, len(hits), len(ran), expected.get(name, True), explicit.get(name, False)
                 )
             )
     if not cases:
@@ -145,6 +151,8 @@ def activation_of(
         units_when_fired=n_fired,
         invoked=sum(c.fired for c in asked),
         invocations=sum(c.sessions for c in asked),
+        opened=sum(plan.skill in r.observed for r in loads),
+        by_tool=sum(plan.skill not in r.observed for r in loads),
     )
 
 

@@ -21,9 +21,10 @@ class CheckResult(msgspec.Struct, frozen=True):
 
 
 NO_VERDICT = "exit 2 (no verdict)"  # a verifier's exit 2 (docs/formats.md), as its detail opens
+NO_METRIC = "no deciding metric"  # a reward file of several metrics, none chosen
 
 
 def no_verdict(check: CheckResult) -> bool:
     """A verifier that exited 2: no trustworthy verdict. Whether that is the arm's failure or
     the harness's is decided against the other arm (results/rows.py: Margin's policy)."""
-    return check.infrastructure and check.detail.startswith(NO_VERDICT)
+    return check.infrastructure and check.detail.startswith((NO_VERDICT, NO_METRIC))

@@ -106,8 +106,13 @@ class SessionRecord(msgspec.Struct, tag="session", kw_only=True):
     notes: list[str] = []  # what the handover changed, what the kept workspace left out
     reused_from: str | None = None  # the run whose identical session this is (not rerun)
     node: str | None = None  # the cluster node it ran on (None: this machine)
-    loaded: list[str] = []  # the skills the agent loaded (its own way: a tool, a read)
+    # the skills the agent loaded (docs/trust.md, "Activation"): those the skill observer saw
+    # a file of opened, or its own skill tool loaded
+    loaded: list[str] = []
+    observed: dict[str, list[str]] = {}  # skill -> its files the observer saw opened
+    declared: list[str] = []  # the skills its own skill tool loaded (its transcript says)
     ambient: list[str] = []  # the skills the agent CLI brought on its own (none staged them)
+    models: dict[str, int] = {}  # an agent CLI's model calls, by the model each named
 
 
 class ArmResult(msgspec.Struct, omit_defaults=True):

@@ -86,12 +86,17 @@ def efficiency(plan: Plan, sessions: dict[str, SessionRecord]) -> dict[str, Effi
             continue
         n = len(ran)
         costs = [s.cost_usd for s in ran]
+        models: dict[str, int] = {}
+        for s in ran:
+            for name, calls in s.models.items():
+                models[name] = models.get(name, 0) + calls
         out[arm] = Efficiency(
             turns=sum(s.turns for s in ran) / n,
             seconds=sum(s.seconds for s in ran) / n,
             cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs) / n,
             input_tokens=sum(s.usage.input_tokens + s.usage.cache_read_tokens for s in ran) / n,
             output_tokens=sum(s.usage.output_tokens for s in ran) / n,
+            models=models,
         )
     return out
 

@@ -34,6 +34,7 @@ class Efficiency(msgspec.Struct):
     cost_usd: float | None
     input_tokens: float
     output_tokens: float
+    models: dict[str, int] = {}  # an agent CLI's model calls, by the model each named
 
 
 class Skipped(msgspec.Struct):

@@ -153,6 +153,17 @@ class Sandbox(Protocol):
 
     async def exists(self, path: str) -> bool: ...
 
+    async def observe(self, skills: Mapping[str, Sequence[str]], *, now: bool) -> None:
+        """Watch which files of `skills` (name -> the sandbox folders holding it) are opened
+        from now (`now`) or from the first model reply relayed in (an agent CLI, whose own
+        start-up reads every SKILL.md): the skill observer (observer.py, docs/trust.md)."""
+        ...
+
+    async def observed(self) -> dict[str, dict[str, str]]:
+        """What `observe` saw: skill -> {file under its folder: "open" | "access"}; raises
+        SandboxError when it could not see (its watches refused, its queue overflowed)."""
+        ...
+
     async def sync_skills(self) -> None:
         """Show in the sandbox what was staged, after setup (docs/statistics.md: setup, then skill),
         into the host folder behind its /skills mount: a bind mount shows it already."""

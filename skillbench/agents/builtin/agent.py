@@ -67,6 +67,7 @@ class BuiltinAgent:
 class _Session:
     relay: Relay | None = None
     ambient: tuple[str, ...] = ()
+    skill_home: str | None = None  # its `skill` tool reads /skills
 
     def __init__(self, model: Model, request: SessionRequest):
         self.model, self.request = model, request

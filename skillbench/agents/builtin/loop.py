@@ -65,6 +65,7 @@ class SessionResult(msgspec.Struct, frozen=True):
     usage: Usage
     cost_usd: float | None
     error: str | None = None
+    models: dict[str, int] = {}  # calls by the model each named (a CLI's, seen at its broker)
 
     @property
     def errored(self) -> bool:

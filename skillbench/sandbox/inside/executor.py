@@ -14,9 +14,10 @@ forked child that drops to the user first. A user process has no capabilities, c
 signal, ptrace or read the memory of this root, non-dumpable process, and is the OOM
 killer's first choice.
 
-Request: {"id": n, "op": "exec"|"read"|"write"|"exists"|"handover", ...}; reply: {"id": n,
-...}. An "exec" may name another `user`; "handover" gives the workspace to the named user the
-way handover.py (beside this file) says, in this root process, before any check.
+Request: {"id": n, "op": "exec"|"read"|"write"|"exists"|"handover"|"observe"|"observed", ...};
+reply: {"id": n, ...}. An "exec" may name another `user`; "handover" gives the workspace to the
+named user the way handover.py (beside this file) says, in this root process, before any check;
+"observe" and "observed" are the skill observer's (observer.py, beside this file).
 Commands run in their own session so a timeout kills the whole process group from inside.
 """
 
@@ -329,12 +330,20 @@ def _hand_over(req):
     return {"notes": handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)}
 
 
+def _observer():
+    import observer  # beside this file in every sandbox
+
+    return observer
+
+
 OPS = {
     "exec": _exec,
     "read": lambda req: _as_user(_read, req),
     "write": lambda req: _as_user(_write, req),
     "exists": lambda req: _as_user(_exists, req),
     "handover": _hand_over,
+    "observe": lambda req: _observer().observe(req),
+    "observed": lambda req: _observer().observed(req),
 }
 
 
@@ -403,9 +412,10 @@ def main():
     _harden(_USER)
     import portrelay  # beside this file in every sandbox
 
-    # --relay PORT, once per relay (the model broker's, the egress proxy's)
+    # --relay PORT, once per relay (the model broker's, the egress proxy's); the first reply
+    # relayed in arms the skill observer (observer.py)
     ports = [int(sys.argv[i + 1]) for i, a in enumerate(sys.argv) if a == "--relay"]
-    relays = [portrelay.Relay(port, _reply) for port in ports]
+    relays = [portrelay.Relay(port, _reply, _observer().OBSERVER.arm) for port in ports]
     if "--stdio" in sys.argv:
         _conn = _Stdio()
     else:

@@ -24,9 +24,11 @@ class Relay:
     connections, so a host request names its connection by `sid` alone.
     """
 
-    def __init__(self, port, reply):
+    def __init__(self, port, reply, on_reply=None):
         self.port = port
         self._reply = reply  # the executor's: one JSON line to the host
+        # called before any byte from the host reaches a client (the skill observer arms)
+        self._on_reply = on_reply or (lambda: None)
         self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.server.bind(("127.0.0.1", port))  # before any user process can take the port
@@ -69,6 +71,7 @@ class Relay:
                 if req["op"] == "relay_close":
                     conn.shutdown(socket.SHUT_WR)
                     break
+                self._on_reply()
                 conn.sendall(base64.b64decode(req["data"]))
         except OSError:
             pass

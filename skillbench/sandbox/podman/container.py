@@ -230,6 +230,19 @@ class PodmanSandbox:
         self._raise_for(reply, path)
         return bool(reply["exists"])
 
+    async def observe(self, skills: Mapping[str, Sequence[str]], *, now: bool) -> None:
+        folders = {k: list(v) for k, v in skills.items()}
+        reply = await self._call("observe", 60, skills=folders, now=now)
+        self._raise_for(reply)
+
+    async def observed(self) -> dict[str, dict[str, str]]:
+        reply = await self._call("observed", 60)
+        self._raise_for(reply)
+        if reply.get("blind"):
+            raise SandboxError(str(reply["blind"]))
+        seen = reply["seen"]
+        return {str(k): {str(f): str(how) for f, how in v.items()} for k, v in seen.items()}
+
     async def sync_skills(self) -> None:
         # On the api channel /skills is a tmpfs (the root filesystem is read-only once the
         # sandbox runs, and setup must see no skill): filled here as root, root's files, no
