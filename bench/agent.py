@@ -25,8 +25,8 @@ from skillbench.models.base import Completion, Message, Model, ToolSpec
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.models.script import parse_script
 from skillbench.sandbox.base import ExecResult, SandboxSpec
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.transcript import TraceWriter, read_trace
 
 

@@ -24,8 +24,8 @@ import httpx
 from skillbench.broker import Broker
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.sandbox.base import Relay, SandboxSpec
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.provider import PodmanProvider
 
 BODY = {
     "model": "claude-sonnet-4-6",

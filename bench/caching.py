@@ -41,8 +41,8 @@ from skillbench.models.fake_server import SpawnedServer
 from skillbench.models.pricing import price_for
 from skillbench.models.script import parse_script
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.sandbox.stage import stage_arm
 from skillbench.skills import read_skill
 from skillbench.transcript import TraceWriter

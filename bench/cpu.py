@@ -50,9 +50,9 @@ from sandbox import make_skill  # bench/sandbox.py, beside this file: the same s
 
 from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.connection import URL_ENV
-from skillbench.sandbox.image import IMAGE, image_exists
-from skillbench.sandbox.podman import CGROUP_ENV, PodmanProvider
+from skillbench.sandbox.podman.connection import URL_ENV
+from skillbench.sandbox.podman.image import IMAGE, image_exists
+from skillbench.sandbox.podman.provider import CGROUP_ENV, PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm, start_checker
 
 TARGET = 0.15  # CPU-s per arm (issue 27)

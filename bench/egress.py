@@ -20,8 +20,8 @@ from pathlib import Path
 
 from skillbench.egress import EgressProxy, phase_proxy
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.provider import PodmanProvider
 
 # inside the sandbox: N GETs through HTTP_PROXY, the median in milliseconds
 _INSIDE = """

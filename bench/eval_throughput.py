@@ -22,10 +22,10 @@ import msgspec
 
 from skillbench.config import Settings
 from skillbench.engine.plan import EvalOptions, prepare
-from skillbench.engine.records import SessionRecord
 from skillbench.engine.run import execute
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.models.script import parse_script
+from skillbench.results.records import SessionRecord
 
 SESSIONS, TURNS = 32, 5
 

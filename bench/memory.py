@@ -28,7 +28,7 @@ from pathlib import Path
 
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.sandbox.capacity import fits, mem_available
-from skillbench.sandbox.podman import CGROUP_ENV
+from skillbench.sandbox.podman.provider import CGROUP_ENV
 
 BASH = {"builtin": ("bash", "command"), "claude-code": ("Bash", "command")}
 BASH["codex"] = ("exec_command", "cmd")

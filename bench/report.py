@@ -19,10 +19,10 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-from skillbench.checks import CheckResult
-from skillbench.engine.records import ArmResult, Plan, RowRecord, SessionRecord, Unit
-from skillbench.engine.score import summarize
 from skillbench.report.html import write_report
+from skillbench.results.checks import CheckResult
+from skillbench.results.records import ArmResult, Plan, RowRecord, SessionRecord, Unit
+from skillbench.results.score import summarize
 
 ARMS = ["baseline", "candidate", "incumbent"]
 

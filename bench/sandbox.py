@@ -1,7 +1,7 @@
 """Sandbox benchmark: medians and spreads of the podman provider's operations, the cost of
 the check phase (the agent's sandbox stopped, /work handed to the fresh checker sandbox that
 started on the arm's /work during the agent phase), and the throughput of full staged arm
-cycles at concurrency 1, 4 and 8; then the two executor channels (sandbox/channel.py) side by
+cycles at concurrency 1, 4 and 8; then the two executor channels (sandbox/podman/channel.py) side by
 side: the local one (bind mounts, a unix socket) and the api one (files copied in, an attach
 to the executor's stdio), as ratios api / local.
 
@@ -26,9 +26,10 @@ from pathlib import Path
 import msgspec
 
 from skillbench.evals import load_case
-from skillbench.sandbox.base import SandboxSpec, Service
-from skillbench.sandbox.image import IMAGE, image_exists
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.evals.services import Service
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.podman.image import IMAGE, image_exists
+from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm, start_checker
 
 

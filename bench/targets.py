@@ -26,8 +26,8 @@ import cpu
 import eval_throughput
 
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.provider import PodmanProvider
 
 # (what, target, baseline, unit): the baselines are issue 27's, measured on main (2 cores)
 TARGETS = {

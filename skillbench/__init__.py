@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from skillbench.version import __version__
 
 if TYPE_CHECKING:
     from skillbench.api import (
@@ -32,9 +32,9 @@ if TYPE_CHECKING:
         run_oracles_async,
     )
     from skillbench.engine.run import EvalResult
-    from skillbench.engine.summary import Summary
+    from skillbench.engine.sets import CellResult, SetResult
     from skillbench.errors import SkillbenchError
-    from skillbench.setrun import CellResult, SetResult
+    from skillbench.results.summary import Summary
 
 _API = {
     "GateOptions": "skillbench.api",
@@ -50,15 +50,15 @@ _API = {
     "evaluate_async": "skillbench.api",
     "evaluate_set": "skillbench.api",
     "evaluate_set_async": "skillbench.api",
-    "CellResult": "skillbench.setrun",
-    "SetResult": "skillbench.setrun",
+    "CellResult": "skillbench.engine.sets",
+    "SetResult": "skillbench.engine.sets",
     "evaluate_triggers_async": "skillbench.api",
     "measure_triggers_async": "skillbench.api",
     "run_oracles_async": "skillbench.api",
     "read_run": "skillbench.api",
     "read_set": "skillbench.api",
     "EvalResult": "skillbench.engine.run",
-    "Summary": "skillbench.engine.summary",
+    "Summary": "skillbench.results.summary",
     "SkillbenchError": "skillbench.errors",
 }
 __all__ = [

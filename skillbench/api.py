@@ -30,6 +30,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from skillbench.engine.options import (
+    Log,
+    Options,
+    check_options,
+    eval_options,
+    generate_for,
+    settings_for,
+)
 from skillbench.errors import EvalError, Interrupted, OptionsError
 from skillbench.validate import NotASkill
 
@@ -38,56 +46,21 @@ if TYPE_CHECKING:
     from skillbench.engine.estimate import Estimate
     from skillbench.engine.oracle import OracleResult
     from skillbench.engine.plan import EvalOptions
-    from skillbench.engine.records import SessionRecord
     from skillbench.engine.run import EvalResult
     from skillbench.engine.session import Progress
+    from skillbench.engine.sets import SetPlan, SetResult
     from skillbench.gating import GateResult
     from skillbench.ledger import RunLedger
-    from skillbench.report.run_folder import RunFolder
-    from skillbench.report.set_folder import SetFolder
-    from skillbench.setrun import SetPlan, SetResult
+    from skillbench.results.records import SessionRecord
+    from skillbench.results.run_folder import RunFolder
+    from skillbench.results.set_folder import SetFolder
     from skillbench.triggers import TriggerReport
 
 T = TypeVar("T")
 
-Log = Callable[[str], None]  # one line for the user: a note, a warning, an image being built
-
 
 def _quiet(line: str) -> None:
     pass
-
-
-class Options(msgspec.Struct, kw_only=True, frozen=True):
-    """How to run an eval or a trigger measurement; each field is the `skillbench eval`
-    flag of the same name. A None setting comes from the config, then the default."""
-
-    model: str | None = None  # the arms' model: anthropic/<m>, openai/<m> or scripted/<name>
-    judge_model: str | None = None  # the judge's model (default: model)
-    grader: str | None = None  # the `expect` checks' grader model (default: the judge model)
-    # gradings of each session's expectations (None: 1, or the resumed run's); disagreement
-    # fails closed
-    grader_runs: int | None = None
-    agent: str | None = None  # what runs in the arms: builtin, claude-code or codex
-    k: int | None = None  # repetitions of every case (default 1)
-    min_net_lift: float | None = None  # the net lift over units PASS/FAIL need (default 0.2)
-    sequential: bool | None = None  # stop as soon as the verdict is settled ([stats] sequential)
-    parallel: int | None = None  # sessions (and trigger calls) at once, 1 to 64 (default 4)
-    team: str | None = None  # a team repo: adds the incumbent arm
-    out: str | None = None  # the run folder (default .skillbench/runs/<run_id>/)
-    resume: str | None = None  # a run folder to continue; reruns only what is missing
-    case: str | None = None  # run this one case (or "suite")
-    max_cost: float | None = None  # USD: stop starting sessions once spend passes it
-    seed: int | None = None  # the judge's order (default random)
-    generate: bool = True  # first write the evals the skill lacks with the model
-    triggers: bool = True  # also measure triggers, when the skill has evals/triggers.yaml
-    runs: int = 1  # trigger calls per prompt
-    threshold: float = 0.5  # the trigger rate that counts as fired, in (0, 1]
-    trigger_method: str | None = None  # "catalog" or "agent" (measure_triggers: or "both")
-    fresh_baseline: bool = False  # rerun baseline and incumbent sessions, never reuse them
-    aa: bool = False  # also run a second baseline arm: the A/A noise floor
-    with_library: str | None = None  # a library root: every arm also stages its other skills
-    cluster: str | None = None  # a Ray cluster's address: the sessions run there (skillbench[ray])
-    evals: list[str] | None = None  # --evals: foreign eval files outside the skill
 
 
 class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
@@ -115,112 +88,6 @@ class GateOptions(msgspec.Struct, kw_only=True, frozen=True):
 
 DEFAULTS = Options()  # the frozen defaults every function starts from
 NO_OVERRIDES = GateOptions()  # the policy exactly as the team repo and the config say
-
-_SETTINGS = ("model", "judge_model", "k", "parallel", "team", "agent", "min_net_lift")
-# what a resumed run keeps
-_RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift", "evals")
-
-
-def _settings(start: Path, options: Options) -> Settings:
-    from skillbench.config import load_settings
-
-    flags = {name: getattr(options, name) for name in _SETTINGS}
-    settings = load_settings(start, flags).settings
-    if options.sequential is not None:
-        settings.stats = msgspec.structs.replace(settings.stats, sequential=options.sequential)
-    return settings
-
-
-def _check(options: Options) -> None:
-    from skillbench.config import MAX_PARALLEL
-
-    if options.runs < 1:
-        raise OptionsError("--runs must be at least 1")
-    if not 0 < options.threshold <= 1:
-        raise OptionsError("--threshold is a trigger rate in (0, 1]")
-    if options.parallel is not None and not 1 <= options.parallel <= MAX_PARALLEL:
-        raise OptionsError(
-            f"--parallel must be between 1 and {MAX_PARALLEL} (each session is a "
-            "sandbox; more than the machine can run only queues)"
-        )
-
-
-class _LibraryPath(msgspec.Struct):
-    path: str
-
-
-class _Resumed(msgspec.Struct):
-    """The part of plan.json a resumed run's options come from (the rest is checked when the
-    run is prepared)."""
-
-    skill_dir: str
-    model: str | None = None
-    judge_model: str | None = None
-    k: int | None = None
-    team: str | None = None
-    agent: str | None = None
-    min_net_lift: float | None = None
-    evals: list[str] | None = None
-    library: _LibraryPath | None = None
-
-
-def _resumed(skill: str | None, run_dir: Path, options: Options) -> tuple[str | None, Options]:
-    """A resumed run keeps the settings it started with: the plan's skill folder, models,
-    repetitions and team, unless an option names one explicitly (and a changed one is
-    refused when the run is prepared), and its library arm."""
-    from skillbench.inputs import load_json
-
-    try:  # bounded and typed: a hostile plan.json is one line naming it
-        plan = load_json(run_dir / "plan.json", _Resumed)
-    except msgspec.DecodeError as exc:
-        raise OptionsError(f"--resume {run_dir}: no readable plan.json there ({exc})") from None
-    kept: dict[str, Any] = {
-        n: getattr(plan, n)
-        for n in _RESUMED
-        if getattr(options, n) is None and getattr(plan, n) is not None
-    }
-    if options.with_library is None and plan.library is not None:
-        kept["with_library"] = plan.library.path
-    return skill or plan.skill_dir, msgspec.structs.replace(options, **kept)
-
-
-def _eval_options(skill: str | os.PathLike[str] | None, options: Options) -> EvalOptions:
-    """The engine's options for a run of `skill` under `options` and the config."""
-    from skillbench.engine.plan import EvalOptions
-
-    skill_dir = None if skill is None else os.fspath(skill)
-    if options.resume:
-        skill_dir, options = _resumed(skill_dir, Path(options.resume), options)
-    if skill_dir is None:
-        raise OptionsError("eval needs a SKILL folder (or --resume RUN_DIR)")
-    _check(options)
-    settings = _settings(Path(skill_dir), options)
-    if options.max_cost is not None and options.max_cost < 0:
-        raise OptionsError("--max-cost is a spend cap in USD: 0 or more")
-    if options.evals and (options.cluster or settings.cluster.address):
-        raise OptionsError(
-            "--evals runs on this machine only: the cluster's workers read the skill"
-        )
-    return EvalOptions(
-        skill_dir=skill_dir,
-        settings=settings,
-        out=options.out,
-        resume=options.resume,
-        case=options.case,
-        max_cost=options.max_cost,
-        grader=options.grader,
-        grader_runs=options.grader_runs,
-        seed=options.seed,
-        triggers=options.triggers,
-        runs=options.runs,
-        threshold=options.threshold,
-        team=settings.team,
-        trigger_method=options.trigger_method,
-        fresh_baseline=options.fresh_baseline,
-        aa=options.aa,
-        library=options.with_library,
-        evals=[os.path.abspath(e) for e in options.evals or ()],
-    )
 
 
 def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log) -> None:
@@ -250,27 +117,9 @@ def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log)
     if opts.evals:  # the cases come from --evals: only triggers may be missing
         kinds = [k for k in kinds if k != "cases"]
     if options.generate and kinds:
-        opts.spent_before = _generate(
+        opts.spent_before = generate_for(
             Path(opts.skill_dir), opts.settings, kinds, log, True, options.max_cost
         )
-
-
-def _generate(
-    skill_dir: Path,
-    settings: Settings,
-    kinds: Sequence[str],
-    log: Log,
-    only_missing: bool,
-    ceiling: float | None = None,
-) -> float:
-    from skillbench.engine.gen import generate_missing
-    from skillbench.skills import is_skill
-
-    if not is_skill(skill_dir):
-        raise NotASkill(f"{skill_dir}: not a skill folder (no SKILL.md)")
-    return generate_missing(
-        skill_dir, settings, kinds, log, only_missing=only_missing, ceiling=ceiling
-    )
 
 
 def _off_loop(call: Callable[[], T]) -> T | None:
@@ -294,7 +143,7 @@ def _start_eval(
     from skillbench.engine.run import execute
     from skillbench.models import parse_model
 
-    opts = _eval_options(skill, options)
+    opts = eval_options(skill, options)
     _before_run(opts, options, ["cases", "triggers"] if options.triggers else ["cases"], log)
     prepared = prepare(opts, log=log)
     if parse_model(opts.settings.model).scripted:
@@ -408,7 +257,7 @@ def evaluate_set(
     ledger. A cell whose agent cannot use its model is refused before anything runs;
     `options.resume` (a set folder) finishes the set. Signals and loops as `evaluate`."""
     from skillbench.engine.interrupt import Stop
-    from skillbench.setrun import start_set
+    from skillbench.engine.sets import start_set
 
     done = _off_loop(
         lambda: evaluate_set(
@@ -459,7 +308,7 @@ def estimate_set(
 ) -> SetPlan:
     """What `evaluate_set` would do (`eval --plan` of a set): each cell's sessions, cost and
     time, and the set's; nothing is started."""
-    from skillbench.setrun import estimate_set as estimated
+    from skillbench.engine.sets import estimate_set as estimated
 
     return estimated(
         paths,
@@ -484,7 +333,7 @@ async def evaluate_set_async(
     log: Log = _quiet,
 ) -> SetResult:
     """`evaluate_set` for a running event loop; cancelling it stops the set as Ctrl-C does."""
-    from skillbench.setrun import start_set
+    from skillbench.engine.sets import start_set
 
     work, set_dir = await asyncio.to_thread(
         lambda: start_set(
@@ -508,7 +357,7 @@ def read_run(path: str | os.PathLike[str]) -> RunFolder:
     """A finished run folder read back, typed: its plan, summary, session and row records,
     and each session's transcript (`RunFolder.transcript(record)`). What `report`, `view` and
     `compare` read; a folder that is not a finished run raises a RunFolderError saying why."""
-    from skillbench.report.run_folder import load_run
+    from skillbench.results.run_folder import load_run
 
     return load_run(Path(path))
 
@@ -518,7 +367,7 @@ def read_set(path: str | os.PathLike[str]) -> SetFolder:
     cell of its set.json with the cell's run folder read as `read_run` reads one (`run` is None,
     and `problem` says why, for a cell that was refused, failed or did not finish). What
     `report SETDIR` renders; a folder without a readable set.json raises a CellSetError."""
-    from skillbench.report.set_folder import load_set
+    from skillbench.results.set_folder import load_set
 
     return load_set(Path(path))
 
@@ -560,7 +409,7 @@ def estimate(skill: str | os.PathLike[str] | None, *, options: Options = DEFAULT
     nothing is started."""
     from skillbench.engine.estimate import estimate as estimated
 
-    return estimated(_eval_options(skill, options))
+    return estimated(eval_options(skill, options))
 
 
 def run_oracles(
@@ -582,7 +431,7 @@ async def run_oracles_async(
     """`run_oracles` for a running event loop."""
     from skillbench.engine.oracle import oracle_run
 
-    return await oracle_run(await asyncio.to_thread(_eval_options, skill, options), log=log)
+    return await oracle_run(await asyncio.to_thread(eval_options, skill, options), log=log)
 
 
 def evaluate_triggers(
@@ -603,7 +452,7 @@ async def evaluate_triggers_async(
     from skillbench.engine.run import triggers_only
 
     def prepared() -> EvalOptions:
-        opts = _eval_options(skill, options)
+        opts = eval_options(skill, options)
         _before_run(opts, options, ["triggers"], log)
         return opts
 
@@ -620,7 +469,7 @@ def generate_evals(
     """Write evals of `kinds` with the model (`skillbench gen`); an existing file is never
     replaced. Returns what the calls cost in USD."""
     skill_dir = Path(skill)
-    return _generate(skill_dir, _settings(skill_dir, options), kinds, log, False)
+    return generate_for(skill_dir, settings_for(skill_dir, options), kinds, log, False)
 
 
 def measure_triggers(
@@ -650,8 +499,8 @@ async def measure_triggers_async(
         raise EvalError(
             f"{root}: no skill there has a trigger file (evals/triggers.yaml or a trigger JSON)"
         )
-    _check(options)
-    settings = _settings(root, options)
+    check_options(options)
+    settings = settings_for(root, options)
     method = options.trigger_method or ("agent" if options.agent else "catalog")
     methods = ["catalog", "agent"] if method == "both" else [method]
     ledger = _trigger_ledger(settings, options.max_cost)

@@ -9,32 +9,17 @@ import posixpath
 import re
 from collections.abc import Sequence
 
-import msgspec
-
 from skillbench.evals.checks import path_escape
 from skillbench.evals.kinds import CheckContext, CheckKind, plugin_kinds
 from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.jsonreply import json_objects
 from skillbench.optimizer_trace import optimizer_trace
+from skillbench.results.checks import NO_METRIC, NO_VERDICT, CheckResult
 from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
 from skillbench.transcript import Transcript
 from skillbench.vally_trajectory import grader_input
 
 COMMAND_TIMEOUT = 120.0
-
-
-class CheckResult(msgspec.Struct, frozen=True):
-    """One check's outcome: its name as written, whether it passed, and why; a grader's or a
-    reward's score; `infrastructure` when a verifier could give no verdict (exit 2); every
-    named metric of a reward file; what a verifier script printed (its tails)."""
-
-    name: str
-    passed: bool
-    detail: str = ""
-    score: float | None = None
-    infrastructure: bool = False
-    metrics: dict[str, float] = {}
-    output: str = ""
 
 
 async def run_checks(
@@ -116,14 +101,6 @@ TRANSCRIPT_ONLY = frozenset(
     }
 )
 SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
-NO_VERDICT = "exit 2 (no verdict)"  # a verifier's exit 2 (docs/formats.md), as its detail opens
-NO_METRIC = "no deciding metric"  # a reward file of several metrics, none chosen
-
-
-def no_verdict(check: CheckResult) -> bool:
-    """A verifier that exited 2: no trustworthy verdict. Whether that is the arm's failure or
-    the harness's is decided against the other arm (engine/rows.py: Margin's policy)."""
-    return check.infrastructure and check.detail.startswith((NO_VERDICT, NO_METRIC))
 
 
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl (optimizer_trace)

@@ -13,8 +13,6 @@ from typing import Any
 import msgspec
 
 from skillbench.anchors import Revision, anchor, files_under, show
-from skillbench.engine.score import derive
-from skillbench.engine.summary import RowSummary
 from skillbench.inputs import MAX_JSON, InputError, load_toml, read_capped
 from skillbench.models import PROVIDER_ENDPOINTS, origin
 from skillbench.receipts import (
@@ -22,11 +20,13 @@ from skillbench.receipts import (
     inconsistency,
     signed_message,
 )
-from skillbench.sequential import problem, stimuli_of, stop_of
+from skillbench.results.score import derive
+from skillbench.results.sequential import problem, stimuli_of, stop_of
+from skillbench.results.summary import RowSummary
+from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED
 from skillbench.signing import SigningError, verify
 from skillbench.skills import digest
 from skillbench.team import SIGNERS, TeamError, known_receipts, measured, skill_at
-from skillbench.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED
 
 
 class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -508,8 +508,8 @@ def _gate_cell(
 def stopping_problem(r: Receipt) -> str | None:
     """Why a receipt's stop was not legitimate, or None: a complete run ran every repetition
     of the fixed design, or, under its declared stopping rule, every one that rule asked for
-    up to the look where it stops (skillbench.sequential.problem re-derives it); and the stop
-    it claims is the one its rule makes on its rows."""
+    up to the look where it stops (results/sequential.py's problem re-derives it); and the
+    stop it claims is the one its rule makes on its rows."""
     p = r.provenance
     rows = msgspec.convert(r.rows, list[RowSummary])
     if r.stop is not None and p.sequential is None:

@@ -16,13 +16,13 @@ from typing import Any
 import msgspec
 import yaml
 
-from skillbench import __version__
 from skillbench.errors import SkillbenchError
 from skillbench.evals import SpecError, load_case, load_triggers
 from skillbench.evals.model import BUCKETS
 from skillbench.jsonreply import first_json_object
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.skills import Skill, catalog_lines, skill_files
+from skillbench.version import __version__
 
 MAX_CALLS = 3
 DECLARATIVE = (

@@ -15,11 +15,11 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from skillbench.checks import CheckResult
 from skillbench.evals.model import Check
 from skillbench.framing import Frame
 from skillbench.judge import tail
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
+from skillbench.results.checks import CheckResult
 from skillbench.sandbox.base import Sandbox
 
 RETRIES = 1  # one more call after an error, an unparseable reply or a passed canary

@@ -15,7 +15,7 @@ import msgspec
 
 from skillbench.framing import Frame
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
-from skillbench.verdict import Outcome
+from skillbench.results.verdict import Outcome
 
 TAIL_CHARS = 6000
 UNPARSEABLE_RETRIES = 1

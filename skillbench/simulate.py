@@ -8,7 +8,7 @@ per-case spread of 0.15, clipped to [0, 1]); every repetition of the case draws 
 same two probabilities, so repetitions are correlated within a case. A repetition is a win
 (candidate passed, baseline failed), a loss, or a tie; a tie goes to a noisy judge that
 picks a side at random a quarter of the time. The fixed design's rows go through
-`skillbench.verdict.decide`; the sequential one follows the engine's schedule (`settled`
+`skillbench.results.verdict.decide`; the sequential one follows the engine's schedule (`settled`
 between waves of repetitions) and its stopping rule (`rule_for`, `stop_of`), the functions
 the gate re-derives stops with.
 """
@@ -19,8 +19,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from skillbench.sequential import rule_for, settled, stop_of
-from skillbench.verdict import MIN_NET_LIFT, Row, decide
+from skillbench.results.sequential import rule_for, settled, stop_of
+from skillbench.results.verdict import MIN_NET_LIFT, Row, decide
 
 LIFTS = (0.0, 0.2, 0.4, 0.6)
 SPREAD = 0.15  # per-case spread of the true lift

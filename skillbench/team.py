@@ -32,9 +32,9 @@ from skillbench.receipts import (
     signed,
     signed_message,
 )
+from skillbench.results.verdict import NONE
 from skillbench.signing import SigningError
 from skillbench.skills import VERSION_RE, Skill, copy_files, digest, read_skill, skill_files
-from skillbench.verdict import NONE
 
 SIGNERS = Path(".skillbench/allowed_signers")  # in the team repo
 PUBLISH_WAIT = 120.0  # seconds a publish waits for another one in the same team repo

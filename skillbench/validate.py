@@ -9,7 +9,7 @@ import msgspec
 
 from skillbench.errors import SkillbenchError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
-from skillbench.sandbox.image_check import image_problems
+from skillbench.sandbox.podman.image_check import image_problems
 from skillbench.skills import (
     eval_files,
     is_library_root,

@@ -12,12 +12,12 @@ import pytest
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.channel import Channel
-from skillbench.sandbox.connection import URL_ENV
-from skillbench.sandbox.image import IMAGE, image_exists
-from skillbench.sandbox.podman import PodmanProvider
-from skillbench.sandbox.service import PodmanService
-from skillbench.sandbox.tunnel import close_all
+from skillbench.sandbox.podman.channel import Channel
+from skillbench.sandbox.podman.connection import URL_ENV
+from skillbench.sandbox.podman.image import IMAGE, image_exists
+from skillbench.sandbox.podman.provider import PodmanProvider
+from skillbench.sandbox.podman.service import PodmanService
+from skillbench.sandbox.podman.tunnel import close_all
 from tests.ssh_service import SshPodman
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.cli import main
-from skillbench.engine.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
 from skillbench.engine.run import receipt_of
-from skillbench.engine.score import summarize
 from skillbench.models import Endpoint
 from skillbench.receipts import write_receipt
+from skillbench.results.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
+from skillbench.results.score import summarize
 from skillbench.skills import digest
 
 

@@ -450,8 +450,8 @@ def test_the_library_arm_refuses_a_folder_it_cannot_use(tmp_path: Path, capsys) 
 
 
 def test_activation_counts_and_the_lift_where_it_fired_by_hand() -> None:
-    from skillbench.engine.activation import activation_of
-    from skillbench.engine.records import ArmResult, Plan, RowRecord, SessionRecord, Unit
+    from skillbench.results.activation import activation_of
+    from skillbench.results.records import ArmResult, Plan, RowRecord, SessionRecord, Unit
 
     plan = Plan(
         run_id="r",
@@ -534,8 +534,8 @@ def test_activation_counts_and_the_lift_where_it_fired_by_hand() -> None:
 
 
 def test_the_ambient_line_says_what_each_arm_was_shown_once() -> None:
-    from skillbench.engine.activation import Ambient
     from skillbench.report.evidence import ambient_line
+    from skillbench.results.activation import Ambient
 
     off = "turned off: config.toml [skills.bundled] enabled = false"
     assert ambient_line(Ambient({"baseline": [], "candidate": []}, off)) == (

@@ -1,5 +1,5 @@
 """Issue 38 item 4 (redteam5 RT5-ACT, RT5-ACT-FALSE): a skill is loaded when the agent opened a
-file of it, as the kernel saw it from the executor (sandbox/observer.py), however the command
+file of it, as the kernel saw it from the executor (sandbox/inside/observer.py), however the command
 was spelt; naming one in text that reads nothing is no load, and no file of the same name, no
 open for writing and no blow at the executor fakes or hides one (docs/trust.md, "Activation").
 
@@ -18,7 +18,7 @@ import pytest
 
 from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxError, SandboxSpec
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.sandbox.stage import stage_arm
 from tests.conftest import CHANNELS
 from tests.helpers import conv, make_skill, run_eval, skill, write

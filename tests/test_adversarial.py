@@ -20,9 +20,9 @@ import pytest
 from rich.console import Console
 
 from skillbench.cli import main
-from skillbench.engine.records import SessionRecord
 from skillbench.report.progress import ProgressDisplay
-from skillbench.sandbox.connection import URL_ENV
+from skillbench.results.records import SessionRecord
+from skillbench.sandbox.podman.connection import URL_ENV
 from skillbench.skills import digest
 from tests.helpers import BASE, CAND, MODEL, bash, conv, run_eval, skill, write_file
 
@@ -374,7 +374,7 @@ def test_the_podman_service_gets_no_api_keys() -> None:
     )
     probe = (
         "from pathlib import Path\n"
-        "from skillbench.sandbox.service import PodmanService\n"
+        "from skillbench.sandbox.podman.service import PodmanService\n"
         "service = PodmanService.start_or_reuse()\n"
         "print(Path(f'/proc/{service._process.pid}/environ').read_bytes())\n"
         "service.stop()\n"

@@ -14,7 +14,7 @@ from skillbench.agents.builtin.loop import SessionResult, SkillInfo, run_agent, 
 from skillbench.evals import load_case
 from skillbench.models import resolve_model
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.sandbox.stage import StagedArm, stage_arm
 from skillbench.transcript import TraceWriter, read_trace
 from tests.helpers import make_skill

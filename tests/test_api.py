@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import skillbench
-from skillbench.engine.records import SessionRecord
 from skillbench.errors import EvalError, OptionsError, SkillbenchError
+from skillbench.results.records import SessionRecord
 from tests.helpers import BASE, CAND, MODEL, conv, skill, write_file
 
 CASE = "task: Create hello.txt\nchecks:\n  - file_exists: hello.txt\n"
@@ -177,12 +177,12 @@ def test_every_error_the_api_can_raise_is_a_skillbench_error_the_cli_prints_in_i
         "skillbench.cli.common": "UsageError",
         "skillbench.models.base": "ModelError",
         "skillbench.agents.base": "AgentError",
-        "skillbench.sandbox.image": "ImageBuildError",
-        "skillbench.sandbox.case_image": "CaseImageError",
-        "skillbench.sandbox.pull": "PullError",
+        "skillbench.sandbox.podman.image": "ImageBuildError",
+        "skillbench.sandbox.podman.case_image": "CaseImageError",
+        "skillbench.sandbox.podman.pull": "PullError",
         "skillbench.engine.routing": "RoutingError",
-        "skillbench.engine.journal": "RunBusy",
-        "skillbench.report.run_folder": "RunFolderError",
+        "skillbench.results.journal": "RunBusy",
+        "skillbench.results.run_folder": "RunFolderError",
         "skillbench.importers.base": "ImportError_",
         "skillbench.models.script": "ScriptError",
         "skillbench.signing": "SigningError",

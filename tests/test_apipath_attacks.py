@@ -1,7 +1,7 @@
 """The API-only executor path and the early checker against the agent (docs/trust.md).
 
 On the api channel the checker's /case, its tools and the executor's own files are copied
-into its root filesystem (sandbox/channel.py), not mounted, and the checker starts while the
+into its root filesystem (sandbox/podman/channel.py), not mounted, and the checker starts while the
 agent works: the agent must not reach any of it during its phase, and no link it leaves may
 lead to any of it after the handover, the list naming those places included. In a pod the
 network namespace is shared with the early checker: nothing the agent leaves in it (a
@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from skillbench.sandbox.base import SandboxSpec, Service
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.evals.services import Service
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm, start_checker
 from tests.conftest import CHANNELS
 from tests.test_checker_prestart import one_case

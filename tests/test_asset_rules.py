@@ -12,8 +12,8 @@ import msgspec
 import pytest
 
 from skillbench.cli import main
-from skillbench.engine.summary import Summary
 from skillbench.report.junit import eval_junit
+from skillbench.results.summary import Summary
 from skillbench.skills import evals_digest, read_skill
 from tests.helpers import make_skill
 

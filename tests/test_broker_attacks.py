@@ -31,7 +31,7 @@ from skillbench.broker_wire import WIRES, route, upstream_url
 from skillbench.cli import main
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
-from skillbench.sandbox.channel import CHANNEL_ENV
+from skillbench.sandbox.podman.channel import CHANNEL_ENV
 from tests.conftest import CHANNELS
 from tests.helpers import conv, skill
 

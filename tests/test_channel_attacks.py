@@ -1,5 +1,5 @@
 """The executor channel against the agent (docs/trust.md): on the api path the channel is the
-container's own stdin and stdout (sandbox/channel.py), so a process inside that could write
+container's own stdin and stdout (sandbox/podman/channel.py), so a process inside that could write
 to PID 1's stdout would forge replies. Each attack runs as the agent, on both channels, and
 the host must still get only the executor's own answers."""
 
@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from skillbench.sandbox.base import CHECKER, ROOT, Relay, SandboxSpec
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.provider import PodmanProvider
 from tests.conftest import CHANNELS
 
 pytestmark = [

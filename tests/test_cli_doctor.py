@@ -15,10 +15,10 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.sandbox.capacity import mem_available, parallel_for
-from skillbench.sandbox.channel import CHANNEL_ENV
-from skillbench.sandbox.connection import NO_LOCAL_SERVICE, URL_ENV
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.reach import ping
+from skillbench.sandbox.podman.channel import CHANNEL_ENV
+from skillbench.sandbox.podman.connection import NO_LOCAL_SERVICE, URL_ENV
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.reach import ping
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,7 +116,7 @@ def test_doctor_names_the_service_and_that_it_shares_the_filesystem(
 def test_a_service_that_shares_no_filesystem_runs_an_eval_through_the_api(
     tcp_service: str, capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Over tcp nothing of the host is mounted: the api channel (sandbox/channel.py) is chosen
+    """Over tcp nothing of the host is mounted: the api channel (sandbox/podman/channel.py) is chosen
     from the connection, and a whole eval (agent phase, broker relay, checker) runs on it."""
     monkeypatch.delenv(URL_ENV, raising=False)
     monkeypatch.delenv(CHANNEL_ENV, raising=False)

@@ -15,12 +15,12 @@ import pytest
 from skillbench.agents import make_agent
 from skillbench.cluster.images import default_images, driver_ids, node_ids, node_load
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import configured
-from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.imageload import host_image, saved
-from skillbench.sandbox.reach import client_of
-from skillbench.sandbox.variants import variant_name
+from skillbench.sandbox.podman.connection import configured
+from skillbench.sandbox.podman.hostcli import host_env
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.imageload import host_image, saved
+from skillbench.sandbox.podman.reach import client_of
+from skillbench.sandbox.podman.variants import variant_name
 from tests.ssh_service import SshPodman
 
 pytestmark = pytest.mark.sandbox

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.sandbox import connection
 from skillbench.sandbox.base import Mount, SandboxError
-from skillbench.sandbox.channel import CHANNEL_ENV, channel_for, copy_in
-from skillbench.sandbox.connection import URL_ENV, Connection, configured
-from skillbench.sandbox.service import PodmanService
+from skillbench.sandbox.podman import connection
+from skillbench.sandbox.podman.channel import CHANNEL_ENV, channel_for, copy_in
+from skillbench.sandbox.podman.connection import URL_ENV, Connection, configured
+from skillbench.sandbox.podman.service import PodmanService
 
 MACHINE = "ssh://core@127.0.0.1:53685/run/user/501/podman/podman.sock"
 

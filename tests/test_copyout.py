@@ -9,7 +9,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from skillbench.sandbox.copyout import CopyOut
+from skillbench.sandbox.podman.copyout import CopyOut
 
 
 def tar_of(*members: tuple[tarfile.TarInfo, bytes | None]) -> list[bytes]:

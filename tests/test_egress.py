@@ -18,9 +18,10 @@ import pytest
 from skillbench.egress import PROXY_PORT, phase_proxy
 from skillbench.evals.cases import load_case
 from skillbench.evals.network import Network, parse_entry
+from skillbench.evals.services import Service
 from skillbench.importers.harbor import INTERNET, import_harbor
-from skillbench.sandbox.base import SandboxSpec, Service
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.podman.provider import PodmanProvider
 from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write
 
 # A GET of $1 with python's urllib (which reads HTTP_PROXY): prints the body, or the error.
@@ -264,7 +265,7 @@ async def test_services_are_reached_directly_while_the_proxy_serves_the_allowlis
     provider: PodmanProvider, internet: int, tmp_path: Path
 ) -> None:
     from skillbench.evals.model import Case
-    from skillbench.sandbox.image import IMAGE
+    from skillbench.sandbox.podman.image import IMAGE
     from skillbench.sandbox.stage import stage_arm
 
     serve = "mkdir -p /tmp/s && echo 42 > /tmp/s/answer && cd /tmp/s && exec python3 -m http.server 8000"

@@ -16,7 +16,7 @@ from xml.etree import ElementTree
 import pytest
 
 from skillbench.cli import main
-from skillbench.sandbox.podman import LABEL, OWNER_LABEL
+from skillbench.sandbox.podman.provider import LABEL, OWNER_LABEL
 from tests.helpers import (
     BASE,
     CAND,

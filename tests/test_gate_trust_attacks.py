@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skillbench.cli import main
-from skillbench.engine.records import Unit
-from skillbench.engine.score import derive
-from skillbench.engine.summary import RowSummary
+from skillbench.results.records import Unit
+from skillbench.results.score import derive
+from skillbench.results.summary import RowSummary
 from tests.helpers import make_skill
 from tests.test_receipt_trust import (
     STRICTEST,

@@ -11,7 +11,7 @@ import pytest
 from skillbench.checks import run_checks
 from skillbench.evals.model import Check
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.podman import PodmanProvider
+from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.transcript import Transcript
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("podman_service")]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.sandbox import handover
-from skillbench.sandbox.handover import _Places, resolve, stage
+from skillbench.sandbox.inside import handover
+from skillbench.sandbox.inside.handover import _Places, resolve, stage
 
 
 def test_resolve_follows_links_like_the_kernel(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_a_repositorys_config_keeps_only_what_reading_it_needs(tmp_path: Path) -
 
 
 def test_places_copied_in_count_as_mount_points(tmp_path: Path, monkeypatch) -> None:
-    """On the api channel /case, /tests, /solution are copied in (sandbox/channel.py): a link
+    """On the api channel /case, /tests, /solution are copied in (sandbox/podman/channel.py): a link
     into them must be cut as a link into a mount is."""
     listing = tmp_path / "copied-in"
     listing.write_text("/case\n/tests\n")

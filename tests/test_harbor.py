@@ -152,8 +152,8 @@ def test_a_reward_of_several_metrics_none_chosen_is_no_verdict_not_an_and() -> N
     """Both arms' files with two metrics and no `reward` key: the row is unscored (Harbor
     would not combine them), not a tie of two failures nor a loss by an AND of metrics."""
     from skillbench.checks import NO_METRIC, CheckResult
-    from skillbench.engine.records import ArmResult
-    from skillbench.engine.rows import no_verdict_in_both
+    from skillbench.results.records import ArmResult
+    from skillbench.results.rows import no_verdict_in_both
 
     def arm(detail: str, infrastructure: bool) -> ArmResult:
         check = CheckResult("reward: f >= 1", False, detail, infrastructure=infrastructure)

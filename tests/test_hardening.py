@@ -20,11 +20,12 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.report.html import FILES, render
-from skillbench.report.run_folder import load_run
-from skillbench.sandbox.case_image import CaseImageError, case_image
-from skillbench.sandbox.connection import URL_ENV
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.podman import OWNER_LABEL
+from skillbench.results.run_folder import load_run
+from skillbench.sandbox.base import CaseImageError
+from skillbench.sandbox.podman.case_image import case_image
+from skillbench.sandbox.podman.connection import URL_ENV
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.provider import OWNER_LABEL
 from tests.helpers import MODEL, bash, conv, make_skill, skill, write
 from tests.test_report import data_of, fixed_run
 

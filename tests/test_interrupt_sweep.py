@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.sandbox.connection import URL_ENV
-from skillbench.sandbox.podman import OWNER_LABEL
+from skillbench.sandbox.podman.connection import URL_ENV
+from skillbench.sandbox.podman.provider import OWNER_LABEL
 from tests.helpers import MODEL, bash, conv, skill
 from tests.test_hardening import skillbench
 

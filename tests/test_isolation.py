@@ -10,12 +10,12 @@ import pytest
 
 from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.podman import LABEL, PodmanProvider
+from skillbench.sandbox.podman.provider import LABEL, PodmanProvider
 from skillbench.sandbox.stage import check_phase, stage_arm
 from tests.conftest import CHANNELS
 from tests.helpers import make_skill
 
-# on both executor channels (sandbox/channel.py): the api one copies /skills in and carries
+# on both executor channels (sandbox/podman/channel.py): the api one copies /skills in and carries
 # everything over an attach, and must hold the same lines
 pytestmark = [
     pytest.mark.sandbox,

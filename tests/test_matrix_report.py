@@ -14,7 +14,7 @@ import pytest
 import skillbench
 from skillbench.cellset import Cell, CellSet, CellSetError, cell_dir, cell_id, write_set
 from skillbench.cli import main
-from skillbench.engine.stats import fisher_exact, heterogeneity, holm
+from skillbench.results.stats import fisher_exact, heterogeneity, holm
 from tests.test_report import fixed_run
 
 
@@ -89,7 +89,7 @@ def test_report_of_a_set_renders_the_matrix_in_every_format(tmp_path: Path, caps
     assert f"differs: greeter@claude-code@{HAIKU}: 1W/7L of 8 decided units" in text
     # one agent: the models are the places; a library names each skill
     from skillbench.report.matrix import matrix, where_lines
-    from skillbench.report.set_folder import load_set
+    from skillbench.results.set_folder import load_set
 
     one = make_set(
         tmp_path / "set-b",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.engine.journal import read_journal
 from skillbench.engine.reuse import SessionCache
+from skillbench.results.journal import read_journal
 from skillbench.tune.rounds import TuneError, saved_rounds
 
 NESTED = '{"a":' * 100_000 + "1" + "}" * 100_000

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
-from skillbench.sandbox.podman import OWNER_LABEL
+from skillbench.sandbox.podman.provider import OWNER_LABEL
 from tests.helpers import BASE, CAND, MODEL, conv, run_eval, skill, write_file
 
 CASES = {

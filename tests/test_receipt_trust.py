@@ -18,11 +18,11 @@ import msgspec
 import pytest
 
 from skillbench.cli import main
-from skillbench.engine.records import Unit
-from skillbench.engine.score import derive
-from skillbench.engine.summary import RowSummary
 from skillbench.models import Endpoint, endpoint
 from skillbench.receipts import bundle_digest, store_dir
+from skillbench.results.records import Unit
+from skillbench.results.score import derive
+from skillbench.results.summary import RowSummary
 from skillbench.skills import digest
 from tests.helpers import BASE, CAND, MODEL, conv, engine_receipt, make_skill, write_file
 

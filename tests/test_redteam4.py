@@ -227,8 +227,8 @@ def test_more_git_families_run_nothing_for_the_checker(tmp_path: Path, family: s
     import os
     import subprocess
 
-    from skillbench.sandbox import handover
     from skillbench.sandbox.checker_env import GIT_ENV
+    from skillbench.sandbox.inside import handover
 
     work, mark = tmp_path / "work", tmp_path / "mark"
     work.mkdir()

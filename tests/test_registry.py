@@ -18,8 +18,8 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.image import IMAGE, build_image
-from skillbench.sandbox.pull import ImageUnavailable, pull
+from skillbench.sandbox.podman.image import IMAGE, build_image
+from skillbench.sandbox.podman.pull import ImageUnavailable, pull
 from tests.helpers import conv, run_eval, skill
 
 pytestmark = pytest.mark.sandbox

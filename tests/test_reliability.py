@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
-from skillbench.engine.journal import Journal, RunBusy, read_journal
-from skillbench.engine.records import SessionRecord
-from skillbench.sandbox.podman import OWNER_LABEL
+from skillbench.results.journal import Journal, RunBusy, read_journal
+from skillbench.results.records import SessionRecord
+from skillbench.sandbox.podman.provider import OWNER_LABEL
 from tests.helpers import BASE, CAND, MODEL, bash, conv, run_eval, skill, write_file
 
 

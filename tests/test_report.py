@@ -14,12 +14,12 @@ from xml.etree import ElementTree
 import httpx
 import msgspec
 
-from skillbench.checks import CheckResult
 from skillbench.cli import main
-from skillbench.engine.records import ArmResult, Plan, RowRecord, SessionRecord, Unit
-from skillbench.engine.score import summarize
 from skillbench.report.html import render
-from skillbench.report.run_folder import load_run
+from skillbench.results.checks import CheckResult
+from skillbench.results.records import ArmResult, Plan, RowRecord, SessionRecord, Unit
+from skillbench.results.run_folder import load_run
+from skillbench.results.score import summarize
 
 ATTACK = "</script><script>window.pwned = 1</script><!-- <img src=x onerror=alert(1)>"
 

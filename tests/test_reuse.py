@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillbench.cli import main
-from skillbench.engine.records import SessionRecord
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
 from skillbench.evals.model import Case
+from skillbench.results.records import SessionRecord
 from skillbench.sandbox.base import SandboxSpec
 from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
 

@@ -12,9 +12,9 @@ import pytest
 
 from skillbench.checks import reward_metrics
 from skillbench.cli import main
-from skillbench.engine.journal import Journal, read_journal
-from skillbench.engine.records import SessionRecord
 from skillbench.evals.problems import SpecError
+from skillbench.results.journal import Journal, read_journal
+from skillbench.results.records import SessionRecord
 from skillbench.skills import digest
 from skillbench.transcript import read_trace
 from skillbench.tune.splits import near_key, split_triggers
@@ -208,8 +208,8 @@ def test_near_duplicate_trigger_prompts_stay_in_one_split(tmp_path: Path) -> Non
 
 
 def test_unscored_rows_are_not_ties_and_old_tie_receipts_derive_the_same() -> None:
-    from skillbench.engine.records import RowRecord
-    from skillbench.engine.rows import compare
+    from skillbench.results.records import RowRecord
+    from skillbench.results.rows import compare
 
     def row(case: str, outcome: str, decided_by: str) -> RowRecord:
         return RowRecord(

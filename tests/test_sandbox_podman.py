@@ -12,9 +12,9 @@ import pytest
 
 from skillbench.evals import load_case
 from skillbench.sandbox.base import CHECKER, SandboxError, SandboxSpec
-from skillbench.sandbox.channel import CHANNEL_ENV
 from skillbench.sandbox.checker_env import CHECK_ENV
-from skillbench.sandbox.podman import LABEL, OWNER_LABEL, PodmanProvider, PodmanSandbox
+from skillbench.sandbox.podman.channel import CHANNEL_ENV
+from skillbench.sandbox.podman.provider import LABEL, OWNER_LABEL, PodmanProvider, PodmanSandbox
 from skillbench.sandbox.runtime import runtime_dir
 from skillbench.sandbox.stage import check_phase, stage_arm
 from tests.conftest import CHANNELS
@@ -33,7 +33,7 @@ async def sandbox(provider: PodmanProvider, spec: SandboxSpec) -> AsyncIterator[
 
 @pytest.mark.parametrize("channel", CHANNELS, indirect=True)
 class TestPodmanConformance(SandboxConformance):
-    """Both executor channels (sandbox/channel.py) against the local service."""
+    """Both executor channels (sandbox/podman/channel.py) against the local service."""
 
 
 @pytest.mark.anyio

@@ -11,15 +11,16 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillbench.checks import CheckResult, run_checks
-from skillbench.engine.records import RowRecord, SessionRecord, Unit
-from skillbench.engine.rows import compare, row_by_checks, why
+from skillbench.checks import run_checks
 from skillbench.evals.model import Check
 from skillbench.jsonreply import first_json_object
 from skillbench.judge import judge, tail
 from skillbench.models import resolve_model
+from skillbench.results.checks import CheckResult
+from skillbench.results.records import RowRecord, SessionRecord, Unit
+from skillbench.results.rows import compare, row_by_checks, why
+from skillbench.results.verdict import Row, Votes, decide, stimulus, tally, unit_votes, verdict_of
 from skillbench.transcript import Transcript
-from skillbench.verdict import Row, Votes, decide, stimulus, tally, unit_votes, verdict_of
 
 
 def rows(*spec: tuple[str, str]) -> list[RowRecord]:
@@ -296,9 +297,9 @@ def test_tail_keeps_the_last_6000_characters() -> None:
 
 
 def test_diagnostics_name_checks_that_cannot_discriminate_gaps_and_flaky_cases() -> None:
-    from skillbench.checks import CheckResult
-    from skillbench.engine.records import Plan, SessionRecord, Unit
-    from skillbench.engine.score import diagnostics
+    from skillbench.results.checks import CheckResult
+    from skillbench.results.records import Plan, SessionRecord, Unit
+    from skillbench.results.score import diagnostics
 
     plan = Plan(
         run_id="r",
@@ -364,7 +365,7 @@ def test_diagnostics_name_checks_that_cannot_discriminate_gaps_and_flaky_cases()
 
 
 def _plan(arms: list[str], units: list[tuple[str, str]], k: int = 1):
-    from skillbench.engine.records import Plan, Unit
+    from skillbench.results.records import Plan, Unit
 
     return Plan(
         run_id="r",
@@ -386,9 +387,9 @@ def _plan(arms: list[str], units: list[tuple[str, str]], k: int = 1):
 
 
 def test_only_a_trap_nobody_falls_for_is_a_suite_distractor() -> None:
-    from skillbench.checks import CheckResult
-    from skillbench.engine.records import Plan, SessionRecord, Unit
-    from skillbench.engine.score import diagnostics
+    from skillbench.results.checks import CheckResult
+    from skillbench.results.records import Plan, SessionRecord, Unit
+    from skillbench.results.score import diagnostics
 
     plan = _plan(["baseline", "candidate"], [])
     plan = Plan(
@@ -431,8 +432,8 @@ def test_only_a_trap_nobody_falls_for_is_a_suite_distractor() -> None:
 
 
 def test_a_check_that_cannot_run_in_either_arm_leaves_its_row_unscored() -> None:
-    from skillbench.checks import CheckResult
-    from skillbench.engine.records import SessionRecord, Unit
+    from skillbench.results.checks import CheckResult
+    from skillbench.results.records import SessionRecord, Unit
 
     def arm(*checks: CheckResult) -> SessionRecord:
         return SessionRecord(
@@ -468,9 +469,9 @@ def test_a_check_that_cannot_run_in_either_arm_leaves_its_row_unscored() -> None
 
 
 def test_an_environment_gap_makes_the_run_incomplete_and_says_so() -> None:
-    from skillbench.checks import CheckResult
-    from skillbench.engine.records import SessionRecord
-    from skillbench.engine.score import summarize
+    from skillbench.results.checks import CheckResult
+    from skillbench.results.records import SessionRecord
+    from skillbench.results.score import summarize
 
     plan = _plan(["baseline", "candidate"], [("a", "a"), ("b", "b")])
     gap = CheckResult("command_succeeds: jq . x", False, "exit 127: jq: not found")
@@ -513,8 +514,8 @@ def test_an_environment_gap_makes_the_run_incomplete_and_says_so() -> None:
 
 
 def test_the_judges_first_position_rate_counts_answers_not_rows() -> None:
-    from skillbench.engine.records import RowRecord
-    from skillbench.engine.score import diagnostics, judge_position
+    from skillbench.results.records import RowRecord
+    from skillbench.results.score import diagnostics, judge_position
 
     def row(*winners: str) -> RowRecord:
         return RowRecord(
@@ -539,9 +540,9 @@ def test_the_judges_first_position_rate_counts_answers_not_rows() -> None:
 
 
 def test_the_noise_floor_counts_flips_between_the_two_baselines() -> None:
-    from skillbench.checks import CheckResult
-    from skillbench.engine.records import SessionRecord
-    from skillbench.engine.score import noise_floor
+    from skillbench.results.checks import CheckResult
+    from skillbench.results.records import SessionRecord
+    from skillbench.results.score import noise_floor
 
     plan = _plan(["baseline", "candidate", "baseline-b"], [("a", "a"), ("b", "b")], k=2)
     passes = {

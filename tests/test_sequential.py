@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
-from skillbench.engine.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
 from skillbench.engine.run import receipt_of
-from skillbench.engine.score import summarize
-from skillbench.engine.stats import ALPHA, sign_test
 from skillbench.receipts import write_receipt
-from skillbench.sequential import bounds, rule_for, settled
+from skillbench.results.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
+from skillbench.results.score import summarize
+from skillbench.results.sequential import bounds, rule_for, settled
+from skillbench.results.stats import ALPHA, sign_test
 from skillbench.skills import digest
 from tests.helpers import MODEL, PROVIDER, make_skill
 
@@ -254,8 +254,8 @@ def test_plan_shows_expected_and_worst_case_for_both_designs():
 
 
 def test_a_run_nobody_can_win_any_more_stops_for_futility_as_neutral():
-    from skillbench.sequential import walk
-    from skillbench.verdict import Votes
+    from skillbench.results.sequential import walk
+    from skillbench.results.verdict import Votes
 
     rule = rule_for(20, 0.2)
     looks = [Votes(2, 2, 4), Votes(3, 3, 6), Votes(5, 5, 6), Votes(7, 7, 6)]

@@ -16,9 +16,10 @@ from podman import PodmanClient
 import skillbench
 from skillbench.cli import main
 from skillbench.evals.model import Case
-from skillbench.sandbox.base import SandboxError, SandboxSpec, Service
-from skillbench.sandbox.podman import PodmanProvider
-from skillbench.sandbox.service import PodmanService
+from skillbench.evals.services import Service
+from skillbench.sandbox.base import SandboxError, SandboxSpec
+from skillbench.sandbox.podman.provider import PodmanProvider
+from skillbench.sandbox.podman.service import PodmanService
 from skillbench.sandbox.stage import check_phase, stage_arm
 from tests.conftest import CHANNELS
 from tests.helpers import BASE, CAND, MODEL, bash, conv, skill, write, write_file
@@ -227,6 +228,6 @@ def test_a_harbor_task_with_compose_imports_and_its_service_comes_up(
 
 
 def skillbench_image() -> str:
-    from skillbench.sandbox.image import IMAGE
+    from skillbench.sandbox.podman.image import IMAGE
 
     return IMAGE

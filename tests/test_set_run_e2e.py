@@ -20,7 +20,7 @@ import yaml
 import skillbench
 from skillbench.cellset import read_set, write_set
 from skillbench.cli import main
-from skillbench.engine.records import SessionRecord
+from skillbench.results.records import SessionRecord
 from tests.helpers import MODEL, make_skill, write
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
@@ -240,7 +240,7 @@ def test_one_max_cost_ledger_for_the_whole_set(fake, tmp_path: Path) -> None:
 def test_ctrl_c_stops_every_cell_and_removes_their_sandboxes(fake, tmp_path: Path) -> None:
     from podman import PodmanClient
 
-    from skillbench.sandbox.podman import LABEL, OWNER_LABEL
+    from skillbench.sandbox.podman.provider import LABEL, OWNER_LABEL
 
     skills = library(tmp_path, 1)
     sleepy = {"tool_calls": [{"bash": {"command": "sleep 60"}}]}

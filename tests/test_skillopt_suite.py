@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
-from skillbench.sandbox import variants
-from skillbench.sandbox.image_check import image_problems
+from skillbench.sandbox.podman import variants
+from skillbench.sandbox.podman.image_check import image_problems
 from skillbench.validate import check_skill
 from tests.helpers import BASE, CAND, MODEL, bash, conv, run_eval, write
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
-from skillbench.sandbox.hostcli import host_env
+from skillbench.sandbox.podman.hostcli import host_env
 from tests.helpers import conv, skill
 from tests.helpers import run_eval as run
 from tests.ssh_service import SshPodman

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.podman import PodmanProvider, PodmanSandbox
+from skillbench.sandbox.podman.provider import PodmanProvider, PodmanSandbox
 from tests.sandbox_conformance import SandboxConformance
 from tests.ssh_service import SshPodman
 

@@ -14,14 +14,14 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.connection import URL_ENV, configured
-from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.imageload import host_image, service_image_id
-from skillbench.sandbox.pull import pull
-from skillbench.sandbox.reach import client_of
-from skillbench.sandbox.service import PodmanService
-from skillbench.sandbox.tunnel import close_all, tunnel
+from skillbench.sandbox.podman.connection import URL_ENV, configured
+from skillbench.sandbox.podman.hostcli import host_env
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.imageload import host_image, service_image_id
+from skillbench.sandbox.podman.pull import pull
+from skillbench.sandbox.podman.reach import client_of
+from skillbench.sandbox.podman.service import PodmanService
+from skillbench.sandbox.podman.tunnel import close_all, tunnel
 from tests.ssh_service import SshPodman, free_port
 from tests.test_registry import Registry, _gone_image, registry  # noqa: F401
 

@@ -9,7 +9,7 @@ import pytest
 
 from skillbench.evals import load_case
 from skillbench.sandbox.base import SandboxError, SandboxSpec
-from skillbench.sandbox.podman import OWNER_LABEL, PodmanProvider, _owner
+from skillbench.sandbox.podman.provider import OWNER_LABEL, PodmanProvider, _owner
 from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillbench.engine.stats import cluster_ci, needed, pass_at_k, pass_pow_k, sign_test
+from skillbench.results.stats import cluster_ci, needed, pass_at_k, pass_pow_k, sign_test
 
 
 @pytest.mark.parametrize(

@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from skillbench.broker import Broker
-from skillbench.engine.summary import Efficiency
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
 from skillbench.report.terminal import models_line
+from skillbench.results.summary import Efficiency
 from tests.helpers import conv, run_eval
 from tests.test_agents import greeter, transcript
 from tests.test_broker_attacks import post_as_relay

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from skillbench.optimizer_trace import optimizer_trace
-from skillbench.report.run_folder import load_run
+from skillbench.results.run_folder import load_run
 from skillbench.transcript import read_trace
 from tests.helpers import BASE, CAND, bash, conv, run_eval, skill
 

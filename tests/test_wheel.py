@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.sandbox.connection import URL_ENV
+from skillbench.sandbox.podman.connection import URL_ENV
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = (  # read at run time from the package folder, so they must be in the wheel
-    "skillbench/sandbox/files/Containerfile",
-    "skillbench/sandbox/executor.py",
+    "skillbench/sandbox/podman/files/Containerfile",
+    "skillbench/sandbox/inside/executor.py",
     "skillbench/models/scripts/demo.yaml",
     "skillbench/report/files/report.css",
     "skillbench/report/files/report.js",

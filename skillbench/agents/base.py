@@ -60,7 +60,7 @@ class AgentSession(Protocol):
     relay: Relay | None
     ambient: tuple[str, ...]  # after `run`: the skills the CLI brought on its own
     # where `run` copies the staged skills for the agent to find (None: it reads /skills);
-    # the skill observer watches the copies too (sandbox/observer.py)
+    # the skill observer watches the copies too (sandbox/inside/observer.py)
     skill_home: str | None
 
     async def run(self, sandbox: Sandbox, trace: TraceWriter) -> SessionResult:

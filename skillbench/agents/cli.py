@@ -26,9 +26,15 @@ from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.agents.builtin.loop import SessionResult
 from skillbench.broker import Broker
 from skillbench.models import ModelRefError, parse_model
-from skillbench.sandbox.base import ROOT, SKILLS_DIR, WORKDIR, Sandbox, SandboxError
-from skillbench.sandbox.hostcli import host_env
-from skillbench.sandbox.image import image_exists
+from skillbench.sandbox import images_of
+from skillbench.sandbox.base import (
+    ROOT,
+    SKILLS_DIR,
+    WORKDIR,
+    ImageBuildError,
+    Sandbox,
+    SandboxError,
+)
 from skillbench.transcript import TraceWriter
 
 
@@ -106,23 +112,24 @@ def build_variant(
 ) -> str:
     """The image `name`: `base` plus the CLI at /usr/local/bin/<binary name> (and the
     files `also` names, put beside it by `binary`), built once."""
-    if image_exists(name):
+    store = images_of()
+    if store.exists(name):
         return name
     path = binary()
     log(f"building {name} (the sandbox image plus {what})")
     recipe = f"FROM {base}\n" + "".join(
         f"COPY {file} /usr/local/bin/{file}\n" for file in (path.name, *also)
     )
-    return podman_build(name, recipe, path.parent)
+    return build_image(name, recipe, path.parent)
 
 
-def podman_build(name: str, recipe: str, context: Path) -> str:
+def build_image(name: str, recipe: str, context: Path) -> str:
     """The image `name` built from the Containerfile text `recipe` in `context` (no pull: the
-    base is the local sandbox image)."""
-    argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(context)]
-    done = subprocess.run(argv, input=recipe.encode(), capture_output=True, env=host_env())
-    if done.returncode != 0:
-        raise AgentError(f"could not build {name}: {done.stderr.decode(errors='replace')[-500:]}")
+    base is the local sandbox image), by the sandbox provider."""
+    try:
+        images_of().build(name, recipe, context)
+    except ImageBuildError as exc:
+        raise AgentError(f"could not build {name}: {exc}") from None
     return name
 
 
@@ -130,13 +137,12 @@ def verify_image(image: str, probe: str, expected: list[str], what: str) -> None
     """`probe` run in `image` (no network) prints the words `expected`, the pinned versions:
     what was baked in runs and is what was pinned (not a stub, not another version). The
     image is removed when it does not."""
-    argv = ["podman", "run", "--rm", "--network=none", image, "sh", "-c", probe]
-    done = subprocess.run(argv, capture_output=True, text=True, env=host_env(), timeout=120)
-    if done.stdout.split() != expected:
-        subprocess.run(["podman", "rmi", "-f", image], capture_output=True, env=host_env())
+    store = images_of()
+    stdout, stderr = store.probe(image, probe, 120)
+    if stdout.split() != expected:
+        store.remove(image)
         raise AgentError(
-            f"{image}: {what} printed {done.stdout.split()!r}, not {expected!r}: "
-            f"{done.stderr[-300:]}"
+            f"{image}: {what} printed {stdout.split()!r}, not {expected!r}: {stderr[-300:]}"
         )
 
 

@@ -37,15 +37,15 @@ from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import (
     BrokeredSession,
     CliAgent,
+    build_image,
     fetch_binary,
     json_events,
-    podman_build,
     verify_image,
 )
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
+from skillbench.sandbox import images_of
 from skillbench.sandbox.base import HOMES, Sandbox
-from skillbench.sandbox.image import image_exists
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter, loaded_skills
 
@@ -111,7 +111,7 @@ class CopilotAgent(CliAgent):
 
     def image(self, base: str, log: Callable[[str], None]) -> str:
         name = self.image_name(base)
-        if image_exists(name):
+        if images_of().exists(name):
             return name
         spec, member = self.package()
         binary = fetch_binary(self.name, spec, member, self.size, log)
@@ -121,7 +121,7 @@ class CopilotAgent(CliAgent):
             + UNPACK.format(version=self._version)
             + "\n"
         )
-        podman_build(name, recipe, binary.parent)
+        build_image(name, recipe, binary.parent)
         # the executable and the package it unpacked run, and are the version pinned
         probe = (
             f"COPILOT_CLI_DIST_DIR={LIB} HOME=/tmp copilot --version | head -1; "

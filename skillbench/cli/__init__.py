@@ -13,7 +13,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from skillbench import __version__
 from skillbench.cli.cluster import register_cluster
 from skillbench.cli.common import EXIT_OK, err
 from skillbench.cli.config import register_config
@@ -27,6 +26,7 @@ from skillbench.cli.team import register_gate, register_publish, register_receip
 from skillbench.cli.triggers import register_triggers
 from skillbench.cli.tune import register_tune
 from skillbench.errors import SkillbenchError
+from skillbench.version import __version__
 
 # the order `skillbench --help` lists the commands in
 REGISTER = (

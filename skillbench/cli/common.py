@@ -78,7 +78,7 @@ def write_page(run_dir: Path) -> Path | None:
     """report.html in the run folder; a page that cannot be written is a warning, not a
     lost run (everything it shows is in the folder)."""
     from skillbench.report.html import write_report
-    from skillbench.report.run_folder import RunFolderError
+    from skillbench.results.run_folder import RunFolderError
 
     try:
         return write_report(run_dir)

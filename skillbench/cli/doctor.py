@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from skillbench.agents import agents, make_agent
     from skillbench.sandbox.capacity import doctor_line, mem_available
-    from skillbench.sandbox.doctor import diagnose
-    from skillbench.sandbox.image import IMAGE, image_exists
-    from skillbench.sandbox.variants import variant_name
+    from skillbench.sandbox.podman.doctor import diagnose
+    from skillbench.sandbox.podman.image import IMAGE, image_exists
+    from skillbench.sandbox.podman.variants import variant_name
 
     findings = diagnose()
     for f in findings:
@@ -48,10 +48,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_image_build(args: argparse.Namespace) -> int:
     from skillbench.agents import AgentError, make_agent
-    from skillbench.sandbox.base import SandboxError
-    from skillbench.sandbox.image import ImageBuildError, build_image
-    from skillbench.sandbox.imageload import into_service
-    from skillbench.sandbox.variants import build_variant, variant_name
+    from skillbench.sandbox.base import ImageBuildError, SandboxError
+    from skillbench.sandbox.podman.image import build_image
+    from skillbench.sandbox.podman.imageload import into_service
+    from skillbench.sandbox.podman.variants import build_variant, variant_name
 
     loaded = settings_for(Path.cwd(), args, ())
     try:

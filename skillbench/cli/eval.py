@@ -73,7 +73,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.junit:
         check_output(Path(args.junit), "--junit")
     options = options_of(args)
-    from skillbench.setrun import is_set
+    from skillbench.engine.sets import is_set
 
     if is_set(args.skill, options, args.only or [], args.changed_since):
         return _set(args, options)
@@ -142,10 +142,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _set(args: argparse.Namespace, options: api.Options) -> int:
     """A set run: a library and/or agents × models, one table of cells (docs/results.md)."""
+    from skillbench.engine.sets import split_list
     from skillbench.report.matrix import as_json, terminal, write_set_report
     from skillbench.report.progress import ProgressDisplay
-    from skillbench.report.set_folder import load_set
-    from skillbench.setrun import split_list
+    from skillbench.results.set_folder import load_set
 
     for flag, given in (
         ("--oracle", args.oracle),
@@ -161,7 +161,7 @@ def _set(args: argparse.Namespace, options: api.Options) -> int:
         model=models[0] if len(models) == 1 else None,
     )
     if args.plan:
-        from skillbench.setrun import set_plan_lines
+        from skillbench.engine.sets import set_plan_lines
 
         plan = api.estimate_set(
             [args.skill] if args.skill else [],

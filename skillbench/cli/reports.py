@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from skillbench.cellset import CellSetError, is_set_run
-    from skillbench.report.run_folder import RunFolderError, load_run
+    from skillbench.results.run_folder import RunFolderError, load_run
 
     path = Path(args.run)
     try:
@@ -45,7 +45,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _set_report(path: Path, cell: str | None, fmt: str) -> str:
     """The matrix of a set run, or with --cell that cell's own report."""
     from skillbench.report.matrix import FORMATS as MATRIX
-    from skillbench.report.set_folder import load_set
+    from skillbench.results.set_folder import load_set
 
     folder = load_set(path)
     if cell is None:
@@ -61,9 +61,9 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     from skillbench.cellset import CellSetError, is_set_run
     from skillbench.report.matrix import write_set_report
-    from skillbench.report.run_folder import RunFolderError, load_run
     from skillbench.report.serve import report_url, server_for
-    from skillbench.report.set_folder import load_set
+    from skillbench.results.run_folder import RunFolderError, load_run
+    from skillbench.results.set_folder import load_set
 
     run_dir = Path(args.run)
     cells: tuple[str, ...] = ()
@@ -106,8 +106,8 @@ def cmd_view(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from skillbench.cellset import CellSetError, is_set_run
     from skillbench.report import compare
-    from skillbench.report.run_folder import RunFolderError, load_run
-    from skillbench.report.set_folder import load_set
+    from skillbench.results.run_folder import RunFolderError, load_run
+    from skillbench.results.set_folder import load_set
 
     paths = Path(args.run_a), Path(args.run_b)
     sets = [is_set_run(p) for p in paths]

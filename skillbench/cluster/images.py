@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from skillbench.cluster.connect import ClusterError, ray_module, slot_nodes
 from skillbench.sandbox.base import SandboxError
-from skillbench.sandbox.image import IMAGE
-from skillbench.sandbox.imageload import (
+from skillbench.sandbox.podman.image import IMAGE
+from skillbench.sandbox.podman.imageload import (
     LOAD_TIMEOUT,
     described,
     host_image,
@@ -21,7 +21,7 @@ from skillbench.sandbox.imageload import (
     send,
     service_image_id,
 )
-from skillbench.sandbox.variants import VARIANTS, variant_name
+from skillbench.sandbox.podman.variants import VARIANTS, variant_name
 
 if TYPE_CHECKING:
     from podman import PodmanClient
@@ -52,7 +52,7 @@ def driver_ids(names: list[str]) -> dict[str, str | None]:
 def _node_service() -> Iterator[tuple[PodmanClient, str]]:
     """On a node: a client of the podman service its sessions use (the sandbox provider's
     choice: the one its environment or podman's config names, else one of our own)."""
-    from skillbench.sandbox.service import PodmanService
+    from skillbench.sandbox.podman.service import PodmanService
 
     service = PodmanService.start_or_reuse()
     try:

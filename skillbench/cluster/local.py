@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from skillbench.cluster.connect import SLOT
-from skillbench.sandbox.connection import URL_ENV
-from skillbench.sandbox.reach import ping
+from skillbench.sandbox.podman.connection import URL_ENV
+from skillbench.sandbox.podman.reach import ping
 
 RAY = str(Path(sys.executable).parent / "ray")
 

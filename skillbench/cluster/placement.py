@@ -29,9 +29,9 @@ from msgspec.structs import replace
 from skillbench.cluster.connect import SLOT, ClusterError
 from skillbench.cluster.relay import DriverRelay
 from skillbench.engine.plan import EvalError, EvalOptions, sessions_of
-from skillbench.engine.records import Plan, SessionRecord, session_key
-from skillbench.engine.run import Runner
+from skillbench.engine.session import Sessions
 from skillbench.evals import load_assets
+from skillbench.results.records import Plan, SessionRecord, session_key
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.runtime import private_dir
 from skillbench.skills import RUNS_DIR, read_skill
@@ -156,7 +156,7 @@ async def _attempt(
         plan = replace(plan, library=replace(plan.library, skills=here))
     opts = replace(job.opts, skill_dir=str(local), out=str(scratch), resume=None)
     sessions = sessions_of(load_assets(local), opts.case)
-    runner = Runner(opts, plan, scratch, read_skill(local), sessions, _Quiet())
+    runner = Sessions(opts, plan, scratch, read_skill(local), sessions, _Quiet())
     runner.spend = job.spend
     provider = make_provider()
     try:
@@ -186,7 +186,7 @@ class Cluster:
         return self._packed[key]
 
     async def place(
-        self, runner: Runner, name: str, arm: str, rep: int, attempt: int, snapshot: Path | None
+        self, runner: Sessions, name: str, arm: str, rep: int, attempt: int, snapshot: Path | None
     ) -> SessionRecord:
         """Run one attempt on a worker; write what it returns into the runner's run folder."""
         plan = runner.plan

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from skillbench.engine.records import SessionRecord
-from skillbench.engine.summary import Accounting
 from skillbench.ledger import Spend
+from skillbench.results.records import SessionRecord
+from skillbench.results.summary import Accounting
 
 
 def accounting(

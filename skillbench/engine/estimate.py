@@ -31,7 +31,6 @@ from skillbench.engine.plan import (
     units_of,
     validated,
 )
-from skillbench.engine.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
 from skillbench.evals.model import Check, Session, Suite
 from skillbench.judge import family_warning
@@ -39,10 +38,9 @@ from skillbench.models import endpoint
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
 from skillbench.receipts import local_receipts
-from skillbench.sandbox import make_provider
+from skillbench.results.records import AA, BASELINE, CANDIDATE, INCUMBENT
+from skillbench.sandbox import images_of, make_provider
 from skillbench.sandbox.base import SandboxError, SandboxSpec
-from skillbench.sandbox.image import image_exists
-from skillbench.sandbox.variants import variant_for
 from skillbench.simulate import expected_sessions
 from skillbench.skills import digest
 
@@ -101,7 +99,7 @@ def estimate(opts: EvalOptions) -> Estimate:
     library = library_of(opts, skill)
     arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else [])
     box = sandbox_spec(settings, agent.image_name(opts.image))
-    variants = {n: variant_for(opts.image, s.requires) for n, s in sessions.items()}
+    variants = {n: images_of().variant_for(opts.image, s.requires) for n, s in sessions.items()}
     images = {n: agent.image_name(v) for n, v in variants.items() if v is not None}
     skipped, unprobed = _requires(sessions, box, images)
     sessions = {n: s for n, s in sessions.items() if n not in skipped}
@@ -203,7 +201,7 @@ def _requires(
         if not spec.requires:
             continue
         image = variants.get(name, box.image)
-        if spec.image is None and spec.containerfile is None and image_exists(image):
+        if spec.image is None and spec.containerfile is None and images_of().exists(image):
             wanted[name] = (image, spec.requires)
         else:  # its own image (or the agent's) is built when the run starts
             later += 1

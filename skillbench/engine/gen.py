@@ -21,9 +21,8 @@ from skillbench.generate import (
 )
 from skillbench.ledger import MeteredModel, RunLedger
 from skillbench.models import parse_model, resolve_model
-from skillbench.sandbox import make_provider
+from skillbench.sandbox import images_of, make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
-from skillbench.sandbox.image import IMAGE
 from skillbench.sandbox.stage import SetupFailed, stage_arm
 from skillbench.skills import catalog, read_skill
 
@@ -80,7 +79,7 @@ async def fill_missing(
                 made = await generate_triggers(model, skill, siblings)
             else:
                 provider = provider or make_provider()
-                spec = sandbox_spec(settings, IMAGE)
+                spec = sandbox_spec(settings, images_of().sandbox_image)
                 made = await generate_cases(model, skill, _dry_run(provider, spec))
             _write(skill_dir, made, settings.model, log)
     finally:

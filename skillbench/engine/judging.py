@@ -6,16 +6,16 @@ from __future__ import annotations
 import asyncio
 import random
 
-from skillbench.engine.activation import misfire
-from skillbench.engine.journal import RowKey
-from skillbench.engine.records import CANDIDATE, RowRecord, SessionRecord, Unit, session_key
-from skillbench.engine.rows import arm_result, row_by_checks
 from skillbench.engine.session import Sessions
 from skillbench.evals.model import Case
 from skillbench.judge import judge
 from skillbench.ledger import MeteredModel
 from skillbench.models.base import Model
 from skillbench.models.pricing import cost_usd
+from skillbench.results.activation import misfire
+from skillbench.results.journal import RowKey
+from skillbench.results.records import CANDIDATE, RowRecord, SessionRecord, Unit, session_key
+from skillbench.results.rows import arm_result, row_by_checks
 from skillbench.transcript import read_trace
 
 

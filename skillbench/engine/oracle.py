@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from skillbench.agents.builtin.agent import BuiltinAgent
-from skillbench.checks import RESULTS, CheckResult, run_checks
+from skillbench.checks import RESULTS, run_checks
 from skillbench.config import sandbox_spec
 from skillbench.egress import phase_proxy
 from skillbench.engine.plan import (
@@ -33,9 +33,9 @@ from skillbench.engine.plan import (
     validated,
 )
 from skillbench.evals.model import Session, Suite
-from skillbench.sandbox import make_provider
-from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
-from skillbench.sandbox.image import ImageBuildError, first_use
+from skillbench.results.checks import CheckResult
+from skillbench.sandbox import images_of, make_provider
+from skillbench.sandbox.base import ImageBuildError, SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.stage import (
     SETUP_CASE,
     SetupFailed,
@@ -69,7 +69,7 @@ async def oracle_run(
     skill_dir = Path(opts.skill_dir)
     _, assets = validated(skill_dir, opts.evals)
     try:
-        first_use(opts.image, log)
+        images_of().ensure(opts.image, log)
     except ImageBuildError as exc:
         raise EvalError(str(exc)) from None
     sessions = sessions_of(assets, opts.case)

@@ -14,10 +14,16 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench import __version__
 from skillbench.agents import Agent, AgentError, make_agent
 from skillbench.config import Settings
-from skillbench.engine.records import (
+from skillbench.errors import EvalError
+from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
+from skillbench.evals.model import Session, Suite
+from skillbench.evals.problems import errors_in
+from skillbench.inputs import load_json
+from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
+from skillbench.models.pricing import price_for
+from skillbench.results.records import (
     AA,
     BASELINE,
     CANDIDATE,
@@ -29,19 +35,16 @@ from skillbench.engine.records import (
     Plan,
     Unit,
 )
-from skillbench.errors import EvalError
-from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
-from skillbench.evals.model import Session, Suite
-from skillbench.evals.problems import errors_in
-from skillbench.inputs import load_json
-from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
-from skillbench.models.pricing import price_for
-from skillbench.sandbox.base import CASE_DIR, SandboxProvider, SandboxSpec
-from skillbench.sandbox.case_image import CaseImageError, case_image
-from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
+from skillbench.results.sequential import rule_for
+from skillbench.sandbox import images_of
+from skillbench.sandbox.base import (
+    CASE_DIR,
+    CaseImageError,
+    ImageBuildError,
+    SandboxProvider,
+    SandboxSpec,
+)
 from skillbench.sandbox.stage import missing_requirements
-from skillbench.sandbox.variants import build_variant, variant_for
-from skillbench.sequential import rule_for
 from skillbench.skills import (
     RUNS_DIR,
     Skill,
@@ -54,6 +57,7 @@ from skillbench.skills import (
     skill_files,
 )
 from skillbench.team import TeamError, incumbent
+from skillbench.version import __version__
 
 
 class EvalOptions(msgspec.Struct, kw_only=True):
@@ -64,7 +68,7 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     case: str | None = None
     max_cost: float | None = None
     seed: int | None = None
-    image: str = IMAGE
+    image: str = images_of().sandbox_image
     team: str | None = None  # a team repo: adds the incumbent arm
     triggers: bool = True  # also measure triggers when the skill has a triggers file
     runs: int = 1
@@ -132,22 +136,23 @@ def build_case_images(
     sessions: dict[str, Session], base: str, agent: Agent, log: Callable[[str], None]
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The image of every session that has its own, or needs a variant of the sandbox image
-    for its `requires` (sandbox/variants.py), with the agent's CLI added for a CLI agent;
+    for its `requires` (sandbox/podman/variants.py), with the agent's CLI added for a CLI agent;
     and why each session whose image cannot be built or pulled is skipped (naming the case
     file): one broken case of a suite does not stop the others."""
+    store = images_of()
     images: dict[str, str] = {}
     unavailable: dict[str, str] = {}
     for name, spec in sessions.items():
         if spec.image is None and spec.containerfile is None:
-            variant = variant_for(base, spec.requires)  # e.g. `requires: [node]`
+            variant = store.variant_for(base, spec.requires)  # e.g. `requires: [node]`
             if variant is not None:
                 try:
-                    images[name] = agent.image(build_variant(variant, log), log)
+                    images[name] = agent.image(store.variant(variant, log), log)
                 except (ImageBuildError, AgentError) as exc:
                     unavailable[name] = f"{spec.path}: `requires`: {exc}"
             continue
         try:
-            own = case_image(
+            own = store.case_image(
                 image=spec.image,
                 containerfile=Path(spec.containerfile) if spec.containerfile else None,
                 base=base,
@@ -336,7 +341,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                     "per million tokens) to skillbench.toml"
                 )
     try:
-        first_use(opts.image, log)
+        images_of().ensure(opts.image, log)
     except ImageBuildError as exc:
         raise EvalError(str(exc)) from None
     base = opts.image

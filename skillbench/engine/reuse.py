@@ -27,13 +27,14 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench import __version__, lossless
-from skillbench.engine.records import SessionRecord
+import skillbench.lossless as lossless
 from skillbench.evals.model import Session
 from skillbench.inputs import MAX_JSON, read_capped
 from skillbench.receipts import home
+from skillbench.results.records import SessionRecord
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.skills import tree_digest
+from skillbench.version import __version__
 
 
 class SessionInputs(msgspec.Struct, frozen=True, kw_only=True):

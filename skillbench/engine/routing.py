@@ -26,9 +26,8 @@ from skillbench.errors import SkillbenchError
 from skillbench.evals.model import Session
 from skillbench.ledger import RunLedger
 from skillbench.models import resolve_model
-from skillbench.sandbox import make_provider
-from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
-from skillbench.sandbox.image import IMAGE, ImageBuildError, first_use
+from skillbench.sandbox import images_of, make_provider
+from skillbench.sandbox.base import ImageBuildError, SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.stage import ContaminationError, stage_arm
 from skillbench.skills import Skill
 from skillbench.transcript import TraceWriter, expand_loaded
@@ -187,11 +186,12 @@ async def open_router(
             **settings.agents.get(agent, {}),
         )
         runner.check_model(model)
+        store = images_of()
         try:
-            first_use(IMAGE, log)
+            store.ensure(store.sandbox_image, log)
         except ImageBuildError as exc:
             raise RoutingError(str(exc)) from None
-        image = await asyncio.to_thread(runner.image, IMAGE, log)
+        image = await asyncio.to_thread(runner.image, store.sandbox_image, log)
     except AgentError as exc:
         raise RoutingError(f"--agent {agent}: {exc}") from None
     scratch = None

@@ -15,12 +15,6 @@ from pathlib import Path
 import msgspec
 
 from skillbench.engine.accounting import accounting
-from skillbench.engine.activation import (
-    NEVER_LOADED,
-    activation_of,
-    ambient_of,
-    explicit_invocation,
-)
 from skillbench.engine.judging import Judging
 from skillbench.engine.plan import (
     EvalError,
@@ -33,7 +27,21 @@ from skillbench.engine.plan import (
 )
 from skillbench.engine.pool import Pool
 from skillbench.engine.recheck import Reusing
-from skillbench.engine.records import (
+from skillbench.engine.routing import RoutingError, measure
+from skillbench.engine.session import Placement, Progress
+from skillbench.ledger import RunLedger
+from skillbench.lossless import utf8_safe
+from skillbench.models import resolve_model
+from skillbench.models.pricing import cost_usd
+from skillbench.receipts import Provenance, Receipt, bundle_digest, write_receipt
+from skillbench.report import skill_creator
+from skillbench.results.activation import (
+    NEVER_LOADED,
+    activation_of,
+    ambient_of,
+    explicit_invocation,
+)
+from skillbench.results.records import (
     BASELINE,
     CANDIDATE,
     INCUMBENT,
@@ -42,20 +50,12 @@ from skillbench.engine.records import (
     SessionRecord,
     session_key,
 )
-from skillbench.engine.routing import RoutingError, measure
-from skillbench.engine.score import summarize
-from skillbench.engine.session import Placement, Progress
-from skillbench.engine.summary import Diagnostic, Skipped, Summary
-from skillbench.ledger import RunLedger
-from skillbench.lossless import utf8_safe
-from skillbench.models import resolve_model
-from skillbench.models.pricing import cost_usd
-from skillbench.receipts import Provenance, Receipt, bundle_digest, write_receipt
-from skillbench.report import skill_creator
+from skillbench.results.score import summarize
+from skillbench.results.sequential import reps_of, settled, stimuli_of, stop_of
+from skillbench.results.summary import Diagnostic, Skipped, Summary
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxProvider
 from skillbench.scrub import IDENTIFIERS, scrub_obj
-from skillbench.sequential import reps_of, settled, stimuli_of, stop_of
 from skillbench.signing import SigningError
 from skillbench.triggers import TriggerReport, targets_at
 
@@ -259,12 +259,6 @@ class Runner(Reusing, Judging):
         if summary.activation is not None and summary.activation.never:
             summary.diagnostics.append(Diagnostic("never-fired", "", NEVER_LOADED))
         return summary
-
-    async def close(self, provider: SandboxProvider) -> None:
-        """Remove the sandboxes still being removed; close the provider and the agent."""
-        await asyncio.gather(*self.closing, return_exceptions=True)
-        await provider.aclose()
-        await self.agent.aclose()
 
     async def probe_requires(self, provider: SandboxProvider) -> None:
         wanted = {

@@ -14,12 +14,10 @@ from msgspec.structs import replace
 from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.agents.base import EarlyStart
 from skillbench.agents.builtin.loop import SkillInfo
-from skillbench.checks import CheckResult, no_verdict, run_checks
+from skillbench.checks import run_checks
 from skillbench.config import sandbox_spec
 from skillbench.egress import phase_proxy
-from skillbench.engine.journal import Journal, RowKey, RunBusy, read_journal
 from skillbench.engine.plan import SUITE, EvalError, EvalOptions, case_home, case_spec, setup_case
-from skillbench.engine.records import CANDIDATE, INCUMBENT, Plan, SessionRecord, session_key
 from skillbench.engine.reuse import SessionCache
 from skillbench.evals.model import Check, Session, Suite
 from skillbench.grading import grade
@@ -27,6 +25,9 @@ from skillbench.ledger import MeteredModel, RunLedger
 from skillbench.models import resolve_model
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
+from skillbench.results.checks import CheckResult, no_verdict
+from skillbench.results.journal import Journal, RowKey, RunBusy, read_journal
+from skillbench.results.records import CANDIDATE, INCUMBENT, Plan, SessionRecord, session_key
 from skillbench.sandbox.base import (
     SKILLS_DIR,
     Sandbox,
@@ -45,9 +46,8 @@ from skillbench.sandbox.stage import (
 from skillbench.skills import Skill, read_skill
 from skillbench.transcript import TraceWriter, Transcript, declared_skills, expand_loaded
 
-if TYPE_CHECKING:  # (run.py builds the Runner on Sessions)
+if TYPE_CHECKING:
     from skillbench.engine.pool import Pool
-    from skillbench.engine.run import Runner
 
 
 class Progress(Protocol):
@@ -64,7 +64,7 @@ class Placement(Protocol):
     """Where sessions run when not here: a cluster (skillbench.cluster)."""
 
     async def place(
-        self, runner: Runner, name: str, arm: str, rep: int, attempt: int, snapshot: Path | None
+        self, runner: Sessions, name: str, arm: str, rep: int, attempt: int, snapshot: Path | None
     ) -> SessionRecord: ...
 
 
@@ -140,6 +140,12 @@ class Sessions:
             **self.settings.agents.get(plan.agent, {}),
         )
         self.cache = SessionCache()
+
+    async def close(self, provider: SandboxProvider) -> None:
+        """Remove the sandboxes still being removed; close the provider and the agent."""
+        await asyncio.gather(*self.closing, return_exceptions=True)
+        await provider.aclose()
+        await self.agent.aclose()
 
     def request(self, name: str, arm: str, rep: int) -> SessionRequest:
         """What the agent is asked to do in one arm session."""
@@ -313,7 +319,7 @@ class Sessions:
         record = await self.grade_expectations(checker, record, text, units, checks)
         # a grader that could not judge (its model unreachable): the arm's rows go unscored. A
         # verifier's exit 2 is no error of the session (a retry would give the agent a second
-        # try): the row decides whose failing it is, against the other arm (engine/rows.py)
+        # try): the row decides whose failing it is, against the other arm (results/rows.py)
         unjudged = [
             c
             for results in checks.values()

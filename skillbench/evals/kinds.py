@@ -10,14 +10,16 @@ import functools
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeGuard
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 import msgspec
 
 from skillbench.evals.model import CHECK_KINDS
 from skillbench.plugins import CHECK_KIND_GROUP, load_group, missing
-from skillbench.sandbox.base import Sandbox
 from skillbench.transcript import Transcript
+
+if TYPE_CHECKING:  # (the sandbox contract imports the eval assets: a type here, no import)
+    from skillbench.sandbox.base import Sandbox
 
 
 class Verdict(msgspec.Struct, frozen=True):

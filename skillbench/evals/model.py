@@ -9,7 +9,7 @@ import msgspec
 from skillbench.evals.mcp import McpServer
 from skillbench.evals.network import Network
 from skillbench.evals.problems import Problem
-from skillbench.sandbox.base import Service
+from skillbench.evals.services import Service
 
 Bucket = Literal["explicit", "implicit", "contextual", "negative", "adversarial"]
 BUCKETS: tuple[str, ...] = ("explicit", "implicit", "contextual", "negative", "adversarial")

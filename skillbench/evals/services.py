@@ -17,9 +17,10 @@ import re
 import shlex
 from typing import Any
 
+import msgspec
+
 from skillbench.evals.fields import Report, type_name
 from skillbench.evals.yamlsrc import KeyPath
-from skillbench.sandbox.base import Service
 
 SERVICE_FIELDS = ("image", "command", "environment", "healthcheck")
 HEALTH_FIELDS = ("test", "timeout")
@@ -27,6 +28,18 @@ MAX_HEALTH_TIMEOUT = 600
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")  # a host name label
 # `main` is the sandbox itself in Harbor's compose files; `localhost` is loopback already
 _RESERVED = ("main", "localhost")
+
+
+class Service(msgspec.Struct, frozen=True, kw_only=True):
+    """A container a case runs beside its arm's sandbox (a database, an HTTP API): in the
+    arm's own pod, reachable on localhost and by `name`, healthy before the agent starts."""
+
+    name: str
+    image: str | None = None  # None: the arm's own sandbox image
+    command: tuple[str, ...] = ()  # () : the image's own command
+    env: dict[str, str] = {}
+    healthcheck: tuple[str, ...] = ()  # an argv run in the service until it exits 0
+    health_timeout: float = 60.0  # seconds it may take to become healthy
 
 
 def parse_services(rep: Report, value: Any) -> tuple[Service, ...]:

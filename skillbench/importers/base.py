@@ -25,8 +25,8 @@ from skillbench.evals import SpecError, load_assets
 from skillbench.evals.problems import Problem
 from skillbench.evals.yamlsrc import CappedLoader
 from skillbench.inputs import InputError, load_toml, read_capped
-from skillbench.sandbox.case_image import SANDBOX_FROM
-from skillbench.sandbox.image import image_exists
+from skillbench.sandbox.podman.case_image import SANDBOX_FROM
+from skillbench.sandbox.podman.image import image_exists
 
 
 class ImportError_(SkillbenchError):

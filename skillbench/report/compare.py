@@ -8,8 +8,8 @@ import html
 
 import msgspec
 
-from skillbench.report.run_folder import RunFolder
-from skillbench.report.set_folder import SetFolder
+from skillbench.results.run_folder import RunFolder
+from skillbench.results.set_folder import SetFolder
 
 RowKey = tuple[str, int, str]  # case, rep, opponent
 

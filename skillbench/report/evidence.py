@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillbench.engine.activation import FIRED_WHERE_NOT, Activation, Ambient
-from skillbench.engine.records import Library
-from skillbench.engine.summary import Summary
+from skillbench.results.activation import FIRED_WHERE_NOT, Activation, Ambient
+from skillbench.results.records import Library
+from skillbench.results.summary import Summary
 
 
 def _pct(x: float | None) -> str:

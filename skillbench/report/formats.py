@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from skillbench.report.run_folder import RunFolder
+from skillbench.results.run_folder import RunFolder
 
 
 def _terminal(run: RunFolder) -> str:

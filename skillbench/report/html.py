@@ -21,10 +21,10 @@ from typing import Any
 
 import msgspec
 
-from skillbench.engine.records import CANDIDATE, RowRecord
 from skillbench.report.evidence import evidence_lines
-from skillbench.report.run_folder import RunFolder, load_run
 from skillbench.report.terminal import accounting_lines, models_line, report_lines
+from skillbench.results.records import CANDIDATE, RowRecord
+from skillbench.results.run_folder import RunFolder, load_run
 
 FILES = Path(__file__).parent / "files"  # the page's CSS and JS
 EVENT_TEXT_CAP = 20_000  # characters of one transcript event's text kept in the page

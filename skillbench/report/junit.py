@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
-from skillbench.engine.summary import Summary
 from skillbench.report.why import failing_checks, verifier_outputs
-from skillbench.verdict import UNSCORED
+from skillbench.results.summary import Summary
+from skillbench.results.verdict import UNSCORED
 
 
 def _suite(name: str, cases: list[str], failures: int, skipped: int = 0) -> str:

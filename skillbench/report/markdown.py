@@ -4,11 +4,11 @@ comparisons, the rows that are not ties, the triggers line; nothing links outsid
 
 from __future__ import annotations
 
-from skillbench.engine.records import CANDIDATE
 from skillbench.report.evidence import evidence_lines
-from skillbench.report.run_folder import RunFolder
 from skillbench.report.terminal import comparison_text, report_lines
 from skillbench.report.why import failing_checks, verifier_outputs
+from skillbench.results.records import CANDIDATE
+from skillbench.results.run_folder import RunFolder
 
 
 def _cell(text: object) -> str:

@@ -12,8 +12,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 import msgspec
 
-from skillbench.engine.stats import heterogeneity
-from skillbench.report.set_folder import CellRun, SetFolder, load_set
+from skillbench.results.set_folder import CellRun, SetFolder, load_set
+from skillbench.results.stats import heterogeneity
 from skillbench.scrub import printable
 
 _ORDER = ("PASS", "NEUTRAL", "INCONCLUSIVE", "FAIL", "NONE")

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from skillbench.engine.records import SessionRecord
+from skillbench.results.records import SessionRecord
 from skillbench.scrub import printable
 
 

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from skillbench.engine.records import BASELINE, CANDIDATE, INCUMBENT
-from skillbench.engine.summary import Summary
+from skillbench.results.records import BASELINE, CANDIDATE, INCUMBENT
+from skillbench.results.summary import Summary
 
 CONFIGURATIONS = {CANDIDATE: "with_skill", BASELINE: "without_skill", INCUMBENT: "old_skill"}
 FOLDER = "skill-creator"

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skillbench.engine.stats import ALPHA, MIN_DECIDED
-from skillbench.engine.summary import Accounting, Comparison, Efficiency, Summary
 from skillbench.judge import family_warning
 from skillbench.report.evidence import evidence_lines
 from skillbench.report.skill_creator import figures_line
-from skillbench.verdict import INCONCLUSIVE
+from skillbench.results.stats import ALPHA, MIN_DECIDED
+from skillbench.results.summary import Accounting, Comparison, Efficiency, Summary
+from skillbench.results.verdict import INCONCLUSIVE
 
 
 def _pct(x: float | None) -> str:

@@ -3,7 +3,7 @@ failing checks of each arm with their detail, as the HTML report shows them per 
 
 from __future__ import annotations
 
-from skillbench.engine.records import CANDIDATE, ArmResult
+from skillbench.results.records import CANDIDATE, ArmResult
 
 MAX_DETAIL = 300  # a check's detail can be a verifier's whole output; a report line is short
 

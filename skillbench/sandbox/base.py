@@ -20,13 +20,14 @@ read-only; /work, HOME and /tmp are small fresh filesystems with kernel-enforced
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import msgspec
 
 from skillbench.errors import SkillbenchError
+from skillbench.evals.services import Service
 
 WORKDIR = "/work"
 SKILLS_DIR = "/skills"  # staged skills, read-only, one folder per skill
@@ -37,7 +38,7 @@ DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
 # never was; `root` is the executor's own (used only to hand /work to the checker).
 AGENT, CHECKER, ROOT = "agent", "checker", "root"
 HOMES = {AGENT: "/home/agent", CHECKER: "/home/checker", ROOT: "/root"}
-UIDS = {AGENT: 1000, CHECKER: 1001, ROOT: 0}  # as the image creates them (image.py)
+UIDS = {AGENT: 1000, CHECKER: 1001, ROOT: 0}  # as the image creates them (podman/image.py)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
@@ -91,18 +92,6 @@ class Relay(msgspec.Struct, frozen=True):
     # written first on each connection by the host side of the relay, never in the sandbox:
     # the target (a session's broker) serves only connections that open with it
     preamble: bytes = b""
-
-
-class Service(msgspec.Struct, frozen=True, kw_only=True):
-    """A container a case runs beside its arm's sandbox (a database, an HTTP API): in the
-    arm's own pod, reachable on localhost and by `name`, healthy before the agent starts."""
-
-    name: str
-    image: str | None = None  # None: the arm's own sandbox image
-    command: tuple[str, ...] = ()  # () : the image's own command
-    env: dict[str, str] = {}
-    healthcheck: tuple[str, ...] = ()  # an argv run in the service until it exits 0
-    health_timeout: float = 60.0  # seconds it may take to become healthy
 
 
 class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -242,13 +231,72 @@ class Pod(Protocol):
         ...
 
 
+class ImageBuildError(SkillbenchError):
+    """The image could not be built; the message says why and what to do."""
+
+
+class CaseImageError(SkillbenchError):
+    """A case's image could not be found or built; the message says what to do."""
+
+
+class Images(Protocol):
+    """A provider's images: the sandbox image every arm starts from, its variants for a
+    case's `requires`, and a case's own image. The provider owns them; the engine asks here
+    and never runs a container tool itself."""
+
+    sandbox_image: str  # the name of the default sandbox image
+
+    def exists(self, name: str) -> bool: ...
+
+    def ensure(self, name: str, log: Callable[[str], None]) -> None:
+        """The sandbox image `name` is there (the default one built on first use, saying
+        so); ImageBuildError when it cannot be."""
+        ...
+
+    def variant_for(self, base: str, requires: Sequence[str]) -> str | None:
+        """The variant of `base` a case's `requires` needs, or None."""
+        ...
+
+    def variant(self, name: str, log: Callable[[str], None]) -> str:
+        """The variant `name`, built on first use; ImageBuildError when it cannot be."""
+        ...
+
+    def case_image(
+        self,
+        *,
+        image: str | None,
+        containerfile: Path | None,
+        base: str,
+        log: Callable[[str], None],
+        network: bool = False,
+    ) -> str:
+        """The image a case runs in (its own, or built from its Containerfile on `base`);
+        CaseImageError when it cannot be found or built."""
+        ...
+
+    def build(self, name: str, recipe: str, context: Path) -> None:
+        """Build the image `name` from the Containerfile `recipe` (FROM an image already
+        here: nothing is pulled) over the folder `context`, as an agent adds its CLI;
+        ImageBuildError with the builder's last words when it fails."""
+        ...
+
+    def probe(self, name: str, command: str, timeout: float) -> tuple[str, str]:
+        """Run `command` (sh -c) in a throwaway container of the image `name`, offline:
+        what it printed on stdout and on stderr."""
+        ...
+
+    def remove(self, name: str) -> None:
+        """Remove the image `name` (gone already is fine)."""
+        ...
+
+
 class SandboxProvider(Protocol):
     """Makes sandboxes, workspaces and pods."""
 
     @property
     def channel(self) -> str:
         """ "local": a Mount is a bind mount; "api": the service shares no filesystem with this
-        host, so a Mount is a copy made when the sandbox is created (sandbox/channel.py)."""
+        host, so a Mount is a copy made when the sandbox is created (sandbox/podman/channel.py)."""
         ...
 
     async def create(self, spec: SandboxSpec) -> Sandbox: ...

@@ -67,8 +67,6 @@ exit 2
 def tool_mounts(host_dir: Path, channel: str) -> tuple[Mount, ...]:
     """The mounts that put `skillbench` on the checker's PATH (on the api channel, a
     `skillbench` that refuses in one line)."""
-    import skillbench
-
     bin_dir = host_dir / "tools-bin"
     bin_dir.mkdir(exist_ok=True)
     wrapper = bin_dir / "skillbench"
@@ -78,7 +76,7 @@ def tool_mounts(host_dir: Path, channel: str) -> tuple[Mount, ...]:
         return (Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),)
     wrapper.write_text(_WRAPPER % ".".join(map(str, sys.version_info[:2])))
     wrapper.chmod(0o755)
-    package = Path(skillbench.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the skillbench package this runs from
     site = Path(msgspec.__file__).resolve().parent.parent  # the installed dependencies
     return (
         Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),

@@ -6,7 +6,7 @@ bind-mounted read-only from the start and filled from the host). All of it runs 
 agent user. `start_checker` starts the checker, a fresh sandbox from the same image on the
 same /work, while the agent works: it runs nothing until the handover. After the agent
 phase, `check_phase` stops the agent's sandbox (every agent process gone, the kernel's word:
-Sandbox.stop), hands /work to the `checker` user (handover.py: no link the agent made leads
+Sandbox.stop), hands /work to the `checker` user (inside/handover.py: no link the agent made leads
 to the answer key, no file stays locked) and shows the skill's `evals/` read-only under
 /case. Only /work crosses over; the agent's sandbox never sees /case. The stopped sandbox is
 removed with the arm, off the session's critical path. What the checker runs with (its

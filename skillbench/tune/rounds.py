@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import msgspec
 
-from skillbench import __version__, lossless
+from skillbench import lossless
 from skillbench.config import Settings
 from skillbench.engine.routing import RoutingError, open_router
 from skillbench.errors import SkillbenchError
@@ -31,6 +31,7 @@ from skillbench.triggers import Counts, PromptResult, Router, Spend, counts, eva
 from skillbench.tune.apply import ApplyError, rewrite_description
 from skillbench.tune.proposer import Proposal, propose, proposer_prompt
 from skillbench.tune.splits import Prompts, Split
+from skillbench.version import __version__
 
 _T = TypeVar("_T")
 

@@ -25,7 +25,7 @@ class BuiltinAgent:
         self._models: dict[str, Model] = {}  # one client per model for the whole run
 
     def version(self) -> str:
-        from skillbench import __version__
+        from skillbench.version import __version__
 
         return __version__
 

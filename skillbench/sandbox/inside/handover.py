@@ -1,0 +1,394 @@
+"""Handing a workspace from the agent to the checker (docs/trust.md), inside the checker sandbox.
+
+The checker sees the workspace as the agent left it, minus every way the agent could have
+aimed it at the answer key or locked it. `hand_over` runs as root in the checker's executor,
+before any check and after every agent process is gone, so nothing changes under it:
+
+- A symlink stays only when it leads, now, to something that exists inside the workspace or on
+  the image's read-only root filesystem, through links that are themselves in one of those two
+  places. Every other link is cut: one into /case, /tmp, /logs, HOME, the checker's own files
+  or /proc (which resolves differently for each reader), and one that dangles or loops, which
+  whatever the check phase stages later could bring to life. A cut link is replaced by a link
+  under /dev/null/, which never resolves, its old target kept as text after that prefix.
+- Hard links are broken (each name gets its own copy): a file the check phase writes under one
+  name never shows under another one the agent chose.
+- Every entry belongs to the checker, and its owner may read and write it (and enter folders):
+  `chmod 000` locks nothing.
+- A git repository's config keeps only what reading the repository needs (format, remotes,
+  branches, identity): no include, filter, textconv, diff or ssh command, gpg program, alias,
+  hook path or fsmonitor of the agent's runs when a check asks git about the workspace. That
+  holds for every config git would read: the one in the folder a repository's `commondir`
+  names (which has no HEAD of its own), and a config that is a link (to a file of the
+  agent's, say) becomes a regular file with the tamed content of what it led to.
+- Nothing but regular files, folders and links stays: a fifo, socket or device node is
+  removed (a check that opened a fifo would hang on it), each with a note.
+
+`stage` is for verifiers that put the answer key inside the workspace, as Margin does with
+tests/ at its test_cwd: it removes the destination, cuts every link in the workspace that
+leads into it, then copies the files there (`python3 -I /opt/skillbench/handover.py stage SRC
+DEST WORKDIR`).
+
+This file must stay standard-library only and run on the image's python3, like executor.py.
+"""
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+CUT = "/dev/null/"  # a link under it never resolves: /dev/null is not a folder
+_HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
+_GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
+_DEEP = 3800  # bytes of a folder's path past which its entries' paths may pass PATH_MAX
+
+
+# On the API-only path the host's files are copied in rather than bind-mounted
+# (sandbox/podman/channel.py): this file names those places, which count as mount points here.
+COPIED = "/opt/skillbench/copied-in"
+
+
+def _mount_points():
+    """The mount points of this sandbox, from /proc/self/mountinfo, and the places copied in
+    instead of mounted."""
+    points = []
+    with contextlib.suppress(FileNotFoundError), open(COPIED) as fh:
+        points += [line.rstrip("\n") for line in fh if line.strip()]
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            field = line.split()[4]
+            for code in ("\\040", "\\011", "\\012", "\\134"):  # spaces etc. come escaped
+                field = field.replace(code, chr(int(code[1:], 8)))
+            points.append(field)
+    return points
+
+
+def _inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def resolve(path):
+    """(where `path` leads, the symlinks met on the way), or None when some step of it does
+    not exist or the links loop. Like the kernel: `..` applies to the resolved folder."""
+    todo = path.split("/")[::-1]
+    here, met = "/", []
+    while todo:
+        part = todo.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            here = os.path.dirname(here)
+            continue
+        step = os.path.join(here, part)
+        try:
+            info = os.lstat(step)
+        except OSError:
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            met.append(step)
+            if len(met) > _HOPS:
+                return None
+            target = os.readlink(step)
+            todo.extend(target.split("/")[::-1])
+            if target.startswith("/"):
+                here = "/"
+            continue
+        if todo and not stat.S_ISDIR(info.st_mode):
+            return None
+        here = step
+    return here, met
+
+
+class _Places:
+    """Where a kept link may lead: the workspace, or the root filesystem (the image, read-only
+    in every phase) away from every other mount and from anything above one."""
+
+    def __init__(self, workdir, mounts):
+        self.workdir = workdir
+        self.others = [m for m in mounts if m != "/" and not _inside(m, workdir)]
+
+    def fixed(self, path):
+        if _inside(path, self.workdir):
+            return True
+        return not any(_inside(path, m) or _inside(m, path) for m in self.others)
+
+    def safe(self, link):
+        found = resolve(link)
+        if found is None:
+            return False
+        end, met = found
+        return self.fixed(end) and all(self.fixed(m) for m in met)
+
+
+def _cut(path, target):
+    """Replace the link at `path` by one that never resolves (in a full workspace, where not
+    even that fits, the link is just gone)."""
+    os.unlink(path)
+    with contextlib.suppress(OSError):
+        os.symlink((CUT + target.lstrip("/"))[:4000], path)
+
+
+def _own_copy(path, info):
+    """Give one name of a hard-linked file its own copy (removed when there is no room)."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".skillbench-copy-", dir=os.path.dirname(path))
+        with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        os.rename(tmp, path)
+        return f"{path}: a hard link, now a copy of its own"
+    except OSError as exc:
+        for name in [tmp, path] if tmp else [path]:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        return f"{path}: a hard link, removed (no copy: {exc.strerror or exc})"
+
+
+# what a check reading the repository needs; nothing here makes git run a program or read a
+# file outside the repository
+_GIT_KEEP = (
+    "core.repositoryformatversion",
+    "core.bare",
+    "core.filemode",
+    "core.logallrefupdates",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.quotepath",
+    "core.sparsecheckout",
+    "core.sparsecheckoutcone",
+    "core.abbrev",
+    "extensions.*",
+    "remote.*.url",
+    "remote.*.pushurl",
+    "remote.*.fetch",
+    "branch.*.remote",
+    "branch.*.merge",
+    "user.name",
+    "user.email",
+    "init.defaultbranch",
+)
+
+
+def _git_keeps(key):
+    section, _, rest = key.partition(".")
+    name = rest.rpartition(".")[2]
+    sub = "*" if "." in rest else ""
+    return any(
+        k in (f"{section}.{name}", f"{section}.{sub}.{name}", f"{section}.*") for k in _GIT_KEEP
+    )
+
+
+def _quoted(text):
+    for old, new in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t")):
+        text = text.replace(old, new)
+    return f'"{text}"'
+
+
+def _tame_git_config(path):
+    """Rewrite a repository's config with only the _GIT_KEEP entries (as git itself parses
+    it, includes not followed); a note when something was dropped."""
+    git = shutil.which("git", path="/usr/local/bin:/usr/bin:/bin")
+    if git is None:  # no git in the image: nothing will read it
+        return None
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent"}
+    try:
+        if os.lstat(path).st_size > _GIT_CONFIG_CAP:
+            raise OSError("too big")
+        listed = subprocess.run(
+            [git, "config", "--file", path, "--no-includes", "--list", "-z"],
+            capture_output=True,
+            env=env,
+            cwd="/",
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        with open(path, "w"):  # what git cannot list quickly is emptied
+            pass
+        return f"{path}: git config emptied ({exc})"
+    if listed.returncode != 0:  # git refuses to read it at all: it will refuse the repository
+        return None
+    entries = [e.decode("utf-8", "surrogateescape") for e in listed.stdout.split(b"\0") if e]
+    pairs = [tuple(e.split("\n", 1)) if "\n" in e else (e, None) for e in entries]
+    dropped = sorted({key for key, _ in pairs if not _git_keeps(key)})
+    if not dropped:
+        return None
+    lines, header = [], None
+    for key, value in pairs:
+        if key in dropped:
+            continue
+        section, _, rest = key.partition(".")
+        sub, _, name = rest.rpartition(".")
+        head = f"[{section} {_quoted(sub)}]" if sub else f"[{section}]"
+        if head != header:
+            lines.append(head)
+            header = head
+        lines.append(f"\t{name}" if value is None else f"\t{name} = {_quoted(value)}")
+    tmp = f"{path}.skillbench-new"
+    try:
+        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+        os.rename(tmp, path)
+    except OSError as exc:  # a full workspace: no config rather than the agent's
+        for name in (tmp, path):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        return f"{path}: git config removed (not rewritten: {exc.strerror or exc})"
+    return f"{path}: git config without {', '.join(dropped)[:300]}"
+
+
+def hand_over(workdir, uid, gid):
+    """Make `workdir` the checker's (uid, gid) as described above; returns notes on what was
+    cut, copied or rewritten, one per entry."""
+    places = _Places(workdir, _mount_points())
+    notes, links, configs = [], [], []
+    deep: list = []  # folders nested too deep to walk by path
+    _own(workdir, os.lstat(workdir), uid, gid)
+    for path, info in _walk(workdir, deep):
+        if stat.S_ISLNK(info.st_mode):
+            links.append(path)
+        elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            notes.append(_own_copy(path, info))
+        elif not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+            os.unlink(path)
+            notes.append(f"{path}: {_KINDS.get(stat.S_IFMT(info.st_mode), 'special')}, removed")
+        if not os.path.lexists(path):  # a hard link there was no room to copy
+            continue
+        _own(path, os.lstat(path), uid, gid)
+        if os.path.basename(path) == "HEAD":  # (git takes a HEAD that is a link too)
+            configs += _config_places(os.path.dirname(path), workdir)
+    for folder in deep:  # (rm works below any depth, by descriptor)
+        subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=300)
+        notes.append(f"{folder}: nested too deep for a path to reach what it holds, removed")
+    for config in sorted(set(configs)):
+        if not os.path.lexists(config):
+            continue
+        if os.path.islink(config):
+            notes.append(_config_from_link(config, places))
+            if os.path.lexists(config):
+                _own(config, os.lstat(config), uid, gid)
+        if not os.path.isfile(config) or os.path.islink(config):
+            continue  # a folder, say: git refuses such a repository
+        note = _tame_git_config(config)
+        if note:
+            notes.append(note)
+            if os.path.lexists(config):
+                _own(config, os.lstat(config), uid, gid)
+    # decide every link before cutting any: the decisions must not depend on the order
+    unsafe = [link for link in links if os.path.islink(link) and not places.safe(link)]
+    for link in unsafe:
+        target = os.readlink(link)
+        if target.startswith(CUT):  # cut already (a reused session's workspace)
+            continue
+        _cut(link, target)
+        os.lchown(link, uid, gid)
+        notes.append(f"{link}: a link to {target}, cut")
+    return notes
+
+
+def _walk(top, deep):
+    """Every entry below `top` as (path, lstat), a folder before what it holds; no link
+    followed and no recursion. A folder whose path is too long to name what it holds is
+    not entered, it is added to `deep`."""
+    stack = [top]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            found = list(entries)
+        for entry in found:
+            info = entry.stat(follow_symlinks=False)
+            yield entry.path, info
+            if stat.S_ISDIR(info.st_mode):
+                (deep if len(os.fsencode(entry.path)) > _DEEP else stack).append(entry.path)
+
+
+def _own(path, info, uid, gid):
+    """`path` to uid:gid with owner read and write (and enter, for a folder)."""
+    os.lchown(path, uid, gid)
+    if stat.S_ISDIR(info.st_mode):
+        os.chmod(path, stat.S_IMODE(info.st_mode) & 0o777 | 0o700)
+    elif not stat.S_ISLNK(info.st_mode):
+        os.chmod(path, stat.S_IMODE(info.st_mode) & 0o777 | 0o600)
+
+
+_KINDS = {stat.S_IFIFO: "a fifo", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device"}
+_KINDS[stat.S_IFBLK] = "a device"
+
+
+def _config_places(git_dir, workdir):
+    """The config files git reads for the repository at `git_dir` (a folder holding HEAD)
+    that are in the workspace: its own, and those of the folder its `commondir` names."""
+    folders = [git_dir]
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        with open(os.path.join(git_dir, "commondir"), "rb") as fh:
+            common = fh.read(4096).decode().strip()
+        found = resolve(os.path.join(git_dir, common))
+        if found is not None and _inside(found[0], workdir) and os.path.isdir(found[0]):
+            folders.append(found[0])
+    return [os.path.join(f, name) for f in folders for name in ("config", "config.worktree")]
+
+
+def _config_from_link(path, places):
+    """Replace a repository's config that is a link by a regular file holding what it led
+    to (when that is a file of the workspace or the image; else nothing)."""
+    target = os.readlink(path)
+    tmp = f"{path}.skillbench-new"
+    try:
+        with open(tmp, "wb") as dst:
+            if places.safe(path) and os.path.isfile(path):
+                with open(path, "rb") as src:
+                    dst.write(src.read(_GIT_CONFIG_CAP + 1))
+        os.rename(tmp, path)
+    except OSError as exc:
+        for name in (tmp, path):
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        return f"{path}: a git config linked to {target}, removed ({exc.strerror or exc})"
+    return f"{path}: a git config linked to {target}, now a regular file"
+
+
+def stage(src, dest, workdir):
+    """Copy `src` to `dest` inside the workspace after removing what is there and cutting
+    every link in the workspace that would lead into it."""
+    dest = os.path.abspath(dest)
+    subprocess.run(["rm", "-rf", "--", dest], check=True)  # (rm: any depth of nesting)
+    for path, info in list(_walk(workdir, [])):
+        if stat.S_ISLNK(info.st_mode) and _into(path, dest):
+            _cut(path, os.readlink(path))
+    shutil.copytree(src, dest, symlinks=False)
+
+
+def _into(link, dest):
+    """Whether `link` leads into `dest` (which does not exist now: the rest is read as text)."""
+    here, todo, hops = "/", link.split("/")[::-1], 0
+    while todo:
+        part = todo.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            here = os.path.dirname(here)
+            continue
+        step = os.path.join(here, part)
+        if _inside(step, dest):
+            return True
+        if os.path.islink(step):
+            hops += 1
+            if hops > _HOPS:
+                return False
+            target = os.readlink(step)
+            todo.extend(target.split("/")[::-1])
+            here = "/" if target.startswith("/") else here
+            continue
+        here = step
+    return _inside(here, dest)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5 or sys.argv[1] != "stage":
+        sys.exit("usage: handover.py stage SRC DEST WORKDIR")
+    stage(sys.argv[2], sys.argv[3], sys.argv[4])
