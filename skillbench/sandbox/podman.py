@@ -41,7 +41,7 @@ from skillbench.sandbox.container import PodmanSandbox
 from skillbench.sandbox.pod import HOSTS, PodmanPod, remove_pod, start_pod
 from skillbench.sandbox.runtime import runtime_dir
 from skillbench.sandbox.service import PodmanService
-from skillbench.sandbox.workspace import PodmanWorkspace, make_workspace
+from skillbench.sandbox.workspace import PodmanWorkspace, make_workspace, remove_volume
 
 LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"
@@ -150,7 +150,7 @@ class PodmanProvider:
         for vol in _listed(lambda: self.client().volumes.list(filters=ours)):
             if _owner_gone(vol.attrs.get("Labels"), host):
                 with contextlib.suppress(Exception):  # still in use: the next sweep takes it
-                    vol.remove(force=True)
+                    remove_volume(self.client(), vol.name)
         # and the host-side files of those processes: socket folders, service and ssh sockets
         for path in runtime_dir().iterdir():
             match = re.match(r"^(?:sb-|podman-|ssh-)(\d+)", path.name)
@@ -176,7 +176,10 @@ class PodmanProvider:
 
     def remove_own(self, wait: float = 10.0) -> None:
         """Remove every container and volume this provider made, whatever the state of the
-        sandboxes that hold them: after the creations under way have finished, none start."""
+        sandboxes that hold them: after the creations under way have finished, none start.
+        Bounded by about `wait` seconds in all: an interrupted run ends within seconds
+        (docs/trust.md), and what is left then is a dead owner's, for the next sweep."""
+        deadline = time.monotonic() + wait
         with self._creating:
             self._stopping = True
             self._creating.wait_for(lambda: self._in_flight == 0, timeout=wait)
@@ -186,12 +189,20 @@ class PodmanProvider:
             for pod in _listed(lambda: client.pods.list(filters=mine)):
                 with contextlib.suppress(Exception):  # (gone meanwhile)
                     remove_pod(client, pod.name)
-            for ctr in _listed(lambda: client.containers.list(all=True, filters=mine)):
-                with contextlib.suppress(Exception):  # (gone meanwhile)
-                    ctr.remove(force=True, timeout=0)
-            for vol in _listed(lambda: client.volumes.list(filters=mine)):
-                with contextlib.suppress(Exception):
-                    vol.remove(force=True)
+            # Rounds until no volume is left: a volume is "in use" while a removal of its
+            # container by a cancelled close's thread is under way, and a listing can fail
+            # (an item removed while it is listed) and read as empty.
+            while True:
+                for ctr in _listed(lambda: client.containers.list(all=True, filters=mine)):
+                    with contextlib.suppress(Exception):  # (gone meanwhile)
+                        ctr.remove(force=True, timeout=0)
+                volumes = _listed(lambda: client.volumes.list(filters=mine))
+                for vol in volumes:
+                    with contextlib.suppress(Exception):  # (in use: the next round)
+                        remove_volume(client, vol.name)
+                if not volumes or time.monotonic() >= deadline:
+                    return
+                time.sleep(0.05)
 
     def stop_now(self) -> None:
         """A second Ctrl-C: remove what this provider made and stop the service, at once."""
