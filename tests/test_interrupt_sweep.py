@@ -100,7 +100,7 @@ def test_ctrl_c_at_random_moments_leaves_nothing_and_ends_at_once(fake, tmp_path
             failures.append(f"{what}: exit {proc.returncode} after {took:.1f} s: {err[-300:]}")
         left = leftovers(proc.pid)
         if left:
-            failures.append(f"{what}: left {left}")
+            failures.append(f"{what}: left {left}; exit {proc.returncode}: {err[-300:]}")
     assert not failures, (f"seed {seed}", failures)
 
 

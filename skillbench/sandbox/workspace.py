@@ -61,6 +61,7 @@ class PodmanWorkspace:
         if self._closed:
             return
         self._closed = True
+        self.provider._removed_workspaces.add(self.name)  # (before: see _create_started)
         try:
             await asyncio.to_thread(self._remove)
         finally:
