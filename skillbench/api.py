@@ -156,6 +156,29 @@ def _start_eval(
     return execute(prepared, opts, progress or _Silent(), cluster), run_dir, cluster
 
 
+def _run_stoppable(
+    work: Coroutine[Any, Any, T],
+    folder: Path,
+    on_second_signal: Callable[[Interrupted], None] | None,
+) -> T:
+    """Run `work` to its end; Ctrl-C stops it as Interrupted naming `folder`. Given
+    `on_second_signal`, under the two-signal rule (engine/interrupt.py): SIGTERM stops it too,
+    and a second signal exits the process at once after removing every sandbox."""
+    from skillbench.engine.interrupt import Stop
+
+    stop = None
+    if on_second_signal is not None:
+        say = on_second_signal
+        stop = Stop(lambda signum: say(Interrupted(str(folder), signum=signum)))
+    try:
+        return asyncio.run(work if stop is None else stop.run(work))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
+        raise Interrupted(str(folder), signum=first) from None
+    except OSError as exc:
+        raise _write_failure(exc, folder) from None
+
+
 def _write_failure(exc: OSError, run_dir: Path) -> EvalError:
     """The one line for an OSError that stopped a run: the run folder could not be written (a
     full disk, most often), or the podman client's HTTP error."""
@@ -196,23 +219,12 @@ def evaluate(
     the process at once, after removing every sandbox, calling `on_second_signal` with the
     Interrupted of the first to say its line. Inside a running event loop, await
     `evaluate_async` instead (this works there too, on a thread of its own)."""
-    from skillbench.engine.interrupt import Stop
-
     done = _off_loop(lambda: evaluate(skill, options=options, progress=progress, log=log))
     if done is not None:
         return done
     work, run_dir, cluster = _start_eval(skill, options, progress, log)
-    stop = None
-    if on_second_signal is not None:
-        say = on_second_signal
-        stop = Stop(lambda signum: say(Interrupted(str(run_dir), signum=signum)))
     try:
-        return asyncio.run(work if stop is None else stop.run(work))
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
-        raise Interrupted(str(run_dir), signum=first) from None
-    except OSError as exc:
-        raise _write_failure(exc, run_dir) from None
+        return _run_stoppable(work, run_dir, on_second_signal)
     finally:
         _close_cluster(cluster, log)
 
@@ -256,7 +268,6 @@ def evaluate_set(
     folder's `cells/`, every cell's sessions in one `--parallel` pool and one `--max-cost`
     ledger. A cell whose agent cannot use its model is refused before anything runs;
     `options.resume` (a set folder) finishes the set. Signals and loops as `evaluate`."""
-    from skillbench.engine.interrupt import Stop
     from skillbench.engine.sets import start_set
 
     done = _off_loop(
@@ -283,17 +294,7 @@ def evaluate_set(
         progress=progress or _Silent(),
         log=log,
     )
-    stop = None
-    if on_second_signal is not None:
-        say = on_second_signal
-        stop = Stop(lambda signum: say(Interrupted(str(set_dir), signum=signum)))
-    try:
-        return asyncio.run(work if stop is None else stop.run(work))
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        first = stop.signals[0] if stop is not None and stop.signals else signal.SIGINT
-        raise Interrupted(str(set_dir), signum=first) from None
-    except OSError as exc:
-        raise _write_failure(exc, set_dir) from None
+    return _run_stoppable(work, set_dir, on_second_signal)
 
 
 def estimate_set(

@@ -5,10 +5,11 @@ twice at random moments of a real eval (real podman, the fake model server).
 The red team saw Ctrl-C twice leave a workspace volume behind, or keep running 20 s later, in 2
 of 10 trials, and one normal run once leave its volume. On 2bba125 the two-signal rule ran as
 event-loop callbacks, and importing the provider's SDK inside the run holds the loop for
-seconds: neither signal did anything meanwhile (12 random trials: one still running 10 s
-after its Ctrl-C, a second Ctrl-C taking 7 s). No leftover was reproduced, here or beside
-other runs' churn: the sweeps guard both.
-"""
+seconds: neither signal did anything meanwhile. On 4f59a20 a run still alive 10 s after its
+second Ctrl-C (2 of 12 trials) was blocked in podman: its workspace's forced removal (volume
+lock, then container lock) and its sandbox's stop and cleanup (container lock, then volume
+lock) had deadlocked podman (podman#23613), wedging every podman call on the host, the next
+runs' too, for minutes; workspaces are now removed unforced, after their containers."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from tests.helpers import MODEL, bash, conv, skill
 from tests.test_hardening import skillbench
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("podman_service")]
-TRIALS = 6
+TRIALS = 12
 GONE_WITHIN = 10.0  # seconds from the last signal to the process's end
 
 
@@ -37,7 +38,8 @@ def leftovers(pid: int) -> list[str]:
     from podman import PodmanClient
 
     mine = {"label": f"{OWNER_LABEL}={os.uname().nodename}:{pid}"}
-    with PodmanClient(base_url=os.environ[URL_ENV]) as client:
+    # (a timeout: a wedged podman is a failure here, not a hung suite)
+    with PodmanClient(base_url=os.environ[URL_ENV], timeout=60) as client:
         return [
             *(f"pod {p.name}" for p in client.pods.list(filters=mine)),
             *(f"container {c.name}" for c in client.containers.list(all=True, filters=mine)),
@@ -50,11 +52,6 @@ def leftovers(pid: int) -> list[str]:
         ]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 38, LEAK1): in some trials an interrupted run, or a normal one in the "
-    "same sweep, is still running 10 s later; the cause is not found yet",
-)
 def test_ctrl_c_at_random_moments_leaves_nothing_and_ends_at_once(fake, tmp_path: Path) -> None:
     folder = skill(
         tmp_path,
@@ -85,12 +82,13 @@ def test_ctrl_c_at_random_moments_leaves_nothing_and_ends_at_once(fake, tmp_path
             time.sleep(max(0.0, started + moment - time.monotonic()))
             proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
+        limit = GONE_WITHIN if signals else 120
         try:
-            _, err = proc.communicate(timeout=GONE_WITHIN if signals else 120)
+            _, err = proc.communicate(timeout=limit)
         except Exception:
             proc.kill()
             _, err = proc.communicate()
-            failures.append(f"trial {trial} {moments}: still running {GONE_WITHIN:g} s later")
+            failures.append(f"trial {trial} {moments}: still running {limit:g} s later")
             continue
         took = time.monotonic() - sent
         what = f"trial {trial} (signals at {[round(m, 2) for m in moments]}, own={own})"
@@ -102,7 +100,7 @@ def test_ctrl_c_at_random_moments_leaves_nothing_and_ends_at_once(fake, tmp_path
             failures.append(f"{what}: exit {proc.returncode} after {took:.1f} s: {err[-300:]}")
         left = leftovers(proc.pid)
         if left:
-            failures.append(f"{what}: left {left}")
+            failures.append(f"{what}: left {left}; exit {proc.returncode}: {err[-300:]}")
     assert not failures, (f"seed {seed}", failures)
 
 

@@ -15,6 +15,7 @@ from skillbench.sandbox.base import CHECKER, SandboxError, SandboxSpec
 from skillbench.sandbox.checker_env import CHECK_ENV
 from skillbench.sandbox.podman.channel import CHANNEL_ENV
 from skillbench.sandbox.podman.provider import LABEL, OWNER_LABEL, PodmanProvider, PodmanSandbox
+from skillbench.sandbox.podman.workspace import remove_volume
 from skillbench.sandbox.runtime import runtime_dir
 from skillbench.sandbox.stage import check_phase, stage_arm
 from tests.conftest import CHANNELS
@@ -81,6 +82,25 @@ async def test_workspace_outlives_its_sandbox_has_a_cap_and_is_removed(
     await second.close()
     await workspace.close()
     await workspace.close()  # idempotent
+    assert not provider.client().volumes.exists(workspace.name)
+
+
+@pytest.mark.anyio
+async def test_a_workspace_in_use_is_never_removed_by_force(
+    provider: PodmanProvider, spec: SandboxSpec
+) -> None:
+    """LEAK1 (issue 38): podman 4.3's forced volume removal locks the volume, then each
+    container using it, the reverse of a container's own cleanup (podman#23613): an
+    interrupted run's workspace removal beside its sandbox's stop deadlocked podman for every
+    process on the host. A workspace is removed only once no container uses it."""
+    workspace = await provider.workspace("8m")
+    box = await provider.create(msgspec.structs.replace(spec, workspace=workspace.name))
+    with pytest.raises(SandboxError, match="being used"):
+        await workspace.close()
+    assert (await box.exec("echo alive")).stdout == "alive\n"  # not removed with the volume
+    await box.close()
+    remove_volume(provider.client(), workspace.name)
+    remove_volume(provider.client(), workspace.name)  # gone already is fine
     assert not provider.client().volumes.exists(workspace.name)
 
 

@@ -21,6 +21,7 @@ class PodmanHost(Protocol):
     _live: set[Any]
     _workspaces: set[Any]
     _pods: dict[str, Any]
+    _removed_workspaces: set[str]
 
     def client(self) -> PodmanClient: ...
 

@@ -40,7 +40,7 @@ from skillbench.sandbox.podman.channel import CHANNEL_ENV, Channel, channel_for,
 from skillbench.sandbox.podman.container import PodmanSandbox
 from skillbench.sandbox.podman.pod import HOSTS, PodmanPod, remove_pod, start_pod
 from skillbench.sandbox.podman.service import PodmanService
-from skillbench.sandbox.podman.workspace import PodmanWorkspace, make_workspace
+from skillbench.sandbox.podman.workspace import PodmanWorkspace, make_workspace, remove_volume
 from skillbench.sandbox.runtime import runtime_dir
 
 LABEL = "skillbench"
@@ -61,6 +61,7 @@ _SHM = "64m"  # podman's default /dev/shm, counted in the memory limit like the 
 # CPU and memory can be read (bench/cpu.py, bench/memory.py) or capped together.
 CGROUP_ENV = "SKILLBENCH_CGROUP_PARENT"
 _REMOVE_TRIES = 4
+_AT_ONCE = 6.0  # s: a second Ctrl-C's removal; with the service's stop, within seconds
 
 
 def _owner() -> str:
@@ -77,15 +78,19 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _listed(fetch: Callable[[], list[Any]]) -> list[Any]:
+def _listed(fetch: Callable[[], list[Any]], until: float = 0.0) -> list[Any] | None:
     """A listing, retried: podman fails a whole list when an item in it is removed while it
-    is listed (another skillbench's sweep, a run ending); [] if that keeps happening."""
-    for _ in range(3):
+    is listed (another skillbench's sweep, a run ending, this run's own removals): three
+    tries, and on until the monotonic time `until`; None if that keeps happening."""
+    tries = 0
+    while True:
         try:
             return fetch()
         except Exception:
+            tries += 1
+            if tries >= 3 and time.monotonic() >= until:
+                return None
             time.sleep(0.1)
-    return []
 
 
 def _owner_gone(labels: dict[str, str] | None, host: str) -> bool:
@@ -116,6 +121,7 @@ class PodmanProvider:
         self._client = self.service.client(120, max_pool_size=64)
         self._live: set[PodmanSandbox] = set()
         self._workspaces: set[PodmanWorkspace] = set()
+        self._removed_workspaces: set[str] = set()  # names whose removal has begun
         self._pods: dict[str, PodmanPod] = {}
         # Creations run in worker threads that a cancelled await does not stop: the count
         # lets the final sweep wait for them, `_stopping` refuses new ones.
@@ -138,19 +144,19 @@ class PodmanProvider:
         host = socket.gethostname()
         ours = {"label": LABEL}
         # pods first: a pod's infra container cannot be removed on its own
-        for pod in _listed(lambda: self.client().pods.list(filters=ours)):
+        for pod in _listed(lambda: self.client().pods.list(filters=ours)) or []:
             if _owner_gone(pod.attrs.get("Labels"), host):
                 with contextlib.suppress(Exception):  # another process's sweep took it first
                     remove_pod(self.client(), pod.name)
-        for ctr in _listed(lambda: self.client().containers.list(all=True, filters=ours)):
+        for ctr in _listed(lambda: self.client().containers.list(all=True, filters=ours)) or []:
             if _owner_gone(ctr.labels, host):
                 with contextlib.suppress(Exception):  # another process's sweep took it first
                     ctr.remove(force=True, timeout=0)
                     removed += 1
-        for vol in _listed(lambda: self.client().volumes.list(filters=ours)):
+        for vol in _listed(lambda: self.client().volumes.list(filters=ours)) or []:
             if _owner_gone(vol.attrs.get("Labels"), host):
                 with contextlib.suppress(Exception):  # still in use: the next sweep takes it
-                    vol.remove(force=True)
+                    remove_volume(self.client(), vol.name)
         # and the host-side files of those processes: socket folders, service and ssh sockets
         for path in runtime_dir().iterdir():
             match = re.match(r"^(?:sb-|podman-|ssh-)(\d+)", path.name)
@@ -175,36 +181,63 @@ class PodmanProvider:
                 self._creating.notify_all()
 
     def remove_own(self, wait: float = 10.0) -> None:
-        """Remove every container and volume this provider made, whatever the state of the
-        sandboxes that hold them: after the creations under way have finished, none start."""
+        """Remove every pod, container and volume this provider made, whatever the state of
+        the sandboxes that hold them: after the creations under way have finished, none
+        start. Bounded by about `wait` seconds: an interrupted run ends within seconds
+        (docs/trust.md), and what is left then is a dead owner's, for the next sweep."""
+        deadline = time.monotonic() + wait
         with self._creating:
             self._stopping = True
             self._creating.wait_for(lambda: self._in_flight == 0, timeout=wait)
         mine = {"label": f"{PROVIDER_LABEL}={self.labels[PROVIDER_LABEL]}"}
         # a client of its own: the threads' clients may be mid-request
         with self.service.client(wait) as client:
-            for pod in _listed(lambda: client.pods.list(filters=mine)):
-                with contextlib.suppress(Exception):  # (gone meanwhile)
-                    remove_pod(client, pod.name)
-            for ctr in _listed(lambda: client.containers.list(all=True, filters=mine)):
-                with contextlib.suppress(Exception):  # (gone meanwhile)
-                    ctr.remove(force=True, timeout=0)
-            for vol in _listed(lambda: client.volumes.list(filters=mine)):
-                with contextlib.suppress(Exception):
-                    vol.remove(force=True)
+            # Rounds until one lists nothing: a volume is "in use" while a cancelled close's
+            # thread is still removing its container, and a listing can keep failing while
+            # this run's own removals go on (None: not known to be empty).
+            while not self._remove_round(client, mine, deadline):
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(0.05)
+
+    @staticmethod
+    def _remove_round(client: PodmanClient, mine: dict[str, str], until: float) -> bool:
+        """One pass over pods, containers, volumes, in that order (a pod holds containers, a
+        container its volume); True when all three listed empty."""
+        pods = _listed(lambda: client.pods.list(filters=mine), until)
+        for pod in pods or []:
+            with contextlib.suppress(Exception):  # (gone meanwhile)
+                remove_pod(client, pod.name)
+        ctrs = _listed(lambda: client.containers.list(all=True, filters=mine), until)
+        for ctr in ctrs or []:
+            with contextlib.suppress(Exception):  # (gone meanwhile)
+                ctr.remove(force=True, timeout=0)
+        vols = _listed(lambda: client.volumes.list(filters=mine), until)
+        for vol in vols or []:
+            with contextlib.suppress(Exception):  # (gone meanwhile, or in use: the next round)
+                remove_volume(client, vol.name)
+        return pods == ctrs == vols == []
 
     def stop_now(self) -> None:
-        """A second Ctrl-C: remove what this provider made and stop the service, at once."""
-        try:
-            self.remove_own()
-        finally:
-            for sandbox in list(self._live):
-                if sandbox._sock_dir is not None:
-                    shutil.rmtree(sandbox._sock_dir, ignore_errors=True)
-            for pod in list(self._pods.values()):
-                shutil.rmtree(pod.folder, ignore_errors=True)
-            if self._owns_service:
-                self.service.stop()
+        """A second Ctrl-C: remove what this provider made and stop the service, at once. The
+        removal runs on a thread of its own, given up after _AT_ONCE seconds (the process
+        exits next; what is left is a dead owner's, for the next run's sweep): the user asked
+        for now, and a podman call must not hold the exit."""
+
+        def remove() -> None:
+            with contextlib.suppress(Exception):  # (the process exits next: remove what can be)
+                self.remove_own(_AT_ONCE)
+
+        remover = threading.Thread(target=remove, daemon=True)
+        remover.start()
+        remover.join(_AT_ONCE + 1.0)
+        for sandbox in list(self._live):
+            if sandbox._sock_dir is not None:
+                shutil.rmtree(sandbox._sock_dir, ignore_errors=True)
+        for pod in list(self._pods.values()):
+            shutil.rmtree(pod.folder, ignore_errors=True)
+        if self._owns_service:
+            self.service.stop(grace=2.0)
 
     async def create(self, spec: SandboxSpec) -> PodmanSandbox:
         """Create and start a container, then connect to its executor."""
@@ -351,6 +384,13 @@ class PodmanProvider:
             ctr_id = str(created.json()["Id"])
         except Exception as exc:
             raise SandboxError(f"could not create a sandbox from {spec.image}: {exc}") from exc
+        if spec.workspace in self._removed_workspaces:
+            # Its workspace was removed while this was created (an interrupted run's close):
+            # podman then makes a volume of that name anew, unlabelled, for no one to remove.
+            with contextlib.suppress(Exception):
+                self.remove_container(ctr_id)
+                remove_volume(self.client(), spec.workspace)
+            raise SandboxError(f"workspace {spec.workspace} was removed meanwhile")
         try:
             if sock_dir is None:  # the api channel's stand-in for bind mounts
                 put_in(api, ctr_id, host_files)

@@ -128,13 +128,13 @@ class PodmanService:
         process.kill()
         raise SandboxError(f"podman system service did not answer within {ready_timeout:.0f} s")
 
-    def stop(self) -> None:
-        """Stop the service if we started it."""
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop the service if we started it: killed if it has not ended `grace` s on."""
         if self._process is None:
             return
         self._process.terminate()
         try:
-            self._process.wait(5)
+            self._process.wait(grace)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()

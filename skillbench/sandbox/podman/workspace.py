@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from skillbench.sandbox.base import UIDS, SandboxError, parse_size
 
@@ -61,6 +61,7 @@ class PodmanWorkspace:
         if self._closed:
             return
         self._closed = True
+        self.provider._removed_workspaces.add(self.name)  # (before: see _create_started)
         try:
             await asyncio.to_thread(self._remove)
         finally:
@@ -68,7 +69,19 @@ class PodmanWorkspace:
 
     def _remove(self) -> None:
         try:
-            self.provider.client().volumes.remove(self.name, force=True)
-        except Exception as exc:  # already gone is fine; anything else is swept next start
-            if "no such volume" not in str(exc).lower() and "404" not in str(exc):
-                raise SandboxError(f"could not remove workspace {self.name}: {exc}") from exc
+            remove_volume(self.provider.client(), self.name)
+        except Exception as exc:  # anything else is swept by the provider's close, or next start
+            raise SandboxError(f"could not remove workspace {self.name}: {exc}") from exc
+
+
+def remove_volume(client: Any, name: str) -> None:
+    """Remove a volume no container uses any more; gone already is fine. Never forced: podman
+    4.3's `volume rm --force` holds the volume's lock while it locks each container using it,
+    the reverse of every other path (a container's cleanup locks the container, then its
+    volumes to unmount them), and the two deadlock, wedging every podman command on the host
+    (podman#23613). Its containers are removed first, so "in use" is an error, raised."""
+    try:
+        client.volumes.remove(name, force=False)
+    except Exception as exc:
+        if "no such volume" not in str(exc).lower() and "404" not in str(exc):
+            raise
