@@ -64,6 +64,7 @@ def test_ctrl_c_at_random_moments_leaves_nothing_and_ends_at_once(fake, tmp_path
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     failures = []
+    swept: list[tuple[str, int]] = []
     for trial in range(TRIALS):
         out = tmp_path / f"run{trial}"
         # the last trial runs to its end: a normal run leaves nothing either
@@ -98,8 +99,17 @@ def test_ctrl_c_at_random_moments_leaves_nothing_and_ends_at_once(fake, tmp_path
         finished = proc.returncode == 3 and "interrupted" not in err  # before the signal
         if signals and proc.returncode not in (130, -signal.SIGINT) and not finished:
             failures.append(f"{what}: exit {proc.returncode} after {took:.1f} s: {err[-300:]}")
+        # the dead owners' leftovers the run before left: its start swept them
+        for earlier, pid in swept:
+            if left := leftovers(pid):
+                failures.append(f"{earlier}: left {left}, still there after the next run")
+        swept = []
         left = leftovers(proc.pid)
-        if left:
+        if left and signals == 2:
+            # the second signal's removal is bounded (docs/trust.md): what it gave up on is a
+            # dead owner's, which the next run removes at its start
+            swept.append((what, proc.pid))
+        elif left:
             failures.append(f"{what}: left {left}; exit {proc.returncode}: {err[-300:]}")
     assert not failures, (f"seed {seed}", failures)
 
