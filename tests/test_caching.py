@@ -338,8 +338,11 @@ async def test_grader_calls_cache_the_task_and_keep_the_canary_after_it(fake) ->
         cached, asked = message["content"]
         assert "cache_control" in cached and ".canary" not in cached["text"]
         assert ".canary" in asked["text"] and "cache_control" not in asked
-    canaries = {re.search(r"named (\w+)\.canary", r.body["messages"][0]["content"][1]["text"])
-                .group(1) for r in (first, second)}  # fmt: skip
+    named = [
+        re.search(r"named (\w+)\.canary", r.body["messages"][0]["content"][1]["text"])
+        for r in (first, second)
+    ]
+    canaries = {m.group(1) for m in named if m is not None}
     assert len(canaries) == 2  # still fresh per call
     billed = sum(cost_usd(SONNET, anthropic_usage(r.usage)) or 0.0 for r in (first, second))
     assert run.snapshot().by_kind == {"grader": pytest.approx(billed)}
