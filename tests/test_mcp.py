@@ -70,7 +70,7 @@ ASK = (  # a tools/call of `answer`, printed: what solve.sh and test.sh ask the 
 )
 TASK = {
     "calc/task.toml": (
-        'version = "1.0"\n\n[agent]\ntimeout_sec = 300.0\n\n[environment]\n\n'
+        'version = "1.0"\n\n[agent]\ntimeout_sec = 300.0\n\n[environment]\nallow_internet = false\n\n'
         '[[environment.mcp_servers]]\nname = "calc"\ntransport = "streamable-http"\n'
         'url = "http://calc:8000/mcp"\n\n'
         '[[environment.mcp_servers]]\nname = "notes"\ntransport = "stdio"\n'
