@@ -168,7 +168,7 @@ async def test_a_service_that_exits_fails_fast_with_its_output(provider: PodmanP
 
 
 HARBOR = {
-    "ask-api/task.toml": 'version = "1.0"\n[agent]\ntimeout_sec = 300\n',
+    "ask-api/task.toml": 'version = "1.0"\n[agent]\ntimeout_sec = 300\n[environment]\nallow_internet = false\n',
     "ask-api/instruction.md": "Ask the API at http://api:8000/answer and write it to code.txt.\n",
     "ask-api/environment/Dockerfile": "FROM skillbench-sandbox\n",
     "ask-api/environment/docker-compose.yaml": """\
