@@ -55,15 +55,7 @@ def fetch_binary(agent: str, spec: str, member: str, size: str, log: Callable[[s
     log(f"fetching {spec} from the npm registry (~{size})")
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        done = subprocess.run(
-            ["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True, text=True
-        )
-        if done.returncode != 0:
-            raise AgentError(
-                f"npm pack {spec} failed (is npm installed and the registry "
-                f"reachable?): {done.stderr[-300:]}"
-            )
-        (tgz,) = Path(tmp).glob("*.tgz")
+        tgz = _npm_pack(spec, Path(tmp))
         partial = folder / f"{binary.name}.partial"
         with tarfile.open(tgz) as tar:
             source = tar.extractfile(tar.getmember(member))
@@ -74,6 +66,20 @@ def fetch_binary(agent: str, spec: str, member: str, size: str, log: Callable[[s
         partial.chmod(0o755)
         partial.replace(binary)
     return binary
+
+
+def _npm_pack(spec: str, into: Path) -> Path:
+    """The tarball of the npm package `spec`, fetched by `npm pack` into `into`."""
+    done = subprocess.run(
+        ["npm", "pack", spec, "--silent"], cwd=into, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise AgentError(
+            f"npm pack {spec} failed (is npm installed and the registry "
+            f"reachable?): {done.stderr[-300:]}"
+        )
+    (tgz,) = into.glob("*.tgz")
+    return tgz
 
 
 def fetch_package(agent: str, spec: str, size: str, log: Callable[[str], None]) -> Path:
@@ -87,15 +93,7 @@ def fetch_package(agent: str, spec: str, size: str, log: Callable[[str], None]) 
     log(f"fetching {spec} from the npm registry (~{size})")
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        done = subprocess.run(
-            ["npm", "pack", spec, "--silent"], cwd=tmp, capture_output=True, text=True
-        )
-        if done.returncode != 0:
-            raise AgentError(
-                f"npm pack {spec} failed (is npm installed and the registry "
-                f"reachable?): {done.stderr[-300:]}"
-            )
-        (tgz,) = Path(tmp).glob("*.tgz")
+        tgz = _npm_pack(spec, Path(tmp))
         with tarfile.open(tgz) as tar:
             tar.extractall(Path(tmp) / "out", filter="data")  # no links or paths out of it
         (Path(tmp) / "out" / "package").replace(package)
