@@ -192,13 +192,16 @@ def test_the_report_shows_the_models_an_agent_clis_calls_named() -> None:
 
 COPILOT_MODEL = "gpt-5.1"
 # Copilot CLI 1.0.102's built-in agents its `task` tool starts (definitions/*.agent.yaml in its
-# package): `explore` and `task` name models of their own ([gpt-5.6-luna, gpt-5.4-mini]),
-# `general-purpose` inherits; the tool's `model` argument asks for one by name.
+# package): `explore` and `task` name models of their own ([gpt-5.6-luna, gpt-5.4-mini], "the
+# first available wins"), `research` names claude-sonnet-5, `general-purpose` inherits. Under
+# BYOK the provider's one model is the only one available, so each runs on the run's model
+# with nothing to point (docs/agents.md); the tool's optional `model` argument is sent as asked
+# and the broker refuses it, as it refuses any model the run does not allow.
 COPILOT_TASKS = (
     ("explore", None),
     ("task", None),
     ("general-purpose", None),
-    ("general-purpose", "claude-sonnet-5"),
+    ("research", None),
 )
 
 
@@ -210,6 +213,7 @@ def test_copilot_clis_subagents_run_on_the_runs_model_and_are_counted(
 ) -> None:
     def start(i: int, agent: str, model: str | None) -> dict[str, Any]:
         args = {"agent_type": agent, "description": f"greet {i}", "prompt": f"SUBTASK-c{i}: hi"}
+        args |= {"name": f"greeter{i}", "mode": "sync"}
         return {"task": args | ({"model": model} if model else {})}
 
     subagents = [
@@ -228,7 +232,7 @@ def test_copilot_clis_subagents_run_on_the_runs_model_and_are_counted(
     code, lines, summary = run_eval(
         capsys, folder, tmp_path / "run", "--execution-only", "--model", f"openai/{COPILOT_MODEL}"
     )
-    assert code == 3, lines
+    assert code == 3, "\n".join(lines)
     calls = server.log("openai")
     assert {r.body.get("model") for r in calls} == {COPILOT_MODEL}, [
         r.body.get("model") for r in calls
