@@ -78,7 +78,11 @@ def config(model: str, workdir: str, keep_ambient: bool, routing: bool, mcp: str
                 "options": {
                     "baseURL": f"http://127.0.0.1:{RELAY_PORT}/v1",
                     "apiKey": PLACEHOLDER_KEY,
-                }
+                },
+                # declared, so a model its bundled catalog does not list (a newer one, or the
+                # scripted driver's `demo`) is one it runs, not "model not found"; a listed
+                # model keeps the catalog's limits (an entry's fields override, none are given)
+                "models": {model: {}},
             }
         },
         "permission": permission,
