@@ -101,6 +101,9 @@ def _margin_case(folder: Path, out: Imported, preamble: str = "") -> None:
     test_cwd = str(meta.get("test_cwd") or workdir).rstrip("/") or "/"
     if is_file(folder / "oracle" / "solve.sh"):
         extra["oracle"] = f"{name}/oracle/{_SOLVE}"
+        # Margin's oracle/solve.sh is written for root (its image's user: apt-get, edits
+        # outside the repository): root in the oracle's own sandbox, never the agent's
+        extra["as_root"] = "[oracle]"
         out.files += support(folder / "oracle", f"cases/{name}/oracle", source)
         out.files.append(
             NewFile(
