@@ -32,6 +32,7 @@ from skillbench.importers.base import (
     timeout_minutes,
 )
 from skillbench.importers.compose import compose_services, services_field
+from skillbench.importers.harbor_fields import SAID
 from skillbench.importers.mcp import harbor_mcp
 
 
@@ -136,8 +137,12 @@ def _harbor_unmapped(folder: Path, task: dict[str, Any], where: str, out: Import
                 f"{where}: {'.'.join(path)} — the skill under test: the --into skill, staged "
                 "in the candidate's arm as the agent's skill (the baseline has none)"
             )
+        elif path in SAID:  # a field of Harbor's reference no native field takes
+            out.unmapped.append(f"{where}: {'.'.join(path)} — {SAID[path]}")
         else:
-            out.unmapped.append(f"{where}: {'.'.join(path)} — not a Harbor field skillbench maps")
+            out.unmapped.append(
+                f"{where}: {'.'.join(path)} — not in Harbor's task.toml reference; ignored"
+            )
 
 
 def _network(get: Any, where: str, extra: dict[str, str], out: Imported) -> None:

@@ -74,6 +74,20 @@ def _preamble(path: Path) -> str:
     return preamble.rstrip() + "\n\n"
 
 
+# Margin's case.toml fields (Margin-Lab/evals: docs/cli/creating-your-own-eval/,
+# .agents/skills/suite-converter/references/harbor-mapping.md); tests/test_format_fields.py
+CASE_FIELDS = (
+    "kind",
+    "name",
+    "description",
+    "image",
+    "agent_cwd",
+    "test_cwd",
+    "test_timeout_seconds",
+    "metadata",
+)
+
+
 def _margin_case(folder: Path, out: Imported, preamble: str = "") -> None:
     where = f"cases/{folder.name}"
     meta = read_toml(folder / "case.toml") if is_file(folder / "case.toml") else None
@@ -91,6 +105,8 @@ def _margin_case(folder: Path, out: Imported, preamble: str = "") -> None:
         raise ImportError_(f"{folder / 'prompt.md'}: missing or empty (the agent's whole task)")
     if not is_file(folder / "tests" / "test.sh"):
         raise ImportError_(f"{folder / 'tests' / 'test.sh'}: missing (the verifier)")
+    for key in sorted(set(meta) - set(CASE_FIELDS)):  # never dropped without a word
+        out.unmapped.append(f"{where}: `{key}` — not in Margin's case.toml reference; ignored")
     name = safe_name(folder.name)
     source = f"margin case {folder}"
     notes = [f"description: {meta['description']}"] if meta.get("description") else []
