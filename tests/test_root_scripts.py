@@ -20,7 +20,7 @@ import pytest
 
 from skillbench.checks import run_checks
 from skillbench.cli import main
-from skillbench.evals.cases import load_case
+from skillbench.evals.cases import load_case, load_suite
 from skillbench.evals.model import Case, Check
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.inside import executor
@@ -107,10 +107,18 @@ def test_as_root_names_only_the_sources_scripts_and_never_a_suite(tmp_path: Path
             "evals/cases/good.yaml": "task: t\nas_root: [verifier]\n",
         },
     )
-    case, _ = load_case(folder / "evals/cases/good.yaml", folder)
+    case, problems = load_case(folder / "evals/cases/good.yaml", folder)
     assert case.as_root == ("verifier",)
+    # `check` says what differs from the source, at the line
+    assert any(p.line == 2 and "the agent still works unprivileged" in p.message for p in problems)
     with pytest.raises(Exception, match=r"bad\.yaml:2.*may name only verifier and oracle"):
         load_case(folder / "evals/cases/bad.yaml", folder)
+    suite = write(
+        folder / "evals",
+        {"suite.yaml": "task: t\nas_root: [verifier]\ncases:\n  - {name: a, checks: []}\n"},
+    )
+    with pytest.raises(Exception, match="`as_root` is for a case, not a suite"):
+        load_suite(suite / "suite.yaml", folder)
 
 
 def test_the_image_path_given_to_root_keeps_no_folder_the_agent_could_write() -> None:

@@ -223,7 +223,15 @@ def _as_root(rep: Report, value: Any) -> tuple[str, ...]:
             f"`as_root` names {', '.join(map(repr, unknown))}; it may name only "
             f"{' and '.join(AS_ROOT)} (the agent never runs as root)",
         )
-    return tuple(v for v in AS_ROOT if v in items)
+    named = tuple(v for v in AS_ROOT if v in items)
+    if named:  # what differs from the source, said where it is written (docs/trust.md)
+        rep.note(
+            ("as_root",),
+            f"{' and '.join(named)} run as root in a container the agent never touched "
+            "(a writable layer, the image's PATH), as their source runs them; the agent "
+            "still works unprivileged on a read-only root, where the source may give it root",
+        )
+    return named
 
 
 def _harbor(rep: Report, value: str, case_file: Path) -> str | None:
