@@ -9,11 +9,11 @@ from typing import Any
 
 from skillbench.cli import main
 from skillbench.engine.run import receipt_of
+from skillbench.evals.skills import digest
 from skillbench.models import Endpoint
-from skillbench.receipts import write_receipt
 from skillbench.results.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
 from skillbench.results.score import summarize
-from skillbench.skills import digest
+from skillbench.team.receipts import write_receipt
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> Path:

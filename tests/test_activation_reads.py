@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from skillbench.agents import AGENTS, make_agent
-from skillbench.transcript import expand_loaded
+from skillbench.results.transcript import expand_loaded
 
 HOME = {
     "builtin": "/skills",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from skillbench.agents import AGENTS, make_agent
-from skillbench.transcript import expand_loaded
+from skillbench.results.transcript import expand_loaded
 from tests.test_activation_reads import HOME, SHELL
 
 STAGED = ["pdf", "xlsx"]

@@ -20,10 +20,10 @@ import pytest
 from rich.console import Console
 
 from skillbench.cli import main
+from skillbench.evals.skills import digest
 from skillbench.report.progress import ProgressDisplay
 from skillbench.results.records import SessionRecord
 from skillbench.sandbox.podman.connection import URL_ENV
-from skillbench.skills import digest
 from tests.helpers import BASE, CAND, MODEL, bash, conv, run_eval, skill, write_file
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]

@@ -13,10 +13,10 @@ import yaml
 from skillbench.agents.builtin.loop import SessionResult, SkillInfo, run_agent, system_prompt
 from skillbench.evals import load_case
 from skillbench.models import resolve_model
+from skillbench.results.transcript import TraceWriter, read_trace
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.sandbox.stage import StagedArm, stage_arm
-from skillbench.transcript import TraceWriter, read_trace
 from tests.helpers import make_skill
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]

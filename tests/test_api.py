@@ -185,9 +185,9 @@ def test_every_error_the_api_can_raise_is_a_skillbench_error_the_cli_prints_in_i
         "skillbench.results.run_folder": "RunFolderError",
         "skillbench.importers.base": "ImportError_",
         "skillbench.models.script": "ScriptError",
-        "skillbench.signing": "SigningError",
+        "skillbench.team.signing": "SigningError",
         "skillbench.cluster.connect": "ClusterError",
-        "skillbench.generate": "GenerationFailed",
+        "skillbench.engine.generate": "GenerationFailed",
     }
     for module, name in named.items():
         cls = getattr(importlib.import_module(module), name)

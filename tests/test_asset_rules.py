@@ -12,9 +12,9 @@ import msgspec
 import pytest
 
 from skillbench.cli import main
+from skillbench.evals.skills import evals_digest, read_skill
 from skillbench.report.junit import eval_junit
 from skillbench.results.summary import Summary
-from skillbench.skills import evals_digest, read_skill
 from tests.helpers import make_skill
 
 CASE = "task: t\nchecks: [{file_exists: a}]\n"

@@ -3,7 +3,7 @@ largest, since the provider may honour any one of them (docs/trust.md)."""
 
 from __future__ import annotations
 
-from skillbench.broker_limits import read_head
+from skillbench.broker.limits import read_head
 
 
 def test_the_largest_of_three_output_caps_is_reserved() -> None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 
-from skillbench.broker_billing import bill
-from skillbench.broker_limits import read_head
-from skillbench.broker_wire import WIRES
+from skillbench.broker.billing import bill
+from skillbench.broker.limits import read_head
+from skillbench.broker.wire import WIRES
 
 
 def _chunk(obj: dict) -> str:

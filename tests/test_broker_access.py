@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from skillbench import broker as broker_mod
-from skillbench.broker import Broker
+from skillbench.broker import server as broker_mod
+from skillbench.broker.server import Broker
 from tests.test_broker_attacks import post_as_relay
 
 _REPLY = json.dumps(

@@ -25,9 +25,9 @@ import httpx
 import pytest
 
 from skillbench.agents import AgentError, make_agent
-from skillbench.broker import Broker
-from skillbench.broker_limits import Ledger, Refused, read_body, read_head
-from skillbench.broker_wire import WIRES, route, upstream_url
+from skillbench.broker.limits import Ledger, Refused, read_body, read_head
+from skillbench.broker.server import Broker
+from skillbench.broker.wire import WIRES, route, upstream_url
 from skillbench.cli import main
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script

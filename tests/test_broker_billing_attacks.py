@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from skillbench.broker import Broker
+from skillbench.broker.server import Broker
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd, worst_case_usd
 from tests.test_broker_attacks import post_as_relay

@@ -16,7 +16,7 @@ import socket
 import time
 from pathlib import Path
 
-from skillbench.broker import Broker
+from skillbench.broker.server import Broker
 from tests.test_broker_billing_attacks import _Generating, serve  # noqa: F401
 
 

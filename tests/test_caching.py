@@ -14,8 +14,9 @@ import anthropic
 import openai
 import pytest
 
-from skillbench.broker import Broker
-from skillbench.ledger import MeteredModel, RunLedger
+from skillbench.broker.server import Broker
+from skillbench.engine.triggers import TriggerCaller
+from skillbench.evals.skills import Skill
 from skillbench.models import resolve_model
 from skillbench.models.anthropic_api import AnthropicModel
 from skillbench.models.base import (
@@ -28,10 +29,9 @@ from skillbench.models.base import (
     anthropic_usage,
 )
 from skillbench.models.fake_server import FakeModelServer
+from skillbench.models.ledger import MeteredModel, RunLedger
 from skillbench.models.pricing import cost_usd, price_for, worst_case_usd
 from skillbench.models.script import parse_script
-from skillbench.skills import Skill
-from skillbench.triggers import TriggerCaller
 from tests.test_broker_attacks import post_as_relay
 
 SONNET = "anthropic/claude-sonnet-4-6"
@@ -284,7 +284,7 @@ async def test_judge_calls_on_a_case_read_its_task_and_rubric_from_the_cache(fak
     id, the attempts) is before the breakpoint. The ledger bills the reads and writes."""
     import random
 
-    from skillbench.judge import judge
+    from skillbench.grading.judge import judge
 
     server = fake({"rules": [{"when": "Which attempt", "replies": ['{"winner": "A"}']}]})
     run = RunLedger(None)
@@ -319,7 +319,7 @@ async def test_judge_calls_on_a_case_read_its_task_and_rubric_from_the_cache(fak
 async def test_grader_calls_cache_the_task_and_keep_the_canary_after_it(fake) -> None:
     """The grader's stable prefix (its instructions and the task) is cached across the calls
     of a case; the canary, random per call, and the frame id come after the breakpoint."""
-    from skillbench.grading import _grade_once
+    from skillbench.grading.expect import _grade_once
 
     reply = '{"results": [{"id": 1, "passed": false}, {"id": 2, "passed": false}]}'
     server = fake({"rules": [{"when": "Grade every", "replies": [reply]}]})

@@ -19,10 +19,10 @@ import pytest
 from msgspec.structs import replace
 from podman import PodmanClient
 
-from skillbench.egress import PROXY_PORT
 from skillbench.evals import load_case
 from skillbench.evals.services import Service
 from skillbench.sandbox.base import Relay, SandboxError, SandboxSpec
+from skillbench.sandbox.egress import PROXY_PORT
 from skillbench.sandbox.podman.provider import OWNER_LABEL, PROVIDER_LABEL, PodmanProvider
 from skillbench.sandbox.stage import StagedArm, check_phase, stage_arm, start_checker
 from tests.helpers import BASE, CAND, bash, conv, run_eval, skill, write

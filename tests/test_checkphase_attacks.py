@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.checks import run_checks
+from skillbench.checks.run import run_checks
 from skillbench.cli import main
 from skillbench.evals.model import Check
 from skillbench.report.serve import server_for
+from skillbench.results.transcript import Transcript
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman.channel import CHANNEL_ENV
 from skillbench.sandbox.podman.provider import PodmanProvider
-from skillbench.transcript import Transcript
 from tests.conftest import CHANNELS
 from tests.helpers import BASE, CAND, bash, conv, run_eval, skill, write, write_file
 

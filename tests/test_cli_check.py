@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
-from skillbench.skills import digest
+from skillbench.evals.skills import digest
 from tests.helpers import make_skill, write
 
 GOOD_CASE = "task: Write out.txt\nchecks:\n  - file_exists: out.txt\n"

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from skillbench.agents.copilot import _replay, mcp_config, settings
-from skillbench.broker_limits import Refused
-from skillbench.broker_wire import WIRES, route, upstream_url
+from skillbench.broker.limits import Refused
+from skillbench.broker.wire import WIRES, route, upstream_url
 from skillbench.evals.mcp import McpServer
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
-from skillbench.transcript import TraceWriter
+from skillbench.results.transcript import TraceWriter
 from tests.test_gemini_wire import _Recorder
 
 CHAT = WIRES["openai-chat"]

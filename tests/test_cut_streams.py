@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from skillbench.agents import claude_code, codex, gemini_cli, opencode
-from skillbench.broker import Broker
+from skillbench.broker.server import Broker
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
-from skillbench.transcript import TraceWriter
+from skillbench.results.transcript import TraceWriter
 from tests.test_broker_attacks import post_as_relay
 
 _HI = {"role": "user", "content": "hi"}

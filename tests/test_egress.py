@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.egress import PROXY_PORT, phase_proxy
 from skillbench.evals.cases import load_case
 from skillbench.evals.network import Network, parse_entry
 from skillbench.evals.services import Service
 from skillbench.importers.harbor import INTERNET, import_harbor
 from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.egress import PROXY_PORT, phase_proxy
 from skillbench.sandbox.podman.provider import PodmanProvider
 from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write
 
@@ -325,7 +325,7 @@ def test_the_proxy_matches_the_host_asked_for_not_only_the_address(tmp_path: Pat
     the SNI of the TLS inside a CONNECT — is refused, and the log names the site asked for."""
     import socket
 
-    from skillbench.egress import EgressProxy
+    from skillbench.sandbox.egress import EgressProxy
 
     upstream = socket.create_server(("127.0.0.1", 0))
     port = upstream.getsockname()[1]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.egress import EgressProxy
+from skillbench.sandbox.egress import EgressProxy
 
 
 def _vhost_server(honour_close: bool) -> tuple[socket.socket, int, list[tuple[bytes, bytes]]]:

@@ -12,7 +12,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from skillbench.egress import EgressProxy
+from skillbench.sandbox.egress import EgressProxy
 from tests.test_egress_one_request import _entries, _talk, _vhost_server
 
 

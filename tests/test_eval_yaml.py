@@ -352,7 +352,7 @@ def test_a_root_eval_file_is_never_shown_to_the_candidate(fake, tmp_path, capsys
     """Skillgrade and Vally keep eval.yaml at the skill root, and trigger JSON may sit there:
     staged with the skill, the candidate could read what grades it (the baseline cannot).
     Those files are evals, not the skill: never staged, not in its digest."""
-    from skillbench.skills import digest
+    from skillbench.evals.skills import digest
     from tests.helpers import BASE, CAND, bash, conv, run_eval, skill
 
     doc = (
@@ -539,7 +539,7 @@ def test_a_program_grader_cannot_set_the_variables_vally_owns(tmp_path, capsys, 
 
 
 def test_a_program_grader_result_is_its_json_or_its_exit_code() -> None:
-    from skillbench.checks import _vally_result
+    from skillbench.checks.run import _vally_result
     from skillbench.sandbox.base import ExecResult
 
     def result(code: int, out: str) -> tuple[bool, str]:

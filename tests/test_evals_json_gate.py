@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from skillbench.cli import main
-from skillbench.grading import numbered
-from skillbench.skills import digest
+from skillbench.evals.skills import digest
+from skillbench.grading.expect import numbered
 from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
 from tests.test_triggers import rule
 

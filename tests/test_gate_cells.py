@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 from skillbench.cli import main
-from skillbench.receipts import store_dir
-from skillbench.skills import digest
+from skillbench.evals.skills import digest
+from skillbench.team.receipts import store_dir
 from tests.helpers import engine_receipt
 from tests.test_receipt_trust import commit, git, signed_team
 from tests.test_team import ROWS, git_identity, greeter  # noqa: F401  (autouse fixture)

@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from skillbench.broker import Broker
-from skillbench.broker_limits import Refused, read_gemini_head
-from skillbench.broker_wire import WIRES, route, upstream_url
+from skillbench.broker.limits import Refused, read_gemini_head
+from skillbench.broker.server import Broker
+from skillbench.broker.wire import WIRES, route, upstream_url
 from skillbench.models.base import Usage
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.pricing import cost_usd, worst_case_usd

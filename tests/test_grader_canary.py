@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from skillbench.evals.model import Check
-from skillbench.framing import Frame
-from skillbench.grading import canary_text, grade, numbered, prompt
+from skillbench.grading.expect import canary_text, grade, numbered, prompt
+from skillbench.grading.framing import Frame
 from skillbench.models import resolve_model
 from skillbench.models.base import text_of
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from skillbench.checks import run_checks
+from skillbench.checks.run import run_checks
 from skillbench.evals.model import Check
+from skillbench.results.transcript import Transcript
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman.provider import PodmanProvider
-from skillbench.transcript import Transcript
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("podman_service")]
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from skillbench.evals.model import Check
-from skillbench.grading import grade, numbered
+from skillbench.grading.expect import grade, numbered
 from skillbench.models import resolve_model
 
 ATTACK = (
@@ -145,8 +145,8 @@ async def test_two_gradings_that_disagree_fail_closed(
 
 
 def test_the_agents_text_is_only_inside_the_frame() -> None:
-    from skillbench.framing import Frame
-    from skillbench.grading import prompt
+    from skillbench.grading.expect import prompt
+    from skillbench.grading.framing import Frame
     from skillbench.models.base import text_of
 
     frame = Frame()

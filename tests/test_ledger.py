@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.broker import Broker
-from skillbench.ledger import BudgetRefused, MeteredModel, RunLedger
+from skillbench.broker.server import Broker
 from skillbench.models import resolve_model
 from skillbench.models.base import Message, TextBlock
 from skillbench.models.fake_server import FakeModelServer
+from skillbench.models.ledger import BudgetRefused, MeteredModel, RunLedger
 from skillbench.models.pricing import worst_case_usd
 from skillbench.models.script import parse_script
 from tests.test_broker_attacks import post_as_relay
@@ -136,7 +136,7 @@ async def test_catalog_trigger_calls_spend_in_the_run_ledger_and_stop_at_its_cei
     recorded as not run (an error of the prompt, never a miss or a false fire)."""
     from skillbench.config import Settings
     from skillbench.engine.routing import measure
-    from skillbench.triggers import CAPPED, targets_at
+    from skillbench.engine.triggers import CAPPED, targets_at
     from tests.test_triggers import library, rules_for_all
 
     server = fake({"rules": rules_for_all(), "latency": 0.05})
@@ -171,9 +171,9 @@ def test_skillbench_triggers_max_cost_is_a_ceiling_and_says_what_it_did_not_run(
     left unrun are counted on stderr and shown as errored (failing closed: a should-trigger
     one is a miss, as any failed call)."""
     from skillbench.cli import main
+    from skillbench.engine.triggers import CAPPED
     from skillbench.models.base import anthropic_usage
     from skillbench.models.pricing import cost_usd
-    from skillbench.triggers import CAPPED
     from tests.test_triggers import library, rules_for_all
 
     server = fake({"rules": rules_for_all(), "latency": 0.05})

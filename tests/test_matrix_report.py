@@ -12,8 +12,8 @@ from xml.etree import ElementTree
 import pytest
 
 import skillbench
-from skillbench.cellset import Cell, CellSet, CellSetError, cell_dir, cell_id, write_set
 from skillbench.cli import main
+from skillbench.results.cellset import Cell, CellSet, CellSetError, cell_dir, cell_id, write_set
 from skillbench.results.stats import fisher_exact, heterogeneity, holm
 from tests.test_report import fixed_run
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.agents import claude_code, codex
-from skillbench.optimizer_trace import optimizer_trace
-from skillbench.transcript import TraceWriter
+from skillbench.checks.optimizer_trace import optimizer_trace
+from skillbench.results.transcript import TraceWriter
 
 
 def _entries(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

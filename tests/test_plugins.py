@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from skillbench.agents import agents, make_agent
-from skillbench.checks import run_checks
+from skillbench.checks.run import run_checks
 from skillbench.cli import main
 from skillbench.evals.kinds import kind_docs, plugin_kinds
 from skillbench.evals.load import load_assets
 from skillbench.plugins import PluginError
-from skillbench.transcript import Transcript
+from skillbench.results.transcript import Transcript
 from tests.helpers import make_skill
 from tests.plugin_package import ENTRY_POINTS, MODULE, SOURCE, write_dist_info
 

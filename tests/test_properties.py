@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skillbench.evals import Case, SpecError, Suite, Triggers, load_case, load_suite, load_triggers
-from skillbench.skills import digest, read_skill
+from skillbench.evals.skills import digest, read_skill
 from tests.helpers import make_skill, write
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
-from skillbench.receipts import store_dir
-from skillbench.skills import digest
+from skillbench.evals.skills import digest
+from skillbench.team.receipts import store_dir
 from tests.helpers import engine_receipt
 from tests.test_receipt_trust import git_identity, greeter, team_repo  # noqa: F401
 

@@ -18,12 +18,12 @@ import msgspec
 import pytest
 
 from skillbench.cli import main
+from skillbench.evals.skills import digest
 from skillbench.models import Endpoint, endpoint
-from skillbench.receipts import bundle_digest, store_dir
 from skillbench.results.records import Unit
 from skillbench.results.score import derive
 from skillbench.results.summary import RowSummary
-from skillbench.skills import digest
+from skillbench.team.receipts import bundle_digest, store_dir
 from tests.helpers import BASE, CAND, MODEL, conv, engine_receipt, make_skill, write_file
 
 STRICTEST = (

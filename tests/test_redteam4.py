@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from skillbench.broker_limits import Refused, read_head
+from skillbench.broker.limits import Refused, read_head
 from skillbench.cli import main
 from skillbench.config import load_settings
-from skillbench.egress import EgressProxy
-from skillbench.framing import Frame
-from skillbench.receipts import store_dir
-from skillbench.skills import digest
+from skillbench.evals.skills import digest
+from skillbench.grading.framing import Frame
+from skillbench.sandbox.egress import EgressProxy
+from skillbench.team.receipts import store_dir
 from tests.helpers import engine_receipt
 from tests.test_broker_access import broker, upstream  # noqa: F401  (fixtures)
 from tests.test_broker_attacks import post_as_relay

@@ -145,7 +145,7 @@ def test_a_branch_named_like_the_bases_commit_prefix_is_ambiguous(tmp_path: Path
     ],
 )
 def test_egress_variants_never_reach_another_site(tmp_path: Path, request_: str) -> None:
-    from skillbench.egress import EgressProxy
+    from skillbench.sandbox.egress import EgressProxy
     from tests.test_egress_one_request import _talk, _vhost_server
 
     up, port, seen = _vhost_server(honour_close=False)
@@ -212,8 +212,8 @@ def _sse(event: str, obj: dict) -> str:
 def test_a_cut_stream_without_its_final_usage_is_billed_its_reservation(
     wire: str, model: str, text: str
 ) -> None:
-    from skillbench.broker_billing import bill
-    from skillbench.broker_wire import WIRES
+    from skillbench.broker.billing import bill
+    from skillbench.broker.wire import WIRES
 
     billed = bill(WIRES[wire], text, model, 2.5, None, ran=True)
     assert not billed.whole
@@ -223,7 +223,7 @@ def test_a_cut_stream_without_its_final_usage_is_billed_its_reservation(
 def test_a_duplicated_output_cap_is_read_as_the_provider_reads_it() -> None:
     import json as std_json
 
-    from skillbench.broker_limits import read_head
+    from skillbench.broker.limits import read_head
 
     body = b'{"model": "m", "max_tokens": 1, "max_tokens": 64000}'
     assert read_head(body).max_output == std_json.loads(body)["max_tokens"] == 64000
@@ -232,7 +232,7 @@ def test_a_duplicated_output_cap_is_read_as_the_provider_reads_it() -> None:
 def test_a_4xx_is_not_billed_as_run_and_a_2xx_or_a_dropped_answer_is() -> None:
     import httpx
 
-    from skillbench.broker_billing import may_have_run
+    from skillbench.broker.billing import may_have_run
 
     assert not may_have_run(400, None) and not may_have_run(429, None)
     assert may_have_run(200, None) and may_have_run(None, httpx.ReadTimeout("t"))
@@ -241,7 +241,7 @@ def test_a_4xx_is_not_billed_as_run_and_a_2xx_or_a_dropped_answer_is() -> None:
 
 
 def test_the_canary_is_fresh_per_call_and_not_derived_from_the_expectations() -> None:
-    from skillbench.grading import canary_text, numbered
+    from skillbench.grading.expect import canary_text, numbered
 
     texts = ["The report exists", "The report has a title"]
     canaries = {canary_text() for _ in range(50)}
@@ -262,7 +262,7 @@ def test_the_call_cap_refuses_a_third_whole_call(tmp_path: Path) -> None:
     import threading
     from http.server import ThreadingHTTPServer
 
-    from skillbench.broker import Broker
+    from skillbench.broker.server import Broker
     from tests.test_broker_billing_attacks import _Generating
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Generating,), {"generated": []}))
@@ -314,7 +314,7 @@ def test_a_downloaded_library_run_from_elsewhere_supplies_no_settings(tmp_path: 
 
 
 def test_h2_prior_knowledge_in_a_tunnel_is_cut_after_its_preface(tmp_path: Path) -> None:
-    from skillbench.egress import EgressProxy
+    from skillbench.sandbox.egress import EgressProxy
     from tests.test_egress_one_request import _talk, _vhost_server
 
     up, port, seen = _vhost_server(honour_close=False)
@@ -342,7 +342,7 @@ def test_a_close_delimited_answer_cut_before_its_usage_is_billed_its_reservation
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from skillbench.broker import Broker
+    from skillbench.broker.server import Broker
     from tests.test_broker_attacks import post_as_relay
 
     class Cut(BaseHTTPRequestHandler):

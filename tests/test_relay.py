@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from skillbench.broker import allowed_models
+from skillbench.broker.server import allowed_models
 from skillbench.cluster.relay import DriverRelay
 from skillbench.models.base import Usage
 from skillbench.models.fake_server import FakeModelServer

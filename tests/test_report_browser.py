@@ -160,8 +160,8 @@ def test_a_set_runs_grid_in_chromium_opens_each_cells_report(
 ) -> None:
     """A set folder made of two ordinary evals (one skill, two models: the cells of a matrix)
     and set.json; `report SETDIR --format html` is the grid, each cell linking to its report."""
-    from skillbench.cellset import Cell, CellSet, cell_dir, cell_id, write_set
     from skillbench.cli import main
+    from skillbench.results.cellset import Cell, CellSet, cell_dir, cell_id, write_set
 
     folder = skill(
         tmp_path,

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.checks import reward_metrics
+from skillbench.checks.run import reward_metrics
 from skillbench.cli import main
 from skillbench.evals.problems import SpecError
+from skillbench.evals.skills import digest
 from skillbench.results.journal import Journal, read_journal
 from skillbench.results.records import SessionRecord
-from skillbench.skills import digest
-from skillbench.transcript import read_trace
+from skillbench.results.transcript import read_trace
 from skillbench.tune.splits import near_key, split_triggers
 from tests.helpers import BASE, CAND, bash, conv, make_skill, run_eval, skill, write_file
 

@@ -11,16 +11,16 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillbench.checks import run_checks
+from skillbench.checks.run import run_checks
 from skillbench.evals.model import Check
-from skillbench.jsonreply import first_json_object
-from skillbench.judge import judge, tail
+from skillbench.grading.judge import judge, tail
 from skillbench.models import resolve_model
 from skillbench.results.checks import CheckResult
 from skillbench.results.records import RowRecord, SessionRecord, Unit
 from skillbench.results.rows import compare, row_by_checks, why
+from skillbench.results.transcript import Transcript
 from skillbench.results.verdict import Row, Votes, decide, stimulus, tally, unit_votes, verdict_of
-from skillbench.transcript import Transcript
+from skillbench.util.jsonreply import first_json_object
 
 
 def rows(*spec: tuple[str, str]) -> list[RowRecord]:
@@ -665,7 +665,7 @@ def test_inconclusive_whenever_fewer_than_5_units_are_decided(run) -> None:
 def test_the_judge_line_warns_when_judge_and_agent_share_a_family(
     agent: str, judge_model: str, family: str | None
 ) -> None:
-    from skillbench.judge import family_warning, shared_family
+    from skillbench.grading.judge import family_warning, shared_family
 
     assert shared_family(agent, judge_model) == family
     warning = family_warning(agent, judge_model)

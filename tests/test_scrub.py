@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skillbench.scrub import REDACTED, printable, scrub, scrub_obj, without_secrets
+from skillbench.util.scrub import REDACTED, printable, scrub, scrub_obj, without_secrets
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,12 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.engine.run import receipt_of
-from skillbench.receipts import write_receipt
+from skillbench.evals.skills import digest
 from skillbench.results.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
 from skillbench.results.score import summarize
 from skillbench.results.sequential import bounds, rule_for, settled
 from skillbench.results.stats import ALPHA, sign_test
-from skillbench.skills import digest
+from skillbench.team.receipts import write_receipt
 from tests.helpers import MODEL, PROVIDER, make_skill
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "calibration.py"
@@ -221,7 +221,7 @@ def test_a_stop_without_a_declared_rule_is_refused(capsys, greeter):
 
 def test_plan_shows_expected_and_worst_case_for_both_designs():
     from skillbench.engine.estimate import Estimate, design_lines
-    from skillbench.simulate import expected_sessions
+    from skillbench.engine.simulate import expected_sessions
 
     share = {f"{x}": expected_sessions(20, 3, x) for x in (0.0, 0.4)}
     assert 0.5 < share["0.4"] < share["0.0"] < 1  # stopping saves most when the lift is real

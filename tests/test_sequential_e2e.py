@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
-from skillbench.gating import stopping_problem
-from skillbench.receipts import inconsistency, read_receipt, store_dir
+from skillbench.team.gate import stopping_problem
+from skillbench.team.receipts import inconsistency, read_receipt, store_dir
 from tests.helpers import BASE, CAND, MODEL, conv, run_eval, skill, write_file
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.cellset import read_set
 from skillbench.cli import main
 from skillbench.engine.sets import changed_since, select_skills
 from skillbench.errors import OptionsError
+from skillbench.results.cellset import read_set
 from tests.helpers import make_skill, write
 
 CASE = "task: Create out.txt\nchecks:\n  - file_exists: out.txt\n"

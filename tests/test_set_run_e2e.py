@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 import skillbench
-from skillbench.cellset import read_set, write_set
 from skillbench.cli import main
+from skillbench.results.cellset import read_set, write_set
 from skillbench.results.records import SessionRecord
 from tests.helpers import MODEL, make_skill, write
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skillbench.grading import numbered
+from skillbench.grading.expect import numbered
 from tests.test_foreign_evals import evals_json
 
 

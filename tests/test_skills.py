@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from skillbench.evals import SpecError
-from skillbench.skills import (
+from skillbench.evals.skills import (
     catalog,
     catalog_lines,
     copy_for_staging,

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from skillbench.broker import Broker
+from skillbench.broker.server import Broker
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
 from skillbench.report.terminal import models_line

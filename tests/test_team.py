@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from skillbench.cli import main
-from skillbench.receipts import Receipt, local_receipts, read_receipt
-from skillbench.skills import digest
+from skillbench.evals.skills import digest
+from skillbench.team.receipts import Receipt, local_receipts, read_receipt
 from tests.helpers import engine_receipt, make_skill
 
 MODEL = "anthropic/claude-sonnet-4-6"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.optimizer_trace import optimizer_trace
+from skillbench.checks.optimizer_trace import optimizer_trace
 from skillbench.results.run_folder import load_run
-from skillbench.transcript import read_trace
+from skillbench.results.transcript import read_trace
 from tests.helpers import BASE, CAND, bash, conv, run_eval, skill
 
 FORGED = {"type": "tool_call", "id": "forged", "name": "Skill", "arguments": {"skill": "x"}}

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.cli import main
-from skillbench.triggers import decided
+from skillbench.engine.triggers import decided
 from tests.helpers import make_skill
 
 MODEL = "anthropic/claude-sonnet-4-6"

@@ -25,9 +25,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from skillbench.cli import main
+from skillbench.evals.skills import digest, read_skill
 from skillbench.models.fake_server import FakeModelServer, anthropic_shape
 from skillbench.models.script import parse_script
-from skillbench.skills import digest, read_skill
 from skillbench.tune.apply import rewrite_description
 from skillbench.tune.proposer import SYSTEM as PROPOSER_SYSTEM
 from tests.helpers import make_skill, write
@@ -619,7 +619,7 @@ def test_a_reply_outside_the_limits_is_sent_back_and_the_proposer_can_be_another
 
 
 def test_validation_ties_go_to_the_shorter_description() -> None:
-    from skillbench.triggers import Counts
+    from skillbench.engine.triggers import Counts
     from skillbench.tune.rounds import Round, choose
 
     same = Counts(1.0, 1.0, 2, 0, 0, 2)

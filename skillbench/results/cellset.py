@@ -12,7 +12,7 @@ from typing import Literal
 import msgspec
 
 from skillbench.errors import SkillbenchError
-from skillbench.inputs import InputError, load_json
+from skillbench.util.inputs import InputError, load_json
 
 SET_FILE = "set.json"
 CELLS_DIR = "cells"

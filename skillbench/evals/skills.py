@@ -22,7 +22,7 @@ from skillbench.evals.eval_yaml import EVAL_YAML_NAMES
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.triggers_file import TRIGGER_JSON_NAMES
 from skillbench.evals.yamlsrc import parse_yaml, read_text
-from skillbench.lossless import utf8_safe
+from skillbench.util.lossless import utf8_safe
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")

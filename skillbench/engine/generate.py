@@ -19,9 +19,9 @@ import yaml
 from skillbench.errors import SkillbenchError
 from skillbench.evals import SpecError, load_case, load_triggers
 from skillbench.evals.model import BUCKETS
-from skillbench.jsonreply import first_json_object
+from skillbench.evals.skills import Skill, catalog_lines, skill_files
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
-from skillbench.skills import Skill, catalog_lines, skill_files
+from skillbench.util.jsonreply import first_json_object
 from skillbench.version import __version__
 
 MAX_CALLS = 3

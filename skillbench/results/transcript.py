@@ -21,7 +21,7 @@ from typing import IO, Any
 import msgspec
 
 from skillbench.models.base import Usage
-from skillbench.scrub import scrub_obj
+from skillbench.util.scrub import scrub_obj
 
 # JSON leaves these unescaped in a string, and str.splitlines() ends a line at each: a tool
 # result holding one would split its event for a reader that splits so (a grader, say)

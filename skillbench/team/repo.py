@@ -1,5 +1,5 @@
 """The team repo (docs/results.md): published versions, their evals and receipts (the gate that
-reads them is gating.py).
+reads them is team/gate.py).
 
 skills/<name>/v<N>/**            immutable: identical bytes reuse the version
 skills/<name>/versions.json      {"v1": "sha256:..."}: what each version folder must hash to
@@ -23,8 +23,9 @@ from pathlib import Path
 import msgspec
 
 from skillbench.errors import SkillbenchError
-from skillbench.inputs import InputError, load_json
-from skillbench.receipts import (
+from skillbench.evals.skills import VERSION_RE, Skill, copy_files, digest, read_skill, skill_files
+from skillbench.results.verdict import NONE
+from skillbench.team.receipts import (
     Receipt,
     inconsistency,
     local_receipts,
@@ -32,9 +33,8 @@ from skillbench.receipts import (
     signed,
     signed_message,
 )
-from skillbench.results.verdict import NONE
-from skillbench.signing import SigningError
-from skillbench.skills import VERSION_RE, Skill, copy_files, digest, read_skill, skill_files
+from skillbench.team.signing import SigningError
+from skillbench.util.inputs import InputError, load_json
 
 SIGNERS = Path(".skillbench/allowed_signers")  # in the team repo
 PUBLISH_WAIT = 120.0  # seconds a publish waits for another one in the same team repo

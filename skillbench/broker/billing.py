@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import httpx
 
-from skillbench.broker_limits import Head, Refused
-from skillbench.broker_wire import Route, Wire, server_tool_calls
+from skillbench.broker.limits import Head, Refused
+from skillbench.broker.wire import Route, Wire, server_tool_calls
 from skillbench.models.base import Usage
 from skillbench.models.pricing import SERVER_TOOL_CALL_USD, Price, cost_usd
 

@@ -1,7 +1,7 @@
 """A session's transcript in skill-optimizer's own trace format (docs/formats.md), for graders of
 imported skill-optimizer suites that read `$RESULTS/trace.jsonl`.
 
-The host writes it into the checker from the transcript it recorded (checks.py), so what a
+The host writes it into the checker from the transcript it recorded (checks/run.py), so what a
 grader reads is what the session did: a file the agent wrote anywhere is never it. Entries:
 `trace_start` {schemaVersion, caseName, model, startedAt}, `message` {role, text},
 `tool_call` {id, name, arguments}, `tool_result` {id, name, text, isError}; the tools are
@@ -28,8 +28,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from skillbench.results.transcript import json_line
 from skillbench.sandbox.base import HOMES, SKILLS_DIR
-from skillbench.transcript import json_line
 
 _RENAMED = {
     "bash": "bash",

@@ -2,7 +2,7 @@
 the file named by EVALUATE_GRADER_INPUT (docs/formats.md; Vally's reference, Graders ->
 program, and its Trajectory Format page).
 
-The host writes it into the fresh checker from the transcript it recorded (checks.py), as it
+The host writes it into the fresh checker from the transcript it recorded (checks/run.py), as it
 does skill-optimizer's trace: whatever the agent left in the workspace is never it. Shape:
 `{"trajectory": {id, stimulus, events, metrics, output, workDir}, "stimulus": {name, prompt},
 "config": <the grader's config>}`; events are Vally's `tool_call` {toolName, toolCallId,

@@ -27,15 +27,15 @@ from typing import Any
 
 import msgspec
 
-from skillbench.inputs import load_json
 from skillbench.models import Endpoint
 from skillbench.results.records import Unit
 from skillbench.results.score import derive
 from skillbench.results.sequential import Rule, Stop
 from skillbench.results.summary import RowSummary
 from skillbench.results.verdict import MIN_NET_LIFT, UNSCORED
-from skillbench.scrub import scrub_obj
-from skillbench.signing import sign
+from skillbench.team.signing import sign
+from skillbench.util.inputs import load_json
+from skillbench.util.scrub import scrub_obj
 
 # 2: expected/scored rows say what was measured; complete, agent, driver.
 # 3: bundle, signature, and what re-deriving needs (opponents, units) and endpoints.

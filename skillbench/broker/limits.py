@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from skillbench.ledger import RunLedger
+from skillbench.models.ledger import RunLedger
 
 BODY_CAP = 32 << 20  # bytes: far above any real prompt (a 200k-token context is ~1 MB)
 _LENGTH = re.compile(rb"[0-9]{1,12}")

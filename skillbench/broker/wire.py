@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from skillbench.broker_limits import Head, Refused, read_gemini_head, read_head
+from skillbench.broker.limits import Head, Refused, read_gemini_head, read_head
 from skillbench.models.base import Usage, anthropic_usage
 
 

@@ -9,15 +9,15 @@ import posixpath
 import re
 from collections.abc import Sequence
 
+from skillbench.checks.optimizer_trace import optimizer_trace
+from skillbench.checks.vally_trajectory import grader_input
 from skillbench.evals.checks import path_escape
 from skillbench.evals.kinds import CheckContext, CheckKind, plugin_kinds
 from skillbench.evals.model import CHECK_KINDS, Check
-from skillbench.jsonreply import json_objects
-from skillbench.optimizer_trace import optimizer_trace
 from skillbench.results.checks import NO_METRIC, NO_VERDICT, CheckResult
+from skillbench.results.transcript import Transcript
 from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
-from skillbench.transcript import Transcript
-from skillbench.vally_trajectory import grader_input
+from skillbench.util.jsonreply import json_objects
 
 COMMAND_TIMEOUT = 120.0
 
@@ -332,7 +332,7 @@ async def _one(
         return CheckResult(name, False, f"unknown check kind {check.kind!r}")
     if arg is None:
         return CheckResult(name, False, f"{check.kind} needs an argument")
-    if check.kind == "expect":  # graded by the model grader (skillbench.grading) after these
+    if check.kind == "expect":  # graded by the model grader (skillbench.grading.expect) after these
         return CheckResult(name, False, "not graded by a model", infrastructure=True)
     if check.kind == "transcript_mentions":
         found = arg.lower() in text

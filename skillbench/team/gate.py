@@ -1,5 +1,5 @@
 """The gate (docs/results.md): does the newest receipt that measured a skill's exact bytes meet the
-team's policy? Receipts come from the team repo (team.py) and the local store."""
+team's policy? Receipts come from the team repo (team/repo.py) and the local store."""
 
 from __future__ import annotations
 
@@ -12,21 +12,21 @@ from typing import Any
 
 import msgspec
 
-from skillbench.anchors import Revision, anchor, files_under, show
-from skillbench.inputs import MAX_JSON, InputError, load_toml, read_capped
+from skillbench.evals.skills import digest
 from skillbench.models import PROVIDER_ENDPOINTS, origin
-from skillbench.receipts import (
-    Receipt,
-    inconsistency,
-    signed_message,
-)
 from skillbench.results.score import derive
 from skillbench.results.sequential import problem, stimuli_of, stop_of
 from skillbench.results.summary import RowSummary
 from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED
-from skillbench.signing import SigningError, verify
-from skillbench.skills import digest
-from skillbench.team import SIGNERS, TeamError, known_receipts, measured, skill_at
+from skillbench.team.anchors import Revision, anchor, files_under, show
+from skillbench.team.receipts import (
+    Receipt,
+    inconsistency,
+    signed_message,
+)
+from skillbench.team.repo import SIGNERS, TeamError, known_receipts, measured, skill_at
+from skillbench.team.signing import SigningError, verify
+from skillbench.util.inputs import MAX_JSON, InputError, load_toml, read_capped
 
 
 class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -1,8 +1,8 @@
 """The `expect:` check: a natural-language expectation graded by a model. All of a session's
 expectations go to the grader in one call with the task, the transcript's tail and the files
 the arm left in the workspace; that material is the agent's, so it is framed
-(`skillbench.framing`) and the verdict is read back through the frame. Each call adds a canary
-expectation that is false by construction (a file with a fresh random name, drawn after the
+(`skillbench.grading.framing`) and the verdict is read back through the frame. Each call adds
+a canary expectation that is false by construction (a file with a fresh random name, drawn after the
 arm ended and never shown to the sandbox): a grader that passes it is not grading, and its
 answer is unscored, never a pass."""
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from skillbench.evals.model import Check
-from skillbench.framing import Frame
-from skillbench.judge import tail
+from skillbench.grading.framing import Frame
+from skillbench.grading.judge import tail
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.results.checks import CheckResult
 from skillbench.sandbox.base import Sandbox

@@ -27,12 +27,19 @@ import msgspec
 
 from skillbench.evals import SpecError
 from skillbench.evals.model import Triggers
+from skillbench.evals.skills import (
+    Skill,
+    catalog,
+    catalog_lines,
+    is_skill,
+    read_skill,
+    root_children,
+)
 from skillbench.evals.triggers_file import load_skill_triggers, trigger_files
-from skillbench.jsonreply import first_json_object
-from skillbench.ledger import BudgetRefused, MeteredModel, RunLedger
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
+from skillbench.models.ledger import BudgetRefused, MeteredModel, RunLedger
 from skillbench.models.pricing import Price
-from skillbench.skills import Skill, catalog, catalog_lines, is_skill, read_skill, root_children
+from skillbench.util.jsonreply import first_json_object
 
 SYSTEM = (
     "You decide which skills an AI coding agent should load before it answers a user's "
@@ -96,7 +103,7 @@ CAPPED = "not called: the --max-cost cap was reached"
 
 
 class Spend:
-    """Trigger calls and routing sessions against the run's ledger (skillbench/ledger.py):
+    """Trigger calls and routing sessions against the run's ledger (skillbench/models/ledger.py):
     each call reserves its worst case there before it is sent and settles at its bill, so
     --max-cost holds with calls in parallel. Once one is refused, every later call is
     refused too (a measurement with holes is no figure): those are recorded as not run."""

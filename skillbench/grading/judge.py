@@ -2,7 +2,7 @@
 transcript labelled A and B, asked twice with the order swapped. A row is decided only when both
 answers agree; otherwise it is a tie marked `judge-split`. The transcripts are the agent's
 words, so each call frames them with a fresh nonce and reads its verdict back through that
-frame (`skillbench.framing`): a candidate cannot add a rubric or a verdict of its own. The
+frame (`skillbench.grading.framing`): a candidate cannot add a rubric or a verdict of its own. The
 system prompt, the task and the rubric come first and are the same for every call on a case:
 the prefix a provider caches (docs/agents.md, prompt caching)."""
 
@@ -13,7 +13,7 @@ import re
 
 import msgspec
 
-from skillbench.framing import Frame
+from skillbench.grading.framing import Frame
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.results.verdict import Outcome
 

@@ -33,14 +33,14 @@ from typing import IO, Any
 
 import httpx
 
-from skillbench.broker_billing import UsageChunks, bill, may_have_run, with_usage
-from skillbench.broker_limits import BODY_CAP, Head, Ledger, Refused, read_body
-from skillbench.broker_wire import WIRES, Route, route, upstream_url
-from skillbench.ledger import RunLedger
+from skillbench.broker.billing import UsageChunks, bill, may_have_run, with_usage
+from skillbench.broker.limits import BODY_CAP, Head, Ledger, Refused, read_body
+from skillbench.broker.wire import WIRES, Route, route, upstream_url
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
+from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import Price, price_for, worst_case_usd
-from skillbench.scrub import scrub_obj
+from skillbench.util.scrub import scrub_obj
 
 # Response headers that belong to one hop (a request's headers pass only by the wire's list).
 _DROP = {

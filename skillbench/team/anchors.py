@@ -14,8 +14,8 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench.inputs import MAX_JSON, InputError, load_json
-from skillbench.team import TeamError
+from skillbench.team.repo import TeamError
+from skillbench.util.inputs import MAX_JSON, InputError, load_json
 
 
 class Revision(msgspec.Struct, frozen=True):

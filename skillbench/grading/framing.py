@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from skillbench.jsonreply import json_objects
+from skillbench.util.jsonreply import json_objects
 
 NONCE_BYTES = 8
 MAX_REPLY_CHARS = 200_000  # a reply is bounded by max_tokens; this bounds the scan regardless
