@@ -1,5 +1,5 @@
 """The Agent seam (docs/agents.md): what runs inside an arm. One protocol, one registry
-(agents/__init__.py), one conformance suite (tests/test_agents.py) every agent passes.
+(agents/__init__.py), one conformance suite (tests/agents/test_agents.py) every agent passes.
 
 An agent is asked for a session; the session says whether the sandbox needs a relay to the
 host (a CLI agent's way to its model broker), then runs the task in the arm's staged sandbox
