@@ -5,7 +5,7 @@ AgentConfig, EnvironmentConfig) and its separate-verifier fields (harborframewor
 Harbor tasks in a separate sandbox": top-level `artifacts`, `[verifier] environment_mode`,
 `[verifier.environment]`). The fields the importer maps are harbor.py's `_KNOWN`; every other
 reference field is said here, in Harbor's words, so none is dropped without one and none is
-called "not a Harbor field" (tests/test_format_fields.py lists them all)."""
+called "not a Harbor field" (tests/importers/test_format_fields.py lists them all)."""
 
 from __future__ import annotations
 

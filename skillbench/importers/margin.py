@@ -75,7 +75,8 @@ def _preamble(path: Path) -> str:
 
 
 # Margin's case.toml fields (Margin-Lab/evals: docs/cli/creating-your-own-eval/,
-# .agents/skills/suite-converter/references/harbor-mapping.md); tests/test_format_fields.py
+# .agents/skills/suite-converter/references/harbor-mapping.md);
+# tests/importers/test_format_fields.py lists them
 CASE_FIELDS = (
     "kind",
     "name",

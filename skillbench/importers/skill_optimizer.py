@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.evals import SpecError
+from skillbench.evals.skills import is_skill, staged_files
 from skillbench.importers.base import (
     Imported,
     ImportError_,
@@ -28,7 +29,6 @@ from skillbench.importers.base import (
     yaml_str,
 )
 from skillbench.importers.mcp import optimizer_mcp
-from skillbench.skills import is_skill, staged_files
 
 _SUITE_DROPPED = {
     "models": "the model is skillbench's --model",
@@ -41,7 +41,7 @@ _SUITE_DROPPED = {
 
 # skill-optimizer's own fields the importer does not map, in its words (its
 # src/workbench/suite-loader.ts and types.ts, WorkbenchCaseConfig); every other field is
-# read (READ) or dropped with a word (_SUITE_DROPPED): tests/test_format_fields.py
+# read (READ) or dropped with a word (_SUITE_DROPPED): tests/importers/test_format_fields.py
 _ARTIFACTS = (
     "differs: the files skill-optimizer copies out after a trial; here the checks read the "
     "workspace in the checker and these files are not kept"
