@@ -13,11 +13,23 @@ if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
 
 
+def _variant_line(what: str, image: str, flag: str) -> str:
+    """An optional image variant (a note: built on first use), and how to build it now."""
+    from skillbench.sandbox.podman.image import image_exists
+
+    if image_exists(image):
+        return f"{'note':8}{what}: {image} built"
+    return (
+        f"{'note':8}{what}: {image} not built yet (built on first use); "
+        f"`skillbench image build {flag}` builds it now"
+    )
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from skillbench.agents import agents, make_agent
     from skillbench.sandbox.capacity import doctor_line, mem_available
     from skillbench.sandbox.podman.doctor import diagnose
-    from skillbench.sandbox.podman.image import IMAGE, image_exists
+    from skillbench.sandbox.podman.image import IMAGE
     from skillbench.sandbox.podman.variants import variant_name
 
     findings = diagnose()
@@ -27,16 +39,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for name in agents():  # agent image variants are optional: built on first use
         variant = make_agent(name).image_name(IMAGE)
         if variant != IMAGE:
-            found = "built" if image_exists(variant) else "not built yet (built on first use)"
-            out(
-                f"{'note':8}agent {name}: {variant} {found}; `skillbench image build "
-                f"--agent {name}` builds it now"
-            )
-    node = variant_name("node")
-    found = "built" if image_exists(node) else "not built yet (built on first use)"
+            out(_variant_line(f"agent {name}", variant, f"--agent {name}"))
     out(
-        f"{'note':8}node variant (cases with `requires: [node]`): {node} {found}; "
-        "`skillbench image build --node` builds it now"
+        _variant_line(
+            "node variant (cases with `requires: [node]`)", variant_name("node"), "--node"
+        )
     )
     memory = doctor_line(mem_available())
     if memory:
