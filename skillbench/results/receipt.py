@@ -1,7 +1,6 @@
 """The receipt as a type (docs/results.md, docs/trust.md): a run's `Summary` results plus their
 provenance, the bundle digest and the signature. skillbench/team/receipts.py writes and files
-it;
-the gate reads it through `parse`.
+it; the gate reads it through `parse`.
 
 Every field is typed, so a receipt whose values are not what skillbench writes is refused in
 one line where it is read. The file on disk is `msgspec.to_builtins(Receipt)` in field order,
