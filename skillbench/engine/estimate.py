@@ -14,6 +14,7 @@ import asyncio
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -237,7 +238,8 @@ def _per_session(skill: str, model: str, agent: str) -> tuple[float, float, floa
     ]
     if earlier:
         r = max(earlier, key=lambda r: (r.provenance.created_at, r.run_id))
-        arms = list(r.efficiency.values())
+        # (an older schema's receipt counts too: its efficiency read as JSON, as this one's)
+        arms: list[dict[str, Any]] = msgspec.to_builtins(list(r.efficiency.values()))
 
         def mean(key: str) -> float:
             return sum(float(e.get(key) or 0.0) for e in arms) / len(arms)

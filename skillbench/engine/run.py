@@ -370,32 +370,8 @@ def receipt_of(plan: Plan, summary: Summary, bundle: str) -> Receipt:
     if plan.incumbent is not None:
         own = f"{plan.skill}@{plan.incumbent.digest} ({plan.incumbent.version})"
         arms[INCUMBENT] = sorted([*siblings, own])
-    return Receipt(
-        skill=plan.skill,
-        digest=plan.version,
-        run_id=plan.run_id,
-        verdict=summary.verdict,
-        why=summary.why,
-        expected_rows=summary.expected_rows,
-        scored_rows=summary.scored_rows,
-        complete=summary.complete,
-        stopped=summary.stopped,
-        stop=summary.stop,
-        agent=summary.agent,
-        agent_version=summary.agent_version,
-        models=summary.models,
-        driver=summary.driver,
-        comparisons=msgspec.to_builtins(summary.comparisons),
-        stats=msgspec.to_builtins(summary.stats),
-        rows=msgspec.to_builtins(summary.rows),
-        triggers=summary.triggers,
-        efficiency=msgspec.to_builtins(summary.efficiency),
-        spend_usd=summary.spend_usd,
-        reused=msgspec.to_builtins(summary.reused),
-        noise_floor=msgspec.to_builtins(summary.noise_floor),
-        activation=msgspec.to_builtins(summary.activation),
-        ambient=msgspec.to_builtins(summary.ambient),
-        library=msgspec.to_builtins(summary.library),
+    return Receipt.of(
+        summary,
         provenance=Provenance(
             engine_version=plan.engine_version,
             agent=plan.agent,

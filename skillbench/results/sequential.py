@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from statistics import NormalDist
+from typing import Literal
 
 import msgspec
 
@@ -32,6 +33,7 @@ from skillbench.results.verdict import (
     NONE,
     UNSCORED,
     RowLike,
+    Verdict,
     Votes,
     stimulus,
     unit_votes,
@@ -61,8 +63,8 @@ class Stop(msgspec.Struct, frozen=True):
 
     look: int  # 1-based index into the rule's looks
     units: int  # stimuli the verdict counts
-    reason: str  # boundary | futility | final
-    verdict: str
+    reason: Literal["boundary", "futility", "final"]
+    verdict: Verdict
     decided: list[int]  # decided votes at each look made
     bounds: list[int | None]
 
@@ -154,7 +156,7 @@ def settled(reps: Sequence[str | None], k: int) -> bool:
     return True
 
 
-def _crossed(votes: Votes, rule: Rule, c: int | None) -> str | None:
+def _crossed(votes: Votes, rule: Rule, c: int | None) -> Verdict | None:
     """PASS / FAIL when the leader reaches `c` and the lift clears the floor, else None."""
     if c is None or votes.total == 0:
         return None
@@ -166,7 +168,7 @@ def _crossed(votes: Votes, rule: Rule, c: int | None) -> str | None:
     return None
 
 
-def _quiet(votes: Votes) -> str:
+def _quiet(votes: Votes) -> Verdict:
     """The verdict of a run that reached its last look without crossing."""
     if votes.total == 0:
         return NONE

@@ -3,7 +3,7 @@ summary.json, the report, JUnit and the receipt read, and the structs inside it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -12,7 +12,7 @@ from skillbench.results.activation import Activation, Ambient
 from skillbench.results.records import ArmResult, Library
 from skillbench.results.sequential import Stop
 from skillbench.results.stats import Interval, Stats
-from skillbench.results.verdict import MIN_NET_LIFT, NONE, Outcome, Votes
+from skillbench.results.verdict import MIN_NET_LIFT, NONE, Outcome, Verdict, Votes
 
 
 class Comparison(msgspec.Struct):
@@ -25,7 +25,7 @@ class Comparison(msgspec.Struct):
     net_lift: float | None  # over units: (units won - units lost) / units scored
     sign_p: float  # one-sided exact sign test over the decided units
     units: Votes = Votes()
-    verdict: str = NONE  # PASS | NEUTRAL | FAIL | INCONCLUSIVE | NONE
+    verdict: Verdict = NONE
 
 
 class Efficiency(msgspec.Struct):
@@ -44,11 +44,23 @@ class Skipped(msgspec.Struct):
     units: list[str] = []  # the scored units it would have had (a suite's sub-cases)
 
 
+DiagnosticKind = Literal[
+    "non-discriminating",
+    "environment-gap",
+    "flaky",
+    "suite-distractor",
+    "judge-position",
+    "not-graded",
+    "never-fired",
+]
+Driver = Literal["model", "scripted"]  # scripted: a fixed script, it shows the pipeline only
+
+
 class Diagnostic(msgspec.Struct, frozen=True):
     """Something about the eval itself worth fixing (docs/statistics.md): a check that cannot tell
     the arms apart, an environment gap read as a result, a flaky case."""
 
-    kind: str  # non-discriminating | environment-gap | flaky
+    kind: DiagnosticKind
     case: str
     detail: str
     check: str | None = None
@@ -105,7 +117,7 @@ class Summary(msgspec.Struct, kw_only=True):
     skill: str
     version: str
     run_id: str
-    verdict: str  # PASS | NEUTRAL | FAIL | INCONCLUSIVE | NONE (docs/statistics.md)
+    verdict: Verdict  # docs/statistics.md
     why: str
     expected_rows: int
     scored_rows: int
@@ -122,7 +134,7 @@ class Summary(msgspec.Struct, kw_only=True):
     agent: str
     agent_version: str
     models: dict[str, str]  # agent, judge
-    driver: str  # model | scripted
+    driver: Driver
     endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
     k: int
     seed: int
@@ -155,8 +167,8 @@ class Power(msgspec.Struct, frozen=True, kw_only=True):
 class Derived(msgspec.Struct, frozen=True, kw_only=True):
     """What a run's rows establish: the verdict, the counts and the power of the test."""
 
-    verdict: str  # against the first opponent (the baseline); NONE when nothing was scored
-    verdicts: dict[str, str]  # per opponent
+    verdict: Verdict  # against the first opponent (the baseline); NONE when nothing was scored
+    verdicts: dict[str, Verdict]  # per opponent
     expected_rows: int
     scored_rows: int
     comparisons: dict[str, Comparison]

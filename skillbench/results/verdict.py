@@ -20,8 +20,11 @@ import msgspec
 
 from skillbench.results.stats import ALPHA, MIN_DECIDED, sign_test
 
-NONE = "NONE"  # the verdict of a run that scored nothing: it measured nothing
-INCONCLUSIVE = "INCONCLUSIVE"  # too few decided units for any verdict
+# The verdicts a run can reach (docs/statistics.md), typed wherever one is read or written
+# (summary.json, receipts) so a word skillbench never writes is refused there.
+Verdict = Literal["PASS", "NEUTRAL", "FAIL", "INCONCLUSIVE", "NONE"]
+NONE: Verdict = "NONE"  # the verdict of a run that scored nothing: it measured nothing
+INCONCLUSIVE: Verdict = "INCONCLUSIVE"  # too few decided units for any verdict
 MIN_NET_LIFT = 0.2  # the practical floor on the net lift (dotnet/skills' gate uses the same)
 # Rows that say nothing about the skill: an arm errored, the judge could not answer, or a
 # deciding check could not run in either arm (the image lacks what it runs).
@@ -119,7 +122,7 @@ def tally(rows: Iterable[RowLike], opponent: str) -> Votes:
     return Votes(counts["win"], counts["loss"], counts["tie"])
 
 
-def verdict_of(votes: Votes, min_net_lift: float = MIN_NET_LIFT) -> str:
+def verdict_of(votes: Votes, min_net_lift: float = MIN_NET_LIFT) -> Verdict:
     """NONE with no unit scored; INCONCLUSIVE under 5 decided units, whatever the split;
     PASS (FAIL) when the one-sided sign test in the observed direction reaches p <= 0.05 and
     the net lift is at least `min_net_lift` for (against) the candidate; else NEUTRAL."""
@@ -138,6 +141,6 @@ def verdict_of(votes: Votes, min_net_lift: float = MIN_NET_LIFT) -> str:
     return "NEUTRAL"
 
 
-def decide(rows: Iterable[RowLike], opponent: str, min_net_lift: float = MIN_NET_LIFT) -> str:
+def decide(rows: Iterable[RowLike], opponent: str, min_net_lift: float = MIN_NET_LIFT) -> Verdict:
     """The verdict of the candidate against `opponent` from rows alone."""
     return verdict_of(tally(rows, opponent), min_net_lift)

@@ -2,7 +2,7 @@
 
 The engine asks `make_provider()` for a provider and `images_of()` for its images, and sees only
 the protocols; a new provider (docs/trust.md: remote podman hosts, Kubernetes) is one package
-and a line in PROVIDERS and IMAGES, and must pass tests/sandbox_conformance.py.
+and a line in PROVIDERS and IMAGES, and must pass skillbench/sandbox/conformance.py.
 """
 
 from __future__ import annotations

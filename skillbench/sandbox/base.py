@@ -1,7 +1,7 @@
 """The Sandbox contract every provider implements, with exact error semantics.
 
 Modelled on inspect_ai's sandbox environment: a small async interface, and one conformance
-suite (tests/sandbox_conformance.py) that every provider runs.
+suite (skillbench/sandbox/conformance.py) that every provider runs.
 
 Errors:
 - `exec` returns an `ExecResult` for any command that ran, whatever its exit code; a command

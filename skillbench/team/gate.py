@@ -14,16 +14,12 @@ import msgspec
 
 from skillbench.evals.skills import digest
 from skillbench.models import PROVIDER_ENDPOINTS, origin
+from skillbench.results.receipt import Claimed, Filed, Receipt, Unchecked, parse
 from skillbench.results.score import derive
 from skillbench.results.sequential import problem, stimuli_of, stop_of
-from skillbench.results.summary import RowSummary
-from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED
+from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED, Verdict
 from skillbench.team.anchors import Revision, anchor, files_under, show
-from skillbench.team.receipts import (
-    Receipt,
-    inconsistency,
-    signed_message,
-)
+from skillbench.team.receipts import inconsistency, signed_message
 from skillbench.team.repo import SIGNERS, TeamError, known_receipts, measured, skill_at
 from skillbench.team.signing import SigningError, verify
 from skillbench.util.inputs import MAX_JSON, InputError, load_toml, read_capped
@@ -128,12 +124,6 @@ def load_policy(repo: Path | None, flags: dict[str, Any], rev: Revision | None =
     return policy
 
 
-class _Power(msgspec.Struct):
-    decided: int = 0
-    needed: int | None = None
-    underpowered: bool = True
-
-
 class _Triggers(msgspec.Struct):
     method: str | None = None
     invalid: str | None = None
@@ -142,10 +132,9 @@ class _Triggers(msgspec.Struct):
 
 
 class _Read(msgspec.Struct):
-    """The parts of a receipt the gate reads that the Receipt type leaves open (so a hostile
-    value is a one-line refusal, not a traceback)."""
+    """The part of a receipt the gate reads that the Receipt type leaves open, summary.json's
+    triggers object (so a hostile value is a one-line refusal, not a traceback)."""
 
-    stats: dict[str, _Power] = {}
     triggers: _Triggers | None = None
 
 
@@ -159,7 +148,7 @@ class GateResult(msgspec.Struct, frozen=True):
     note: str | None = None  # what the trust anchors were read from, when no flag said
 
 
-def cell_of(r: Receipt) -> str:
+def cell_of(r: Filed) -> str:
     """The cell a receipt measured, as require-cells names it: agent/model."""
     model = r.provenance.models.get("agent") or r.models.get("agent") or "unknown"
     return f"{r.agent or 'unknown'}/{model}"
@@ -175,7 +164,7 @@ def _bytes_of(where: str, rev: Revision | None) -> bytes:
     return read_capped(Path(where), MAX_JSON)
 
 
-def signed_receipt(path: str, signers: Path, rev: Revision | None = None) -> tuple[Receipt, str]:
+def signed_receipt(path: str, signers: Path, rev: Revision | None = None) -> tuple[Filed, str]:
     """The receipt file at `path` as its signer signed it, and the principal in `signers`
     whose key did; SigningError saying why when there is none. The receipt is read from the
     signed bytes themselves, so the gate judges exactly what was signed, whatever else the
@@ -188,19 +177,19 @@ def signed_receipt(path: str, signers: Path, rev: Revision | None = None) -> tup
         raise SigningError("is not signed")
     principal = verify(message, signature, signers)
     try:
-        return msgspec.json.decode(message, type=Receipt), principal
+        return parse(message), principal
     except (msgspec.DecodeError, RecursionError) as exc:
         raise SigningError(f"is signed, but what was signed is not a receipt ({exc})") from None
 
 
 class _Signed(msgspec.Struct, frozen=True):
     where: str
-    receipt: Receipt
+    receipt: Filed
     signer: str | None  # None: signatures not required
 
 
 def _signed_only(
-    useful: list[tuple[str, Receipt]],
+    useful: list[tuple[str, Filed]],
     repo: Path | None,
     current: str,
     rev: Revision | None = None,
@@ -245,18 +234,18 @@ def _signed_only(
 
 
 def with_base_receipts(
-    found: list[tuple[str, Receipt]], rev: Revision, name: str
-) -> list[tuple[str, Receipt]]:
+    found: list[tuple[str, Filed]], rev: Revision, name: str
+) -> list[tuple[str, Filed]]:
     """`found` with every team receipt the trusted revision had read from it instead: a PR
     can add receipts, but not delete or rewrite one the base branch holds."""
-    at_base: dict[str, tuple[str, Receipt]] = {}
+    at_base: dict[str, tuple[str, Filed]] = {}
     for rel in files_under(rev, f"evals/{name}"):
         parts = Path(rel).parts
         if len(parts) != 4 or not parts[2].startswith("v") or not rel.endswith(".json"):
             continue
         where = f"{rev.ref}:{rel}"
         try:
-            r = msgspec.json.decode(_bytes_of(where, rev), type=Receipt)
+            r = parse(_bytes_of(where, rev))
         except (msgspec.DecodeError, RecursionError) as exc:
             raise TeamError(f"{where}: not a receipt skillbench writes ({exc})") from None
         at_base[str(rev.repo / rel)] = (where, r)
@@ -291,7 +280,7 @@ def gate(
         return GateResult(
             False, f"no receipt for {current[:19]}: run `skillbench eval {skill_dir}` first"
         )
-    by_cell: dict[str, list[tuple[str, Receipt]]] = {}
+    by_cell: dict[str, list[tuple[str, Filed]]] = {}
     for pr in found:
         by_cell.setdefault(cell_of(pr[1]), []).append(pr)
     patterns = policy.require_cells
@@ -344,7 +333,7 @@ def gate(
 
 def _gate_cell(
     cell: str,
-    found: list[tuple[str, Receipt]],
+    found: list[tuple[str, Filed]],
     repo: Path | None,
     policy: Policy,
     current: str,
@@ -387,8 +376,12 @@ def _gate_cell(
     if isinstance(chosen, GateResult):
         return msgspec.structs.replace(chosen, cell=cell)
     where, r = chosen.where, chosen.receipt
+    if isinstance(r, Unchecked):  # an older schema's, or values skillbench never writes
+        return GateResult(
+            False, f"the newest measured receipt (run {r.run_id}) {r.problem}", where, cell
+        )
     try:
-        view = msgspec.convert({"stats": r.stats, "triggers": r.triggers}, _Read)
+        view = msgspec.convert({"triggers": r.triggers}, _Read)
     except msgspec.ValidationError as exc:
         return GateResult(False, f"{where}: not a receipt skillbench writes ({exc})", where, cell)
     problem = inconsistency(r, now) or stopping_problem(r)
@@ -445,11 +438,13 @@ def _gate_cell(
         reasons.append(
             f"measured with agent {r.agent or 'unknown'} (policy requires {policy.require_agent})"
         )
-    power = view.stats.get("baseline") or _Power()
-    if policy.require_power and power.underpowered:
-        needs = power.needed
+    power = r.stats.get("baseline") or Claimed()
+    # (what a receipt leaves out counts against it: no units decided, underpowered)
+    decided = power.decided if isinstance(power.decided, int) else 0
+    if policy.require_power and power.underpowered is not False:
+        needs = power.needed if isinstance(power.needed, int) else None
         reasons.append(
-            f"underpowered: {power.decided} decided units, "
+            f"underpowered: {decided} decided units, "
             f"{needs if needs is not None else 'more than any run'} needed for "
             "p <= 0.05"
         )
@@ -459,7 +454,7 @@ def _gate_cell(
         f" under the policy's min-net-lift {policy.min_net_lift:g}" if verdict != r.verdict else ""
     )
     if verdict == INCONCLUSIVE and not policy.allow_inconclusive:
-        units = power.decided
+        units = decided
         reasons.append(
             f"verdict vs baseline is INCONCLUSIVE: {units} decided unit(s), and no verdict "
             "rests on fewer than 5; add cases (or --k for flaky ones), or set "
@@ -511,7 +506,7 @@ def stopping_problem(r: Receipt) -> str | None:
     up to the look where it stops (results/sequential.py's problem re-derives it); and the
     stop it claims is the one its rule makes on its rows."""
     p = r.provenance
-    rows = msgspec.convert(r.rows, list[RowSummary])
+    rows = r.rows
     if r.stop is not None and p.sequential is None:
         return (
             f"claims a stop at look {r.stop.look} ({r.stop.reason}) but declares no stopping rule"
@@ -532,13 +527,12 @@ def stopping_problem(r: Receipt) -> str | None:
     return None if found is None else f"claims a complete run, but {found}"
 
 
-def rederived(r: Receipt, min_net_lift: float) -> dict[str, str]:
+def rederived(r: Receipt, min_net_lift: float) -> dict[str, Verdict]:
     """The verdict against each opponent, re-derived from the receipt's rows by the engine's
     rule with the policy's floor."""
     p = r.provenance
-    rows = msgspec.convert(r.rows, list[RowSummary])
     found = derive(
-        rows,
+        r.rows,
         opponents=p.opponents,
         units=p.units,
         k=p.k,

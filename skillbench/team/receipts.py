@@ -27,77 +27,26 @@ from typing import Any
 
 import msgspec
 
-from skillbench.models import Endpoint
-from skillbench.results.records import Unit
+from skillbench.results.receipt import (  # noqa: F401 (Provenance, Receipt: this module's API)
+    SCHEMA_VERSION,
+    Filed,
+    Provenance,
+    Receipt,
+    Unchecked,
+    parse,
+)
 from skillbench.results.score import derive
-from skillbench.results.sequential import Rule, Stop
-from skillbench.results.summary import RowSummary
-from skillbench.results.verdict import MIN_NET_LIFT, UNSCORED
+from skillbench.results.verdict import UNSCORED
 from skillbench.team.signing import sign
-from skillbench.util.inputs import load_json
+from skillbench.util.inputs import MAX_JSON, InputError, read_capped
 from skillbench.util.scrub import scrub_obj
 
-# 2: expected/scored rows say what was measured; complete, agent, driver.
-# 3: bundle, signature, and what re-deriving needs (opponents, units) and endpoints.
-# 4: verdicts in independent units with INCONCLUSIVE (docs/statistics.md), and the floor they used.
-SCHEMA_VERSION = 4
 # The bundle: these files, and every regular file under these folders, of the run folder.
 BUNDLE_FILES = ("journal.jsonl", "summary.json")
 BUNDLE_FOLDERS = ("transcripts", "exchanges", "triggers/transcripts", "triggers/exchanges")
 # How far ahead of this machine's clock a receipt's created_at may be (another machine's
 # clock runs ahead a little); more is a date someone wrote to make a receipt the newest.
 CLOCK_SKEW = timedelta(minutes=5)
-
-
-class Provenance(msgspec.Struct, kw_only=True):
-    engine_version: str
-    models: dict[str, str]  # agent, judge
-    agent: str = ""  # what ran the arms; with models.agent, the cell the gate counts it in
-    k: int
-    seed: int
-    arms: dict[str, list[str]]  # arm -> the skills it staged, as name@digest
-    created_at: str
-    opponents: list[str] = []  # in plan order: the verdict is against the first
-    units: list[Unit] = []  # what the rows are of
-    endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
-    min_net_lift: float = MIN_NET_LIFT  # the practical floor the verdict used (docs/statistics.md)
-    sequential: Rule | None = None  # the stopping rule of a sequential run
-
-
-class Receipt(msgspec.Struct, kw_only=True):
-    """What a run established about one version of a skill."""
-
-    schema_version: int = SCHEMA_VERSION
-    skill: str
-    digest: str
-    run_id: str
-    verdict: str  # PASS | NEUTRAL | FAIL | INCONCLUSIVE, or NONE when nothing was scored
-    why: str
-    expected_rows: int
-    scored_rows: int
-    # Every row that could be measured was (cases skipped for a tool the image lacks aside),
-    # and no --max-cost stop. Receipts older than schema 2 read as incomplete.
-    complete: bool = False
-    stopped: str | None = None
-    stop: Stop | None = None  # a sequential run: where its stopping rule stopped
-    agent: str = ""  # what ran the arms: builtin, claude-code, codex
-    agent_version: str = ""
-    models: dict[str, str] = {}  # agent, judge
-    driver: str = ""  # "model", or "scripted" (a fixed script: shows the pipeline, not the skill)
-    comparisons: dict[str, Any]
-    stats: dict[str, Any] = {}  # per opponent: decided, needed, underpowered, intervals
-    rows: list[dict[str, Any]]
-    triggers: dict[str, Any] | None
-    efficiency: dict[str, Any]
-    spend_usd: float = 0.0  # every call of the run: sessions, judge, triggers, generation
-    reused: dict[str, Any] | None = None  # baseline/incumbent sessions taken from earlier runs
-    noise_floor: dict[str, Any] | None = None  # eval --aa: flips between two baseline arms
-    activation: dict[str, Any] | None = None  # did the skill load in its candidate sessions
-    ambient: dict[str, Any] | None = None  # the skills the agent CLI brought on its own, per arm
-    library: dict[str, Any] | None = None  # eval --with-library: the siblings every arm staged
-    provenance: Provenance
-    bundle: str = ""  # sha256: of the run folder's evidence (bundle_digest)
-    signature: str | None = None  # ssh-keygen -Y sign over canonical(); see the module doc
 
 
 def home() -> Path:
@@ -185,12 +134,27 @@ def write_receipt(receipt: Receipt, run_dir: Path, sign_key: Path | None = None)
     return target
 
 
+def read_filed(path: Path) -> Filed:
+    """A receipt file as it is filed: a `Receipt`, or `Unchecked` saying why it is not one;
+    InputError (a DecodeError) naming the file for anything that is not a receipt at all."""
+    data = read_capped(path, MAX_JSON)
+    try:
+        return parse(data)
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to read") from None
+    except msgspec.DecodeError as exc:
+        raise InputError(f"{path}: not valid JSON of the expected shape: {exc}") from None
+
+
 def read_receipt(path: Path) -> Receipt:
-    """A receipt file; InputError (a DecodeError) for anything that is not one."""
-    return load_json(path, Receipt)
+    """A current receipt file; InputError (a DecodeError) naming the file otherwise."""
+    found = read_filed(path)
+    if isinstance(found, Unchecked):
+        raise InputError(f"{path}: {found.problem}")
+    return found
 
 
-def local_receipts(skill: str, digest: str | None = None) -> list[tuple[Path, Receipt]]:
+def local_receipts(skill: str, digest: str | None = None) -> list[tuple[Path, Filed]]:
     """Receipts in the local store for a skill (one version, or all), oldest first."""
     base = home() / "receipts" / skill
     folders = (
@@ -202,7 +166,7 @@ def local_receipts(skill: str, digest: str | None = None) -> list[tuple[Path, Re
     for folder in folders:
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             try:
-                found.append((path, read_receipt(path)))
+                found.append((path, read_filed(path)))
             except (OSError, msgspec.DecodeError):
                 continue
     return sorted(found, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
@@ -232,10 +196,7 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
     model, planned = r.models.get("agent"), p.models.get("agent")
     if model and planned and model != planned:
         return f"names model {model} but its provenance {planned}"
-    try:
-        rows = msgspec.convert(r.rows, list[RowSummary])
-    except msgspec.ValidationError as exc:
-        return f"its rows are not rows skillbench writes ({exc})"
+    rows = r.rows
     units = {u.name for u in p.units}
     for row in rows:
         if row.case not in units or row.opponent not in p.opponents:
@@ -261,15 +222,18 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
             f"its {r.scored_rows}/{r.expected_rows} rows scored do not follow from its rows "
             f"({found.scored_rows}/{found.expected_rows})"
         )
-    counts = msgspec.to_builtins(found.comparisons)
-    for opp in sorted(set(counts) | set(r.comparisons)):
-        if r.comparisons.get(opp) != counts.get(opp):
+    # compared as the JSON has them, so a value the file spells differently (1 for 1.0) is
+    # judged as before these types
+    counts, claimed = msgspec.to_builtins(found.comparisons), msgspec.to_builtins(r.comparisons)
+    for opp in sorted(set(counts) | set(claimed)):
+        if claimed.get(opp) != counts.get(opp):
             return (
-                f"its counts vs {opp} ({_counts(r.comparisons.get(opp))}) do not follow "
+                f"its counts vs {opp} ({_counts(claimed.get(opp))}) do not follow "
                 f"from its rows ({_counts(counts.get(opp))})"
             )
+    stats = msgspec.to_builtins(r.stats)
     for opp, power in msgspec.to_builtins(found.power).items():
-        recorded = r.stats.get(opp) or {}
+        recorded = stats.get(opp) or {}
         wrong = sorted(k for k, v in power.items() if recorded.get(k) != v)
         if wrong:
             return f"its stats vs {opp} ({', '.join(wrong)}) do not follow from its rows"

@@ -24,12 +24,12 @@ import msgspec
 
 from skillbench.errors import SkillbenchError
 from skillbench.evals.skills import VERSION_RE, Skill, copy_files, digest, read_skill, skill_files
+from skillbench.results.receipt import Filed, Unchecked
 from skillbench.results.verdict import NONE
 from skillbench.team.receipts import (
-    Receipt,
     inconsistency,
     local_receipts,
-    read_receipt,
+    read_filed,
     signed,
     signed_message,
 )
@@ -97,12 +97,12 @@ def versions(repo: Path, name: str) -> list[Version]:
     return sorted(found, key=lambda v: v.number)
 
 
-def receipts_of(repo: Path, name: str, version: str) -> list[Receipt]:
+def receipts_of(repo: Path, name: str, version: str) -> list[Filed]:
     folder = repo / "evals" / name / version
     out = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            out.append(read_receipt(path))
+            out.append(read_filed(path))
         except (OSError, msgspec.DecodeError):
             continue
     return sorted(out, key=lambda r: (r.provenance.created_at, r.run_id))
@@ -190,7 +190,7 @@ def _publish(skill_dir: Path, repo: Path, skill: Skill, sign_key: Path | None) -
         dest = repo / "evals" / skill.name / version / path.name
         if dest.exists():
             continue
-        if inconsistency(receipt) is not None:
+        if isinstance(receipt, Unchecked) or inconsistency(receipt) is not None:
             underived += 1  # the gate would refuse it; a key must never vouch for it
             continue
         data = path.read_bytes()
@@ -243,17 +243,17 @@ def skill_at(folder: Path) -> Skill:
     return read_skill(folder)
 
 
-def known_receipts(name: str, repo: Path | None) -> list[tuple[str, Receipt]]:
+def known_receipts(name: str, repo: Path | None) -> list[tuple[str, Filed]]:
     """Every receipt for a skill, from the team repo (if any) and the local store, oldest
     first, each with where it lives."""
-    found: list[tuple[str, Receipt]] = []
+    found: list[tuple[str, Filed]] = []
     if repo is not None:
         for folder in sorted((repo / "evals" / name).glob("v*")):
             for path in sorted(folder.glob("*.json")):
                 # a team receipt that does not parse is refused, not skipped: skipping a
                 # corrupted newer FAIL would leave an older PASS the newest
                 try:
-                    found.append((str(path), read_receipt(path)))
+                    found.append((str(path), read_filed(path)))
                 except (OSError, msgspec.DecodeError) as exc:
                     raise TeamError(
                         f"{path}: not a receipt skillbench writes ({exc}); restore or remove it"
@@ -262,6 +262,6 @@ def known_receipts(name: str, repo: Path | None) -> list[tuple[str, Receipt]]:
     return sorted(found, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
 
 
-def measured(r: Receipt) -> bool:
+def measured(r: Filed) -> bool:
     """The receipt scored something (its verdict is not NONE)."""
     return r.scored_rows > 0 and r.verdict != NONE

@@ -20,7 +20,7 @@ from skillbench.sandbox.runtime import runtime_dir
 from skillbench.sandbox.stage import check_phase, stage_arm
 from tests.conftest import CHANNELS
 from tests.helpers import make_skill
-from tests.sandbox_conformance import SandboxConformance
+from skillbench.sandbox.conformance import SandboxConformance
 
 pytestmark = pytest.mark.sandbox
 

@@ -10,7 +10,7 @@ import pytest
 
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman.provider import PodmanProvider, PodmanSandbox
-from tests.sandbox_conformance import SandboxConformance
+from skillbench.sandbox.conformance import SandboxConformance
 
 # the isolation tests, collected here: they run against this module's `provider`
 from tests.security.test_isolation import (  # noqa: F401
