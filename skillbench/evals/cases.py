@@ -16,6 +16,7 @@ from skillbench.evals.mcp import parse_mcp_servers
 from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
 from skillbench.evals.network import lint_service_hosts, parse_network
 from skillbench.evals.problems import Problem, SpecError
+from skillbench.evals.resources import parse_resources
 from skillbench.evals.services import parse_services
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
@@ -34,6 +35,8 @@ SESSION_FIELDS = (
     "image",
     "containerfile",
     "build_network",
+    "cpus",
+    "memory",
     "workdir",
     "network",
     "services",
@@ -110,6 +113,7 @@ def _session_fields(
     if "harbor" in data and rep.expect(("harbor",), data["harbor"], str, "harbor"):
         out["harbor"] = _harbor(rep, data["harbor"], case_file)
     out.update(_image(rep, data, case_file, skill_dir))
+    out.update(parse_resources(rep, data))
     if "network" in data:
         network = parse_network(rep, data["network"])
         if network is not None:

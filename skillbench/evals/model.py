@@ -95,6 +95,8 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     image: str | None = None  # a local image the case runs in (with the sandbox's users added)
     containerfile: str | None = None  # absolute path of the Containerfile its image is built from
     build_network: bool = False  # the containerfile's build may reach the network
+    cpus: float | None = None  # the case's own CPUs and memory (evals/resources.py)
+    memory: str | None = None
     workdir: str | None = None  # where its workspace is (default /work), e.g. an image's /app
     network: Network = Network()  # what each phase may reach through the egress proxy
     services: tuple[Service, ...] = ()  # containers beside each arm's sandbox, in start order
