@@ -450,3 +450,29 @@ def test_harbor_network_is_harbors_default_or_as_written(
         assert network in case, case
     assert not any("not a Harbor field" in x for x in out), out
     assert main(["check", str(into)]) == 0, capsys.readouterr().out
+
+
+def test_harbor_agent_timeout_is_kept_and_cut_at_the_users_cap(tmp_path: Path, capsys) -> None:
+    # a 3-hour agent timeout was cut to 120 minutes at import, silently; it is kept as
+    # written, and the run's cap (120 min unless --max-timeout / max_timeout raise it) is said
+    from skillbench.api import capped_timeouts
+    from skillbench.config import Settings
+    from skillbench.engine.plan import EvalOptions
+
+    task = {
+        "t/task.toml": 'version = "1.0"\n[agent]\ntimeout_sec = 10800\n',
+        "t/instruction.md": "Say hi.\n",
+        "t/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+    }
+    into = target(tmp_path)
+    code, out = imported(capsys, "harbor", write(tmp_path / "h", task) / "t", into)
+    assert code == 0, out
+    assert "\ntimeout_minutes: 180\n" in (into / "evals/cases/t.yaml").read_text()
+    assert main(["check", str(into)]) == 0
+    checked = capsys.readouterr().out
+    assert "cases/t.yaml:" in checked and "timeout 180 min is above the cap of 120 min" in checked
+    assert "`--max-timeout 180`" in checked, checked
+    capped = capped_timeouts(EvalOptions(skill_dir=str(into), settings=Settings()))
+    assert len(capped) == 1 and "the agent phase is cut at 120 min" in capped[0], capped
+    raised = EvalOptions(skill_dir=str(into), settings=Settings(max_timeout=180))
+    assert capped_timeouts(raised) == []

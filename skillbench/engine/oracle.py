@@ -32,7 +32,7 @@ from skillbench.engine.plan import (
     setup_case,
     validated,
 )
-from skillbench.evals.model import Session, Suite
+from skillbench.evals.model import Session, Suite, timeout_note
 from skillbench.results.checks import CheckResult
 from skillbench.sandbox import images_of, make_provider
 from skillbench.sandbox.base import ImageBuildError, SandboxError, SandboxProvider, SandboxSpec
@@ -78,6 +78,11 @@ async def oracle_run(
     )
     provider = make_provider()
     spec = sandbox_spec(opts.settings, opts.image)
+    cap = opts.settings.max_timeout
+    for name, session in list(sessions.items()):
+        if session.timeout_minutes > cap:  # cut at the run's cap, said
+            log(f"note: {session.path}: {timeout_note(session.timeout_minutes, cap)}")
+            sessions[name] = msgspec.structs.replace(session, timeout_minutes=cap)
     gate = asyncio.Semaphore(opts.settings.parallel)
     # where the egress proxy records the connections of a case that lists hosts
     network_dir = Path(opts.out or Path(".skillbench") / "oracle") / "network"

@@ -162,7 +162,7 @@ class Sessions:
             task=spec.task,
             skills=self.skill_infos(arm),
             max_turns=spec.max_turns,
-            timeout_s=spec.timeout_minutes * 60,
+            timeout_s=min(spec.timeout_minutes, self.settings.max_timeout) * 60,
             prices=self.settings.prices,
             budget=budget,
             ledger=self.ledger,

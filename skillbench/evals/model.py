@@ -41,7 +41,19 @@ REGEX_KINDS = frozenset(
 )
 PATH_KINDS = frozenset({"file_exists", "file_absent"})
 
-MAX_TIMEOUT_MINUTES = 120
+MAX_TIMEOUT_MINUTES = 120  # the default cap on an agent phase (setting `max_timeout`)
+CASE_TIMEOUT_MINUTES = 1440  # what a case may ask for: a day (Harbor tasks give hours)
+
+
+def timeout_note(minutes: int, cap: int = MAX_TIMEOUT_MINUTES) -> str:
+    """What a case whose timeout passes the run's cap is told (`check`, the run's start)."""
+    return (
+        f"timeout {minutes} min is above the cap of {cap} min: the agent phase is cut at "
+        f"{cap} min (raise it with `--max-timeout {minutes}` or `max_timeout = {minutes}` in "
+        "skillbench.toml)"
+    )
+
+
 DEFAULT_MAX_TURNS = 200
 
 
