@@ -85,6 +85,9 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # minutes: the cap on a case's `timeout_minutes` (a Harbor task's agent timeout_sec as
     # written); `--max-timeout` raises it for one run
     max_timeout: int = MAX_TIMEOUT_MINUTES
+    # "declared": each phase gets its case's `network:` through the egress proxy; "none":
+    # no phase reaches anything (`--network none`); engine/netreport.py
+    network: str = "declared"
     k: int = 1
     min_net_lift: float = MIN_NET_LIFT  # PASS/FAIL need at least this net lift over units
     team: str | None = None
@@ -256,6 +259,10 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         raise ConfigError(
             f"{path or 'config'}: min-net-lift is a share of units between 0 and 1 "
             f"(default {MIN_NET_LIFT}), got {settings.min_net_lift}"
+        )
+    if settings.network not in ("declared", "none"):
+        raise ConfigError(
+            f'{path or "config"}: network = {settings.network!r}; use "declared" or "none"'
         )
     if not 1 <= settings.max_timeout <= CASE_TIMEOUT_MINUTES:
         raise ConfigError(

@@ -47,9 +47,19 @@ def test_a_harbor_task_with_a_service_and_the_default_network_runs(tmp_path: Pat
         case.write_text(text.replace("network: [pypi.org, ", f"network: [pypi.org, {address}, "))
     out = tmp_path / "oracle"
     code = main(["eval", str(into), "--oracle", "--model", "scripted/demo", "--out", str(out)])
-    report = capsys.readouterr().out
+    report, said = capsys.readouterr()
     assert code == 0 and "oracle PASS: ask-api" in report, report
+    assert "network: ask-api: agent egress proxy to pypi.org, " in said, said
     seen = [json.loads(x) for x in (out / "network/ask-api.oracle.jsonl").open()]
     assert {(e["phase"], e["host"], e["port"], e["allowed"]) for e in seen} == {
         ("verifier", "pypi.org", 443, True)
     }, seen
+    # the user's restriction: no phase reaches anything, and the report says so
+    out = tmp_path / "offline"
+    args = ["eval", str(into), "--oracle", "--model", "scripted/demo", "--out", str(out)]
+    assert main([*args, "--network", "none"]) == 0
+    said = capsys.readouterr().err
+    assert "network: ask-api: agent none (--network none) · verifier none (--network none)" in (
+        said
+    ), said
+    assert not (out / "network/ask-api.oracle.jsonl").exists()

@@ -39,6 +39,7 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     # minutes: the most any case's agent phase may take (default 120); a case that asks for
     # more runs with this, said at the start of the run
     max_timeout: int | None = None
+    network: str | None = None  # "declared" (the default) or "none": no phase reaches anything
     team: str | None = None  # a team repo: adds the incumbent arm
     out: str | None = None  # the run folder (default .skillbench/runs/<run_id>/)
     resume: str | None = None  # a run folder to continue; reruns only what is missing
@@ -66,6 +67,7 @@ _SETTINGS = (
     "agent",
     "min_net_lift",
     "max_timeout",
+    "network",
 )
 # what a resumed run keeps
 _RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift", "evals")
@@ -89,6 +91,8 @@ def check_options(options: Options) -> None:
         raise OptionsError("--runs must be at least 1")
     if not 0 < options.threshold <= 1:
         raise OptionsError("--threshold is a trigger rate in (0, 1]")
+    if options.network is not None and options.network not in ("declared", "none"):
+        raise OptionsError(f"--network {options.network}: use declared or none")
     if options.max_timeout is not None and not 1 <= options.max_timeout <= CASE_TIMEOUT_MINUTES:
         raise OptionsError(f"--max-timeout must be between 1 and {CASE_TIMEOUT_MINUTES} minutes")
     if options.parallel is not None and not 1 <= options.parallel <= MAX_PARALLEL:

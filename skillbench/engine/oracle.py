@@ -20,6 +20,7 @@ from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.checks import RESULTS, run_checks
 from skillbench.config import sandbox_spec
 from skillbench.egress import phase_proxy
+from skillbench.engine.netreport import network_lines, networks, phase_hosts
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
@@ -78,7 +79,9 @@ async def oracle_run(
     )
     provider = make_provider()
     spec = sandbox_spec(opts.settings, opts.image)
-    cap = opts.settings.max_timeout
+    cap, mode = opts.settings.max_timeout, opts.settings.network
+    for line in network_lines(networks(sessions, mode)):
+        log(line)
     for name, session in list(sessions.items()):
         if session.timeout_minutes > cap:  # cut at the run's cap, said
             log(f"note: {session.path}: {timeout_note(session.timeout_minutes, cap)}")
@@ -97,8 +100,8 @@ async def oracle_run(
         net = session.network
         async with (
             gate,
-            phase_proxy(own, net.agent, log, "agent") as solve_box,
-            phase_proxy(own, net.verifier, log, "verifier") as check_box,
+            phase_proxy(own, phase_hosts(net.agent, mode), log, "agent") as solve_box,
+            phase_proxy(own, phase_hosts(net.verifier, mode), log, "verifier") as check_box,
         ):
             solved = await _solve(provider, (solve_box, check_box), skill_dir, name, session)
             if solved.passed is not True:
