@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from skillbench.engine.netreport import network_lines
-from skillbench.judge import family_warning
+from skillbench.grading.judge import family_warning
 from skillbench.report.evidence import evidence_lines
 from skillbench.report.skill_creator import figures_line
 from skillbench.results.stats import ALPHA, MIN_DECIDED
