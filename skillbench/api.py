@@ -103,6 +103,8 @@ def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log)
         )
         if memory:
             log(f"warning: {memory}")
+    for line in capped_timeouts(opts):
+        log(f"note: {line}")
     if options.resume:
         return
     if options.max_cost is not None:
@@ -120,6 +122,23 @@ def _before_run(opts: EvalOptions, options: Options, kinds: list[str], log: Log)
         opts.spent_before = generate_for(
             Path(opts.skill_dir), opts.settings, kinds, log, True, options.max_cost
         )
+
+
+def capped_timeouts(opts: EvalOptions) -> list[str]:
+    """Each case whose `timeout_minutes` passes the run's `max_timeout`, with its file."""
+    from skillbench.engine.plan import validated
+    from skillbench.evals.model import timeout_note
+
+    try:
+        _, assets = validated(Path(opts.skill_dir), opts.evals)
+    except Exception:  # (the run itself reports a broken suite, with its line)
+        return []
+    cap = opts.settings.max_timeout
+    return [
+        f"{case.path}: {timeout_note(case.timeout_minutes, cap)}"
+        for case in assets.cases
+        if case.timeout_minutes > cap
+    ]
 
 
 def _off_loop(call: Callable[[], T]) -> T | None:

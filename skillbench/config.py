@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from skillbench.errors import SkillbenchError
+from skillbench.evals.model import CASE_TIMEOUT_MINUTES, MAX_TIMEOUT_MINUTES
 from skillbench.evals.skills import SKILL_FILE, VERSION_RE
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
@@ -81,6 +82,12 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     agent: str = "builtin"  # what runs in the arms: builtin, claude-code, codex
     agents: dict[str, dict[str, str]] = {}  # [agents.claude-code] version = "2.1.332"
     parallel: int = 4
+    # minutes: the cap on a case's `timeout_minutes` (a Harbor task's agent timeout_sec as
+    # written); `--max-timeout` raises it for one run
+    max_timeout: int = MAX_TIMEOUT_MINUTES
+    # "declared": each phase gets its case's `network:` through the egress proxy; "none":
+    # no phase reaches anything (`--network none`); engine/netreport.py
+    network: str = "declared"
     k: int = 1
     min_net_lift: float = MIN_NET_LIFT  # PASS/FAIL need at least this net lift over units
     team: str | None = None
@@ -252,6 +259,14 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         raise ConfigError(
             f"{path or 'config'}: min-net-lift is a share of units between 0 and 1 "
             f"(default {MIN_NET_LIFT}), got {settings.min_net_lift}"
+        )
+    if settings.network not in ("declared", "none"):
+        raise ConfigError(
+            f'{path or "config"}: network = {settings.network!r}; use "declared" or "none"'
+        )
+    if not 1 <= settings.max_timeout <= CASE_TIMEOUT_MINUTES:
+        raise ConfigError(
+            f"{path or 'config'}: max_timeout must be between 1 and {CASE_TIMEOUT_MINUTES} minutes"
         )
     if not 1 <= settings.parallel <= MAX_PARALLEL:
         raise ConfigError(f"{path or 'config'}: parallel must be between 1 and {MAX_PARALLEL}")

@@ -43,6 +43,8 @@ def options_of(args: argparse.Namespace) -> api.Options:
         min_net_lift=args.min_net_lift,
         sequential=args.sequential,
         parallel=args.parallel,
+        max_timeout=args.max_timeout,
+        network=args.network,
         team=args.team,
         out=args.out,
         resume=args.resume,
@@ -331,6 +333,19 @@ def register_eval(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--parallel", type=int, help="sessions (and trigger calls) at once, at most 64 (default 4)"
+    )
+    p.add_argument(
+        "--max-timeout",
+        type=int,
+        metavar="MINUTES",
+        help="the most a case's agent phase may take, up to 1440 (default: config "
+        "`max_timeout`, or 120); a case asking for more is cut there, said",
+    )
+    p.add_argument(
+        "--network",
+        choices=("declared", "none"),
+        help="declared (default: config `network`): each phase reaches what its case's "
+        "`network:` lists, through the logged egress proxy; none: no phase reaches anything",
     )
     p.add_argument("--case", metavar="STEM", help="run one case (or `suite`)")
     p.add_argument("--out", metavar="DIR", help="run folder")

@@ -36,6 +36,10 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     min_net_lift: float | None = None  # the net lift over units PASS/FAIL need (default 0.2)
     sequential: bool | None = None  # stop as soon as the verdict is settled ([stats] sequential)
     parallel: int | None = None  # sessions (and trigger calls) at once, 1 to 64 (default 4)
+    # minutes: the most any case's agent phase may take (default 120); a case that asks for
+    # more runs with this, said at the start of the run
+    max_timeout: int | None = None
+    network: str | None = None  # "declared" (the default) or "none": no phase reaches anything
     team: str | None = None  # a team repo: adds the incumbent arm
     out: str | None = None  # the run folder (default .skillbench/runs/<run_id>/)
     resume: str | None = None  # a run folder to continue; reruns only what is missing
@@ -54,7 +58,17 @@ class Options(msgspec.Struct, kw_only=True, frozen=True):
     evals: list[str] | None = None  # --evals: foreign eval files outside the skill
 
 
-_SETTINGS = ("model", "judge_model", "k", "parallel", "team", "agent", "min_net_lift")
+_SETTINGS = (
+    "model",
+    "judge_model",
+    "k",
+    "parallel",
+    "team",
+    "agent",
+    "min_net_lift",
+    "max_timeout",
+    "network",
+)
 # what a resumed run keeps
 _RESUMED = ("model", "judge_model", "k", "team", "agent", "min_net_lift", "evals")
 
@@ -71,11 +85,16 @@ def settings_for(start: Path, options: Options) -> Settings:
 
 def check_options(options: Options) -> None:
     from skillbench.config import MAX_PARALLEL
+    from skillbench.evals.model import CASE_TIMEOUT_MINUTES
 
     if options.runs < 1:
         raise OptionsError("--runs must be at least 1")
     if not 0 < options.threshold <= 1:
         raise OptionsError("--threshold is a trigger rate in (0, 1]")
+    if options.network is not None and options.network not in ("declared", "none"):
+        raise OptionsError(f"--network {options.network}: use declared or none")
+    if options.max_timeout is not None and not 1 <= options.max_timeout <= CASE_TIMEOUT_MINUTES:
+        raise OptionsError(f"--max-timeout must be between 1 and {CASE_TIMEOUT_MINUTES} minutes")
     if options.parallel is not None and not 1 <= options.parallel <= MAX_PARALLEL:
         raise OptionsError(
             f"--parallel must be between 1 and {MAX_PARALLEL} (each session is a "

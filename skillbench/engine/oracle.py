@@ -19,6 +19,7 @@ import msgspec
 from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.checks.run import RESULTS, run_checks
 from skillbench.config import sandbox_spec
+from skillbench.engine.netreport import network_lines, networks, phase_hosts
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
@@ -31,7 +32,7 @@ from skillbench.engine.plan import (
     setup_case,
     validated,
 )
-from skillbench.evals.model import Session, Suite
+from skillbench.evals.model import Session, Suite, timeout_note
 from skillbench.results.checks import CheckResult
 from skillbench.results.transcript import Transcript
 from skillbench.sandbox import images_of, make_provider
@@ -85,6 +86,13 @@ async def oracle_run(
     )
     provider = make_provider()
     spec = sandbox_spec(opts.settings, opts.image)
+    cap, mode = opts.settings.max_timeout, opts.settings.network
+    for line in network_lines(networks(sessions, mode)):
+        log(line)
+    for name, session in list(sessions.items()):
+        if session.timeout_minutes > cap:  # cut at the run's cap, said
+            log(f"note: {session.path}: {timeout_note(session.timeout_minutes, cap)}")
+            sessions[name] = msgspec.structs.replace(session, timeout_minutes=cap)
     gate = asyncio.Semaphore(opts.settings.parallel)
     # where the egress proxy records the connections of a case that lists hosts
     network_dir = Path(opts.out or Path(".skillbench") / "oracle") / "network"
@@ -99,8 +107,8 @@ async def oracle_run(
         net = session.network
         async with (
             gate,
-            phase_proxy(own, net.agent, log, "agent") as solve_box,
-            phase_proxy(own, net.verifier, log, "verifier") as check_box,
+            phase_proxy(own, phase_hosts(net.agent, mode), log, "agent") as solve_box,
+            phase_proxy(own, phase_hosts(net.verifier, mode), log, "verifier") as check_box,
         ):
             solved = await _solve(provider, (solve_box, check_box), skill_dir, name, session)
             if solved.passed is not True:

@@ -20,6 +20,7 @@ from skillbench.errors import EvalError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
+from skillbench.evals.resources import capped_cpus
 from skillbench.evals.skills import (
     RUNS_DIR,
     Skill,
@@ -122,14 +123,16 @@ def setup_case(spec: Session, skill_dir: Path) -> Path | None:
 
 
 def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
-    """The sandbox a session runs in: `base` with the session's own image, workdir and
-    services."""
+    """The sandbox a session runs in: `base` with the session's own image, workdir,
+    services, CPUs (capped to the machine's: evals/resources.py) and memory."""
     return msgspec.structs.replace(
         base,
         image=image or base.image,
         workdir=session.workdir or base.workdir,
         services=session.services,
         as_root=session.as_root,
+        cpus=base.cpus if session.cpus is None else capped_cpus(session.cpus),
+        memory=session.memory or base.memory,
     )
 
 

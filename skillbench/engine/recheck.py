@@ -8,6 +8,7 @@ import shutil
 
 from msgspec.structs import replace
 
+from skillbench.engine.netreport import phase_hosts
 from skillbench.engine.reuse import Reused, arm_identity, cache_key, session_inputs
 from skillbench.engine.session import Sessions, handover_notes
 from skillbench.results.records import CANDIDATE, SessionRecord, session_key
@@ -68,7 +69,7 @@ class Reusing(Sessions):
         )
         text = read_trace(self.run_dir / transcript) if transcript else Transcript([])
         log = self.run_dir / "network" / f"{key}.jsonl"
-        hosts = self.specs[name].network.verifier
+        hosts = phase_hosts(self.specs[name].network.verifier, self.settings.network)
         async with phase_proxy(self.spec_for(name), hosts, log, "verifier") as check_box:
             try:
                 staged = await recheck_phase(

@@ -16,6 +16,7 @@ import msgspec
 
 from skillbench.engine.accounting import accounting
 from skillbench.engine.judging import Judging
+from skillbench.engine.netreport import networks
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
@@ -320,6 +321,7 @@ async def execute(
     plan, run_dir, skill, sessions = prepared
     runner = Runner(opts, plan, run_dir, skill, sessions, progress, placement, pool)
     summary = await runner.run()
+    summary.network = networks(sessions, opts.settings.network)
     if opts.triggers:
         capped = opts.max_cost is not None and runner.spend >= opts.max_cost
         if capped or (pool is not None and runner.ledger.exhausted()):

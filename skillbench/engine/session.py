@@ -16,6 +16,7 @@ from skillbench.agents.base import EarlyStart
 from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.checks.run import run_checks
 from skillbench.config import sandbox_spec
+from skillbench.engine.netreport import phase_hosts
 from skillbench.engine.plan import SUITE, EvalError, EvalOptions, case_home, case_spec, setup_case
 from skillbench.engine.reuse import SessionCache
 from skillbench.evals.model import Check, Session, Suite
@@ -162,7 +163,7 @@ class Sessions:
             task=spec.task,
             skills=self.skill_infos(arm),
             max_turns=spec.max_turns,
-            timeout_s=spec.timeout_minutes * 60,
+            timeout_s=min(spec.timeout_minutes, self.settings.max_timeout) * 60,
             prices=self.settings.prices,
             budget=budget,
             ledger=self.ledger,
@@ -208,9 +209,12 @@ class Sessions:
         spec = self.specs[name]
         log = self.run_dir / "network" / f"{record.key}.jsonl"
         agent_box = replace(self.spec_for(name), relay=session.relay)
+        mode = self.settings.network
         async with (
-            phase_proxy(agent_box, spec.network.agent, log, "agent") as box,
-            phase_proxy(self.spec_for(name), spec.network.verifier, log, "verifier") as check_box,
+            phase_proxy(agent_box, phase_hosts(spec.network.agent, mode), log, "agent") as box,
+            phase_proxy(
+                self.spec_for(name), phase_hosts(spec.network.verifier, mode), log, "verifier"
+            ) as check_box,
         ):
             # The opening model call flies while the sandbox is made and staged, except for a
             # case with `setup`: setup may fail and skip the case, and a call sent for it

@@ -13,9 +13,18 @@ from skillbench.evals.containerfile import NETWORK_FIELD, lint
 from skillbench.evals.fields import Report, root_mapping, type_name
 from skillbench.evals.imageref import ref_problem
 from skillbench.evals.mcp import parse_mcp_servers
-from skillbench.evals.model import BUCKETS, MAX_TIMEOUT_MINUTES, Case, SubCase, Suite
+from skillbench.evals.model import (
+    BUCKETS,
+    CASE_TIMEOUT_MINUTES,
+    MAX_TIMEOUT_MINUTES,
+    Case,
+    SubCase,
+    Suite,
+    timeout_note,
+)
 from skillbench.evals.network import lint_service_hosts, parse_network
 from skillbench.evals.problems import Problem, SpecError
+from skillbench.evals.resources import parse_resources
 from skillbench.evals.services import parse_services
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
@@ -34,6 +43,8 @@ SESSION_FIELDS = (
     "image",
     "containerfile",
     "build_network",
+    "cpus",
+    "memory",
     "workdir",
     "network",
     "services",
@@ -113,6 +124,7 @@ def _session_fields(
     if "as_root" in data:
         out["as_root"] = _as_root(rep, data["as_root"])
     out.update(_image(rep, data, case_file, skill_dir))
+    out.update(parse_resources(rep, data))
     if "network" in data:
         network = parse_network(rep, data["network"])
         if network is not None:
@@ -145,10 +157,12 @@ def _session_fields(
     if "timeout_minutes" in data:
         value = data["timeout_minutes"]
         if rep.expect(("timeout_minutes",), value, int, "timeout_minutes"):
-            if not 1 <= value <= MAX_TIMEOUT_MINUTES:
+            if value > MAX_TIMEOUT_MINUTES and value <= CASE_TIMEOUT_MINUTES:
+                rep.note(("timeout_minutes",), timeout_note(value))
+            if not 1 <= value <= CASE_TIMEOUT_MINUTES:
                 rep.error(
                     ("timeout_minutes",),
-                    f"`timeout_minutes` must be between 1 and {MAX_TIMEOUT_MINUTES}, got {value}",
+                    f"`timeout_minutes` must be between 1 and {CASE_TIMEOUT_MINUTES}, got {value}",
                 )
             else:
                 out["timeout_minutes"] = value

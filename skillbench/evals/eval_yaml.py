@@ -21,7 +21,13 @@ from typing import Any, Literal
 
 from skillbench.evals.cases import bad_file_path
 from skillbench.evals.fields import Report, type_name
-from skillbench.evals.model import MAX_TIMEOUT_MINUTES, Case, Check
+from skillbench.evals.model import (
+    CASE_TIMEOUT_MINUTES,
+    MAX_TIMEOUT_MINUTES,
+    Case,
+    Check,
+    timeout_note,
+)
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
@@ -205,9 +211,11 @@ class _Reader:
 
     def minutes(self, at: KeyPath, seconds: float) -> int:
         value = max(1, math.ceil(seconds / 60))
-        if value > MAX_TIMEOUT_MINUTES:
-            self.rep.warn(at, f"timeout above {MAX_TIMEOUT_MINUTES} minutes; capped")
-        return min(value, MAX_TIMEOUT_MINUTES)
+        if value > CASE_TIMEOUT_MINUTES:
+            self.rep.warn(at, f"timeout above {CASE_TIMEOUT_MINUTES} minutes; capped")
+        elif value > MAX_TIMEOUT_MINUTES:
+            self.rep.note(at, timeout_note(value))
+        return min(value, CASE_TIMEOUT_MINUTES)
 
     # -- Vally ----------------------------------------------------------------------------
 

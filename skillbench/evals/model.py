@@ -41,7 +41,19 @@ REGEX_KINDS = frozenset(
 )
 PATH_KINDS = frozenset({"file_exists", "file_absent"})
 
-MAX_TIMEOUT_MINUTES = 120
+MAX_TIMEOUT_MINUTES = 120  # the default cap on an agent phase (setting `max_timeout`)
+CASE_TIMEOUT_MINUTES = 1440  # what a case may ask for: a day (Harbor tasks give hours)
+
+
+def timeout_note(minutes: int, cap: int = MAX_TIMEOUT_MINUTES) -> str:
+    """What a case whose timeout passes the run's cap is told (`check`, the run's start)."""
+    return (
+        f"timeout {minutes} min is above the cap of {cap} min: the agent phase is cut at "
+        f"{cap} min (raise it with `--max-timeout {minutes}` or `max_timeout = {minutes}` in "
+        "skillbench.toml)"
+    )
+
+
 DEFAULT_MAX_TURNS = 200
 
 
@@ -95,6 +107,8 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     image: str | None = None  # a local image the case runs in (with the sandbox's users added)
     containerfile: str | None = None  # absolute path of the Containerfile its image is built from
     build_network: bool = False  # the containerfile's build may reach the network
+    cpus: float | None = None  # the case's own CPUs and memory (evals/resources.py)
+    memory: str | None = None
     workdir: str | None = None  # where its workspace is (default /work), e.g. an image's /app
     network: Network = Network()  # what each phase may reach through the egress proxy
     services: tuple[Service, ...] = ()  # containers beside each arm's sandbox, in start order

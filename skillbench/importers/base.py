@@ -22,6 +22,7 @@ import yaml
 
 from skillbench.errors import SkillbenchError
 from skillbench.evals import SpecError, load_assets
+from skillbench.evals.model import CASE_TIMEOUT_MINUTES
 from skillbench.evals.problems import Problem
 from skillbench.evals.yamlsrc import CappedLoader
 from skillbench.sandbox.podman.case_image import SANDBOX_FROM
@@ -290,7 +291,7 @@ def case_yaml(
 
 def timeout_minutes(seconds: Any) -> int | None:
     if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
-        return min(120, max(1, math.ceil(seconds / 60)))
+        return min(CASE_TIMEOUT_MINUTES, max(1, math.ceil(seconds / 60)))
     return None
 
 

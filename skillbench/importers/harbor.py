@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.evals.cases import workdir_problem
+from skillbench.evals.resources import machine_cpus
 from skillbench.importers.base import (
     Imported,
     ImportError_,
@@ -95,11 +96,13 @@ INTERNET = (
     "objects.githubusercontent.com",
     "release-assets.githubusercontent.com",
 )
-_METADATA = (("environment", "cpus"), ("environment", "memory_mb"), ("environment", "gpus"))
+_METADATA = (("environment", "gpus"),)
 # every task.toml field this importer reads, maps or names as dropped; any other is listed
 _KNOWN = {
     *_DROPPED,
     *_METADATA,
+    ("environment", "cpus"),
+    ("environment", "memory_mb"),
     ("environment", "docker_image"),
     ("environment", "allow_internet"),
     ("environment", "network_mode"),
@@ -124,6 +127,26 @@ def _fields(table: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[s
         else:
             paths.append(path)
     return paths
+
+
+def _resources(get: Any, where: str, extra: dict[str, str], out: Imported) -> None:
+    """Harbor's `cpus` and `memory_mb`, as the case's own (evals/resources.py: more CPUs than
+    the machine has are capped, and `check` says so)."""
+    cpus, memory = get("environment", "cpus"), get("environment", "memory_mb")
+    if isinstance(cpus, int | float) and not isinstance(cpus, bool) and cpus > 0:
+        extra["cpus"] = f"{cpus:g}"
+        have = machine_cpus()
+        if cpus > have:
+            out.unmapped.append(
+                f"{where}: environment.cpus = {cpus:g} — this machine has {have}: the "
+                f"sandbox gets {have} (capped)"
+            )
+    elif cpus is not None:
+        out.unmapped.append(f"{where}: environment.cpus = {cpus!r} — not a number: ignored")
+    if isinstance(memory, int) and not isinstance(memory, bool) and memory > 0:
+        extra["memory"] = f"{memory}m"
+    elif memory is not None:
+        out.unmapped.append(f"{where}: environment.memory_mb = {memory!r} — not a number: ignored")
 
 
 def _harbor_unmapped(folder: Path, task: dict[str, Any], where: str, out: Imported) -> None:
@@ -236,6 +259,7 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     minutes = timeout_minutes(get("agent", "timeout_sec"))
     if minutes:
         extra["timeout_minutes"] = str(minutes)
+    _resources(get, where, extra, out)
     notes = [f"{'.'.join(k)} = {get(*k)}" for k in _METADATA if get(*k) is not None]
     notes += [f"metadata: {task['metadata']}"] if "metadata" in task else []
     for keys, why in _DROPPED.items():
@@ -248,6 +272,13 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         extra.update(image_field(str(get("environment", "docker_image")), where, out))
     elif is_file(docker):
         extra.update(containerfile_field(docker, name, where, source, out))
+        # Harbor builds a task's image with the network (its RUN steps install packages);
+        # the build is apart from every phase: its network is never the agent's
+        extra["build_network"] = "true"
+        out.unmapped.append(
+            f"{where}: environment/Dockerfile — built with the network, as Harbor builds it "
+            "(`build_network: true`)"
+        )
     services: dict[str, Any] = {}
     for compose in (folder / "environment" / n for n in _COMPOSE):
         if compose.is_file():  # its sidecars run in the arm's pod; `main` is the sandbox

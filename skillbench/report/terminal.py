@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from skillbench.engine.netreport import network_lines
 from skillbench.grading.judge import family_warning
 from skillbench.report.evidence import evidence_lines
 from skillbench.report.skill_creator import figures_line
@@ -84,6 +85,7 @@ def report_lines(summary: Summary) -> list[str]:
     figures = figures_line(summary)
     if figures:
         lines.append(figures)
+    lines.extend(network_lines(summary.network))
     if summary.triggers:
         lines.extend(trigger_lines(summary.triggers))
     elif summary.triggers_note:

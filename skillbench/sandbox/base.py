@@ -114,6 +114,8 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     logs: bool = False  # a writable /logs (tmpfs): where imported verifiers write rewards
     relay: Relay | None = None
     egress: Relay | None = None  # the egress proxy's relay, when the phase has an allowlist
+    # a checker: its relays carry nothing until hand_over (the agent may share its loopback)
+    handover: bool = False
     services: tuple[Service, ...] = ()  # the case's: stage_arm starts them in the arm's pod
     pod: str | None = None  # the pod (SandboxProvider.pod) this sandbox joins: its network
     pids: int = 512

@@ -43,6 +43,10 @@ from skillbench.evals.network import Allowed, parse_entry
 from skillbench.sandbox.base import Relay, SandboxSpec
 
 PROXY_PORT = 3128  # the proxy's address inside the sandbox: http://127.0.0.1:3128
+# The verifier's: another port, because in an arm's pod the checker shares the agent's network
+# namespace, and starts while the agent's sandbox (listening on PROXY_PORT) still runs; the
+# same port there would make the checker's executor fail to bind and never start.
+CHECK_PROXY_PORT = 3129
 _HEAD_CAP = 64 << 10  # bytes of a request head; more is refused
 _CONNECT_TIMEOUT = 10.0
 # Hop-by-hop headers of the client's request (RFC 9110 §7.6.1) and the proxy's own.
@@ -608,14 +612,15 @@ async def phase_proxy(
         yield spec
         return
     services = [s.name for s in spec.services]
+    port = PROXY_PORT if phase == "agent" else CHECK_PROXY_PORT
     proxy = EgressProxy(hosts, log, phase, services).start()
     # reached directly: a CLI agent's broker, at its own loopback port, and the services
     direct = [f"127.0.0.1:{spec.relay.port}"] if spec.relay else []
     try:
         yield msgspec.structs.replace(
             spec,
-            egress=Relay(PROXY_PORT, "127.0.0.1", proxy.port),
-            env={**spec.env, **proxy_env([*direct, *services])},
+            egress=Relay(port, "127.0.0.1", proxy.port),
+            env={**spec.env, **proxy_env([*direct, *services], port)},
         )
     finally:
         await asyncio.to_thread(proxy.stop)

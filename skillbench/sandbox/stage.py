@@ -320,6 +320,7 @@ async def _open_checker(
     checker_spec = msgspec.structs.replace(
         spec,
         user=CHECKER,
+        handover=True,
         workspace=workspace.name,
         pod=pod.name if pod else None,
         env={**spec.env, **container_env()},

@@ -91,12 +91,12 @@ def test_wrong_types_name_field_and_type(tmp_path: Path, line: str, expected: st
     ("body", "expected"),
     [
         (
-            "task: t\ntimeout_minutes: 121\n",
-            "2: error: `timeout_minutes` must be between 1 and 120, got 121",
+            "task: t\ntimeout_minutes: 1441\n",
+            "2: error: `timeout_minutes` must be between 1 and 1440, got 1441",
         ),
         (
             "task: t\ntimeout_minutes: 0\n",
-            "2: error: `timeout_minutes` must be between 1 and 120, got 0",
+            "2: error: `timeout_minutes` must be between 1 and 1440, got 0",
         ),
         ("task: t\nmax_turns: -3\n", "2: error: `max_turns` must be at least 1, got -3"),
         (

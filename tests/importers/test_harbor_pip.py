@@ -145,6 +145,14 @@ def test_a_harbor_verifier_installs_pytest_through_the_proxy(
         run = tmp_path / "run"
         _, _, summary = run_eval(capsys, into, run, "--execution-only")
     (row,) = summary["rows"]
+    # which network each phase had, in summary.json (and the report's lines)
+    assert summary["network"] == {
+        "primes": {
+            "agent": "none",
+            "verifier": f"egress proxy to 127.0.0.1:{port} (each connection in network/)",
+            "build": "podman's network",
+        }
+    }, summary["network"]
     assert row["outcome"] == "win", json.dumps(row)
     assert row["arms"]["candidate"]["passed"] and row["arms"]["candidate"]["metrics"] == {
         "reward": 1.0

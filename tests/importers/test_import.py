@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from skillbench.cli import main
+from skillbench.evals.resources import machine_cpus
 from tests.helpers import BASE, CAND, conv, run_eval, skill, write, write_file
 
 MARGIN = {
@@ -123,7 +124,7 @@ def test_harbor_names_tasks_stably_and_maps_its_fields(tmp_path: Path, capsys) -
         f"reward: {{file: /logs/verifier/reward.txt, min: 1, run: {first}/run-tests.sh, "
         "timeout: 120}"  # the task's [verifier] timeout_sec
     ) in case
-    assert "timeout_minutes: 5" in case and "environment.cpus = 1" in case
+    assert "timeout_minutes: 5" in case and "\ncpus: 1\n" in case  # applied, not a comment
     joined = "\n".join(out)
     assert "version — dropped" in joined
     # false: no network, skillbench's default too; absent: Harbor's default, true, said
@@ -131,7 +132,7 @@ def test_harbor_names_tasks_stably_and_maps_its_fields(tmp_path: Path, capsys) -
     assert len(said) == 1 and "absent: Harbor's default is true" in said[0], out
     other = next(n for n in names if n != first)
     assert "network: [pypi.org, " in (into / f"evals/cases/{other}.yaml").read_text()
-    assert "network:" not in case
+    assert "\nnetwork:" not in case
     assert "workdir: /app" in case  # the Dockerfile's WORKDIR holds the workspace
     assert "containerfile: " in case
     # unmodified: the checker shows the task's tests/ at /tests, where test.sh looks
@@ -369,7 +370,7 @@ def test_harbor_fields_and_variables_are_named_as_harbor_defines_them(
     # [environment.env] are its fields; its compose files get TEST_DIR, CPUS and MEMORY
     task = {
         "t/task.toml": (
-            'version = "1.0"\n[environment]\nbuild_timeout_sec = 900.0\ncpus = 2\n'
+            'version = "1.0"\n[environment]\nbuild_timeout_sec = 900.0\ncpus = 64\n'
             'memory_mb = 4096\nstorage_mb = 10240\n[environment.env]\nMODE = "ci"\n'
         ),
         "t/instruction.md": "Say hi.\n",
@@ -395,6 +396,14 @@ def test_harbor_fields_and_variables_are_named_as_harbor_defines_them(
         assert f"t: docker-compose.yaml: ${{{var}}} — Harbor's, the task's" in joined, joined
     case = (target(tmp_path) / "evals/cases/t.yaml").read_text()
     assert '"TESTS": "/tests"' in case, case  # where Harbor puts tests/
+    # the task's resources are the case's own; more CPUs than the machine has: said, capped
+    assert "\ncpus: 64\n" in case and "\nmemory: 4096m\n" in case, case
+    have = machine_cpus()
+    assert f"t: environment.cpus = 64 — this machine has {have}: the sandbox gets {have}" in joined
+    assert main(["check", str(target(tmp_path))]) == 0
+    checked = capsys.readouterr().out
+    assert f"`cpus: 64` is more than this machine's {have}" in checked, checked
+    assert "cases/t.yaml:" in checked, checked
 
 
 def test_harbor_verifier_timeout_is_kept_as_written(tmp_path: Path, capsys) -> None:
@@ -441,3 +450,29 @@ def test_harbor_network_is_harbors_default_or_as_written(
         assert network in case, case
     assert not any("not a Harbor field" in x for x in out), out
     assert main(["check", str(into)]) == 0, capsys.readouterr().out
+
+
+def test_harbor_agent_timeout_is_kept_and_cut_at_the_users_cap(tmp_path: Path, capsys) -> None:
+    # a 3-hour agent timeout was cut to 120 minutes at import, silently; it is kept as
+    # written, and the run's cap (120 min unless --max-timeout / max_timeout raise it) is said
+    from skillbench.api import capped_timeouts
+    from skillbench.config import Settings
+    from skillbench.engine.plan import EvalOptions
+
+    task = {
+        "t/task.toml": 'version = "1.0"\n[agent]\ntimeout_sec = 10800\n',
+        "t/instruction.md": "Say hi.\n",
+        "t/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+    }
+    into = target(tmp_path)
+    code, out = imported(capsys, "harbor", write(tmp_path / "h", task) / "t", into)
+    assert code == 0, out
+    assert "\ntimeout_minutes: 180\n" in (into / "evals/cases/t.yaml").read_text()
+    assert main(["check", str(into)]) == 0
+    checked = capsys.readouterr().out
+    assert "cases/t.yaml:" in checked and "timeout 180 min is above the cap of 120 min" in checked
+    assert "`--max-timeout 180`" in checked, checked
+    capped = capped_timeouts(EvalOptions(skill_dir=str(into), settings=Settings()))
+    assert len(capped) == 1 and "the agent phase is cut at 120 min" in capped[0], capped
+    raised = EvalOptions(skill_dir=str(into), settings=Settings(max_timeout=180))
+    assert capped_timeouts(raised) == []

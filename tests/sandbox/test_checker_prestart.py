@@ -22,9 +22,15 @@ from podman import PodmanClient
 from skillbench.evals import load_case
 from skillbench.evals.services import Service
 from skillbench.sandbox.base import Relay, SandboxError, SandboxSpec
-from skillbench.sandbox.egress import PROXY_PORT
+from skillbench.sandbox.egress import CHECK_PROXY_PORT, PROXY_PORT
 from skillbench.sandbox.podman.provider import OWNER_LABEL, PROVIDER_LABEL, PodmanProvider
-from skillbench.sandbox.stage import StagedArm, check_phase, stage_arm, start_checker
+from skillbench.sandbox.stage import (
+    StagedArm,
+    _begin_checker,
+    check_phase,
+    stage_arm,
+    start_checker,
+)
 from tests.helpers import BASE, CAND, bash, conv, run_eval, skill, write
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("podman_service")]
@@ -207,6 +213,51 @@ async def test_in_a_pod_a_listening_checker_waits_for_the_handover(
         assert (await checker.exec("cat x")).stdout == "kept\n"
     finally:
         await arm.close()
+
+
+@pytest.mark.anyio
+async def test_in_a_pod_the_agent_never_reaches_the_verifiers_proxy(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    # the agent's phase and the verifier's both have a proxy (issue 37: a Harbor task with a
+    # sidecar and allow_internet); the checker starts while the agent's processes still run
+    # in the pod's one network namespace, so they can connect to its relay: it carries
+    # nothing until the handover
+    server = socket.create_server(("127.0.0.1", 0))
+    reached: list[int] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                reached.append(1)
+                conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    folder, case = one_case(tmp_path)
+    podded = replace(spec, services=(Service(name="svc", command=("sleep", "600")),))
+    agent = replace(podded, egress=Relay(PROXY_PORT, "127.0.0.1", 9))
+    check = replace(podded, egress=Relay(CHECK_PROXY_PORT, "127.0.0.1", server.getsockname()[1]))
+    connect = (
+        "import socket\ntry:\n"
+        f"  s = socket.create_connection(('127.0.0.1', {CHECK_PROXY_PORT}), timeout=2)\n"
+        "  s.settimeout(5); print('closed' if s.recv(1) == b'' else 'data')\n"
+        "except OSError as e:\n  print('refused')\n"
+    )
+    arm = await stage_arm(provider, agent, case, {}, scratch=tmp_path / "scratch")
+    try:
+        _begin_checker(provider, check, arm, folder, None)  # as check_phase does, early
+        assert arm.opening is not None
+        await arm.opening
+        probe = await arm.sandbox.exec('python3 -c "$P"', env={"P": connect})
+        assert probe.stdout.split() == ["closed"], probe  # it listens, and carries nothing
+        checker = await check_phase(provider, check, arm, folder)
+        assert reached == []
+        await checker.exec('python3 -c "$P"', env={"P": connect})
+        assert reached == [1]  # the checker's own, after the handover
+    finally:
+        await arm.close()
+        server.close()
 
 
 @pytest.mark.anyio

@@ -22,17 +22,24 @@ class Bridges:
         relays: tuple[Relay, ...],
         send: Callable[[dict[str, Any]], None],
         drain: Callable[[], Awaitable[None]],
+        held: bool = False,
     ):
         self._relays = {r.port: r for r in relays}  # by the port inside the sandbox
         self._send = send  # one request to the executor
         self._drain = drain
         self._inbound: dict[int, asyncio.Queue[bytes | None]] = {}  # relayed connections
         self._tasks: set[asyncio.Task[None]] = set()
+        # a checker's relays carry nothing until the handover: in an arm's pod the agent's
+        # processes share its loopback until then, and must not reach the verifier's proxy
+        self.held = held
 
     def relayed(self, event: dict[str, Any]) -> None:
         """One relay event from the executor."""
         sid = event["sid"]
         if event["event"] == "open":
+            if self.held:
+                self._send({"op": "relay_close", "sid": sid})
+                return
             inbound: asyncio.Queue[bytes | None] = asyncio.Queue()
             self._inbound[sid] = inbound
             relay = self._relays[event["port"]]

@@ -53,6 +53,7 @@ class PodmanSandbox:
         relays: tuple[Relay, ...] = (),
         workdir: str = WORKDIR,
         skills: Path | None = None,
+        held: bool = False,
     ):
         self.provider = provider
         self.name = ctr_id[:12]
@@ -60,7 +61,7 @@ class PodmanSandbox:
         self.ctr_id = ctr_id
         self._sock_dir = sock_dir
         self._skills = skills  # the host folder behind /skills, copied in by sync_skills
-        self._bridges = Bridges(relays, self._send, self._drain)
+        self._bridges = Bridges(relays, self._send, self._drain, held)
         self._writer: asyncio.StreamWriter | None = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
@@ -265,6 +266,7 @@ class PodmanSandbox:
     async def hand_over(self, user: str) -> list[str]:
         reply = await self._call("handover", 300, user=user)
         self._raise_for(reply, self.workdir)
+        self._bridges.held = False  # the agent's processes are gone: its relays may carry
         return [str(n) for n in reply["notes"]]
 
     async def put_tree(self, src: Path, dest: str) -> None:

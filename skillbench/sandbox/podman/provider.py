@@ -252,7 +252,8 @@ class PodmanProvider:
             raise
         relays = tuple(r for r in (spec.relay, spec.egress) if r is not None)
         skills = next((Path(m.source) for m in spec.mounts if m.target == SKILLS_DIR), None)
-        sandbox = PodmanSandbox(self, ctr_id, sock_dir, relays, spec.workdir, skills)
+        # (a checker's relays are held until its handover: container.py)
+        sandbox = PodmanSandbox(self, ctr_id, sock_dir, relays, spec.workdir, skills, spec.handover)
         self._live.add(sandbox)
         try:
             await sandbox.connect()
