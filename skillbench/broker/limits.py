@@ -129,6 +129,11 @@ class Head(msgspec.Struct, frozen=True):
     # `speed`): only the tiers billed at the standard price or less pass
     service_tier: str | None = None
     speed: str | None = None
+    # Responses' stored context of the key's owner (a response, a conversation, a stored
+    # prompt): read from another session's or run's, and input the body does not bound
+    previous_response_id: object | None = None
+    conversation: object | None = None
+    prompt: object | None = None
     # where content blocks are (Messages, Chat Completions; Messages' system; Responses)
     messages: Any = None
     system: Any = None
@@ -172,6 +177,20 @@ def read_head(body: bytes) -> Head:
         raise _bad(
             f"{fetched}: the provider would fetch it itself, for a sandbox that has no network; "
             "send the content in the request (base64, or a data: URL)"
+        )
+    stored = [
+        name
+        for name, value in (
+            ("previous_response_id", head.previous_response_id),
+            ("conversation", head.conversation),
+            ("prompt", head.prompt if isinstance(head.prompt, dict) else None),
+        )
+        if value is not None
+    ]
+    if stored:
+        raise _bad(
+            f"{stored[0]}: a sandbox may not read the key owner's stored context, and its "
+            "tokens are not in the body the broker bounds the call by; send the whole input"
         )
     if head.service_tier not in _STANDARD_TIERS:
         raise _bad(

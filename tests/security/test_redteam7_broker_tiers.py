@@ -111,3 +111,35 @@ def test_anthropic_fast_mode_is_refused(provider, tmp_path: Path) -> None:
     finally:
         broker.stop()
     assert [b.get("speed") for b in seen] == ["standard"]
+
+
+# --- stored context of the key's owner: Responses' previous_response_id, conversation, prompt ---
+# The provider loads a stored response, conversation or prompt of the key's owner (another
+# session's, the other arm's, another run's) into the call: the sandbox reads what it was never
+# given, and the call's input is no longer bounded by its body (the reservation's premise), as
+# the broker already refuses Gemini's `cachedContent` for.
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"previous_response_id": "resp_other_session"},
+        {"conversation": "conv_other_session"},
+        {"conversation": {"id": "conv_other_session"}},
+        {"prompt": {"id": "pmpt_key_owners", "version": "1"}},
+    ],
+)
+def test_responses_stored_context_is_refused(provider, tmp_path: Path, extra) -> None:
+    url, seen = provider
+    broker = _broker(url, tmp_path, "openai", "openai/gpt-5")
+    try:
+        data = json.dumps({**_RESP, **extra}).encode()
+        reply = post_as_relay(broker, "/v1/responses", data, {"authorization": "p"})
+        assert reply.status_code == 400 and next(iter(extra)).encode() in reply.content
+        assert seen == []
+        # absent or null (as an SDK may send it): forwarded
+        data = json.dumps({**_RESP, next(iter(extra)): None}).encode()
+        assert post_as_relay(broker, "/v1/responses", data, {"authorization": "p"}).status_code == 200
+    finally:
+        broker.stop()
+    assert len(seen) == 1
