@@ -67,7 +67,11 @@ def _broker(url: str, tmp_path: Path, wire: str, model: str) -> Broker:
     ).start()
 
 
-_CHAT = {"model": "gpt-5", "max_completion_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+_CHAT = {
+    "model": "gpt-5",
+    "max_completion_tokens": 100,
+    "messages": [{"role": "user", "content": "hi"}],
+}
 _RESP = {"model": "gpt-5", "max_output_tokens": 100, "input": "hi"}
 
 
@@ -139,7 +143,9 @@ def test_responses_stored_context_is_refused(provider, tmp_path: Path, extra) ->
         assert seen == []
         # absent or null (as an SDK may send it): forwarded
         data = json.dumps({**_RESP, next(iter(extra)): None}).encode()
-        assert post_as_relay(broker, "/v1/responses", data, {"authorization": "p"}).status_code == 200
+        assert (
+            post_as_relay(broker, "/v1/responses", data, {"authorization": "p"}).status_code == 200
+        )
     finally:
         broker.stop()
     assert len(seen) == 1
