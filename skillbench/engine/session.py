@@ -313,7 +313,9 @@ class Sessions:
             else {record.session: spec.checks}
         )
         checks = {
-            unit: await run_checks(listed, text, checker, home, (earlier or {}).get(unit))
+            unit: await run_checks(
+                listed, text, checker, home, (earlier or {}).get(unit), root=spec.as_root
+            )
             for unit, listed in units.items()
         }
         record = await self.grade_expectations(checker, record, text, units, checks)

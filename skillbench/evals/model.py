@@ -102,6 +102,10 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     # a Harbor task's folder under evals/: its tests/ and solution/ are shown read-only at
     # /tests and /solution in the checker (and /solution to the oracle), as Harbor does
     harbor: str | None = None
+    # the source's scripts written for root (docs/trust.md "Scripts written for root"):
+    # `verifier` (its verifier/reward `run` scripts, in the checker) and `oracle` (the
+    # reference solution) run as root on a writable root filesystem; never the agent
+    as_root: tuple[str, ...] = ()
     # graders of another tool's file that cannot run in the sandbox (a tool it does not
     # offer, another skill): reported as not graded, with why; none when all of them can
     not_graded: tuple[str, ...] = ()
