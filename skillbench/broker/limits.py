@@ -103,6 +103,10 @@ _SERVER_TOOLS = re.compile(
 )
 
 
+# OpenAI's `auto` and `default`, its cheaper `flex`; Anthropic's `auto` and `standard_only`
+_STANDARD_TIERS = (None, "auto", "default", "flex", "standard_only")
+
+
 class Head(msgspec.Struct, frozen=True):
     """What the broker reads of a request body: the model, and the output cap under each
     wire's name for it (Messages, Responses, Chat Completions)."""
@@ -120,6 +124,16 @@ class Head(msgspec.Struct, frozen=True):
     # Responses' background mode answers at once ("queued", no usage) and generates on at the
     # provider's, to be fetched later: billed to the key, never seen by the broker
     background: bool | None = None
+    # a premium tier bills the same tokens at a multiple of the standard price, and the usage
+    # the provider returns counts tokens, not the tier (OpenAI's `service_tier`, Anthropic's
+    # `speed`): only the tiers billed at the standard price or less pass
+    service_tier: str | None = None
+    speed: str | None = None
+    # Responses' stored context of the key's owner (a response, a conversation, a stored
+    # prompt): read from another session's or run's, and input the body does not bound
+    previous_response_id: object | None = None
+    conversation: object | None = None
+    prompt: object | None = None
     # where content blocks are (Messages, Chat Completions; Messages' system; Responses)
     messages: Any = None
     system: Any = None
@@ -163,6 +177,30 @@ def read_head(body: bytes) -> Head:
         raise _bad(
             f"{fetched}: the provider would fetch it itself, for a sandbox that has no network; "
             "send the content in the request (base64, or a data: URL)"
+        )
+    stored = [
+        name
+        for name, value in (
+            ("previous_response_id", head.previous_response_id),
+            ("conversation", head.conversation),
+            ("prompt", head.prompt if isinstance(head.prompt, dict) else None),
+        )
+        if value is not None
+    ]
+    if stored:
+        raise _bad(
+            f"{stored[0]}: a sandbox may not read the key owner's stored context, and its "
+            "tokens are not in the body the broker bounds the call by; send the whole input"
+        )
+    if head.service_tier not in _STANDARD_TIERS:
+        raise _bad(
+            f"service_tier={head.service_tier!r}: it is billed above the price the broker "
+            "reserves and counts; use the default tier"
+        )
+    if head.speed not in (None, "standard"):
+        raise _bad(
+            f"speed={head.speed!r}: it is billed above the price the broker reserves and "
+            "counts; use the standard speed"
         )
     if head.background:
         raise _bad(
