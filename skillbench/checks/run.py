@@ -29,13 +29,15 @@ async def run_checks(
     case_dir: str = CASE_DIR,
     earlier: Sequence[CheckResult] | None = None,
     results_trace: str | None = None,
+    shown_at: dict[str, str] | None = None,
 ) -> list[CheckResult]:
     """Evaluate checks against a finished session: `transcript` as it happened (unscrubbed),
     `sandbox` the checker holding the arm's /work (stage.check_phase), `case_dir` the case's
     own folder there ($CASE for verifiers and graders). `earlier`: these checks' results on
     the same session before (a reused one): those that read only the transcript stand.
     `results_trace`: a grader's $RESULTS/trace.jsonl when not the transcript's (the oracle's
-    reference solution writes its own, as skill-optimizer's do)."""
+    reference solution writes its own, as skill-optimizer's do). `shown_at`: skill name -> the
+    workspace folder a skill-optimizer grader expects its reads at (optimizer_trace)."""
     text = transcript.all_text.lower()
     commands = transcript.bash_commands
     if sandbox is not None:
@@ -50,7 +52,7 @@ async def run_checks(
             elif check.kind in SCRIPTED and sandbox is not None:
                 trace = results_trace
                 if trace is None:
-                    trace = optimizer_trace(transcript.events)
+                    trace = optimizer_trace(transcript.events, shown_at)
                 results.append(await _scripted(check, trace, sandbox, case_dir, transcript))
             else:
                 results.append(await _one(check, text, commands, sandbox, transcript.all_text))

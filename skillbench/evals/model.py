@@ -102,6 +102,10 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     # a Harbor task's folder under evals/: its tests/ and solution/ are shown read-only at
     # /tests and /solution in the checker (and /solution to the oracle), as Harbor does
     harbor: str | None = None
+    # a folder of the workspace where the candidate's arm also finds the skill under test
+    # (skill-optimizer copies its references into /work, so its graders look for
+    # /work/<folder>/SKILL.md); the baseline never has it (docs/formats.md)
+    skill_in_workspace: str | None = None
     # graders of another tool's file that cannot run in the sandbox (a tool it does not
     # offer, another skill): reported as not graded, with why; none when all of them can
     not_graded: tuple[str, ...] = ()
