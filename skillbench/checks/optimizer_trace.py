@@ -82,7 +82,7 @@ def _moved(entry: dict[str, Any], moved: list[tuple[re.Pattern[str], str]]) -> d
         return entry
     path = args.get("path") if isinstance(args, dict) else None
     for staged, folder in moved:
-        if isinstance(path, str) and (hit := staged.match(path)):
+        if isinstance(args, dict) and isinstance(path, str) and (hit := staged.match(path)):
             return {**entry, "arguments": {**args, "path": folder + path[hit.end() :]}}
     return entry
 

@@ -141,7 +141,7 @@ async def stage_arm(
                 raise SandboxError(
                     f"could not hand {sandbox.workdir} to the agent: {owned.stderr.strip()[-300:]}"
                 )
-        if session.skill_in_workspace and under_test in skills:
+        if session.skill_in_workspace and under_test is not None and under_test in skills:
             # first, as skill-optimizer copies references before workspace/ (workspace.ts)
             seed = host_dir / "workspace-skill"
             copy_for_staging(skills[under_test], seed / session.skill_in_workspace)
