@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The main job on the bundled example skills: validate the library, run the paired-arm eval
 # of every skill (and of diff-review once more beside the rest of the library, and once with
-# the real agent CLI in both arms), and measure triggers across the library both ways (the
-# catalog call, and the real agent CLI routing each prompt itself: Claude Code, or Codex for
-# an OpenAI model), then run one round of tuning a skill's description (chosen on validation,
-# reported on test), and end with the whole library as a matrix of the builtin agent and
-# that CLI. With ANTHROPIC_API_KEY or OPENAI_API_KEY set it uses that provider; without, the
-# scripted demo driver (offline).
+# the real agent CLI in both arms, and offline in all five real agent CLIs side by side), and
+# measure triggers across the library both ways (the catalog call, and the real agent CLI
+# routing each prompt itself: Claude Code, or Codex for an OpenAI model), then run one round
+# of tuning a skill's description (chosen on validation, reported on test), and end with the
+# whole library as a matrix of the builtin agent and that CLI. With ANTHROPIC_API_KEY or
+# OPENAI_API_KEY set it uses that provider; without, the scripted demo driver (offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SB=.venv/bin/skillbench
@@ -56,6 +56,17 @@ status=0
 "$SB" eval skills/diff-review --agent "$agent" --case small-change --model "$model" \
   --out "$out/diff-review-$agent" --no-gen --execution-only || status=$?
 case "$status" in 0 | 1 | 3) ;; *) exit "$status" ;; esac
+# offline, the same case in all five real agent CLIs side by side: one set, a cell per agent,
+# the scripted driver playing each CLI's own tools (a real model runs in one CLI or another)
+if [ "$model" = scripted/demo ]; then
+  agents=claude-code,codex,opencode,gemini-cli,copilot
+  echo
+  echo "== skillbench eval skills/diff-review --agent $agents --case small-change"
+  status=0
+  "$SB" eval skills/diff-review --agent "$agents" --case small-change --model "$model" \
+    --out "$out/agents" --no-gen --execution-only || status=$?
+  case "$status" in 0 | 1 | 3) ;; *) exit "$status" ;; esac
+fi
 echo
 echo "== skillbench triggers skills/ --method both --agent $agent"
 "$SB" triggers skills/ --model "$model" --method both --agent "$agent"

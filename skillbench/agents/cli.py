@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -119,6 +120,21 @@ def build_variant(
         f"COPY {file} /usr/local/bin/{file}\n" for file in (path.name, *also)
     )
     return build_image(name, recipe, path.parent)
+
+
+def host_ripgrep(agent: str, beside: Path) -> str:
+    """The host's `rg` (Debian's ripgrep package, installed by scripts/setup-host.sh) copied
+    beside a CLI's binary for its image: the CLI runs `rg` itself (OpenCode's skill tool
+    needs it; Codex reaches for it to search), and the image build has no network to fetch
+    it. Its file name, for build_variant's `also`."""
+    rg = shutil.which("rg")
+    if rg is None:
+        raise AgentError(
+            f"the {agent} image needs ripgrep (the CLI runs `rg`): apt-get install ripgrep "
+            "on this host, then build again"
+        )
+    shutil.copy2(rg, beside / "rg")
+    return "rg"
 
 
 def build_image(name: str, recipe: str, context: Path) -> str:

@@ -20,11 +20,20 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
-from skillbench.agents.cli import BrokeredSession, CliAgent, json_events
+from skillbench.agents.cli import (
+    BrokeredSession,
+    CliAgent,
+    build_variant,
+    fetch_binary,
+    host_ripgrep,
+    json_events,
+)
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.results.transcript import TraceWriter, loaded_skills
@@ -101,6 +110,19 @@ class CodexAgent(CliAgent):
 
     def package(self) -> tuple[str, str]:
         return f"{PACKAGE}@{self._version}-linux-x64", MEMBER
+
+    def image(self, base: str, log: Callable[[str], None]) -> str:
+        """The sandbox image plus Codex and the host's ripgrep: Codex 0.169.0 searches with
+        `rg` (its prompt tells the model to prefer it), which the base image lacks."""
+
+        def binary() -> Path:
+            spec, member = self.package()
+            path = fetch_binary(self.name, spec, member, self.size, log)
+            host_ripgrep(self.name, path.parent)
+            return path
+
+        what = f"{self.label} {self._version}"
+        return build_variant(self.image_name(base), base, binary, what, log, also=("rg",))
 
     async def session(self, request: SessionRequest) -> _Session:
         return _Session(self, request, self.broker(request), RELAY_PORT)

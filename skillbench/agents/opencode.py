@@ -20,18 +20,18 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from skillbench.agents.base import AgentError, SessionRequest
+from skillbench.agents.base import SessionRequest
 from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import (
     BrokeredSession,
     CliAgent,
     build_variant,
     fetch_binary,
+    host_ripgrep,
     json_events,
 )
 from skillbench.evals.mcp import McpServer
@@ -78,7 +78,11 @@ def config(model: str, workdir: str, keep_ambient: bool, routing: bool, mcp: str
                 "options": {
                     "baseURL": f"http://127.0.0.1:{RELAY_PORT}/v1",
                     "apiKey": PLACEHOLDER_KEY,
-                }
+                },
+                # declared, so a model its bundled catalog does not list (a newer one, or the
+                # scripted driver's `demo`) is one it runs, not "model not found"; a listed
+                # model keeps the catalog's limits (an entry's fields override, none are given)
+                "models": {model: {}},
             }
         },
         "permission": permission,
@@ -126,13 +130,7 @@ class OpenCodeAgent(CliAgent):
         def binary() -> Path:
             spec, member = self.package()
             path = fetch_binary(self.name, spec, member, self.size, log)
-            rg = shutil.which("rg")
-            if rg is None:
-                raise AgentError(
-                    "the opencode image needs ripgrep (OpenCode's skill tool runs `rg`): "
-                    "apt-get install ripgrep on this host, then build again"
-                )
-            shutil.copy2(rg, path.parent / "rg")
+            host_ripgrep(self.name, path.parent)
             return path
 
         return build_variant(

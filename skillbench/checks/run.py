@@ -16,7 +16,8 @@ from skillbench.evals.kinds import CheckContext, CheckKind, plugin_kinds
 from skillbench.evals.model import CHECK_KINDS, Check
 from skillbench.results.checks import NO_METRIC, NO_VERDICT, CheckResult
 from skillbench.results.transcript import Transcript
-from skillbench.sandbox.base import CASE_DIR, ExecResult, Sandbox, SandboxError
+from skillbench.sandbox.base import CASE_DIR, ROOT, ExecResult, Sandbox, SandboxError
+from skillbench.sandbox.checker_env import ROOT_SCRIPT
 from skillbench.util.jsonreply import json_objects
 
 COMMAND_TIMEOUT = 120.0
@@ -29,6 +30,7 @@ async def run_checks(
     case_dir: str = CASE_DIR,
     earlier: Sequence[CheckResult] | None = None,
     results_trace: str | None = None,
+    root: Sequence[str] = (),
     shown_at: dict[str, str] | None = None,
 ) -> list[CheckResult]:
     """Evaluate checks against a finished session: `transcript` as it happened (unscrubbed),
@@ -36,29 +38,55 @@ async def run_checks(
     own folder there ($CASE for verifiers and graders). `earlier`: these checks' results on
     the same session before (a reused one): those that read only the transcript stand.
     `results_trace`: a grader's $RESULTS/trace.jsonl when not the transcript's (the oracle's
-    reference solution writes its own, as skill-optimizer's do). `shown_at`: skill name -> the
-    workspace folder a skill-optimizer grader expects its reads at (optimizer_trace)."""
-    text = transcript.all_text.lower()
-    commands = transcript.bash_commands
+    reference solution writes its own, as skill-optimizer's do). `root`: the case's
+    `as_root`; with `verifier`, its verifier and reward scripts run as root, with the
+    image's PATH, as their source runs them (the checker's root is then writable). `shown_at`:
+    skill name -> the workspace folder a skill-optimizer grader expects its reads at
+    (optimizer_trace)."""
     if sandbox is not None:
         await _clear_rewards(checks, sandbox)
-    results = []
-    for i, check in enumerate(checks):
-        try:
-            if (plugin := plugin_kinds().get(check.kind)) is not None:
-                results.append(await _plugin(plugin, check, CheckContext(transcript, sandbox)))
-            elif earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
-                results.append(earlier[i])
-            elif check.kind in SCRIPTED and sandbox is not None:
-                trace = results_trace
-                if trace is None:
-                    trace = optimizer_trace(transcript.events, shown_at)
-                results.append(await _scripted(check, trace, sandbox, case_dir, transcript))
-            else:
-                results.append(await _one(check, text, commands, sandbox, transcript.all_text))
-        except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
-            results.append(CheckResult(check.name, False, f"could not run: {exc}"))
-    return results
+    as_root = "verifier" in root
+    # a script run as root goes after every other check of this checker: whatever code of
+    # the agent's it runs with root's rights (a planted conftest.py) can change nothing
+    # another check reads (docs/trust.md); the results keep the checks' order
+    order = sorted(
+        range(len(checks)),
+        key=lambda i: as_root and checks[i].kind in ("verifier", "reward"),
+    )
+    done: dict[int, CheckResult] = {}
+    for i in order:
+        done[i] = await _check_one(
+            i, checks[i], transcript, sandbox, case_dir, earlier, results_trace, as_root, shown_at
+        )
+    return [done[i] for i in range(len(checks))]
+
+
+async def _check_one(
+    i: int,
+    check: Check,
+    transcript: Transcript,
+    sandbox: Sandbox | None,
+    case_dir: str,
+    earlier: Sequence[CheckResult] | None,
+    results_trace: str | None,
+    as_root: bool,
+    shown_at: dict[str, str] | None = None,
+) -> CheckResult:
+    """One check of run_checks, the `i`th."""
+    try:
+        if (plugin := plugin_kinds().get(check.kind)) is not None:
+            return await _plugin(plugin, check, CheckContext(transcript, sandbox))
+        if earlier is not None and i < len(earlier) and check.kind in TRANSCRIPT_ONLY:
+            return earlier[i]
+        if check.kind in SCRIPTED and sandbox is not None:
+            trace = results_trace
+            if trace is None:
+                trace = optimizer_trace(transcript.events, shown_at)
+            return await _scripted(check, trace, sandbox, case_dir, transcript, as_root)
+        text, commands = transcript.all_text.lower(), transcript.bash_commands
+        return await _one(check, text, commands, sandbox, transcript.all_text)
+    except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
+        return CheckResult(check.name, False, f"could not run: {exc}")
 
 
 async def _plugin(kind: CheckKind, check: Check, context: CheckContext) -> CheckResult:
@@ -116,7 +144,12 @@ GRADER_WRAPPER = (
 
 
 async def _scripted(
-    check: Check, trace: str, sandbox: Sandbox, case_dir: str, transcript: Transcript
+    check: Check,
+    trace: str,
+    sandbox: Sandbox,
+    case_dir: str,
+    transcript: Transcript,
+    as_root: bool = False,
 ) -> CheckResult:
     """The check kinds that run the eval's own programs in the checker (docs/formats.md); a
     grader finds `trace` (skill-optimizer's format) at $RESULTS/trace.jsonl."""
@@ -128,11 +161,14 @@ async def _scripted(
 
     async def run_script(rel: str) -> ExecResult:  # a script of the evals, by its path there
         script = f"{CASE_DIR}/{rel}"
+        # a source's verifier written for root (`as_root`): root in the checker, which the
+        # agent never touched, with the image's PATH (docs/trust.md); a grader never is
         return await sandbox.exec(
-            ["bash", script],
+            ["bash", "-c", ROOT_SCRIPT, script] if as_root else ["bash", script],
             cwd=work,
             timeout=limit,
             env={**env, "TESTS": posixpath.dirname(script)},
+            user=ROOT if as_root else None,
         )
 
     if check.kind == "verifier":

@@ -35,7 +35,14 @@ from skillbench.evals.model import Session, Suite
 from skillbench.results.checks import CheckResult
 from skillbench.results.transcript import Transcript
 from skillbench.sandbox import images_of, make_provider
-from skillbench.sandbox.base import ImageBuildError, SandboxError, SandboxProvider, SandboxSpec
+from skillbench.sandbox.base import (
+    ROOT,
+    ImageBuildError,
+    SandboxError,
+    SandboxProvider,
+    SandboxSpec,
+)
+from skillbench.sandbox.checker_env import ROOT_SCRIPT
 from skillbench.sandbox.egress import phase_proxy
 from skillbench.sandbox.stage import (
     SETUP_CASE,
@@ -154,10 +161,15 @@ async def _checks(
 ) -> list[CheckResult]:
     """Every check of the case (and of each sub-case of a suite) against one session."""
     home = case_home(session, skill_dir)
-    checks = list(await run_checks(session.checks, transcript, checker, home, results_trace=trace))
+    root = session.as_root
+    checks = list(
+        await run_checks(session.checks, transcript, checker, home, results_trace=trace, root=root)
+    )
     if isinstance(session, Suite):
         for sub in session.cases:
-            checks += await run_checks(sub.checks, transcript, checker, home, results_trace=trace)
+            checks += await run_checks(
+                sub.checks, transcript, checker, home, results_trace=trace, root=root
+            )
     return checks
 
 
@@ -175,8 +187,14 @@ async def _solve(
     # a Harbor task's solve.sh runs as Harbor runs it, from /solution (its files beside it)
     solution = harbor_mounts(skill_dir / "evals", session.harbor, ("solution",))
     run = f"/solution/{script.name}" if solution else f"{ORACLE_DIR}/{script.name}"
+    # a solution written for root (`as_root: [oracle]`, Harbor's and Margin's) runs as root
+    # on a writable layer, as its source runs it: no agent is in this sandbox, and the
+    # solution is trusted as the suite is (docs/trust.md)
+    as_root = "oracle" in session.as_root
     try:
-        agent_box = msgspec.structs.replace(specs[0], mounts=specs[0].mounts + solution)
+        agent_box = msgspec.structs.replace(
+            specs[0], mounts=specs[0].mounts + solution, writable_root=as_root
+        )
         staged = await stage_arm(
             provider, agent_box, session, {}, case=setup_case(session, skill_dir)
         )
@@ -194,10 +212,13 @@ async def _solve(
             await staged.sandbox.put_tree(own, SETUP_CASE)
             env["CASE"] = SETUP_CASE
         done = await staged.sandbox.exec(
-            ["bash", "-c", f'mkdir -p {RESULTS} && exec bash "$0"', run],
+            ["bash", "-c", f"mkdir -p {RESULTS} && {ROOT_SCRIPT}", run]
+            if as_root
+            else ["bash", "-c", f'mkdir -p {RESULTS} && exec bash "$0"', run],
             cwd=work,
             timeout=session.timeout_minutes * 60,
             env=env,
+            user=ROOT if as_root else None,
         )
         output = (done.stdout + done.stderr).strip()[-2000:]
         # a skill-optimizer reference solution writes the trace its graders read

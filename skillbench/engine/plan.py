@@ -129,6 +129,7 @@ def case_spec(base: SandboxSpec, session: Session, image: str | None) -> Sandbox
         image=image or base.image,
         workdir=session.workdir or base.workdir,
         services=session.services,
+        as_root=session.as_root,
     )
 
 

@@ -322,7 +322,13 @@ class Sessions:
         )
         checks = {
             unit: await run_checks(
-                listed, text, checker, home, (earlier or {}).get(unit), shown_at=shown_at
+                listed,
+                text,
+                checker,
+                home,
+                (earlier or {}).get(unit),
+                root=spec.as_root,
+                shown_at=shown_at,
             )
             for unit, listed in units.items()
         }

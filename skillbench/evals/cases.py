@@ -40,6 +40,7 @@ SESSION_FIELDS = (
     "mcp_servers",
     "harbor",
     "skill_in_workspace",
+    "as_root",
 )
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
 _RESERVED = (
@@ -123,6 +124,8 @@ def _session_fields(
                 f"`skill_in_workspace` {folder!r} must be one folder name of the workspace "
                 "(letters, digits, . _ -), such as pdf-skill",
             )
+    if "as_root" in data:
+        out["as_root"] = _as_root(rep, data["as_root"])
     out.update(_image(rep, data, case_file, skill_dir))
     if "network" in data:
         network = parse_network(rep, data["network"])
@@ -215,6 +218,34 @@ def _image(rep: Report, data: dict[str, Any], case_file: Path, skill_dir: Path) 
             except SpecError as exc:
                 rep.problems += exc.problems
     return out
+
+
+AS_ROOT = ("verifier", "oracle")  # what `as_root` may name
+
+
+def _as_root(rep: Report, value: Any) -> tuple[str, ...]:
+    """`as_root: [verifier, oracle]`: which of the case's own scripts run as root (in a
+    fresh container the agent never touched; docs/trust.md)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+        rep.error(("as_root",), "`as_root` is a list of `verifier` and `oracle`")
+        return ()
+    unknown = [v for v in items if v not in AS_ROOT]
+    if unknown:
+        rep.error(
+            ("as_root",),
+            f"`as_root` names {', '.join(map(repr, unknown))}; it may name only "
+            f"{' and '.join(AS_ROOT)} (the agent never runs as root)",
+        )
+    named = tuple(v for v in AS_ROOT if v in items)
+    if named:  # what differs from the source, said where it is written (docs/trust.md)
+        rep.note(
+            ("as_root",),
+            f"{' and '.join(named)} run as root in a container the agent never touched "
+            "(a writable layer, the image's PATH), as their source runs them; the agent "
+            "still works unprivileged on a read-only root, where the source may give it root",
+        )
+    return named
 
 
 def _harbor(rep: Report, value: str, case_file: Path) -> str | None:
@@ -341,6 +372,10 @@ def load_suite(path: Path, skill_dir: Path) -> tuple[Suite, list[Problem]]:
     if "judge" in data:
         rep.warn(("judge",), "a suite is never judged; `judge` is ignored", key=True)
         fields.pop("judge", None)
+    if "as_root" in data:
+        # a root script runs after every other check of its checker (checks.run_checks);
+        # a suite's sub-cases share one checker, so one would run after it
+        rep.error(("as_root",), "`as_root` is for a case, not a suite; make it a case file")
     subcases: list[SubCase] = []
     if "cases" not in data:
         rep.error((), "a suite needs `cases`: a list of {name, checks}")

@@ -39,6 +39,7 @@ def load_evals_json(path: Path, skill_dir: Path) -> tuple[list[Case], list[Probl
     for key in data:
         if key not in ("skill_name", "evals"):
             rep.note((key,), f"`{key}` is not a field of evals.json; not used", key=True)
+    _skill_name(rep, data.get("skill_name"), skill_dir)
     cases: list[Case] = []
     evals = data.get("evals")
     if "evals" not in data:  # seen in public skills: the list under another name
@@ -71,6 +72,28 @@ def load_evals_json(path: Path, skill_dir: Path) -> tuple[list[Case], list[Probl
         rep.warn(("evals",), "evals.json has no evals: nothing to run")
     rep.raise_if_errors()
     return cases, rep.warnings()
+
+
+_NAME_LINE = re.compile(r"^name:\s*['\"]?(.*?)['\"]?\s*$", re.M)
+
+
+def _skill_name(rep: Report, named: Any, skill_dir: Path) -> None:
+    """skill-creator's `skill_name` is the name in the skill's front matter: evals.json of
+    another skill is said, since these evals then grade a skill they were not written for."""
+    if named is None:
+        return
+    try:
+        head = (skill_dir / "SKILL.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    parts = head.split("---", 2)
+    found = _NAME_LINE.search(parts[1]) if head.startswith("---") and len(parts) > 2 else None
+    if found and str(named) != found.group(1):
+        rep.warn(
+            ("skill_name",),
+            f"`skill_name` {named!r} is not this skill's name {found.group(1)!r}: these evals "
+            "were written for another skill; they grade this one",
+        )
 
 
 def _case(rep: Report, at: KeyPath, item: Any, path: Path, skill_dir: Path) -> Case | None:

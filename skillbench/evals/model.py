@@ -106,6 +106,10 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     # (skill-optimizer copies its references into /work, so its graders look for
     # /work/<folder>/SKILL.md); the baseline never has it (docs/formats.md)
     skill_in_workspace: str | None = None
+    # the source's scripts written for root (docs/trust.md "Scripts written for root"):
+    # `verifier` (its verifier/reward `run` scripts, in the checker) and `oracle` (the
+    # reference solution) run as root on a writable root filesystem; never the agent
+    as_root: tuple[str, ...] = ()
     # graders of another tool's file that cannot run in the sandbox (a tool it does not
     # offer, another skill): reported as not graded, with why; none when all of them can
     not_graded: tuple[str, ...] = ()

@@ -32,6 +32,7 @@ from skillbench.importers.base import (
     timeout_minutes,
 )
 from skillbench.importers.compose import compose_services, services_field
+from skillbench.importers.harbor_fields import SAID
 from skillbench.importers.mcp import harbor_mcp
 
 
@@ -105,7 +106,9 @@ _KNOWN = {
     ("environment", "allowed_hosts"),
     ("environment", "mcp_servers"),
     ("agent", "timeout_sec"),
+    ("agent", "user"),
     ("verifier", "timeout_sec"),
+    ("verifier", "user"),
     ("metadata",),
 }
 _COMPOSE = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
@@ -134,8 +137,12 @@ def _harbor_unmapped(folder: Path, task: dict[str, Any], where: str, out: Import
                 f"{where}: {'.'.join(path)} — the skill under test: the --into skill, staged "
                 "in the candidate's arm as the agent's skill (the baseline has none)"
             )
+        elif path in SAID:  # a field of Harbor's reference no native field takes
+            out.unmapped.append(f"{where}: {'.'.join(path)} — {SAID[path]}")
         else:
-            out.unmapped.append(f"{where}: {'.'.join(path)} — not a Harbor field skillbench maps")
+            out.unmapped.append(
+                f"{where}: {'.'.join(path)} — not in Harbor's task.toml reference; ignored"
+            )
 
 
 def _network(get: Any, where: str, extra: dict[str, str], out: Imported) -> None:
@@ -170,6 +177,38 @@ def _network(get: Any, where: str, extra: dict[str, str], out: Imported) -> None
         "verifiers install from; never the whole internet), for the agent and the verifier; "
         "add any other host the task needs, or `network: none` to run it offline"
     )
+
+
+def _root_phases(get: Any, where: str, out: Imported) -> list[str]:
+    """Harbor runs its verifier as `[verifier] user` and the agent phase (the oracle's
+    solve.sh too) as `[agent] user`; absent, as the image's default USER, root in the images
+    Harbor tasks are written for (apt-get install first). Root here is only ever a container
+    the agent never touched: the checker, and the oracle's own sandbox (docs/trust.md). The
+    agent always works as `agent`, unprivileged: said when the task names its user."""
+    phases = []
+    for table, phase in (("verifier", "verifier"), ("agent", "oracle")):
+        user = get(table, "user")
+        if user is None or str(user) in ("root", "0"):
+            phases.append(phase)
+        else:
+            out.unmapped.append(
+                f"{where}: {table}.user = {user} — runs as skillbench's "
+                f"{'checker' if table == 'verifier' else 'agent'} user (unprivileged), not {user}"
+            )
+    said = {
+        "verifier": "test.sh as root in the checker (a fresh container the agent never "
+        "touched, on a writable layer, with the image's PATH)",
+        "oracle": "solve.sh as root in the oracle's own sandbox",
+    }
+    out.mapped.append(
+        f"{where}: `as_root: [{', '.join(phases)}]` — "
+        + "; ".join(said[p] for p in phases)
+        + ", as Harbor runs them; the agent still works as the unprivileged `agent` user "
+        "on a read-only root (Harbor gives it the image's default user)"
+        if phases
+        else f"{where}: the agent works as the unprivileged `agent` user on a read-only root"
+    )
+    return phases
 
 
 def _harbor_task(folder: Path, name: str, out: Imported) -> None:
@@ -245,6 +284,9 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         'exit code, is the verdict\ncd "$WORK" && bash /tests/test.sh\nexit 0\n'
     )
     extra["harbor"] = name
+    root = _root_phases(get, where, out)
+    if root:
+        extra["as_root"] = f"[{', '.join(root)}]"
     if is_file(folder / "solution" / "solve.sh"):
         extra["oracle"] = f"{name}/solution/solve.sh"
         out.files += support(folder / "solution", f"cases/{name}/solution", source)

@@ -74,6 +74,21 @@ def _preamble(path: Path) -> str:
     return preamble.rstrip() + "\n\n"
 
 
+# Margin's case.toml fields (Margin-Lab/evals: docs/cli/creating-your-own-eval/,
+# .agents/skills/suite-converter/references/harbor-mapping.md);
+# tests/importers/test_format_fields.py lists them
+CASE_FIELDS = (
+    "kind",
+    "name",
+    "description",
+    "image",
+    "agent_cwd",
+    "test_cwd",
+    "test_timeout_seconds",
+    "metadata",
+)
+
+
 def _margin_case(folder: Path, out: Imported, preamble: str = "") -> None:
     where = f"cases/{folder.name}"
     meta = read_toml(folder / "case.toml") if is_file(folder / "case.toml") else None
@@ -91,6 +106,8 @@ def _margin_case(folder: Path, out: Imported, preamble: str = "") -> None:
         raise ImportError_(f"{folder / 'prompt.md'}: missing or empty (the agent's whole task)")
     if not is_file(folder / "tests" / "test.sh"):
         raise ImportError_(f"{folder / 'tests' / 'test.sh'}: missing (the verifier)")
+    for key in sorted(set(meta) - set(CASE_FIELDS)):  # never dropped without a word
+        out.unmapped.append(f"{where}: `{key}` — not in Margin's case.toml reference; ignored")
     name = safe_name(folder.name)
     source = f"margin case {folder}"
     notes = [f"description: {meta['description']}"] if meta.get("description") else []
@@ -101,6 +118,9 @@ def _margin_case(folder: Path, out: Imported, preamble: str = "") -> None:
     test_cwd = str(meta.get("test_cwd") or workdir).rstrip("/") or "/"
     if is_file(folder / "oracle" / "solve.sh"):
         extra["oracle"] = f"{name}/oracle/{_SOLVE}"
+        # Margin's oracle/solve.sh is written for root (its image's user: apt-get, edits
+        # outside the repository): root in the oracle's own sandbox, never the agent's
+        extra["as_root"] = "[oracle]"
         out.files += support(folder / "oracle", f"cases/{name}/oracle", source)
         out.files.append(
             NewFile(

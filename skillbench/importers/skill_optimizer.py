@@ -39,6 +39,39 @@ _SUITE_DROPPED = {
 }
 
 
+# skill-optimizer's own fields the importer does not map, in its words (its
+# src/workbench/suite-loader.ts and types.ts, WorkbenchCaseConfig); every other field is
+# read (READ) or dropped with a word (_SUITE_DROPPED): tests/importers/test_format_fields.py
+_ARTIFACTS = (
+    "differs: the files skill-optimizer copies out after a trial; here the checks read the "
+    "workspace in the checker and these files are not kept"
+)
+_SUITE_SAID = {
+    "name": "ignored: the suite's name (each case keeps its own)",
+    "kind": "differs: capability or regression sets skill-optimizer's pass-rate target; "
+    "skillbench's verdict is the paired lift (docs/statistics.md)",
+    "targetPassRate": "differs: skill-optimizer's suite pass-rate target is not applied; "
+    "skillbench's verdict is the paired lift (docs/statistics.md)",
+    "source": "ignored: the suite's provenance (the git url and ref it was fetched from)",
+    "artifacts": _ARTIFACTS,
+}
+_CASE_SAID = {"artifacts": _ARTIFACTS}
+READ = frozenset(
+    {"cases", "name", "task", "graders", "references", "setup", "timeoutSeconds"}
+    | {"mcpServers", "mcpServices"}
+)
+
+
+def _said(table: dict[str, Any], said: dict[str, str], where: str, out: Imported) -> None:
+    """Each field of `table` no native field takes, in skill-optimizer's words; a field its
+    reference does not have, as such (never dropped without a word)."""
+    for key in table:
+        if key in said:
+            out.unmapped.append(f"{where}: `{key}` — {said[key]}")
+        elif key not in READ and key not in _SUITE_DROPPED:
+            out.unmapped.append(f"{where}: `{key}` — not a skill-optimizer field; ignored")
+
+
 def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
     """A skill-optimizer suite: suite.yml (or the file given) with inline or file cases,
     graders printing {pass, score, evidence}, and the checks/, bin/, workspace/ folders."""
@@ -53,6 +86,7 @@ def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
     for key, why in _SUITE_DROPPED.items():
         if key in suite:
             out.unmapped.append(f"{path.name}: `{key}` — dropped: {why}")
+    _said(suite, _SUITE_SAID, path.name, out)
     for i, item in enumerate(suite["cases"]):
         if isinstance(item, str):  # a case file: it does not inherit the suite's defaults
             file = confined(path.parent, item, path, "case file")
@@ -156,6 +190,7 @@ def _optimizer_case(
     for key, why in _SUITE_DROPPED.items():
         if key in case:
             out.unmapped.append(f"{where}: `{key}` — dropped: {why}")
+    _said(case, _CASE_SAID, where, out)
     if "mcpServers" in case or "mcpServices" in case:
         mcp = optimizer_mcp(case.get("mcpServers"), case.get("mcpServices"), where, out)
         if mcp:

@@ -123,6 +123,12 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     mounts: tuple[Mount, ...] = ()
     env: dict[str, str] = {}
     labels: dict[str, str] = {}
+    # the case's `as_root` (its source's scripts written for root): which of its trusted
+    # scripts run as root in a container the agent never touched (docs/trust.md); the
+    # agent's own sandbox is never given root nor a writable root filesystem
+    as_root: tuple[str, ...] = ()
+    # the root filesystem is a writable layer (only such a container: stage.py, oracle.py)
+    writable_root: bool = False
 
 
 class Sandbox(Protocol):

@@ -39,6 +39,25 @@ CHECK_ENV = {
     "CASE": CASE_DIR,
     **GIT_ENV,
 }
+# The checker's container keeps the image's own PATH (its `ENV`) aside: the executor puts the
+# fixed one above in place at start and the image's, without any folder the agent could
+# write (the workspace, /tmp, a HOME), at IMAGE_PATH, for the scripts that run as root
+# (ROOT_SCRIPT), as their source runs them in its image (docs/trust.md).
+FIXED_PATH, IMAGE_PATH = "SKILLBENCH_CHECK_PATH", "SKILLBENCH_IMAGE_PATH"
+
+
+def container_env() -> dict[str, str]:
+    """CHECK_ENV as the checker container is created with it (the executor sets PATH)."""
+    env = dict(CHECK_ENV)
+    env[FIXED_PATH] = env.pop("PATH")
+    return env
+
+
+# bash SCRIPT as a source's root verifier or solution: the image's PATH, skillbench's tools last
+ROOT_SCRIPT = (
+    f'PATH="${{{IMAGE_PATH}:-$PATH}}:{TOOLS_DIR}/bin"; export PATH; unset {IMAGE_PATH}; '
+    'exec bash "$0"'
+)
 # `skillbench` in the checker: the host's own package and its dependencies, mounted
 # read-only; it runs on the image's python3 when that is the host's Python version.
 _WRAPPER = f"""#!/bin/sh

@@ -40,7 +40,7 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     Workspace,
 )
-from skillbench.sandbox.checker_env import CHECK_ENV, tool_mounts
+from skillbench.sandbox.checker_env import container_env, tool_mounts
 
 SETUP_TIMEOUT = 60.0
 SETUP_CASE = "/tmp/case"  # $CASE for `setup`, in the agent's sandbox until setup ends
@@ -256,11 +256,12 @@ async def check_phase(
     the agent's sandbox is stopped, every agent process gone before anything else happens
     (Sandbox.stop), and /work is handed to the `checker` user (Sandbox.hand_over; its notes
     are kept on the arm). The checker's root filesystem, HOME and /tmp are new; its
-    environment is CHECK_ENV. The checker is running before the agent's sandbox stops
-    because the workspace lives only while a sandbox holds it. It joins the arm's pod, so
-    checks may query the case's services (which outlive the agent's sandbox). The stopped
-    sandbox is removed by StagedArm.close. `harbor`: a Harbor task's folder under evals/
-    (harbor_mounts).
+    environment is CHECK_ENV (checker_env.py); with the case's `as_root` naming `verifier`
+    its root filesystem is a writable layer for those scripts (docs/trust.md). The checker
+    is running before the agent's sandbox stops because the workspace lives only while a
+    sandbox holds it. It joins the arm's pod, so checks may query the case's services
+    (which outlive the agent's sandbox). The stopped sandbox is removed by
+    StagedArm.close. `harbor`: a Harbor task's folder under evals/ (harbor_mounts).
     """
     _begin_checker(provider, spec, arm, skill_dir, harbor)
     assert arm.opening is not None
@@ -329,7 +330,9 @@ async def _open_checker(
         user=CHECKER,
         workspace=workspace.name,
         pod=pod.name if pod else None,
-        env={**spec.env, **CHECK_ENV},
+        env={**spec.env, **container_env()},
+        # a verifier written for root (`as_root`) installs what it needs, as in its source
+        writable_root="verifier" in spec.as_root,
         logs=True,
         mounts=(
             *spec.mounts,

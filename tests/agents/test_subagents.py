@@ -188,3 +188,65 @@ def test_the_report_shows_the_models_an_agent_clis_calls_named() -> None:
         f"model calls: candidate claude-haiku-4-5 x2, {RUN_MODEL} x7"
     )
     assert models_line({"baseline": Efficiency(1.0, 1.0, 0.1, 10.0, 5.0)}) is None  # builtin
+
+
+COPILOT_MODEL = "gpt-5.1"
+# Copilot CLI 1.0.102's built-in agents its `task` tool starts (definitions/*.agent.yaml in its
+# package): `explore` and `task` name models of their own ([gpt-5.6-luna, gpt-5.4-mini], "the
+# first available wins"), `research` names claude-sonnet-5, `general-purpose` inherits. Under
+# BYOK the provider's one model is the only one available, so each runs on the run's model
+# with nothing to point (docs/agents.md); the tool's optional `model` argument is sent as asked
+# and the broker refuses it, as it refuses any model the run does not allow.
+COPILOT_TASKS = (
+    ("explore", None),
+    ("task", None),
+    ("general-purpose", None),
+    ("research", None),
+)
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_copilot_clis_subagents_run_on_the_runs_model_and_are_counted(
+    fake, tmp_path: Path, capsys
+) -> None:
+    def start(i: int, agent: str, model: str | None) -> dict[str, Any]:
+        args = {"agent_type": agent, "description": f"greet {i}", "prompt": f"SUBTASK-c{i}: hi"}
+        args |= {"name": f"greeter{i}", "mode": "sync"}
+        return {"task": args | ({"model": model} if model else {})}
+
+    subagents = [
+        {"when": f"SUBTASK-c{i}", "steps": [{"text": f"hello from the copilot subagent {i}"}]}
+        for i in range(len(COPILOT_TASKS))
+    ]
+    main = conv(
+        "(?s)",
+        "Create hello.txt",
+        {"tool_calls": [start(i, a, m) for i, (a, m) in enumerate(COPILOT_TASKS)]},
+        {"tool_calls": [{"bash": {"command": "echo delegated > hello.txt", "description": "d"}}]},
+        {"text": "I greeted everyone."},
+    )
+    folder = greeter(tmp_path, "copilot")
+    server = fake({"conversations": [*subagents, main]})
+    code, lines, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", f"openai/{COPILOT_MODEL}"
+    )
+    assert code == 3, "\n".join(lines)
+    calls = server.log("openai")
+    assert {r.body.get("model") for r in calls} == {COPILOT_MODEL}, [
+        r.body.get("model") for r in calls
+    ]
+    played = [r for r in calls if r.source]
+    for i in range(len(COPILOT_TASKS)):  # every subagent ran, once per session, answered
+        sub = [r for r in played if f"SUBTASK-c{i}" in json.dumps(r.body["messages"][:2])]
+        assert len(sub) == 2 and {r.status for r in sub} == {200}, (i, len(sub))
+    for key in ("hello.baseline.1", "hello.candidate.1"):
+        events = transcript(tmp_path / "run", key)
+        results = [e["text"] for e in events if e["type"] == "tool_result"]
+        assert sum("hello from the copilot subagent" in t for t in results) == len(COPILOT_TASKS)
+        log = (tmp_path / f"run/exchanges/{key}.jsonl").read_text().splitlines()
+        exchanges = [json.loads(x) for x in log]
+        assert {(x["model"], x["status"]) for x in exchanges} == {(COPILOT_MODEL, 200)}
+        assert events[-1]["models"] == {COPILOT_MODEL: len(exchanges)}
+    assert set(summary["efficiency"]["candidate"]["models"]) == {COPILOT_MODEL}

@@ -17,6 +17,9 @@ from skillbench.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
+FIVE = ("claude-code", "codex", "opencode", "gemini-cli", "copilot")
+
+
 def test_bundled_library_is_clean(capsys) -> None:
     assert main(["check", str(ROOT / "skills")]) == 0
     assert capsys.readouterr().out.splitlines() == ["checked 4 skills: 0 errors, 0 warnings"]
@@ -79,8 +82,10 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         *skills,
         "diff-review --with-library skills/",
         "diff-review --agent claude-code --case small-change",
+        f"diff-review --agent {','.join(FIVE)} --case small-change",
         " --agent builtin,claude-code",
-    ]  # every bundled skill, the library arm, the real Claude Code CLI offline, the matrix
+    ]  # every bundled skill, the library arm, the real Claude Code CLI offline, the same case
+    # in all five real agent CLIs side by side, the matrix
     # two skills have enough units for a verdict, the other two do not (docs/statistics.md)
     verdicts = [line for line in out if line.startswith("verdict: ")]
     assert verdicts == [
@@ -152,6 +157,26 @@ def test_offline_demo(tmp_path: Path, capsys) -> None:
         assert line.removeprefix("    ") in out, line
     assert (ROOT / "skills/skill-eval-author/SKILL.md").read_bytes() == before
     assert (tmp_path / "demo/tune/report.html").is_file()
+    # the same case in all five real agent CLIs side by side, each played by the scripted
+    # driver in its own tools: every cell decided its one unit and the skill fired in each
+    head = f"== skillbench eval skills/diff-review --agent {','.join(FIVE)} --case small-change"
+    five = out[
+        out.index(head) + 1 : out.index("== skillbench eval skills/ --agent builtin,claude-code")
+    ]
+    start = next(i for i, line in enumerate(five) if line.startswith("cell "))
+    assert [line.split()[:2] for line in five[start + 1 : start + 6]] == [
+        [f"diff-review@{agent}@scripted/demo", "INCONCLUSIVE"] for agent in FIVE
+    ]
+    side = readme.split("in all five real agent CLIs side by side, one set", 1)[1]
+    for line in side.split("From `make demo`:\n\n", 1)[1].split("\n\n")[0].splitlines():
+        assert line.removeprefix("      ") in five, line
+    sets = json.loads((tmp_path / "demo/agents/set.json").read_text())
+    assert [c["status"] for c in sets["cells"]] == ["done"] * 5
+    for c in sets["cells"]:
+        summary = json.loads((tmp_path / "demo/agents" / c["run"] / "summary.json").read_text())
+        assert summary["scored_rows"] == 1, c["id"]
+        assert (summary["activation"]["fired"], summary["activation"]["sessions"]) == (1, 1)
+        assert summary["comparisons"]["baseline"]["win"] == 1, c["id"]
     # the library as a matrix: in the builtin agent each cell's verdict is the single eval's;
     # in Claude Code only diff-review's small-change has scripted work, so only it decides
     table = out[out.index("== skillbench eval skills/ --agent builtin,claude-code") + 1 :]

@@ -71,7 +71,7 @@ def test_harbor_tasks_run_unmodified_and_score(fake, tmp_path: Path, capsys) -> 
     src, into = write(tmp_path / "tasks", DATASET), skill(tmp_path, {})
     assert main(["import", "harbor", str(src), "--into", str(into)]) == 0
     out = capsys.readouterr().out
-    assert "mapped (3):" in out and "skills_dir — the skill under test" in out
+    assert "mapped (6):" in out and "skills_dir — the skill under test" in out
     imported = (into / "evals/cases/sum-task/tests/test.sh").read_text()
     assert imported.endswith(_TEST_SH.split("\n", 1)[1])  # only a header comment added
 

@@ -237,10 +237,10 @@ def test_a_dataset_imports_every_task_it_can_and_lists_the_rest(tmp_path: Path, 
     )
     assert not (into / "evals/cases/two-steps.yaml").exists()
     joined = "\n".join(out)
-    assert "mapped (2):" in out
+    assert "mapped (4):" in out  # each task: its skills_dir and `as_root`
     assert "  hello task: skills_dir — the skill under test: the --into skill" in joined
-    assert "hello task: surprise — not a Harbor field skillbench maps" in joined
-    assert "hello task: agent.extra — not a Harbor field skillbench maps" in joined
+    assert "hello task: surprise — not in Harbor's task.toml reference; ignored" in joined
+    assert "hello task: agent.extra — not in Harbor's task.toml reference; ignored" in joined
     assert (
         "hello task: environment/docker-compose.yaml — db: services in the arm's own pod" in joined
     )

@@ -3,9 +3,9 @@ receipt names, and endpoints reached through a proxy or a custom CA."""
 
 from __future__ import annotations
 
+import io
 import json
-import subprocess
-import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -234,16 +234,15 @@ def test_hostile_receipts_are_refused_in_one_line(
     target = repo / "evals/greeter/v1/forged.json"
     target.parent.mkdir(parents=True)
     target.write_text(json.dumps(body))
-    proc = subprocess.run(
-        [sys.executable, "-m", "skillbench", "gate", str(skill), "--team", str(repo), *STRICTEST],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    said = (proc.stdout + proc.stderr).strip().splitlines()
+    # In-process (a subprocess per example made this the slowest unit test): an exception
+    # that is not a SkillbenchError leaves main() and fails the test as a traceback would.
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        code = main(["gate", str(skill), "--team", str(repo), *STRICTEST])
+    said = (stdout.getvalue() + stderr.getvalue()).strip().splitlines()
     lines = [line for line in said if not line.startswith("skillbench: note:")]  # on a pass
-    assert "Traceback" not in proc.stderr, proc.stderr[-1500:]
-    assert proc.returncode in (0, 1, 2) and len(lines) == 1, lines
+    assert "Traceback" not in stderr.getvalue(), stderr.getvalue()[-1500:]
+    assert code in (0, 1, 2) and len(lines) == 1, lines
 
 
 def test_a_malformed_team_receipt_is_refused_naming_the_file(tmp_path: Path, capsys) -> None:

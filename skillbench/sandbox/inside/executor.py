@@ -402,11 +402,37 @@ def _harden(user):
                 os.chown(place, user.pw_uid, user.pw_gid)
 
 
+# Folders a sandbox's user can write: never on the image PATH a root script is given.
+_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/home", "/logs", "/run", "/skills", "/case")
+
+
+def _image_path(path):
+    """The image's PATH (its `ENV`) without a folder the agent wrote or could write: a root
+    script finds by name only what the image put there (checker_env.py ROOT_SCRIPT)."""
+    kept = []
+    for entry in path.split(":"):
+        real = os.path.normpath(entry) if entry.startswith("/") else ""
+        places = (_WORKDIR, *_WRITABLE)
+        if real and not any(real == p or real.startswith(p.rstrip("/") + "/") for p in places):
+            kept.append(real)
+    return ":".join(kept)
+
+
+def _checker_path():
+    """A checker is created with its fixed PATH aside (checker_env.py): put it in place, and
+    keep the image's own for the scripts written for root."""
+    fixed = os.environ.pop("SKILLBENCH_CHECK_PATH", None)
+    if fixed is not None:
+        os.environ["SKILLBENCH_IMAGE_PATH"] = _image_path(os.environ.get("PATH", ""))
+        os.environ["PATH"] = fixed
+
+
 def main():
     global _conn, _USER, _WORKDIR
     path = sys.argv[sys.argv.index("--listen") + 1] if "--listen" in sys.argv else ""
     if "--workdir" in sys.argv:
         _WORKDIR = sys.argv[sys.argv.index("--workdir") + 1]
+    _checker_path()
     name = sys.argv[sys.argv.index("--user") + 1] if "--user" in sys.argv else "root"
     _USER = pwd.getpwnam(name)
     _harden(_USER)

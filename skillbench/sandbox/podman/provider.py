@@ -326,7 +326,9 @@ class PodmanProvider:
             labels={**self.labels, **spec.labels},
             mem_limit=memory,
             # nothing the agent writes outside /work, HOME and /tmp; no setuid escalation
-            read_only=True,
+            # (a writable layer only for the trusted root scripts of a container the agent
+            # never touched: SandboxSpec.writable_root, docs/trust.md)
+            read_only=not spec.writable_root,
             read_write_tmpfs=False,
             no_new_privileges=True,
             pids_limit=spec.pids,
