@@ -20,6 +20,11 @@ newText}, bash {command}, lower case. Each agent's tools map onto them:
 | codex | apply_patch, one file change each | write (a file added), edit (else) |
 
 Any other tool keeps its name, in lower case, and its arguments.
+
+A case with `skill_in_workspace` (an imported skill-optimizer suite) has the skill under test
+where skill-optimizer puts it, <workdir>/<folder>/; every read of the skill's staged copies
+(/skills/<name>/…, the agent's own copy, the skill tool) is written as a read there, so a
+grader's pattern over the trace ("the skill must not be read") matches the same reads.
 """
 
 from __future__ import annotations
@@ -51,9 +56,35 @@ _RENAMED = {
 _SKILL_HOMES = {"skill": SKILLS_DIR, "Skill": f"{HOMES['agent']}/.claude/skills"}
 
 
-def optimizer_trace(events: list[dict[str, Any]]) -> str:
-    """The transcript `events` as skill-optimizer's trace.jsonl text."""
-    return "".join(json_line(e) for e in _entries(events))
+def optimizer_trace(events: list[dict[str, Any]], shown_at: dict[str, str] | None = None) -> str:
+    """The transcript `events` as skill-optimizer's trace.jsonl text. `shown_at`: skill name
+    -> the workspace folder skill-optimizer would show it at (the case's
+    `skill_in_workspace`); reads of that skill's staged copies are written as reads there."""
+    moved = [
+        (_staged_copy(name), f"{folder.rstrip('/')}/") for name, folder in (shown_at or {}).items()
+    ]
+    return "".join(json_line(_moved(e, moved)) for e in _entries(events))
+
+
+def _staged_copy(name: str) -> re.Pattern[str]:
+    """A path in a staged copy of skill `name`: /skills/<name>/, or an agent's own copy in a
+    dot folder of its home (~/.claude/skills/<name>/, ~/.codex/skills/<name>/, …)."""
+    home = re.escape(HOMES["agent"])
+    return re.compile(
+        rf"^(?:{re.escape(SKILLS_DIR)}|(?:~|{home})/\.[^/]+(?:/[^/]+)*?/skills)/{re.escape(name)}/"
+    )
+
+
+def _moved(entry: dict[str, Any], moved: list[tuple[re.Pattern[str], str]]) -> dict[str, Any]:
+    """`entry` with a read's path in a staged copy of a skill moved to its workspace folder."""
+    args = entry.get("arguments")
+    if entry.get("type") != "tool_call" or entry.get("name") != "read" or not moved:
+        return entry
+    path = args.get("path") if isinstance(args, dict) else None
+    for staged, folder in moved:
+        if isinstance(args, dict) and isinstance(path, str) and (hit := staged.match(path)):
+            return {**entry, "arguments": {**args, "path": folder + path[hit.end() :]}}
+    return entry
 
 
 def _entries(events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:

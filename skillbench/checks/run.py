@@ -31,6 +31,7 @@ async def run_checks(
     earlier: Sequence[CheckResult] | None = None,
     results_trace: str | None = None,
     root: Sequence[str] = (),
+    shown_at: dict[str, str] | None = None,
 ) -> list[CheckResult]:
     """Evaluate checks against a finished session: `transcript` as it happened (unscrubbed),
     `sandbox` the checker holding the arm's /work (stage.check_phase), `case_dir` the case's
@@ -39,7 +40,9 @@ async def run_checks(
     `results_trace`: a grader's $RESULTS/trace.jsonl when not the transcript's (the oracle's
     reference solution writes its own, as skill-optimizer's do). `root`: the case's
     `as_root`; with `verifier`, its verifier and reward scripts run as root, with the
-    image's PATH, as their source runs them (the checker's root is then writable)."""
+    image's PATH, as their source runs them (the checker's root is then writable). `shown_at`:
+    skill name -> the workspace folder a skill-optimizer grader expects its reads at
+    (optimizer_trace)."""
     if sandbox is not None:
         await _clear_rewards(checks, sandbox)
     as_root = "verifier" in root
@@ -53,7 +56,7 @@ async def run_checks(
     done: dict[int, CheckResult] = {}
     for i in order:
         done[i] = await _check_one(
-            i, checks[i], transcript, sandbox, case_dir, earlier, results_trace, as_root
+            i, checks[i], transcript, sandbox, case_dir, earlier, results_trace, as_root, shown_at
         )
     return [done[i] for i in range(len(checks))]
 
@@ -67,6 +70,7 @@ async def _check_one(
     earlier: Sequence[CheckResult] | None,
     results_trace: str | None,
     as_root: bool,
+    shown_at: dict[str, str] | None = None,
 ) -> CheckResult:
     """One check of run_checks, the `i`th."""
     try:
@@ -77,7 +81,7 @@ async def _check_one(
         if check.kind in SCRIPTED and sandbox is not None:
             trace = results_trace
             if trace is None:
-                trace = optimizer_trace(transcript.events)
+                trace = optimizer_trace(transcript.events, shown_at)
             return await _scripted(check, trace, sandbox, case_dir, transcript, as_root)
         text, commands = transcript.all_text.lower(), transcript.bash_commands
         return await _one(check, text, commands, sandbox, transcript.all_text)

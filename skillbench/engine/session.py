@@ -230,6 +230,7 @@ class Sessions:
                     skills,
                     scratch=self.run_dir / "tmp",
                     case=setup_case(spec, self.skill_dir),
+                    under_test=self.skill.name,
                 )
             except SetupFailed as exc:
                 return replace(record, outcome="skipped", error=str(exc))
@@ -247,9 +248,11 @@ class Sessions:
                 start_checker(provider, check_box, staged, self.skill_dir, spec.harbor)
                 # what the agent opens of the skills, seen from the executor (observer.py): a
                 # CLI's own start-up reads every SKILL.md, so its watch begins at its first reply
-                await staged.sandbox.observe(
-                    skill_folders(skills, session.skill_home), now=session.relay is None
-                )
+                folders = skill_folders(skills, session.skill_home)
+                if spec.skill_in_workspace and self.skill.name in folders:
+                    shown = f"{staged.sandbox.workdir}/{spec.skill_in_workspace}"
+                    folders[self.skill.name].append(shown)
+                await staged.sandbox.observe(folders, now=session.relay is None)
                 trace = TraceWriter(transcript)
                 try:
                     result = await session.run(staged.sandbox, trace)
@@ -316,9 +319,20 @@ class Sessions:
             if isinstance(spec, Suite)
             else {record.session: spec.checks}
         )
+        shown_at = (
+            {self.skill.name: f"{checker.workdir}/{spec.skill_in_workspace}"}
+            if spec.skill_in_workspace
+            else None
+        )
         checks = {
             unit: await run_checks(
-                listed, text, checker, home, (earlier or {}).get(unit), root=spec.as_root
+                listed,
+                text,
+                checker,
+                home,
+                (earlier or {}).get(unit),
+                root=spec.as_root,
+                shown_at=shown_at,
             )
             for unit, listed in units.items()
         }

@@ -50,6 +50,7 @@ SESSION_FIELDS = (
     "services",
     "mcp_servers",
     "harbor",
+    "skill_in_workspace",
     "as_root",
 )
 # Where a workspace may not go: the sandbox's own mounts and the system's folders.
@@ -76,6 +77,7 @@ SUITE_FIELDS = (*SESSION_FIELDS, "cases")
 SUBCASE_FIELDS = ("name", "checks", "distractor")
 
 _REQUIRES = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._+-]*|python3:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$")
+_FOLDER = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _SUBCASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Words that leak how a case is scored into the prompt the agent sees.
 _EVAL_INTERNALS = re.compile(r"evals/|\bchecks\b|\bgrader\b|\brubric\b|triggers\.ya?ml", re.I)
@@ -121,6 +123,18 @@ def _session_fields(
             out["workdir"] = data["workdir"]
     if "harbor" in data and rep.expect(("harbor",), data["harbor"], str, "harbor"):
         out["harbor"] = _harbor(rep, data["harbor"], case_file)
+    if "skill_in_workspace" in data and rep.expect(
+        ("skill_in_workspace",), data["skill_in_workspace"], str, "skill_in_workspace"
+    ):
+        folder = data["skill_in_workspace"]
+        if _FOLDER.match(folder) and folder not in (".", ".."):
+            out["skill_in_workspace"] = folder
+        else:
+            rep.error(
+                ("skill_in_workspace",),
+                f"`skill_in_workspace` {folder!r} must be one folder name of the workspace "
+                "(letters, digits, . _ -), such as pdf-skill",
+            )
     if "as_root" in data:
         out["as_root"] = _as_root(rep, data["as_root"])
     out.update(_image(rep, data, case_file, skill_dir))

@@ -116,6 +116,10 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     # a Harbor task's folder under evals/: its tests/ and solution/ are shown read-only at
     # /tests and /solution in the checker (and /solution to the oracle), as Harbor does
     harbor: str | None = None
+    # a folder of the workspace where the candidate's arm also finds the skill under test
+    # (skill-optimizer copies its references into /work, so its graders look for
+    # /work/<folder>/SKILL.md); the baseline never has it (docs/formats.md)
+    skill_in_workspace: str | None = None
     # the source's scripts written for root (docs/trust.md "Scripts written for root"):
     # `verifier` (its verifier/reward `run` scripts, in the checker) and `oracle` (the
     # reference solution) run as root on a writable root filesystem; never the agent

@@ -68,8 +68,8 @@ def is_skill(path: Path) -> bool:
 def read_skill(folder: Path, *, folder_name: str | None = None) -> Skill:
     """Parse a skill's SKILL.md front matter; raise `SpecError` with `path:line` problems.
 
-    The name must match the folder's name, or `folder_name` for a folder named otherwise
-    (a published version lives in `skills/<name>/v<N>/`).
+    The name should match the folder's name, or `folder_name` for a folder named otherwise
+    (a published version lives in `skills/<name>/v<N>/`); a mismatch is a warning.
     """
     md = folder / SKILL_FILE
     shown = str(md)
@@ -149,12 +149,19 @@ def read_skill(folder: Path, *, folder_name: str | None = None) -> Skill:
                 )
             )
         elif name != (folder_name or folder.resolve().name):
-            problems.append(
-                problem(
-                    "name",
-                    f"skill name {name!r} does not match its "
-                    f"folder {folder_name or folder.resolve().name!r}; rename one",
-                )
+            # The Agent Skills spec requires them to match, but published skills do not
+            # always (skill-optimizer's references/pdf-skill is `pdf`): the skill is staged
+            # under its `name`, and the difference said.
+            warnings += (
+                Problem(
+                    shown,
+                    where.get("name", 1),
+                    "warning",
+                    f"skill name {name!r} does not match its folder "
+                    f"{folder_name or folder.resolve().name!r} (the Agent Skills spec requires "
+                    f"them to match): it is staged as /skills/{name}; rename the folder to "
+                    "silence this",
+                ),
             )
         if len(description) > MAX_DESCRIPTION:
             problems.append(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.evals import SpecError
-from skillbench.evals.skills import is_skill, staged_files
+from skillbench.evals.skills import is_skill, read_skill, staged_files
 from skillbench.importers.base import (
     Imported,
     ImportError_,
@@ -172,7 +172,12 @@ def _optimizer_case(
     # skill-optimizer's default is ./references, when there is one
     refs = case.get("references") or ("references" if is_dir(root / "references") else None)
     if refs:
-        seed += _references(root / str(refs), f"cases/{name}/fixture", where, into, source, out)
+        files, shown = _references(
+            root / str(refs), f"cases/{name}/fixture", where, into, source, out
+        )
+        seed += files
+        if shown is not None:
+            extra["skill_in_workspace"] = shown
     if is_dir(suite_dir / "workspace"):
         seed += support(suite_dir / "workspace", f"cases/{name}/fixture", source)
     if is_dir(suite_dir / "bin"):
@@ -198,22 +203,28 @@ def _optimizer_case(
 
 def _references(
     refs: Path, dest: str, where: str, into: Path | None, source: str, out: Imported
-) -> list[NewFile]:
+) -> tuple[list[NewFile], str | None]:
     """The references folder as the workspace's seed, minus the skills in it: such a suite
     keeps the skill under test there (references/<skill>/SKILL.md), and a skill copied into
-    the workspace would be the baseline's too. The --into skill is the one under test."""
+    the workspace would be the baseline's too. The --into skill is the one under test; the
+    folder of references/ that holds it is returned: skill-optimizer copies references into
+    /work (workspace.ts), so the candidate's arm finds it at /work/<folder>/ as well."""
     skills = [refs] if is_skill(refs) else sorted(p for p in refs.iterdir() if is_skill(p))
     files = [
         f
         for f in support(refs, dest, source)
         if not any(f.rel.startswith(_rel(dest, refs, s)) for s in skills)
     ]
+    under_test: str | None = None
     for folder in skills:
         shown = refs.name if folder == refs else f"{refs.name}/{folder.name}"
-        mine = into.resolve().name if into is not None else None
-        if mine is not None and folder.name != mine:
+        # the same skill by its `name`, not its folder: a published skill's folder need not
+        # be its name (skill-optimizer's references/pdf-skill is `pdf`)
+        mine = _skill_name(into.resolve()) if into is not None else None
+        theirs = _skill_name(folder)
+        if mine is not None and theirs != mine:
             out.warnings.append(
-                f"{where}: {shown}/ is the skill {folder.name}, not the --into skill "
+                f"{where}: {shown}/ is the skill {theirs}, not the --into skill "
                 f"{mine}: {mine} is the one under test; "
                 f"{shown}/ is left out of the workspace"
             )
@@ -222,12 +233,29 @@ def _references(
                 f"{where}: {shown}/ differs from the --into skill {mine} ({changed}): the "
                 f"--into skill is the one under test; {shown}/ is left out of the workspace"
             )
-        else:
+        elif folder == refs:  # skill-optimizer would spread it over /work itself
             out.unmapped.append(
                 f"{where}: {shown}/ — the skill under test: the candidate's arm stages it as "
-                "the --into skill; left out of the workspace so the baseline never sees it"
+                f"/skills/{theirs}; skill-optimizer copies it over /work itself, which a "
+                "baseline without the skill cannot have: left out of the workspace"
             )
-    return files
+        else:
+            under_test = folder.name
+            out.mapped.append(
+                f"{where}: {shown}/ — the skill under test: the candidate's arm finds it at "
+                f"/work/{folder.name}/ (where skill-optimizer copies references; "
+                f"`skill_in_workspace: {folder.name}`) and as /skills/{theirs}; the baseline "
+                "never sees it"
+            )
+    return files, under_test
+
+
+def _skill_name(folder: Path) -> str:
+    """The skill's `name` (its folder's name when its SKILL.md does not say one)."""
+    try:
+        return read_skill(folder).name
+    except SpecError:
+        return folder.name
 
 
 def _rel(dest: str, refs: Path, skill: Path) -> str:

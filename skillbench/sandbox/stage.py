@@ -101,12 +101,15 @@ async def stage_arm(
     *,
     scratch: Path | None = None,
     case: Path | None = None,
+    under_test: str | None = None,
 ) -> StagedArm:
     """Create a sandbox and seed it for `session` with `skills` (name -> folder) staged
     under /skills/<name> (none = the baseline). The case's services start first, in a pod
     of the arm's own that the sandbox joins: they are healthy before anything is staged.
     `case`: the case's own folder on the host, shown to `setup` as $CASE (plan.setup_case)
-    and removed before the agent starts."""
+    and removed before the agent starts. `under_test`: the name of the skill under test,
+    copied into the workspace too when the session has `skill_in_workspace` and the arm
+    stages it (the baseline does not)."""
     if scratch is not None:
         scratch.mkdir(parents=True, exist_ok=True)
     host_dir = Path(tempfile.mkdtemp(prefix="arm-", dir=scratch))
@@ -138,6 +141,11 @@ async def stage_arm(
                 raise SandboxError(
                     f"could not hand {sandbox.workdir} to the agent: {owned.stderr.strip()[-300:]}"
                 )
+        if session.skill_in_workspace and under_test is not None and under_test in skills:
+            # first, as skill-optimizer copies references before workspace/ (workspace.ts)
+            seed = host_dir / "workspace-skill"
+            copy_for_staging(skills[under_test], seed / session.skill_in_workspace)
+            await sandbox.put_tree(seed, sandbox.workdir)
         if session.fixture:
             await sandbox.put_tree(Path(session.fixture), sandbox.workdir)
         for rel, content in session.files.items():

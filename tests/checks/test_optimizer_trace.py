@@ -6,6 +6,7 @@ tool names (read, write, edit, bash)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +196,61 @@ def test_codex_shell_commands_and_patches_map_onto_bash_write_and_edit(tmp_path:
     ]
     results = [(e["name"], e["isError"]) for e in entries if e["type"] == "tool_result"]
     assert results == [("read", False), ("write", False), ("edit", False)]
+
+
+# skill-optimizer's pdf example (examples/workbench/pdf/checks/no-pdf-skill.mjs) fails a case
+# whose trace reads a path matching this: its references/pdf-skill/ is copied into /work
+NO_PDF_SKILL = re.compile(r"/pdf-skill/SKILL\.md$")
+
+
+def _reads(trace: str) -> list[str]:
+    entries = [json.loads(line) for line in trace.splitlines()]
+    return [e["arguments"]["path"] for e in entries if e["type"] == "tool_call"]
+
+
+def test_reads_of_the_staged_skill_are_where_skill_optimizer_shows_it() -> None:
+    """issue 37 item 6: the candidate loading the skill (`pdf`, from references/pdf-skill) by
+    any of its staged copies is a read of /work/pdf-skill/SKILL.md, so the grader's "the
+    skill must not be read" pattern sees it, as it would under skill-optimizer. Before, the
+    trace said /skills/pdf/SKILL.md and the grader passed a candidate that read the skill."""
+    events = [
+        {"type": "tool_call", "id": "1", "name": "skill", "arguments": {"name": "pdf"}},
+        {"type": "tool_call", "id": "2", "name": "Skill", "arguments": {"skill": "pdf"}},
+        {
+            "type": "tool_call",
+            "id": "3",
+            "name": "bash",
+            "arguments": {"command": "cat ~/.codex/skills/pdf/SKILL.md"},
+        },
+        {
+            "type": "tool_call",
+            "id": "4",
+            "name": "read_file",
+            "arguments": {"path": "/skills/pdf/ref/forms.md"},
+        },
+        # not a staged copy of the skill: kept as they are
+        {
+            "type": "tool_call",
+            "id": "5",
+            "name": "read_file",
+            "arguments": {"path": "/work/skills/pdf/SKILL.md"},
+        },
+        {
+            "type": "tool_call",
+            "id": "6",
+            "name": "read_file",
+            "arguments": {"path": "/skills/pdfx/SKILL.md"},
+        },
+    ]
+    reads = _reads(optimizer_trace(events, {"pdf": "/work/pdf-skill"}))
+    assert reads == [
+        "/work/pdf-skill/SKILL.md",
+        "/work/pdf-skill/SKILL.md",
+        "/work/pdf-skill/SKILL.md",
+        "/work/pdf-skill/ref/forms.md",
+        "/work/skills/pdf/SKILL.md",
+        "/skills/pdfx/SKILL.md",
+    ]
+    assert sum(bool(NO_PDF_SKILL.search(r)) for r in reads) == 3
+    # a case without `skill_in_workspace` keeps the staged paths
+    assert _reads(optimizer_trace(events[:1])) == ["/skills/pdf/SKILL.md"]

@@ -57,10 +57,6 @@ def test_reads_front_matter(tmp_path: Path) -> None:
             ],
         ),
         (
-            "---\nname: other\ndescription: d\n---\n",
-            ["SKILL.md:2: skill name 'other' does not match its folder 's'; rename one"],
-        ),
-        (
             "---\nname: s\ndescription: " + "x" * 1025 + "\n---\n",
             ["SKILL.md:3: description is 1025 characters; the limit is 1024"],
         ),
@@ -77,6 +73,18 @@ def test_reads_front_matter(tmp_path: Path) -> None:
 def test_front_matter_rules(tmp_path: Path, text: str, expected: list[str]) -> None:
     write(tmp_path / "s", {"SKILL.md": text})
     assert skill_error(tmp_path / "s") == expected
+
+
+def test_folder_differing_from_name_is_accepted_with_a_note(tmp_path: Path) -> None:
+    """issue 37 item 6: published skills (skill-optimizer's references/pdf-skill is `pdf`)
+    are used as they are, staged under their name, with a warning at SKILL.md:line."""
+    write(tmp_path / "pdf-skill", {"SKILL.md": "---\nname: pdf\ndescription: d\n---\n"})
+    skill = read_skill(tmp_path / "pdf-skill")
+    assert skill.name == "pdf"
+    [note] = skill.warnings
+    assert (note.line, note.severity) == (2, "warning")
+    assert "'pdf' does not match its folder 'pdf-skill'" in note.message
+    assert "staged as /skills/pdf" in note.message
 
 
 def test_name_length_limit(tmp_path: Path) -> None:

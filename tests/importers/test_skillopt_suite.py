@@ -67,7 +67,7 @@ SUITE = {
         "const path = `${process.env.WORK}/greeting.txt`;\n"
         "const got = existsSync(path) ? readFileSync(path, 'utf-8') : '';\n"
         "const leak = existsSync(`${process.env.WORK}/greeter`);\n"
-        "const pass = got === 'Hail, Ada!\\n' && !leak;\n"
+        "const pass = got === 'Hail, Ada!\\n';\n"
         "console.log('grading greeting.txt');\n"
         "console.log(JSON.stringify({ pass, score: pass ? 1 : 0,\n"
         "  evidence: [JSON.stringify(got), `skill in workspace: ${leak}`] }));\n"
@@ -127,6 +127,55 @@ def test_the_suite_imports_as_a_node_case_with_its_oracle(tmp_path: Path, capsys
     # the skill is the candidate's alone: not in the workspace's seed
     assert (into / "evals/cases/greet-guest/fixture/guests.md").is_file()
     assert not (into / "evals/cases/greet-guest/fixture/greeter").exists()
+    # where skill-optimizer copies references: the candidate's arm has it in /work (stage.py)
+    assert "skill_in_workspace: greeter" in case
+
+
+PDF_SKILL = "---\nname: pdf\ndescription: Use this skill for PDF files.\n---\n# PDF\n"
+
+
+def test_a_reference_folder_named_otherwise_is_the_skill_under_test(tmp_path: Path, capsys) -> None:
+    """issue 37 item 6, skill-optimizer's pdf example: references/pdf-skill/ holds the skill
+    `pdf`. It is the --into skill `pdf` (same name, same bytes), shown in the candidate's /work
+    at pdf-skill/ as skill-optimizer shows it. Before: "is the skill pdf-skill, not the --into
+    skill pdf", left out, and the no-pdf-skill grader's pattern could never match."""
+    write(tmp_path, {"skillbench.toml": "max_retries = 1\n"})
+    into = write(tmp_path / "lib" / "pdf", {"SKILL.md": PDF_SKILL})
+    src = write(
+        tmp_path / "suite",
+        {
+            "suite.yml": (
+                "name: pdf-workbench-example\nreferences: ./references\ncases:\n"
+                "  - name: no-pdf-skill-needed\n    task: Write note.txt saying done.\n"
+                "    graders:\n      - name: note\n        command: test -f $WORK/note.txt\n"
+            ),
+            "references/pdf-skill/SKILL.md": PDF_SKILL,
+            "references/README.md": "references\n",
+        },
+    )
+    assert main(["import", "skill-optimizer", str(src), "--into", str(into)]) == 0
+    out = capsys.readouterr().out
+    assert "warning:" not in out, out
+    assert "references/pdf-skill/ — the skill under test: the candidate's arm finds it at " in out
+    assert "/work/pdf-skill/" in out
+    case = (into / "evals/cases/no-pdf-skill-needed.yaml").read_text()
+    assert "skill_in_workspace: pdf-skill" in case, case
+    assert not (into / "evals/cases/no-pdf-skill-needed/fixture/pdf-skill").exists()
+    assert main(["check", str(into)]) == 0, capsys.readouterr().out
+    # and the published folder itself, named otherwise than its skill, is usable as it is
+    assert main(["check", str(src / "references" / "pdf-skill")]) == 0
+    checked = capsys.readouterr().out
+    assert "SKILL.md:2: warning: skill name 'pdf' does not match its folder 'pdf-skill'" in checked
+
+
+def test_skill_in_workspace_is_one_folder_of_the_workspace(tmp_path: Path, capsys) -> None:
+    """A case cannot aim the copy outside the workspace (`..`, an absolute path)."""
+    into = _greeter(tmp_path, "")
+    for bad in ("../etc", "/tmp/x", "a/b"):
+        write(into / "evals/cases", {"c.yaml": f"task: do it\nskill_in_workspace: {bad}\n"})
+        assert main(["check", str(into)]) == 1
+        out = capsys.readouterr().out
+        assert "c.yaml:2: error: `skill_in_workspace`" in out and "one folder name" in out, out
 
 
 def test_check_says_when_the_node_variant_is_not_built(
@@ -194,9 +243,12 @@ def test_skill_optimizer_suite_end_to_end(fake, tmp_path: Path, capsys) -> None:
     assert [c["passed"] for c in base] == [False, False], base
     # the host's trace, in skill-optimizer's format: the candidate's skill tool is a read of
     # its SKILL.md; the baseline's forged files are not what its grader read
+    # (issue 37 item 6) where skill-optimizer puts references: the candidate's /work/greeter/
     assert cand[1]["detail"] == (
-        'score 1; reads: ["/skills/greeter/SKILL.md"]; trace of greet-guest; forged: false'
+        'score 1; reads: ["/work/greeter/SKILL.md"]; trace of greet-guest; forged: false'
     )
+    assert cand[0]["detail"] == 'score 1; "Hail, Ada!\\n"; skill in workspace: true'
+
     assert base[1]["detail"] == "score 0; reads: []; trace of greet-guest; forged: false"
     assert base[0]["detail"] == 'score 0; "Hello, Ada.\\n"; skill in workspace: false'
     # the plan keys the baseline by the image it ran in (the variant): it would be reused

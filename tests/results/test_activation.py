@@ -431,7 +431,7 @@ def test_the_library_arm_refuses_a_folder_it_cannot_use(tmp_path: Path, capsys) 
     make_skill(alone, "greeter")
     broken = tmp_path / "broken"
     make_skill(broken, "counter")
-    write(broken, {"odd/SKILL.md": "---\nname: other\ndescription: x\n---\n"})
+    write(broken, {"odd/SKILL.md": "---\nname: odd\n---\n"})  # no description
     for where, said in (
         (root / "greeter", "not a library root (a folder whose sub-folders each hold a SKILL.md)"),
         (alone, "holds no skill besides greeter; the library arm needs other skills"),
