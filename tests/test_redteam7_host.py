@@ -70,16 +70,22 @@ def test_a_team_folder_inside_a_larger_repo_reads_its_own_anchors_at_the_base(
     allowed_signers and policy at the base, so require-signed and require = PASS went
     away and the PR's unsigned hand-made PASS passed `--base main`."""
     team, skill = monorepo_team(capsys, tmp_path, "LLLLLT")  # main: a signed FAIL
-    forged = engine_receipt(skill, "run-2", {"baseline": "WWWWWW"}, created="2026-11-30T10:00:00+00:00")
+    created = "2026-11-30T10:00:00+00:00"
+    forged = engine_receipt(skill, "run-2", {"baseline": "WWWWWW"}, created=created)
     (team / "evals/greeter/v1/run-2.json").write_text((forged / "receipt.json").read_text())
     shutil.rmtree(store_dir("greeter", digest(skill)))
     git(team, "add", "-A")
     git(team, "commit", "-qm", "an unsigned PASS")
-    code = main(["gate", str(team / "skills/greeter/v1"), "--team", str(team), "--base", "main"])
+    gated = ["gate", str(team / "skills/greeter/v1"), "--team", str(team)]
+    code = main([*gated, "--base", "main"])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    assert code == 1, captured.out
-    assert "signed" in captured.out, captured.out
+    # the team folder's own allowed_signers (the unsigned PASS does not count, the signed FAIL
+    # is the newest signed) and its own policy (require = PASS) at the base
+    assert (code, captured.out.strip()) == (
+        1,
+        "gate refused: greeter: verdict vs baseline is FAIL (policy requires PASS)",
+    )
 
 
 # --- J2 around the tests: a nonce-less verdict, then the planted one quoted after it ---------
