@@ -224,3 +224,49 @@ def test_view_refuses_other_host_names(served: int, host: str | None) -> None:
     assert status in (200, 400, 404, 421)
     if status == 200:
         assert headers["content-type"].startswith("text/html")
+
+
+# --- EG1 around the tests: more spellings of "another site" in one proxied request ----------
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        # an obs-fold continuation line adding a second site to Host
+        "GET http://{a}/ HTTP/1.1\r\nHost: {a}\r\n internal.example\r\n\r\n",
+        "GET http://{a}/ HTTP/1.1\r\nX-A: 1\r\n\tHost: internal.example\r\nHost: {a}\r\n\r\n",
+        # the scheme in capitals, the URL's own port spelled out differently
+        "GET HTTP://{a}/ HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+        # HTTP/0.9 style: no version, no headers
+        "GET http://{a}/\r\n\r\n",
+        # a Host header name the proxy might not fold the case of, or with a NUL
+        "GET http://{a}/ HTTP/1.1\r\nHOST: {a}\r\nhOsT: internal.example\r\n\r\n",
+        "GET http://{a}/ HTTP/1.1\r\nHost: {a}\r\nHost\x00: internal.example\r\n\r\n",
+        # a tunnel whose inner request names the site in absolute form, Host right
+        "CONNECT {a} HTTP/1.1\r\n\r\nGET http://internal.example/ HTTP/1.1\r\nHost: {a}\r\n\r\n",
+        # HTTP/1.0 keep-alive, then a second request on the same connection
+        "GET http://{a}/ HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+        "GET http://{a}/ HTTP/1.0\r\nHost: internal.example\r\n\r\n",
+        # a body claimed by both framings
+        "POST http://{a}/ HTTP/1.1\r\nHost: {a}\r\nContent-Length: 5\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+        # Expect: 100-continue, then a second request in place of the body
+        "POST http://{a}/ HTTP/1.1\r\nHost: {a}\r\nExpect: 100-continue\r\nContent-Length: 0\r\n"
+        "\r\nGET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+    ],
+)
+def test_egress_more_variants_never_reach_another_site(tmp_path: Path, request_: str) -> None:
+    from skillbench.egress import EgressProxy
+    from tests.test_egress_one_request import _talk, _vhost_server
+
+    up, port, seen = _vhost_server(honour_close=False)
+    a = f"127.0.0.1:{port}"
+    log = tmp_path / "net.jsonl"
+    proxy = EgressProxy([a], log, "agent").start()
+    try:
+        out = _talk(proxy.port, request_.format(a=a).encode())
+    finally:
+        proxy.stop()
+        up.close()
+    assert b"site internal.example" not in out, out
+    assert all(h == a.encode() for h, _ in seen), seen
