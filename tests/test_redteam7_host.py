@@ -270,3 +270,47 @@ def test_egress_more_variants_never_reach_another_site(tmp_path: Path, request_:
         up.close()
     assert b"site internal.example" not in out, out
     assert all(h == a.encode() for h, _ in seen), seen
+
+
+# --- hostile team receipts through the other commands that read them ------------------------
+
+OTHER = {
+    "rows-not-a-list": lambda r: r.update(rows={"a": 1}),
+    "provenance-null": lambda r: r.update(provenance=None),
+    "created-number": lambda r: r["provenance"].update(created_at=5),
+    "digest-number": lambda r: r.update(digest=5),
+    "deep-rows": lambda r: r.update(rows=["DEEP"]),
+}
+
+
+@pytest.mark.parametrize("edit", list(OTHER), ids=list(OTHER))
+@pytest.mark.parametrize("command", ["receipts", "gate", "publish"])
+def test_other_commands_refuse_a_hostile_team_receipt_in_one_line(
+    tmp_path: Path, capsys, edit: str, command: str
+) -> None:
+    repo = tmp_path / "team"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    skill = greeter(tmp_path)
+    run = engine_receipt(skill, "run-1", {"baseline": "WWWWWT"})
+    assert publish(capsys, skill, repo)[0] == 0
+    shutil.rmtree(store_dir("greeter", digest(skill)))
+    body = json.loads((run / "receipt.json").read_text())
+    OTHER[edit](body)
+    raw = json.dumps(body)
+    if edit == "deep-rows":  # json.dumps cannot write it back; splice it in as text
+        raw = raw.replace('"DEEP"', "[" * 100_000 + "]" * 100_000, 1)
+    (repo / "evals/greeter/v1/run-2.json").write_text(raw)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a hostile receipt")
+    (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text() + "\nMore.\n")
+    capsys.readouterr()
+    target = repo / "skills/greeter/v1" if command == "gate" else skill
+    code = main([command, str(target), "--team", str(repo)])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    if command == "gate":
+        assert code != 0, captured.out
+    else:  # (publish of a new version reads no other version's receipts)
+        assert code in (0, 1, 2)
+    assert len(captured.err.strip().splitlines()) <= 1, captured.err
