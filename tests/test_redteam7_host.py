@@ -314,3 +314,23 @@ def test_other_commands_refuse_a_hostile_team_receipt_in_one_line(
     else:  # (publish of a new version reads no other version's receipts)
         assert code in (0, 1, 2)
     assert len(captured.err.strip().splitlines()) <= 1, captured.err
+
+
+# --- G5 around its test: a fork point from before the base branch's newer signed FAIL -------
+
+
+def test_a_pr_forked_before_a_newer_signed_fail_does_not_hide_it(tmp_path: Path, capsys) -> None:
+    """The receipts were read from merge-base(HEAD, base) and the work tree: a PR chooses its
+    fork point, so one forked before the base branch recorded a newer signed FAIL for the same
+    bytes was gated on the older PASS, as if the FAIL had been deleted (G5)."""
+    from tests.test_gate_base_branch import base_and_pr, gate, receipt_into
+
+    repo, skill = base_and_pr(capsys, tmp_path, "WWWWWW")  # main: a signed PASS (run-1)
+    git(repo, "checkout", "-q", "-B", "stale")  # the PR forks here
+    git(repo, "checkout", "-q", "main")
+    ci = tmp_path / "keys/ci"
+    receipt_into(repo, skill, "run-2", "LLLLLT", "2026-11-30T10:00:00+00:00", ci)
+    git(repo, "checkout", "-q", "stale")
+    code, out, _ = gate(capsys, repo, "--base", "main")
+    assert code == 1, out
+    assert "run-2" in out or "FAIL" in out, out
