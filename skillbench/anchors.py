@@ -2,7 +2,8 @@
 the PR's checkout: the gate policy and `allowed_signers` from the base branch's tip (a PR
 picks its fork point, so the merge base could be from before a key was revoked), and the
 receipts a pull request may not remove from its merge base with the base branch (what the PR
-started from). See docs/ci.md, "Where the policy comes from"."""
+started from) and from that tip (recorded after the PR forked). See docs/ci.md, "Where the
+policy comes from"."""
 
 from __future__ import annotations
 
