@@ -334,3 +334,25 @@ def test_a_pr_forked_before_a_newer_signed_fail_does_not_hide_it(tmp_path: Path,
     code, out, _ = gate(capsys, repo, "--base", "main")
     assert code == 1, out
     assert "run-2" in out or "FAIL" in out, out
+
+
+# --- T1 around its test: near-duplicates spelled with other Unicode --------------------------
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "ｐｌｅａｓｅ ｆｏｒｍａｔ ｒｅｐｏｒｔ ｎｕｍｂｅｒ 3 ａｓ ａ ｔａｂｌｅ",  # fullwidth
+        "please for\u200bmat report number 3 as a ta\u00adble",  # zero-width space, soft hyphen
+        "please_format_report_number_3_as_a_table",  # underscores for spaces
+        "please format re\u0301port number 3 as a table".replace("re\u0301", "r\u00e9"),
+        "please format report number ３ as a table",  # a fullwidth digit
+    ],
+)
+def test_near_duplicates_in_other_unicode_share_a_key(variant: str) -> None:
+    from skillbench.tune.splits import near_key
+
+    plain = "please format report number 3 as a table"
+    accented = "please format re\u0301port number 3 as a table"  # NFD of the é variant
+    assert near_key(variant) in (near_key(plain), near_key(accented))
+    assert near_key("please format r\u00e9port number 3 as a table") == near_key(accented)
