@@ -356,3 +356,37 @@ def test_near_duplicates_in_other_unicode_share_a_key(variant: str) -> None:
     accented = "please format re\u0301port number 3 as a table"  # NFD of the é variant
     assert near_key(variant) in (near_key(plain), near_key(accented))
     assert near_key("please format r\u00e9port number 3 as a table") == near_key(accented)
+
+
+# --- G11 around its test: other spellings of a proxy or a trust store ------------------------
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"all_proxy": "socks5://127.0.0.1:1080"},
+        {"ALL_PROXY": "http://127.0.0.1:3128"},
+        {"https_proxy": "http://127.0.0.1:3128", "NO_PROXY": ".anthropic.com"},
+        {"HTTPS_PROXY": "http://127.0.0.1:3128", "no_proxy": "anthropic.com"},
+        {"SSL_CERT_DIR": "{tmp}"},
+        {"REQUESTS_CA_BUNDLE": "{tmp}/ca.pem"},
+        {"SSL_CERT_FILE": "{tmp}/ca.pem", "CURL_CA_BUNDLE": ""},
+    ],
+)
+def test_a_proxy_or_trust_store_in_any_spelling_is_not_the_provider(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]
+) -> None:
+    from skillbench.models import endpoint
+
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(tmp=tmp_path))
+    found = endpoint("anthropic/claude-haiku-4-5")
+    assert found.url == "https://api.anthropic.com"
+    assert not found.provider, found
