@@ -228,7 +228,14 @@ def files_under(rev: Revision, folder: str) -> list[str]:
     # --full-tree: paths from the repository's root whatever folder git runs in (without it
     # they are relative to the team folder, and would be read back from the root)
     done = _git(
-        rev.repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", rev.commit, "--",
+        rev.repo,
+        "ls-tree",
+        "-r",
+        "-z",
+        "--name-only",
+        "--full-tree",
+        rev.commit,
+        "--",
         rev.prefix + folder,
     )
     if done.returncode != 0:

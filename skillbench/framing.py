@@ -8,8 +8,9 @@ cannot know it, and the model is asked to put it in its verdict. The verdict rea
 complete, valid JSON object that carries the nonce (or, from a model that left the nonce out,
 the valid object that carries no nonce, when there is exactly one such verdict: two that
 differ are no verdict, since which is the model's and which a quoted plant cannot be told):
-an object the agent planted and the model quoted is never the one read. The rules are the same for every call and the id comes in the
-call's own message, after the part a provider caches (docs/agents.md, prompt caching)."""
+an object the agent planted and the model quoted is never the one read. The rules are the
+same for every call and the id comes in the call's own message, after the part a provider
+caches (docs/agents.md, prompt caching)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ attack succeeds."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import shutil
@@ -154,10 +155,10 @@ def test_a_hostile_team_receipt_is_a_one_line_refusal(tmp_path: Path, capsys, ed
     shown = (captured.out + captured.err).strip().splitlines()
     assert len(shown) == 1, shown
     # the API raises the project's own error or refuses, never another exception
-    try:
-        assert not api.gate(repo / "skills/greeter/v1", options=api.GateOptions(team=str(repo))).passed
-    except SkillbenchError:
-        pass
+    with contextlib.suppress(SkillbenchError):
+        assert not api.gate(
+            repo / "skills/greeter/v1", options=api.GateOptions(team=str(repo))
+        ).passed
 
 
 # --- VIEW1 around the tests: other script-capable types, other Host spellings --------------
@@ -378,7 +379,9 @@ def test_a_proxy_or_trust_store_in_any_spelling_is_not_the_provider(
 ) -> None:
     from skillbench.models import endpoint
 
-    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    (tmp_path / "ca.pem").write_text(
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    )
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
