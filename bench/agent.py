@@ -24,10 +24,10 @@ from skillbench.models import resolve_model
 from skillbench.models.base import Completion, Message, Model, ToolSpec
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.models.script import parse_script
+from skillbench.results.transcript import TraceWriter, read_trace
 from skillbench.sandbox.base import ExecResult, SandboxSpec
 from skillbench.sandbox.podman.image import IMAGE
 from skillbench.sandbox.podman.provider import PodmanProvider
-from skillbench.transcript import TraceWriter, read_trace
 
 
 class TimedModel:

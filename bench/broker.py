@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from skillbench.broker import Broker
+from skillbench.broker.server import Broker
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.sandbox.base import Relay, SandboxSpec
 from skillbench.sandbox.podman.image import IMAGE

@@ -33,6 +33,7 @@ import msgspec
 
 from skillbench.agents.builtin.loop import SkillInfo, run_agent
 from skillbench.evals.model import Session
+from skillbench.evals.skills import read_skill
 from skillbench.models import resolve_model
 from skillbench.models.anthropic_api import AnthropicModel
 from skillbench.models.base import Completion, Model, Usage
@@ -40,12 +41,11 @@ from skillbench.models.fake_cache import anthropic_min_tokens
 from skillbench.models.fake_server import SpawnedServer
 from skillbench.models.pricing import price_for
 from skillbench.models.script import parse_script
+from skillbench.results.transcript import TraceWriter
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman.image import IMAGE
 from skillbench.sandbox.podman.provider import PodmanProvider
 from skillbench.sandbox.stage import stage_arm
-from skillbench.skills import read_skill
-from skillbench.transcript import TraceWriter
 
 REPO = Path(__file__).resolve().parent.parent
 TASK = (

@@ -1,5 +1,5 @@
 """Calibration of the verdict, fixed and sequential, by simulation with known truth
-(skillbench.simulate: the same truths for both designs, through the engine's own verdict
+(skillbench.engine.simulate: the same truths for both designs, through the engine's own verdict
 and stopping functions).
 
 Printed per design and size: false PASS and false FAIL under A/A (true lift 0), power
@@ -16,7 +16,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from skillbench.simulate import LIFTS, Tally, fixed, sequential, truth
+from skillbench.engine.simulate import LIFTS, Tally, fixed, sequential, truth
 
 
 def calibrate(

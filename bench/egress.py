@@ -18,8 +18,8 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from skillbench.egress import EgressProxy, phase_proxy
 from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.egress import EgressProxy, phase_proxy
 from skillbench.sandbox.podman.image import IMAGE
 from skillbench.sandbox.podman.provider import PodmanProvider
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 from skillbench.config import Settings
 from skillbench.engine.routing import measure
+from skillbench.engine.triggers import TriggerCaller, TriggerTarget, evaluate
 from skillbench.evals.model import Triggers
+from skillbench.evals.skills import Skill, read_skill
 from skillbench.models import resolve_model
 from skillbench.models.fake_server import SpawnedServer
-from skillbench.skills import Skill, read_skill
-from skillbench.triggers import TriggerCaller, TriggerTarget, evaluate
 
 MODELS = {"claude-code": "anthropic/claude-sonnet-4-6", "codex": "openai/gpt-5.1"}
 

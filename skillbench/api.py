@@ -49,12 +49,12 @@ if TYPE_CHECKING:
     from skillbench.engine.run import EvalResult
     from skillbench.engine.session import Progress
     from skillbench.engine.sets import SetPlan, SetResult
-    from skillbench.gating import GateResult
-    from skillbench.ledger import RunLedger
+    from skillbench.engine.triggers import TriggerReport
+    from skillbench.models.ledger import RunLedger
     from skillbench.results.records import SessionRecord
     from skillbench.results.run_folder import RunFolder
     from skillbench.results.set_folder import SetFolder
-    from skillbench.triggers import TriggerReport
+    from skillbench.team.gate import GateResult
 
 T = TypeVar("T")
 
@@ -378,7 +378,7 @@ def _open_cluster(address: str | None, opts: EvalOptions, log: Log) -> Any:
     Ray is imported only here, and only when a cluster is asked for."""
     if not address:
         return None
-    from skillbench.broker import allowed_models
+    from skillbench.broker.server import allowed_models
     from skillbench.cluster import ClusterError, open_cluster
 
     try:
@@ -490,7 +490,7 @@ async def measure_triggers_async(
     evals/triggers.yaml (`skillbench triggers`), by method: "catalog" (default without an
     agent), "agent" (default with one) or "both", concurrently. One report per skill each."""
     from skillbench.engine.routing import RoutingError, measure
-    from skillbench.triggers import targets_at
+    from skillbench.engine.triggers import targets_at
     from skillbench.validate import skills_at
 
     root = Path(path)
@@ -534,7 +534,7 @@ async def measure_triggers_async(
 def _trigger_ledger(settings: Settings, max_cost: float | None) -> RunLedger | None:
     """The measurement's one ledger under --max-cost (catalog calls and routing sessions of
     every method spend in it), or None without a cap."""
-    from skillbench.ledger import RunLedger
+    from skillbench.models.ledger import RunLedger
     from skillbench.models.pricing import price_for
 
     if max_cost is None:
@@ -552,7 +552,7 @@ def _trigger_ledger(settings: Settings, max_cost: float | None) -> RunLedger | N
 
 def _trigger_spend(ledger: RunLedger, reports: list[TriggerReport]) -> str:
     """The line that says what the cap let run: spend against it and the prompts not run."""
-    from skillbench.triggers import CAPPED
+    from skillbench.engine.triggers import CAPPED
 
     state = ledger.snapshot()
     capped = sum(r.error == CAPPED for report in reports for r in report.results)
@@ -569,11 +569,11 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     """Does the newest receipt that measured the skill's exact bytes meet the policy
     (`skillbench gate`)? Policy: the team repo's, then the local config's [gate], then
     `options`."""
-    from skillbench.anchors import trusted_revision
     from skillbench.config import load_settings
-    from skillbench.gating import gate as gated
-    from skillbench.gating import load_policy
-    from skillbench.skills import is_skill
+    from skillbench.evals.skills import is_skill
+    from skillbench.team.anchors import trusted_revision
+    from skillbench.team.gate import gate as gated
+    from skillbench.team.gate import load_policy
 
     skill_dir = Path(skill)
     if not is_skill(skill_dir):

@@ -21,12 +21,12 @@ from typing import Any
 import msgspec
 
 from skillbench.errors import SkillbenchError
-from skillbench.inputs import InputError, load_toml
+from skillbench.evals.skills import SKILL_FILE, VERSION_RE
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
 from skillbench.results.verdict import MIN_NET_LIFT
 from skillbench.sandbox.base import SandboxSpec, parse_size
-from skillbench.skills import SKILL_FILE, VERSION_RE
+from skillbench.util.inputs import InputError, load_toml
 
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
 

@@ -9,8 +9,7 @@ import msgspec
 
 from skillbench.errors import SkillbenchError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
-from skillbench.sandbox.podman.image_check import image_problems
-from skillbench.skills import (
+from skillbench.evals.skills import (
     eval_files,
     is_library_root,
     is_skill,
@@ -18,6 +17,7 @@ from skillbench.skills import (
     root_children,
     skill_files,
 )
+from skillbench.sandbox.podman.image_check import image_problems
 
 
 class NotASkill(SkillbenchError):

@@ -9,11 +9,11 @@ from typing import Any
 
 from skillbench.cli import main
 from skillbench.engine.run import receipt_of
+from skillbench.evals.skills import digest
 from skillbench.models import Endpoint
-from skillbench.receipts import write_receipt
 from skillbench.results.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
 from skillbench.results.score import summarize
-from skillbench.skills import digest
+from skillbench.team.receipts import write_receipt
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -64,28 +64,28 @@ def skill(tmp_path: Path, files: dict[str, str], config: str = "") -> Path:
     return folder
 
 
-def run_eval(capsys, folder: Path, out: Path, *extra: str) -> tuple[int, list[str], dict[str, Any]]:
-    """`skillbench eval` in-process against the fake server: exit code, report, summary."""
+def eval_cli(
+    capture: Any, folder: Path, out: Path, *extra: str, model: str = MODEL
+) -> tuple[int, str, str, dict[str, Any]]:
+    """The one eval driver of the tests: `skillbench eval` in-process against the fake server
+    (`--quiet --seed 7 --no-gen`, `extra` after), with `capture` (pytest's capsys or capfd, or
+    None) read afterwards. Returns the exit code, stdout, stderr and summary.json."""
     code = main(
         [
-            "eval",
-            str(folder),
-            "--model",
-            MODEL,
-            "--out",
-            str(out),
-            "--quiet",
-            "--seed",
-            "7",
-            "--no-gen",
+            *("eval", str(folder), "--model", model, "--out", str(out)),
+            *("--quiet", "--seed", "7", "--no-gen"),
             *extra,
         ]
     )
-    captured = capsys.readouterr()
-    lines = captured.out.splitlines()
-    assert (out / "summary.json").is_file(), f"no summary.json (exit {code}): {captured.err}"
-    summary = json.loads((out / "summary.json").read_text())
-    return code, lines, summary
+    stdout, stderr = ("", "") if capture is None else capture.readouterr()
+    assert (out / "summary.json").is_file(), f"no summary.json (exit {code}): {stderr}"
+    return code, stdout, stderr, json.loads((out / "summary.json").read_text())
+
+
+def run_eval(capsys, folder: Path, out: Path, *extra: str) -> tuple[int, list[str], dict[str, Any]]:
+    """`skillbench eval` through `eval_cli`: exit code, report lines, summary."""
+    code, stdout, _, summary = eval_cli(capsys, folder, out, *extra)
+    return code, stdout.splitlines(), summary
 
 
 # --- receipts as the engine writes them, without running sessions ---------------------

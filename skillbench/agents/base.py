@@ -1,9 +1,9 @@
 """The Agent seam (docs/agents.md): what runs inside an arm. One protocol, one registry
-(agents/__init__.py), one conformance suite (tests/test_agents.py) every agent passes.
+(agents/__init__.py), one conformance suite (tests/agents/test_agents.py) every agent passes.
 
 An agent is asked for a session; the session says whether the sandbox needs a relay to the
 host (a CLI agent's way to its model broker), then runs the task in the arm's staged sandbox
-and writes the one transcript schema (transcript.py) that every check reads.
+and writes the one transcript schema (results/transcript.py) that every check reads.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import msgspec
 from skillbench.agents.builtin.loop import SessionResult, SkillInfo
 from skillbench.errors import SkillbenchError
 from skillbench.evals.mcp import McpServer
-from skillbench.ledger import RunLedger
 from skillbench.models.base import Usage
+from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import Price
+from skillbench.results.transcript import TraceWriter
 from skillbench.sandbox.base import Relay, Sandbox
-from skillbench.transcript import TraceWriter
 
 
 class AgentError(SkillbenchError):

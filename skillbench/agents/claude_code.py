@@ -22,9 +22,9 @@ from skillbench.agents.cli import BrokeredSession, CliAgent, json_events
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
 from skillbench.models.base import Usage, anthropic_usage
+from skillbench.results.transcript import TraceWriter, loaded_skills
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
-from skillbench.transcript import TraceWriter, loaded_skills
 
 VERSION = "2.1.332"  # pinned: the version the tests ran; `[agents.claude-code] version`
 PACKAGE = "@anthropic-ai/claude-code-linux-x64"

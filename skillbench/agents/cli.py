@@ -24,8 +24,9 @@ from typing import Any
 
 from skillbench.agents.base import AgentError, SessionRequest
 from skillbench.agents.builtin.loop import SessionResult
-from skillbench.broker import Broker
+from skillbench.broker.server import Broker
 from skillbench.models import ModelRefError, parse_model
+from skillbench.results.transcript import TraceWriter
 from skillbench.sandbox import images_of
 from skillbench.sandbox.base import (
     ROOT,
@@ -35,7 +36,6 @@ from skillbench.sandbox.base import (
     Sandbox,
     SandboxError,
 )
-from skillbench.transcript import TraceWriter
 
 
 def cache_dir() -> Path:

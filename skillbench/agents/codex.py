@@ -27,9 +27,9 @@ from skillbench.agents.builtin.loop import unattended_note
 from skillbench.agents.cli import BrokeredSession, CliAgent, json_events
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
+from skillbench.results.transcript import TraceWriter, loaded_skills
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
-from skillbench.transcript import TraceWriter, loaded_skills
 
 VERSION = "0.169.0"  # pinned: the version the tests ran; `[agents.codex] version`
 PACKAGE = "@openai/codex"

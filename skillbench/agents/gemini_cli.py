@@ -42,10 +42,10 @@ from skillbench.agents.cli import (
 )
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
+from skillbench.results.transcript import TraceWriter, loaded_skills
 from skillbench.sandbox import images_of
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
-from skillbench.transcript import TraceWriter, loaded_skills
 
 VERSION = "0.61.0"  # pinned: the version the tests ran; `[agents.gemini-cli] version`
 PACKAGE = "@google/gemini-cli"

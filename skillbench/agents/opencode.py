@@ -36,9 +36,9 @@ from skillbench.agents.cli import (
 )
 from skillbench.evals.mcp import McpServer
 from skillbench.models import parse_model
+from skillbench.results.transcript import TraceWriter, loaded_skills
 from skillbench.sandbox.base import HOMES, Sandbox
 from skillbench.sandbox.stage import ContaminationError
-from skillbench.transcript import TraceWriter, loaded_skills
 
 VERSION = "1.18.33"  # pinned: the version the tests ran; `[agents.opencode] version`
 PACKAGE = "opencode-linux-x64"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillbench.errors import SkillbenchError
-from skillbench.scrub import printable
+from skillbench.util.scrub import printable
 
 if TYPE_CHECKING:
     from typing import TypeAlias

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from skillbench.cellset import CellSetError, is_set_run
+    from skillbench.results.cellset import CellSetError, is_set_run
     from skillbench.results.run_folder import RunFolderError, load_run
 
     path = Path(args.run)
@@ -59,9 +59,9 @@ def _set_report(path: Path, cell: str | None, fmt: str) -> str:
 def cmd_view(args: argparse.Namespace) -> int:
     import webbrowser
 
-    from skillbench.cellset import CellSetError, is_set_run
     from skillbench.report.matrix import write_set_report
     from skillbench.report.serve import report_url, server_for
+    from skillbench.results.cellset import CellSetError, is_set_run
     from skillbench.results.run_folder import RunFolderError, load_run
     from skillbench.results.set_folder import load_set
 
@@ -104,8 +104,8 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from skillbench.cellset import CellSetError, is_set_run
     from skillbench.report import compare
+    from skillbench.results.cellset import CellSetError, is_set_run
     from skillbench.results.run_folder import RunFolderError, load_run
     from skillbench.results.set_folder import load_set
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillbench.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, command, err, out
-from skillbench.skills import catalog, catalog_lines, digest, is_skill, read_skill
+from skillbench.evals.skills import catalog, catalog_lines, digest, is_skill, read_skill
 from skillbench.validate import NotASkill, check_skill, skills_at
 
 if TYPE_CHECKING:

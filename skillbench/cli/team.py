@@ -17,15 +17,15 @@ from skillbench.cli.common import (
     out,
     settings_for,
 )
-from skillbench.skills import digest, is_skill, read_skill
+from skillbench.evals.skills import digest, is_skill, read_skill
 
 if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from skillbench.skills import is_library_root
-    from skillbench.team import TeamError, publish
+    from skillbench.evals.skills import is_library_root
+    from skillbench.team.repo import TeamError, publish
 
     loaded = settings_for(Path(args.skill), args, ("team",))
     team = loaded.settings.team
@@ -55,8 +55,8 @@ def _publish_library(root: Path, team: Path, sign_key: Path | None) -> int:
     it, over every required cell) is published; the others are reported, one line each, and
     make the exit code 1."""
     from skillbench.errors import SkillbenchError
-    from skillbench.skills import root_children
-    from skillbench.team import publish
+    from skillbench.evals.skills import root_children
+    from skillbench.team.repo import publish
 
     skills = root_children(root)
     published, held = 0, []
@@ -78,7 +78,7 @@ def _publish_library(root: Path, team: Path, sign_key: Path | None) -> int:
 
 def cmd_gate(args: argparse.Namespace) -> int:
     from skillbench.report.junit import gate_junit
-    from skillbench.team import skill_at
+    from skillbench.team.repo import skill_at
 
     if args.junit:
         check_output(Path(args.junit), "--junit")
@@ -115,7 +115,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_receipts(args: argparse.Namespace) -> int:
-    from skillbench.team import known_receipts
+    from skillbench.team.repo import known_receipts
 
     skill_dir = Path(args.skill)
     skill = read_skill(skill_dir)

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 def cmd_triggers(args: argparse.Namespace) -> int:
     import json
 
+    from skillbench.engine.triggers import disagreements, steals
     from skillbench.report.terminal import trigger_lines
-    from skillbench.triggers import disagreements, steals
 
     if args.html:
         check_output(Path(args.html), "--html")

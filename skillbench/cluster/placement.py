@@ -31,10 +31,10 @@ from skillbench.cluster.relay import DriverRelay
 from skillbench.engine.plan import EvalError, EvalOptions, sessions_of
 from skillbench.engine.session import Sessions
 from skillbench.evals import load_assets
+from skillbench.evals.skills import RUNS_DIR, read_skill
 from skillbench.results.records import Plan, SessionRecord, session_key
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.runtime import private_dir
-from skillbench.skills import RUNS_DIR, read_skill
 
 CHUNK = 1 << 20  # bytes of a file per streamed item: no object holds a whole workspace
 # what a session writes to the run folder (network/: its egress proxy's connections)

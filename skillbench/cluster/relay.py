@@ -28,10 +28,10 @@ from typing import NamedTuple
 import httpx
 import msgspec
 
-from skillbench.broker_billing import UsageChunks, bill, may_have_run, with_usage
-from skillbench.broker_limits import Ledger, Refused, read_body
-from skillbench.broker_wire import WIRES, Route, Wire, route, upstream_url
-from skillbench.ledger import RunLedger
+from skillbench.broker.billing import UsageChunks, bill, may_have_run, with_usage
+from skillbench.broker.limits import Ledger, Refused, read_body
+from skillbench.broker.wire import WIRES, Route, Wire, route, upstream_url
+from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import Price, worst_case_usd
 
 

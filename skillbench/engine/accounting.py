@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from skillbench.ledger import Spend
+from skillbench.models.ledger import Spend
 from skillbench.results.records import SessionRecord
 from skillbench.results.summary import Accounting
 

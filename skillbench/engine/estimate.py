@@ -32,17 +32,17 @@ from skillbench.engine.plan import (
     validated,
 )
 from skillbench.engine.reuse import SessionCache, arm_identity, cache_key, session_inputs
+from skillbench.engine.simulate import expected_sessions
 from skillbench.evals.model import Check, Session, Suite
-from skillbench.judge import family_warning
+from skillbench.evals.skills import digest
+from skillbench.grading.judge import family_warning
 from skillbench.models import endpoint
 from skillbench.models.base import Usage
 from skillbench.models.pricing import cost_usd
-from skillbench.receipts import local_receipts
 from skillbench.results.records import AA, BASELINE, CANDIDATE, INCUMBENT
 from skillbench.sandbox import images_of, make_provider
 from skillbench.sandbox.base import SandboxError, SandboxSpec
-from skillbench.simulate import expected_sessions
-from skillbench.skills import digest
+from skillbench.team.receipts import local_receipts
 
 # Without an earlier receipt: per model call in a session, and per session.
 DEFAULT_CALLS = 6.0

@@ -8,10 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from skillbench.config import Settings, sandbox_spec
-from skillbench.engine.plan import EvalError, check_credentials, setup_case
-from skillbench.evals import load_assets, load_case
-from skillbench.evals.triggers_file import trigger_files
-from skillbench.generate import (
+from skillbench.engine.generate import (
     Generated,
     GenerationFailed,
     SeedCheck,
@@ -19,12 +16,15 @@ from skillbench.generate import (
     generate_triggers,
     write_new,
 )
-from skillbench.ledger import MeteredModel, RunLedger
+from skillbench.engine.plan import EvalError, check_credentials, setup_case
+from skillbench.evals import load_assets, load_case
+from skillbench.evals.skills import catalog, read_skill
+from skillbench.evals.triggers_file import trigger_files
 from skillbench.models import parse_model, resolve_model
+from skillbench.models.ledger import MeteredModel, RunLedger
 from skillbench.sandbox import images_of, make_provider
 from skillbench.sandbox.base import SandboxError, SandboxProvider, SandboxSpec
 from skillbench.sandbox.stage import SetupFailed, stage_arm
-from skillbench.skills import catalog, read_skill
 
 KINDS = ("cases", "triggers")
 

@@ -8,15 +8,15 @@ import random
 
 from skillbench.engine.session import Sessions
 from skillbench.evals.model import Case
-from skillbench.judge import judge
-from skillbench.ledger import MeteredModel
+from skillbench.grading.judge import judge
 from skillbench.models.base import Model
+from skillbench.models.ledger import MeteredModel
 from skillbench.models.pricing import cost_usd
 from skillbench.results.activation import misfire
 from skillbench.results.journal import RowKey
 from skillbench.results.records import CANDIDATE, RowRecord, SessionRecord, Unit, session_key
 from skillbench.results.rows import arm_result, row_by_checks
-from skillbench.transcript import read_trace
+from skillbench.results.transcript import read_trace
 
 
 class Judging(Sessions):

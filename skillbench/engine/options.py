@@ -106,7 +106,7 @@ def _resumed(skill: str | None, run_dir: Path, options: Options) -> tuple[str | 
     """A resumed run keeps the settings it started with: the plan's skill folder, models,
     repetitions and team, unless an option names one explicitly (and a changed one is
     refused when the run is prepared), and its library arm."""
-    from skillbench.inputs import load_json
+    from skillbench.util.inputs import load_json
 
     try:  # bounded and typed: a hostile plan.json is one line naming it
         plan = load_json(run_dir / "plan.json", _Resumed)
@@ -170,7 +170,7 @@ def generate_for(
     ceiling: float | None = None,
 ) -> float:
     from skillbench.engine.gen import generate_missing
-    from skillbench.skills import is_skill
+    from skillbench.evals.skills import is_skill
 
     if not is_skill(skill_dir):
         raise NotASkill(f"{skill_dir}: not a skill folder (no SKILL.md)")

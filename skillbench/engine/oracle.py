@@ -17,9 +17,8 @@ from typing import Any
 import msgspec
 
 from skillbench.agents.builtin.agent import BuiltinAgent
-from skillbench.checks import RESULTS, run_checks
+from skillbench.checks.run import RESULTS, run_checks
 from skillbench.config import sandbox_spec
-from skillbench.egress import phase_proxy
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
@@ -34,8 +33,10 @@ from skillbench.engine.plan import (
 )
 from skillbench.evals.model import Session, Suite
 from skillbench.results.checks import CheckResult
+from skillbench.results.transcript import Transcript
 from skillbench.sandbox import images_of, make_provider
 from skillbench.sandbox.base import ImageBuildError, SandboxError, SandboxProvider, SandboxSpec
+from skillbench.sandbox.egress import phase_proxy
 from skillbench.sandbox.stage import (
     SETUP_CASE,
     SetupFailed,
@@ -43,7 +44,6 @@ from skillbench.sandbox.stage import (
     harbor_mounts,
     stage_arm,
 )
-from skillbench.transcript import Transcript
 
 ORACLE_DIR = "/tmp/oracle"  # where the reference solution's folder is put in the sandbox
 

@@ -20,7 +20,17 @@ from skillbench.errors import EvalError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
-from skillbench.inputs import load_json
+from skillbench.evals.skills import (
+    RUNS_DIR,
+    Skill,
+    digest,
+    eval_files,
+    evals_digest,
+    is_library_root,
+    read_skill,
+    root_children,
+    skill_files,
+)
 from skillbench.models import Endpoint, ModelRefError, endpoint, parse_model
 from skillbench.models.pricing import price_for
 from skillbench.results.records import (
@@ -45,18 +55,8 @@ from skillbench.sandbox.base import (
     SandboxSpec,
 )
 from skillbench.sandbox.stage import missing_requirements
-from skillbench.skills import (
-    RUNS_DIR,
-    Skill,
-    digest,
-    eval_files,
-    evals_digest,
-    is_library_root,
-    read_skill,
-    root_children,
-    skill_files,
-)
-from skillbench.team import TeamError, incumbent
+from skillbench.team.repo import TeamError, incumbent
+from skillbench.util.inputs import load_json
 from skillbench.version import __version__
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from skillbench.ledger import RunLedger
+from skillbench.models.ledger import RunLedger
 
 
 class Pool:

@@ -8,13 +8,13 @@ import shutil
 
 from msgspec.structs import replace
 
-from skillbench.egress import phase_proxy
 from skillbench.engine.reuse import Reused, arm_identity, cache_key, session_inputs
 from skillbench.engine.session import Sessions, handover_notes
 from skillbench.results.records import CANDIDATE, SessionRecord, session_key
+from skillbench.results.transcript import Transcript, read_trace
 from skillbench.sandbox.base import SandboxError, SandboxProvider
+from skillbench.sandbox.egress import phase_proxy
 from skillbench.sandbox.stage import recheck_phase
-from skillbench.transcript import Transcript, read_trace
 
 
 class Reusing(Sessions):

@@ -27,13 +27,13 @@ from pathlib import Path
 
 import msgspec
 
-import skillbench.lossless as lossless
+import skillbench.util.lossless as lossless
 from skillbench.evals.model import Session
-from skillbench.inputs import MAX_JSON, read_capped
-from skillbench.receipts import home
+from skillbench.evals.skills import tree_digest
 from skillbench.results.records import SessionRecord
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.skills import tree_digest
+from skillbench.team.receipts import home
+from skillbench.util.inputs import MAX_JSON, read_capped
 from skillbench.version import __version__
 
 

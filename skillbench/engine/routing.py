@@ -22,16 +22,7 @@ from msgspec.structs import replace
 from skillbench.agents import Agent, AgentError, SessionRequest, make_agent
 from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.config import Settings, sandbox_spec
-from skillbench.errors import SkillbenchError
-from skillbench.evals.model import Session
-from skillbench.ledger import RunLedger
-from skillbench.models import resolve_model
-from skillbench.sandbox import images_of, make_provider
-from skillbench.sandbox.base import ImageBuildError, SandboxError, SandboxProvider, SandboxSpec
-from skillbench.sandbox.stage import ContaminationError, stage_arm
-from skillbench.skills import Skill
-from skillbench.transcript import TraceWriter, expand_loaded
-from skillbench.triggers import (
+from skillbench.engine.triggers import (
     CAPPED,
     Call,
     Router,
@@ -41,6 +32,15 @@ from skillbench.triggers import (
     TriggerTarget,
     evaluate_all,
 )
+from skillbench.errors import SkillbenchError
+from skillbench.evals.model import Session
+from skillbench.evals.skills import Skill
+from skillbench.models import resolve_model
+from skillbench.models.ledger import RunLedger
+from skillbench.results.transcript import TraceWriter, expand_loaded
+from skillbench.sandbox import images_of, make_provider
+from skillbench.sandbox.base import ImageBuildError, SandboxError, SandboxProvider, SandboxSpec
+from skillbench.sandbox.stage import ContaminationError, stage_arm
 
 ROUTING_TURNS = 3  # room to load a skill (and say so) before the session is cut
 ROUTING_TIMEOUT = 300.0

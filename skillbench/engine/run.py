@@ -29,11 +29,10 @@ from skillbench.engine.pool import Pool
 from skillbench.engine.recheck import Reusing
 from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.session import Placement, Progress
-from skillbench.ledger import RunLedger
-from skillbench.lossless import utf8_safe
+from skillbench.engine.triggers import TriggerReport, targets_at
 from skillbench.models import resolve_model
+from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import cost_usd
-from skillbench.receipts import Provenance, Receipt, bundle_digest, write_receipt
 from skillbench.report import skill_creator
 from skillbench.results.activation import (
     NEVER_LOADED,
@@ -55,9 +54,10 @@ from skillbench.results.sequential import reps_of, settled, stimuli_of, stop_of
 from skillbench.results.summary import Diagnostic, Skipped, Summary
 from skillbench.sandbox import make_provider
 from skillbench.sandbox.base import SandboxProvider
-from skillbench.scrub import IDENTIFIERS, scrub_obj
-from skillbench.signing import SigningError
-from skillbench.triggers import TriggerReport, targets_at
+from skillbench.team.receipts import Provenance, Receipt, bundle_digest, write_receipt
+from skillbench.team.signing import SigningError
+from skillbench.util.lossless import utf8_safe
+from skillbench.util.scrub import IDENTIFIERS, scrub_obj
 
 
 class EvalResult(msgspec.Struct):

@@ -14,20 +14,21 @@ from msgspec.structs import replace
 from skillbench.agents import AgentSession, SessionRequest, make_agent
 from skillbench.agents.base import EarlyStart
 from skillbench.agents.builtin.loop import SkillInfo
-from skillbench.checks import run_checks
+from skillbench.checks.run import run_checks
 from skillbench.config import sandbox_spec
-from skillbench.egress import phase_proxy
 from skillbench.engine.plan import SUITE, EvalError, EvalOptions, case_home, case_spec, setup_case
 from skillbench.engine.reuse import SessionCache
 from skillbench.evals.model import Check, Session, Suite
-from skillbench.grading import grade
-from skillbench.ledger import MeteredModel, RunLedger
+from skillbench.evals.skills import Skill, read_skill
+from skillbench.grading.expect import grade
 from skillbench.models import resolve_model
 from skillbench.models.base import Usage
+from skillbench.models.ledger import MeteredModel, RunLedger
 from skillbench.models.pricing import cost_usd
 from skillbench.results.checks import CheckResult, no_verdict
 from skillbench.results.journal import Journal, RowKey, RunBusy, read_journal
 from skillbench.results.records import CANDIDATE, INCUMBENT, Plan, SessionRecord, session_key
+from skillbench.results.transcript import TraceWriter, Transcript, declared_skills, expand_loaded
 from skillbench.sandbox.base import (
     SKILLS_DIR,
     Sandbox,
@@ -36,6 +37,7 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     parse_size,
 )
+from skillbench.sandbox.egress import phase_proxy
 from skillbench.sandbox.stage import (
     ContaminationError,
     SetupFailed,
@@ -43,8 +45,6 @@ from skillbench.sandbox.stage import (
     stage_arm,
     start_checker,
 )
-from skillbench.skills import Skill, read_skill
-from skillbench.transcript import TraceWriter, Transcript, declared_skills, expand_loaded
 
 if TYPE_CHECKING:
     from skillbench.engine.pool import Pool

@@ -1,7 +1,7 @@
 """A set run (docs/results.md, "Set runs"): the skills of a library and/or several agents ×
 models, each cell one complete paired eval in its own run folder under `cells/`, all cells'
 sessions in one `--parallel` pool and one `--max-cost` ledger (engine/pool.py). What
-`skillbench.evaluate_set` does; the on-disk contract is skillbench/cellset.py."""
+`skillbench.evaluate_set` does; the on-disk contract is skillbench/results/cellset.py."""
 
 from __future__ import annotations
 
@@ -17,14 +17,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
-from skillbench.cellset import (
-    Cell,
-    CellSet,
-    cell_dir,
-    cell_id,
-    read_set,
-    write_set,
-)
 from skillbench.engine.options import (
     Log,
     Options,
@@ -34,7 +26,15 @@ from skillbench.engine.options import (
     settings_for,
 )
 from skillbench.errors import EvalError, OptionsError, SkillbenchError
-from skillbench.skills import digest, evals_digest, is_skill, read_skill
+from skillbench.evals.skills import digest, evals_digest, is_skill, read_skill
+from skillbench.results.cellset import (
+    Cell,
+    CellSet,
+    cell_dir,
+    cell_id,
+    read_set,
+    write_set,
+)
 from skillbench.validate import skills_at
 
 if TYPE_CHECKING:
@@ -93,9 +93,9 @@ def is_set(
 ) -> bool:
     """Whether an eval of `path` under `options` is a set run: a library root, a list of
     agents or models (flag or [matrix]), --only or --changed-since, or --resume of a set."""
-    from skillbench.cellset import is_set_run
     from skillbench.config import ConfigError, load_settings
-    from skillbench.skills import is_library_root
+    from skillbench.evals.skills import is_library_root
+    from skillbench.results.cellset import is_set_run
 
     if options.resume:
         return is_set_run(Path(options.resume))
@@ -428,8 +428,8 @@ def start_set(
 
 def _finished(run_dir: Path) -> EvalResult:
     from skillbench.engine.run import EvalResult
-    from skillbench.inputs import InputError, load_json
     from skillbench.results.summary import Summary
+    from skillbench.util.inputs import InputError, load_json
 
     try:
         return EvalResult(str(run_dir), load_json(run_dir / "summary.json", Summary))

@@ -1,7 +1,7 @@
 """Check kinds as objects (docs/architecture.md, "Extending skillbench"): a kind is one object
 with its name, its doc line, how its YAML argument is parsed and linted, and how it runs. Kinds
 from installed packages (entry-point group `skillbench.check_kinds`) live in this registry; the
-built-in kinds are still dispatched in evals/checks.py and checks.py, and only their names and
+built-in kinds are still dispatched in evals/checks.py and checks/run.py, and only their names and
 docs (model.CHECK_KINDS) are here, so a plugin cannot take one."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import msgspec
 
 from skillbench.evals.model import CHECK_KINDS
 from skillbench.plugins import CHECK_KIND_GROUP, load_group, missing
-from skillbench.transcript import Transcript
+from skillbench.results.transcript import Transcript
 
 if TYPE_CHECKING:  # (the sandbox contract imports the eval assets: a type here, no import)
     from skillbench.sandbox.base import Sandbox

@@ -3,7 +3,7 @@ proxy. `none` (the default), one allowlist for both phases, or `{agent: …, ver
 
 An entry is `host` (ports 80 and 443, the web's) or `host:port`; a host is a DNS name or an
 IP address (IPv6 in brackets when a port follows). Parsing lives here, beside the rest of the
-format, so `check` and the proxy (skillbench/egress.py) read entries the same way.
+format, so `check` and the proxy (skillbench/sandbox/egress.py) read entries the same way.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from skillbench.errors import SkillbenchError
 from skillbench.evals import SpecError, load_assets
 from skillbench.evals.problems import Problem
 from skillbench.evals.yamlsrc import CappedLoader
-from skillbench.inputs import InputError, load_toml, read_capped
 from skillbench.sandbox.podman.case_image import SANDBOX_FROM
 from skillbench.sandbox.podman.image import image_exists
+from skillbench.util.inputs import InputError, load_toml, read_capped
 
 
 class ImportError_(SkillbenchError):

@@ -17,7 +17,7 @@ import yaml
 from skillbench.evals.services import MAX_HEALTH_TIMEOUT, SERVICE_FIELDS
 from skillbench.evals.yamlsrc import CappedLoader
 from skillbench.importers.base import Imported, ImportError_
-from skillbench.inputs import read_capped
+from skillbench.util.inputs import read_capped
 
 MAIN = "main"
 _MAIN_IMAGE = "\0main-image\0"  # what ${MAIN_IMAGE_NAME} stands for until it is resolved

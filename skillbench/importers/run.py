@@ -11,9 +11,9 @@ from pathlib import Path
 import msgspec
 
 from skillbench.evals import Problem
+from skillbench.evals.skills import is_skill
 from skillbench.importers.base import Imported, ImportError_, check_import, write_import
 from skillbench.importers.formats import IMPORTERS
-from skillbench.skills import is_skill
 
 
 class ImportRun(msgspec.Struct):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.evals import SpecError
+from skillbench.evals.skills import is_skill, staged_files
 from skillbench.importers.base import (
     Imported,
     ImportError_,
@@ -28,7 +29,6 @@ from skillbench.importers.base import (
     yaml_str,
 )
 from skillbench.importers.mcp import optimizer_mcp
-from skillbench.skills import is_skill, staged_files
 
 _SUITE_DROPPED = {
     "models": "the model is skillbench's --model",

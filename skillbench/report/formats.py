@@ -12,7 +12,7 @@ from skillbench.results.run_folder import RunFolder
 
 def _terminal(run: RunFolder) -> str:
     from skillbench.report.terminal import report_lines
-    from skillbench.scrub import printable
+    from skillbench.util.scrub import printable
 
     # a line may carry text from a model, a sandbox or an asset: scrubbed and escaped
     return "".join(printable(line) + "\n" for line in report_lines(run.summary))

@@ -14,7 +14,7 @@ import msgspec
 
 from skillbench.results.set_folder import CellRun, SetFolder, load_set
 from skillbench.results.stats import heterogeneity
-from skillbench.scrub import printable
+from skillbench.util.scrub import printable
 
 _ORDER = ("PASS", "NEUTRAL", "INCONCLUSIVE", "FAIL", "NONE")
 

@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.text import Text
 
 from skillbench.results.records import SessionRecord
-from skillbench.scrub import printable
+from skillbench.util.scrub import printable
 
 
 class ProgressDisplay:

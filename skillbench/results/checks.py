@@ -1,5 +1,5 @@
 """A check's result as a run keeps it (rows, session records, receipts); the checks that
-produce it are skillbench/checks.py."""
+produce it are skillbench/checks/run.py."""
 
 from __future__ import annotations
 

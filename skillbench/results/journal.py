@@ -10,10 +10,10 @@ from pathlib import Path
 
 import msgspec
 
-import skillbench.lossless as lossless
+import skillbench.util.lossless as lossless
 from skillbench.errors import SkillbenchError
 from skillbench.results.records import Record, RowRecord, SessionRecord
-from skillbench.scrub import IDENTIFIERS, scrub_obj
+from skillbench.util.scrub import IDENTIFIERS, scrub_obj
 
 
 class RunBusy(SkillbenchError):

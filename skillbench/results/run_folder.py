@@ -10,11 +10,11 @@ from typing import Any
 import msgspec
 
 from skillbench.errors import SkillbenchError
-from skillbench.inputs import load_json
-from skillbench.lossless import shown
 from skillbench.results.journal import read_journal
 from skillbench.results.records import Plan, RowRecord, SessionRecord
 from skillbench.results.summary import Summary
+from skillbench.util.inputs import load_json
+from skillbench.util.lossless import shown
 
 
 class RunFolderError(SkillbenchError):

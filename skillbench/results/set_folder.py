@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from skillbench.cellset import Cell, CellSetError, read_set
+from skillbench.results.cellset import Cell, CellSetError, read_set
 from skillbench.results.run_folder import RunFolder, RunFolderError, load_run
 
 

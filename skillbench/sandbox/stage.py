@@ -25,6 +25,7 @@ from pathlib import Path
 import msgspec
 
 from skillbench.evals.model import Session
+from skillbench.evals.skills import copy_for_staging
 from skillbench.sandbox.base import (
     CASE_DIR,
     CHECKER,
@@ -40,7 +41,6 @@ from skillbench.sandbox.base import (
     Workspace,
 )
 from skillbench.sandbox.checker_env import CHECK_ENV, tool_mounts
-from skillbench.skills import copy_for_staging
 
 SETUP_TIMEOUT = 60.0
 SETUP_CASE = "/tmp/case"  # $CASE for `setup`, in the agent's sandbox until setup ends

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from skillbench.errors import SkillbenchError
-from skillbench.skills import SKILL_FILE
+from skillbench.evals.skills import SKILL_FILE
 
 _KEY = re.compile(r"description[ \t]*:")
 # A plain YAML scalar may not start with an indicator, nor hold ": " or " #".

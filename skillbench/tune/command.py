@@ -17,13 +17,13 @@ from skillbench.config import Settings
 from skillbench.engine.estimate import TRIGGER_INPUT, TRIGGER_OUTPUT
 from skillbench.engine.interrupt import Stop
 from skillbench.engine.plan import check_credentials, new_run_id, run_folder
+from skillbench.engine.triggers import Spend
 from skillbench.errors import EvalError
-from skillbench.ledger import RunLedger
+from skillbench.evals.skills import catalog, digest, evals_digest, is_skill, read_skill
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
+from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import cost_usd
-from skillbench.skills import catalog, digest, evals_digest, is_skill, read_skill
-from skillbench.triggers import Spend
 from skillbench.tune import report
 from skillbench.tune.apply import ApplyError, apply_description, description_diff, shown_path
 from skillbench.tune.proposer import SYSTEM, proposer_prompt

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 import msgspec
 
-from skillbench.jsonreply import first_json_object
-from skillbench.ledger import BudgetRefused
+from skillbench.engine.triggers import Counts, PromptResult, Spend
+from skillbench.evals.skills import MAX_DESCRIPTION, Skill
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
-from skillbench.skills import MAX_DESCRIPTION, Skill
-from skillbench.triggers import Counts, PromptResult, Spend
+from skillbench.models.ledger import BudgetRefused
+from skillbench.util.jsonreply import first_json_object
 
 SYSTEM = (
     "You write the description of an agent skill: the text an AI coding agent reads, beside "

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
+from skillbench.engine.triggers import Counts, PromptResult
 from skillbench.report.html import page, section, trigger_details
-from skillbench.triggers import Counts, PromptResult
 from skillbench.tune.rounds import Measured, Outcome, Round, choose
 from skillbench.tune.splits import SETS, Prompts
 

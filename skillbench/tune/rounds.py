@@ -18,19 +18,19 @@ from typing import TypeVar
 
 import msgspec
 
-from skillbench import lossless
 from skillbench.config import Settings
 from skillbench.engine.routing import RoutingError, open_router
+from skillbench.engine.triggers import Counts, PromptResult, Router, Spend, counts, evaluate
 from skillbench.errors import SkillbenchError
 from skillbench.evals import SpecError
+from skillbench.evals.skills import SKILL_FILE, Skill, catalog, copy_for_staging, read_skill
 from skillbench.models import resolve_model
 from skillbench.models.base import Model
 from skillbench.models.pricing import price_for
-from skillbench.skills import SKILL_FILE, Skill, catalog, copy_for_staging, read_skill
-from skillbench.triggers import Counts, PromptResult, Router, Spend, counts, evaluate
 from skillbench.tune.apply import ApplyError, rewrite_description
 from skillbench.tune.proposer import Proposal, propose, proposer_prompt
 from skillbench.tune.splits import Prompts, Split
+from skillbench.util import lossless
 from skillbench.version import __version__
 
 _T = TypeVar("_T")

@@ -13,8 +13,8 @@ from skillbench.agents.builtin.loop import SessionResult, ask, opening, run_agen
 from skillbench.models import resolve_model
 from skillbench.models.base import Completion, Model, Usage
 from skillbench.models.pricing import cost_usd
+from skillbench.results.transcript import TraceWriter, loaded_skills
 from skillbench.sandbox.base import Relay, Sandbox
-from skillbench.transcript import TraceWriter, loaded_skills
 
 
 class BuiltinAgent:

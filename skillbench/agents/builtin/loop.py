@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from skillbench.agents.builtin.tools import TOOLS, run_tool
-from skillbench.ledger import BudgetRefused, RunLedger, metered
+from skillbench.evals.skills import catalog_lines
 from skillbench.models.base import (
     Completion,
     Message,
@@ -23,10 +23,10 @@ from skillbench.models.base import (
     ToolResult,
     Usage,
 )
+from skillbench.models.ledger import BudgetRefused, RunLedger, metered
 from skillbench.models.pricing import Price, cost_usd
+from skillbench.results.transcript import TraceWriter
 from skillbench.sandbox.base import SKILLS_DIR, WORKDIR, Sandbox, SandboxError
-from skillbench.skills import catalog_lines
-from skillbench.transcript import TraceWriter
 
 UNATTENDED_NOTE = (
     "You are working on your own in a sandboxed Linux machine; your workspace is /work and "

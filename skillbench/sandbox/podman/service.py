@@ -33,7 +33,7 @@ from skillbench.sandbox.podman.hostcli import host_env
 from skillbench.sandbox.podman.imageload import LOAD_TIMEOUT, ServiceImages
 from skillbench.sandbox.podman.reach import chosen, client_of, ping, unanswered
 from skillbench.sandbox.runtime import die_with_parent, runtime_dir
-from skillbench.scrub import without_secrets
+from skillbench.util.scrub import without_secrets
 
 _OWN_IDS = itertools.count()
 

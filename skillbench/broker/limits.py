@@ -1,0 +1,348 @@
+"""The model broker's limits on one request (docs/trust.md): a body cap enforced while reading
+(Content-Length or chunked), the few fields of the body the broker reads, and the session's
+budget as a ledger of what is spent plus what calls in flight may still spend.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from email.message import Message
+from io import BufferedIOBase
+from typing import Any
+
+import msgspec
+
+from skillbench.models.ledger import RunLedger
+
+BODY_CAP = 32 << 20  # bytes: far above any real prompt (a 200k-token context is ~1 MB)
+_LENGTH = re.compile(rb"[0-9]{1,12}")
+_CHUNK = re.compile(rb"([0-9A-Fa-f]{1,8})(;[^\r\n]*)?\r?\n")
+
+
+class Refused(Exception):
+    """A request the broker answers itself, never forwarding it: status, error kind, why."""
+
+    def __init__(self, status: int, kind: str, message: str):
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+
+def _bad(message: str) -> Refused:
+    return Refused(400, "invalid_request_error", f"skillbench broker: {message}")
+
+
+def read_body(rfile: BufferedIOBase, headers: Message, cap: int = BODY_CAP) -> bytes:
+    """The request body, refused (413) as soon as it is known to pass `cap`: from the
+    Content-Length before reading any of it, or while reading a chunked body."""
+    lengths = headers.get_all("Content-Length") or []
+    codings = headers.get_all("Transfer-Encoding") or []
+    if codings:
+        if lengths:  # two framings: the classic request-smuggling ambiguity
+            raise _bad("a request with both Content-Length and Transfer-Encoding")
+        if [c.strip().lower() for c in ",".join(codings).split(",")] != ["chunked"]:
+            raise _bad(f"unsupported Transfer-Encoding {', '.join(codings)!r}")
+        return _chunked(rfile, cap)
+    if not lengths:
+        raise Refused(411, "invalid_request_error", "skillbench broker: a body needs a length")
+    if len(set(lengths)) != 1 or not _LENGTH.fullmatch(lengths[0].strip().encode()):
+        raise _bad(f"a malformed Content-Length {', '.join(lengths)!r}")
+    size = int(lengths[0])
+    if size > cap:
+        raise _too_big(cap)
+    body = rfile.read(size)
+    if len(body) != size:
+        raise _bad("the body ended before its Content-Length")
+    return body
+
+
+def _too_big(cap: int) -> Refused:
+    return Refused(
+        413, "request_too_large", f"skillbench broker: the body is over the {cap >> 20} MiB cap"
+    )
+
+
+def _chunked(rfile: BufferedIOBase, cap: int) -> bytes:
+    parts, total = [], 0
+    while True:
+        line = rfile.readline(1024)
+        match = _CHUNK.fullmatch(line)
+        if match is None:
+            raise _bad("a malformed chunk size")
+        size = int(match.group(1), 16)
+        if size == 0:
+            break
+        total += size
+        if total > cap:
+            raise _too_big(cap)
+        data = rfile.read(size)
+        if len(data) != size or rfile.readline(3) not in (b"\r\n", b"\n"):
+            raise _bad("a chunk ended early")
+        parts.append(data)
+    for _ in range(64):  # trailers, up to the blank line
+        if rfile.readline(8192) in (b"\r\n", b"\n", b""):
+            return b"".join(parts)
+    raise _bad("too many trailer lines")
+
+
+class _Tool(msgspec.Struct, frozen=True):
+    type: str | None = None  # a client tool (the CLI runs it) may have none
+
+
+class _StreamOptions(msgspec.Struct, frozen=True):
+    include_usage: bool | None = None  # Chat Completions: a stream reports usage only if asked
+
+
+# Tools the provider runs itself (Anthropic's versioned `web_search_*`, `web_fetch_*`,
+# `code_execution_*`, its MCP connector and advisor; OpenAI Responses' hosted tools): web
+# access from a sandbox that has none, and fees the token count does not show
+_SERVER_TOOLS = re.compile(
+    r"(web_search|web_fetch|code_execution|code_interpreter|file_search|computer_use"
+    r"|image_generation|mcp|advisor)",
+    re.IGNORECASE,
+)
+
+
+class Head(msgspec.Struct, frozen=True):
+    """What the broker reads of a request body: the model, and the output cap under each
+    wire's name for it (Messages, Responses, Chat Completions)."""
+
+    model: str
+    max_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    n: int | None = None  # Chat Completions' number of choices: each is billed
+    tools: list[_Tool] | None = None
+    mcp_servers: list[object] | None = None  # Anthropic's MCP connector
+    web_search_options: object | None = None  # Chat Completions' search models
+    stream: bool | None = None
+    stream_options: _StreamOptions | None = None
+    # Responses' background mode answers at once ("queued", no usage) and generates on at the
+    # provider's, to be fetched later: billed to the key, never seen by the broker
+    background: bool | None = None
+    # where content blocks are (Messages, Chat Completions; Messages' system; Responses)
+    messages: Any = None
+    system: Any = None
+    input: Any = None
+
+    @property
+    def max_output(self) -> int | None:
+        # the largest of the names given: a provider may honour any one of them
+        given = [
+            v
+            for v in (self.max_tokens, self.max_output_tokens, self.max_completion_tokens)
+            if v is not None
+        ]
+        return max(given) if given else None
+
+
+def read_head(body: bytes) -> Head:
+    """The body's head; Refused (400) for a body that is not a JSON object naming a model
+    (however it is malformed: too deep is one of the ways)."""
+    try:
+        head = msgspec.json.decode(body, type=Head)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise _bad(f"the body is not a model request: {str(exc)[:200]}") from None
+    if head.max_output is not None and head.max_output < 0:
+        raise _bad("a negative output cap")
+    if head.n is not None and head.n != 1:
+        # each choice is billed, and the reservation covers one: no CLI asks for more
+        raise _bad(f"n={head.n}: the broker forwards one choice a call")
+    hosted = [t.type for t in head.tools or () if t.type and _SERVER_TOOLS.match(t.type)]
+    if head.mcp_servers:
+        hosted.append("mcp_servers")
+    if head.web_search_options is not None:
+        hosted.append("web_search_options")
+    if hosted:
+        raise _bad(
+            f"server tool {hosted[0]!r}: the provider would run it (web access, and fees) "
+            "for a sandbox that has no network; sessions use their own tools"
+        )
+    fetched = _fetched((head.messages, head.system, head.input))
+    if fetched:
+        raise _bad(
+            f"{fetched}: the provider would fetch it itself, for a sandbox that has no network; "
+            "send the content in the request (base64, or a data: URL)"
+        )
+    if head.background:
+        raise _bad(
+            "background=true: the provider would generate after the call is answered, where "
+            "the broker cannot count it; ask in the foreground (stream if it is long)"
+        )
+    return head
+
+
+def _fetched(roots: tuple[Any, ...]) -> str | None:
+    """The first content block the provider would fetch from elsewhere, named: an Anthropic
+    image or document `source` of type url or file (Files API), an OpenAI `image_url` that is
+    not a data: URL (Chat Completions' `image_url.url`, Responses' `input_image.image_url`), a
+    `file_url` or a `file_id` (Responses' `input_file`, Chat Completions' `file.file_id`).
+    A tool call's own input (the model's JSON, replayed) is not content and is not read."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        source = node.get("source")
+        if isinstance(source, dict) and source.get("type") in ("url", "file"):
+            return f"a {node.get('type')} from a {source['type']} source"
+        image = node.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        if isinstance(url, str) and not url.lower().startswith("data:"):
+            return "an image_url that is not a data: URL"
+        for key in ("file_url", "file_id"):
+            if node.get(key):
+                return f"a {node.get('type') or 'content block'} by {key}"
+        tool_call = isinstance(node.get("type"), str) and node["type"].endswith("tool_use")
+        stack.extend(v for k, v in node.items() if not (tool_call and k == "input"))
+    return None
+
+
+class Ledger:
+    """A session's budget in USD: a call reserves its worst case before it is forwarded and
+    settles to its actual cost after, so calls in flight together can never spend past it."""
+
+    def __init__(self, budget: float | None, run: RunLedger | None = None, kind: str = "agent"):
+        self.budget = budget
+        self.run = run  # the run's ledger: a call must fit there too, across all sessions
+        self.kind = kind  # what the run's ledger counts these calls as
+        self.spent = 0.0
+        self.reserved = 0.0
+        self._lock = threading.Lock()
+
+    def reserve(self, amount: float | None) -> bool:
+        """Hold `amount` for one call; False when what is left cannot cover it. An unknown
+        amount (no price for the model) cannot be held: it passes, counted at settle."""
+        if amount is None:
+            return True
+        with self._lock:
+            if self.budget is not None and self.spent + self.reserved + amount > self.budget:
+                return False
+            if self.run is not None and not self.run.reserve(amount):
+                return False
+            self.reserved += amount
+            return True
+
+    def settle(self, reserved: float | None, actual: float | None) -> None:
+        """The call is over: release its reservation, count what it cost."""
+        with self._lock:
+            if reserved is not None:
+                self.reserved = max(0.0, self.reserved - reserved)
+            self.spent += actual or 0.0
+        if self.run is not None:
+            self.run.settle(reserved, actual, self.kind)
+
+
+class _GeminiHead(
+    msgspec.Struct,
+    frozen=True,
+    rename={
+        "config": "generationConfig",
+        "cached": "cachedContent",
+        "system": "systemInstruction",
+    },
+):
+    """What the broker reads of a Gemini API body (the model is in the path). The API also
+    takes the proto's own field names (`generation_config`, `max_output_tokens`): those are
+    read too, so an output cap or a cached content cannot pass under the other spelling."""
+
+    config: dict[str, object] | None = None
+    generation_config: dict[str, object] | None = None
+    tools: list[dict[str, object]] | None = None
+    cached: object | None = None
+    cached_content: object | None = None
+    model: object | None = None
+    contents: Any = None
+    system: Any = None
+    system_instruction: Any = None
+
+
+# a client tool is a list of function declarations; every other kind (googleSearch, urlContext,
+# codeExecution, googleMaps, fileSearch, computerUse, retrieval, ...) the provider runs itself
+_CLIENT_TOOL = {"functionDeclarations", "function_declarations"}
+
+
+def _count(config: dict[str, object], camel: str, snake: str) -> int | None:
+    """A count of the generation config under either spelling; Refused for both, or for one
+    that is not a whole number at least 0."""
+    found = [config[k] for k in (camel, snake) if k in config]
+    if len(found) > 1:
+        raise _bad(f"generationConfig has both {camel} and {snake}")
+    if not found:
+        return None
+    value = found[0]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _bad(f"generationConfig.{camel} must be a whole number at least 0")
+    return value
+
+
+# a part's data the model wrote (a call's arguments) or a tool returned as JSON: not content
+_GEMINI_DATA = {"args", "response"}
+
+
+def _gemini_fetched(roots: tuple[Any, ...]) -> str | None:
+    """The first part the provider would fetch from elsewhere, named: a `fileData` (a Files
+    API upload or a URL), in any turn, the system instruction or a function response's parts.
+    A function call's `args` and a function response's `response` are JSON data, not parts."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key in ("fileData", "file_data"):
+            if node.get(key) is not None:
+                return f"a {key} part"
+        for key, value in node.items():
+            inner = key in (
+                "functionCall",
+                "function_call",
+                "functionResponse",
+                "function_response",
+            )
+            if inner and isinstance(value, dict):
+                stack.extend(v for k, v in value.items() if k not in _GEMINI_DATA)
+            else:
+                stack.append(value)
+    return None
+
+
+def read_gemini_head(body: bytes, model: str | None) -> Head:
+    """A Gemini API body's head, with `model` (from the path) as its model; Refused (400)
+    for what the broker cannot account for or the sandbox must not use: more than one
+    candidate, a server-run tool, a cached content (the key owner's stored context), a part
+    the provider would fetch itself (`fileData`), a second model in the body."""
+    try:
+        head = msgspec.json.decode(body, type=_GeminiHead)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise _bad(f"the body is not a model request: {str(exc)[:200]}") from None
+    if model is None:
+        raise _bad("no model named in the path")
+    if head.config is not None and head.generation_config is not None:
+        raise _bad("the body has both generationConfig and generation_config")
+    config = head.config or head.generation_config or {}
+    most = _count(config, "maxOutputTokens", "max_output_tokens")
+    if _count(config, "candidateCount", "candidate_count") not in (None, 1):
+        raise _bad("candidateCount: the broker forwards one candidate a call")
+    hosted = [k for tool in head.tools or () for k in tool if k not in _CLIENT_TOOL]
+    if hosted:
+        raise _bad(
+            f"server tool {hosted[0]!r}: the provider would run it (web access, and fees) "
+            "for a sandbox that has no network; sessions use their own tools"
+        )
+    if head.cached is not None or head.cached_content is not None:
+        raise _bad("cachedContent: a sandbox may not read the key owner's stored contexts")
+    fetched = _gemini_fetched((head.contents, head.system, head.system_instruction))
+    if fetched:
+        raise _bad(
+            f"{fetched}: the provider would fetch it itself (an uploaded file of the key's "
+            "owner, or a URL), for a sandbox that has no network; send it as inlineData"
+        )
+    if head.model is not None and head.model not in (model, f"models/{model}"):
+        raise _bad(f"the body names the model {head.model!r}, the path {model!r}")
+    return Head(model=model, max_output_tokens=most)

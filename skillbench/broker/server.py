@@ -1,0 +1,559 @@
+"""The model broker (docs/agents.md, docs/trust.md): how an agent CLI inside a sandbox reaches its
+model.
+
+The sandbox has no network and holds only a placeholder key. The CLI talks to a loopback port
+in its sandbox; the executor relays those bytes to this broker on the host (one broker per
+session), which forwards each request to the provider's base URL with the real key, passes
+the response through as it arrives (server-sent events, unbuffered), counts tokens and cost
+from the provider's own usage (so the cost is known whatever the CLI reports), and writes
+every exchange, scrubbed, to `exchanges/<case>.<arm>.<rep>.jsonl`.
+
+Everything in the sandbox is untrusted, so a request is forwarded only when its target is one
+of the wire's own endpoints (broker_wire), its body is under the cap and names a model the run
+allows, a slot of the session's concurrency cap is free, and the session's budget can cover
+the call's worst case (broker_limits). Anything else is answered here with a 4xx, and nothing
+the broker does wrong reaches the terminal: a fault is one line in the exchange log and in
+the session's error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import secrets
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from skillbench.broker.billing import UsageChunks, bill, may_have_run, with_usage
+from skillbench.broker.limits import BODY_CAP, Head, Ledger, Refused, read_body
+from skillbench.broker.wire import WIRES, Route, route, upstream_url
+from skillbench.models import parse_model
+from skillbench.models.base import Usage
+from skillbench.models.ledger import RunLedger
+from skillbench.models.pricing import Price, price_for, worst_case_usd
+from skillbench.util.scrub import scrub_obj
+
+# Response headers that belong to one hop (a request's headers pass only by the wire's list).
+_DROP = {
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    "keep-alive",
+    "x-api-key",
+    "x-goog-api-key",
+    "authorization",
+    "accept-encoding",
+    "proxy-authorization",
+}
+READ_DEADLINE = 60.0  # seconds a connection may wait on its client before it is closed
+MAX_CONNECTIONS = 32  # threads one broker spends on connections (MAX_CONCURRENT calls + queue)
+_KEEP_LOG = 1 << 20  # characters of a request or a response kept in the exchange log
+
+
+class _Cancelled(Exception):
+    """The session ended while this call was in flight."""
+
+
+class _Call:
+    """One request being served: what stop() needs to cut it short, and what it saw."""
+
+    def __init__(self, handler: BaseHTTPRequestHandler):
+        self.handler = handler
+        self.response: httpx.Response | None = None
+        self.body = b""
+        self.model: str | None = None
+        self.seen = bytearray()  # the response, as it passed
+        self.drop_usage = False  # the stream's usage chunk was asked for on the CLI's behalf
+        self.error: BaseException | None = None  # why no answer came, if none did
+        self.usage: Usage | None = None  # counted from `seen` once the call is over
+        self.cost: float | None = None
+        self.whole = True  # the provider's final usage was seen (else: billed its reservation)
+        self.done = False  # its exchange is written (by its thread, or by stop())
+
+    @property
+    def text(self) -> str:
+        return self.seen.decode(errors="replace")
+
+    def cut(self) -> None:
+        """Shut both its sockets: whatever its thread waits on returns at once."""
+        sockets = [self.handler.connection]
+        stream = self.response.extensions.get("network_stream") if self.response else None
+        if stream is not None:
+            sockets.append(stream.get_extra_info("socket"))
+        for sock in sockets:
+            with contextlib.suppress(OSError, AttributeError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class Broker:
+    """One session's broker: start() it, point the sandbox's relay at `port`, stop() it."""
+
+    MAX_CONCURRENT = 8  # model calls one session has in flight; more wait for a slot
+
+    def __init__(
+        self,
+        *,
+        upstream: str,
+        api_key: str,
+        model: str,
+        exchanges: Path,
+        wire: str = "anthropic",
+        secondary: str | None = None,
+        prices: Mapping[str, Price] | None = None,
+        budget: float | None = None,
+        run_ledger: RunLedger | None = None,
+        kind: str = "agent",
+        max_requests: int | None = None,
+        max_failures: int | None = None,
+        body_cap: int = BODY_CAP,
+        max_concurrent: int = MAX_CONCURRENT,
+    ):
+        self.upstream = upstream.rstrip("/")
+        self.wire = WIRES[wire]
+        self.max_requests = max_requests  # the session's model-call cap, where the CLI has none
+        # failed calls in a row after which no more are forwarded, for a CLI whose own retries
+        # cannot be capped (OpenCode retries a cut stream about a hundred times, each billed
+        # its reservation)
+        self.max_failures = max_failures
+        self._failing = 0  # calls failed in a row
+        self.model = model  # the run's model reference
+        self.models = allowed_models(model, secondary)  # body's model name -> priced as
+        self.prices = prices
+        self.body_cap = body_cap
+        self.ledger = Ledger(budget, run_ledger, kind)
+        self.usage = Usage()
+        self.answered = 0  # requests the provider answered (2xx): the session's model turns
+        self.failures = 0  # requests the provider could not be reached for, or answered 5xx
+        # the last call to end had no whole answer (unreachable, 5xx or 429, a stream cut
+        # mid-answer): a CLI that gives up on it quietly and ends its turn as if done
+        # (OpenCode) did not end on the model's answer
+        self.last_failed = False
+        self.exhausted = False  # a request was refused because the budget was spent
+        self.capped = False  # a request was refused because max_requests were answered
+        self.fault: str | None = None  # the broker's own last failure, as one line
+        # the provider's message for the last request it refused (a 4xx other than 429): what
+        # a CLI that gives up on it says in its own words, if at all
+        self.rejected: str | None = None
+        self.first_request: dict[str, Any] | None = None  # what the CLI first asked (its prompt)
+        # the calls forwarded, by the model each named (a subagent's, an alias's): the
+        # session's record says which models its calls used
+        self.model_calls: dict[str, int] = {}
+        self._priced = price_for(model, prices) is not None
+        self._key = api_key
+        self._lock = threading.Lock()
+        self._calls: set[_Call] = set()
+        self._forwarding = 0  # calls between their reservation and their settling
+        self._sent = 0  # calls forwarded, however they ended: what max_requests counts
+        self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._stopping = threading.Event()
+        # only the host side of the session's relay knows this: it opens each connection
+        # with it, so no other local process or user can spend the session's key
+        self.preamble = f"skillbench-broker {secrets.token_hex(32)}\r\n".encode()
+        self.intruders = 0  # connections refused for not opening with the preamble
+        self._idle: dict[socket.socket, float] = {}  # accepted, no request read yet
+        self._open = 0
+        exchanges.parent.mkdir(parents=True, exist_ok=True)
+        self._log: IO[str] | None = exchanges.open("a", encoding="utf-8")
+        self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
+        broker = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+            timeout = READ_DEADLINE  # an idle or trickling client cannot hold a thread
+
+            def handle(self) -> None:
+                if broker._admit(self):
+                    super().handle()
+
+            def serve(self) -> None:
+                broker._busy(self.connection)
+                broker._serve(self)
+
+            do_POST = do_GET = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = serve
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 64  # the relay's own backlog; the default (5) drops bursts
+
+            def process_request(self, request: Any, client_address: Any) -> None:
+                if broker._accept(request):  # before a thread is spent on it
+                    super().process_request(request, client_address)
+                else:
+                    self.shutdown_request(request)
+
+            def process_request_thread(self, request: Any, client_address: Any) -> None:
+                try:
+                    super().process_request_thread(request, client_address)
+                finally:
+                    broker._gone(request)
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                exc = sys.exc_info()[1]  # never the stdlib's traceback
+                if not isinstance(exc, OSError):  # (OSError: the client went away)
+                    broker._note_fault(exc)
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        # (stop() waits up to one poll interval for the server loop: the default is 0.5 s)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def cost(self) -> float | None:
+        """What the session's model calls cost so far (None when a price is unknown)."""
+        return self.ledger.spent if self._priced else None
+
+    def start(self) -> Broker:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """End the session's brokering: calls still in flight are cut and logged as
+        cancelled, quietly (the arm is over; nothing is waiting for them)."""
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            calls = list(self._calls)
+        for call in calls:
+            self._record(call, 499, call.text, error="cancelled")  # (unless it just ended)
+            call.cut()
+        self._client.close()
+        with self._lock:
+            log, self._log = self._log, None
+        if log is not None:
+            log.close()
+
+    # --- connections --------------------------------------------------------------------------
+
+    def _accept(self, sock: socket.socket) -> bool:
+        """Whether a new connection gets a thread: at the cap, the longest-idle connection
+        (one that has sent no request yet) is closed to make room, so a flood of idle
+        connections cannot keep the session's own calls out; with none idle it is refused."""
+        with self._lock:
+            if self._open >= MAX_CONNECTIONS:
+                if not self._idle:
+                    return False
+                oldest = min(self._idle, key=self._idle.__getitem__)
+                del self._idle[oldest]
+                with contextlib.suppress(OSError):
+                    oldest.shutdown(socket.SHUT_RDWR)  # its thread ends at once
+            self._open += 1
+            self._idle[sock] = time.monotonic()
+            return True
+
+    def _busy(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._idle.pop(sock, None)
+
+    def _gone(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._idle.pop(sock, None)
+            self._open -= 1
+
+    def _admit(self, h: BaseHTTPRequestHandler) -> bool:
+        """Whether the connection opened with this session's preamble (else it is refused)."""
+        try:
+            sent = h.rfile.readline(len(self.preamble) + 1)
+        except OSError:
+            return False
+        if hmac.compare_digest(sent, self.preamble):
+            return True
+        with self._lock:
+            self.intruders += 1
+        with contextlib.suppress(OSError):
+            msg = b"skillbench broker: this port serves only its own session's relay\n"
+            h.wfile.write(
+                b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(msg), msg)
+            )
+        return False
+
+    # --- one request ------------------------------------------------------------------------
+
+    def _serve(self, h: BaseHTTPRequestHandler) -> None:
+        call = _Call(h)
+        with self._lock:
+            self._calls.add(call)
+        try:
+            self._forward(call)
+        except Refused as why:
+            self._reply_error(h, why.status, why.kind, why.message)
+            self._record(call, why.status, why.message, error="refused")
+        except _Cancelled:
+            pass  # stop() wrote its exchange
+        except Exception as exc:  # a fault of ours: one line, and the CLI is told
+            if self._stopping.is_set():
+                return
+            line = self._note_fault(exc)
+            self._reply_error(h, 502, "api_error", line)
+            self._record(call, 502, line, error="fault")
+        finally:
+            h.close_connection = True  # a refused body may be unread: no keep-alive after it
+            with self._lock:
+                self._calls.discard(call)
+
+    def _forward(self, call: _Call) -> None:
+        h = call.handler
+        if h.command != "POST":
+            raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
+        endpoint = route(self.wire, h.path)
+        call.body = read_body(h.rfile, h.headers, self.body_cap)
+        head = self.wire.head(call.body, endpoint.model)
+        call.body, call.drop_usage = with_usage(endpoint, head, call.body)
+        priced_as = self.models.get(head.model)
+        if priced_as is None:
+            raise Refused(
+                400,
+                "invalid_request_error",
+                f"skillbench: model {head.model!r} is not one this run allows "
+                f"({', '.join(sorted(self.models))})",
+            )
+        call.model = head.model
+        if self.first_request is None:
+            with contextlib.suppress(ValueError, RecursionError):
+                self.first_request = json.loads(call.body)
+        with self._slot():
+            reserved = self._reserve(endpoint, head, priced_as, len(call.body))
+            with self._lock:
+                self.model_calls[head.model] = self.model_calls.get(head.model, 0) + 1
+            try:
+                status, error = self._stream(call, endpoint)
+            finally:
+                self._settle(call, priced_as, reserved)
+        self._record(call, status, call.text or (error or ""), error=error)
+
+    @contextlib.contextmanager
+    def _slot(self) -> Iterator[None]:
+        """One of the session's concurrent-call slots, waited for (cancelled at stop)."""
+        while not self._slots.acquire(timeout=0.2):
+            if self._stopping.is_set():
+                raise _Cancelled
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+    def _reserve(self, endpoint: Route, head: Head, priced_as: str, size: int) -> float | None:
+        """Hold the call's worst case against the budget; Refused when it cannot be held."""
+        with self._lock:
+            if self.max_requests is not None and (self._sent >= self.max_requests):
+                self.capped = True
+                raise Refused(
+                    400,
+                    "invalid_request_error",
+                    f"skillbench: this session's cap of {self.max_requests} model calls is reached",
+                )
+            if self.max_failures is not None and self._failing >= self.max_failures:
+                raise Refused(
+                    400,
+                    "invalid_request_error",
+                    f"skillbench: the model failed {self._failing} calls in a row "
+                    "(the CLI's retries are spent); no more are forwarded",
+                )
+            self._forwarding += 1
+            self._sent += 1  # a hang-up after forwarding must not take it out of the cap
+        worst: float | None = 0.0
+        if endpoint.billed:
+            most = head.max_output if head.max_output is not None else self.wire.default_max_output
+            if most is None:
+                self._unforward()
+                raise Refused(
+                    400, "invalid_request_error", "skillbench broker: the request has no max_tokens"
+                )
+            # a token is at least one byte of the body: its size bounds the input
+            worst = worst_case_usd(priced_as, size, most, self.prices)
+        if not self.ledger.reserve(worst):
+            self._unforward()
+            self.exhausted = True
+            raise Refused(
+                400,
+                "invalid_request_error",
+                "skillbench: the run's --max-cost cannot cover this call "
+                f"(it could cost up to ${worst:.2f})",
+            )
+        return worst
+
+    def _unforward(self) -> None:
+        """The call was refused before it was forwarded: it holds nothing, counts nothing."""
+        with self._lock:
+            self._forwarding -= 1
+            self._sent -= 1
+
+    def _stream(self, call: _Call, endpoint: Route) -> tuple[int, str | None]:
+        """Forward the call and pass its response through as it arrives: its status, and
+        why it failed (None: the provider answered)."""
+        h = call.handler
+        headers = {k: v for k, v in h.headers.items() if self.wire.forwards(k)}
+        headers.update(self.wire.auth(self._key))
+        headers["accept-encoding"] = "identity"  # the usage is read from the stream as it passes
+        url = upstream_url(self.upstream, endpoint)
+        try:
+            with self._client.stream("POST", url, content=call.body, headers=headers) as resp:
+                call.response = resp
+                if self._stopping.is_set():
+                    raise _Cancelled
+                h.send_response(resp.status_code)
+                for key, value in resp.headers.items():
+                    if key.lower() not in _DROP and key.lower() != "content-encoding":
+                        h.send_header(key, value)
+                h.send_header("Connection", "close")  # the end of the body is the end of it
+                h.end_headers()
+                # The CLI went away: reading stops here (the provider stops generating when
+                # it is hung up on), and a call cut before its final usage is billed its
+                # reservation (broker_billing). Reading on to the end would learn the exact
+                # count only by having the provider generate, up to the output cap, tokens
+                # nobody reads, and it would still need a bound and the reservation past it.
+                passed = UsageChunks() if call.drop_usage else None
+                with contextlib.suppress(OSError):
+                    for chunk in resp.iter_raw():
+                        call.seen += chunk
+                        h.wfile.write(passed.feed(chunk) if passed else chunk)
+                        h.wfile.flush()
+                    if passed:
+                        h.wfile.write(passed.flush())
+        except httpx.HTTPError as exc:
+            call.error = exc
+            if self._stopping.is_set():
+                raise _Cancelled from None
+            with self._lock:
+                self.failures += 1
+                self.last_failed = True
+                self._failing += 1
+            why = f"skillbench broker: provider unreachable: {type(exc).__name__}"
+            if call.response is None:  # nothing was sent to the CLI yet: it can be told
+                self._reply_error(h, 502, "api_error", why)
+            return 502, why
+        if self._stopping.is_set():
+            raise _Cancelled
+        with self._lock:
+            if resp.status_code >= 500 or resp.status_code == 429 or self.wire.cut(call.text):
+                self.failures += 1
+                self.last_failed = True
+                self._failing += 1
+            elif 200 <= resp.status_code < 300:
+                self.answered += 1
+                self.last_failed = False
+                self._failing = 0
+            elif resp.status_code >= 400:
+                self.rejected = _error_message(call.seen) or f"HTTP {resp.status_code}"
+        return resp.status_code, None
+
+    def _settle(self, call: _Call, priced_as: str, reserved: float | None) -> None:
+        """Count what the call used, at its own model's price, and free its reservation."""
+        status = call.response.status_code if call.response is not None else None
+        ran = may_have_run(status, call.error)
+        call.usage, call.cost, call.whole = bill(
+            self.wire, call.text, priced_as, reserved, self.prices, ran=ran
+        )
+        self.ledger.settle(reserved, call.cost)
+        with self._lock:
+            self._forwarding -= 1
+            self.usage = self.usage + call.usage
+            if call.cost is None:
+                self._priced = False
+
+    # --- answers and records ----------------------------------------------------------------
+
+    def _reply_error(self, h: BaseHTTPRequestHandler, status: int, kind: str, msg: str) -> None:
+        data = json.dumps(self.wire.error(kind, msg)).encode()
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            h.send_header("Connection", "close")
+            h.end_headers()
+            h.wfile.write(data)
+        except OSError:
+            pass
+
+    def _note_fault(self, exc: BaseException | None) -> str:
+        """The broker's own failure as one line (the session reports it)."""
+        line = f"skillbench broker: {type(exc).__name__}: {str(exc)[:200]}"
+        self.fault = line
+        return line
+
+    def _record(self, call: _Call, status: int, response: str, error: str | None = None) -> None:
+        with self._lock:
+            if self._log is None or call.done:
+                return
+            call.done = True  # one exchange a call: its own, or stop()'s
+        line = {
+            "at": time.time(),
+            "path": call.handler.path,
+            "status": status,
+            "model": call.model,
+            "request": _readable(call.body),
+            "response": response[-_KEEP_LOG:],
+            "usage": None if call.usage is None else _plain(call.usage),
+            "cost_usd": call.cost,
+            **({} if call.whole else {"billed": "its reservation: no final usage arrived"}),
+            **({"error": error} if error else {}),
+        }
+        try:
+            text = json.dumps(scrub_obj(line), ensure_ascii=False) + "\n"
+        except RecursionError:  # a body nested deeper than the scrubber goes: kept as text
+            line["request"] = call.body[:_KEEP_LOG].decode(errors="replace")
+            text = json.dumps(scrub_obj(line), ensure_ascii=False) + "\n"
+        with self._lock:
+            if self._log is not None:
+                self._log.write(text)
+                self._log.flush()
+
+
+def allowed_models(model: str, secondary: str | None = None) -> dict[str, str]:
+    """The model names a request body may carry, each with the reference it is priced as:
+    the run's model, and the CLI's secondary model when one is configured. A scripted run
+    prices everything as its script (nothing real is spent)."""
+    run = parse_model(model)
+    names = {run.name: model}
+    if secondary:
+        names[parse_model(secondary).name] = model if run.scripted else secondary
+    return names
+
+
+def _readable(body: bytes) -> Any:
+    """A request body for the exchange log: its JSON, or its text, within the log's cap."""
+    if len(body) > _KEEP_LOG:
+        return f"({len(body)} bytes, not kept)"
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return body.decode(errors="replace")
+
+
+def _plain(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "cache_write_1h_tokens": usage.cache_write_1h_tokens,
+    }
+
+
+def _error_message(body: bytes | bytearray) -> str | None:
+    """The `error.message` of a provider's error body (Anthropic's and OpenAI's shape), as one
+    short line; None when the body is not one."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return " ".join(message.split())[:400] if isinstance(message, str) and message else None

@@ -1,0 +1,567 @@
+"""The gate (docs/results.md): does the newest receipt that measured a skill's exact bytes meet the
+team's policy? Receipts come from the team repo (team/repo.py) and the local store."""
+
+from __future__ import annotations
+
+import tempfile
+import tomllib
+from datetime import datetime
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from skillbench.evals.skills import digest
+from skillbench.models import PROVIDER_ENDPOINTS, origin
+from skillbench.results.score import derive
+from skillbench.results.sequential import problem, stimuli_of, stop_of
+from skillbench.results.summary import RowSummary
+from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED
+from skillbench.team.anchors import Revision, anchor, files_under, show
+from skillbench.team.receipts import (
+    Receipt,
+    inconsistency,
+    signed_message,
+)
+from skillbench.team.repo import SIGNERS, TeamError, known_receipts, measured, skill_at
+from skillbench.team.signing import SigningError, verify
+from skillbench.util.inputs import MAX_JSON, InputError, load_toml, read_capped
+
+
+class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What a receipt must show for the gate to pass."""
+
+    require: str = "NEUTRAL"  # the weakest verdict vs baseline allowed: PASS or NEUTRAL
+    allow_incumbent_fail: bool = False
+    allow_partial: bool = False  # accept a receipt whose run did not score every row
+    require_agent: str | None = None  # e.g. "claude-code": only measurements by that agent
+    require_power: bool = False  # refuse a verdict resting on too few decided comparisons
+    allow_inconclusive: bool = False  # accept INCONCLUSIVE (too few decided units) vs baseline
+    trigger_method: str | None = None  # "agent" (real routing) or "catalog": how triggers
+    # must have been measured for min-recall / min-precision to count
+    min_recall: float | None = None
+    min_precision: float | None = None
+    # only receipts signed by a key in the team repo's .skillbench/allowed_signers count;
+    # None: required exactly when that file exists
+    require_signed: bool | None = None
+    # where the models may have been reached (scheme://host[:port]): the providers' own by
+    # default, so a run against a local or stub server is refused unless listed
+    allow_endpoints: list[str] = msgspec.field(default_factory=lambda: list(PROVIDER_ENDPOINTS))
+    # a proxy counts as an endpoint (listed, or refused); a trust store other than the
+    # system's (SSL_CERT_FILE, ...) lets anything answer as the provider: refused unless set
+    allow_custom_ca: bool = False
+    # the practical floor verdicts are re-derived with: the team's, never the one a receipt
+    # names (a receipt's own -5 turns a lift too small to matter into PASS)
+    min_net_lift: float = MIN_NET_LIFT
+    # the cells (agent/model patterns, fnmatch: `claude-code/*`) that must each pass on their
+    # newest receipt for these bytes; None: every cell that has a receipt for them
+    require_cells: list[str] | None = None
+    # with require = "PASS": a required cell may be NEUTRAL, so long as another one passes
+    allow_neutral_cells: bool = False
+
+
+def _toml_at(rev: Revision, name: str) -> dict[str, Any] | None:
+    data = show(rev, name)
+    if data is None:
+        return None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise TeamError(f"{rev.ref}:{name}: not valid TOML ({exc})") from None
+
+
+def load_policy(repo: Path | None, flags: dict[str, Any], rev: Revision | None = None) -> Policy:
+    """Policy from the team repo's [tool.skillbench.gate] / skillbench.toml [gate] (at `rev`
+    when given, never the work tree then), then flags."""
+    data: dict[str, Any] = {}
+    if repo is not None:
+        for name, table in (
+            ("pyproject.toml", ("tool", "skillbench", "gate")),
+            ("skillbench.toml", ("gate",)),
+        ):
+            found: Any = None
+            if rev is not None:
+                found = _toml_at(anchor(rev), name)
+            elif (repo / name).is_file():
+                try:
+                    found = load_toml(repo / name)
+                except InputError as exc:
+                    raise TeamError(str(exc)) from None
+            if found is not None:
+                for key in table:
+                    found = found.get(key, {}) if isinstance(found, dict) else {}
+                data.update({k.replace("-", "_"): v for k, v in found.items()})
+    data.update({k: v for k, v in flags.items() if v is not None})
+    try:
+        policy = msgspec.convert(data, Policy)
+    except msgspec.ValidationError as exc:
+        raise TeamError(f"gate policy: {exc}") from None
+    if policy.require not in ("PASS", "NEUTRAL"):
+        raise TeamError("gate policy: `require` is PASS or NEUTRAL")
+    if policy.trigger_method not in (None, "agent", "catalog"):
+        raise TeamError("gate policy: `trigger-method` is agent or catalog")
+    if not 0.0 <= policy.min_net_lift <= 1.0:
+        raise TeamError(
+            "gate policy: `min-net-lift` is a share of units between 0 and 1 "
+            f"(default {MIN_NET_LIFT}), got {policy.min_net_lift}"
+        )
+    for entry in policy.allow_endpoints:
+        if origin(entry) == "unknown":
+            raise TeamError(
+                f"gate policy: allow-endpoints entry {entry!r} is not a URL; write it like "
+                "http://127.0.0.1:8080"
+            )
+    policy.allow_endpoints = [origin(e) for e in policy.allow_endpoints]
+    if policy.require_cells == []:  # (a gate that requires no cell would check nothing)
+        raise TeamError(
+            "gate policy: require-cells is empty; name the agent/model cells that must pass, or "
+            "leave it out to require every cell with a receipt"
+        )
+    for pattern in policy.require_cells or []:
+        agent, _, model = pattern.partition("/")
+        if not agent or not model:
+            raise TeamError(
+                f"gate policy: require-cells entry {pattern!r} is not agent/model; write it "
+                'like "claude-code/*" or "*/anthropic/claude-haiku-4-5"'
+            )
+    return policy
+
+
+class _Power(msgspec.Struct):
+    decided: int = 0
+    needed: int | None = None
+    underpowered: bool = True
+
+
+class _Triggers(msgspec.Struct):
+    method: str | None = None
+    invalid: str | None = None
+    recall: float | None = None
+    precision: float | None = None
+
+
+class _Read(msgspec.Struct):
+    """The parts of a receipt the gate reads that the Receipt type leaves open (so a hostile
+    value is a one-line refusal, not a traceback)."""
+
+    stats: dict[str, _Power] = {}
+    triggers: _Triggers | None = None
+
+
+class GateResult(msgspec.Struct, frozen=True):
+    passed: bool
+    reason: str
+    receipt: str | None = None
+    cell: str | None = None  # agent/model of the receipt decided on
+    verdict: str | None = None  # its verdict vs baseline, re-derived
+    cells: list[GateResult] = []  # a gate over several cells: each cell's own decision
+    note: str | None = None  # what the trust anchors were read from, when no flag said
+
+
+def cell_of(r: Receipt) -> str:
+    """The cell a receipt measured, as require-cells names it: agent/model."""
+    model = r.provenance.models.get("agent") or r.models.get("agent") or "unknown"
+    return f"{r.agent or 'unknown'}/{model}"
+
+
+def _bytes_of(where: str, rev: Revision | None) -> bytes:
+    """A receipt's file: from a trusted revision (the merge base, or the base branch's tip)
+    when `where` names one, else the disk."""
+    for at in _revisions(rev):
+        if where.startswith(f"{at.ref}:"):
+            data = show(at, where.removeprefix(f"{at.ref}:"))
+            if data is None:
+                raise OSError(f"{where} is gone")
+            return data
+    return read_capped(Path(where), MAX_JSON)
+
+
+def _revisions(rev: Revision | None) -> list[Revision]:
+    """The trusted revisions receipts are read from: the revision, and the base branch's tip
+    when that is another commit."""
+    if rev is None:
+        return []
+    tip = anchor(rev)
+    return [rev] if tip.commit == rev.commit else [rev, tip]
+
+
+def signed_receipt(path: str, signers: Path, rev: Revision | None = None) -> tuple[Receipt, str]:
+    """The receipt file at `path` as its signer signed it, and the principal in `signers`
+    whose key did; SigningError saying why when there is none. The receipt is read from the
+    signed bytes themselves, so the gate judges exactly what was signed, whatever else the
+    file holds (a key written twice, say)."""
+    try:
+        message, signature = signed_message(_bytes_of(path, rev))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise SigningError(f"cannot be read ({exc})") from None
+    if signature is None:
+        raise SigningError("is not signed")
+    principal = verify(message, signature, signers)
+    try:
+        return msgspec.json.decode(message, type=Receipt), principal
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise SigningError(f"is signed, but what was signed is not a receipt ({exc})") from None
+
+
+class _Signed(msgspec.Struct, frozen=True):
+    where: str
+    receipt: Receipt
+    signer: str | None  # None: signatures not required
+
+
+def _signed_only(
+    useful: list[tuple[str, Receipt]],
+    repo: Path | None,
+    current: str,
+    rev: Revision | None = None,
+) -> _Signed | GateResult:
+    """The measured receipt with the newest signed time among those whose signature verifies
+    against the team's allowed_signers (the trusted revision's, when given); a refusal saying
+    why the newest was not accepted when there is none. The order is the signed content's,
+    so no file order, name or mtime the PR controls can make an older PASS the newest."""
+    if rev is not None:
+        listed = show(anchor(rev), SIGNERS)
+        where = f"{anchor(rev).ref}:{SIGNERS}"
+    else:
+        signers = repo / SIGNERS if repo is not None else None
+        listed = signers.read_bytes() if signers is not None and signers.is_file() else None
+        where = f"{signers}" if signers else "a team repo (--team)"
+    if listed is None:
+        return GateResult(
+            False,
+            f"require-signed is set, but there is no {where} listing who may sign receipts; "
+            f"add {SIGNERS} to the team repo (docs/ci.md)",
+        )
+    first: str | None = None
+    verified: list[_Signed] = []
+    with tempfile.TemporaryDirectory(prefix="skillbench-signers-") as tmp:
+        signers = Path(tmp) / "allowed_signers"
+        signers.write_bytes(listed)
+        for found, r in reversed(useful):
+            try:
+                verified.append(_Signed(found, *signed_receipt(found, signers, rev)))
+            except SigningError as exc:
+                shown = str(exc).replace(str(signers), where)
+                first = first or f"the newest measured (run {r.run_id}) {shown}"
+    signed = [s for s in verified if measured(s.receipt)]
+    if signed:
+        return max(signed, key=lambda s: (s.receipt.provenance.created_at, s.receipt.run_id))
+    return GateResult(
+        False,
+        f"no receipt for {current[:19]} is signed by a key in {SIGNERS}: {first}; receipts "
+        "made on a laptop are advisory, sign them in CI (docs/ci.md)",
+        useful[-1][0],
+    )
+
+
+def with_base_receipts(
+    found: list[tuple[str, Receipt]], rev: Revision, name: str
+) -> list[tuple[str, Receipt]]:
+    """`found` with every team receipt the trusted revisions hold read from them instead: a
+    PR can add receipts, but not delete or rewrite one the base branch holds, at the merge
+    base (what the PR started from) or at its tip (a receipt recorded after the PR forked: a
+    fork point from before a newer signed FAIL must not hide it)."""
+    at_base: dict[tuple[str, bytes], tuple[str, Receipt]] = {}
+    for at in _revisions(rev):
+        for rel in files_under(at, f"evals/{name}"):
+            parts = Path(rel).parts
+            if len(parts) != 4 or not parts[2].startswith("v") or not rel.endswith(".json"):
+                continue
+            where = f"{at.ref}:{rel}"
+            data = _bytes_of(where, rev)
+            if (str(rev.repo / rel), data) in at_base:  # the same file at both revisions
+                continue
+            try:
+                r = msgspec.json.decode(data, type=Receipt)
+            except (msgspec.DecodeError, RecursionError) as exc:
+                raise TeamError(f"{where}: not a receipt skillbench writes ({exc})") from None
+            at_base[(str(rev.repo / rel), data)] = (where, r)
+    held = {path for path, _ in at_base}
+    kept = [pr for pr in found if pr[0] not in held]
+    both = kept + list(at_base.values())
+    return sorted(both, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
+
+
+def gate(
+    skill_dir: Path,
+    repo: Path | None,
+    policy: Policy,
+    now: datetime | None = None,
+    rev: Revision | None = None,
+) -> GateResult:
+    """Do the newest receipts that measured these exact bytes meet the policy, in every
+    required cell (agent/model)?
+
+    Each cell is decided on its own newest receipt as a single run is (`_gate_cell`); the
+    required cells are those `require-cells` names, else every cell with a receipt for these
+    bytes from a model, not the scripted driver (with a trusted revision the base's receipts
+    count: a PR cannot drop a cell by deleting its receipt). A required cell without a
+    receipt, or whose receipt is refused, refuses the whole, naming the cell.
+    """
+    current = digest(skill_dir)
+    name = skill_at(skill_dir).name
+    everything = known_receipts(name, repo)
+    if rev is not None:
+        everything = with_base_receipts(everything, rev, name)
+    found = [pr for pr in everything if pr[1].digest == current]
+    if not found:
+        return GateResult(
+            False, f"no receipt for {current[:19]}: run `skillbench eval {skill_dir}` first"
+        )
+    by_cell: dict[str, list[tuple[str, Receipt]]] = {}
+    for pr in found:
+        by_cell.setdefault(cell_of(pr[1]), []).append(pr)
+    patterns = policy.require_cells
+    if patterns is not None:
+        missing = [p for p in patterns if not any(fnmatchcase(c, p) for c in by_cell)]
+        if missing:
+            return GateResult(
+                False,
+                f"required cell {', '.join(missing)} has no receipt for {current[:19]} (cells "
+                f"with one: {', '.join(by_cell)}); run `skillbench eval {skill_dir}` with that "
+                "--agent and --model",
+            )
+        by_cell = {c: rs for c, rs in by_cell.items() if any(fnmatchcase(c, p) for p in patterns)}
+    else:
+        # a scripted run's cell (scripted/demo) is not required beside a model's, but a
+        # scripted receipt newer than every model's is refused as the newest measurement (as
+        # for a single cell; only a cell with no model's receipt at all, so always refused: a
+        # newer one could otherwise narrow the gate to one cell and leave another's FAIL out)
+        newest = max(
+            (pr for pr in found if measured(pr[1])),
+            key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id),
+            default=None,
+        )
+        real = {c: rs for c, rs in by_cell.items() if any(r.driver == "model" for _, r in rs)}
+        if newest is not None and cell_of(newest[1]) not in real:
+            real = {cell_of(newest[1]): by_cell[cell_of(newest[1])]}
+        by_cell = real or by_cell
+    lenient = policy.allow_neutral_cells and policy.require == "PASS" and len(by_cell) > 1
+    each = msgspec.structs.replace(policy, require="NEUTRAL") if lenient else policy
+    decided = [_gate_cell(cell, rs, repo, each, current, now, rev) for cell, rs in by_cell.items()]
+    if len(decided) == 1:
+        return decided[0]
+    refused = [d for d in decided if not d.passed]
+    if not refused and lenient and not any(d.verdict == "PASS" for d in decided):
+        refused = [
+            msgspec.structs.replace(
+                d,
+                passed=False,
+                reason=f"{d.verdict}: no required cell is PASS (allow-neutral-cells lets a cell "
+                "be NEUTRAL only beside one that passes; policy requires PASS)",
+            )
+            for d in decided
+        ]
+    if refused:
+        reason = "; ".join(f"cell {d.cell}: {d.reason}" for d in refused)
+        return GateResult(False, reason, refused[0].receipt, cells=decided)
+    reason = f"{len(decided)} cells: " + "; ".join(f"{d.cell} {d.reason}" for d in decided)
+    return GateResult(True, reason, decided[0].receipt, cells=decided)
+
+
+def _gate_cell(
+    cell: str,
+    found: list[tuple[str, Receipt]],
+    repo: Path | None,
+    policy: Policy,
+    current: str,
+    now: datetime | None,
+    rev: Revision | None,
+) -> GateResult:
+    """Does the newest receipt of one cell meet the policy?
+
+    A later run that scored nothing (NONE) never shadows an earlier measured one. Under
+    require-signed only receipts signed by an allowed signer count. The receipt used must
+    re-derive (its verdict, counts and power follow from its rows, its created_at is not in
+    the future), come from a real model (not the scripted driver) reached at an allowed
+    endpoint, and be complete unless the policy allows partial runs.
+    """
+    useful = [pr for pr in found if measured(pr[1])]
+    if not useful:
+        where, r = found[-1]
+        why = (
+            f"no receipt for {current[:19]} measured anything: the newest (run {r.run_id}) "
+            f"scored {r.scored_rows}/{r.expected_rows} rows (verdict NONE: {r.why}); run "
+            "`skillbench eval` again"
+        )
+        return GateResult(False, why, where, cell)
+    required = policy.require_signed
+    base_signers = rev is not None and show(anchor(rev), SIGNERS) is not None
+    if rev is not None and base_signers and not (rev.repo / SIGNERS).is_file():
+        return GateResult(
+            False,
+            f"{rev.repo / SIGNERS} is missing from the work tree but {anchor(rev).ref} has it: a "
+            "change may not delete who may sign receipts (restore it; change it on the base "
+            "branch)",
+            cell=cell,
+        )
+    if required is None:
+        if rev is not None:
+            required = base_signers
+        else:
+            required = repo is not None and (repo / SIGNERS).is_file()
+    chosen = _signed_only(useful, repo, current, rev) if required else _Signed(*useful[-1], None)
+    if isinstance(chosen, GateResult):
+        return msgspec.structs.replace(chosen, cell=cell)
+    where, r = chosen.where, chosen.receipt
+    try:
+        view = msgspec.convert({"stats": r.stats, "triggers": r.triggers}, _Read)
+    except msgspec.ValidationError as exc:
+        return GateResult(False, f"{where}: not a receipt skillbench writes ({exc})", where, cell)
+    problem = inconsistency(r, now) or stopping_problem(r)
+    if problem is not None:
+        why = f"the newest measured receipt (run {r.run_id}) {problem}"
+        return GateResult(False, why, where, cell)
+    if r.driver != "model":
+        what = (
+            f"the scripted driver ({r.models.get('agent') or r.provenance.models.get('agent')}"
+            "), a fixed script, not a model: it shows the pipeline works, not that the "
+            "skill helps"
+            if r.driver == "scripted"
+            else "a skillbench that did not record its driver"
+        )
+        why = (
+            f"the newest measured receipt (run {r.run_id}) comes from {what}; run "
+            "`skillbench eval` with a real --model"
+        )
+        return GateResult(False, why, where, cell)
+    ends = r.provenance.endpoints
+    off = [
+        f"its {role} model at {e.url}" + (f" through the proxy {e.proxy}" if e.proxy else "")
+        for role, e in ends.items()
+        if e.url not in policy.allow_endpoints
+        or (e.proxy is not None and e.proxy not in policy.allow_endpoints)
+    ]
+    if off or not ends:
+        reached = ", ".join(off) if off else "no recorded endpoint"
+        why = (
+            f"the newest measured receipt (run {r.run_id}) reached {reached}, not an allowed "
+            f"endpoint ({', '.join(policy.allow_endpoints)}): a local or stub server says "
+            "nothing about the provider's model; list it in allow-endpoints "
+            "(--allow-endpoint) to accept it"
+        )
+        return GateResult(False, why, where, cell)
+    trusted = [f"its {role} model ({', '.join(e.ca)})" for role, e in ends.items() if e.ca]
+    if trusted and not policy.allow_custom_ca:
+        why = (
+            f"the newest measured receipt (run {r.run_id}) reached {', '.join(trusted)} "
+            "trusting a custom CA, under which any server can answer as the provider; set "
+            "allow-custom-ca = true (--allow-custom-ca) to accept it"
+        )
+        return GateResult(False, why, where, cell)
+    if not r.complete and not policy.allow_partial:
+        stop = f", {r.stopped}" if r.stopped else ""
+        why = (
+            f"the newest measured receipt (run {r.run_id}) is incomplete: {r.scored_rows}/"
+            f"{r.expected_rows} rows scored{stop}; resume or rerun the eval, or set "
+            "allow-partial = true"
+        )
+        return GateResult(False, why, where, cell)
+    reasons = []
+    if policy.require_agent and r.agent != policy.require_agent:
+        reasons.append(
+            f"measured with agent {r.agent or 'unknown'} (policy requires {policy.require_agent})"
+        )
+    power = view.stats.get("baseline") or _Power()
+    if policy.require_power and power.underpowered:
+        needs = power.needed
+        reasons.append(
+            f"underpowered: {power.decided} decided units, "
+            f"{needs if needs is not None else 'more than any run'} needed for "
+            "p <= 0.05"
+        )
+    verdicts = rederived(r, policy.min_net_lift)
+    verdict = verdicts[r.provenance.opponents[0]]
+    floor = (
+        f" under the policy's min-net-lift {policy.min_net_lift:g}" if verdict != r.verdict else ""
+    )
+    if verdict == INCONCLUSIVE and not policy.allow_inconclusive:
+        units = power.decided
+        reasons.append(
+            f"verdict vs baseline is INCONCLUSIVE: {units} decided unit(s), and no verdict "
+            "rests on fewer than 5; add cases (or --k for flaky ones), or set "
+            "allow-inconclusive = true"
+        )
+    elif verdict == "FAIL" or (policy.require == "PASS" and verdict != "PASS"):
+        reasons.append(
+            f"verdict vs baseline is {verdict}{floor} (policy requires {policy.require})"
+        )
+    # the incumbent's verdict is re-derived too: the receipt's counts just matched its rows
+    lost = verdicts.get("incumbent") == "FAIL"
+    if lost and not policy.allow_incumbent_fail:
+        reasons.append("FAIL vs the incumbent (the published version does better)")
+    t = view.triggers or _Triggers()
+    method = t.method or "catalog call"  # receipts before methods: the catalog
+    if (
+        policy.trigger_method
+        and r.triggers is not None
+        and not method.startswith(policy.trigger_method)
+    ):
+        reasons.append(
+            f"triggers measured by {method} (policy requires trigger-method = "
+            f'"{policy.trigger_method}")'
+        )
+    if t.invalid:
+        reasons.append(f"the trigger measurement is invalid: {t.invalid}")
+    for key, minimum in (("recall", policy.min_recall), ("precision", policy.min_precision)):
+        if minimum is None:
+            continue
+        value = getattr(t, key)
+        if value is None or value < minimum:
+            shown = "n/a" if value is None else f"{value:.2f}"
+            reasons.append(f"trigger {key} {shown} is under {minimum:.2f}")
+    if reasons:
+        return GateResult(False, "; ".join(reasons), where, cell, verdict)
+    signed_by = f", signed by {chosen.signer}" if chosen.signer else ""
+    return GateResult(
+        True,
+        f"{verdict} (run {r.run_id}, {r.scored_rows}/{r.expected_rows} rows scored{signed_by})",
+        where,
+        cell,
+        verdict,
+    )
+
+
+def stopping_problem(r: Receipt) -> str | None:
+    """Why a receipt's stop was not legitimate, or None: a complete run ran every repetition
+    of the fixed design, or, under its declared stopping rule, every one that rule asked for
+    up to the look where it stops (results/sequential.py's problem re-derives it); and the
+    stop it claims is the one its rule makes on its rows."""
+    p = r.provenance
+    rows = msgspec.convert(r.rows, list[RowSummary])
+    if r.stop is not None and p.sequential is None:
+        return (
+            f"claims a stop at look {r.stop.look} ({r.stop.reason}) but declares no stopping rule"
+        )
+    if p.sequential is not None:
+        order = stimuli_of(u.name for u in p.units)
+        scored = [row for row in rows if row.decided_by not in UNSCORED]
+        made = stop_of(scored, p.sequential, p.opponents[0], order, len(p.sequential.looks))
+        if made != r.stop:
+            claimed = f"look {r.stop.look} ({r.stop.reason})" if r.stop else "no stop"
+            real = f"look {made.look} ({made.reason})" if made else "no stop"
+            return f"claims {claimed}, but its stopping rule stops its rows at {real}"
+    if not r.complete:
+        return None  # an incomplete run is refused (or allowed) as such
+    found = problem(
+        rows, p.sequential, units=[u.name for u in p.units], k=p.k, opponents=p.opponents
+    )
+    return None if found is None else f"claims a complete run, but {found}"
+
+
+def rederived(r: Receipt, min_net_lift: float) -> dict[str, str]:
+    """The verdict against each opponent, re-derived from the receipt's rows by the engine's
+    rule with the policy's floor."""
+    p = r.provenance
+    rows = msgspec.convert(r.rows, list[RowSummary])
+    found = derive(
+        rows,
+        opponents=p.opponents,
+        units=p.units,
+        k=p.k,
+        seed=p.seed,
+        min_net_lift=min_net_lift,
+        sequential=p.sequential,
+    )
+    return found.verdicts

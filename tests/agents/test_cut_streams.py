@@ -1,0 +1,171 @@
+"""A CLI's event stream cut short (the CLI killed mid-session, its last line half written) is no
+end of the session: every agent CLI's reader must say so (no stop reason: the session is an
+infrastructure error, docs/agents.md), at every byte a stream can be cut at before its end
+event, and read the same stream whole as the end it is. The streams are each CLI's own events,
+in the shapes its reader maps. A model stream cut mid-answer is tests/agents/test_agents.py's
+`stream-cut` case, run by the real CLIs; a CLI that retries it without end (OpenCode) is
+stopped at its broker, and a session that ended on a failed call is no answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillbench.agents import claude_code, codex, gemini_cli, opencode
+from skillbench.broker.server import Broker
+from skillbench.models.fake_server import FakeModelServer
+from skillbench.models.script import parse_script
+from skillbench.results.transcript import TraceWriter
+from tests.security.test_broker_attacks import post_as_relay
+
+_HI = {"role": "user", "content": "hi"}
+
+# one tool call and a final answer, as each CLI streams it (its end event last)
+STREAMS: dict[str, list[dict[str, Any]]] = {
+    "claude-code": [
+        {"type": "system", "subtype": "init", "skills": []},
+        {
+            "type": "assistant",
+            "message": {"content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+        },
+        {
+            "type": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+        },
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}},
+        {"type": "result", "subtype": "success", "is_error": False},
+    ],
+    "codex": [
+        {"type": "thread.started"},
+        {"type": "turn.started"},
+        {
+            "type": "item.completed",
+            "item": {"id": "i1", "type": "command_execution", "command": "ls", "exit_code": 0},
+        },
+        {"type": "item.completed", "item": {"id": "i2", "type": "agent_message", "text": "done"}},
+        {"type": "turn.completed", "usage": {}},
+    ],
+    "opencode": [
+        {"type": "step_start", "part": {}},
+        {
+            "type": "tool_use",
+            "part": {"callID": "c1", "tool": "bash", "state": {"status": "completed"}},
+        },
+        {"type": "step_finish", "part": {"reason": "tool-calls"}},
+        {"type": "step_start", "part": {}},
+        {"type": "text", "part": {"text": "done"}},
+        {"type": "step_finish", "part": {"reason": "stop"}},
+    ],
+    "gemini-cli": [
+        {"type": "init", "session_id": "s", "model": "gemini-2.5-pro"},
+        {"type": "tool_use", "tool_id": "t1", "tool_name": "run_shell_command", "parameters": {}},
+        {"type": "tool_result", "tool_id": "t1", "status": "success", "output": "ok"},
+        {"type": "message", "role": "assistant", "content": "done"},
+        {"type": "result", "status": "success", "stats": {}},
+    ],
+}
+REPLAY = {
+    "claude-code": lambda out, trace: claude_code._replay(out, trace)[0],
+    "codex": codex._replay,
+    "opencode": opencode._replay,
+    "gemini-cli": gemini_cli._replay,
+}
+
+
+def _stop(agent: str, stdout: str, tmp_path: Path) -> str | None:
+    trace = TraceWriter(tmp_path / "t.jsonl")
+    try:
+        return REPLAY[agent](stdout, trace)
+    finally:
+        trace.close()
+
+
+@pytest.mark.parametrize("agent", sorted(STREAMS))
+def test_a_stream_cut_anywhere_before_its_end_event_has_no_end(agent: str, tmp_path: Path) -> None:
+    lines = [json.dumps(e) for e in STREAMS[agent]]
+    whole = "\n".join(lines) + "\n"
+    assert _stop(agent, whole, tmp_path) == "end_turn"
+    end_starts = len(whole) - len(lines[-1]) - 1
+    for cut in range(end_starts + len(lines[-1])):  # up to the end event's last byte, not kept
+        assert _stop(agent, whole[:cut], tmp_path) is None, (agent, whole[cut - 40 : cut])
+
+
+def test_an_opencode_step_begun_after_an_answer_is_not_an_end(tmp_path: Path) -> None:
+    # the CLI died in a step after one that stopped (a compaction, a summary, a follow-up):
+    # the turn it was in never ended
+    events = [*STREAMS["opencode"], {"type": "step_start", "part": {}}]
+    tail = json.dumps({"type": "text", "part": {"text": "half"}})
+    stdout = "\n".join(json.dumps(e) for e in events) + "\n" + tail[:20]
+    assert _stop("opencode", stdout, tmp_path) is None
+
+
+def test_a_cli_that_retries_a_cut_stream_without_end_is_stopped_at_the_broker(
+    tmp_path: Path,
+) -> None:
+    # OpenCode 1.18.33 retries a cut stream about a hundred times on its own, each call billed
+    # its reservation: the broker forwards max_failures failed calls in a row, then refuses
+    fake = FakeModelServer(
+        parse_script(
+            {
+                "rules": [
+                    {"when": "hi", "replies": ["ok"], "faults": [{"midstream": True, "times": 3}]}
+                ]
+            }
+        )
+    ).start()
+    broker = Broker(
+        upstream=fake.url,
+        api_key="k",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+        max_failures=2,
+    ).start()
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "stream": True, "messages": [_HI]}
+    try:
+        statuses = [
+            post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {}).status_code
+            for _ in range(4)
+        ]
+    finally:
+        broker.stop()
+        fake.stop()
+    assert statuses == [200, 200, 400, 400]  # two cut answers, then no more forwarded
+    assert len(fake.log()) == 2 and broker.failures == 2 and broker.last_failed
+
+
+def test_an_answer_ends_a_run_of_failures_and_a_last_failure_is_remembered(
+    tmp_path: Path,
+) -> None:
+    fake = FakeModelServer(
+        parse_script(
+            {
+                "rules": [
+                    {"when": "one", "replies": ["ok"], "faults": [{"midstream": True}]},
+                    {"when": "two", "replies": ["ok"], "faults": [{"midstream": True}]},
+                ]
+            }
+        )
+    ).start()
+    broker = Broker(
+        upstream=fake.url,
+        api_key="k",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+        max_failures=2,
+    ).start()
+    seen = []
+    try:
+        for text in ("one", "one", "two", "two", "two"):
+            message = {"role": "user", "content": text}
+            body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "stream": True}
+            data = json.dumps({**body, "messages": [message]}).encode()
+            post_as_relay(broker, "/v1/messages", data, {})
+            seen.append(broker.last_failed)
+    finally:
+        broker.stop()
+        fake.stop()
+    # cut, answered, cut, answered, answered: never two failures in a row, nothing refused
+    assert seen == [True, False, True, False, False] and len(fake.log()) == 5

@@ -1,0 +1,266 @@
+"""The sequential stopping rule: its boundaries keep α exactly, a case stops only when its
+vote is settled, and a small calibration run keeps false PASS within α."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import math
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from skillbench.cli import main
+from skillbench.engine.run import receipt_of
+from skillbench.evals.skills import digest
+from skillbench.results.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
+from skillbench.results.score import summarize
+from skillbench.results.sequential import bounds, rule_for, settled
+from skillbench.results.stats import ALPHA, sign_test
+from skillbench.team.receipts import write_receipt
+from tests.helpers import MODEL, PROVIDER, make_skill
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "calibration.py"
+
+
+def calibration():
+    spec = importlib.util.spec_from_file_location("calibration", BENCH)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["calibration"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_false_pass_under_aa_stays_within_alpha():
+    sims = 400
+    results = calibration().calibrate([10, 20], k=2, sims=sims, seed=7, lifts=[0.0])
+    error = 3 * math.sqrt(ALPHA * (1 - ALPHA) / sims)  # three Monte-Carlo standard errors
+    for (design, n, _), tally in results.items():
+        assert tally.evals == sims
+        assert tally.rate("PASS") <= ALPHA + error, (design, n, tally.verdicts)
+        assert tally.rate("FAIL") <= ALPHA + error, (design, n, tally.verdicts)
+
+
+def test_sequential_saves_sessions_when_the_candidate_is_clearly_better():
+    results = calibration().calibrate([20], k=3, sims=200, seed=3, lifts=[0.6])
+    seq, fix = results[("sequential", 20, 0.6)], results[("fixed", 20, 0.6)]
+    assert seq.mean_sessions < 0.75 * fix.mean_sessions
+    assert seq.rate("PASS") >= fix.rate("PASS") - 0.1
+
+
+def crossing_chance(rule, decided):
+    """Exact P(the leader crosses some look's boundary) under a fair coin, by enumeration."""
+    found = bounds(rule, decided)
+    hits = 0
+    for votes in itertools.product((0, 1), repeat=decided[-1]):
+        if any(c is not None and sum(votes[:d]) >= c for d, c in zip(decided, found, strict=True)):
+            hits += 1
+    return Fraction(hits, 2 ** decided[-1])
+
+
+def test_boundaries_spend_no_more_than_alpha_whatever_is_decided_at_each_look():
+    rule = rule_for(16, 0.2)
+    assert rule.looks == [7, 10, 13, 16]
+    for decided in ([7, 10, 13, 16], [5, 5, 9, 14], [6, 9, 9, 12], [0, 3, 8, 16]):
+        assert crossing_chance(rule, decided) <= Fraction(ALPHA), decided
+
+
+def test_the_last_look_alone_is_the_fixed_sign_test():
+    rule = rule_for(12, 0.2)
+    (last,) = bounds(rule.__class__(min_net_lift=0.2, looks=[12]), [12])
+    assert sign_test(last, 12 - last) <= ALPHA < sign_test(last - 1, 13 - last)
+
+
+def test_a_case_stops_only_when_its_vote_cannot_change():
+    assert settled(["win", "win"], 3)  # 2 of 3 already
+    assert not settled(["win", "loss"], 3)
+    assert not settled(["win"], 3)
+    assert not settled([None, "win"], 3)  # an unscored rep: the next two could still outvote
+    assert settled(["win", "loss", "tie"], 3)  # all ran
+    assert settled(["tie", "tie", "tie"], 5)
+    assert not settled(["tie", "tie"], 5)
+
+
+def receipt_for(skill_dir: Path, run_id: str, cases: list[str], k: int, sequential: bool) -> Path:
+    """A receipt written the way `eval` writes one, from per-case repetition letters (W, L,
+    T) against the baseline; a case's string holds the repetitions that ran. Returns the
+    receipt's path in the local store."""
+    units = [Unit(f"c{i}", f"c{i}") for i in range(1, len(cases) + 1)]
+    plan = Plan(
+        run_id=run_id,
+        skill="greeter",
+        skill_dir=str(skill_dir),
+        version=digest(skill_dir),
+        assets_digest="sha256:0",
+        model=MODEL,
+        judge_model=MODEL,
+        k=k,
+        seed=1,
+        arms=[BASELINE, CANDIDATE],
+        opponents=[BASELINE],
+        sessions=[u.name for u in units],
+        units=units,
+        engine_version="0",
+        created_at="2026-11-29T10:00:00+00:00",
+        endpoints={**PROVIDER, "judge": PROVIDER["agent"]},
+        sequential=rule_for(len(cases), 0.2) if sequential else None,
+    )
+    outcome = {"W": "win", "L": "loss", "T": "tie"}
+    rows = [
+        RowRecord(
+            case=units[i].name,
+            rep=rep,
+            opponent=BASELINE,
+            outcome=outcome[letter],
+            decided_by="checks",
+            arms={
+                CANDIDATE: ArmResult(letter == "W", False, []),
+                BASELINE: ArmResult(letter == "L", False, []),
+            },
+        )
+        for i, letters in enumerate(cases)
+        for rep, letter in enumerate(letters, start=1)
+    ]
+    receipt = receipt_of(plan, summarize(plan, {}, rows, []), "sha256:" + "0" * 64)
+    receipt.provenance.created_at = plan.created_at
+    run_dir = skill_dir.parent.parent / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    return write_receipt(receipt, run_dir)  # the store's copy: the one the gate reads
+
+
+def edit_receipt(path: Path, change) -> None:
+    body = json.loads(path.read_text())
+    change(body)
+    path.write_text(json.dumps(body))
+
+
+@pytest.fixture
+def greeter(tmp_path: Path) -> Path:
+    return make_skill(
+        tmp_path / "lib",
+        "greeter",
+        {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: a\n"},
+        description="Greets people politely.",
+    )
+
+
+def run_gate(capsys, skill: Path) -> tuple[int, str]:
+    code = main(["gate", str(skill)])
+    out = capsys.readouterr()
+    return code, (out.out + out.err).strip()
+
+
+def test_a_sequential_run_that_stopped_at_its_first_look_passes_the_gate(capsys, greeter):
+    # 20 cases, k = 3: the first look (8 cases) is 8 unanimous wins, settled after 2 reps each
+    run = receipt_for(greeter, "seq-1", ["WW"] * 8 + [""] * 12, 3, sequential=True)
+    body = json.loads(run.read_text())
+    assert body["complete"] is True and body["verdict"] == "PASS"
+    assert body["stop"]["look"] == 1 and body["stop"]["reason"] == "boundary"
+    assert body["provenance"]["sequential"]["looks"] == [8, 12, 16, 20]
+    summary = json.loads(run.read_text())
+    assert summary["scored_rows"] == 16
+    code, said = run_gate(capsys, greeter)
+    assert code == 0, said
+    assert said.startswith("gate passed: greeter: PASS (run seq-1, 16/60 rows scored")
+
+
+def test_a_fixed_receipt_edited_to_claim_complete_after_stopping_early_is_refused(capsys, greeter):
+    """Before the stopping check this receipt passed: every count follows from its rows,
+    and `complete` is the receipt's own word."""
+    run = receipt_for(greeter, "cut", ["W"] * 8, 3, sequential=False)
+    assert json.loads(run.read_text())["complete"] is False
+    edit_receipt(run, lambda b: b.update(complete=True))
+    code, said = run_gate(capsys, greeter)
+    assert code == 1
+    assert said == (
+        "gate refused: greeter: the newest measured receipt (run cut) claims a complete run, "
+        "but stopped c1 after 1 of 3 repetitions with no stopping rule declared (a fixed "
+        "design runs them all)"
+    )
+
+
+def test_a_sequential_receipt_claiming_an_early_stop_its_rule_does_not_make_is_refused(
+    capsys, greeter
+):
+    # 7 wins and a loss over the first look do not cross its boundary: the rule goes on
+    run = receipt_for(greeter, "early", ["WW"] * 7 + ["LL"] + [""] * 12, 3, sequential=True)
+
+    def claim(body):
+        body.update(verdict="PASS", complete=True)
+        body["stop"] = {**body["stop"], "look": 1, "reason": "boundary", "verdict": "PASS"}
+
+    edit_receipt(run, claim)
+    code, said = run_gate(capsys, greeter)
+    assert code == 1
+    assert "(run early)" in said
+    assert "does not follow from its rows" in said or "its stopping rule stops" in said
+
+
+def test_a_receipt_that_stopped_a_case_while_its_vote_could_change_is_refused(capsys, greeter):
+    run = receipt_for(greeter, "case", ["WL"] + ["WW"] * 7 + [""] * 12, 3, sequential=True)
+    edit_receipt(run, lambda b: b.update(complete=True))
+    code, said = run_gate(capsys, greeter)
+    assert code == 1
+    assert said.endswith(
+        "claims a complete run, but stopped c1 vs baseline after 2 of 3 repetitions while "
+        "its vote could still change"
+    )
+
+
+def test_a_stop_without_a_declared_rule_is_refused(capsys, greeter):
+    run = receipt_for(greeter, "norule", ["WW"] * 8 + [""] * 12, 3, sequential=True)
+    edit_receipt(run, lambda b: b["provenance"].update(sequential=None))
+    code, said = run_gate(capsys, greeter)
+    assert code == 1
+    assert "claims a stop at look 1 (boundary) but declares no stopping rule" in said
+
+
+def test_plan_shows_expected_and_worst_case_for_both_designs():
+    from skillbench.engine.estimate import Estimate, design_lines
+    from skillbench.engine.simulate import expected_sessions
+
+    share = {f"{x}": expected_sessions(20, 3, x) for x in (0.0, 0.4)}
+    assert 0.5 < share["0.4"] < share["0.0"] < 1  # stopping saves most when the lift is real
+    e = Estimate(
+        skill="s",
+        version="sha256:0",
+        cases=20,
+        arms=["baseline", "candidate"],
+        k=3,
+        sessions=120,
+        reused=0,
+        session_calls=720,
+        judge_calls=0,
+        trigger_calls=0,
+        trigger_method=None,
+        cost_usd=12.0,
+        seconds=60,
+        parallel=4,
+        basis="default",
+        sequential=share,
+        sequential_on=True,
+    )
+    first, second = design_lines(e)
+    assert first == (
+        f"  sequential design (this run): expected {120 * share['0.0']:.0f} sessions "
+        f"~${12 * share['0.0']:.2f} at net lift 0.0 · {120 * share['0.4']:.0f} sessions "
+        f"~${12 * share['0.4']:.2f} at net lift 0.4; worst case 120 sessions ~$12.00"
+    )
+    assert second == "  fixed design: 120 sessions ~$12.00, expected and worst case"
+
+
+def test_a_run_nobody_can_win_any_more_stops_for_futility_as_neutral():
+    from skillbench.results.sequential import walk
+    from skillbench.results.verdict import Votes
+
+    rule = rule_for(20, 0.2)
+    looks = [Votes(2, 2, 4), Votes(3, 3, 6), Votes(5, 5, 6), Votes(7, 7, 6)]
+    stop = walk(rule, looks)
+    assert stop is not None
+    assert (stop.look, stop.reason, stop.verdict) == (3, "futility", "NEUTRAL")
+    # with a leader that could still get there, it goes on
+    assert walk(rule, [Votes(2, 2, 4), Votes(3, 3, 6), Votes(7, 3, 6)]) is None

@@ -1,0 +1,222 @@
+"""handover.py's decisions on the host, without a sandbox: which links lead where, what
+`stage` cuts, what a repository's config keeps. (The whole handover runs in real checkers in
+tests/security/test_checkphase_attacks.py.)"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from skillbench.sandbox.inside import handover
+from skillbench.sandbox.inside.handover import _Places, resolve, stage
+
+
+def test_resolve_follows_links_like_the_kernel(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub/f").write_text("x")
+    os.symlink("sub", tmp_path / "d")
+    os.symlink("d/../sub/f", tmp_path / "a")  # `..` of the resolved folder
+    os.symlink("loop", tmp_path / "loop")
+    os.symlink("nowhere", tmp_path / "dangling")
+    os.symlink("sub/f/x", tmp_path / "notdir")
+    end, met = resolve(str(tmp_path / "a"))  # type: ignore[misc]
+    assert end == str(tmp_path / "sub/f") and met == [str(tmp_path / "a"), str(tmp_path / "d")]
+    for name in ("loop", "dangling", "notdir"):
+        assert resolve(str(tmp_path / name)) is None, name
+
+
+def test_only_links_into_the_workspace_or_the_fixed_image_stay(tmp_path: Path) -> None:
+    work, case = tmp_path / "work", tmp_path / "case"
+    (work / "sub").mkdir(parents=True)
+    case.mkdir()
+    (case / "expected.txt").write_text("key")
+    (work / "sub/real.txt").write_text("mine")
+    places = _Places(str(work), ["/", str(work), str(case), "/proc"])
+    links = {
+        "alias": "sub/real.txt",
+        "python": shutil.which("python3") or "/usr/bin/python3",  # the image
+        "key": str(case / "expected.txt"),  # another mount
+        "up": "../case/expected.txt",
+        "proc": "/proc/self/root" + str(case / "expected.txt"),  # through /proc
+        "above": str(tmp_path),  # a folder holding mounts
+        "later": "tests/expected.txt",  # dangling: staging could bring it to life
+    }
+    for name, target in links.items():
+        os.symlink(target, work / name)
+    kept = sorted(name for name in links if places.safe(str(work / name)))
+    assert kept == ["alias", "python"]
+
+
+def test_stage_cuts_every_link_into_what_it_stages(tmp_path: Path) -> None:
+    work, src = tmp_path / "work", tmp_path / "src"
+    src.mkdir()
+    (src / "expected.txt").write_text("key")
+    (work / "tests").mkdir(parents=True)
+    (work / "tests/expected.txt").write_text("decoy")
+    (work / "mine.txt").write_text("mine")
+    os.symlink("tests/expected.txt", work / "out.txt")
+    os.symlink("tests", work / "d")
+    os.symlink("d/expected.txt", work / "via")
+    os.symlink("mine.txt", work / "alias")
+    stage(str(src), str(work / "tests"), str(work))
+    assert (work / "tests/expected.txt").read_text() == "key"
+    for name in ("out.txt", "d", "via"):
+        assert os.readlink(work / name).startswith(handover.CUT), name
+        assert not (work / name).exists()
+    assert (work / "alias").read_text() == "mine"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_repositorys_config_keeps_only_what_reading_it_needs(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    config = tmp_path / ".git/config"
+    with config.open("a") as fh:
+        fh.write(
+            '[remote "my.origin"]\n\turl = https://example.invalid/a \\"b\\".git\n'
+            "\tuploadpack = evil\n[core]\n\tfsmonitor = /work/fsm\n"
+            '[include]\n\tpath = ../evil.cfg\n[filter "x"]\n\tclean = evil\n'
+            "[alias]\n\tst = !evil\n[user]\n\tname = A\\\\B\n"
+        )
+    note = handover._tame_git_config(str(config))
+    assert note is not None and "filter.x.clean" in note and "include.path" in note
+    listed = subprocess.run(
+        ["git", "config", "--file", str(config), "--list"], capture_output=True, text=True
+    ).stdout.splitlines()
+    assert 'remote.my.origin.url=https://example.invalid/a "b".git' in listed
+    assert "user.name=A\\B" in listed and "core.bare=false" in listed
+    assert not [x for x in listed if "evil" in x or "fsmonitor" in x or "include" in x]
+    assert handover._tame_git_config(str(config)) is None  # nothing left to drop
+
+
+def test_places_copied_in_count_as_mount_points(tmp_path: Path, monkeypatch) -> None:
+    """On the api channel /case, /tests, /solution are copied in (sandbox/podman/channel.py): a link
+    into them must be cut as a link into a mount is."""
+    listing = tmp_path / "copied-in"
+    listing.write_text("/case\n/tests\n")
+    monkeypatch.setattr(handover, "COPIED", str(listing))
+    points = handover._mount_points()
+    assert {"/case", "/tests", "/"} <= set(points)
+    places = _Places("/work", points)
+    assert not places.fixed("/case/expected.txt") and places.fixed("/usr/bin/python3")
+
+
+# Each git config family that makes git run a program, as an agent would leave it in the
+# workspace, and a command a check commonly runs that would start that program. `evil` stands
+# for the program: it leaves a mark where the checker would copy the answer key.
+_INIT = "git init -q . && git config user.email a@b && git config user.name a && "
+_COMMIT = "echo a > a.txt && git add a.txt && git commit -qm a && "
+_ATTR = "echo '* filter=x diff=x' > .gitattributes && echo b > a.txt"
+_SIGNED = (  # a commit carrying a (bogus) signature: `git log` with showSignature verifies it
+    "git cat-file commit HEAD | sed '/^committer /a gpgsig -----BEGIN PGP SIGNATURE-----\\n "
+    "x\\n -----END PGP SIGNATURE-----' > c && git update-ref HEAD $(git hash-object -t commit "
+    "-w c) && rm c"
+)
+GIT_FAMILIES = {
+    "fsmonitor": (f"{_INIT}git config core.fsmonitor $EVIL", "git status -s"),
+    "hooksPath": (
+        f"{_INIT}{_COMMIT}mkdir h && cp $EVIL h/post-checkout && git config core.hooksPath h",
+        "git checkout -q -b v",
+    ),
+    "filter.clean": (f'{_INIT}{_COMMIT}git config filter.x.clean "$EVIL"; {_ATTR}', "git status"),
+    "filter.smudge": (
+        f'{_INIT}{_COMMIT}git config filter.x.smudge "$EVIL"; {_ATTR} && rm a.txt',
+        "git checkout -- a.txt",
+    ),
+    "filter.process": (
+        f'{_INIT}{_COMMIT}git config filter.x.process "$EVIL"; {_ATTR}',
+        "git status",
+    ),
+    "diff.external": (f'{_INIT}{_COMMIT}git config diff.external "$EVIL"; {_ATTR}', "git diff"),
+    "diff.textconv": (f'{_INIT}{_COMMIT}git config diff.x.textconv "$EVIL"; {_ATTR}', "git diff"),
+    "include.path": (
+        f"{_INIT}{_COMMIT}printf '[core]\\n\\tfsmonitor = %s\\n' $EVIL > my.cfg && "
+        "git config include.path ../my.cfg",
+        "git status",
+    ),
+    "includeIf": (
+        f"{_INIT}{_COMMIT}printf '[diff]\\n\\texternal = %s\\n' $EVIL > my.cfg && "
+        "git config includeIf.gitdir:/.path $PWD/my.cfg && echo b > a.txt",
+        "git diff",
+    ),
+    "core.sshCommand": (
+        f"{_INIT}git config core.sshCommand $EVIL && git remote add origin ssh://h/r",
+        "git fetch -q origin",
+    ),
+    "gpg.program": (
+        f"{_INIT}{_COMMIT}{_SIGNED} && git config log.showSignature true && "
+        "git config gpg.program $EVIL",
+        "git log",
+    ),
+    # the config is a link to a file of the agent's (not a regular file)
+    "config link": (
+        f'{_INIT}{_COMMIT}git config filter.x.clean "$EVIL"; {_ATTR} && '
+        "mv .git/config notes.txt && ln -s ../notes.txt .git/config",
+        "git status",
+    ),
+    # the repository's config comes from the folder `commondir` names, which has no HEAD
+    "commondir": (
+        f'{_INIT}{_COMMIT}git config filter.x.clean "$EVIL"; {_ATTR} && '
+        "mkdir shared && mv .git/config .git/objects .git/refs shared/ && "
+        "echo ../shared > .git/commondir",
+        "git status",
+    ),
+}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("family", sorted(GIT_FAMILIES))
+def test_no_git_config_of_the_agents_runs_a_program_for_the_checker(
+    tmp_path: Path, family: str
+) -> None:
+    from skillbench.sandbox.checker_env import GIT_ENV
+
+    work, mark = tmp_path / "work", tmp_path / "mark"
+    work.mkdir()
+    evil = tmp_path / "evil"
+    evil.write_text(f'#!/bin/sh\ntouch {mark}\ncase "$*" in *upload-pack*) exit 1;; esac\ncat\n')
+    evil.chmod(0o755)
+    setup, check = GIT_FAMILIES[family]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "EVIL": str(evil)}
+    env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    subprocess.run(["sh", "-ec", setup], cwd=work, env=env, check=True, capture_output=True)
+    # the attack works on the agent's own git: the test would prove nothing otherwise
+    subprocess.run(["sh", "-c", check], cwd=work, env=env, capture_output=True, timeout=60)
+    assert mark.exists(), f"{family}: the attack does not work even unhandled"
+    mark.unlink()
+    handover.hand_over(str(work), os.getuid(), os.getgid())
+    checker = {"PATH": env["PATH"], "HOME": str(tmp_path / "home"), **GIT_ENV}
+    subprocess.run(["sh", "-c", check], cwd=work, env=checker, capture_output=True, timeout=60)
+    assert not mark.exists(), f"{family}: the agent's program ran as the checker"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_checks_git_still_reads_a_normal_repository(tmp_path: Path) -> None:
+    from skillbench.sandbox.checker_env import GIT_ENV
+
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_GLOBAL": "/dev/null"}
+    subprocess.run(
+        [
+            "sh",
+            "-ec",
+            f"{_INIT}{_COMMIT}git remote add origin https://e.invalid/r && echo c > a.txt",
+        ],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+    )
+    handover.hand_over(str(tmp_path), os.getuid(), os.getgid())
+    checker = {"PATH": env["PATH"], "HOME": str(tmp_path / "home"), **GIT_ENV}
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=tmp_path, env=checker, capture_output=True, text=True, check=True
+        ).stdout
+
+    assert git("status", "-s") == " M a.txt\n"
+    assert "+c" in git("diff")
+    assert "a\n" in git("log", "--format=%s") and git("config", "user.name") == "a\n"
+    assert git("remote", "get-url", "origin") == "https://e.invalid/r\n"

@@ -1,0 +1,262 @@
+"""Attacks on the gate's trust anchors: settings a skill carries, hostile receipts, floors a
+receipt names, and endpoints reached through a proxy or a custom CA."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skillbench.cli import main
+from skillbench.results.records import Unit
+from skillbench.results.score import derive
+from skillbench.results.summary import RowSummary
+from tests.helpers import make_skill
+from tests.security.test_receipt_trust import (
+    STRICTEST,
+    commit,
+    g1_receipt,
+    gate,
+    git_identity,  # noqa: F401  (autouse fixture)
+    greeter,
+    keypair,
+    publish,
+    team_repo,
+    trust,
+)
+
+
+def forged(skill: Path, letters: str = "WWWWWW", floor: float | None = None) -> dict:
+    """test_receipt_trust's G1 forgery made consistent (its stats derived from its rows, W
+    win, T tie, one unit each): passes unless signatures count."""
+    body = g1_receipt(skill)
+    rows = [
+        {
+            "case": f"c{i}",
+            "rep": 1,
+            "opponent": "baseline",
+            "outcome": "win" if letter == "W" else "tie",
+            "decided_by": "checks",
+            "arms": {
+                "candidate": {"passed": letter == "W", "error": False, "checks": []},
+                "baseline": {"passed": False, "error": False, "checks": []},
+            },
+        }
+        for i, letter in enumerate(letters, 1)
+    ]
+    body["schema_version"] = 4
+    body["rows"] = rows
+    p = body["provenance"]
+    p["opponents"] = ["baseline"]
+    p["units"] = [{"name": f"c{i}", "session": f"c{i}"} for i in range(1, len(letters) + 1)]
+    if floor is not None:
+        p["min_net_lift"] = floor
+    provider = {"url": "https://api.anthropic.com", "provider": True}
+    p["endpoints"] = {"agent": provider, "judge": provider}
+    found = derive(
+        msgspec.convert(rows, list[RowSummary]),
+        opponents=p["opponents"],
+        units=msgspec.convert(p["units"], list[Unit]),
+        k=1,
+        seed=1,
+        **({"min_net_lift": floor} if floor is not None else {}),
+    )
+    body["verdict"] = found.verdict
+    body["scored_rows"] = body["expected_rows"] = len(letters)
+    body["stats"] = msgspec.to_builtins(found.power)
+    body["comparisons"] = msgspec.to_builtins(found.comparisons)
+    return body
+
+
+@pytest.mark.parametrize("where", ["skill", "library", "pyproject-in-skill"])
+def test_g1_a_config_carried_by_the_skill_cannot_lift_require_signed(
+    tmp_path: Path, capsys, where: str
+) -> None:
+    """On 5251af6 a skillbench.toml beside the skill (lib/) or inside it set
+    `require-signed = false` and the unsigned forgery passed a team with allowed_signers."""
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    hostile = "[gate]\nrequire-signed = false\n"
+    planted = {
+        "skill": skill / "skillbench.toml",
+        "library": skill.parent / "skillbench.toml",
+        "pyproject-in-skill": skill / "pyproject.toml",
+    }[where]
+    if where == "pyproject-in-skill":
+        hostile = "[tool.skillbench.gate]\nrequire-signed = false\n"
+    planted.write_text(hostile)  # shipped with the skill: part of the bytes measured
+    assert publish(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/forged.json", forged(skill))
+    trust(repo, "ci@team", keypair(tmp_path, "ci"))
+    capsys.readouterr()
+    code = main(["gate", str(skill), "--team", str(repo), *STRICTEST])
+    captured = capsys.readouterr()
+    assert code == 1, captured.out
+    assert "is not signed" in captured.out
+    assert f"skillbench: ignoring {planted}: settings never come from a skill, the folder " in (
+        captured.err
+    )
+
+
+def test_g1_a_packs_config_two_levels_above_the_skill_is_not_the_users(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On 2bba125 a downloaded pack laid out as pack/skills/greeter with pack/skillbench.toml
+    set `require-signed = false` (and zeroed the prices) for a user running
+    `skillbench gate pack/skills/greeter` from their own folder: settings come from the folder
+    the command runs in and above it, never from a tree that holds the skill but not the user."""
+    repo = team_repo(tmp_path)
+    skill = make_skill(
+        tmp_path / "downloads/pack/skills",
+        "greeter",
+        {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: a\n"},
+        description="Greets people politely.",
+    )
+    planted = tmp_path / "downloads/pack/skillbench.toml"
+    planted.write_text(
+        '[gate]\nrequire-signed = false\n[prices."anthropic/claude-sonnet-4-6"]\n'
+        "input = 0.0\noutput = 0.0\n"
+    )
+    user = tmp_path / "work"
+    user.mkdir()
+    (user / "skillbench.toml").write_text("parallel = 2\n")  # the user's own: kept
+    monkeypatch.chdir(user)
+    assert publish(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/forged.json", forged(skill))
+    trust(repo, "ci@team", keypair(tmp_path, "ci"))
+    capsys.readouterr()
+    code = main(["gate", str(skill), "--team", str(repo), *STRICTEST])
+    captured = capsys.readouterr()
+    assert code == 1 and "is not signed" in captured.out, captured
+    assert f"skillbench: ignoring {planted}: " in captured.err
+    assert main(["config", str(skill)]) == 0
+    out = capsys.readouterr().out
+    assert "prices = {}    (default)" in out
+    assert f"parallel = 2    ({user / 'skillbench.toml'})" in out
+    # run from inside the pack, the pack is where the user is: its file counts (their choice)
+    monkeypatch.chdir(tmp_path / "downloads/pack")
+    assert main(["config", "skills/greeter"]) == 0
+    assert f"({planted})" in capsys.readouterr().out
+
+
+def test_c1_c3_a_skill_carried_config_sets_no_price_cluster_or_cap(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On 5251af6 `skillbench config lib/greeter` took prices, a cluster address and the
+    sandbox caps from a skillbench.toml beside the skill."""
+    skill = greeter(tmp_path)
+    (skill.parent / "skillbench.toml").write_text(
+        'memory = "1100g"\npids = 100000\n[sandbox]\ntmp = "500g"\n'
+        '[cluster]\naddress = "ray://198.51.100.7:10001"\n'
+        '[prices."anthropic/claude-sonnet-4-6"]\ninput = 0.0\noutput = 0.0\n'
+    )
+    (tmp_path / "skillbench.toml").write_text("parallel = 2\n")  # the project's, kept
+    monkeypatch.chdir(tmp_path)
+    assert main(["config", str(skill)]) == 0
+    out = capsys.readouterr().out
+    assert "memory = '2g'    (default)" in out
+    assert "pids = 512    (default)" in out
+    assert "198.51.100.7" not in out and "1100g" not in out and "500g" not in out
+    assert "prices = {}    (default)" in out
+    assert f"parallel = 2    ({tmp_path / 'skillbench.toml'})" in out
+
+
+def test_rb5_the_floor_is_the_policys_not_the_receipts(tmp_path: Path, capsys) -> None:
+    """On 5251af6 a receipt naming its own min_net_lift = -5 re-derived as PASS (5 wins in
+    30 units: net lift 0.17, under the 0.2 floor) and passed `--require PASS`."""
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    assert publish(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/forged.json", forged(skill, "W" * 5 + "T" * 25, floor=-5))
+    code = main(["gate", str(skill), "--team", str(repo), "--require", "PASS"])
+    out = capsys.readouterr().out.strip()
+    assert (code, out) == (
+        1,
+        "gate refused: greeter: verdict vs baseline is NEUTRAL under the policy's "
+        "min-net-lift 0.2 (policy requires PASS)",
+    )
+    # the team may set its own floor; the receipt's is still not it
+    commit(repo, "pyproject.toml", "[tool.skillbench.gate]\nmin-net-lift = 0.1\n")
+    code = main(["gate", str(skill), "--team", str(repo), "--require", "PASS"])
+    assert code == 0, capsys.readouterr().out
+
+
+HOSTILE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+# where the gate reads into a receipt past its top-level type
+SPOTS = [
+    ("stats",),
+    ("stats", "baseline"),
+    ("stats", "baseline", "decided"),
+    ("stats", "baseline", "underpowered"),
+    ("triggers",),
+    ("triggers", "recall"),
+    ("triggers", "method"),
+    ("triggers", "invalid"),
+    ("comparisons", "baseline"),
+    ("rows", 0),
+    ("rows", 0, "arms"),
+    ("provenance", "units"),
+    ("provenance", "units", 0),
+    ("provenance", "opponents"),
+    ("provenance", "k"),
+    ("provenance", "endpoints"),
+    ("models",),
+    ("driver",),
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(spot=st.sampled_from(SPOTS), value=HOSTILE)
+def test_hostile_receipts_are_refused_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, spot: tuple, value: object
+) -> None:
+    """On a73b1f8 hostile values in a receipt gave the gate tracebacks (KeyError,
+    AttributeError, TypeError)."""
+    tmp_path = tmp_path_factory.mktemp("hostile")
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    body = forged(skill)
+    body["triggers"] = {"method": "agent claude-code", "recall": 1.0, "precision": 1.0}
+    where: Any = body
+    for key in spot[:-1]:
+        where = where[key]
+    where[spot[-1]] = value
+    target = repo / "evals/greeter/v1/forged.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(body))
+    # In-process (a subprocess per example made this the slowest unit test): an exception
+    # that is not a SkillbenchError leaves main() and fails the test as a traceback would.
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        code = main(["gate", str(skill), "--team", str(repo), *STRICTEST])
+    said = (stdout.getvalue() + stderr.getvalue()).strip().splitlines()
+    lines = [line for line in said if not line.startswith("skillbench: note:")]  # on a pass
+    assert "Traceback" not in stderr.getvalue(), stderr.getvalue()[-1500:]
+    assert code in (0, 1, 2) and len(lines) == 1, lines
+
+
+def test_a_malformed_team_receipt_is_refused_naming_the_file(tmp_path: Path, capsys) -> None:
+    """On a73b1f8 a receipt file that did not parse was skipped, so corrupting the newer FAIL
+    left the older PASS newest and the gate passed."""
+    repo, skill = team_repo(tmp_path), greeter(tmp_path)
+    assert publish(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/forged.json", forged(skill))
+    assert gate(capsys, skill, repo)[0] == 0
+    commit(repo, "evals/greeter/v1/newer-fail.json", '{"schema_version": 4, "verdict": "FAIL"')
+    code = main(["gate", str(skill), "--team", str(repo)])
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert code == 2 and len(err) == 1, (captured.out, err)
+    assert err[0].startswith(f"skillbench: error: {repo / 'evals/greeter/v1/newer-fail.json'}: "), (
+        err
+    )
