@@ -226,6 +226,24 @@ async def _scripted(
     )
     if done.timed_out:
         return CheckResult(name, False, f"timed out after {limit:g} s")
+    found = _graded(name, done, check)
+    if found.passed and done.exit_code != 0:
+        # A verdict on stdout may be the candidate's (it shares the grader's stdout): when the
+        # grader itself did not exit 0 (its contract is its exit code, or the candidate's
+        # program killed it before its own verdict), that stdout's pass is never the grader's.
+        tail = (done.stderr or "").strip()[-300:]
+        return CheckResult(
+            name,
+            False,
+            f"exit {done.exit_code}: a grader that did not exit 0 passes nothing (its stdout "
+            f"said: {found.detail[:200]})" + (f": {tail}" if tail else ""),
+            score=found.score,
+        )
+    return found
+
+
+def _graded(name: str, done: ExecResult, check: Check) -> CheckResult:
+    """A grader's result as its format reads its stdout (and, with no verdict, its exit)."""
     if check.min is not None:  # Skillgrade's contract: {"score", "details", "checks"}
         return _scored(name, done, check.min)
     if check.program is not None:

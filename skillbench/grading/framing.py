@@ -6,12 +6,15 @@ its frame, add sections that read as the harness's, or supply a verdict. Each ca
 fresh random nonce: the frame's boundary lines carry it, the agent never sees the prompt and so
 cannot know it, and the model is asked to put it in its verdict. The verdict read is the last
 complete, valid JSON object that carries the nonce (or, from a model that left the nonce out,
-the last valid one that carries no other nonce): an object the agent planted and the model
-quoted is never the one read. The rules are the same for every call and the id comes in the
-call's own message, after the part a provider caches (docs/agents.md, prompt caching)."""
+the valid object that carries no nonce, when there is exactly one such verdict: two that
+differ are no verdict, since which is the model's and which a quoted plant cannot be told):
+an object the agent planted and the model quoted is never the one read. The rules are the
+same for every call and the id comes in the call's own message, after the part a provider
+caches (docs/agents.md, prompt caching)."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -52,10 +55,14 @@ class Frame:
 
     def verdict(self, reply: str, valid: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
         """The model's verdict in `reply`: the last valid object with this call's nonce, else
-        the last valid object carrying no nonce at all; None when there is none."""
+        the one valid object carrying no nonce at all (repeated or not); None when there is
+        none, or when nonce-less objects disagree (the model's verdict first and a planted
+        one it quoted after, or the other way round)."""
         found = [o for o in json_objects(reply[-MAX_REPLY_CHARS:]) if valid(o)]
         mine = [o for o in found if o.get("nonce") == self.nonce]
         if mine:
             return mine[-1]
         bare = [o for o in found if "nonce" not in o]
-        return bare[-1] if bare else None
+        if len({json.dumps(o, sort_keys=True) for o in bare}) != 1:
+            return None
+        return bare[-1]

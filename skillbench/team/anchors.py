@@ -2,7 +2,8 @@
 the PR's checkout: the gate policy and `allowed_signers` from the base branch's tip (a PR
 picks its fork point, so the merge base could be from before a key was revoked), and the
 receipts a pull request may not remove from its merge base with the base branch (what the PR
-started from). See docs/ci.md, "Where the policy comes from"."""
+started from) and from that tip (recorded after the PR forked). See docs/ci.md, "Where the
+policy comes from"."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ class Revision(msgspec.Struct, frozen=True):
     implied: str | None = None  # why, when no flag or pull request named it (a note)
     tip: str | None = None  # the base branch's commit, the policy's and signers' (see anchor)
     tip_shown: str = ""
+    # the team repo's folder inside its git repository ("" at the top level; "team/" in a
+    # monorepo): `git show REF:path` reads from the repository's root, so every path is
+    # read under it, or a team one folder down would be gated on the root's (absent) anchors
+    prefix: str = ""
 
 
 def anchor(rev: Revision) -> Revision:
@@ -32,7 +37,7 @@ def anchor(rev: Revision) -> Revision:
     come from a merge base, else the revision itself."""
     if rev.tip is None:
         return rev
-    return Revision(rev.repo, rev.tip_shown, rev.tip, rev.implied)
+    return Revision(rev.repo, rev.tip_shown, rev.tip, rev.implied, prefix=rev.prefix)
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -138,7 +143,8 @@ def trusted_revision(
     if policy_from:
         if repo is None:
             raise TeamError("--policy-from needs the team repo (--team REPO) to read it from")
-        return Revision(repo, policy_from, resolve(repo, policy_from, "--policy-from"))
+        commit = resolve(repo, policy_from, "--policy-from")
+        return Revision(repo, policy_from, commit, prefix=_prefix(repo, "--policy-from"))
     named = Base(base, base, "--base") if base else actions_base()
     if named is None:
         return None
@@ -153,7 +159,15 @@ def trusted_revision(
         )
     commit = done.stdout.decode().strip()
     ref = f"merge-base(HEAD, {named.shown})"
-    return Revision(repo, ref, commit, named.implied, tip, named.shown)
+    return Revision(repo, ref, commit, named.implied, tip, named.shown, _prefix(repo, named.flag))
+
+
+def _prefix(repo: Path, flag: str) -> str:
+    """The team repo's folder within its git repository, "" at its top level."""
+    done = _git(repo, "rev-parse", "--show-prefix")
+    if done.returncode != 0:
+        raise TeamError(f"{flag}: {repo} is not in a git repository ({_said(done)})")
+    return done.stdout.decode(errors="surrogateescape").strip()
 
 
 class _Repository(msgspec.Struct, frozen=True):
@@ -196,7 +210,7 @@ def actions_base() -> Base | None:
 
 def show(rev: Revision, rel: str | Path) -> bytes | None:
     """The bytes of `rel` at the revision; None when the revision has no such file."""
-    path = Path(rel).as_posix()
+    path = rev.prefix + Path(rel).as_posix()
     kind = _git(rev.repo, "cat-file", "-t", f"{rev.commit}:{path}")
     if kind.returncode != 0 or kind.stdout.strip() != b"blob":
         return None
@@ -211,7 +225,20 @@ def show(rev: Revision, rel: str | Path) -> bytes | None:
 
 def files_under(rev: Revision, folder: str) -> list[str]:
     """The paths of the files under `folder` at the revision, sorted."""
-    done = _git(rev.repo, "ls-tree", "-r", "-z", "--name-only", rev.commit, "--", folder)
+    # --full-tree: paths from the repository's root whatever folder git runs in (without it
+    # they are relative to the team folder, and would be read back from the root)
+    done = _git(
+        rev.repo,
+        "ls-tree",
+        "-r",
+        "-z",
+        "--name-only",
+        "--full-tree",
+        rev.commit,
+        "--",
+        rev.prefix + folder,
+    )
     if done.returncode != 0:
         raise TeamError(f"git ls-tree {rev.ref} {folder} failed: {_said(done)}")
-    return sorted(p.decode(errors="surrogateescape") for p in done.stdout.split(b"\0") if p)
+    found = (p.decode(errors="surrogateescape") for p in done.stdout.split(b"\0") if p)
+    return sorted(p.removeprefix(rev.prefix) for p in found)

@@ -155,13 +155,24 @@ def cell_of(r: Filed) -> str:
 
 
 def _bytes_of(where: str, rev: Revision | None) -> bytes:
-    """A receipt's file: from the trusted revision when `where` names one, else the disk."""
-    if rev is not None and where.startswith(f"{rev.ref}:"):
-        data = show(rev, where.removeprefix(f"{rev.ref}:"))
-        if data is None:
-            raise OSError(f"{where} is gone")
-        return data
+    """A receipt's file: from a trusted revision (the merge base, or the base branch's tip)
+    when `where` names one, else the disk."""
+    for at in _revisions(rev):
+        if where.startswith(f"{at.ref}:"):
+            data = show(at, where.removeprefix(f"{at.ref}:"))
+            if data is None:
+                raise OSError(f"{where} is gone")
+            return data
     return read_capped(Path(where), MAX_JSON)
+
+
+def _revisions(rev: Revision | None) -> list[Revision]:
+    """The trusted revisions receipts are read from: the revision, and the base branch's tip
+    when that is another commit."""
+    if rev is None:
+        return []
+    tip = anchor(rev)
+    return [rev] if tip.commit == rev.commit else [rev, tip]
 
 
 def signed_receipt(path: str, signers: Path, rev: Revision | None = None) -> tuple[Filed, str]:
@@ -236,20 +247,27 @@ def _signed_only(
 def with_base_receipts(
     found: list[tuple[str, Filed]], rev: Revision, name: str
 ) -> list[tuple[str, Filed]]:
-    """`found` with every team receipt the trusted revision had read from it instead: a PR
-    can add receipts, but not delete or rewrite one the base branch holds."""
-    at_base: dict[str, tuple[str, Filed]] = {}
-    for rel in files_under(rev, f"evals/{name}"):
-        parts = Path(rel).parts
-        if len(parts) != 4 or not parts[2].startswith("v") or not rel.endswith(".json"):
-            continue
-        where = f"{rev.ref}:{rel}"
-        try:
-            r = parse(_bytes_of(where, rev))
-        except (msgspec.DecodeError, RecursionError) as exc:
-            raise TeamError(f"{where}: not a receipt skillbench writes ({exc})") from None
-        at_base[str(rev.repo / rel)] = (where, r)
-    kept = [pr for pr in found if pr[0] not in at_base]
+    """`found` with every team receipt the trusted revisions hold read from them instead: a
+    PR can add receipts, but not delete or rewrite one the base branch holds, at the merge
+    base (what the PR started from) or at its tip (a receipt recorded after the PR forked: a
+    fork point from before a newer signed FAIL must not hide it)."""
+    at_base: dict[tuple[str, bytes], tuple[str, Filed]] = {}
+    for at in _revisions(rev):
+        for rel in files_under(at, f"evals/{name}"):
+            parts = Path(rel).parts
+            if len(parts) != 4 or not parts[2].startswith("v") or not rel.endswith(".json"):
+                continue
+            where = f"{at.ref}:{rel}"
+            data = _bytes_of(where, rev)
+            if (str(rev.repo / rel), data) in at_base:  # the same file at both revisions
+                continue
+            try:
+                r = parse(data)
+            except (msgspec.DecodeError, RecursionError) as exc:
+                raise TeamError(f"{where}: not a receipt skillbench writes ({exc})") from None
+            at_base[(str(rev.repo / rel), data)] = (where, r)
+    held = {path for path, _ in at_base}
+    kept = [pr for pr in found if pr[0] not in held]
     both = kept + list(at_base.values())
     return sorted(both, key=lambda pr: (pr[1].provenance.created_at, pr[1].run_id))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import unicodedata
 from pathlib import Path
 
 import msgspec
@@ -81,9 +82,14 @@ def _sizes(n: int, shares: list[float]) -> list[int]:
 
 
 def near_key(prompt: str) -> str:
-    """What a prompt is once case, punctuation and spacing are set aside: two prompts with
-    the same key are one prompt to a router, so they never land in two sets."""
-    return " ".join(re.sub(r"[^\w\s]", " ", prompt.casefold()).split())
+    """What a prompt is once case, punctuation, spacing and Unicode spelling are set aside:
+    two prompts with the same key are one prompt to a router, so they never land in two
+    sets. NFKD folds fullwidth and other compatibility forms and splits accents off; the
+    marks and invisible format characters (zero-width space, soft hyphen) are dropped, not
+    made spaces, since they split no word for a reader; `_` counts as punctuation."""
+    folded = unicodedata.normalize("NFKD", prompt.casefold())
+    kept = "".join(c for c in folded if unicodedata.category(c) not in ("Mn", "Cf"))
+    return " ".join(re.sub(r"[\W_]+", " ", kept.casefold()).split())
 
 
 def _groups(prompts: tuple[str, ...]) -> list[list[int]]:
