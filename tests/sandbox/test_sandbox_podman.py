@@ -13,6 +13,7 @@ import pytest
 from skillbench.evals import load_case
 from skillbench.sandbox.base import CHECKER, SandboxError, SandboxSpec
 from skillbench.sandbox.checker_env import CHECK_ENV
+from skillbench.sandbox.conformance import SandboxConformance
 from skillbench.sandbox.podman.channel import CHANNEL_ENV
 from skillbench.sandbox.podman.provider import LABEL, OWNER_LABEL, PodmanProvider, PodmanSandbox
 from skillbench.sandbox.podman.workspace import remove_volume
@@ -20,7 +21,6 @@ from skillbench.sandbox.runtime import runtime_dir
 from skillbench.sandbox.stage import check_phase, stage_arm
 from tests.conftest import CHANNELS
 from tests.helpers import make_skill
-from skillbench.sandbox.conformance import SandboxConformance
 
 pytestmark = pytest.mark.sandbox
 

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from skillbench.sandbox.base import SandboxSpec
-from skillbench.sandbox.podman.provider import PodmanProvider, PodmanSandbox
 from skillbench.sandbox.conformance import SandboxConformance
+from skillbench.sandbox.podman.provider import PodmanProvider, PodmanSandbox
 
 # the isolation tests, collected here: they run against this module's `provider`
 from tests.security.test_isolation import (  # noqa: F401
