@@ -86,7 +86,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # written); `--max-timeout` raises it for one run
     max_timeout: int = MAX_TIMEOUT_MINUTES
     # "declared": each phase gets its case's `network:` through the egress proxy; "none":
-    # no phase reaches anything (`--network none`); engine/netreport.py
+    # no phase reaches anything (`--network none`); evals/netreport.py
     network: str = "declared"
     k: int = 1
     min_net_lift: float = MIN_NET_LIFT  # PASS/FAIL need at least this net lift over units

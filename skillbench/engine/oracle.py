@@ -19,7 +19,6 @@ import msgspec
 from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.checks.run import RESULTS, run_checks
 from skillbench.config import sandbox_spec
-from skillbench.engine.netreport import network_lines, networks, phase_hosts
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
@@ -33,6 +32,7 @@ from skillbench.engine.plan import (
     validated,
 )
 from skillbench.evals.model import Session, Suite, timeout_note
+from skillbench.evals.netreport import network_lines, networks, phase_hosts
 from skillbench.results.checks import CheckResult
 from skillbench.results.transcript import Transcript
 from skillbench.sandbox import images_of, make_provider

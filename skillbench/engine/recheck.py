@@ -8,9 +8,9 @@ import shutil
 
 from msgspec.structs import replace
 
-from skillbench.engine.netreport import phase_hosts
 from skillbench.engine.reuse import Reused, arm_identity, cache_key, session_inputs
 from skillbench.engine.session import Sessions, handover_notes
+from skillbench.evals.netreport import phase_hosts
 from skillbench.results.records import CANDIDATE, SessionRecord, session_key
 from skillbench.results.transcript import Transcript, read_trace
 from skillbench.sandbox.base import SandboxError, SandboxProvider

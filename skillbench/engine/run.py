@@ -16,7 +16,6 @@ import msgspec
 
 from skillbench.engine.accounting import accounting
 from skillbench.engine.judging import Judging
-from skillbench.engine.netreport import networks
 from skillbench.engine.plan import (
     EvalError,
     EvalOptions,
@@ -31,6 +30,7 @@ from skillbench.engine.recheck import Reusing
 from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.session import Placement, Progress
 from skillbench.engine.triggers import TriggerReport, targets_at
+from skillbench.evals.netreport import networks
 from skillbench.models import resolve_model
 from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import cost_usd

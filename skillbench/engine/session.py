@@ -16,10 +16,10 @@ from skillbench.agents.base import EarlyStart
 from skillbench.agents.builtin.loop import SkillInfo
 from skillbench.checks.run import run_checks
 from skillbench.config import sandbox_spec
-from skillbench.engine.netreport import phase_hosts
 from skillbench.engine.plan import SUITE, EvalError, EvalOptions, case_home, case_spec, setup_case
 from skillbench.engine.reuse import SessionCache
 from skillbench.evals.model import Check, Session, Suite
+from skillbench.evals.netreport import phase_hosts
 from skillbench.evals.skills import Skill, read_skill
 from skillbench.grading.expect import grade
 from skillbench.models import resolve_model

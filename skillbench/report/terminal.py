@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skillbench.engine.netreport import network_lines
+from skillbench.evals.netreport import network_lines
 from skillbench.grading.judge import family_warning
 from skillbench.report.evidence import evidence_lines
 from skillbench.report.skill_creator import figures_line

@@ -141,7 +141,7 @@ class Summary(msgspec.Struct, kw_only=True):
     stats: dict[str, Stats] = {}  # per opponent: power and intervals (docs/statistics.md)
     diagnostics: list[Diagnostic] = []
     triggers_note: str | None = None  # why the triggers were not measured
-    # case -> phase -> the network it had (engine/netreport.py): cases that declare one
+    # case -> phase -> the network it had (evals/netreport.py): cases that declare one
     network: dict[str, dict[str, str]] = {}
     spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
     reused: Reuse | None = None
