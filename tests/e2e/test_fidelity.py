@@ -91,7 +91,7 @@ OPTIMIZER = {
         "import json, os\nw = os.environ['WORK']\n"
         "out = open(os.path.join(w, 'out.txt')).read() if os.path.exists(os.path.join(w, "
         "'out.txt')) else ''\nleak = os.path.exists(os.path.join(w, 'greeter'))\n"
-        "print(json.dumps({'pass': out == 's33d\\n' and not leak, 'score': float(out == "
+        "print(json.dumps({'pass': out == 's33d\\n', 'score': float(out == "
         "'s33d\\n'), 'evidence': [repr(out), f'skill in workspace: {leak}']}))\n"
     ),
     "references/notes.md": "copy things carefully\n",
