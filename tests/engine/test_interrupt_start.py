@@ -42,7 +42,7 @@ def interrupted(argv: list[str], delay: float, cwd: Path) -> tuple[int, str]:
     )
     if delay:
         # (a skillbench that never catches SIGTERM is signalled within its imports anyway)
-        deadline = time.monotonic() + 1.0
+        deadline = time.monotonic() + 10.0  # a loaded machine takes seconds to start Python
         while not _entered(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.001)
         time.sleep(delay)
