@@ -179,3 +179,54 @@ def test_gr2_no_planted_program_runs_in_the_check_phase(fake, tmp_path: Path, ca
     assert unset == [], unset
     cheated = sorted(n for n, arm in rows.items() if arm["passed"])
     assert cheated == [], {n: rows[n]["checks"] for n in cheated}
+
+
+# --- Part 2: an arm the agent ends itself is its failure, not an unscored row ------------
+#
+# The CLI runs as the agent's own user, so a command can kill it (or its whole process
+# group). A CLI that ends without its result event, while the broker answered every call it
+# forwarded, was ended from inside the sandbox: if that made the session an infrastructure
+# error, the row would be unscored, so a candidate (or a skill telling it "if the tests fail,
+# kill your CLI") turns any loss into a row nobody counts, and the gate passes on the rest.
+
+
+def _kill_the_cli(agent: str) -> str:
+    from tests.security.test_cli_stream_attacks import PROGRAM
+
+    kill = (
+        f'for p in /proc/[0-9]*; do case "$(readlink $p/exe)" in {PROGRAM[agent]}) '
+        "kill -9 ${p#/proc/};; esac; done; sleep 5"
+    )
+    if agent == "gemini-cli":  # it refuses a command substitution, even in yolo mode
+        import base64
+
+        kill = f"echo {base64.b64encode(kill.encode()).decode()} | base64 -d | sh"
+    return kill
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "opencode", "gemini-cli", "copilot"])
+def test_killing_its_own_cli_is_the_arms_failure_not_an_unscored_row(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    from tests.agents.test_agents import ARG, BASH, MODEL
+
+    folder = skill(
+        tmp_path,
+        {"evals/cases/die.yaml": "task: Task die\nchecks:\n  - file_exists: done.txt\n"},
+        config=f'agent = "{agent}"\n',
+    )
+    kill = {"tool_calls": [{BASH[agent]: {ARG[agent]: _kill_the_cli(agent)}}]}
+    done = {"tool_calls": [{BASH[agent]: {ARG[agent]: "touch done.txt"}}]}
+    fake(
+        {
+            "conversations": [
+                conv("(?s)greeter", "Task die", kill, {"text": "done"}),
+                conv("(?s)", "Task die", done, {"text": "done"}),
+            ]
+        }
+    )
+    _, lines, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
+    )
+    (row,) = summary["rows"]
+    assert (row["outcome"], row["decided_by"]) == ("loss", "checks"), (row, lines)
