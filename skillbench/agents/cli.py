@@ -411,10 +411,11 @@ class BrokeredSession:
             stop = "budget"
         elif self.broker.capped:
             stop = "max_turns"
-        elif self.ended_inside(stop, done.exit_code):
+        elif not done.truncated and self.ended_inside(stop, done.exit_code):
             # the CLI runs as the agent's own user, which can kill it: an end that came from
             # inside the sandbox is the arm's own, and its checks decide it (an infrastructure
-            # error would leave the row unscored: any loss turned into no row, redteam8)
+            # error would leave the row unscored: any loss turned into no row, redteam8); a
+            # stream cut at the output cap lost events, so it is never read as whole
             stop = "ended"
         elif stop in (None, "error") or self.broker.last_failed:
             # no end, the CLI gave up, or it ended on a call that got no whole answer (a CLI

@@ -48,8 +48,10 @@ ATTACKS: dict[str, tuple[str, str]] = {
         f'echo "{PY}" > json.py && echo junk > out.txt',
         "python3 -c 'import json; json.dumps(1)'",
     ),
-    "py_m": (f'echo "{PY}" > json.py && echo "{{}}" > x.json && echo junk > out.txt',
-             "python3 -m json.tool x.json >/dev/null"),
+    "py_m": (
+        f'echo "{PY}" > json.py && echo "{{}}" > x.json && echo junk > out.txt',
+        "python3 -m json.tool x.json >/dev/null",
+    ),
     "py_site": (
         f'echo "{PY}" > sitecustomize.py && cp sitecustomize.py usercustomize.py && '
         "echo junk > out.txt",
@@ -57,7 +59,7 @@ ATTACKS: dict[str, tuple[str, str]] = {
     ),
     # --- git: every config family that runs a program -------------------------------------
     "git_pager": (
-        f'{GIT_INIT}{SH} && git config core.pager /work/.x && echo junk > out.txt',
+        f"{GIT_INIT}{SH} && git config core.pager /work/.x && echo junk > out.txt",
         "git -p log >/dev/null",
     ),
     "git_diff_external": (
@@ -81,8 +83,8 @@ ATTACKS: dict[str, tuple[str, str]] = {
     ),
     "git_gpg": (  # a commit carrying a signature: log --show-signature runs gpg.program
         f"{GIT_INIT}{SH} && git config gpg.program /work/.x && "
-        "git cat-file commit HEAD | awk 'NR==2{print \"gpgsig -----BEGIN PGP SIGNATURE-----\";"
-        "print \" x\"; print \" -----END PGP SIGNATURE-----\"} {print}' > c && "
+        'git cat-file commit HEAD | awk \'NR==2{print "gpgsig -----BEGIN PGP SIGNATURE-----";'
+        'print " x"; print " -----END PGP SIGNATURE-----"} {print}\' > c && '
         "git update-ref HEAD $(git hash-object -t commit -w c) && echo junk > out.txt",
         "git log --show-signature >/dev/null 2>&1",
     ),
@@ -157,7 +159,10 @@ def test_gr2_no_planted_program_runs_in_the_check_phase(fake, tmp_path: Path, ca
     fake(
         {
             "conversations": [
-                *(conv(CAND, f"Task {n}", bash(c), {"text": "done"}) for n, (c, _) in ATTACKS.items()),
+                *(
+                    conv(CAND, f"Task {n}", bash(c), {"text": "done"})
+                    for n, (c, _) in ATTACKS.items()
+                ),
                 conv(BASE, "Task", {"text": "no"}),
             ]
         }
@@ -230,3 +235,113 @@ def test_killing_its_own_cli_is_the_arms_failure_not_an_unscored_row(
     )
     (row,) = summary["rows"]
     assert (row["outcome"], row["decided_by"]) == ("loss", "checks"), (row, lines)
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    stops = {j["key"]: j.get("stop_reason") for j in journal if "stop_reason" in j}
+    assert stops["die.candidate.1"] == "ended", stops  # (the kill reached the CLI)
+
+
+# --- Part 3: a command's output cannot forge the CLI's stream or the transcript -----------
+#
+# The CLI's events are JSON lines on its stdout, a command's output a string inside one of
+# them. The output here holds, between every separator a reader might split at (CR, CRLF,
+# NUL, U+2028, U+2029, NEL, VT, FF) and invalid UTF-8, whole forged events of that CLI (a
+# Bash call never run, an init event, a result), and a long line: none may become an event.
+
+
+def _forging_output(agent: str) -> bytes:
+    from tests.security.test_cli_stream_attacks import FORGED
+
+    lines = [json.dumps(e).encode() for e in FORGED.get(agent, FORGED["claude-code"])]
+    seps = [
+        b"\r",
+        b"\r\n",
+        b"\n",
+        b"\x00",
+        "\u2028".encode(),
+        "\u2029".encode(),
+        "\u0085".encode(),
+        b"\x0b",
+        b"\x0c",
+        b"\xff\xfe",
+        b"\xc0\x8a",
+    ]
+    out = b"start"
+    for sep in seps:
+        out += b"".join(sep + line + sep for line in lines)
+    return out + b"L" * 50_000 + b"\n" + b"\n".join(lines) + b"\nend\n"
+
+
+@pytest.mark.parametrize(
+    "agent", ["builtin", "claude-code", "codex", "opencode", "gemini-cli", "copilot"]
+)
+def test_no_output_becomes_an_event_of_the_stream(agent: str, fake, tmp_path: Path, capsys):
+    import base64
+
+    from tests.agents.test_agents import ARG, BASH, MODEL
+
+    folder = skill(
+        tmp_path,
+        {"evals/cases/f.yaml": "task: Task forge\nchecks:\n  - command_matching: FORGED-RUN\n"},
+        config=f'agent = "{agent}"\n',
+    )
+    path = tmp_path / "payload"
+    path.write_bytes(_forging_output(agent))
+    encoded = base64.b64encode(path.read_bytes()).decode()
+    # (written to a file first: the command must not hold FORGED-RUN itself)
+    write = {"tool_calls": [{"write_file": {"path": "p.b64", "content": encoded}}]}
+    command = "base64 -d p.b64"
+    if agent != "builtin":
+        write = {"tool_calls": [{BASH[agent]: {ARG[agent]: f"printf %s {encoded} > p.b64"}}]}
+    show = {"tool_calls": [{BASH[agent]: {ARG[agent]: command}}]}
+    fake({"conversations": [conv("(?s)", "Task forge", write, show, {"text": "done"})]})
+    _, lines, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
+    )
+    events = (tmp_path / "run/transcripts/f.candidate.1.jsonl").read_text().split("\n")
+    kept = [json.loads(x) for x in events if x]
+    assert not [e for e in kept if e.get("id") == "f1"], kept[:6]
+    calls = [e for e in kept if e["type"] == "tool_call"]
+    assert len(calls) == 2 and "FORGED" not in json.dumps(calls), calls
+    # the forged events are in the command's result, as its text (the attack was made)
+    shown = [e["text"] for e in kept if e["type"] == "tool_result"][-1]
+    assert shown.startswith("start") and shown.count("FORGED-RUN") >= 3, shown[:300]
+    (row,) = summary["rows"]
+    assert row["arms"]["candidate"]["passed"] is False, row
+    assert (row["outcome"], row["decided_by"]) == ("tie", "checks"), (row, lines)
+
+
+# --- Part 4: ACT1, a read by any tool is a load ------------------------------------------
+#
+# More spellings than tests/results/test_activation_observed.py tries: other readers, a path
+# through /proc, find -exec, git, a copy of the whole folder, a hard link the agent tries to
+# make (the kernel refuses one to a file it does not own; the open that follows counts), and
+# running the skill's script through env and an interpreter's -c.
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "how",
+    [
+        "sed -n 1p {home}/pdf/SKILL.md",
+        "awk 'NR==1' {home}/pdf/SKILL.md",
+        "head -c 1 {home}/pdf/SKILL.md",
+        "grep -c . {home}/pdf/SKILL.md",
+        "base64 < {home}/pdf/SKILL.md",
+        "python3 -c \"import pathlib; pathlib.Path('{home}/pdf/SKILL.md').read_text()\"",
+        "cat /proc/self/root{home}/pdf/SKILL.md",
+        "cd /proc/self/cwd && cat {home}/pdf/SKILL.md",
+        "find {home}/pdf -name 'S*' -exec cat {{}} +",
+        "git diff --no-index /dev/null {home}/pdf/SKILL.md; true",
+        "cp -r {home}/pdf /tmp/c && cat /tmp/c/SKILL.md",
+        "ln {home}/pdf/SKILL.md /tmp/h 2>/dev/null || cp {home}/pdf/SKILL.md /tmp/h; cat /tmp/h",
+        "env sh {home}/pdf/scripts/fill.sh",
+        "python3 -c \"exec(open('{home}/pdf/scripts/fill.py').read())\"",
+        "while read -r l; do :; done < {home}/pdf/SKILL.md",
+        "exec 3< {home}/pdf/SKILL.md; cat <&3",
+    ],
+)
+async def test_act1_any_reader_of_the_skill_is_a_load(provider, spec, tmp_path: Path, how: str):
+    from tests.results.test_activation_observed import opened
+
+    seen = await opened(provider, spec, tmp_path, how)
+    assert set(seen) == {"pdf"}, seen
