@@ -76,12 +76,14 @@ run 'from skillbench.cli import main; sys.exit(main(sys.argv[2:]))' "$@"
 
 
 # python3 -c, -m and stdin put the current folder (a check's is /work) first on sys.path, so a
-# json.py of the agent's would run when a check's own snippet imports json (redteam8 GR2-py).
-# This sitecustomize (on PYTHONPATH, read-only) serves every standard-library module from
-# the interpreter's own folders only, never from /work or the current folder: a check that
-# imports the candidate's own modules still can (it asked for that code), one that imports
-# only the standard library runs none of the agent's. PYTHONSAFEPATH would also drop a
-# verifier script's own folder, which imports of its siblings need.
+# json.py or pytest.py of the agent's would run when a check's own snippet imports json or
+# runs `python3 -m pytest` (redteam8 GR2-py). This sitecustomize (on PYTHONPATH, read-only)
+# serves a top-level module from the interpreter's own folders (the standard library,
+# site-packages, what the check put on PYTHONPATH) whenever it is there, and the workspace
+# only the names nothing else has: a check that imports the candidate's own modules still
+# can (it asked for that code), one that imports the standard library or an installed tool
+# runs none of the agent's. PYTHONSAFEPATH would also drop a verifier script's own folder,
+# which imports of its siblings need, and the workspace that `python3 -m pytest` puts there.
 _SITE = """import os as _os, sys as _sys
 from importlib.machinery import PathFinder as _PathFinder
 
@@ -91,21 +93,23 @@ def _agents(entry):
     return where == "/work" or where.startswith("/work/")
 
 
-class _StdlibFromItsOwnFolders:
+class _InstalledFirst:
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if path is not None or name not in _sys.stdlib_module_names:
+        if path is not None:
             return None  # (a package's submodule comes from where the package came from)
         found = _PathFinder.find_spec(name, [p for p in _sys.path if not _agents(p)], target)
-        if found is None:
+        if found is not None and found.loader is not None:
+            return found
+        if name in _sys.stdlib_module_names:
             raise ModuleNotFoundError(f"No module named {name!r} (not from the workspace)")
-        return found
+        return None  # the workspace's own module, or a namespace package: as python finds it
 
 
 _at = next(
     (i for i, f in enumerate(_sys.meta_path) if f is _PathFinder), len(_sys.meta_path)
 )
-_sys.meta_path.insert(_at, _StdlibFromItsOwnFolders)  # (after the builtin and frozen ones)
+_sys.meta_path.insert(_at, _InstalledFirst)  # (after the builtin and frozen ones)
 """
 
 

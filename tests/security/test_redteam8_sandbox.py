@@ -52,6 +52,12 @@ ATTACKS: dict[str, tuple[str, str]] = {
         f'echo "{PY}" > json.py && echo "{{}}" > x.json && echo junk > out.txt',
         "python3 -m json.tool x.json >/dev/null",
     ),
+    # an installed tool (here one the check puts on PYTHONPATH) that the workspace shadows
+    "py_m_tool": (
+        f'echo "{PY}" > pytest.py && echo junk > out.txt',
+        "mkdir -p /tmp/site && echo 'pass' > /tmp/site/pytest.py && "
+        'PYTHONPATH="$PYTHONPATH:/tmp/site" python3 -m pytest',
+    ),
     "py_site": (
         f'echo "{PY}" > sitecustomize.py && cp sitecustomize.py usercustomize.py && '
         "echo junk > out.txt",
