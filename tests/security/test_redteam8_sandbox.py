@@ -308,9 +308,11 @@ def test_no_output_becomes_an_event_of_the_stream(agent: str, fake, tmp_path: Pa
     assert not [e for e in kept if e.get("id") == "f1"], kept[:6]
     calls = [e for e in kept if e["type"] == "tool_call"]
     assert len(calls) == 2 and "FORGED" not in json.dumps(calls), calls
-    # the forged events are in the command's result, as its text (the attack was made)
+    # the forged events are in the command's result, as its text (the attack was made; the
+    # CLIs keep only a preview of 50 KB of output; Gemini CLI returns no text for output
+    # holding NUL, so there it forges nothing to begin with)
     shown = [e["text"] for e in kept if e["type"] == "tool_result"][-1]
-    assert shown.startswith("start") and shown.count("FORGED-RUN") >= 3, shown[:300]
+    assert agent == "gemini-cli" or "FORGED-RUN" in shown, shown[:300]
     (row,) = summary["rows"]
     assert row["arms"]["candidate"]["passed"] is False, row
     assert (row["outcome"], row["decided_by"]) == ("tie", "checks"), (row, lines)
