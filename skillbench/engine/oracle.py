@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from skillbench.agents.builtin.agent import BuiltinAgent
-from skillbench.checks.run import RESULTS, run_checks
+from skillbench.checks.run import run_checks
 from skillbench.config import sandbox_spec
 from skillbench.engine.plan import (
     EvalError,
@@ -31,6 +31,7 @@ from skillbench.engine.plan import (
     setup_case,
     validated,
 )
+from skillbench.evals.kinds.scripts import RESULTS
 from skillbench.evals.model import Session, Suite, timeout_note
 from skillbench.evals.netreport import network_lines, networks, phase_hosts
 from skillbench.results.checks import CheckResult
