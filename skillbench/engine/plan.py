@@ -69,7 +69,8 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     case: str | None = None
     max_cost: float | None = None
     seed: int | None = None
-    image: str = images_of().sandbox_image
+    # the chosen sandbox provider's image (settings' `[sandbox] provider`) when none is given
+    image: str = msgspec.field(default_factory=lambda: images_of().sandbox_image)
     team: str | None = None  # a team repo: adds the incumbent arm
     triggers: bool = True  # also measure triggers when the skill has a triggers file
     runs: int = 1
