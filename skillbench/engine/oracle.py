@@ -78,14 +78,14 @@ async def oracle_run(
     skill_dir = Path(opts.skill_dir)
     _, assets = validated(skill_dir, opts.evals)
     try:
-        images_of().ensure(opts.image, log)
+        images_of(opts.settings.sandbox.provider).ensure(opts.image, log)
     except ImageBuildError as exc:
         raise EvalError(str(exc)) from None
     sessions = sessions_of(assets, opts.case)
     images, unavailable = await asyncio.to_thread(
         build_case_images, sessions, opts.image, BuiltinAgent(), log
     )
-    provider = make_provider()
+    provider = make_provider(opts.settings.sandbox.provider)
     spec = sandbox_spec(opts.settings, opts.image)
     cap, mode = opts.settings.max_timeout, opts.settings.network
     for line in network_lines(networks(sessions, mode)):

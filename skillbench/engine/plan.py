@@ -346,7 +346,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                     "per million tokens) to skillbench.toml"
                 )
     try:
-        images_of().ensure(opts.image, log)
+        images_of(opts.settings.sandbox.provider).ensure(opts.image, log)
     except ImageBuildError as exc:
         raise EvalError(str(exc)) from None
     base = opts.image

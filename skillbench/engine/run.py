@@ -166,7 +166,7 @@ class Runner(Reusing, Judging):
         return await self.attempt(provider, name, arm, rep, attempt, snapshot)
 
     async def run(self) -> Summary:
-        provider = make_provider()
+        provider = make_provider(self.settings.sandbox.provider)
         # (off the loop: importing a provider's SDK takes seconds, and a Ctrl-C meanwhile
         # would wait for it)
         judge_model = await asyncio.to_thread(
