@@ -312,11 +312,12 @@ def _where(path: Path | None, key: str) -> str:
     table = ""
     for number, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].strip()
+        name = line.split("=")[0].strip()
         if line.startswith("["):
             table = line.strip("[] ")
-        elif table in ("sandbox", "tool.skillbench.sandbox") and line.split("=")[0].strip() == key:
-            return f"{path}:{number}"
-        elif line.split("=")[0].strip() == "sandbox" and key in line:
+            continue
+        in_table = table in ("sandbox", "tool.skillbench.sandbox") and name == key
+        if in_table or (name == "sandbox" and key in line):  # or sandbox = {provider = ...}
             return f"{path}:{number}"
     return str(path)
 
