@@ -13,10 +13,13 @@ import pytest
 from skillbench.agents import agents, make_agent
 from skillbench.checks.run import run_checks
 from skillbench.cli import main
-from skillbench.evals.kinds import kind_docs, plugin_kinds
+from skillbench.evals.kinds import Kind, kind_docs, kinds, plugin_kinds
+from skillbench.evals.kinds.conformance import KindConformance
 from skillbench.evals.load import load_assets
 from skillbench.plugins import PluginError
-from skillbench.report.formats import plugin_formats
+from skillbench.report.conformance import ReportFormatConformance
+from skillbench.report.formats import ReportFormat, formats, plugin_formats
+from skillbench.results.run_folder import RunFolder, load_run
 from skillbench.results.transcript import Transcript
 from skillbench.sandbox import plugin_backends
 from tests.helpers import make_skill
@@ -296,3 +299,29 @@ def test_a_packages_sandbox_provider_is_chosen_by_name(
         config.write_text("")
         load_settings(project)  # back to the default provider
     assert chosen() == "podman"
+
+
+class TestAPackagesCheckKind(KindConformance):
+    """The package's kind passes the suite every built-in kind passes."""
+
+    @pytest.fixture
+    def kind(self, install: Install) -> Kind:
+        install("stamp", ENTRY_POINTS, {f"{MODULE}.py": SOURCE})
+        return kinds()["file_says"]
+
+    @pytest.fixture
+    def argument(self) -> object:
+        return "out.txt=hi"
+
+
+class TestAPackagesReportFormat(ReportFormatConformance):
+    @pytest.fixture
+    def report_format(self, install: Install) -> ReportFormat:
+        install("stamp", ENTRY_POINTS, {f"{MODULE}.py": SOURCE})
+        return formats()["outcomes"]
+
+    @pytest.fixture
+    def run_folder(self, tmp_path: Path) -> RunFolder:
+        from tests.report.test_report import OUTCOMES, fixed_run
+
+        return load_run(fixed_run(tmp_path / "run", OUTCOMES))
