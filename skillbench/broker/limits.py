@@ -85,8 +85,23 @@ def _chunked(rfile: BufferedIOBase, cap: int) -> bytes:
     raise _bad("too many trailer lines")
 
 
+class _Environment(msgspec.Struct, frozen=True):
+    type: str | None = None
+
+
 class _Tool(msgspec.Struct, frozen=True):
     type: str | None = None  # a client tool (the CLI runs it) may have none
+    # OpenAI Responses' `shell`: run by the CLI (`local`, the default) or in a container the
+    # provider provisions (`container_auto`, `container_reference`)
+    environment: _Environment | None = None
+
+    @property
+    def hosted(self) -> bool:
+        if not self.type:
+            return False
+        if self.type == "shell":
+            return self.environment is not None and self.environment.type not in (None, "local")
+        return _SERVER_TOOLS.match(self.type) is not None
 
 
 class _StreamOptions(msgspec.Struct, frozen=True):
@@ -94,11 +109,12 @@ class _StreamOptions(msgspec.Struct, frozen=True):
 
 
 # Tools the provider runs itself (Anthropic's versioned `web_search_*`, `web_fetch_*`,
-# `code_execution_*`, its MCP connector and advisor; OpenAI Responses' hosted tools): web
-# access from a sandbox that has none, and fees the token count does not show
+# `code_execution_*`, `tool_search_tool_*`, its MCP connector and advisor; OpenAI Responses'
+# hosted tools, `tool_search` among them, and a `shell` in a hosted container): web access
+# from a sandbox that has none, and fees the token count does not show
 _SERVER_TOOLS = re.compile(
     r"(web_search|web_fetch|code_execution|code_interpreter|file_search|computer_use"
-    r"|image_generation|mcp|advisor)",
+    r"|image_generation|mcp|advisor|tool_search)",
     re.IGNORECASE,
 )
 
@@ -138,7 +154,9 @@ class Head(msgspec.Struct, frozen=True):
     messages: Any = None
     system: Any = None
     input: Any = None
-
+    # input tokens the body's bytes do not bound (its images, documents, audio): set by the
+    # readers from the content, whatever a body says under this name
+    media_tokens: int = 0
     @property
     def max_output(self) -> int | None:
         # the largest of the names given: a provider may honour any one of them
@@ -162,7 +180,7 @@ def read_head(body: bytes) -> Head:
     if head.n is not None and head.n != 1:
         # each choice is billed, and the reservation covers one: no CLI asks for more
         raise _bad(f"n={head.n}: the broker forwards one choice a call")
-    hosted = [t.type for t in head.tools or () if t.type and _SERVER_TOOLS.match(t.type)]
+    hosted = [t.type for t in head.tools or () if t.hosted]
     if head.mcp_servers:
         hosted.append("mcp_servers")
     if head.web_search_options is not None:
@@ -207,7 +225,58 @@ def read_head(body: bytes) -> Head:
             "background=true: the provider would generate after the call is answered, where "
             "the broker cannot count it; ask in the foreground (stream if it is long)"
         )
-    return head
+    return msgspec.structs.replace(
+        head, media_tokens=_media((head.messages, head.system, head.input))
+    )
+
+
+# A base64 image is billed by its pixels, not its bytes: a large flat image compresses to a
+# few hundred bytes and is billed up to ~1,600 tokens (Anthropic, 1.15 MP), ~4,800 (its
+# high-resolution models), ~10,000 patches (OpenAI's `original` detail) times a model's
+# multiplier. A PDF (each page as text and an image), audio and video are bounded by nothing
+# but the context window. The reservation counts these; the settled cost is the provider's.
+IMAGE_TOKENS = 20_000
+MEDIA_TOKENS = 2_000_000  # the largest context window a provider serves: no input is more
+
+
+def _media(roots: tuple[Any, ...]) -> int:
+    """The input tokens of the content blocks in `roots` that their bytes do not bound:
+    IMAGE_TOKENS an image (Anthropic `image`, Chat Completions `image_url`, Responses
+    `input_image`), MEDIA_TOKENS a document that is not plain text, a file or audio; at most
+    MEDIA_TOKENS in all. A tool call's own input (the model's JSON) is not content."""
+    total, stack = 0, list(roots)
+    while stack and total < MEDIA_TOKENS:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind in ("image", "image_url", "input_image"):
+            total += IMAGE_TOKENS
+        elif kind in ("document", "file", "input_file", "input_audio", "audio", "video"):
+            source = node.get("source")
+            text = isinstance(source, dict) and source.get("type") in ("text", "content")
+            total += 0 if text else MEDIA_TOKENS
+        tool_call = isinstance(kind, str) and kind.endswith("tool_use")
+        stack.extend(v for k, v in node.items() if not (tool_call and k == "input"))
+    return min(total, MEDIA_TOKENS)
+
+
+def _gemini_media(roots: tuple[Any, ...]) -> int:
+    """MEDIA_TOKENS for a Gemini body with any `inlineData` part: the API bills an image by
+    its tiles and audio and video by their seconds, none by their bytes."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if node.get("inlineData") is not None or node.get("inline_data") is not None:
+                return MEDIA_TOKENS
+            stack.extend(node.values())
+    return 0
 
 
 def _fetched(roots: tuple[Any, ...]) -> str | None:
@@ -383,4 +452,5 @@ def read_gemini_head(body: bytes, model: str | None) -> Head:
         )
     if head.model is not None and head.model not in (model, f"models/{model}"):
         raise _bad(f"the body names the model {head.model!r}, the path {model!r}")
-    return Head(model=model, max_output_tokens=most)
+    media = _gemini_media((head.contents, head.system, head.system_instruction))
+    return Head(model=model, max_output_tokens=most, media_tokens=media)
