@@ -145,6 +145,9 @@ class Head(msgspec.Struct, frozen=True):
     # `speed`): only the tiers billed at the standard price or less pass
     service_tier: str | None = None
     speed: str | None = None
+    # Anthropic's `inference_geo`: "us" (US-only inference) bills every token of Claude 4.6
+    # and later at 1.1x, and the usage counts tokens, not the geography
+    inference_geo: str | None = None
     # Responses' stored context of the key's owner (a response, a conversation, a stored
     # prompt): read from another session's or run's, and input the body does not bound
     previous_response_id: object | None = None
@@ -157,6 +160,7 @@ class Head(msgspec.Struct, frozen=True):
     # input tokens the body's bytes do not bound (its images, documents, audio): set by the
     # readers from the content, whatever a body says under this name
     media_tokens: int = 0
+
     @property
     def max_output(self) -> int | None:
         # the largest of the names given: a provider may honour any one of them
@@ -219,6 +223,11 @@ def read_head(body: bytes) -> Head:
         raise _bad(
             f"speed={head.speed!r}: it is billed above the price the broker reserves and "
             "counts; use the standard speed"
+        )
+    if head.inference_geo not in (None, "global"):
+        raise _bad(
+            f"inference_geo={head.inference_geo!r}: it is billed above the price the broker "
+            "reserves and counts; leave it to the default (global)"
         )
     if head.background:
         raise _bad(

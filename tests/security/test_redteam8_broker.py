@@ -12,10 +12,9 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -28,8 +27,10 @@ from skillbench.cluster.placement import ClusterError, _write
 from skillbench.cluster.relay import DriverRelay
 from skillbench.sandbox import egress as egress_mod
 from skillbench.sandbox.egress import EgressProxy
-from tests.broker.test_broker_access import _REPLY, _Recorder
-from tests.broker.test_broker_access import upstream  # noqa: F401  (the recording provider)
+from tests.broker.test_broker_access import (
+    _REPLY,
+    upstream,  # noqa: F401  (the recording provider)
+)
 from tests.security.test_broker_attacks import post_as_relay
 
 _BODY = {
@@ -212,7 +213,7 @@ class _Endless(BaseHTTPRequestHandler):
     """A provider that streams for as long as the client reads (it never ends on its own)."""
 
     protocol_version = "HTTP/1.1"
-    wrote: list[int] = []
+    wrote: ClassVar[list[int]] = []
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -368,7 +369,9 @@ def test_openai_hosted_shell_and_tool_search_are_refused(
     broker = _broker(upstream[0], tmp_path, model="openai/gpt-5", wire="openai")
     try:
         body = {"model": "gpt-5", "input": "hi", "tools": [{"type": "function", "name": "f"}, tool]}
-        resp = post_as_relay(broker, "/v1/responses", json.dumps(body).encode(), {"authorization": "x"})
+        resp = post_as_relay(
+            broker, "/v1/responses", json.dumps(body).encode(), {"authorization": "x"}
+        )
         assert resp.status_code == 400 and b"server tool" in resp.content
     finally:
         broker.stop()
@@ -389,13 +392,27 @@ def test_a_local_shell_tool_still_passes(upstream, tmp_path: Path) -> None:  # n
     assert len(upstream[1]) == 2
 
 
+def test_us_only_inference_is_refused(upstream, tmp_path: Path) -> None:  # noqa: F811
+    # Anthropic bills `inference_geo: "us"` at 1.1x every token (Claude 4.6 and later); the
+    # usage it returns counts tokens: the broker would bill it at the standard price
+    broker = _broker(upstream[0], tmp_path)
+    try:
+        for geo in ("us", "US", "eu"):
+            body = json.dumps({**_BODY, "inference_geo": geo}).encode()
+            resp = post_as_relay(broker, "/v1/messages", body, {"x-api-key": "p"})
+            assert resp.status_code == 400 and b"inference_geo" in resp.content
+        ok = json.dumps({**_BODY, "inference_geo": "global"}).encode()
+        assert post_as_relay(broker, "/v1/messages", ok, {"x-api-key": "p"}).status_code == 200
+    finally:
+        broker.stop()
+    assert len(upstream[1]) == 1
+
+
 # --- BR2: media whose tokens its bytes do not bound ------------------------------------------
 
 # 1x1-pixel PNG; the provider bills an image by its pixel size (up to ~1,600 tokens for a
 # 1568-pixel edge), and a large flat image compresses to a few hundred bytes
-_PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-)
+_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 _IMAGE_TOKENS = 1_600  # what the provider counts for each (a flat 1568x1568 image)
 
 
@@ -510,8 +527,140 @@ def test_a_workers_file_is_not_written_through_a_link_in_the_run_folder(tmp_path
     (run / "workspaces" / KEY / "ln").symlink_to(outside / "victim")
     (run / "workspaces" / KEY / "dir").symlink_to(outside)
     for rel in (f"workspaces/{KEY}/ln", f"workspaces/{KEY}/dir/victim2"):
-        try:
+        with pytest.raises(ClusterError, match="through a link"):
             _write(run, rel, b"forged", True, None, KEY)
-        except ClusterError:
-            pass
     assert list(outside.iterdir()) == []
+
+
+_DATA_URL = f"data:image/png;base64,{_PNG}"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # Chat Completions and Responses images, a Responses PDF, Chat audio
+        {
+            "model": "gpt-5",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": _DATA_URL}}],
+                }
+            ],
+        },
+        {
+            "model": "gpt-5",
+            "input": [
+                {"role": "user", "content": [{"type": "input_image", "image_url": _DATA_URL}]}
+            ],
+        },
+        {
+            "model": "gpt-5",
+            "input": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_file", "filename": "a.pdf", "file_data": "JVBERi0="}
+                    ],
+                }
+            ],
+        },
+        {
+            "model": "gpt-5",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "mp3"}}
+                    ],
+                }
+            ],
+        },
+        # an Anthropic PDF, and an image in a tool result
+        {
+            "model": "c",
+            "max_tokens": 1,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "document",
+                            "source": {
+                                "type": "base64",
+                                "media_type": "application/pdf",
+                                "data": "JVBERi0=",
+                            },
+                        }
+                    ],
+                }
+            ],
+        },
+        {
+            "model": "c",
+            "max_tokens": 1,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t",
+                            "content": [
+                                {
+                                    "type": "image",
+                                    "source": {
+                                        "type": "base64",
+                                        "media_type": "image/png",
+                                        "data": _PNG,
+                                    },
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    ],
+    ids=["chat-image", "responses-image", "responses-pdf", "chat-audio", "pdf", "tool-image"],
+)
+def test_media_is_reserved_beyond_its_bytes_on_every_wire(body: dict[str, Any]) -> None:
+    # (and a body cannot set the allowance itself)
+    head = read_head(json.dumps({**body, "media_tokens": -(10**9)}).encode())
+    assert head.media_tokens >= 20_000
+
+
+def test_gemini_inline_data_is_reserved_beyond_its_bytes() -> None:
+    from skillbench.broker.limits import read_gemini_head
+
+    part = {"inlineData": {"mimeType": "video/mp4", "data": "AAAA"}}
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}, part]}]}
+    assert read_gemini_head(json.dumps(body).encode(), "gemini-2.5-pro").media_tokens >= 10**6
+    text = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    assert read_gemini_head(json.dumps(text).encode(), "gemini-2.5-pro").media_tokens == 0
+    assert read_head(json.dumps(_BODY).encode()).media_tokens == 0  # text is its bytes
+
+
+def test_the_relay_reserves_images_beyond_their_bytes(monkeypatch) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Vision)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-real-driver-key")
+    budget = 0.2
+    r = DriverRelay(models=allowed_models("anthropic/claude-sonnet-4-6"), budget=budget).start()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _PNG}}
+    body = {**_BODY, "max_tokens": 1, "messages": [{"role": "user", "content": [image] * 100}]}
+    try:
+        for _ in range(3):
+            httpx.post(
+                f"http://127.0.0.1:{r.port}/anthropic/v1/messages",
+                json=body,
+                headers={"x-api-key": r.token},
+                timeout=30,
+            )
+    finally:
+        r.stop()
+        server.shutdown()
+        server.server_close()
+    assert r.ledger.spent <= budget + 1e-9, r.ledger.spent
