@@ -54,7 +54,7 @@ _CONNECT_TIMEOUT = 10.0
 # request head, and at most MAX_CONNECTIONS get a thread (the longest waiting is closed to make
 # room for a new one; a tunnel in use is never closed for another).
 READ_DEADLINE = 30.0
-MAX_CONNECTIONS = 64
+MAX_CONNECTIONS = 256  # (npm, pip and cargo open tens at once; idle ones make room)
 # Hop-by-hop headers of the client's request (RFC 9110 §7.6.1) and the proxy's own.
 _HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "upgrade"}
 
