@@ -217,9 +217,13 @@ class DriverRelay:
             head = wire.head(body, endpoint.model)  # (the Gemini API's model is the path's)
             body, drop_usage = with_usage(endpoint, head, body)
             priced_as = self.models.get(head.model)
-            if priced_as is None:
+            # the run's model at its own provider only: the driver may hold other providers'
+            # keys (its judge's), which the name must not reach (nor be priced as this model)
+            if priced_as is None or priced_as.partition("/")[0] != name:
                 raise Refused(
-                    400, "invalid_request_error", f"model {head.model!r} is not this run's"
+                    400,
+                    "invalid_request_error",
+                    f"model {head.model!r} at {name} is not this run's",
                 )
             worst: float | None = 0.0  # count_tokens is free: nothing to hold
             if endpoint.billed:

@@ -664,3 +664,39 @@ def test_the_relay_reserves_images_beyond_their_bytes(monkeypatch) -> None:
         server.shutdown()
         server.server_close()
     assert r.ledger.spent <= budget + 1e-9, r.ledger.spent
+
+
+def test_the_relay_token_reaches_only_the_run_models_own_provider(
+    upstream,  # noqa: F811
+    monkeypatch,
+) -> None:
+    # a run on Anthropic's model, with the driver holding an OpenAI and a Gemini key too (for
+    # its judge): the token must not carry the run's model name to another provider's key
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", upstream[0])
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-real-driver-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{upstream[0]}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-judge-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", upstream[0])
+    monkeypatch.setenv("GEMINI_API_KEY", "gemini-judge-key")
+    r = DriverRelay(models=allowed_models("anthropic/claude-sonnet-4-6"), budget=1.0).start()
+    base = f"http://127.0.0.1:{r.port}"
+    try:
+        chat = {"model": "claude-sonnet-4-6", "max_completion_tokens": 8, "messages": []}
+        resp = httpx.post(
+            f"{base}/openai/chat/completions",
+            json=chat,
+            headers={"authorization": f"Bearer {r.token}"},
+            timeout=30,
+        )
+        assert resp.status_code == 400
+        gem = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+        resp = httpx.post(
+            f"{base}/google/v1beta/models/claude-sonnet-4-6:generateContent",
+            json=gem,
+            headers={"x-goog-api-key": r.token},
+            timeout=30,
+        )
+        assert resp.status_code == 400
+        assert upstream[1] == []  # no other provider's key was sent anywhere
+    finally:
+        r.stop()
