@@ -5,7 +5,9 @@ budget as a ledger of what is spent plus what calls in flight may still spend.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 import threading
 from email.message import Message
 from io import BufferedIOBase
@@ -32,9 +34,45 @@ def _bad(message: str) -> Refused:
     return Refused(400, "invalid_request_error", f"skillbench broker: {message}")
 
 
-def read_body(rfile: BufferedIOBase, headers: Message, cap: int = BODY_CAP) -> bytes:
+def read_body(
+    rfile: BufferedIOBase,
+    headers: Message,
+    cap: int = BODY_CAP,
+    *,
+    sock: socket.socket | None = None,
+    deadline: float | None = None,
+) -> bytes:
     """The request body, refused (413) as soon as it is known to pass `cap`: from the
-    Content-Length before reading any of it, or while reading a chunked body."""
+    Content-Length before reading any of it, or while reading a chunked body. With `sock`
+    and `deadline`, the whole body must arrive within `deadline` seconds (408): a socket
+    timeout bounds each read, and a client trickling a byte at a time never trips it."""
+    if sock is None or deadline is None:
+        return _read_body(rfile, headers, cap)
+    late = threading.Event()
+
+    def cut() -> None:
+        late.set()
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RD)  # the read under way returns at once
+
+    timer = threading.Timer(deadline, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        return _read_body(rfile, headers, cap)
+    except (Refused, OSError):
+        if late.is_set():
+            raise Refused(
+                408,
+                "invalid_request_error",
+                f"skillbench broker: the body did not arrive within {deadline:g} s",
+            ) from None
+        raise
+    finally:
+        timer.cancel()
+
+
+def _read_body(rfile: BufferedIOBase, headers: Message, cap: int) -> bytes:
     lengths = headers.get_all("Content-Length") or []
     codings = headers.get_all("Transfer-Encoding") or []
     if codings:

@@ -288,7 +288,9 @@ class Broker:
         if h.command != "POST":
             raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
         endpoint = route(self.wire, h.path)
-        call.body = read_body(h.rfile, h.headers, self.body_cap)
+        call.body = read_body(
+            h.rfile, h.headers, self.body_cap, sock=h.connection, deadline=READ_DEADLINE
+        )
         head = self.wire.head(call.body, endpoint.model)
         call.body, call.drop_usage = with_usage(endpoint, head, call.body)
         priced_as = self.models.get(head.model)

@@ -213,7 +213,9 @@ class DriverRelay:
                     405, "invalid_request_error", f"skillbench relay: no {handler.command}"
                 )
             wire = _WIRES[name]
-            body = read_body(handler.rfile, handler.headers)
+            body = read_body(
+                handler.rfile, handler.headers, sock=handler.connection, deadline=READ_DEADLINE
+            )
             head = wire.head(body, endpoint.model)  # (the Gemini API's model is the path's)
             body, drop_usage = with_usage(endpoint, head, body)
             priced_as = self.models.get(head.model)

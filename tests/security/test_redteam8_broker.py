@@ -700,3 +700,62 @@ def test_the_relay_token_reaches_only_the_run_models_own_provider(
         assert upstream[1] == []  # no other provider's key was sent anywhere
     finally:
         r.stop()
+
+
+def _trickle(port: int, opening: bytes, every: float, limit: float) -> float:
+    """Send `opening`, then one body byte every `every` s; how long until the server ends it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(opening)
+        s.setblocking(False)
+        started = time.monotonic()
+        while time.monotonic() - started < limit:
+            try:
+                if s.recv(64) is not None:
+                    break
+            except BlockingIOError:
+                pass
+            try:
+                s.send(b"x")
+            except OSError:
+                break
+            time.sleep(every)
+        return time.monotonic() - started
+
+
+def test_a_trickled_body_is_cut_at_the_read_deadline(
+    upstream,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # one byte every 0.2 s never trips a 0.5 s deadline between reads: the deadline is the
+    # whole body's, or 32 such connections keep the session's own calls out for good
+    monkeypatch.setattr(broker_mod, "READ_DEADLINE", 0.5)
+    broker = _broker(upstream[0], tmp_path)
+    try:
+        head = (
+            broker.preamble
+            + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 500\r\n\r\n"
+        )
+        assert _trickle(broker.port, head, 0.2, limit=15) < 5
+    finally:
+        broker.stop()
+    assert upstream[1] == []
+
+
+def test_a_trickled_body_to_the_relay_is_cut_at_the_read_deadline(
+    upstream,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(relay_mod, "READ_DEADLINE", 0.5)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", upstream[0])
+    r = DriverRelay(models=allowed_models("anthropic/claude-sonnet-4-6"), budget=1.0).start()
+    try:
+        head = (
+            b"POST /anthropic/v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: "
+            + r.token.encode()
+            + b"\r\ncontent-length: 500\r\n\r\n"
+        )
+        assert _trickle(r.port, head, 0.2, limit=15) < 5
+    finally:
+        r.stop()
+    assert upstream[1] == []
