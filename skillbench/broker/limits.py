@@ -186,6 +186,11 @@ class Head(msgspec.Struct, frozen=True):
     # Anthropic's `inference_geo`: "us" (US-only inference) bills every token of Claude 4.6
     # and later at 1.1x, and the usage counts tokens, not the geography
     inference_geo: str | None = None
+    # Anthropic's server-side compaction (a `compact_*` context edit, or the `compaction`
+    # parameter): a second sampling pass over the conversation, billed, and reported only in
+    # `usage.iterations`, which the top-level usage the broker bills leaves out
+    context_management: object | None = None
+    compaction: object | None = None
     # Responses' stored context of the key's owner (a response, a conversation, a stored
     # prompt): read from another session's or run's, and input the body does not bound
     previous_response_id: object | None = None
@@ -262,6 +267,11 @@ def read_head(body: bytes) -> Head:
             f"speed={head.speed!r}: it is billed above the price the broker reserves and "
             "counts; use the standard speed"
         )
+    if head.compaction is not None or _compacts(head.context_management):
+        raise _bad(
+            "server-side compaction: its summarizing pass is billed outside the usage the "
+            "broker counts; let the CLI compact its own context"
+        )
     if head.inference_geo not in (None, "global"):
         raise _bad(
             f"inference_geo={head.inference_geo!r}: it is billed above the price the broker "
@@ -324,6 +334,16 @@ def _gemini_media(roots: tuple[Any, ...]) -> int:
                 return MEDIA_TOKENS
             stack.extend(node.values())
     return 0
+
+
+def _compacts(management: object) -> bool:
+    """Whether a `context_management` asks the provider to compact (Anthropic's edits list,
+    or a list of entries): an entry whose type names compaction."""
+    entries = management.get("edits") if isinstance(management, dict) else management
+    return any(
+        isinstance(e, dict) and "compact" in str(e.get("type") or "").lower()
+        for e in (entries if isinstance(entries, list) else ())
+    )
 
 
 def _fetched(roots: tuple[Any, ...]) -> str | None:

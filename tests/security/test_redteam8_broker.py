@@ -759,3 +759,48 @@ def test_a_trickled_body_to_the_relay_is_cut_at_the_read_deadline(
     finally:
         r.stop()
     assert upstream[1] == []
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"context_management": {"edits": [{"type": "compact_20260112"}]}},
+        {
+            "context_management": {
+                "edits": [
+                    {"type": "clear_tool_uses_20250919"},
+                    {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 1}},
+                ]
+            }
+        },
+        {"compaction": {"type": "summarize"}},
+    ],
+    ids=["compact", "compact-after-clear", "compaction-param"],
+)
+def test_server_side_compaction_is_refused(upstream, tmp_path: Path, extra: dict) -> None:  # noqa: F811
+    # compaction is a second sampling pass over the whole conversation, billed, and reported
+    # only in `usage.iterations`: the top-level usage the broker bills leaves it out
+    broker = _broker(upstream[0], tmp_path)
+    try:
+        body = json.dumps({**_BODY, **extra}).encode()
+        resp = post_as_relay(broker, "/v1/messages", body, {"x-api-key": "p"})
+        assert resp.status_code == 400 and b"compaction" in resp.content
+        # clearing old tool results (Claude Code's own context editing) still passes
+        clear = {"context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}}
+        ok = json.dumps({**_BODY, **clear}).encode()
+        assert post_as_relay(broker, "/v1/messages", ok, {"x-api-key": "p"}).status_code == 200
+    finally:
+        broker.stop()
+    assert len(upstream[1]) == 1
+
+
+def test_compaction_in_a_list_of_entries_is_refused_too() -> None:
+    from skillbench.broker.limits import Refused
+
+    for management in ([{"type": "compaction", "compact_threshold": 1000}], {"edits": "x"}):
+        body = {"model": "gpt-5", "input": "hi", "context_management": management}
+        if isinstance(management, list):
+            with pytest.raises(Refused, match="compaction"):
+                read_head(json.dumps(body).encode())
+        else:
+            read_head(json.dumps(body).encode())  # a shape it cannot compact with passes
