@@ -174,6 +174,9 @@ class Broker:
 
             def handle(self) -> None:
                 if broker._admit(self):
+                    # the session's own: never the one closed to make room for a newcomer
+                    # (another local user's flood may only evict connections without the secret)
+                    broker._connections.busy(self.connection)
                     super().handle()
 
             def serve(self) -> None:

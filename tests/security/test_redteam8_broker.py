@@ -804,3 +804,31 @@ def test_compaction_in_a_list_of_entries_is_refused_too() -> None:
                 read_head(json.dumps(body).encode())
         else:
             read_head(json.dumps(body).encode())  # a shape it cannot compact with passes
+
+
+def test_another_users_flood_cannot_evict_the_sessions_own_connection(
+    upstream,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # the relay opens with the secret, then the agent's request follows as it crosses the
+    # executor's channel; another local user flooding the port in between must not get that
+    # connection closed as "the longest idle" (only connections without the secret may be)
+    broker = _broker(upstream[0], tmp_path)
+    body = json.dumps(_BODY).encode()
+    flood: list[socket.socket] = []
+    try:
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+            s.sendall(broker.preamble)
+            time.sleep(0.3)  # admitted
+            for _ in range(100):
+                flood.append(socket.create_connection(("127.0.0.1", broker.port), timeout=30))
+            time.sleep(0.3)
+            s.sendall(
+                b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: p\r\n"
+                b"content-length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            assert s.recv(64).startswith(b"HTTP/1.1 200")
+    finally:
+        for f in flood:
+            f.close()
+        broker.stop()
