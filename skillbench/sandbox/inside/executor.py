@@ -327,7 +327,12 @@ def _hand_over(req):
     import handover  # beside this file in every sandbox
 
     user = pwd.getpwnam(req["user"])
-    return {"notes": handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)}
+    notes = handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)
+    # the case's volumes the agent's sandbox had: what it left there crosses over as /work does
+    for place in req.get("also", ()):
+        if os.path.isdir(place) and not os.path.islink(place):
+            notes += handover.hand_over(place, user.pw_uid, user.pw_gid)
+    return {"notes": notes}
 
 
 def _observer():
