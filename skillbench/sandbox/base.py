@@ -238,9 +238,12 @@ class Pod(Protocol):
     loopback, so only that arm's sandboxes reach them, and they reach nothing else."""
 
     name: str
-    # the case's volumes (name -> the provider's volume), fresh for this arm: its services
-    # mount them from the start, its sandboxes as stage.py says
-    volumes: Mapping[str, str]
+
+    @property
+    def volumes(self) -> Mapping[str, str]:
+        """The case's volumes (name -> the provider's volume), fresh for this arm: its
+        services mount them from the start, its sandboxes as stage.py says."""
+        ...
 
     async def close(self) -> None:
         """Remove the services, their volumes and the pod; safe to call twice."""
