@@ -75,7 +75,7 @@ class _Where:
     def __call__(self, *at: str | int) -> str:
         keys: KeyPath = ("services", *at)
         shown = ".".join(str(k) for k in keys)
-        return f"{self.head}:{self.doc.line(keys)}: {shown}"
+        return f"{self.head}:{self.doc.key_line(keys)}: {shown}"
 
 
 def compose_services(path: Path, where: str, out: Imported, case: str) -> Compose:
