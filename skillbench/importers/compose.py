@@ -121,7 +121,12 @@ def compose_services(path: Path, where: str, out: Imported, case: str) -> Compos
             build = _build(body["build"], path.parent, name, at, out, case)
             if build is None:
                 continue  # (why is listed)
-            fields.pop("image", None)  # compose builds it: the image is the build's
+            if "image" in body:  # compose builds it: the image is the build's
+                out.unmapped.append(
+                    f"{at(name, 'image')} — compose builds it (Harbor runs `docker compose "
+                    "build`) and the built image is the one used; the name is not"
+                )
+            fields.pop("image", None)
             fields["build"] = build
         mounts = volumes.of(name, body.get("volumes"))
         if mounts:
