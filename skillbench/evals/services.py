@@ -40,7 +40,7 @@ from skillbench.evals.fields import Report, type_name
 from skillbench.evals.problems import SpecError
 from skillbench.evals.yamlsrc import KeyPath, read_text
 
-SERVICE_FIELDS = ("image", "build", "command", "environment", "healthcheck", "volumes")
+SERVICE_FIELDS = ("image", "build", "command", "environment", "healthcheck", "volumes", "files")
 HEALTH_FIELDS = ("test", "timeout")
 BUILD_FIELDS = ("context", "dockerfile", "args")
 BUILT = "localhost/skillbench-service"  # a built service's image: BUILT:<digest>
@@ -85,6 +85,9 @@ class Service(msgspec.Struct, frozen=True, kw_only=True):
     health_timeout: float = 60.0  # seconds it may take to become healthy
     build: ServiceBuild | None = None  # built before the run as `image` (BUILT:<digest>)
     volumes: dict[str, str] = {}  # the case's volume name -> where this service mounts it
+    # folders of the skill copied into the service before it starts (its path -> the
+    # folder's absolute path): skill-optimizer's mcp/ at /mcp
+    files: dict[str, str] = {}
 
 
 class ServiceBuild(msgspec.Struct, frozen=True, kw_only=True):
@@ -191,6 +194,8 @@ def _service(
             fields["image"] = built_image(build)
     if "volumes" in body:
         fields["volumes"] = parse_mounts(rep, (*at, "volumes"), body["volumes"])
+    if "files" in body:
+        fields["files"] = _files(rep, (*at, "files"), body["files"], where[0], where[1])
     if "image" in body and rep.expect((*at, "image"), body["image"], str, "image"):
         if body["image"].strip():
             fields["image"] = body["image"].strip()
@@ -283,6 +288,39 @@ def _build(
     return ServiceBuild(
         context=str(context), dockerfile=str(dockerfile), args=args, network=network
     )
+
+
+def _files(
+    rep: Report, at: KeyPath, value: Any, case_file: Path, skill_dir: Path
+) -> dict[str, str]:
+    """`{/path: folder}`: folders of the skill (relative to the case file) copied into the
+    service at `path` before it starts."""
+    out: dict[str, str] = {}
+    if not rep.expect(at, value, dict, "files"):
+        return out
+    for path, folder in value.items():
+        if (
+            not isinstance(path, str)
+            or not path.startswith("/")
+            or posixpath.normpath(path) != path
+            or path == "/"
+        ):
+            rep.error(
+                (*at, path),
+                f"`files` path {path!r} must be an absolute folder such as /mcp",
+                key=True,
+            )
+        elif rep.expect((*at, path), folder, str, f"files.{path}"):
+            found = (case_file.parent / folder).resolve()
+            if not found.is_dir() or not found.is_relative_to(skill_dir.resolve()):
+                rep.error(
+                    (*at, path),
+                    f"`files` folder {folder!r} is not a folder of the skill (looked for "
+                    f"{found}); it is relative to the case file",
+                )
+            else:
+                out[path] = str(found)
+    return out
 
 
 def parse_mounts(rep: Report, at: KeyPath, value: Any) -> dict[str, str]:

@@ -199,10 +199,12 @@ def _start_service(
         try:
             provider.service.ensure_image(image)
             ctr = provider.client().containers.create(image, **kwargs)
-            if provider.channel == "api" and not ctr.put_archive(
-                "/", copy_in([hosts], listed=False)
-            ):
-                raise SandboxError(f"could not copy {HOSTS} in")
+            # the case's folders it runs from (skill-optimizer's mcp/), copied, never mounted
+            copied = [Mount(src, dest, read_only=True) for dest, src in service.files.items()]
+            if provider.channel == "api":
+                copied.append(hosts)
+            if copied and not ctr.put_archive("/", copy_in(copied, listed=False)):
+                raise SandboxError(f"could not copy {', '.join(m.target for m in copied)} in")
             ctr.start()
         except Exception as exc:
             raise SandboxError(
