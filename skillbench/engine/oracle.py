@@ -31,6 +31,7 @@ from skillbench.engine.plan import (
     setup_case,
     validated,
 )
+from skillbench.evals.asrun import difference_lines, differences
 from skillbench.evals.model import Session, Suite, timeout_note
 from skillbench.evals.netreport import network_lines, networks, phase_hosts
 from skillbench.results.checks import CheckResult
@@ -93,6 +94,8 @@ async def oracle_run(
         if session.timeout_minutes > cap:  # cut at the run's cap, said
             log(f"note: {session.path}: {timeout_note(session.timeout_minutes, cap)}")
             sessions[name] = msgspec.structs.replace(session, timeout_minutes=cap)
+    for line in difference_lines(differences(sessions, cap, oracle=True)):
+        log(line)
     gate = asyncio.Semaphore(opts.settings.parallel)
     # where the egress proxy records the connections of a case that lists hosts
     network_dir = Path(opts.out or Path(".skillbench") / "oracle") / "network"
