@@ -131,6 +131,7 @@ def case_spec(base: SandboxSpec, session: Session, image: str | None) -> Sandbox
         image=image or base.image,
         workdir=session.workdir or base.workdir,
         services=session.services,
+        volumes=session.volumes,
         as_root=session.as_root,
         cpus=base.cpus if session.cpus is None else capped_cpus(session.cpus),
         memory=session.memory or base.memory,
@@ -148,6 +149,13 @@ def build_case_images(
     images: dict[str, str] = {}
     unavailable: dict[str, str] = {}
     for name, spec in sessions.items():
+        try:  # its services' own images (compose's `build:`), as Harbor builds them first
+            for service in spec.services:
+                if service.build is not None and service.image is not None:
+                    store.service_image(service.build, service.image, log)
+        except CaseImageError as exc:
+            unavailable[name] = f"{spec.path}: service {service.name!r}: {exc}"
+            continue
         if spec.image is None and spec.containerfile is None:
             variant = store.variant_for(base, spec.requires)  # e.g. `requires: [node]`
             if variant is not None:

@@ -25,7 +25,7 @@ from skillbench.evals.model import (
 from skillbench.evals.network import lint_service_hosts, parse_network
 from skillbench.evals.problems import Problem, SpecError
 from skillbench.evals.resources import parse_resources
-from skillbench.evals.services import parse_services
+from skillbench.evals.services import parse_services, parse_volumes
 from skillbench.evals.yamlsrc import KeyPath, load_yaml_file, read_text
 
 SESSION_FIELDS = (
@@ -48,6 +48,7 @@ SESSION_FIELDS = (
     "workdir",
     "network",
     "services",
+    "volumes",
     "mcp_servers",
     "harbor",
     "skill_in_workspace",
@@ -144,10 +145,15 @@ def _session_fields(
         if network is not None:
             out["network"] = network
     if "services" in data:
-        out["services"] = parse_services(rep, data["services"])
+        build_network = out.get(NETWORK_FIELD, False)
+        out["services"] = parse_services(
+            rep, data["services"], case_file, skill_dir, build_network is True
+        )
         if "network" in data:
             names = {s.name.lower() for s in out["services"]}
             lint_service_hosts(rep, data["network"], names)
+    if "volumes" in data:
+        out["volumes"] = parse_volumes(rep, data["volumes"], out.get("workdir"))
     if "mcp_servers" in data:
         names = {s.name.lower() for s in out.get("services", ())}
         agent = out["network"].agent if "network" in out else ()
@@ -196,8 +202,14 @@ def _image(rep: Report, data: dict[str, Any], case_file: Path, skill_dir: Path) 
     out: dict[str, Any] = {}
     network = data.get(NETWORK_FIELD, False)
     if NETWORK_FIELD in data and rep.expect((NETWORK_FIELD,), network, bool, NETWORK_FIELD):
-        if "containerfile" not in data:
-            rep.warn((NETWORK_FIELD,), f"`{NETWORK_FIELD}` without a `containerfile` does nothing")
+        builds = isinstance(data.get("services"), dict) and any(
+            isinstance(b, dict) and "build" in b for b in data["services"].values()
+        )
+        if "containerfile" not in data and not builds:
+            rep.warn(
+                (NETWORK_FIELD,),
+                f"`{NETWORK_FIELD}` without a `containerfile` or a service's `build` does nothing",
+            )
         out[NETWORK_FIELD] = network
     if "image" in data and "containerfile" in data:
         rep.error(("containerfile",), "give `image` or `containerfile`, not both")

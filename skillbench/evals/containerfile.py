@@ -13,7 +13,9 @@ the case's `build_network: true`.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
+import os
 import posixpath
 import re
 from collections.abc import Iterator
@@ -77,6 +79,19 @@ def _flags(rest: str) -> tuple[list[str], str]:
                 token.append(char)
             i += 1
         flags.append("".join(token))
+
+
+def tree_digest(folder: Path) -> str:
+    """A digest of every file under `folder` (a build context): an edit is another image."""
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        # a link is its text (never followed: it may point anywhere on the host)
+        data = os.readlink(path).encode() if path.is_symlink() else None
+        if data is None and not path.is_file():
+            continue
+        data = path.read_bytes() if data is None else b"link " + data
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + data + b"\0")
+    return h.hexdigest()
 
 
 def _escapes(value: str) -> bool:
@@ -201,12 +216,13 @@ def _refusal(
     return None
 
 
-def lint(path: Path, text: str, *, network: bool) -> list[Problem]:
-    """Every instruction of a case's Containerfile that could leave its build context."""
+def lint(path: Path, text: str, *, network: bool, context: Path | None = None) -> list[Problem]:
+    """Every instruction of a case's Containerfile that could leave its build context (the
+    Containerfile's folder unless given: a compose `build:` may name another)."""
     problems = []
     caches: dict[str, int] = {}  # a cache mount's folder -> the line that first uses it
     for line, instruction in instructions(text):
-        why = _refusal(instruction, path.parent, network, caches, line)
+        why = _refusal(instruction, context or path.parent, network, caches, line)
         if why:
             problems.append(Problem(str(path), line, "error", why))
     return problems

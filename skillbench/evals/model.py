@@ -9,7 +9,7 @@ import msgspec
 from skillbench.evals.mcp import McpServer
 from skillbench.evals.network import Network
 from skillbench.evals.problems import Problem
-from skillbench.evals.services import Service
+from skillbench.evals.services import Service, Volume
 
 Bucket = Literal["explicit", "implicit", "contextual", "negative", "adversarial"]
 BUCKETS: tuple[str, ...] = ("explicit", "implicit", "contextual", "negative", "adversarial")
@@ -86,6 +86,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     workdir: str | None = None  # where its workspace is (default /work), e.g. an image's /app
     network: Network = Network()  # what each phase may reach through the egress proxy
     services: tuple[Service, ...] = ()  # containers beside each arm's sandbox, in start order
+    volumes: tuple[Volume, ...] = ()  # shared by the services, the checker (and the agent)
     mcp_servers: tuple[McpServer, ...] = ()  # offered to an agent CLI (evals/mcp.py)
     # a Harbor task's folder under evals/: its tests/ and solution/ are shown read-only at
     # /tests and /solution in the checker (and /solution to the oracle), as Harbor does

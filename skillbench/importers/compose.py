@@ -2,22 +2,30 @@
 `main` is the arm's sandbox itself; every other service runs in the arm's pod, started in
 `depends_on` order, healthy (its healthcheck) before the next one and the agent. Harbor's
 variables are understood: `${MAIN_IMAGE_NAME}` is the case's own image, `${CONTEXT_DIR}` the
-task's environment/ folder. What cannot be mapped is listed with the reason.
+task's environment/ folder. A service's `build:` is the service's `build` (compose's
+meaning: its context relative to the compose file, as Harbor runs compose with the
+environment/ folder as the project directory; `dockerfile` relative to the context;
+`args`), built before the run with the network, as Harbor's `docker compose build` does.
+Its volumes (a bind mount of a task folder, a named volume) become the case's volumes:
+fresh per arm, shared by the services that mount them and the checker, and the agent's
+sandbox when `main` mounts them; never a host folder. What cannot be mapped is listed
+with the file's line and the reason.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
 
-import yaml
+import msgspec
 
-from skillbench.evals.services import MAX_HEALTH_TIMEOUT, SERVICE_FIELDS
-from skillbench.evals.yamlsrc import CappedLoader
+from skillbench.evals.problems import SpecError
+from skillbench.evals.services import MAX_HEALTH_TIMEOUT, SERVICE_FIELDS, mount_problem
+from skillbench.evals.yamlsrc import Doc, KeyPath, load_yaml_file
 from skillbench.importers.base import Imported, ImportError_
-from skillbench.util.inputs import read_capped
 
 MAIN = "main"
 _MAIN_IMAGE = "\0main-image\0"  # what ${MAIN_IMAGE_NAME} stands for until it is resolved
@@ -25,15 +33,14 @@ _VAR = re.compile(r"\$\{(\w+)(?:(:?-)([^}]*))?\}|\$(\w+)")
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(us|ms|s|m|h)")
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_MAIN_MAPPED = {"build", "image", "depends_on"}  # the case's own image, and the start order
+_MAIN_MAPPED = {"build", "image", "depends_on", "volumes"}  # image, start order, volumes
 _MAIN_WHY = {
     "command": "the sandbox runs skillbench's executor; the agent's commands run in it",
     "environment": "the agent's sandbox gets the environment skillbench gives every arm",
-    "volumes": "host folders are never mounted into the agent's sandbox",
     "ports": "nothing is published to the host",
 }
+_BUILD_MAPPED = ("context", "dockerfile", "args")
 _WHY = {
-    "build": "services are not built: give the service an `image` that is on this machine",
     "entrypoint": "the image's own entrypoint is used; fold it into `command`",
     "ports": "not published to the host: in the arm's pod it is reachable at "
     "localhost:<port> and <service>:<port>",
@@ -41,45 +48,228 @@ _WHY = {
     "network_mode": "every service shares the arm's own pod network (loopback only)",
 }
 _QUIET = {"depends_on", "expose", "container_name", "hostname", "restart"}
+_LOGS = "\0harbor-logs\0"  # what Harbor's HOST_*_PATH variables stand for: its own folders
+# Harbor's log folders inside the task's container (EnvironmentPaths), which its base
+# compose file mounts from the trial folder; the checker makes /logs/verifier itself
+_HARBOR_LOGS = {
+    "ENV_VERIFIER_LOGS_PATH": "/logs/verifier",
+    "ENV_AGENT_LOGS_PATH": "/logs/agent",
+    "ENV_ARTIFACTS_PATH": "/logs/artifacts",
+}
 
 
-def compose_services(path: Path, where: str, out: Imported) -> dict[str, Any]:
-    """The `services:` of the case (name -> fields), in start order; unmapped parts listed."""
+class Compose(msgspec.Struct):
+    """What a compose file becomes: the case's services (name -> fields, in start order)
+    and its volumes (name -> a path, or {path, agent: false})."""
+
+    services: dict[str, Any] = {}
+    volumes: dict[str, Any] = {}
+
+
+class _Where:
+    """Names a part of the compose file as `<task>: <file>:<line>: <key path>`."""
+
+    def __init__(self, doc: Doc, where: str, path: Path):
+        self.doc, self.head = doc, f"{where}: {path.name}"
+
+    def __call__(self, *at: str | int) -> str:
+        keys: KeyPath = ("services", *at)
+        shown = ".".join(str(k) for k in keys)
+        return f"{self.head}:{self.doc.key_line(keys)}: {shown}"
+
+
+def compose_services(path: Path, where: str, out: Imported, case: str) -> Compose:
+    """The case's services and volumes from a compose file beside `case`'s environment/
+    folder (copied to `cases/<case>/environment/`); unmapped parts listed with their line."""
     try:
-        doc = yaml.load(read_capped(path, 1 << 20).decode("utf-8"), Loader=CappedLoader)
-    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+        doc = load_yaml_file(path)
+    except SpecError as exc:
         raise ImportError_(f"{path}: cannot read it as YAML: {exc}") from None
-    services = doc.get("services") if isinstance(doc, dict) else None
+    services = doc.value.get("services") if isinstance(doc.value, dict) else None
     if not isinstance(services, dict):
         raise ImportError_(f"{path}: no `services:` mapping (a compose file names its services)")
     # Harbor's own compose variables; TEST_DIR is where Harbor (and the checker) puts tests/
     variables = {
         "MAIN_IMAGE_NAME": _MAIN_IMAGE,
-        "CONTEXT_DIR": str(path.parent),
+        "CONTEXT_DIR": ".",  # the project directory: relative paths resolve from it too
         "TEST_DIR": "/tests",
+        **_HARBOR_LOGS,
+        **{k.replace("ENV_", "HOST_"): _LOGS for k in _HARBOR_LOGS},
     }
-    here = f"{where}: {path.name}"
-    resolved = _resolve(services, variables, here, out)
-    for key in resolved.get(MAIN, {}) or {}:
+    at = _Where(doc, where, path)
+    resolved = _resolve(services, variables, f"{where}: {path.name}", out)
+    main = resolved.get(MAIN) if isinstance(resolved.get(MAIN), dict) else {}
+    for key in main:
         if key not in _MAIN_MAPPED:
             why = _MAIN_WHY.get(key, "not supported for the agent's own sandbox")
-            out.unmapped.append(f"{here}: services.main.{key} — {why}")
-    mapped: dict[str, Any] = {}
-    for name in _start_order(resolved, here, out):
+            out.unmapped.append(f"{at(MAIN, key)} — {why}")
+    volumes = _Volumes(path.parent, at, out)
+    agent_mounts = volumes.of(MAIN, main.get("volumes"))
+    found = Compose()
+    for name in _start_order(resolved, f"{where}: {path.name}", out):
         body = resolved[name]
-        at = f"{here}: services.{name}"
         if not _NAME.match(name):
-            out.unmapped.append(f"{at} — dropped: the name is not a host name (letters, digits, -)")
+            out.unmapped.append(
+                f"{at(name)} — dropped: the name is not a host name (letters, digits, -)"
+            )
             continue
         if not isinstance(body, dict):
-            out.unmapped.append(f"{at} — dropped: not a mapping")
+            out.unmapped.append(f"{at(name)} — dropped: not a mapping")
             continue
-        if "build" in body and "image" not in body:
-            out.unmapped.append(f"{at}.build — dropped: {_WHY['build']}")
-            continue
-        fields = _fields(body, at, out)
-        mapped[name] = {k: v for k, v in fields.items() if k in SERVICE_FIELDS}
-    return mapped
+        fields = _fields(body, name, at, out)
+        if "build" in body:
+            build = _build(body["build"], path.parent, name, at, out, case)
+            if build is None:
+                continue  # (why is listed)
+            if "image" in body:  # compose builds it: the image is the build's
+                out.unmapped.append(
+                    f"{at(name, 'image')} — compose builds it (Harbor runs `docker compose "
+                    "build`) and the built image is the one used; the name is not"
+                )
+            fields.pop("image", None)
+            fields["build"] = build
+        mounts = volumes.of(name, body.get("volumes"))
+        if mounts:
+            fields["volumes"] = mounts
+        found.services[name] = {k: v for k, v in fields.items() if k in SERVICE_FIELDS}
+    for volume, target in agent_mounts.items():
+        found.volumes[volume] = target
+    for volume, target in volumes.first.items():  # the services' only: the checker's too
+        if volume not in found.volumes:
+            found.volumes[volume] = {"path": target, "agent": False}
+    return found
+
+
+def _build(
+    value: Any, project: Path, name: str, at: _Where, out: Imported, case: str
+) -> dict[str, Any] | None:
+    """Compose's `build:` (a context, or {context, dockerfile, args}) as the service's
+    `build`, its paths under the copy of environment/ beside the case; None, said, when
+    it cannot be built from the task's own files."""
+    body = {"context": value} if isinstance(value, str) else value
+    if not isinstance(body, dict):
+        out.unmapped.append(f"{at(name, 'build')} — dropped: not a folder or a mapping")
+        return None
+    context = posixpath.normpath(str(body.get("context", ".")))  # compose's default: `.`
+    dockerfile = posixpath.normpath(
+        posixpath.join(context, str(body.get("dockerfile", "Dockerfile")))
+    )
+    for shown, rel in (("context", context), ("dockerfile", dockerfile)):
+        if rel.startswith(("/", "../")) or rel == ".." or "://" in str(body.get(shown, "")):
+            out.unmapped.append(
+                f"{at(name, 'build', shown)} {body.get(shown)!r} — dropped: it leads out of the "
+                "task's environment/ folder (an import copies only the task's own files)"
+            )
+            return None
+    if not (project / dockerfile).is_file():
+        out.unmapped.append(
+            f"{at(name, 'build')} — dropped: {dockerfile} is not a file of the task's "
+            "environment/ folder"
+        )
+        return None
+    build: dict[str, Any] = {"context": posixpath.join(case, "environment", context)}
+    if "dockerfile" in body:
+        build["dockerfile"] = posixpath.relpath(dockerfile, context)
+    args = _args(body.get("args"), name, at, out)
+    if args:
+        build["args"] = args
+    for key in body:
+        if key not in _BUILD_MAPPED:
+            out.unmapped.append(
+                f"{at(name, 'build', key)} — not supported (a build here takes context, "
+                "dockerfile and args); left out"
+            )
+    out.mapped.append(
+        f"{at(name, 'build')} — built before the run from environment/{context} with the "
+        "network, as Harbor builds it (`docker compose build`), and started in the arm's pod"
+    )
+    return build
+
+
+def _args(value: Any, name: str, at: _Where, out: Imported) -> dict[str, str]:
+    """Build args, a mapping or `KEY=value` items; one without a value would come from the
+    environment compose runs in (the host's), which never enters a build here: listed."""
+    items: list[tuple[Any, Any]] = list(value.items()) if isinstance(value, dict) else []
+    for entry in value if isinstance(value, list) else ():
+        key, eq, val = str(entry).partition("=")
+        items.append((key, val if eq else None))
+    args: dict[str, str] = {}
+    for key, val in items:
+        if val is None:
+            out.unmapped.append(
+                f"{at(name, 'build', 'args')} {key} — no value: compose takes it from the "
+                "host's environment, which never enters a build here; left out"
+            )
+        else:
+            args[str(key)] = str(val)
+    return args
+
+
+class _Volumes:
+    """Compose's volumes as the case's: a bind mount of a task folder and a named volume
+    are each one volume of the arm, shared by every container that mounts it."""
+
+    def __init__(self, project: Path, at: _Where, out: Imported):
+        self.project, self.at, self.out = project, at, out
+        self.first: dict[str, str] = {}  # volume -> where the first service mounts it
+
+    def of(self, service: str, value: Any) -> dict[str, str]:
+        mounts: dict[str, str] = {}
+        for i, item in enumerate(value if isinstance(value, list) else ()):
+            found = self._one(service, i, item)
+            if found is not None:
+                mounts[found[0]] = found[1]
+                if service != MAIN:
+                    self.first.setdefault(*found)
+        return mounts
+
+    def _one(self, service: str, i: int, item: Any) -> tuple[str, str] | None:
+        where = f"{self.at(service, 'volumes', i)} {item}"
+        if isinstance(item, dict):
+            kind, source = item.get("type", "volume"), str(item.get("source", ""))
+            target = str(item.get("target", ""))
+        else:
+            parts = str(item).split(":")
+            source, target = (parts[0], parts[1]) if len(parts) > 1 else ("", parts[0])
+            kind = "bind" if source.startswith((".", "/", "~", _LOGS)) else "volume"
+        if source == _LOGS or target in _HARBOR_LOGS.values():
+            if service != MAIN:
+                self.out.unmapped.append(f"{where} — Harbor's log folder: only main has it")
+            return None  # the checker makes /logs/verifier and /logs/agent itself
+        if kind == "tmpfs" or not source:
+            self.out.unmapped.append(
+                f"{where} — an anonymous volume: the service keeps it in its own container"
+            )
+            return None
+        if kind not in ("bind", "volume"):
+            self.out.unmapped.append(f"{where} — a {kind} mount is not supported; left out")
+            return None
+        problem = mount_problem(target)
+        if problem:
+            self.out.unmapped.append(f"{where} — left out: {problem}")
+            return None
+        name = re.sub(r"[^A-Za-z0-9-]+", "-", source.strip("./~")).strip("-").lower() or "root"
+        name = name[:63].strip("-")
+        if kind == "bind":
+            folder = self.project / source
+            seeded = folder.is_dir() and any(folder.iterdir())
+            self.out.mapped.append(
+                f"{where} — the arm's volume {name!r}: fresh for each arm, shared by every "
+                "container that mounts it and the checker, never the host folder"
+                + (
+                    f" (it starts empty: the task's files in {source} are not copied in)"
+                    if seeded
+                    else ""
+                )
+            )
+        else:
+            self.out.mapped.append(
+                f"{where} — the arm's volume {name!r}: fresh for each arm, shared by every "
+                "container that mounts it and the checker"
+            )
+        if (isinstance(item, dict) and item.get("read_only")) or str(item).endswith(":ro"):
+            self.out.unmapped.append(f"{where} — read-only in compose; writable here")
+        return name, target
 
 
 _HARBOR_VARIABLES = {
@@ -134,7 +324,7 @@ def _start_order(services: dict[str, Any], here: str, out: Imported) -> list[str
     return order
 
 
-def _fields(body: dict[str, Any], at: str, out: Imported) -> dict[str, Any]:
+def _fields(body: dict[str, Any], name: str, at: _Where, out: Imported) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     image = body.get("image")
     if isinstance(image, str) and image != _MAIN_IMAGE:
@@ -152,24 +342,12 @@ def _fields(body: dict[str, Any], at: str, out: Imported) -> dict[str, Any]:
         if test not in (None, ["NONE"], "NONE"):
             fields["healthcheck"] = {"test": test, "timeout": _health_timeout(health)}
     for key in body:
-        if key in ("image", "command", "environment", "healthcheck") or key in _QUIET:
+        if key in ("image", "command", "environment", "healthcheck", "build", "volumes"):
             continue
-        if key == "volumes":
-            for volume in body[key] or ():
-                out.unmapped.append(f"{at}.volumes {volume} — {_volume_why(volume)}")
+        if key in _QUIET:
             continue
-        if key == "build":  # beside an image: the image is used as it is
-            out.unmapped.append(f"{at}.build — not built; its `image` is used as it is")
-            continue
-        out.unmapped.append(f"{at}.{key} — {_WHY.get(key, 'not supported; left out')}")
+        out.unmapped.append(f"{at(name, key)} — {_WHY.get(key, 'not supported; left out')}")
     return fields
-
-
-def _volume_why(volume: Any) -> str:
-    source = str(volume.get("source", "") if isinstance(volume, dict) else volume).split(":")[0]
-    if source.startswith((".", "/", "~")):
-        return "a host path is never mounted into a service; bake it into the image"
-    return "a named volume: the service keeps its files in its own container, fresh per arm"
 
 
 def _health_timeout(health: dict[str, Any]) -> float:

@@ -281,14 +281,26 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         )
     services: dict[str, Any] = {}
     for compose in (folder / "environment" / n for n in _COMPOSE):
-        if compose.is_file():  # its sidecars run in the arm's pod; `main` is the sandbox
-            services = compose_services(compose, where, out)
+        if is_file(compose):  # its sidecars run in the arm's pod; `main` is the sandbox
+            found = compose_services(compose, where, out, name)
+            services = found.services
             if services:
                 extra["services"] = services_field(services)
                 out.mapped.append(
                     f"{where}: environment/{compose.name} — {', '.join(services)}: services "
                     "in the arm's own pod, reached by name (`main` is the sandbox)"
                 )
+            if found.volumes:
+                extra["volumes"] = json.dumps(found.volumes)
+            if any("build" in body for body in services.values()):
+                # Harbor builds them (`docker compose build`) with the network, from the
+                # task's environment/ folder: copied beside the case when no Dockerfile of
+                # the task's own has copied it already
+                extra["build_network"] = "true"
+                if "containerfile" not in extra:
+                    out.files += support(
+                        folder / "environment", f"cases/{name}/environment", source
+                    )
             break
     if get("environment", "mcp_servers") is not None:
         mcp = harbor_mcp(get("environment", "mcp_servers"), set(services), where, out)

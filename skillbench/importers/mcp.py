@@ -6,6 +6,7 @@ command the agent CLI starts in its sandbox. Every other one is listed with the 
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,15 +45,9 @@ def harbor_mcp(entries: Any, services: set[str], where: str, out: Imported) -> d
 
 
 def optimizer_mcp(servers: Any, services: Any, where: str, out: Imported) -> dict[str, Any]:
-    """skill-optimizer's `mcpServers` (baseUrl and headers, or command and args) mapped;
-    its `mcpServices` (hidden servers run from the case's mcp/ folder) listed, not mapped."""
-    hidden = sorted(services) if isinstance(services, dict) else []
-    for name in hidden:
-        out.unmapped.append(
-            f"{where}: mcpServices.{name} — not started: it runs from the case's mcp/ folder, "
-            "and a service here runs an image's own files (no host folder is mounted); build "
-            "an image holding the server and give the case a `services:` entry for it"
-        )
+    """skill-optimizer's `mcpServers` (baseUrl and headers, or command and args) mapped; a
+    server at one of its `mcpServices` (optimizer_services) is reached in the arm's pod."""
+    hidden = sorted(str(n) for n in services) if isinstance(services, dict) else []
     mapped: dict[str, Any] = {}
     if not isinstance(servers, dict):
         return mapped
@@ -69,13 +64,7 @@ def optimizer_mcp(servers: Any, services: Any, where: str, out: Imported) -> dic
             continue
         server = None
         if isinstance(body.get("baseUrl"), str):
-            host = (urlsplit(body["baseUrl"]).hostname or "").lower()
-            if host in hidden:
-                out.unmapped.append(
-                    f"{at} — dropped: its server is mcpServices.{host}, not started"
-                )
-                continue
-            server = _url_server(body["baseUrl"], set(), at, out)
+            server = _url_server(body["baseUrl"], set(hidden), at, out)
         elif isinstance(body.get("command"), str):
             server = _command_server(body["command"], body.get("args"), body.get("env"))
         else:
@@ -83,6 +72,47 @@ def optimizer_mcp(servers: Any, services: Any, where: str, out: Imported) -> dic
         if server is not None:
             mapped[str(name)] = server
             out.mapped.append(f"{at} — an MCP server for the agent CLI: {json.dumps(server)}")
+    return mapped
+
+
+def optimizer_services(
+    services: Any, servers: Any, case: str, has_mcp: bool, where: str, out: Imported
+) -> dict[str, Any]:
+    """skill-optimizer's `mcpServices` as the case's services, run as its workbench runs them
+    (src/workbench/docker-runner.ts): in the agent's own image, from the case's mcp/ folder
+    at /mcp (copied in here, never mounted), `/bin/sh -lc "<command> <args>"`, reached by its
+    name; ready once the port of its `mcpServers` URL answers (the workbench waits for
+    `mcporter list`)."""
+    mapped: dict[str, Any] = {}
+    for name, body in (services or {}).items() if isinstance(services, dict) else ():
+        at = f"{where}: mcpServices.{name}"
+        url = (servers or {}).get(name, {}).get("baseUrl") if isinstance(servers, dict) else None
+        command = body.get("command") if isinstance(body, dict) else None
+        if not isinstance(command, str) or not isinstance(url, str):
+            out.unmapped.append(
+                f"{at} — dropped: it needs `command` and an `mcpServers.{name}` with `baseUrl` "
+                "(skill-optimizer refuses it without them)"
+            )
+            continue
+        if not has_mcp:
+            out.unmapped.append(f"{at} — dropped: the case has no mcp/ folder to run it from")
+            continue
+        args = body.get("args") if isinstance(body.get("args"), list) else []
+        port = urlsplit(url).port or (443 if url.startswith("https") else 80)
+        probe = f"import socket; socket.create_connection(('localhost', {port}), timeout=2)"
+        mapped[str(name)] = {
+            "command": [
+                "/bin/sh",
+                "-lc",
+                "cd /mcp && exec " + shlex.join([command, *map(str, args)]),
+            ],
+            "files": {"/mcp": f"{case}/mcp"},
+            "healthcheck": {"test": ["python3", "-c", probe], "timeout": 30},
+        }
+        out.mapped.append(
+            f"{at} — a service in the arm's pod, run from the case's mcp/ (copied to /mcp) in "
+            f"the agent's image, as skill-optimizer runs it; ready once port {port} answers"
+        )
     return mapped
 
 

@@ -28,7 +28,8 @@ from skillbench.importers.base import (
     timeout_minutes,
     yaml_str,
 )
-from skillbench.importers.mcp import optimizer_mcp
+from skillbench.importers.mcp import optimizer_mcp, optimizer_services
+from skillbench.sandbox.inside import mcpcall
 
 _SUITE_DROPPED = {
     "models": "the model is skillbench's --model",
@@ -120,6 +121,14 @@ def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
     return out
 
 
+# skill-optimizer's system prompt lines for the `mcp` command (workbench/pi-agent.ts), with
+# where it is here: the agent's PATH is its image's
+_MCP_PROMPT = (
+    "\n\nAdditional command:\n"
+    "- `bin/mcp` (in the workspace, /work/bin/mcp) is available for configured MCP servers.\n"
+    "- Run `bin/mcp list <server> --schema` to inspect available tools when needed.\n"
+    "- Run `bin/mcp call <server.tool> key=value` to call a tool from bash.\n"
+)
 _NODE = re.compile(r"(?:^|[\s;&|(])(node|npx|npm)(?=\s|$)")
 
 
@@ -191,13 +200,44 @@ def _optimizer_case(
         if key in case:
             out.unmapped.append(f"{where}: `{key}` — dropped: {why}")
     _said(case, _CASE_SAID, where, out)
+    task = str(case["task"])
     if "mcpServers" in case or "mcpServices" in case:
-        mcp = optimizer_mcp(case.get("mcpServers"), case.get("mcpServices"), where, out)
+        servers, hidden = case.get("mcpServers"), case.get("mcpServices")
+        has_mcp = is_dir(root / "mcp")
+        services = optimizer_services(hidden, servers, name, has_mcp, where, out)
+        if services:
+            extra["services"] = json.dumps(services)
+            out.files += support(root / "mcp", f"cases/{name}/mcp", source)
+            used = {m for s in services.values() for m in _NODE.findall(s["command"][-1])}
+            if used and "requires" not in extra:
+                extra["requires"] = f"[{', '.join(['node', *sorted(used - {'node'})])}]"
+        mcp = optimizer_mcp(servers, services, where, out)
         if mcp:
             extra["mcp_servers"] = json.dumps(mcp)
-    out.files.append(
-        NewFile(f"cases/{name}.yaml", case_yaml(source, str(case["task"]), checks, extra, []))
-    )
+        if isinstance(servers, dict) and servers:
+            # the workbench's `mcp` command and its config in /work (workbench/mcp/config.ts)
+            config = {"imports": [], "mcpServers": servers}
+            seed_files = [
+                NewFile(
+                    f"cases/{name}/fixture/mcporter.json",
+                    (json.dumps(config, indent=2) + "\n").encode(),
+                ),
+                NewFile(
+                    f"cases/{name}/fixture/bin/mcp",
+                    Path(mcpcall.__file__).read_bytes(),
+                    executable=True,
+                ),
+            ]
+            out.files += seed_files
+            extra["fixture"] = f"{name}/fixture"
+            task += _MCP_PROMPT
+            out.mapped.append(
+                f"{where}: mcpServers — the workbench's `mcp` command (`mcp call <server.tool> "
+                "key=value`, `mcp list`) at /work/bin/mcp with /work/mcporter.json, and its "
+                "system prompt's lines after the task; skill-optimizer puts /work/bin on the "
+                "agent's PATH, here the task names bin/mcp"
+            )
+    out.files.append(NewFile(f"cases/{name}.yaml", case_yaml(source, task, checks, extra, [])))
     out.cases.append(name)
 
 

@@ -27,7 +27,7 @@ from typing import Protocol
 import msgspec
 
 from skillbench.errors import SkillbenchError
-from skillbench.evals.services import Service
+from skillbench.evals.services import Service, ServiceBuild, Volume
 
 WORKDIR = "/work"
 SKILLS_DIR = "/skills"  # staged skills, read-only, one folder per skill
@@ -118,6 +118,10 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     handover: bool = False
     services: tuple[Service, ...] = ()  # the case's: stage_arm starts them in the arm's pod
     pod: str | None = None  # the pod (SandboxProvider.pod) this sandbox joins: its network
+    volumes: tuple[Volume, ...] = ()  # the case's: made with its pod, shared with its services
+    # the pod's volumes this container mounts (the volume's name in the provider -> where):
+    # set by stage.py, for the agent's sandbox (the volumes compose gave `main`) and checker
+    shared: dict[str, str] = {}
     pids: int = 512
     cpus: float = 1.0
     nofile: int = 4096
@@ -177,10 +181,11 @@ class Sandbox(Protocol):
         into the host folder behind its /skills mount: a bind mount shows it already."""
         ...
 
-    async def hand_over(self, user: str) -> list[str]:
+    async def hand_over(self, user: str, also: Sequence[str] = ()) -> list[str]:
         """Give the workspace to `user` for the check phase (docs/trust.md): every entry theirs
         and unlockable, hard links broken, and every symlink cut that does not lead, now,
-        to something inside the workspace or on the read-only image. Returns a note per
+        to something inside the workspace or on the read-only image; the same for each
+        folder of `also` (the case's volumes the agent's sandbox had). Returns a note per
         entry changed."""
         ...
 
@@ -234,8 +239,14 @@ class Pod(Protocol):
 
     name: str
 
+    @property
+    def volumes(self) -> Mapping[str, str]:
+        """The case's volumes (name -> the provider's volume), fresh for this arm: its
+        services mount them from the start, its sandboxes as stage.py says."""
+        ...
+
     async def close(self) -> None:
-        """Remove the services and the pod; safe to call twice."""
+        """Remove the services, their volumes and the pod; safe to call twice."""
         ...
 
 
@@ -282,6 +293,11 @@ class Images(Protocol):
         CaseImageError when it cannot be found or built."""
         ...
 
+    def service_image(self, build: ServiceBuild, name: str, log: Callable[[str], None]) -> str:
+        """A case service's image (its `build:`), built as `name` on first use, with no
+        sandbox layer; CaseImageError when it cannot be built."""
+        ...
+
     def build(self, name: str, recipe: str, context: Path) -> None:
         """Build the image `name` from the Containerfile `recipe` (FROM an image already
         here: nothing is pulled) over the folder `context`, as an agent adds its CLI;
@@ -310,7 +326,9 @@ class SandboxProvider(Protocol):
     async def create(self, spec: SandboxSpec) -> Sandbox: ...
 
     async def pod(self, spec: SandboxSpec) -> Pod:
-        """A pod running `spec.services` (in order), each healthy before the next starts;
+        """A pod running `spec.services` (in order), each healthy before the next starts,
+        with a fresh volume for each of the case's volumes (`spec.volumes` and those its
+        services name);
         SandboxError naming the service and why when one does not become healthy."""
         ...
 

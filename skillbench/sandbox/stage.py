@@ -72,6 +72,7 @@ class StagedArm(msgspec.Struct):
     handover: list[str] = []  # what the handover to the checker cut or copied
     pod: Pod | None = None
     opening: asyncio.Future[Sandbox] | None = None
+    agent_volumes: tuple[str, ...] = ()  # where the case's volumes the agent had are
 
     async def close(self) -> None:
         """Destroy the sandboxes, the services, the workspace and the host folders. A
@@ -118,20 +119,28 @@ async def stage_arm(
     workspace = pod = None
     try:
         workspace = await provider.workspace(spec.disk)
-        pod = await provider.pod(spec) if spec.services else None
+        pod = await provider.pod(spec) if needs_pod(spec) else None
         sandbox = await provider.create(
             msgspec.structs.replace(
                 spec,
                 mounts=spec.mounts + mounts,
                 workspace=workspace.name,
                 pod=pod.name if pod else None,
+                shared=shared_mounts(spec, pod, agent=True),
             )
         )
     except BaseException:
         await _undo(pod, workspace, host_dir)
         raise
     names = tuple(sorted(skills))
-    arm = StagedArm(sandbox, workspace, names, str(host_dir), pod=pod)
+    arm = StagedArm(
+        sandbox,
+        workspace,
+        names,
+        str(host_dir),
+        pod=pod,
+        agent_volumes=tuple(v.path for v in spec.volumes if v.agent),
+    )
     try:
         if sandbox.workdir != WORKDIR:  # what the image had there came in as root's
             owned = await sandbox.exec(
@@ -160,6 +169,19 @@ async def stage_arm(
         await arm.close()
         raise
     return arm
+
+
+def needs_pod(spec: SandboxSpec) -> bool:
+    """Whether the arm gets a pod: for the case's services, or its volumes."""
+    return bool(spec.services or spec.volumes)
+
+
+def shared_mounts(spec: SandboxSpec, pod: Pod | None, *, agent: bool) -> dict[str, str]:
+    """The pod's volumes a sandbox of the arm mounts: the checker all of the case's, the
+    agent's sandbox those compose gave `main` (`agent`)."""
+    if pod is None:
+        return {}
+    return {pod.volumes[v.name]: v.path for v in spec.volumes if v.agent or not agent}
 
 
 async def _undo(pod: Pod | None, workspace: Workspace | None, host_dir: Path) -> None:
@@ -291,7 +313,7 @@ async def recheck_phase(
     try:
         workspace = await provider.workspace(spec.disk)
         # the case's services, fresh: what the session did to its own is gone with it
-        pod = await provider.pod(spec) if spec.services else None
+        pod = await provider.pod(spec) if needs_pod(spec) else None
         checker = await _open_checker(provider, spec, workspace, host_dir, skill_dir, harbor, pod)
     except BaseException:
         await _undo(pod, workspace, host_dir)
@@ -331,6 +353,7 @@ async def _open_checker(
         handover=True,
         workspace=workspace.name,
         pod=pod.name if pod else None,
+        shared=shared_mounts(spec, pod, agent=False),
         env={**spec.env, **container_env()},
         # a verifier written for root (`as_root`) installs what it needs, as in its source
         writable_root="verifier" in spec.as_root,
@@ -375,7 +398,7 @@ HARBOR_LOGS = ("/logs/verifier", "/logs/agent")
 async def _hand_over(arm: StagedArm) -> None:
     assert arm.checker is not None
     try:
-        arm.handover = await arm.checker.hand_over(CHECKER)
+        arm.handover = await arm.checker.hand_over(CHECKER, arm.agent_volumes)
     except OSError as exc:
         raise SandboxError(f"could not hand the workspace to the checker: {exc}") from None
 

@@ -279,3 +279,91 @@ def test_skill_creator_every_evals_json_field_is_classified(
     # before: a `skill_name` of another skill was read without a word
     other = [s for s in said if "`skill_name` 'other-skill' is not this skill's name" in s]
     assert bool(other) is warned, said
+
+
+# A Harbor task's docker-compose.yaml (the compose spec's service fields its tasks use, as
+# harbor-cookbook's recipes write them; Harbor runs `docker compose build` then `up --wait`
+# with the environment/ folder as the project directory: Harbor's
+# src/harbor/environments/docker/docker.py): every field, and what the import says of it,
+# at the file's line
+COMPOSE: dict[str, str] = {
+    "build.context": "docker-compose.yaml:4: services.api.build — built before the run",
+    "build.dockerfile": '"dockerfile": "Containerfile.api"',
+    "build.args": '"args": {"LEVEL": "2"}',
+    "build.args (no value)": "services.api.build.args TOKEN — no value: compose takes it",
+    "build.target": "services.api.build.target — not supported",
+    "image (beside build)": '"build": {"context": "task/environment/api"',
+    "command": '"command": ["python3", "/srv/api.py"]',
+    "environment": '"MODE": "test"',
+    "healthcheck": '"healthcheck": {"test": ["CMD", "true"], "timeout": 30.0}',
+    "expose": "",  # reached by name on the pod's loopback: nothing to say
+    "ports": "services.api.ports — not published to the host",
+    "depends_on": "",  # the start order
+    "volumes (bind)": "services.api.volumes.0 ./shared:/shared — the arm's volume 'shared'",
+    "volumes (named)": "services.api.volumes.1 data:/data — the arm's volume 'data'",
+    "volumes (anonymous)": "services.api.volumes.2 /cache — an anonymous volume",
+    "networks": "services.api.networks — every service shares the arm's own pod network",
+    "entrypoint": "services.api.entrypoint — the image's own entrypoint is used",
+    "main.volumes (Harbor's logs)": "",  # the checker makes /logs/verifier itself
+    "main.volumes (bind)": 'volumes: {"shared": "/shared", "data": {"path": "/data"',
+    "main.environment": "services.main.environment — the agent's sandbox gets the environment",
+}
+COMPOSE_YAML = """services:
+  api:
+    image: example/api:1
+    build:
+      context: ./api
+      dockerfile: Containerfile.api
+      target: prod
+      args:
+        LEVEL: "2"
+        TOKEN:
+    command: ["python3", "/srv/api.py"]
+    environment:
+      MODE: test
+    healthcheck:
+      test: ["CMD", "true"]
+      interval: 1s
+      retries: 5
+      timeout: 5s
+    expose: ["8000"]
+    ports: ["8000:8000"]
+    volumes:
+      - ./shared:/shared
+      - data:/data
+      - /cache
+    networks: [default]
+    entrypoint: ["/bin/sh"]
+  main:
+    depends_on: [api]
+    environment: [MODE=main]
+    volumes:
+      - ${HOST_VERIFIER_LOGS_PATH}:${ENV_VERIFIER_LOGS_PATH}
+      - ./shared:/shared
+volumes:
+  data:
+"""
+
+
+def test_harbor_every_compose_field_is_classified(tmp_path: Path, capsys) -> None:
+    src = write(
+        tmp_path / "task",
+        {
+            "task.toml": 'version = "1.0"\n[environment]\nallow_internet = false\n',
+            "instruction.md": "Do it.\n",
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+            "environment/Dockerfile": "FROM skillbench-sandbox\n",
+            "environment/docker-compose.yaml": COMPOSE_YAML,
+            "environment/api/Containerfile.api": "FROM skillbench-sandbox\nARG LEVEL\n",
+        },
+    )
+    into = skill(tmp_path, {})
+    assert main(["import", "harbor", str(src), "--into", str(into)]) == 0
+    said = capsys.readouterr().out + (into / "evals/cases/task.yaml").read_text()
+    assert "not a variable Harbor sets" not in said, said  # its log-folder variables are its own
+    assert "services are not built" not in said, said
+    for field, word in COMPOSE.items():
+        assert word in said, f"{field}: {word!r} not said\n{said}"
+    # the sidecar's volume main lacks is the checker's only; the one main has, the agent's too
+    assert '"data": {"path": "/data", "agent": false}' in said, said
+    assert main(["check", str(into)]) == 0

@@ -151,8 +151,9 @@ def test_mcp_servers_import_where_they_can_and_the_rest_are_listed(tmp_path: Pat
     )
     said = capsys.readouterr().out
     for line in (
-        "case add: mcpServices.calculator — not started: it runs from the case's mcp/ folder",
-        "case add: mcpServers.calculator — dropped: its server is mcpServices.calculator, not started",
+        # (the suite has no mcp/ folder: tests/importers/test_skillopt_mcp.py runs one)
+        "case add: mcpServices.calculator — dropped: the case has no mcp/ folder to run it from",
+        "case add: mcpServers.calculator — dropped: http://calculator:3000/mcp is not one of",
         "case add: mcpServers.context7 — dropped: it sends headers",
         'case add: mcpServers.local — an MCP server for the agent CLI: {"command": ["python3", "/work/tools.py"]}',
     ):

@@ -327,7 +327,12 @@ def _hand_over(req):
     import handover  # beside this file in every sandbox
 
     user = pwd.getpwnam(req["user"])
-    return {"notes": handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)}
+    notes = handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)
+    # the case's volumes the agent's sandbox had: what it left there crosses over as /work does
+    for place in req.get("also", ()):
+        if os.path.isdir(place) and not os.path.islink(place):
+            notes += handover.hand_over(place, user.pw_uid, user.pw_gid)
+    return {"notes": notes}
 
 
 def _observer():
@@ -459,13 +464,16 @@ def main():
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake, warn_on_full_buffer=False)
     threading.Thread(target=_reap_orphans, args=(wakeups,), daemon=True).start()
-    for relay in relays:
-        threading.Thread(target=relay.serve, daemon=True).start()
     lines = _conn.makefile("rb")
     if isinstance(_conn, _Stdio):
         # the host attaches after the start: it says so with a line, or "ready" goes nowhere
         next(lines, None)
     _reply({"id": 0, "ready": True, "pid": os.getpid()})
+    # only now: in a pod the loopback is shared, and a connection a service made while the
+    # host waited for "ready" would answer before it (the sandbox would never start); bound
+    # already, so what connects early waits in the backlog
+    for relay in relays:
+        threading.Thread(target=relay.serve, daemon=True).start()
     for line in lines:
         if not line.strip():
             continue

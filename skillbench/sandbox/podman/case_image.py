@@ -17,19 +17,20 @@ folder, where buildah keeps cache mounts, so no build sees another's (or plants 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from skillbench.evals.containerfile import NETWORK_FIELD, lint
+from skillbench.evals.containerfile import NETWORK_FIELD, lint, tree_digest
 from skillbench.evals.imageref import is_remote
 from skillbench.evals.problems import SpecError
+from skillbench.evals.services import ServiceBuild
 from skillbench.evals.yamlsrc import read_text
 from skillbench.sandbox.base import CaseImageError
 from skillbench.sandbox.podman.hostcli import host_env
+from skillbench.sandbox.podman.image import IMAGE as SANDBOX_IMAGE
 from skillbench.sandbox.podman.image import USERS_SCRIPT, image_exists
 from skillbench.sandbox.podman.pull import ImageUnavailable, PullError, pull
 from skillbench.sandbox.runtime import runtime_dir
@@ -52,24 +53,20 @@ class CaseImageUnavailable(CaseImageError):
     cases that need it are skipped."""
 
 
-def _tree_digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        # a link is its text (never followed: it may point anywhere on the host)
-        data = os.readlink(path).encode() if path.is_symlink() else None
-        if data is None and not path.is_file():
-            continue
-        data = path.read_bytes() if data is None else b"link " + data
-        h.update(str(path.relative_to(folder)).encode() + b"\0" + data + b"\0")
-    return h.hexdigest()
-
-
-def _build(name: str, recipe: str, context: Path, *, network: bool = False) -> None:
+def _build(
+    name: str,
+    recipe: str,
+    context: Path,
+    *,
+    network: bool = False,
+    args: dict[str, str] | None = None,
+) -> None:
     with tempfile.TemporaryDirectory(prefix="build-", dir=runtime_dir()) as scratch:
         done = subprocess.run(
             [
                 *("podman", "build", "--pull=never", "-q", "-t", name, "-f", "-"),
                 *(() if network else ("--network=none",)),
+                *(f"--build-arg={k}={v}" for k, v in (args or {}).items()),
                 str(context),
             ],
             input=recipe.encode(),
@@ -116,7 +113,7 @@ def case_image(
         recipe = _FROM.sub(lambda m: m.group(1) + base + m.group(2), text)
         online = b"\0network" if network else b""  # (an image built online is another image)
         source = hashlib.sha256(
-            recipe.encode() + _tree_digest(containerfile.parent).encode() + online
+            recipe.encode() + tree_digest(containerfile.parent).encode() + online
         )
         own = f"localhost/skillbench-case-src:{source.hexdigest()[:12]}"
         if not image_exists(own):
@@ -157,4 +154,28 @@ def case_image(
                 _build(name, layer, Path(empty))
             except CaseImageError as exc:
                 raise CaseImageError(f"{own}: {exc}") from None
+    return name
+
+
+def service_image(build: ServiceBuild, name: str, log: Callable[[str], None]) -> str:
+    """A service's image (`build:`, evals/services.py), built on first use as `name` (the
+    digest of what goes into it). It is the service's own, as compose builds it: no
+    sandbox layer (it runs no executor), its USER and CMD kept. Linted like a case's
+    Containerfile right before the build, its context its own."""
+    if image_exists(name):
+        return name
+    dockerfile, context = Path(build.dockerfile), Path(build.context)
+    try:
+        text = read_text(dockerfile)
+    except SpecError as exc:
+        raise CaseImageError(str(exc)) from None
+    refused = lint(dockerfile, text, network=build.network, context=context)
+    if refused:
+        raise CaseImageError(f"{refused[0]} (the image was not built)")
+    recipe = _FROM.sub(lambda m: m.group(1) + SANDBOX_IMAGE + m.group(2), text)
+    log(f"building {name} from {dockerfile}")
+    try:
+        _build(name, recipe, context, network=build.network, args=build.args)
+    except CaseImageError as exc:
+        raise CaseImageError(f"{dockerfile}: {exc}") from None
     return name

@@ -263,8 +263,8 @@ class PodmanSandbox:
         if not done.ok:
             raise SandboxError(f"could not stage the skills: {done.stderr.strip()[-300:]}")
 
-    async def hand_over(self, user: str) -> list[str]:
-        reply = await self._call("handover", 300, user=user)
+    async def hand_over(self, user: str, also: Sequence[str] = ()) -> list[str]:
+        reply = await self._call("handover", 300, user=user, also=list(also))
         self._raise_for(reply, self.workdir)
         self._bridges.held = False  # the agent's processes are gone: its relays may carry
         return [str(n) for n in reply["notes"]]

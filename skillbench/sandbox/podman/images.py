@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from skillbench.evals.services import ServiceBuild
 from skillbench.sandbox.base import ImageBuildError
 from skillbench.sandbox.podman import case_image, image, variants
 from skillbench.sandbox.podman.hostcli import host_env
@@ -40,6 +41,9 @@ class PodmanImages:
         return case_image.case_image(
             image=image, containerfile=containerfile, base=base, log=log, network=network
         )
+
+    def service_image(self, build: ServiceBuild, name: str, log: Callable[[str], None]) -> str:
+        return case_image.service_image(build, name, log)
 
     def build(self, name: str, recipe: str, context: Path) -> None:
         argv = ["podman", "build", "--pull=never", "-q", "-t", name, "-f", "-", str(context)]

@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillbench.evals.services import Service
+from skillbench.evals.services import VOLUME_SIZE, Service
 from skillbench.sandbox.base import Mount, SandboxError, SandboxSpec, parse_size
 from skillbench.sandbox.podman.channel import copy_in
+from skillbench.sandbox.podman.workspace import remove_volume
 from skillbench.sandbox.runtime import runtime_dir
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class PodmanPod:
         self.provider = provider
         self.name = name
         self.folder = folder  # holds the hosts file; removed with the pod
+        self.volumes: dict[str, str] = {}  # the case's volume -> its podman volume
         self._closed = False
 
     @property
@@ -56,6 +58,8 @@ class PodmanPod:
         self._closed = True
         try:
             await asyncio.to_thread(remove_pod, self.provider.client(), self.name)
+            for volume in self.volumes.values():  # (their containers are gone with the pod)
+                await asyncio.to_thread(remove_volume, self.provider.client(), volume)
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.provider._pods.pop(self.name, None)
@@ -108,6 +112,10 @@ async def start_pod(provider: PodmanHost, spec: SandboxSpec) -> PodmanPod:
     pod = PodmanPod(provider, name, folder)
     provider._pods[name] = pod
     try:
+        for volume in volume_names(spec):
+            pod.volumes[volume] = await asyncio.to_thread(
+                _make_volume, provider, spec, name, volume
+            )
         for service in spec.services:
             ctr_id = await asyncio.to_thread(_start_service, provider, spec, pod, service)
             await _healthy(provider, ctr_id, service)
@@ -115,6 +123,34 @@ async def start_pod(provider: PodmanHost, spec: SandboxSpec) -> PodmanPod:
         await pod.close()
         raise
     return pod
+
+
+def volume_names(spec: SandboxSpec) -> list[str]:
+    """Every volume of the case: those it lists and those its services mount."""
+    names = [v.name for v in spec.volumes]
+    names += [n for s in spec.services for n in s.volumes]
+    return list(dict.fromkeys(names))
+
+
+def _make_volume(provider: PodmanHost, spec: SandboxSpec, pod: str, volume: str) -> str:
+    """A fresh tmpfs volume for one of the case's volumes (compose's bind mount or named
+    volume): never a host folder. Anyone may write it (sticky, as /tmp): the services run as
+    their images' users, the agent as `agent`, the checker as `checker`."""
+    name = f"{pod}-vol-{volume}"
+    blocks = max(1, parse_size(VOLUME_SIZE) // os.sysconf("SC_PAGE_SIZE"))
+    options = {
+        "type": "tmpfs",
+        "device": "tmpfs",
+        "o": f"nr_blocks={blocks},mode=1777,nosuid,nodev",
+    }
+    with provider._creation():
+        try:
+            provider.client().volumes.create(
+                name, driver="local", driver_opts=options, labels={**provider.labels, **spec.labels}
+            )
+        except Exception as exc:
+            raise SandboxError(f"could not create the case's volume {volume!r}: {exc}") from exc
+    return name
 
 
 def _start_service(
@@ -139,6 +175,10 @@ def _start_service(
     )
     if service.command:
         kwargs["command"] = list(service.command)
+    if service.volumes:  # the arm's own volumes, shared as the compose file shares them
+        kwargs["volumes"] = {
+            pod.volumes[n]: {"bind": path, "mode": "rw"} for n, path in service.volumes.items()
+        }
     hosts = Mount(pod.hosts, HOSTS, read_only=True)
     if provider.channel == "local":
         kwargs["mounts"] = [
@@ -159,10 +199,12 @@ def _start_service(
         try:
             provider.service.ensure_image(image)
             ctr = provider.client().containers.create(image, **kwargs)
-            if provider.channel == "api" and not ctr.put_archive(
-                "/", copy_in([hosts], listed=False)
-            ):
-                raise SandboxError(f"could not copy {HOSTS} in")
+            # the case's folders it runs from (skill-optimizer's mcp/), copied, never mounted
+            copied = [Mount(src, dest, read_only=True) for dest, src in service.files.items()]
+            if provider.channel == "api":
+                copied.append(hosts)
+            if copied and not ctr.put_archive("/", copy_in(copied, listed=False)):
+                raise SandboxError(f"could not copy {', '.join(m.target for m in copied)} in")
             ctr.start()
         except Exception as exc:
             raise SandboxError(

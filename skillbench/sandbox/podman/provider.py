@@ -362,6 +362,8 @@ class PodmanProvider:
             # (a volume mounted over a folder of the image starts with its files: podman
             # copies them in, so an image's /app seeds a case whose workdir is /app)
             kwargs["volumes"] = {spec.workspace: {"bind": spec.workdir, "mode": "rw"}}
+        for volume, target in spec.shared.items():  # the pod's, shared with its services
+            kwargs.setdefault("volumes", {})[volume] = {"bind": target, "mode": "rw"}
         if spec.pod is not None:
             # the pod's network (loopback only) and its hosts file naming the services
             kwargs["pod"] = spec.pod
