@@ -36,6 +36,11 @@ def parse_checks(
             if found is None:
                 continue
             check = found
+        elif isinstance(item, dict) and len(item) == 1 and isinstance(item.get("verifier"), dict):
+            found = _verifier(rep, where, item["verifier"], line, case_file)
+            if found is None:
+                continue
+            check = found
         elif isinstance(item, dict) and len(item) == 1 and "reward" in item:
             found = _reward(rep, where, item["reward"], line, case_file)
             if found is None:
@@ -62,7 +67,7 @@ def parse_checks(
                 + (f" with {len(item)} keys" if isinstance(item, dict) else ""),
             )
             continue
-        if check.kind == "verifier" and check.arg:
+        if check.kind == "verifier" and check.arg and check.script is None:
             check = msgspec.structs.replace(
                 check, script=script_path(rep, where, check.arg, case_file, "verifier")
             )
@@ -130,6 +135,34 @@ def _scored_grader(rep: Report, at: KeyPath, value: dict[str, Any], line: int) -
 
 
 MAX_RUN = 86_400  # a day: a reward script's `timeout` (Harbor tasks give up to hours)
+
+
+def _verifier(
+    rep: Report, at: KeyPath, value: dict[str, Any], line: int, case_file: Path | None
+) -> Check | None:
+    """`verifier: {run: SCRIPT, timeout: S}`: a verifier with its source's time limit (a
+    Margin case's `test_timeout_seconds`, as `skillbench import margin` writes it)."""
+    unknown = sorted(set(value) - {"run", "timeout"})
+    if unknown:
+        rep.error(
+            at, f"`verifier` has unknown field(s) {', '.join(unknown)}; it takes run and timeout"
+        )
+        return None
+    run = value.get("run")
+    if not isinstance(run, str) or not run.strip():
+        rep.error(at, "`verifier` needs `run`: the script, relative to the case file")
+        return None
+    limit = value.get("timeout")
+    if limit is not None and (
+        isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit <= MAX_RUN
+    ):
+        rep.error(at, f"`verifier` `timeout` must be seconds, more than 0 and at most {MAX_RUN}")
+        return None
+    script = script_path(rep, at, run, case_file, "verifier")
+    if script is None:
+        return None
+    timeout = None if limit is None else float(limit)
+    return Check("verifier", run, line, script=script, timeout=timeout)
 
 
 def _reward(

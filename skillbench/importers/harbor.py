@@ -86,9 +86,18 @@ _DROPPED = {
     ("solution", "env"): "the oracle runs with the agent's environment",
 }
 # Harbor's `allow_internet = true` becomes an allowlist: the hosts its verifiers install from
-# (pytest with uv: uv's installer, its GitHub downloads, PyPI). A sandbox never gets the
-# whole internet; a task that needs more lists its hosts in the case's `network`.
+# (their first step is `apt-get update && apt-get install -y curl` on a Debian or Ubuntu
+# image, then pytest with uv: uv's installer, its GitHub downloads, PyPI). A sandbox never
+# gets the whole internet; a task that needs more lists its hosts in the case's `network`.
+APT_ARCHIVES = (
+    "deb.debian.org",
+    "security.debian.org",
+    "archive.ubuntu.com",
+    "security.ubuntu.com",
+    "ports.ubuntu.com",
+)
 INTERNET = (
+    *APT_ARCHIVES,
     "pypi.org",
     "files.pythonhosted.org",
     "astral.sh",
@@ -196,8 +205,8 @@ def _network(get: Any, where: str, extra: dict[str, str], out: Imported) -> None
         + (" (absent: Harbor's default is true, internet in every phase)" if allow is None else "")
     )
     out.unmapped.append(
-        f"{where}: {said} — mapped to `network: {extra['network']}` (the package indexes "
-        "verifiers install from; never the whole internet), for the agent and the verifier; "
+        f"{where}: {said} — mapped to `network: {extra['network']}` (the apt archives and "
+        "package indexes verifiers install from; never the whole internet), for the agent and the verifier; "
         "add any other host the task needs, or `network: none` to run it offline"
     )
 
