@@ -206,8 +206,8 @@ def _network(get: Any, where: str, extra: dict[str, str], out: Imported) -> None
     )
     out.unmapped.append(
         f"{where}: {said} — mapped to `network: {extra['network']}` (the apt archives and "
-        "package indexes verifiers install from; never the whole internet), for the agent and the verifier; "
-        "add any other host the task needs, or `network: none` to run it offline"
+        "package indexes verifiers install from; never the whole internet), for the agent and "
+        "the verifier; add any other host the task needs, or `network: none` to run it offline"
     )
 
 
