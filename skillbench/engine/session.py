@@ -46,6 +46,7 @@ from skillbench.sandbox.stage import (
     stage_arm,
     start_checker,
 )
+from skillbench.util.aio import to_the_end
 
 if TYPE_CHECKING:
     from skillbench.engine.pool import Pool
@@ -143,7 +144,11 @@ class Sessions:
         self.cache = SessionCache()
 
     async def close(self, provider: SandboxProvider) -> None:
-        """Remove the sandboxes still being removed; close the provider and the agent."""
+        """Remove the sandboxes still being removed; close the provider and the agent; to
+        its end even when cancelled meanwhile (a Ctrl-C as the run ends)."""
+        await to_the_end(self._close(provider))
+
+    async def _close(self, provider: SandboxProvider) -> None:
         await asyncio.gather(*self.closing, return_exceptions=True)
         await provider.aclose()
         await self.agent.aclose()

@@ -257,21 +257,20 @@ def test_skill_optimizer_suite_end_to_end(fake, tmp_path: Path, capsys) -> None:
 
 
 # Each CLI agent's own tools: Claude Code loads the skill with its Skill tool, Codex (no such
-# tool) reads SKILL.md with its shell; both are a `read` of it in the grader's trace.
+# tool) reads SKILL.md with its shell; both are a `read` of it in the grader's trace, at the
+# workspace folder skill-optimizer shows the skill at (issue 37 item 6), not the agent's own copy.
 CLI = {
     "claude-code": (
         "anthropic/claude-sonnet-4-6",
         {"Skill": {"skill": "greeter"}},
         "Bash",
         "command",
-        "/home/agent/.claude/skills/greeter/SKILL.md",
     ),
     "codex": (
         "openai/gpt-5.1",
         {"exec_command": {"cmd": "cat ~/.codex/skills/greeter/SKILL.md"}},
         "exec_command",
         "cmd",
-        "~/.codex/skills/greeter/SKILL.md",
     ),
 }
 
@@ -283,7 +282,7 @@ CLI = {
 def test_cli_agents_traces_reach_the_graders_in_skill_optimizers_format(
     agent: str, fake, tmp_path: Path, capsys
 ) -> None:
-    model, load, shell, arg, read = CLI[agent]
+    model, load, shell, arg = CLI[agent]
     into, _ = _imported(tmp_path, capsys, f'agent = "{agent}"\n')
     greet = "printf 'Hail, %s!\\n' \"$(cat guest.txt)\" > greeting.txt"
     fake(
@@ -313,7 +312,9 @@ def test_cli_agents_traces_reach_the_graders_in_skill_optimizers_format(
     assert row["outcome"] == "win", row
     cand, base = row["arms"]["candidate"]["checks"], row["arms"]["baseline"]["checks"]
     assert [c["passed"] for c in cand] == [True, True], cand
-    assert cand[1]["detail"] == f'score 1; reads: ["{read}"]; trace of greet-guest; forged: false'
+    assert cand[1]["detail"] == (
+        'score 1; reads: ["/work/greeter/SKILL.md"]; trace of greet-guest; forged: false'
+    )
     assert base[1]["detail"] == "score 0; reads: []; trace of greet-guest; forged: false"
 
 

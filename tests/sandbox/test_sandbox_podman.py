@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 from collections.abc import AsyncIterator
@@ -102,6 +103,28 @@ async def test_a_workspace_in_use_is_never_removed_by_force(
     remove_volume(provider.client(), workspace.name)
     remove_volume(provider.client(), workspace.name)  # gone already is fine
     assert not provider.client().volumes.exists(workspace.name)
+
+
+@pytest.mark.anyio
+async def test_a_close_cancelled_midway_still_removes_everything(
+    podman_service, provider: PodmanProvider, spec: SandboxSpec
+) -> None:
+    """LEAK1 (issue 38): a first Ctrl-C landing while a run closes cancelled its provider's
+    close midway, so what came after the await it landed in (the workspaces' removal, the
+    sweep) never ran and the workspace volume outlived the run. The close now runs to its
+    end and the cancellation is raised after."""
+    mine = PodmanProvider(podman_service)
+    workspace = await mine.workspace("8m")
+    box = await mine.create(msgspec.structs.replace(spec, workspace=workspace.name))
+    closing = asyncio.ensure_future(mine.aclose())
+    await asyncio.sleep(0.05)  # into the sandboxes' removal, before the workspaces'
+    assert not closing.done()
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    client = provider.client()  # (another provider's: `mine` is closed)
+    assert not client.volumes.exists(workspace.name)
+    assert box.ctr_id not in [c.id for c in client.containers.list(all=True)]
 
 
 def _host() -> str:

@@ -168,10 +168,18 @@ def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
         }
     )
     run = tmp_path / "run"
+    # the eval's own peak RSS, not the suite's, nor a child's it waited for (wait4's figure
+    # counts the largest descendant: a `podman build` of an image another test removed)
+    peak = tmp_path / "peak-rss"
+    own_peak = (
+        "import resource, sys; from skillbench.__main__ import main; code = main(); "
+        f"open({str(peak)!r}, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); "
+        "sys.exit(code)"
+    )
     argv = [
         sys.executable,
-        "-m",
-        "skillbench",
+        "-c",
+        own_peak,
         "eval",
         str(folder),
         "--model",
@@ -184,12 +192,11 @@ def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
         "1",
     ]
     env = {**os.environ, **server.env()}
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)  # this process's own peak RSS, not the suite's
-    _, err = proc.communicate()
-    assert os.waitstatus_to_exitcode(status) == 3, err.decode()  # too few units: INCONCLUSIVE
-    print(f"eval peak RSS {usage.ru_maxrss // 1024} MB")  # shown with -s
-    assert usage.ru_maxrss < 600 * 1024, f"peak RSS {usage.ru_maxrss // 1024} MB"
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr  # too few units: INCONCLUSIVE
+    rss = int(peak.read_text())  # (KiB)
+    print(f"eval peak RSS {rss // 1024} MB")  # shown with -s
+    assert rss < 600 * 1024, f"peak RSS {rss // 1024} MB"
     kept = sum(p.stat().st_size for p in run.rglob("*") if p.is_file() and not p.is_symlink())
     assert kept < 30 << 20, f"the run folder holds {kept >> 20} MB"
 

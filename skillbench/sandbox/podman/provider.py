@@ -42,6 +42,7 @@ from skillbench.sandbox.podman.pod import HOSTS, PodmanPod, remove_pod, start_po
 from skillbench.sandbox.podman.service import PodmanService
 from skillbench.sandbox.podman.workspace import PodmanWorkspace, make_workspace, remove_volume
 from skillbench.sandbox.runtime import runtime_dir
+from skillbench.util.aio import to_the_end
 
 LABEL = "skillbench"
 OWNER_LABEL = "skillbench.owner"
@@ -434,7 +435,10 @@ class PodmanProvider:
 
     async def aclose(self) -> None:
         """Close every sandbox still open, sweep up what an interrupted creation made, then
-        stop the service if we started it."""
+        stop the service if we started it; to its end even when cancelled meanwhile."""
+        await to_the_end(self._close())
+
+    async def _close(self) -> None:
         try:
             await asyncio.gather(*(s.close() for s in list(self._live)), return_exceptions=True)
             await asyncio.gather(
