@@ -32,7 +32,7 @@ from skillbench.importers.base import (
     text,
     timeout_minutes,
 )
-from skillbench.importers.compose import compose_services, services_field
+from skillbench.importers.compose import compose_services, main_offline, services_field
 from skillbench.importers.harbor_fields import SAID
 from skillbench.importers.mcp import harbor_mcp
 
@@ -292,6 +292,15 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
     for compose in (folder / "environment" / n for n in _COMPOSE):
         if compose.is_file():  # its sidecars run in the arm's pod; `main` is the sandbox
             services = compose_services(compose, where, out)
+            if main_offline(compose) and "network" in extra:
+                # the internet note no longer holds: main's own setting wins, as in Harbor
+                said = f"— mapped to `network: {extra.pop('network')}`"
+                out.unmapped = [u for u in out.unmapped if not (u.startswith(where) and said in u)]
+                out.mapped.append(
+                    f"{where}: environment/{compose.name}: services.main.network_mode = none — "
+                    "no network in any phase (Harbor's main container, where the agent, the "
+                    "solution and the verifier run, has none)"
+                )
             if services:
                 extra["services"] = services_field(services)
                 out.mapped.append(
