@@ -26,6 +26,8 @@ from skillbench.evals.skills import SKILL_FILE, VERSION_RE
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price
 from skillbench.results.verdict import MIN_NET_LIFT
+from skillbench.sandbox import DEFAULT as DEFAULT_SANDBOX
+from skillbench.sandbox import choose, unknown
 from skillbench.sandbox.base import SandboxSpec, parse_size
 from skillbench.util.inputs import InputError, load_toml
 
@@ -37,9 +39,11 @@ class ConfigError(SkillbenchError):
 
 
 class SandboxLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """`[sandbox]`: kernel-enforced caps on what an arm can write, and on what is kept of a
-    failed arm's workspace."""
+    """`[sandbox]`: which sandbox provider runs the arms (sandbox/__init__.py, by name), the
+    kernel-enforced caps on what an arm can write, and what is kept of a failed arm's
+    workspace."""
 
+    provider: str = DEFAULT_SANDBOX
     disk: str = "2g"  # /work
     home: str = "64m"  # the agent's HOME
     tmp: str = "256m"  # /tmp
@@ -286,10 +290,36 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
             f"{path or 'config'}: memory = {settings.memory!r} is not a size; "
             "write it like 512m or 2g"
         ) from None
+    why = unknown(settings.sandbox.provider)
+    if why is not None:
+        raise ConfigError(f"{_where(path, 'provider')}: sandbox.provider: {why}")
+    choose(settings.sandbox.provider)  # what make_provider() and images_of() give from now on
     if settings.judge_model is None:
         settings.judge_model = settings.model
         sources["judge_model"] = f"{sources['model']} (same as model)"
     return Loaded(settings, sources, str(path) if path else None)
+
+
+def _where(path: Path | None, key: str) -> str:
+    """`file:line` of `sandbox.<key>` in the config file (`[sandbox]` or
+    `[tool.skillbench.sandbox]`, or an inline `sandbox = {...}`), else the file alone."""
+    if path is None:
+        return "config"
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return str(path)
+    table = ""
+    for number, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].strip()
+        name = line.split("=")[0].strip()
+        if line.startswith("["):
+            table = line.strip("[] ")
+            continue
+        in_table = table in ("sandbox", "tool.skillbench.sandbox") and name == key
+        if in_table or (name == "sandbox" and key in line):  # or sandbox = {provider = ...}
+            return f"{path}:{number}"
+    return str(path)
 
 
 def sandbox_spec(settings: Settings, image: str) -> SandboxSpec:

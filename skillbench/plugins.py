@@ -1,17 +1,23 @@
 """Extensions from outside the tree (docs/architecture.md, "Extending skillbench"): a package
-names an agent class or a check kind in an entry-point group, as pytest plugins do, and the
-registry that group feeds reads it once, on first use. A broken one is one line naming the entry
+names an agent class, a check kind, a model or sandbox provider, an importer or a report format
+in an entry-point group, as pytest plugins do, and the registry that group feeds reads it once,
+on first use. A broken one is one line naming the entry
 point and its distribution; skillbench never runs on with half a plugin."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import inspect
+from collections.abc import Callable, Collection, Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 
 from skillbench.errors import SkillbenchError
 
 AGENT_GROUP = "skillbench.agents"
 CHECK_KIND_GROUP = "skillbench.check_kinds"
+MODEL_PROVIDER_GROUP = "skillbench.model_providers"
+SANDBOX_PROVIDER_GROUP = "skillbench.sandbox_providers"
+IMPORTER_GROUP = "skillbench.importers"
+REPORT_FORMAT_GROUP = "skillbench.report_formats"
 
 
 class PluginError(SkillbenchError):
@@ -62,3 +68,31 @@ def missing(obj: object, members: Collection[str]) -> str | None:
     """Why `obj` lacks the protocol's `members` (None: it has them all)."""
     absent = [m for m in members if not hasattr(obj, m)]
     return f"lacks {', '.join(absent)}" if absent else None
+
+
+def function(what: str) -> Callable[[str, object], str | None]:
+    """`load_group`'s check for a group of plain functions (an importer, a report format)."""
+
+    def accept(name: str, obj: object) -> str | None:
+        if inspect.isclass(obj) or not callable(obj):
+            return f"is a {type(obj).__name__}, not {what}"
+        return None
+
+    return accept
+
+
+class Names(Collection[str]):
+    """A registry's names, read when first asked: argparse's `choices=` and help take it, so a
+    package's names join the built-ins without every group being read at the CLI's start."""
+
+    def __init__(self, registry: Callable[[], Mapping[str, object]]):
+        self.registry = registry
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.registry()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.registry())
+
+    def __len__(self) -> int:
+        return len(self.registry())

@@ -1,5 +1,6 @@
-"""A third-party package, as source text: one agent and one check kind registered through
-skillbench's entry-point groups (docs/architecture.md, "Extending skillbench")."""
+"""A third-party package, as source text: one agent, one check kind and one report format
+registered through skillbench's entry-point groups (docs/architecture.md, "Extending
+skillbench")."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ MODULE = "skillbench_stamp_plugin"
 
 SOURCE = '''
 """A plugin agent that stamps the workspace, then runs the builtin loop; a check kind that
-reads a workspace file."""
+reads a workspace file; a report format of one line per row."""
 
 from skillbench.agents.builtin.agent import BuiltinAgent
 from skillbench.evals.kinds import Verdict
@@ -67,11 +68,18 @@ class FileSays:
 
 
 FILE_SAYS = FileSays()
+
+
+def outcomes(run):
+    """`skillbench report RUN --format outcomes`: the verdict, then one line per row."""
+    rows = "".join(f"{r.case} vs {r.opponent}: {r.outcome} ({r.decided_by})\\n" for r in run.summary.rows)
+    return f"verdict {run.summary.verdict}\\n{rows}"
 '''
 
 ENTRY_POINTS = {
     "skillbench.agents": {"stamping": f"{MODULE}:StampingAgent"},
     "skillbench.check_kinds": {"file_says": f"{MODULE}:FILE_SAYS"},
+    "skillbench.report_formats": {"outcomes": f"{MODULE}:outcomes"},
 }
 
 

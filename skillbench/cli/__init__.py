@@ -67,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `skillbench` console script."""
-    args = build_parser().parse_args(argv)
     try:
+        # (inside: a registry a flag's choices come from may read a broken plugin)
+        args = build_parser().parse_args(argv)
         return int(args.handler(args))
     except SkillbenchError as exc:  # each says its own lines and exit code
         for line in exc.lines():

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillbench.cli.common import EXIT_FAIL, EXIT_OK, UsageError, command, out
+from skillbench.plugins import Names
 
 if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
@@ -62,6 +63,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_FAIL if errors else EXIT_OK
 
 
+def _importers() -> dict[str, object]:
+    from skillbench.importers.formats import importers  # (imported when asked: its modules)
+
+    return dict(importers())
+
+
 def register_import(sub: Subparsers) -> None:
     p = command(
         sub,
@@ -78,8 +85,8 @@ def register_import(sub: Subparsers) -> None:
     )
     p.add_argument(
         "format",
-        choices=["harbor", "margin", "skill-optimizer", "skill-creator", "vally", "skillgrade"],
-        help="the source's format",
+        choices=Names(_importers),
+        help="the source's format (installed packages may add formats)",
     )
     p.add_argument("src", metavar="SRC", help="the task, dataset, suite folder or suite file")
     p.add_argument(

@@ -17,7 +17,8 @@ from skillbench.cli.common import (
     out,
     write_page,
 )
-from skillbench.report.formats import FORMATS
+from skillbench.plugins import Names
+from skillbench.report.formats import formats
 
 if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
@@ -34,7 +35,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         elif args.cell:
             raise UsageError(f"--cell {args.cell}: {path} is a single run, not a set run")
         else:
-            text = FORMATS[args.format](load_run(path))
+            text = formats()[args.format](load_run(path))
     except (RunFolderError, CellSetError) as exc:
         raise UsageError(str(exc)) from None
     sys.stdout.write(text)
@@ -49,11 +50,16 @@ def _set_report(path: Path, cell: str | None, fmt: str) -> str:
 
     folder = load_set(path)
     if cell is None:
+        if fmt not in MATRIX:  # a package's format renders one run
+            raise UsageError(
+                f"--format {fmt} renders a single run; pick a cell with --cell ID, or one "
+                f"of {', '.join(MATRIX)} for the whole set"
+            )
         return MATRIX[fmt](folder)
     found = folder.cell(cell)
     if found.run is None:
         raise UsageError(f"--cell {cell}: has no finished run ({found.problem})")
-    return FORMATS[fmt](found.run)
+    return formats()[fmt](found.run)
 
 
 def cmd_view(args: argparse.Namespace) -> int:
@@ -160,9 +166,9 @@ def register_report(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--format",
-        choices=list(FORMATS),
+        choices=Names(formats),
         default="terminal",
-        help="what to render (default terminal)",
+        help="what to render (default terminal; installed packages may add formats)",
     )
 
 

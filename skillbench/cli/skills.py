@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillbench.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, command, err, out
+from skillbench.evals.kinds import BUILTIN
 from skillbench.evals.skills import catalog, catalog_lines, digest, is_skill, read_skill
 from skillbench.validate import NotASkill, check_skill, skills_at
 
@@ -73,7 +74,8 @@ def register_check(sub: Subparsers) -> None:
         "evals/suite.yaml, evals/triggers.yaml, and the other tools' files skillbench reads "
         "where they stand: evals/evals.json, trigger JSON, eval.yaml). Every problem is one line "
         "`path:line: severity: message`. Exit 0 when clean or only warnings, 1 when errors "
-        "were found, 2 when a path is neither a skill nor a library root.",
+        "were found, 2 when a path is neither a skill nor a library root. Check kinds: "
+        f"{', '.join(BUILTIN)}, and those of installed packages (docs/formats.md).",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a skill folder or a library root")
     p.add_argument(

@@ -158,7 +158,7 @@ async def _attempt(
     sessions = sessions_of(load_assets(local), opts.case)
     runner = Sessions(opts, plan, scratch, read_skill(local), sessions, _Quiet())
     runner.spend = job.spend
-    provider = make_provider()
+    provider = make_provider(opts.settings.sandbox.provider)
     try:
         snapshot = scratch / job.snapshot if job.snapshot else None
         return await runner.attempt(provider, job.name, job.arm, job.rep, job.attempt, snapshot)

@@ -100,7 +100,10 @@ def estimate(opts: EvalOptions) -> Estimate:
     library = library_of(opts, skill)
     arms = [BASELINE, CANDIDATE] + ([INCUMBENT] if found else []) + ([AA] if opts.aa else [])
     box = sandbox_spec(settings, agent.image_name(opts.image))
-    variants = {n: images_of().variant_for(opts.image, s.requires) for n, s in sessions.items()}
+    variants = {
+        n: images_of(settings.sandbox.provider).variant_for(opts.image, s.requires)
+        for n, s in sessions.items()
+    }
     images = {n: agent.image_name(v) for n, v in variants.items() if v is not None}
     skipped, unprobed = _requires(sessions, box, images)
     sessions = {n: s for n, s in sessions.items() if n not in skipped}

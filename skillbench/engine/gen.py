@@ -78,8 +78,8 @@ async def fill_missing(
                 siblings = catalog(skill_dir.resolve().parent, include=skill)
                 made = await generate_triggers(model, skill, siblings)
             else:
-                provider = provider or make_provider()
-                spec = sandbox_spec(settings, images_of().sandbox_image)
+                provider = provider or make_provider(settings.sandbox.provider)
+                spec = sandbox_spec(settings, images_of(settings.sandbox.provider).sandbox_image)
                 made = await generate_cases(model, skill, _dry_run(provider, spec))
             _write(skill_dir, made, settings.model, log)
     finally:

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from skillbench.agents.builtin.agent import BuiltinAgent
-from skillbench.checks.run import RESULTS, run_checks
+from skillbench.checks.run import run_checks
 from skillbench.config import sandbox_spec
 from skillbench.engine.plan import (
     EvalError,
@@ -31,6 +31,8 @@ from skillbench.engine.plan import (
     setup_case,
     validated,
 )
+from skillbench.evals.asrun import difference_lines, differences
+from skillbench.evals.kinds.scripts import RESULTS
 from skillbench.evals.model import Session, Suite, timeout_note
 from skillbench.evals.netreport import network_lines, networks, phase_hosts
 from skillbench.results.checks import CheckResult
@@ -77,14 +79,14 @@ async def oracle_run(
     skill_dir = Path(opts.skill_dir)
     _, assets = validated(skill_dir, opts.evals)
     try:
-        images_of().ensure(opts.image, log)
+        images_of(opts.settings.sandbox.provider).ensure(opts.image, log)
     except ImageBuildError as exc:
         raise EvalError(str(exc)) from None
     sessions = sessions_of(assets, opts.case)
     images, unavailable = await asyncio.to_thread(
         build_case_images, sessions, opts.image, BuiltinAgent(), log
     )
-    provider = make_provider()
+    provider = make_provider(opts.settings.sandbox.provider)
     spec = sandbox_spec(opts.settings, opts.image)
     cap, mode = opts.settings.max_timeout, opts.settings.network
     for line in network_lines(networks(sessions, mode)):
@@ -93,6 +95,8 @@ async def oracle_run(
         if session.timeout_minutes > cap:  # cut at the run's cap, said
             log(f"note: {session.path}: {timeout_note(session.timeout_minutes, cap)}")
             sessions[name] = msgspec.structs.replace(session, timeout_minutes=cap)
+    for line in difference_lines(differences(sessions, cap, oracle=True)):
+        log(line)
     gate = asyncio.Semaphore(opts.settings.parallel)
     # where the egress proxy records the connections of a case that lists hosts
     network_dir = Path(opts.out or Path(".skillbench") / "oracle") / "network"

@@ -69,7 +69,8 @@ class EvalOptions(msgspec.Struct, kw_only=True):
     case: str | None = None
     max_cost: float | None = None
     seed: int | None = None
-    image: str = images_of().sandbox_image
+    # the chosen sandbox provider's image (settings' `[sandbox] provider`) when none is given
+    image: str = msgspec.field(default_factory=lambda: images_of().sandbox_image)
     team: str | None = None  # a team repo: adds the incumbent arm
     triggers: bool = True  # also measure triggers when the skill has a triggers file
     runs: int = 1
@@ -345,7 +346,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
                     "per million tokens) to skillbench.toml"
                 )
     try:
-        images_of().ensure(opts.image, log)
+        images_of(opts.settings.sandbox.provider).ensure(opts.image, log)
     except ImageBuildError as exc:
         raise EvalError(str(exc)) from None
     base = opts.image

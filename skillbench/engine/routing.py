@@ -186,7 +186,7 @@ async def open_router(
             **settings.agents.get(agent, {}),
         )
         runner.check_model(model)
-        store = images_of()
+        store = images_of(settings.sandbox.provider)
         try:
             store.ensure(store.sandbox_image, log)
         except ImageBuildError as exc:
@@ -197,7 +197,7 @@ async def open_router(
     scratch = None
     if folder is None:
         folder = scratch = Path(tempfile.mkdtemp(prefix="skillbench-routing-"))
-    provider = make_provider()
+    provider = make_provider(settings.sandbox.provider)
     try:
         yield AgentRouter(
             runner,

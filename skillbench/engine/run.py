@@ -30,6 +30,7 @@ from skillbench.engine.recheck import Reusing
 from skillbench.engine.routing import RoutingError, measure
 from skillbench.engine.session import Placement, Progress
 from skillbench.engine.triggers import TriggerReport, targets_at
+from skillbench.evals.asrun import differences
 from skillbench.evals.netreport import networks
 from skillbench.models import resolve_model
 from skillbench.models.ledger import RunLedger
@@ -166,7 +167,7 @@ class Runner(Reusing, Judging):
         return await self.attempt(provider, name, arm, rep, attempt, snapshot)
 
     async def run(self) -> Summary:
-        provider = make_provider()
+        provider = make_provider(self.settings.sandbox.provider)
         # (off the loop: importing a provider's SDK takes seconds, and a Ctrl-C meanwhile
         # would wait for it)
         judge_model = await asyncio.to_thread(
@@ -322,6 +323,7 @@ async def execute(
     runner = Runner(opts, plan, run_dir, skill, sessions, progress, placement, pool)
     summary = await runner.run()
     summary.network = networks(sessions, opts.settings.network)
+    summary.differences = differences(sessions, opts.settings.max_timeout)
     if opts.triggers:
         capped = opts.max_cost is not None and runner.spend >= opts.max_cost
         if capped or (pool is not None and runner.ledger.exhausted()):

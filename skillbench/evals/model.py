@@ -14,32 +14,6 @@ from skillbench.evals.services import Service
 Bucket = Literal["explicit", "implicit", "contextual", "negative", "adversarial"]
 BUCKETS: tuple[str, ...] = ("explicit", "implicit", "contextual", "negative", "adversarial")
 
-CHECK_KINDS: dict[str, str] = {
-    "transcript_mentions": "the text appears in the transcript, case-insensitively",
-    "transcript_omits": "the text does not appear in the transcript",
-    "transcript_matching": "the regex matches somewhere in the transcript (case as written)",
-    "no_transcript_matching": "the regex matches nowhere in the transcript",
-    "command_matching": "some bash command the agent ran matches the regex",
-    "no_command_matching": "no bash command matches the regex",
-    "file_exists": "the path (relative to the workspace) exists after the session",
-    "file_absent": "the path does not exist after the session",
-    "command_succeeds": "the shell command exits 0 in the sandbox within 120 s",
-    "verifier": "the script (relative to the case file) exits 0 pass, 1 fail, 2 infrastructure "
-    "(the arm's rows unscored)",
-    "reward": "{file, min, metric, run}: after `run` (a script, its exit code ignored), the "
-    "reward in `file` is at least `min` (default 1): reward.txt's number; reward.json's `metric` "
-    "when one is named, else its `reward`, else its only key (several, none chosen: no verdict)",
-    "expect": "a model grader finds the natural-language expectation met, from the transcript "
-    "and the workspace files (graded in one call per session, with a canary)",
-    "grader": "the command prints {pass, score, evidence} JSON (or exits 0); $CASE, $WORK and "
-    "$RESULTS (trace.jsonl) are set; with a `min` (Skillgrade's), its JSON `score` must reach it; "
-    "a Vally `program` grader gets EVALUATE_WORKSPACE and EVALUATE_GRADER_INPUT and decides by "
-    "its GraderResult's `passed` (or, printing nothing, its exit code)",
-}
-REGEX_KINDS = frozenset(
-    {"command_matching", "no_command_matching", "transcript_matching", "no_transcript_matching"}
-)
-PATH_KINDS = frozenset({"file_exists", "file_absent"})
 
 MAX_TIMEOUT_MINUTES = 120  # the default cap on an agent phase (setting `max_timeout`)
 CASE_TIMEOUT_MINUTES = 1440  # what a case may ask for: a day (Harbor tasks give hours)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.evals.cases import workdir_problem
-from skillbench.evals.checks import MAX_RUN
+from skillbench.evals.kinds.scripts import MAX_RUN
 from skillbench.importers.base import (
     Imported,
     ImportError_,

@@ -13,7 +13,7 @@ import msgspec
 from skillbench.evals import Problem
 from skillbench.evals.skills import is_skill
 from skillbench.importers.base import Imported, ImportError_, check_import, write_import
-from skillbench.importers.formats import IMPORTERS
+from skillbench.importers.formats import importers
 
 
 class ImportRun(msgspec.Struct):
@@ -29,7 +29,7 @@ def run_import(format: str, src: Path, into: Path | None, *, check: bool) -> Imp
     try:
         if not is_skill(skill):
             raise ImportError_(f"--into {skill}: not a skill folder (no SKILL.md)")
-        result = IMPORTERS[format](src, into)
+        result = importers()[format](src, into)
         problems = check_import(result, skill)
         written = [] if check else write_import(result, skill)
     finally:

@@ -1,10 +1,13 @@
 """Model providers behind one protocol, by name: `anthropic/<model>`, `openai/<model>`,
 `google/<model>`, `scripted/<name>`. A reference is parsed once into a `ModelRef`; a new
-provider is one module and one entry in PROVIDERS."""
+provider is one module and one `Provider` line in PROVIDERS, or, from another package, a
+`Provider` in the entry-point group `skillbench.model_providers`; its models are tested
+against models/fake_server.py."""
 
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -14,6 +17,7 @@ import msgspec
 from skillbench.errors import SkillbenchError
 from skillbench.models.base import Model
 from skillbench.models.transport import custom_ca, proxy_for
+from skillbench.plugins import MODEL_PROVIDER_GROUP, load_group
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 
@@ -74,6 +78,24 @@ PROVIDERS: dict[str, Provider] = {
 }
 
 
+def _provider(name: str, obj: object) -> str | None:
+    if not isinstance(obj, Provider):
+        return f"is a {type(obj).__name__}, not a skillbench.models.Provider"
+    return None
+
+
+@functools.cache
+def plugin_providers() -> dict[str, Provider]:
+    """The model providers installed packages register (read once, on first use)."""
+    found = load_group(MODEL_PROVIDER_GROUP, PROVIDERS, _provider)
+    return {name: obj for name, obj in found.items() if isinstance(obj, Provider)}
+
+
+def providers() -> dict[str, Provider]:
+    """Every model provider by name: the built-ins, then the packages'."""
+    return {**PROVIDERS, **plugin_providers()}
+
+
 class ModelRef(msgspec.Struct, frozen=True):
     """A parsed model reference: provider and the provider's own model name."""
 
@@ -90,22 +112,21 @@ class ModelRef(msgspec.Struct, frozen=True):
 
     @property
     def key_var(self) -> str | None:
-        return PROVIDERS[self.provider].key_var
+        return providers()[self.provider].key_var
 
 
 def parse_model(text: str) -> ModelRef:
     """`provider/name` as a ModelRef; ModelRefError (with a did-you-mean) otherwise."""
     provider, _, name = text.partition("/")
-    if provider not in PROVIDERS or not name:
+    known = providers()
+    if provider not in known or not name:
         near = (
-            ["google"]
-            if provider == "gemini"
-            else difflib.get_close_matches(provider, PROVIDERS, n=1)
+            ["google"] if provider == "gemini" else difflib.get_close_matches(provider, known, n=1)
         )
         hint = f" (did you mean {near[0]}/{name}?)" if near and name else ""
         raise ModelRefError(
             f"model {text!r} must be anthropic/<model>, openai/<model>, google/<model> or "
-            f"scripted/<name>{hint}"
+            f"scripted/<name>{_installed()}{hint}"
         )
     if provider == "scripted":
         from skillbench.models.script import ScriptError
@@ -118,10 +139,16 @@ def parse_model(text: str) -> ModelRef:
     return ModelRef(provider, name)
 
 
+def _installed() -> str:
+    added = plugin_providers()
+    return f" (installed: {', '.join(f'{n}/<model>' for n in added)})" if added else ""
+
+
 def resolve_model(ref: str | ModelRef, *, max_retries: int = 4, timeout: float = 600.0) -> Model:
     """Build the Model for a reference such as `anthropic/claude-sonnet-4-6`."""
     parsed = ref if isinstance(ref, ModelRef) else parse_model(ref)
-    return PROVIDERS[parsed.provider].make(str(parsed), max_retries=max_retries, timeout=timeout)
+    make = providers()[parsed.provider].make
+    return make(str(parsed), max_retries=max_retries, timeout=timeout)
 
 
 SCRIPTED_ENDPOINT = "scripted"  # a fixed script played in-process or by a local fake server
@@ -164,7 +191,7 @@ PROVIDER_ENDPOINTS = tuple(origin(p.own_base) for p in PROVIDERS.values() if p.o
 def base_url(ref: ModelRef) -> str | None:
     """The base URL a provider's SDK (and a CLI agent's broker) sends requests to: the
     provider's base URL variable when set, else its own API; None for a scripted model."""
-    provider = PROVIDERS[ref.provider]
+    provider = providers()[ref.provider]
     if provider.own_base is None:
         return None
     return (os.environ.get(provider.base_var) if provider.base_var else None) or provider.own_base
@@ -180,5 +207,5 @@ def endpoint(ref: str | ModelRef) -> Endpoint:
     through = proxy_for(base)
     proxy = origin(through) if through else None
     ca = custom_ca()
-    own = url == origin(PROVIDERS[parsed.provider].own_base or "") and not proxy and not ca
+    own = url == origin(providers()[parsed.provider].own_base or "") and not proxy and not ca
     return Endpoint(url, provider=own, proxy=proxy, ca=ca)

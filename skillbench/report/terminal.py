@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from skillbench.evals.asrun import difference_lines
 from skillbench.evals.netreport import network_lines
 from skillbench.grading.judge import family_warning
 from skillbench.report.evidence import evidence_lines
@@ -86,6 +87,7 @@ def report_lines(summary: Summary) -> list[str]:
     if figures:
         lines.append(figures)
     lines.extend(network_lines(summary.network))
+    lines.extend(difference_lines(summary.differences))
     if summary.triggers:
         lines.extend(trigger_lines(summary.triggers))
     elif summary.triggers_note:

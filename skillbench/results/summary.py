@@ -143,6 +143,8 @@ class Summary(msgspec.Struct, kw_only=True):
     triggers_note: str | None = None  # why the triggers were not measured
     # case -> phase -> the network it had (evals/netreport.py): cases that declare one
     network: dict[str, dict[str, str]] = {}
+    # case -> what it ran under that differs from what it asked (evals/asrun.py)
+    differences: dict[str, list[str]] = {}
     spend_usd: float = 0.0  # every call the run made: generation, sessions, judge, triggers
     reused: Reuse | None = None
     noise_floor: NoiseFloor | None = None  # eval --aa

@@ -13,14 +13,25 @@ import pytest
 from skillbench.agents import agents, make_agent
 from skillbench.checks.run import run_checks
 from skillbench.cli import main
-from skillbench.evals.kinds import kind_docs, plugin_kinds
+from skillbench.evals.kinds import Kind, kind_docs, kinds, plugin_kinds
+from skillbench.evals.kinds.conformance import KindConformance
 from skillbench.evals.load import load_assets
 from skillbench.plugins import PluginError
+from skillbench.report.conformance import ReportFormatConformance
+from skillbench.report.formats import ReportFormat, formats, plugin_formats
+from skillbench.results.run_folder import RunFolder, load_run
 from skillbench.results.transcript import Transcript
+from skillbench.sandbox import plugin_backends
 from tests.helpers import make_skill
 from tests.plugin_package import ENTRY_POINTS, MODULE, SOURCE, write_dist_info
 
 Install = Callable[[str, dict[str, dict[str, str]], dict[str, str]], None]
+REGISTRIES = (agents, plugin_kinds, plugin_formats, plugin_backends)
+
+
+def _clear() -> None:
+    for registry in REGISTRIES:
+        registry.cache_clear()
 
 
 @pytest.fixture
@@ -33,12 +44,10 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install
     def put(dist: str, points: dict[str, dict[str, str]], modules: dict[str, str]) -> None:
         write_dist_info(site, dist, points, modules)
         names.extend(Path(m).stem for m in modules)
-        agents.cache_clear()
-        plugin_kinds.cache_clear()
+        _clear()
 
     yield put
-    agents.cache_clear()
-    plugin_kinds.cache_clear()
+    _clear()
     for name in names:
         sys.modules.pop(name, None)
 
@@ -185,3 +194,134 @@ def test_two_packages_registering_one_name_are_refused(install: Install) -> None
         PluginError, match=r"'file_says' is also registered by distribution \w+ 1\.0"
     ):
         plugin_kinds()
+
+
+def test_a_packages_report_format_renders_a_run(install: Install, tmp_path: Path, capsys) -> None:
+    from tests.report.test_report import OUTCOMES, fixed_run
+
+    install("stamp", ENTRY_POINTS, {f"{MODULE}.py": SOURCE})
+    run = fixed_run(tmp_path / "run", OUTCOMES)
+    assert main(["report", str(run), "--format", "outcomes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "verdict INCONCLUSIVE"
+    assert sorted(lines[1:]) == sorted(
+        f"{case} vs baseline: {outcome} ({'judge' if outcome == 'tie' else 'checks'})"
+        for case, outcome in OUTCOMES.items()
+    )
+    with pytest.raises(SystemExit) as refused:  # argparse: not a choice, listing the package's
+        main(["report", str(run), "--format", "outcomez"])
+    assert refused.value.code == 2
+    assert "choose from 'terminal', 'json', 'junit', 'markdown', 'html', 'outcomes'" in (
+        capsys.readouterr().err
+    )
+
+
+NEW_GROUPS = [
+    (
+        {"skillbench.report_formats": {"cls": "brokenmod:Fmt"}},
+        {"brokenmod.py": "class Fmt:\n    pass\n"},
+        ["report", "RUN", "--format", "cls"],
+        "entry point 'cls' in group skillbench.report_formats (distribution broken 1.0): "
+        "brokenmod:Fmt is a type, not a function from a run folder to text",
+    ),
+    (
+        {"skillbench.importers": {"harbor": "brokenmod:imp"}},
+        {"brokenmod.py": "def imp(src, into=None):\n    pass\n"},
+        ["import", "harbor", "x", "--check"],
+        "entry point 'harbor' in group skillbench.importers (distribution broken 1.0): 'harbor' "
+        "is a built-in name; the package must register another name",
+    ),
+    (
+        {"skillbench.model_providers": {"acme": "brokenmod:ACME"}},
+        {"brokenmod.py": "ACME = {'make': None}\n"},
+        ["eval", "SKILL", "--model", "acme/m1", "--plan"],
+        "entry point 'acme' in group skillbench.model_providers (distribution broken 1.0): "
+        "brokenmod:ACME is a dict, not a skillbench.models.Provider",
+    ),
+]
+
+
+@pytest.mark.parametrize(("points", "modules", "argv", "message"), NEW_GROUPS)
+def test_a_broken_provider_importer_or_format_is_one_line(
+    install: Install, tmp_path: Path, capsys, points, modules, argv, message
+) -> None:
+    from skillbench.importers.formats import plugin_importers
+    from skillbench.models import plugin_providers
+
+    plugin_importers.cache_clear()
+    plugin_providers.cache_clear()
+    try:
+        install("broken", points, modules)
+        folder = make_skill(
+            tmp_path, "s", {"evals/cases/a.yaml": "task: t\nchecks:\n  - file_exists: x\n"}
+        )
+        argv = [str(folder) if a == "SKILL" else str(tmp_path) if a == "RUN" else a for a in argv]
+        code = main(argv)
+        assert (code, capsys.readouterr().err) == (2, f"skillbench: error: {message}\n")
+    finally:
+        plugin_importers.cache_clear()
+        plugin_providers.cache_clear()
+
+
+def test_a_packages_sandbox_provider_is_chosen_by_name(
+    install: Install, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[sandbox] provider` names a package's provider; an unknown one is one line naming
+    the file:line and the known providers."""
+    from skillbench.config import ConfigError, load_settings
+    from skillbench.sandbox import chosen, images_of
+
+    install(
+        "acme-sandbox",
+        {"skillbench.sandbox_providers": {"acme": "acmebox:BACKEND"}},
+        {
+            "acmebox.py": "class Images:\n    sandbox_image = 'acme/sandbox'\n\n\n"
+            "class Backend:\n    def provider(self):\n        raise RuntimeError('not here')\n\n"
+            "    def images(self):\n        return Images()\n\n\nBACKEND = Backend()\n"
+        },
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)  # (settings are read where skillbench runs)
+    config = project / "skillbench.toml"
+    config.write_text('parallel = 2\n\n[sandbox]\ndisk = "1g"\nprovider = "acme"\n')
+    try:
+        load_settings(project)
+        assert (chosen(), images_of().sandbox_image) == ("acme", "acme/sandbox")
+        config.write_text('[sandbox]\nprovider = "acmee"\n')
+        with pytest.raises(ConfigError) as caught:
+            load_settings(project)
+        assert str(caught.value) == (
+            f"{config}:2: sandbox.provider: no sandbox provider 'acmee' (providers: podman, "
+            "acme); did you mean 'acme'?"
+        )
+    finally:
+        config.write_text("")
+        load_settings(project)  # back to the default provider
+    assert chosen() == "podman"
+
+
+class TestAPackagesCheckKind(KindConformance):
+    """The package's kind passes the suite every built-in kind passes."""
+
+    @pytest.fixture
+    def kind(self, install: Install) -> Kind:
+        install("stamp", ENTRY_POINTS, {f"{MODULE}.py": SOURCE})
+        return kinds()["file_says"]
+
+    @pytest.fixture
+    def argument(self) -> object:
+        return "out.txt=hi"
+
+
+class TestAPackagesReportFormat(ReportFormatConformance):
+    @pytest.fixture
+    def report_format(self, install: Install) -> ReportFormat:
+        install("stamp", ENTRY_POINTS, {f"{MODULE}.py": SOURCE})
+        return formats()["outcomes"]
+
+    @pytest.fixture
+    def run_folder(self, tmp_path: Path) -> RunFolder:
+        from tests.report.test_report import OUTCOMES, fixed_run
+
+        return load_run(fixed_run(tmp_path / "run", OUTCOMES))

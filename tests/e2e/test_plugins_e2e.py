@@ -1,6 +1,7 @@
-"""A package from outside the tree, pip-installed into this interpreter, registers an agent and a
-check kind through entry points (docs/architecture.md, "Extending skillbench"); an eval runs with
-both: real podman sandboxes, the fake model server, the CLI's summary.json."""
+"""A package from outside the tree, pip-installed into this interpreter, registers an agent, a
+check kind and a report format through entry points (docs/architecture.md, "Extending
+skillbench"); an eval runs with the first two (real podman sandboxes, the fake model server, the
+CLI's summary.json) and `report --format` renders its run folder with the third."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from skillbench.agents import agents
+from skillbench.cli import main
 from skillbench.evals.kinds import plugin_kinds
+from skillbench.report.formats import plugin_formats
 from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
 from tests.plugin_package import DIST, MODULE, write_package
 
@@ -35,6 +38,7 @@ def installed(tmp_path: Path) -> Iterator[None]:
     importlib.invalidate_caches()
     agents.cache_clear()
     plugin_kinds.cache_clear()
+    plugin_formats.cache_clear()
     try:
         yield
     finally:
@@ -42,6 +46,7 @@ def installed(tmp_path: Path) -> Iterator[None]:
         sys.modules.pop(MODULE, None)
         agents.cache_clear()
         plugin_kinds.cache_clear()
+        plugin_formats.cache_clear()
 
 
 def test_an_installed_agent_and_check_kind_run_an_eval(
@@ -83,3 +88,6 @@ def test_an_installed_agent_and_check_kind_run_an_eval(
         ],
     }
     assert code == 3  # one case is too few units for a verdict
+    # the package's report format renders the run folder
+    assert main(["report", str(tmp_path / "run"), "--format", "outcomes"]) == 0
+    assert capsys.readouterr().out == "verdict INCONCLUSIVE\nhello vs baseline: win (checks)\n"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.checks.run import reward_metrics
 from skillbench.cli import main
+from skillbench.evals.kinds.scripts import reward_metrics
 from skillbench.evals.problems import SpecError
 from skillbench.evals.skills import digest
 from skillbench.results.journal import Journal, read_journal

@@ -539,7 +539,7 @@ def test_a_program_grader_cannot_set_the_variables_vally_owns(tmp_path, capsys, 
 
 
 def test_a_program_grader_result_is_its_json_or_its_exit_code() -> None:
-    from skillbench.checks.run import _vally_result
+    from skillbench.evals.kinds.scripts import _vally_result
     from skillbench.sandbox.base import ExecResult
 
     def result(code: int, out: str) -> tuple[bool, str]:

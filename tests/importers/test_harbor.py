@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from skillbench.checks.run import reward_metrics, reward_verdict
 from skillbench.cli import main
+from skillbench.evals.kinds.scripts import reward_metrics, reward_verdict
 from skillbench.evals.model import Check
 from tests.helpers import BASE, CAND, bash, conv, run_eval, skill, write, write_file
 
@@ -151,7 +151,7 @@ def test_the_pass_rule_of_reward_files() -> None:
 def test_a_reward_of_several_metrics_none_chosen_is_no_verdict_not_an_and() -> None:
     """Both arms' files with two metrics and no `reward` key: the row is unscored (Harbor
     would not combine them), not a tie of two failures nor a loss by an AND of metrics."""
-    from skillbench.checks.run import NO_METRIC, CheckResult
+    from skillbench.results.checks import NO_METRIC, CheckResult
     from skillbench.results.records import ArmResult
     from skillbench.results.rows import no_verdict_in_both
 

@@ -127,8 +127,13 @@ def test_a_harbor_verifier_installs_pytest_through_the_proxy(
         code = main(
             ["eval", str(into), "--oracle", "--model", "scripted/demo", "--out", str(oracle)]
         )
-        report = capsys.readouterr().out
+        report, said = capsys.readouterr()
         assert code == 0 and "oracle PASS: primes" in report, report
+        # Harbor runs its verifier and solution as root (no [verifier] user): said, as run
+        assert (
+            "as run: primes: verifier as root in the checker, as its source wrote it (as_root)"
+            " · reference solution as root, as its source wrote it (as_root)"
+        ) in said, said
         assert "/simple/pytest/" in asked and "/simple/uv/" in asked
         seen = _log(oracle / "network/primes.oracle.jsonl")
         assert seen and set(seen) == {("verifier", "127.0.0.1", port, True)}, seen
@@ -153,6 +158,9 @@ def test_a_harbor_verifier_installs_pytest_through_the_proxy(
             "build": "podman's network",
         }
     }, summary["network"]
+    assert summary["differences"] == {
+        "primes": ["verifier as root in the checker, as its source wrote it (as_root)"]
+    }, summary["differences"]
     assert row["outcome"] == "win", json.dumps(row)
     assert row["arms"]["candidate"]["passed"] and row["arms"]["candidate"]["metrics"] == {
         "reward": 1.0

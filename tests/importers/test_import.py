@@ -11,6 +11,8 @@ import pytest
 
 from skillbench.cli import main
 from skillbench.evals.resources import machine_cpus
+from skillbench.importers.conformance import ImporterConformance
+from skillbench.importers.formats import IMPORTERS, Importer
 from tests.helpers import BASE, CAND, conv, run_eval, skill, write, write_file
 
 MARGIN = {
@@ -477,3 +479,26 @@ def test_harbor_agent_timeout_is_kept_and_cut_at_the_users_cap(tmp_path: Path, c
     assert len(capped) == 1 and "the agent phase is cut at 120 min" in capped[0], capped
     raised = EvalOptions(skill_dir=str(into), settings=Settings(max_timeout=180))
     assert capped_timeouts(raised) == []
+
+
+SOURCES = {"margin": MARGIN, "harbor": HARBOR, "skill-optimizer": OPTIMIZER}
+
+
+@pytest.fixture(params=sorted(SOURCES))
+def importer(request: pytest.FixtureRequest) -> Importer:
+    return IMPORTERS[request.param]
+
+
+@pytest.fixture
+def source(importer: Importer, tmp_path: Path) -> Path:
+    (name,) = [n for n, f in IMPORTERS.items() if f is importer]
+    return write(tmp_path / "src", SOURCES[name])
+
+
+@pytest.fixture(name="skill")
+def skill_folder(tmp_path: Path) -> Path:
+    return target(tmp_path)
+
+
+class TestBuiltinImporters(ImporterConformance):
+    """The built-in importers pass the suite a package's importer must pass."""

@@ -13,12 +13,15 @@ from xml.etree import ElementTree
 
 import httpx
 import msgspec
+import pytest
 
 from skillbench.cli import main
+from skillbench.report.conformance import ReportFormatConformance
+from skillbench.report.formats import FORMATS, ReportFormat
 from skillbench.report.html import render
 from skillbench.results.checks import CheckResult
 from skillbench.results.records import ArmResult, Plan, RowRecord, SessionRecord, Unit
-from skillbench.results.run_folder import load_run
+from skillbench.results.run_folder import RunFolder, load_run
 from skillbench.results.score import summarize
 
 ATTACK = "</script><script>window.pwned = 1</script><!-- <img src=x onerror=alert(1)>"
@@ -300,3 +303,17 @@ def test_report_piped_into_head_exits_quietly(tmp_path: Path) -> None:
         _, err = report.communicate(timeout=60)
         assert report.returncode == 0, (fmt, err)
         assert err == b"", (fmt, err)
+
+
+@pytest.fixture(params=sorted(FORMATS))
+def report_format(request: pytest.FixtureRequest) -> ReportFormat:
+    return FORMATS[request.param]
+
+
+@pytest.fixture
+def run_folder(tmp_path: Path) -> RunFolder:
+    return load_run(fixed_run(tmp_path / "run", OUTCOMES))
+
+
+class TestEveryFormat(ReportFormatConformance):
+    """Every built-in format passes the suite a package's format must pass."""
