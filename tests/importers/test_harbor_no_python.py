@@ -45,12 +45,10 @@ def test_a_harbor_image_without_python3_runs(tmp_path: Path, capsys) -> None:
     assert main(["import", "harbor", str(src), "--into", str(into)]) == 0
     capsys.readouterr()
     code = main(["eval", str(into), "--oracle"])
-    captured = capsys.readouterr()
-    report = captured.out
+    report = capsys.readouterr().out
     # before: "oracle SKIP: hello — ... this image has no python3" and exit 2
     assert "no python3" not in report, report
     assert code == 0 and "oracle PASS: hello" in report, report
-    assert "and python3 with apt-get, if it has none" in captured.err, captured.err
 
 
 def test_without_the_network_the_refusal_names_the_fix(tmp_path: Path, capsys) -> None:
