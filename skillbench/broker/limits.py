@@ -5,7 +5,9 @@ budget as a ledger of what is spent plus what calls in flight may still spend.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
 import threading
 from email.message import Message
 from io import BufferedIOBase
@@ -32,9 +34,45 @@ def _bad(message: str) -> Refused:
     return Refused(400, "invalid_request_error", f"skillbench broker: {message}")
 
 
-def read_body(rfile: BufferedIOBase, headers: Message, cap: int = BODY_CAP) -> bytes:
+def read_body(
+    rfile: BufferedIOBase,
+    headers: Message,
+    cap: int = BODY_CAP,
+    *,
+    sock: socket.socket | None = None,
+    deadline: float | None = None,
+) -> bytes:
     """The request body, refused (413) as soon as it is known to pass `cap`: from the
-    Content-Length before reading any of it, or while reading a chunked body."""
+    Content-Length before reading any of it, or while reading a chunked body. With `sock`
+    and `deadline`, the whole body must arrive within `deadline` seconds (408): a socket
+    timeout bounds each read, and a client trickling a byte at a time never trips it."""
+    if sock is None or deadline is None:
+        return _read_body(rfile, headers, cap)
+    late = threading.Event()
+
+    def cut() -> None:
+        late.set()
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RD)  # the read under way returns at once
+
+    timer = threading.Timer(deadline, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        return _read_body(rfile, headers, cap)
+    except (Refused, OSError):
+        if late.is_set():
+            raise Refused(
+                408,
+                "invalid_request_error",
+                f"skillbench broker: the body did not arrive within {deadline:g} s",
+            ) from None
+        raise
+    finally:
+        timer.cancel()
+
+
+def _read_body(rfile: BufferedIOBase, headers: Message, cap: int) -> bytes:
     lengths = headers.get_all("Content-Length") or []
     codings = headers.get_all("Transfer-Encoding") or []
     if codings:
@@ -85,8 +123,23 @@ def _chunked(rfile: BufferedIOBase, cap: int) -> bytes:
     raise _bad("too many trailer lines")
 
 
+class _Environment(msgspec.Struct, frozen=True):
+    type: str | None = None
+
+
 class _Tool(msgspec.Struct, frozen=True):
     type: str | None = None  # a client tool (the CLI runs it) may have none
+    # OpenAI Responses' `shell`: run by the CLI (`local`, the default) or in a container the
+    # provider provisions (`container_auto`, `container_reference`)
+    environment: _Environment | None = None
+
+    @property
+    def hosted(self) -> bool:
+        if not self.type:
+            return False
+        if self.type == "shell":
+            return self.environment is not None and self.environment.type not in (None, "local")
+        return _SERVER_TOOLS.match(self.type) is not None
 
 
 class _StreamOptions(msgspec.Struct, frozen=True):
@@ -94,11 +147,12 @@ class _StreamOptions(msgspec.Struct, frozen=True):
 
 
 # Tools the provider runs itself (Anthropic's versioned `web_search_*`, `web_fetch_*`,
-# `code_execution_*`, its MCP connector and advisor; OpenAI Responses' hosted tools): web
-# access from a sandbox that has none, and fees the token count does not show
+# `code_execution_*`, `tool_search_tool_*`, its MCP connector and advisor; OpenAI Responses'
+# hosted tools, `tool_search` among them, and a `shell` in a hosted container): web access
+# from a sandbox that has none, and fees the token count does not show
 _SERVER_TOOLS = re.compile(
     r"(web_search|web_fetch|code_execution|code_interpreter|file_search|computer_use"
-    r"|image_generation|mcp|advisor)",
+    r"|image_generation|mcp|advisor|tool_search)",
     re.IGNORECASE,
 )
 
@@ -129,6 +183,14 @@ class Head(msgspec.Struct, frozen=True):
     # `speed`): only the tiers billed at the standard price or less pass
     service_tier: str | None = None
     speed: str | None = None
+    # Anthropic's `inference_geo`: "us" (US-only inference) bills every token of Claude 4.6
+    # and later at 1.1x, and the usage counts tokens, not the geography
+    inference_geo: str | None = None
+    # Anthropic's server-side compaction (a `compact_*` context edit, or the `compaction`
+    # parameter): a second sampling pass over the conversation, billed, and reported only in
+    # `usage.iterations`, which the top-level usage the broker bills leaves out
+    context_management: object | None = None
+    compaction: object | None = None
     # Responses' stored context of the key's owner (a response, a conversation, a stored
     # prompt): read from another session's or run's, and input the body does not bound
     previous_response_id: object | None = None
@@ -138,6 +200,9 @@ class Head(msgspec.Struct, frozen=True):
     messages: Any = None
     system: Any = None
     input: Any = None
+    # input tokens the body's bytes do not bound (its images, documents, audio): set by the
+    # readers from the content, whatever a body says under this name
+    media_tokens: int = 0
 
     @property
     def max_output(self) -> int | None:
@@ -162,7 +227,7 @@ def read_head(body: bytes) -> Head:
     if head.n is not None and head.n != 1:
         # each choice is billed, and the reservation covers one: no CLI asks for more
         raise _bad(f"n={head.n}: the broker forwards one choice a call")
-    hosted = [t.type for t in head.tools or () if t.type and _SERVER_TOOLS.match(t.type)]
+    hosted = [t.type for t in head.tools or () if t.hosted]
     if head.mcp_servers:
         hosted.append("mcp_servers")
     if head.web_search_options is not None:
@@ -202,12 +267,83 @@ def read_head(body: bytes) -> Head:
             f"speed={head.speed!r}: it is billed above the price the broker reserves and "
             "counts; use the standard speed"
         )
+    if head.compaction is not None or _compacts(head.context_management):
+        raise _bad(
+            "server-side compaction: its summarizing pass is billed outside the usage the "
+            "broker counts; let the CLI compact its own context"
+        )
+    if head.inference_geo not in (None, "global"):
+        raise _bad(
+            f"inference_geo={head.inference_geo!r}: it is billed above the price the broker "
+            "reserves and counts; leave it to the default (global)"
+        )
     if head.background:
         raise _bad(
             "background=true: the provider would generate after the call is answered, where "
             "the broker cannot count it; ask in the foreground (stream if it is long)"
         )
-    return head
+    return msgspec.structs.replace(
+        head, media_tokens=_media((head.messages, head.system, head.input))
+    )
+
+
+# A base64 image is billed by its pixels, not its bytes: a large flat image compresses to a
+# few hundred bytes and is billed up to ~1,600 tokens (Anthropic, 1.15 MP), ~4,800 (its
+# high-resolution models), ~10,000 patches (OpenAI's `original` detail) times a model's
+# multiplier. A PDF (each page as text and an image), audio and video are bounded by nothing
+# but the context window. The reservation counts these; the settled cost is the provider's.
+IMAGE_TOKENS = 20_000
+MEDIA_TOKENS = 2_000_000  # the largest context window a provider serves: no input is more
+
+
+def _media(roots: tuple[Any, ...]) -> int:
+    """The input tokens of the content blocks in `roots` that their bytes do not bound:
+    IMAGE_TOKENS an image (Anthropic `image`, Chat Completions `image_url`, Responses
+    `input_image`), MEDIA_TOKENS a document that is not plain text, a file or audio; at most
+    MEDIA_TOKENS in all. A tool call's own input (the model's JSON) is not content."""
+    total, stack = 0, list(roots)
+    while stack and total < MEDIA_TOKENS:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind in ("image", "image_url", "input_image"):
+            total += IMAGE_TOKENS
+        elif kind in ("document", "file", "input_file", "input_audio", "audio", "video"):
+            source = node.get("source")
+            text = isinstance(source, dict) and source.get("type") in ("text", "content")
+            total += 0 if text else MEDIA_TOKENS
+        tool_call = isinstance(kind, str) and kind.endswith("tool_use")
+        stack.extend(v for k, v in node.items() if not (tool_call and k == "input"))
+    return min(total, MEDIA_TOKENS)
+
+
+def _gemini_media(roots: tuple[Any, ...]) -> int:
+    """MEDIA_TOKENS for a Gemini body with any `inlineData` part: the API bills an image by
+    its tiles and audio and video by their seconds, none by their bytes."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if node.get("inlineData") is not None or node.get("inline_data") is not None:
+                return MEDIA_TOKENS
+            stack.extend(node.values())
+    return 0
+
+
+def _compacts(management: object) -> bool:
+    """Whether a `context_management` asks the provider to compact (Anthropic's edits list,
+    or a list of entries): an entry whose type names compaction."""
+    entries = management.get("edits") if isinstance(management, dict) else management
+    return any(
+        isinstance(e, dict) and "compact" in str(e.get("type") or "").lower()
+        for e in (entries if isinstance(entries, list) else ())
+    )
 
 
 def _fetched(roots: tuple[Any, ...]) -> str | None:
@@ -383,4 +519,5 @@ def read_gemini_head(body: bytes, model: str | None) -> Head:
         )
     if head.model is not None and head.model not in (model, f"models/{model}"):
         raise _bad(f"the body names the model {head.model!r}, the path {model!r}")
-    return Head(model=model, max_output_tokens=most)
+    media = _gemini_media((head.contents, head.system, head.system_instruction))
+    return Head(model=model, max_output_tokens=most, media_tokens=media)

@@ -40,6 +40,7 @@ from skillbench.models import parse_model
 from skillbench.models.base import Usage
 from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import Price, price_for, worst_case_usd
+from skillbench.util.conncap import ConnectionCap
 from skillbench.util.scrub import scrub_obj
 
 # Response headers that belong to one hop (a request's headers pass only by the wire's list).
@@ -160,8 +161,7 @@ class Broker:
         # with it, so no other local process or user can spend the session's key
         self.preamble = f"skillbench-broker {secrets.token_hex(32)}\r\n".encode()
         self.intruders = 0  # connections refused for not opening with the preamble
-        self._idle: dict[socket.socket, float] = {}  # accepted, no request read yet
-        self._open = 0
+        self._connections = ConnectionCap(MAX_CONNECTIONS)
         exchanges.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[str] | None = exchanges.open("a", encoding="utf-8")
         self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
@@ -174,10 +174,13 @@ class Broker:
 
             def handle(self) -> None:
                 if broker._admit(self):
+                    # the session's own: never the one closed to make room for a newcomer
+                    # (another local user's flood may only evict connections without the secret)
+                    broker._connections.busy(self.connection)
                     super().handle()
 
             def serve(self) -> None:
-                broker._busy(self.connection)
+                broker._connections.busy(self.connection)
                 broker._serve(self)
 
             do_POST = do_GET = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = serve
@@ -190,7 +193,7 @@ class Broker:
             request_queue_size = 64  # the relay's own backlog; the default (5) drops bursts
 
             def process_request(self, request: Any, client_address: Any) -> None:
-                if broker._accept(request):  # before a thread is spent on it
+                if broker._connections.accept(request):  # before a thread is spent on it
                     super().process_request(request, client_address)
                 else:
                     self.shutdown_request(request)
@@ -199,7 +202,7 @@ class Broker:
                 try:
                     super().process_request_thread(request, client_address)
                 finally:
-                    broker._gone(request)
+                    broker._connections.gone(request)
 
             def handle_error(self, request: Any, client_address: Any) -> None:
                 exc = sys.exc_info()[1]  # never the stdlib's traceback
@@ -240,31 +243,6 @@ class Broker:
             log.close()
 
     # --- connections --------------------------------------------------------------------------
-
-    def _accept(self, sock: socket.socket) -> bool:
-        """Whether a new connection gets a thread: at the cap, the longest-idle connection
-        (one that has sent no request yet) is closed to make room, so a flood of idle
-        connections cannot keep the session's own calls out; with none idle it is refused."""
-        with self._lock:
-            if self._open >= MAX_CONNECTIONS:
-                if not self._idle:
-                    return False
-                oldest = min(self._idle, key=self._idle.__getitem__)
-                del self._idle[oldest]
-                with contextlib.suppress(OSError):
-                    oldest.shutdown(socket.SHUT_RDWR)  # its thread ends at once
-            self._open += 1
-            self._idle[sock] = time.monotonic()
-            return True
-
-    def _busy(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._idle.pop(sock, None)
-
-    def _gone(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._idle.pop(sock, None)
-            self._open -= 1
 
     def _admit(self, h: BaseHTTPRequestHandler) -> bool:
         """Whether the connection opened with this session's preamble (else it is refused)."""
@@ -313,7 +291,9 @@ class Broker:
         if h.command != "POST":
             raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
         endpoint = route(self.wire, h.path)
-        call.body = read_body(h.rfile, h.headers, self.body_cap)
+        call.body = read_body(
+            h.rfile, h.headers, self.body_cap, sock=h.connection, deadline=READ_DEADLINE
+        )
         head = self.wire.head(call.body, endpoint.model)
         call.body, call.drop_usage = with_usage(endpoint, head, call.body)
         priced_as = self.models.get(head.model)
@@ -376,8 +356,9 @@ class Broker:
                 raise Refused(
                     400, "invalid_request_error", "skillbench broker: the request has no max_tokens"
                 )
-            # a token is at least one byte of the body: its size bounds the input
-            worst = worst_case_usd(priced_as, size, most, self.prices)
+            # a token of text is at least one byte of the body: its size bounds the input,
+            # with what its images and documents may add (broker_limits.IMAGE_TOKENS)
+            worst = worst_case_usd(priced_as, size + head.media_tokens, most, self.prices)
         if not self.ledger.reserve(worst):
             self._unforward()
             self.exhausted = True

@@ -19,7 +19,7 @@ import socket
 import tarfile
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import msgspec
@@ -278,8 +278,16 @@ def _write(
     if not _owned(rel, snapshot, key):
         raise ClusterError(f"a worker sent a file that is not this session's: {rel!r}")
     dest = run_dir / rel
+    # never through a link already in the run folder (copy-out makes none; a folder someone
+    # else prepared may have one): it would put the worker's bytes where it points
+    here = run_dir
+    for part in PurePosixPath(rel).parts:
+        here = here / part
+        if here.is_symlink():
+            raise ClusterError(f"a worker's file would be written through a link: {rel!r}")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with dest.open("wb" if first else "ab") as f:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if first else os.O_APPEND)
+    with os.fdopen(os.open(dest, flags, 0o666), "wb") as f:
         f.write(chunk)
 
 

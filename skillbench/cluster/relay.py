@@ -21,9 +21,10 @@ import contextlib
 import hmac
 import os
 import secrets
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import httpx
 import msgspec
@@ -33,6 +34,7 @@ from skillbench.broker.limits import Ledger, Refused, read_body
 from skillbench.broker.wire import WIRES, Route, Wire, route, upstream_url
 from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import Price, worst_case_usd
+from skillbench.util.conncap import ConnectionCap
 
 
 class Provider(NamedTuple):
@@ -56,6 +58,13 @@ PROVIDERS = {
     ),
 }
 _HOP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
+# The relay listens where workers reach the driver, so anyone who reaches that address can
+# connect: a connection waits this long for its client before it is closed, and at most
+# MAX_CONNECTIONS get a thread (the longest idle is closed to make room for a new one). The
+# cap is well above the calls a run's workers make at once (each session has at most
+# Broker.MAX_CONCURRENT in flight).
+READ_DEADLINE = 60.0
+MAX_CONNECTIONS = 512
 
 
 def _below_base(wire: Wire) -> Wire:
@@ -108,21 +117,47 @@ class DriverRelay:
         self._bases = {n: (os.environ.get(p.base_var) or p.default) for n, p in PROVIDERS.items()}
         self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0))
         self.refused = 0
+        self._connections = ConnectionCap(MAX_CONNECTIONS)
         relay = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = READ_DEADLINE  # an idle or trickling client cannot hold a thread
 
             def do_POST(self) -> None:
-                relay._handle(self)
+                relay._connections.busy(self.connection)
+                try:
+                    relay._handle(self)
+                finally:
+                    relay._connections.idle(self.connection)  # (keep-alive: may wait again)
 
             do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_POST
 
             def log_message(self, format: str, *args: object) -> None:
                 pass  # nothing a worker sends is printed
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 64
+
+            def process_request(self, request: Any, client_address: Any) -> None:
+                if relay._connections.accept(request):  # before a thread is spent on it
+                    super().process_request(request, client_address)
+                else:
+                    self.shutdown_request(request)
+
+            def process_request_thread(self, request: Any, client_address: Any) -> None:
+                try:
+                    super().process_request_thread(request, client_address)
+                finally:
+                    relay._connections.gone(request)
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                exc = sys.exc_info()[1]  # one line, never the stdlib's traceback
+                if not isinstance(exc, OSError):  # (OSError: the client went away)
+                    print(f"skillbench relay: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
+
+        self._server = Server((host, port), Handler)
         self.host = host
         self.port = self._server.server_address[1]
 
@@ -178,20 +213,26 @@ class DriverRelay:
                     405, "invalid_request_error", f"skillbench relay: no {handler.command}"
                 )
             wire = _WIRES[name]
-            body = read_body(handler.rfile, handler.headers)
+            body = read_body(
+                handler.rfile, handler.headers, sock=handler.connection, deadline=READ_DEADLINE
+            )
             head = wire.head(body, endpoint.model)  # (the Gemini API's model is the path's)
             body, drop_usage = with_usage(endpoint, head, body)
             priced_as = self.models.get(head.model)
-            if priced_as is None:
+            # the run's model at its own provider only: the driver may hold other providers'
+            # keys (its judge's), which the name must not reach (nor be priced as this model)
+            if priced_as is None or priced_as.partition("/")[0] != name:
                 raise Refused(
-                    400, "invalid_request_error", f"model {head.model!r} is not this run's"
+                    400,
+                    "invalid_request_error",
+                    f"model {head.model!r} at {name} is not this run's",
                 )
             worst: float | None = 0.0  # count_tokens is free: nothing to hold
             if endpoint.billed:
                 most = head.max_output if head.max_output is not None else wire.default_max_output
                 if most is None:
                     raise Refused(400, "invalid_request_error", "the request has no max_tokens")
-                worst = worst_case_usd(priced_as, len(body), most, self.prices)
+                worst = worst_case_usd(priced_as, len(body) + head.media_tokens, most, self.prices)
             ledger = self.ledger  # (reserved and settled in the same one)
             if not ledger.reserve(worst):
                 raise Refused(400, "invalid_request_error", "the run's --max-cost cannot cover it")

@@ -41,6 +41,7 @@ import msgspec
 
 from skillbench.evals.network import Allowed, parse_entry
 from skillbench.sandbox.base import Relay, SandboxSpec
+from skillbench.util.conncap import ConnectionCap
 
 PROXY_PORT = 3128  # the proxy's address inside the sandbox: http://127.0.0.1:3128
 # The verifier's: another port, because in an arm's pod the checker shares the agent's network
@@ -49,6 +50,11 @@ PROXY_PORT = 3128  # the proxy's address inside the sandbox: http://127.0.0.1:31
 CHECK_PROXY_PORT = 3129
 _HEAD_CAP = 64 << 10  # bytes of a request head; more is refused
 _CONNECT_TIMEOUT = 10.0
+# Every connection the agent opens to the proxy is a host thread: one waits this long for its
+# request head, and at most MAX_CONNECTIONS get a thread (the longest waiting is closed to make
+# room for a new one; a tunnel in use is never closed for another).
+READ_DEADLINE = 30.0
+MAX_CONNECTIONS = 256  # (npm, pip and cargo open tens at once; idle ones make room)
 # Hop-by-hop headers of the client's request (RFC 9110 §7.6.1) and the proxy's own.
 _HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "upgrade"}
 
@@ -87,6 +93,7 @@ class EgressProxy:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._stopped = False
+        self._connections = ConnectionCap(MAX_CONNECTIONS)
 
     def start(self) -> EgressProxy:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -111,6 +118,10 @@ class EgressProxy:
                 conn, _ = self._server.accept()
             except OSError:
                 return
+            if not self._connections.accept(conn):  # before a thread is spent on it
+                with contextlib.suppress(OSError):
+                    conn.close()
+                continue
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     # one connection ------------------------------------------------------------------------
@@ -121,7 +132,13 @@ class EgressProxy:
         upstream: socket.socket | None = None
         self._track(client)
         try:
-            head, rest = _read_head(client)
+            client.settimeout(READ_DEADLINE)
+            try:
+                head, rest = _read_head(client)
+            except TimeoutError:
+                raise _Refused(408, "no request head within the read deadline") from None
+            client.settimeout(None)
+            self._connections.busy(client)
             method, host, port, forward = _target(head)
             entry.update(method=method, host=host, port=port)
             framing: _Framing | None = None
@@ -163,6 +180,7 @@ class EgressProxy:
                 if sock is not None:
                     self._untrack(sock)
                     sock.close()
+            self._connections.gone(client)
             entry["seconds"] = round(time.monotonic() - started, 4)
             self._record(entry)
 
