@@ -411,6 +411,12 @@ class BrokeredSession:
             stop = "budget"
         elif self.broker.capped:
             stop = "max_turns"
+        elif not done.truncated and self.ended_inside(stop, done.exit_code):
+            # the CLI runs as the agent's own user, which can kill it: an end that came from
+            # inside the sandbox is the arm's own, and its checks decide it (an infrastructure
+            # error would leave the row unscored: any loss turned into no row, redteam8); a
+            # stream cut at the output cap lost events, so it is never read as whole
+            stop = "ended"
         elif stop in (None, "error") or self.broker.last_failed:
             # no end, the CLI gave up, or it ended on a call that got no whole answer (a CLI
             # that retries a cut stream and then ends its turn as if done): infrastructure
@@ -438,6 +444,18 @@ class BrokeredSession:
             **extra,
         )
         return SessionResult(stop, turns, duration_ms, usage, cost, error, models)
+
+    def ended_inside(self, stop: str | None, exit_code: int | None) -> bool:
+        """Whether a CLI with no end of its own (`stop` None, or its own "error") was ended
+        from inside the sandbox: killed by a signal skillbench never sends it (the timeout's
+        is told apart before), or gone while the broker saw nothing fail (no fault of ours,
+        every call the provider answered or refused only by our own rules)."""
+        if stop not in (None, "error"):
+            return False
+        broker = self.broker
+        clean = broker.fault is None and not broker.failures and broker.rejected is None
+        signalled = stop is None and exit_code is not None and 128 < exit_code < 128 + 65
+        return signalled or (clean and broker.answered > 0)
 
     def infrastructure(self, exit_code: int | None, stderr: str) -> str:
         """Why a CLI that ended without a result failed."""

@@ -14,6 +14,7 @@ import msgspec
 from skillbench.sandbox.base import CASE_DIR, Mount
 
 TOOLS_DIR = "/opt/skillbench"  # skillbench itself, read-only, for checks that call it
+PY_DIR = f"{TOOLS_DIR}/py"  # the checker's sitecustomize (_SITE), read-only
 # git in a check reads the repository the agent left: none of the config that makes git run
 # a program (hooks, fsmonitor; also when an include brings it in) may come from it. Settings
 # given in the environment win over every config file, and no system or global file is read.
@@ -35,6 +36,7 @@ GIT_ENV = {
 CHECK_ENV = {
     "PATH": f"/usr/local/bin:/usr/bin:/bin:{TOOLS_DIR}/bin",
     "PYTHONNOUSERSITE": "1",
+    "PYTHONPATH": PY_DIR,
     "LANG": "C.UTF-8",
     "CASE": CASE_DIR,
     **GIT_ENV,
@@ -73,6 +75,44 @@ run 'from skillbench.cli import main; sys.exit(main(sys.argv[2:]))' "$@"
 """
 
 
+# python3 -c, -m and stdin put the current folder (a check's is /work) first on sys.path, so a
+# json.py or pytest.py of the agent's would run when a check's own snippet imports json or
+# runs `python3 -m pytest` (redteam8 GR2-py). This sitecustomize (on PYTHONPATH, read-only)
+# serves a top-level module from the interpreter's own folders (the standard library,
+# site-packages, what the check put on PYTHONPATH) whenever it is there, and the workspace
+# only the names nothing else has: a check that imports the candidate's own modules still
+# can (it asked for that code), one that imports the standard library or an installed tool
+# runs none of the agent's. PYTHONSAFEPATH would also drop a verifier script's own folder,
+# which imports of its siblings need, and the workspace that `python3 -m pytest` puts there.
+_SITE = """import os as _os, sys as _sys
+from importlib.machinery import PathFinder as _PathFinder
+
+
+def _agents(entry):
+    where = _os.path.realpath(entry or _os.getcwd())
+    return where == "/work" or where.startswith("/work/")
+
+
+class _InstalledFirst:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if path is not None:
+            return None  # (a package's submodule comes from where the package came from)
+        found = _PathFinder.find_spec(name, [p for p in _sys.path if not _agents(p)], target)
+        if found is not None and found.loader is not None:
+            return found
+        if name in _sys.stdlib_module_names:
+            raise ModuleNotFoundError(f"No module named {name!r} (not from the workspace)")
+        return None  # the workspace's own module, or a namespace package: as python finds it
+
+
+_at = next(
+    (i for i, f in enumerate(_sys.meta_path) if f is _PathFinder), len(_sys.meta_path)
+)
+_sys.meta_path.insert(_at, _InstalledFirst)  # (after the builtin and frozen ones)
+"""
+
+
 # On the api channel nothing is mounted: the host's install (its dependencies are hundreds of
 # MB) is not copied into every checker, and `skillbench` there says so.
 _NOT_COPIED = """#!/bin/sh
@@ -86,19 +126,23 @@ exit 2
 def tool_mounts(host_dir: Path, channel: str) -> tuple[Mount, ...]:
     """The mounts that put `skillbench` on the checker's PATH (on the api channel, a
     `skillbench` that refuses in one line)."""
-    bin_dir = host_dir / "tools-bin"
+    bin_dir, py_dir = host_dir / "tools-bin", host_dir / "tools-py"
     bin_dir.mkdir(exist_ok=True)
+    py_dir.mkdir(exist_ok=True)
+    (py_dir / "sitecustomize.py").write_text(_SITE)
+    site_mount = Mount(str(py_dir), PY_DIR, read_only=True)
     wrapper = bin_dir / "skillbench"
     if channel == "api":
         wrapper.write_text(_NOT_COPIED)
         wrapper.chmod(0o755)
-        return (Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),)
+        return (Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True), site_mount)
     wrapper.write_text(_WRAPPER % ".".join(map(str, sys.version_info[:2])))
     wrapper.chmod(0o755)
     package = Path(__file__).resolve().parents[1]  # the skillbench package this runs from
     site = Path(msgspec.__file__).resolve().parent.parent  # the installed dependencies
     return (
         Mount(str(bin_dir), f"{TOOLS_DIR}/bin", read_only=True),
+        site_mount,
         Mount(str(package), f"{TOOLS_DIR}/src/skillbench", read_only=True),
         Mount(str(site), f"{TOOLS_DIR}/site", read_only=True),
     )
