@@ -257,7 +257,29 @@ def containerfile_field(
             "local image here: the eval refuses the case until it is (podman "
             f"pull or load it), or make it FROM {SANDBOX_FROM}"
         )
+    entry = _entrypoint(dockerfile.read_text(errors="replace"))
+    if entry is not None:
+        line, value = entry
+        out.unmapped.append(
+            f"{where}: {context.name}/{dockerfile.name}:{line} ENTRYPOINT {value} — not run: "
+            "the sandbox's command executor replaces it in every phase, so what it sets up "
+            "(files, /etc/hosts entries, servers it starts) is not there; fold that into a "
+            "RUN step or the case's `setup`"
+        )
     return {"containerfile": f"{name}/{context.name}/{dockerfile.name}"}
+
+
+def _entrypoint(text: str) -> tuple[int, str] | None:
+    """The Dockerfile's last ENTRYPOINT (the one an image keeps) and its line, unless it
+    clears it (`ENTRYPOINT []`)."""
+    found = None
+    for number, line in enumerate(text.splitlines(), 1):
+        m = re.match(r"(?i)\s*ENTRYPOINT\s+(.+?)\s*$", line)
+        if m:
+            found = (number, m.group(1))
+    if found is None or found[1].replace(" ", "") in ("[]", '[""]'):
+        return None
+    return found
 
 
 def image_field(ref: str, where: str, out: Imported) -> dict[str, str]:

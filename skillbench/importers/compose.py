@@ -99,7 +99,9 @@ def compose_services(path: Path, where: str, out: Imported, case: str) -> Compos
     at = _Where(doc, where, path)
     resolved = _resolve(services, variables, f"{where}: {path.name}", out)
     main = resolved.get(MAIN) if isinstance(resolved.get(MAIN), dict) else {}
-    for key in main:
+    for key, value in main.items():
+        if key == "network_mode" and value == "none":
+            continue  # the case's network (importers/harbor.py: main_offline)
         if key not in _MAIN_MAPPED:
             why = _MAIN_WHY.get(key, "not supported for the agent's own sandbox")
             out.unmapped.append(f"{at(MAIN, key)} — {why}")
@@ -272,7 +274,28 @@ class _Volumes:
         return name, target
 
 
+def main_offline(path: Path) -> bool:
+    """`services.main.network_mode: none`: Harbor's main container, where the agent, the
+    solution and the verifier all run, has no network (harbor-workshop's airgapped task)."""
+    try:
+        doc = yaml.load(read_capped(path, 1 << 20).decode("utf-8"), Loader=CappedLoader)
+    except (yaml.YAMLError, UnicodeDecodeError, OSError):
+        return False  # compose_services has said why it cannot be read
+    main = (doc.get("services") or {}).get(MAIN) if isinstance(doc, dict) else None
+    return isinstance(main, dict) and main.get("network_mode") == "none"
+
+
+# Harbor's log folders, bind-mounted from its trial folder into the container at /logs/...
+_LOGS = (
+    "Harbor's, its trial folder's log mount: the checker makes /logs/verifier and /logs/agent "
+    "itself"
+)
 _HARBOR_VARIABLES = {
+    **{
+        f"{side}_{what}_PATH": _LOGS
+        for side in ("HOST", "ENV")
+        for what in ("VERIFIER_LOGS", "AGENT_LOGS", "ARTIFACTS")
+    },
     "CPUS": "Harbor's, the task's `cpus`: a sidecar's CPUs are not limited here",
     "MEMORY": "Harbor's, the task's memory: a sidecar's memory is not limited here",
 }

@@ -32,7 +32,7 @@ from skillbench.importers.base import (
     text,
     timeout_minutes,
 )
-from skillbench.importers.compose import compose_services, services_field
+from skillbench.importers.compose import compose_services, main_offline, services_field
 from skillbench.importers.harbor_fields import SAID
 from skillbench.importers.mcp import harbor_mcp
 
@@ -86,9 +86,18 @@ _DROPPED = {
     ("solution", "env"): "the oracle runs with the agent's environment",
 }
 # Harbor's `allow_internet = true` becomes an allowlist: the hosts its verifiers install from
-# (pytest with uv: uv's installer, its GitHub downloads, PyPI). A sandbox never gets the
-# whole internet; a task that needs more lists its hosts in the case's `network`.
+# (their first step is `apt-get update && apt-get install -y curl` on a Debian or Ubuntu
+# image, then pytest with uv: uv's installer, its GitHub downloads, PyPI). A sandbox never
+# gets the whole internet; a task that needs more lists its hosts in the case's `network`.
+APT_ARCHIVES = (
+    "deb.debian.org",
+    "security.debian.org",
+    "archive.ubuntu.com",
+    "security.ubuntu.com",
+    "ports.ubuntu.com",
+)
 INTERNET = (
+    *APT_ARCHIVES,
     "pypi.org",
     "files.pythonhosted.org",
     "astral.sh",
@@ -196,9 +205,9 @@ def _network(get: Any, where: str, extra: dict[str, str], out: Imported) -> None
         + (" (absent: Harbor's default is true, internet in every phase)" if allow is None else "")
     )
     out.unmapped.append(
-        f"{where}: {said} — mapped to `network: {extra['network']}` (the package indexes "
-        "verifiers install from; never the whole internet), for the agent and the verifier; "
-        "add any other host the task needs, or `network: none` to run it offline"
+        f"{where}: {said} — mapped to `network: {extra['network']}` (the apt archives and "
+        "package indexes verifiers install from; never the whole internet), for the agent and "
+        "the verifier; add any other host the task needs, or `network: none` to run it offline"
     )
 
 
@@ -284,6 +293,15 @@ def _harbor_task(folder: Path, name: str, out: Imported) -> None:
         if is_file(compose):  # its sidecars run in the arm's pod; `main` is the sandbox
             found = compose_services(compose, where, out, name)
             services = found.services
+            if main_offline(compose) and "network" in extra:
+                # the internet note no longer holds: main's own setting wins, as in Harbor
+                said = f"— mapped to `network: {extra.pop('network')}`"
+                out.unmapped = [u for u in out.unmapped if not (u.startswith(where) and said in u)]
+                out.mapped.append(
+                    f"{where}: environment/{compose.name}: services.main.network_mode = none — "
+                    "no network in any phase (Harbor's main container, where the agent, the "
+                    "solution and the verifier run, has none)"
+                )
             if services:
                 extra["services"] = services_field(services)
                 out.mapped.append(

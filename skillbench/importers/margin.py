@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.evals.cases import workdir_problem
+from skillbench.evals.kinds.scripts import MAX_RUN
 from skillbench.importers.base import (
     Imported,
     ImportError_,
@@ -129,8 +130,16 @@ def _margin_case(folder: Path, out: Imported, preamble: str = "") -> None:
                 executable=True,
             )
         )
-    if "test_timeout_seconds" in meta:
-        out.unmapped.append(f"{where}: test_timeout_seconds — a verifier gets 600 s here")
+    # Margin's hard limit on test.sh (a required field there), kept as written
+    limit = meta.get("test_timeout_seconds")
+    verifier = f"verifier: {name}/verify.sh"
+    if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit <= MAX_RUN:
+        verifier = f"verifier: {{run: {name}/verify.sh, timeout: {limit}}}"
+    elif limit is not None:
+        out.unmapped.append(
+            f"{where}: test_timeout_seconds {limit!r} — not a number of seconds from 1 to "
+            f"{MAX_RUN}; the verifier gets 600 s"
+        )
     if "image" in meta:
         extra.update(image_field(str(meta["image"]), where, out))
     elif is_file(folder / "env" / "Dockerfile"):
@@ -160,7 +169,7 @@ def _margin_case(folder: Path, out: Imported, preamble: str = "") -> None:
     out.files += [
         NewFile(
             f"cases/{name}.yaml",
-            case_yaml(source, preamble + prompt, [f"verifier: {name}/verify.sh"], extra, notes),
+            case_yaml(source, preamble + prompt, [verifier], extra, notes),
         ),
         NewFile(f"cases/{name}/verify.sh", headed(wrapper, source), executable=True),
         *support(folder / "tests", f"cases/{name}/tests", source),

@@ -45,7 +45,7 @@ def test_margin_agent_cwd_is_the_workspace_and_tests_are_at_slash_tests(
     into = skill(tmp_path, {})
     assert main(["import", "margin", str(write(tmp_path / "m", MARGIN)), "--into", str(into)]) == 0
     out = capsys.readouterr().out
-    assert "not mapped (1):" in out and "test_timeout_seconds" in out, out  # the cwds are mapped
+    assert "not mapped" not in out, out  # the cwds and test_timeout_seconds are mapped
     case = (into / "evals/cases/fix-add.yaml").read_text()
     assert "workdir: /testbed" in case and "harbor: fix-add" in case
 

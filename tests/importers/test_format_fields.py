@@ -186,7 +186,8 @@ def test_margin_every_suite_and_case_field_is_classified(tmp_path: Path, capsys)
     assert "not a Margin suite field" not in out
     for word in ("# description: a case", "image: localhost/m:1", "workdir: /app"):
         assert word in case, case
-    assert "test_timeout_seconds" in out and "# metadata: {'difficulty': 'easy'}" in case
+    # test_timeout_seconds is the verifier's limit, as written (issue 37: it was 600 s)
+    assert "timeout: 300}" in case and "# metadata: {'difficulty': 'easy'}" in case
 
 
 def test_skill_optimizer_every_suite_and_case_field_is_classified(tmp_path: Path, capsys) -> None:

@@ -100,7 +100,8 @@ def test_margin_imports_with_a_header_and_says_what_it_could_not_map(
         f"# imported by `skillbench import` from margin case {src}/cases/add-two"
     )
     assert (
-        "verifier: add-two/verify.sh" in case and "oracle: add-two/oracle/.margin-solve.sh" in case
+        "verifier: {run: add-two/verify.sh, timeout: 60}" in case
+        and "oracle: add-two/oracle/.margin-solve.sh" in case
     )
     assert "containerfile: add-two/env/Dockerfile" in case
     assert (into / "evals/cases/add-two/env/Dockerfile").is_file()
@@ -133,7 +134,7 @@ def test_harbor_names_tasks_stably_and_maps_its_fields(tmp_path: Path, capsys) -
     said = [x for x in out if "allow_internet" in x]
     assert len(said) == 1 and "absent: Harbor's default is true" in said[0], out
     other = next(n for n in names if n != first)
-    assert "network: [pypi.org, " in (into / f"evals/cases/{other}.yaml").read_text()
+    assert "network: [deb.debian.org, " in (into / f"evals/cases/{other}.yaml").read_text()
     assert "\nnetwork:" not in case
     assert "workdir: /app" in case  # the Dockerfile's WORKDIR holds the workspace
     assert "containerfile: " in case
@@ -426,10 +427,10 @@ def test_harbor_verifier_timeout_is_kept_as_written(tmp_path: Path, capsys) -> N
 @pytest.mark.parametrize(
     ("environment", "network"),
     [
-        ("", "network: [pypi.org, "),  # absent: Harbor's default is allow_internet = true
-        ("allow_internet = true\n", "network: [pypi.org, "),
+        ("", "network: [deb.debian.org, "),  # absent: Harbor's default is allow_internet = true
+        ("allow_internet = true\n", "network: [deb.debian.org, "),
         ("allow_internet = false\n", None),
-        ('network_mode = "public"\n', "network: [pypi.org, "),
+        ('network_mode = "public"\n', "network: [deb.debian.org, "),
         ('network_mode = "no-network"\n', None),
         ('network_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\n', "network: [pypi.org]\n"),
     ],

@@ -79,7 +79,9 @@ def test_harbor_allow_internet_becomes_the_package_index_allowlist(tmp_path: Pat
         },
     )
     imported = import_harbor(task)
-    assert any("allow_internet — mapped to `network: [pypi.org" in n for n in imported.unmapped)
+    assert any(
+        "allow_internet — mapped to `network: [deb.debian.org" in n for n in imported.unmapped
+    )
     folder = make_skill(tmp_path, "s")
     for new in imported.files:
         write(folder / "evals", {new.rel: new.content})

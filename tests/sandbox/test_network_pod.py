@@ -36,15 +36,17 @@ def test_a_harbor_task_with_a_service_and_the_default_network_runs(tmp_path: Pat
     src = write(tmp_path / "harbor", task)
     assert main(["import", "harbor", str(src / "ask-api"), "--into", str(into)]) == 0
     said = capsys.readouterr().out
-    assert "mapped to `network: [pypi.org" in said, said
+    assert "mapped to `network: [deb.debian.org" in said, said
     address = socket.gethostbyname("pypi.org")
     if ipaddress.ip_address(address).is_private:
         # a machine whose PyPI is a local mirror (this one's): the proxy refuses a name that
         # resolves to a private address unless that address is listed too
         case = into / "evals/cases/ask-api.yaml"
         text = case.read_text()
-        assert "network: [pypi.org, " in text, text
-        case.write_text(text.replace("network: [pypi.org, ", f"network: [pypi.org, {address}, "))
+        assert "network: [deb.debian.org, " in text, text
+        case.write_text(
+            text.replace("network: [deb.debian.org, ", f"network: [deb.debian.org, {address}, ")
+        )
     out = tmp_path / "oracle"
     code = main(["eval", str(into), "--oracle", "--model", "scripted/demo", "--out", str(out)])
     report, said = capsys.readouterr()

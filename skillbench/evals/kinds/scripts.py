@@ -44,6 +44,25 @@ class Verifier(StringKind):
     root_script = True
 
     def parse(self, value: object, at: At) -> Check | None:
+        timeout = None
+        if isinstance(value, dict):  # {run, timeout}: a Margin case's test_timeout_seconds
+            unknown = sorted(set(value) - {"run", "timeout"})
+            if unknown:
+                at.error(
+                    f"`verifier` has unknown field(s) {', '.join(unknown)}; "
+                    "it takes run and timeout"
+                )
+                return None
+            limit = value.get("timeout")
+            if limit is not None and (
+                isinstance(limit, bool)
+                or not isinstance(limit, int | float)
+                or not 0 < limit <= MAX_RUN
+            ):
+                at.error(f"`verifier` `timeout` must be seconds, more than 0 and at most {MAX_RUN}")
+                return None
+            timeout = None if limit is None else float(limit)
+            value = value.get("run")
         check = string_check(self.name, value, at)
         if check is None or not check.arg:
             return check
@@ -52,7 +71,7 @@ class Verifier(StringKind):
         except ValueError as exc:  # reported; the check stays (it fails at run time)
             at.error(str(exc))
             script = None
-        return Check(check.kind, check.arg, check.line, script=script)
+        return Check(check.kind, check.arg, check.line, script=script, timeout=timeout)
 
     async def run(self, check: Check, context: CheckContext) -> CheckResult:
         checker, name = _checker(context), check.name

@@ -40,11 +40,23 @@ _FROM = re.compile(r"(?im)^(\s*FROM\s+)skillbench-sandbox(\s|$)")
 # Each user only when the image lacks it (an image may ship its own uid 1000 user: the
 # build then says so rather than renaming it).
 _LAYER = (
-    "FROM {base}\nUSER root\n"
-    "RUN command -v python3 >/dev/null || {{ echo 'skillbench: this image has no python3, "
-    "which the sandbox executor runs on: install it in the image' >&2; exit 1; }}\n"
+    "FROM {base}\nUSER root\n{python}"
     "RUN (id agent >/dev/null 2>&1 && id checker >/dev/null 2>&1 && mkdir -p /work && "
     "chown 1000:1000 /work) || ({users})\n"
+)
+NO_PYTHON = "this image has no python3, which the sandbox executor runs on"
+_REFUSE = f"echo 'skillbench: {NO_PYTHON}: install it in the image' >&2; exit 1"
+_NEEDS_PYTHON = "RUN command -v python3 >/dev/null || { " + _REFUSE + "; }\n"
+# A base image without python3 (ubuntu:24.04, gcc, eclipse-temurin: what Harbor tasks start
+# FROM, and Harbor needs none) gets Debian's or Ubuntu's own python3 when the case's build has
+# the network its source builds with; the build log says so. Else the build is refused.
+_ADDS_PYTHON = (
+    "RUN command -v python3 >/dev/null || { command -v apt-get >/dev/null && "
+    f"echo 'skillbench: {NO_PYTHON}: installing python3 with apt-get' >&2 && "
+    "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
+    "--no-install-recommends python3 >/dev/null && rm -rf /var/lib/apt/lists/* && "
+    "command -v python3 >/dev/null; } || "
+    "{ " + _REFUSE + "; }\n"
 )
 
 
@@ -144,16 +156,18 @@ def case_image(
                 "(`podman images` lists them), or use a containerfile"
             )
         own = image
-    layer = _LAYER.format(base=own, users=USERS_SCRIPT)
+    python = _ADDS_PYTHON if network else _NEEDS_PYTHON
+    layer = _LAYER.format(base=own, users=USERS_SCRIPT, python=python)
     digest = hashlib.sha256((_image_id(own) + layer).encode()).hexdigest()[:12]
     name = f"localhost/skillbench-case:{digest}"
     if not image_exists(name):
-        log(f"adding the sandbox users to {own} as {name}")
+        added = " (and python3 with apt-get, if it has none)" if network else ""
+        log(f"adding the sandbox users{added} to {own} as {name}")
         with tempfile.TemporaryDirectory() as empty:  # the layer copies nothing
             try:
-                _build(name, layer, Path(empty))
+                _build(name, layer, Path(empty), network=network)
             except CaseImageError as exc:
-                raise CaseImageError(f"{own}: {exc}") from None
+                raise CaseImageError(f"{own}: {_layer_failure(str(exc), network)}") from None
     return name
 
 
@@ -179,3 +193,18 @@ def service_image(build: ServiceBuild, name: str, log: Callable[[str], None]) ->
     except CaseImageError as exc:
         raise CaseImageError(f"{dockerfile}: {exc}") from None
     return name
+
+
+def _layer_failure(why: str, network: bool) -> str:
+    """What a failed sandbox layer says: an image without python3 is told what fixes it (the
+    build's network hint is about the case's own build, and is kept only when it applies)."""
+    if NO_PYTHON not in why:
+        return why
+    fix = (
+        "install python3 in the image (apt-get could not: no apt-get, or it failed)"
+        if network
+        else f"install python3 in the image, or give the case `{NETWORK_FIELD}: true` so "
+        "skillbench installs it with the image's apt-get"
+    )
+    tail = why[why.index(NO_PYTHON) :].split("\n", 1)[0]
+    return f"skillbench: {tail.split(':', 1)[0]}: {fix}"
