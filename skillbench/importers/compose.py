@@ -278,21 +278,22 @@ def main_offline(path: Path) -> bool:
     """`services.main.network_mode: none`: Harbor's main container, where the agent, the
     solution and the verifier all run, has no network (harbor-workshop's airgapped task)."""
     try:
-        doc = yaml.load(read_capped(path, 1 << 20).decode("utf-8"), Loader=CappedLoader)
-    except (yaml.YAMLError, UnicodeDecodeError, OSError):
+        doc = load_yaml_file(path).value
+    except SpecError:
         return False  # compose_services has said why it cannot be read
-    main = (doc.get("services") or {}).get(MAIN) if isinstance(doc, dict) else None
+    services = doc.get("services") if isinstance(doc, dict) else None
+    main = services.get(MAIN) if isinstance(services, dict) else None
     return isinstance(main, dict) and main.get("network_mode") == "none"
 
 
 # Harbor's log folders, bind-mounted from its trial folder into the container at /logs/...
-_LOGS = (
+_LOGS_NOTE = (
     "Harbor's, its trial folder's log mount: the checker makes /logs/verifier and /logs/agent "
     "itself"
 )
 _HARBOR_VARIABLES = {
     **{
-        f"{side}_{what}_PATH": _LOGS
+        f"{side}_{what}_PATH": _LOGS_NOTE
         for side in ("HOST", "ENV")
         for what in ("VERIFIER_LOGS", "AGENT_LOGS", "ARTIFACTS")
     },
