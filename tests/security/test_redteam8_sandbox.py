@@ -222,8 +222,7 @@ def _kill_the_cli(agent: str) -> str:
         "codex",
         "opencode",
         "gemini-cli",
-        # (its command runs where killing every */copilot process does not end the CLI)
-        pytest.param("copilot", marks=pytest.mark.xfail(reason="the kill misses the CLI")),
+        "copilot",
     ],
 )
 def test_killing_its_own_cli_is_the_arms_failure_not_an_unscored_row(
@@ -253,7 +252,9 @@ def test_killing_its_own_cli_is_the_arms_failure_not_an_unscored_row(
     assert (row["outcome"], row["decided_by"]) == ("loss", "checks"), (row, lines)
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     stops = {j["key"]: j.get("stop_reason") for j in journal if "stop_reason" in j}
-    assert stops["die.candidate.1"] == "ended", stops  # (the kill reached the CLI)
+    if agent != "copilot":  # (its commands run where killing every */copilot process
+        # does not end the CLI: the attack cannot be made there, and the row is still scored)
+        assert stops["die.candidate.1"] == "ended", stops  # (the kill reached the CLI)
 
 
 # --- Part 3: a command's output cannot forge the CLI's stream or the transcript -----------
