@@ -101,7 +101,7 @@ class _InstalledFirst:
         found = _PathFinder.find_spec(name, [p for p in _sys.path if not _agents(p)], target)
         if found is not None and found.loader is not None:
             return found
-        if name in _sys.stdlib_module_names:
+        if name in getattr(_sys, "stdlib_module_names", ()):  # (3.10 on; an image's may be older)
             raise ModuleNotFoundError(f"No module named {name!r} (not from the workspace)")
         return None  # the workspace's own module, or a namespace package: as python finds it
 
