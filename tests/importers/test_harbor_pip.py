@@ -110,7 +110,7 @@ def test_a_harbor_verifier_installs_pytest_through_the_proxy(
         src, into = write(tmp_path / "tasks", _task(port)), skill(tmp_path, {})
         assert main(["import", "harbor", str(src), "--into", str(into)]) == 0
         said = capsys.readouterr().out
-        assert "environment.allow_internet — mapped to `network: [pypi.org" in said, said
+        assert "environment.allow_internet — mapped to `network: [deb.debian.org" in said, said
         # this mirror stands in for PyPI: the verifier may reach it, the agent nothing
         case = into / "evals/cases/primes.yaml"
         text, count = re.subn(
