@@ -51,7 +51,7 @@ def test_a_harbor_task_with_a_service_and_the_default_network_runs(tmp_path: Pat
     code = main(["eval", str(into), "--oracle", "--model", "scripted/demo", "--out", str(out)])
     report, said = capsys.readouterr()
     assert code == 0 and "oracle PASS: ask-api" in report, report
-    assert "network: ask-api: agent egress proxy to pypi.org, " in said, said
+    assert "network: ask-api: agent egress proxy to deb.debian.org, " in said, said
     seen = [json.loads(x) for x in (out / "network/ask-api.oracle.jsonl").open()]
     assert {(e["phase"], e["host"], e["port"], e["allowed"]) for e in seen} == {
         ("verifier", "pypi.org", 443, True)

@@ -117,7 +117,9 @@ async def test_a_close_cancelled_midway_still_removes_everything(
     workspace = await mine.workspace("8m")
     box = await mine.create(msgspec.structs.replace(spec, workspace=workspace.name))
     closing = asyncio.ensure_future(mine.aclose())
-    await asyncio.sleep(0.05)  # into the sandboxes' removal, before the workspaces'
+    # one turn of the loop: the close is into the sandboxes' removal (a thread's podman
+    # call), before the workspaces' — a timed sleep let a fast removal finish first
+    await asyncio.sleep(0)
     assert not closing.done()
     closing.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -31,7 +31,9 @@ def test_a_claude_code_eval_runs_on_the_ssh_only_service(
     folder = greeter(tmp_path, agent)
     server = fake(greeter_script(agent))
     monkeypatch.setenv(KEY_VAR[agent], REAL_KEY)
-    started = str(int(time.time()))
+    # to the microsecond: whole seconds took in the containers a test before made in its
+    # last second (same process, same owner label)
+    started = f"{time.time():.6f}"
     code, lines, summary = run(
         capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
     )
