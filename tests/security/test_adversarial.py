@@ -168,12 +168,15 @@ def test_bounded_writes_and_a_hostile_workspace_never_break_the_run(
         }
     )
     run = tmp_path / "run"
-    # the eval's own peak RSS, not the suite's, nor a child's it waited for (wait4's figure
-    # counts the largest descendant: a `podman build` of an image another test removed)
+    # the eval's own peak RSS: VmHWM of its own memory map. Not getrusage's figure: wait4's
+    # counts the largest descendant (a `podman build` of an image another test removed), and
+    # RUSAGE_SELF's keeps the high-water mark of the process it was exec'd from (pytest's, a
+    # few hundred MB deep into the suite)
     peak = tmp_path / "peak-rss"
     own_peak = (
-        "import resource, sys; from skillbench.__main__ import main; code = main(); "
-        f"open({str(peak)!r}, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); "
+        "import sys; from skillbench.__main__ import main; code = main(); "
+        "hwm = next(x for x in open('/proc/self/status') if x.startswith('VmHWM:')); "
+        f"open({str(peak)!r}, 'w').write(hwm.split()[1]); "
         "sys.exit(code)"
     )
     argv = [
