@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import json
+import socket
 import statistics
 import tempfile
 import time
@@ -33,7 +36,7 @@ BODY = {
     "stream": True,
     "messages": [{"role": "user", "content": "hello"}],
 }
-HEADERS = {"x-api-key": "placeholder", "anthropic-version": "2023-06-01"}
+HEADERS = {"anthropic-version": "2023-06-01"}  # and the session's own key (Broker.client_key)
 IN_SANDBOX = """
 import json, sys, time, urllib.request
 body = json.dumps({body}).encode()
@@ -42,7 +45,9 @@ for _ in range({n}):
     t = time.perf_counter()
     req = urllib.request.Request("http://127.0.0.1:8377/v1/messages", data=body, method="POST",
                                  headers={headers})
-    urllib.request.urlopen(req).read()
+    with urllib.request.urlopen(req) as resp:
+        assert resp.status == 200, resp.status
+        resp.read()
     times.append(time.perf_counter() - t)
 print(json.dumps(times))
 """
@@ -53,8 +58,31 @@ def timed(url: str, n: int) -> list[float]:
     with httpx.Client() as client:
         for _ in range(n):
             t = time.perf_counter()
-            client.post(f"{url}/v1/messages", json=BODY, headers=HEADERS).read()
+            resp = client.post(f"{url}/v1/messages", json=BODY, headers=HEADERS)
+            resp.raise_for_status()
             out.append(time.perf_counter() - t)
+    return out
+
+
+def timed_as_relay(broker: Broker, n: int) -> list[float]:
+    """Requests straight to the broker as the host side of its relay sends them: each
+    connection opens with the session's preamble, each call carries its client key."""
+    body = json.dumps(BODY).encode()
+    headers = {**HEADERS, "x-api-key": broker.client_key, "content-type": "application/json"}
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    request = (
+        f"POST /v1/messages HTTP/1.1\r\nhost: x\r\n{head}content-length: {len(body)}\r\n\r\n"
+    ).encode()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
+            s.sendall(broker.preamble + request + body)
+            resp = http.client.HTTPResponse(s)
+            resp.begin()
+            assert resp.status == 200, resp.status
+            resp.read()
+        out.append(time.perf_counter() - t)
     return out
 
 
@@ -77,11 +105,14 @@ async def main(n: int) -> None:
     provider = PodmanProvider()
     try:
         direct = timed(server.url, n)
-        brokered = timed(f"http://127.0.0.1:{broker.port}", n)
-        relay = Relay(8377, "127.0.0.1", broker.port)
+        brokered = timed_as_relay(broker, n)
+        relay = Relay(8377, "127.0.0.1", broker.port, preamble=broker.preamble)
         box = await provider.create(SandboxSpec(image=IMAGE, relay=relay))
-        script = IN_SANDBOX.format(body=BODY, n=n, headers=HEADERS)
+        keyed = {**HEADERS, "x-api-key": broker.client_key}
+        script = IN_SANDBOX.format(body=BODY, n=n, headers=keyed)
         done = await box.exec(["python3", "-c", script], timeout=300)
+        if done.exit_code != 0:
+            raise SystemExit(f"the in-sandbox requests failed: {done.stderr[-500:]}")
         relayed = [float(x) for x in done.stdout.strip().strip("[]").split(",")]
         await box.close()
         print(f"broker benchmark  {n} streamed requests each, medians")

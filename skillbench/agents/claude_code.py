@@ -31,7 +31,6 @@ PACKAGE = "@anthropic-ai/claude-code-linux-x64"
 RELAY_PORT = 8377  # the broker's address inside the sandbox: http://127.0.0.1:8377
 CONFIG_DIR = f"{HOMES['agent']}/.claude"
 MCP_CONFIG = f"{CONFIG_DIR}/skillbench-mcp.json"
-PLACEHOLDER_KEY = "sk-ant-placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 # What turns off the skills 2.1.332 ships (found by running it against the fake server and
 # reading its init event): `disableBundledSkills` removes the bundled ones; the builtin plugins
@@ -61,6 +60,7 @@ class ClaudeCodeAgent(CliAgent):
     name = "claude-code"
     default_version = VERSION
     provider, wire = "anthropic", "anthropic"
+    key_prefix = "sk-ant-placeholder"
     api = "the Anthropic API"
     label, size = "Claude Code", "190 MB"
     upstream_vars = ("ANTHROPIC_BASE_URL", DEFAULT_UPSTREAM, "ANTHROPIC_API_KEY")
@@ -143,7 +143,7 @@ class _Session(BrokeredSession):
         return {
             **self.agent.aliases(self.request.model),
             "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{RELAY_PORT}",
-            "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+            "ANTHROPIC_API_KEY": self.broker.client_key,
             "CLAUDE_CONFIG_DIR": CONFIG_DIR,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",

@@ -224,6 +224,8 @@ class CliAgent:
     alias_vars: tuple[str, ...] = ()
     # the setting that turns off the skills the CLI ships (None: the pinned CLI has none)
     ambient_off: str | None = None
+    # how its session's placeholder key starts (the form the CLI expects of its provider's keys)
+    key_prefix = "sk-placeholder"
 
     def __init__(
         self,
@@ -316,6 +318,7 @@ class CliAgent:
             kind=request.kind,
             max_requests=cap,
             max_failures=self.max_retries + 1 if self.retries_at_broker else None,
+            client_prefix=self.key_prefix,
         ).start()
 
     async def aclose(self) -> None:

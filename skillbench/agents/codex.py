@@ -45,7 +45,6 @@ PACKAGE = "@openai/codex"
 MEMBER = "package/vendor/x86_64-unknown-linux-musl/bin/codex"
 RELAY_PORT = 8378
 CODEX_HOME = f"{HOMES['agent']}/.codex"
-PLACEHOLDER_KEY = "sk-placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 # the skill list in Codex's prompt: "- name: description (file: r0/name/SKILL.md)"
 _LISTED = re.compile(r"^- ([^:\n]+): .*\(file: (r\d+)/[^\n]*SKILL\.md\)$", re.M)
@@ -153,7 +152,7 @@ class _Session(BrokeredSession):
         ]
 
     def env(self) -> dict[str, str]:
-        return {"CODEX_HOME": CODEX_HOME, "OPENAI_API_KEY": PLACEHOLDER_KEY, "NO_COLOR": "1"}
+        return {"CODEX_HOME": CODEX_HOME, "OPENAI_API_KEY": self.broker.client_key, "NO_COLOR": "1"}
 
     def replay(self, stdout: str, trace: TraceWriter) -> str | None:
         stop = _replay(stdout, trace)

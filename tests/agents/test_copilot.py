@@ -182,8 +182,20 @@ def test_copilots_config_turns_its_own_skills_off_and_holds_the_mcp_servers() ->
 # Runs inside a real copilot sandbox as the agent's shell step: raw HTTP/1.1 to the relay, so
 # nothing normalises the request target on the way; prints {attack: status}.
 ATTACKER = r"""
-import json, socket
+import glob, json, socket
 PORT, MARK = 8381, "copilot-wire-3f7"
+
+def key():  # the session's placeholder: the CLI strips it from its commands' environment
+    for path in glob.glob("/proc/[0-9]*/environ"):
+        try:
+            for var in open(path, "rb").read().split(b"\0"):
+                if var.startswith(b"COPILOT_PROVIDER_API_KEY="):
+                    return var.split(b"=", 1)[1].decode()
+        except OSError:
+            pass
+    raise SystemExit("no COPILOT_PROVIDER_API_KEY in any process")
+
+KEY = key()
 
 def body(**extra):
     b = {"model": "gpt-5.1", "messages": [{"role": "user", "content": MARK}], "max_tokens": 16}
@@ -192,7 +204,7 @@ def body(**extra):
 def send(target, data):
     s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
     head = "POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n" % target
-    head += "authorization: Bearer placeholder\r\ncontent-length: %d\r\n\r\n" % len(data)
+    head += "authorization: Bearer %s\r\ncontent-length: %d\r\n\r\n" % (KEY, len(data))
     s.sendall(head.encode() + data)
     line = s.makefile("rb").readline()
     s.close()

@@ -423,8 +423,9 @@ def test_an_oversized_output_cap_cannot_outspend_the_budget(hosts: Hosts, tmp_pa
 # Runs inside a real gemini-cli sandbox as the agent's shell step: raw HTTP/1.1 to the relay,
 # so nothing normalises the request target on the way; prints {attack: status}.
 ATTACKER = r"""
-import json, socket
+import json, os, socket
 PORT, MARK, MODEL = 8380, "gemini-wire-9c1", "gemini-2.5-pro"
+KEY = os.environ["GEMINI_API_KEY"]  # the session's placeholder, as its CLI sends it
 
 def body(**extra):
     user = {"role": "user", "parts": [{"text": MARK}]}
@@ -433,7 +434,7 @@ def body(**extra):
 def send(target, data):
     s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
     head = "POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n" % target
-    head += "x-goog-api-key: placeholder\r\ncontent-length: %d\r\n\r\n" % len(data)
+    head += "x-goog-api-key: %s\r\ncontent-length: %d\r\n\r\n" % (KEY, len(data))
     s.sendall(head.encode() + data)
     line = s.makefile("rb").readline()
     s.close()

@@ -40,8 +40,9 @@ ALLOWED_PATHS = {"/v1/messages", "/v1/messages?beta=true"}
 # Runs inside the sandbox as the agent's Bash step: raw HTTP/1.1 to the relay, so nothing
 # normalises the request target on the way; prints {attack: status, or why there was none}.
 ATTACKER = r"""
-import json, socket, sys, threading
+import json, os, socket, sys, threading
 PORT, MARK, EVIL = 8377, "broker-attack-7f3", sys.argv[1]
+KEY = os.environ["ANTHROPIC_API_KEY"]  # the session's placeholder, as its CLI sends it
 
 def body(model="claude-sonnet-4-6", pad=0, max_tokens=16):
     user = {"role": "user", "content": MARK + " " + "x" * pad}
@@ -50,7 +51,7 @@ def body(model="claude-sonnet-4-6", pad=0, max_tokens=16):
 def send(target, data=b"", headers=None, chunks=None, wait=20.0):
     s = socket.create_connection(("127.0.0.1", PORT), timeout=wait)
     head = {"content-type": "application/json", "anthropic-version": "2023-06-01",
-            "x-api-key": "placeholder"}
+            "x-api-key": KEY}
     if chunks is None:
         head["content-length"] = str(len(data))
     else:
@@ -485,10 +486,14 @@ def _post(broker: Broker, body: dict[str, Any]) -> httpx.Response:
 
 
 def post_as_relay(
-    broker: Broker, target: str, data: bytes, headers: dict[str, str]
+    broker: Broker, target: str, data: bytes, headers: dict[str, str], keyed: bool = True
 ) -> httpx.Response:
+    """POST through the session's relay, as its CLI would: with the session's own key
+    (`keyed`), which stands in for whatever key `headers` name."""
     with socket.create_connection(("127.0.0.1", broker.port), timeout=60) as s:
         head = {"host": "127.0.0.1", "content-type": "application/json", **headers}
+        if keyed:
+            head.update(broker.wire.auth(broker.client_key))
         head["content-length"] = str(len(data))
         lines = "".join(f"{k}: {v}\r\n" for k, v in head.items())
         s.sendall(broker.preamble + f"POST {target} HTTP/1.1\r\n{lines}\r\n".encode() + data)

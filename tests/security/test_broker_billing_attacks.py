@@ -258,7 +258,8 @@ def test_hanging_up_before_the_count_is_billed_the_reservation(serve, tmp_path: 
         with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
             s.sendall(
                 broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n"
-                b"content-type: application/json\r\nx-api-key: p\r\n"
+                b"content-type: application/json\r\n"
+                + f"x-api-key: {broker.client_key}\r\n".encode()
                 + f"content-length: {len(body)}\r\n\r\n".encode()
                 + body
             )

@@ -285,7 +285,8 @@ def test_the_call_cap_refuses_a_third_whole_call(tmp_path: Path) -> None:
             with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as s:
                 s.sendall(
                     broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n"
-                    b"content-type: application/json\r\nx-api-key: p\r\n"
+                    b"content-type: application/json\r\n"
+                    + f"x-api-key: {broker.client_key}\r\n".encode()
                     + f"content-length: {len(body)}\r\n\r\n".encode()
                     + body
                 )

@@ -144,12 +144,14 @@ def test_folded_listed_or_duplicated_headers_reach_the_provider_as_nothing_of_th
     try:
         head = (
             b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            + f"x-api-key: {broker.client_key}\r\n".encode()  # the session's own, first
             + headers
             + b"content-length: %d\r\n\r\n" % len(body)
         )
         reply = _raw(broker, head, body)
     finally:
         broker.stop()
+    assert broker.unkeyed == 0  # (its own key came first: the call is the session's)
     for got in upstream[1]:  # forwarded or refused: nothing of the sandbox's gets through
         assert got["x-api-key"] == "sk-real-owner-key"
         for name in (
@@ -248,8 +250,8 @@ def test_a_stream_the_client_never_reads_frees_its_thread(
         s = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         s.sendall(
-            broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n"
-            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+            broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: %s\r\n"
+            b"content-length: %d\r\n\r\n%s" % (broker.client_key.encode(), len(body), body)
         )
         s.recv(10)  # the answer started; then the client reads nothing more
         end = time.monotonic() + 20
@@ -733,13 +735,13 @@ def test_a_trickled_body_is_cut_at_the_read_deadline(
     broker = _broker(upstream[0], tmp_path)
     try:
         head = (
-            broker.preamble
-            + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 500\r\n\r\n"
+            broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: %s\r\n"
+            b"content-length: 500\r\n\r\n" % broker.client_key.encode()
         )
         assert _trickle(broker.port, head, 0.2, limit=15) < 5
     finally:
         broker.stop()
-    assert upstream[1] == []
+    assert upstream[1] == [] and broker.unkeyed == 0  # cut by the deadline, not for its key
 
 
 def test_a_trickled_body_to_the_relay_is_cut_at_the_read_deadline(
@@ -824,8 +826,8 @@ def test_another_users_flood_cannot_evict_the_sessions_own_connection(
                 flood.append(socket.create_connection(("127.0.0.1", broker.port), timeout=30))
             time.sleep(0.3)
             s.sendall(
-                b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: p\r\n"
-                b"content-length: %d\r\n\r\n%s" % (len(body), body)
+                b"POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: %s\r\n"
+                b"content-length: %d\r\n\r\n%s" % (broker.client_key.encode(), len(body), body)
             )
             assert s.recv(64).startswith(b"HTTP/1.1 200")
     finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
+from skillbench.broker.server import Broker
 from skillbench.evals import load_case
 from skillbench.evals.services import Service, Volume
 from skillbench.sandbox.base import Relay, SandboxSpec
@@ -104,23 +105,69 @@ async def test_a_sidecar_knocking_on_the_broker_port_does_not_stop_the_sandbox_s
         server.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the pod's loopback is shared, so a sidecar reaches the agent's broker relay "
-    "(not the key: the broker holds it; it can spend the session's budget on the run's "
-    "models). Fix: a per-session placeholder key the broker checks (docs/trust.md)",
+# a sidecar that spends through the agent's relay: whole Messages calls, with the key every
+# session's CLI held before sessions had keys of their own
+SPEND = (
+    "import json, socket, time\n"
+    "body = json.dumps({'model': 'claude-sonnet-4-6', 'max_tokens': 4000,\n"
+    "                   'messages': [{'role': 'user', 'content': 'spend'}]}).encode()\n"
+    "while True:\n"
+    "    try:\n"
+    f"        s = socket.create_connection(('127.0.0.1', {BROKER_PORT}), timeout=2)\n"
+    "        s.sendall(b'POST /v1/messages HTTP/1.1\\r\\nhost: x\\r\\n'\n"
+    "                  b'content-type: application/json\\r\\nanthropic-version: 2023-06-01\\r\\n'\n"
+    "                  b'x-api-key: sk-ant-placeholder-the-broker-holds-the-key\\r\\n'\n"
+    "                  b'content-length: %d\\r\\n\\r\\n' % len(body) + body)\n"
+    "        s.settimeout(5)\n"
+    "        print('answered', s.recv(12), flush=True)\n"
+    "    except OSError as e:\n"
+    "        print('refused', e, flush=True)\n"
+    "    time.sleep(0.2)\n"
 )
-async def test_a_sidecar_cannot_use_the_agents_broker_relay(
+
+
+async def test_a_sidecar_cannot_spend_through_the_agents_broker_relay(
     provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
 ) -> None:
-    server, reached = counting_server()
-    arm = await broker_arm(provider, spec, tmp_path, server.getsockname()[1])
+    # the pod's loopback is shared, so a sidecar reaches the agent's relay port and its
+    # connections open with the relay's preamble; only the session's own key (in the CLI's
+    # environment, never the sidecar's) gets a call forwarded
+    upstream, reached = counting_server()
+    broker = Broker(
+        upstream=f"http://127.0.0.1:{upstream.getsockname()[1]}",
+        api_key="sk-real-owner-key",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+        budget=1.0,
+        client_prefix="sk-ant-placeholder",
+    ).start()
+    _, case = one_case(tmp_path)
+    armed = replace(
+        spec,
+        services=(Service(name="evil", command=("python3", "-c", SPEND)),),
+        relay=Relay(BROKER_PORT, "127.0.0.1", broker.port, preamble=broker.preamble),
+    )
+    arm = await stage_arm(provider, armed, case, {}, scratch=tmp_path / "scratch")
     try:
-        await arm.sandbox.exec("sleep 2")
-        assert not any(b"POST" in r for r in reached), reached  # the sidecar never got through
+        for _ in range(100):
+            if broker.unkeyed >= 3:
+                break
+            await arm.sandbox.exec("sleep 0.2")
+        assert broker.unkeyed >= 3  # the sidecar's calls came through the relay, and were refused
+        assert reached == [] and broker.answered == 0 and broker.ledger.spent == 0
+        # the session's own CLI, holding its key, still gets through (the same call, keyed)
+        own = SPEND.replace("'spend'", "'mine'").replace(
+            "sk-ant-placeholder-the-broker-holds-the-key", broker.client_key
+        )
+        own = own.replace("while True:", "for _ in range(1):")
+        done = await arm.sandbox.exec(["python3", "-c", own], timeout=60)
+        assert done.ok, done
+        assert any(b"mine" in r for r in reached), reached
+        assert all(b"spend" not in r for r in reached), reached
     finally:
         await arm.close()
-        server.close()
+        broker.stop()
+        upstream.close()
 
 
 async def test_a_sidecar_has_only_the_pods_loopback(
