@@ -295,10 +295,11 @@ def test_claude_codes_secondary_model_is_allowed_when_configured(
     hosts, tmp_path: Path, capfd
 ) -> None:
     call = (
-        "import json, urllib.request as u; b = json.dumps({'model': 'claude-haiku-4-5', "
+        "import json, os, urllib.request as u; b = json.dumps({'model': 'claude-haiku-4-5', "
         f"'max_tokens': 8, 'messages': [{{'role': 'user', 'content': '{MARK}'}}]}}).encode(); "
         "r = u.urlopen(u.Request('http://127.0.0.1:8377/v1/messages', b, "
-        "{'content-type': 'application/json'})); print('status', r.status)"
+        "{'content-type': 'application/json', 'x-api-key': os.environ['ANTHROPIC_API_KEY']})); "
+        "print('status', r.status)"
     )
     probe = f'echo small=$ANTHROPIC_SMALL_FAST_MODEL haiku=$ANTHROPIC_DEFAULT_HAIKU_MODEL; python3 -c "{call}"'
     hosts(lambda _: _script(probe))
