@@ -218,6 +218,10 @@ class CliAgent:
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
     retries_at_broker = False  # nor a cap on its retries: the broker stops them at max_retries
+    # it ends its turn as if done when its last model call got no whole answer, so the
+    # broker's last call decides (False: the CLI reports such an end as its own error, and
+    # a call the agent made itself, failing as the CLI ends, says nothing of the session)
+    ends_quietly = False
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()
     # where it takes the models its aliases and subagents name: pointed at the run's model
@@ -420,7 +424,7 @@ class BrokeredSession:
             # error would leave the row unscored: any loss turned into no row, redteam8); a
             # stream cut at the output cap lost events, so it is never read as whole
             stop = "ended"
-        elif stop in (None, "error") or self.broker.last_failed:
+        elif stop in (None, "error") or (self.agent.ends_quietly and self.broker.last_failed):
             # no end, the CLI gave up, or it ended on a call that got no whole answer (a CLI
             # that retries a cut stream and then ends its turn as if done): infrastructure
             return self.end(trace, "error", self.infrastructure(done.exit_code, done.stderr))

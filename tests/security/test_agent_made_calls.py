@@ -1,0 +1,115 @@
+"""A model call the agent makes itself, through its CLI's relay with the key its shell holds, is
+no end of the session (issue 38, docs/agents.md): a losing candidate that leaves a process
+behind, making calls the provider refuses while its CLI ends cleanly, must not turn its loss
+into an infrastructure error (an unscored row). A request over the organisation's rate limit
+is such a call: providers answer it 429 at once, unbilled. Real podman, the real CLIs, the
+fake model server."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from skillbench.agents import claude_code, codex, opencode
+from tests.agents.test_agents import MODEL, bash, greeter
+from tests.helpers import conv, run_eval
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("podman_service")]
+
+MARK = "overlimit-7e1"
+
+# four threads, each making calls with the session's key for 10 s (the CLI ends meanwhile)
+REFUSED_CALLS = """
+import json, os, socket, threading, time
+key, port, openai = os.environ[%r].encode(), %d, %r
+if openai:
+    path = b"/v1/responses"
+    body = {"model": "gpt-5.1", "max_output_tokens": 64,
+            "input": [{"role": "user", "content": "%s"}]}
+    auth = b"authorization: Bearer " + key
+else:
+    path = b"/v1/messages"
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 64,
+            "messages": [{"role": "user", "content": "%s"}]}
+    auth = b"anthropic-version: 2023-06-01\\r\\nx-api-key: " + key
+body = json.dumps(body).encode()
+request = (b"POST " + path + b" HTTP/1.1\\r\\nhost: x\\r\\ncontent-type: application/json\\r\\n"
+           + auth + b"\\r\\ncontent-length: %%d\\r\\n\\r\\n" %% len(body) + body)
+
+def call():
+    end = time.time() + 10
+    while time.time() < end:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.sendall(request)
+                while s.recv(65536):
+                    pass
+        except OSError:
+            pass
+
+for _ in range(4):
+    threading.Thread(target=call).start()
+"""
+SETUP = {
+    "claude-code": ("ANTHROPIC_API_KEY", claude_code.RELAY_PORT, ""),
+    "codex": ("OPENAI_API_KEY", codex.RELAY_PORT, "yes"),
+    "opencode": ("ANTHROPIC_API_KEY", opencode.RELAY_PORT, ""),
+}
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [
+        "claude-code",
+        "codex",
+        pytest.param(
+            "opencode",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="open: OpenCode ends its turn as if done when its last call failed, so "
+                "the broker's last call decides, and the agent's own calls are among them "
+                "(docs/trust.md)",
+            ),
+        ),
+    ],
+)
+def test_calls_the_agent_makes_as_its_cli_ends_leave_the_row_scored(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    folder = greeter(tmp_path, agent)
+    (folder / "evals/cases/hello.yaml").write_text(
+        "task: Create hello.txt with a greeting\nmax_turns: 1000\nchecks:\n"
+        "  - file_exists: hello.txt\n"
+    )
+    source = REFUSED_CALLS % (*SETUP[agent], MARK, MARK)
+    script = base64.b64encode(source.encode()).decode()
+    leave_behind = (
+        f"echo {script} | base64 -d > /tmp/c.py && "
+        "(setsid nohup python3 /tmp/c.py > /dev/null 2>&1 &) && sleep 1 && echo left"
+    )
+    over_limit = {"status": 429, "message": "over the organization's rate limit", "times": 10**6}
+    server = fake(
+        {
+            "rules": [{"when": MARK, "replies": ["never"], "faults": [over_limit]}],
+            "conversations": [
+                # the candidate loses (no hello.txt) and leaves its caller behind
+                conv("(?s)greeter", "Create hello.txt", bash(agent, leave_behind), {"text": "ok"}),
+                conv(
+                    "(?s)", "Create hello.txt", bash(agent, "echo hi > hello.txt"), {"text": "ok"}
+                ),
+            ],
+        }
+    )
+    _, lines, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
+    )
+    refused = [r for r in server.log() if MARK in json.dumps(r.body)]
+    assert len(refused) >= 10 and {r.status for r in refused} == {429}  # the agent's calls
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    sessions = {j["arm"]: j for j in journal if j["type"] == "session"}
+    assert sessions["candidate"]["outcome"] == "fail", sessions["candidate"]
+    assert summary["scored_rows"] == 1, lines
+    assert [(r["outcome"], r["decided_by"]) for r in summary["rows"]] == [("loss", "checks")]
