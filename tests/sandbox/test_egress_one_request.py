@@ -36,7 +36,8 @@ def _vhost_server(honour_close: bool) -> tuple[socket.socket, int, list[tuple[by
                     length = int(value) if name == b"content-length" else length
                     chunked |= name == b"transfer-encoding"
                 body = f.read(length) if length else b""
-                while chunked and (size := int(f.readline().split(b";")[0], 16)):
+                # (a client that hangs up mid-body ends it: int(b"" or b"0") is 0)
+                while chunked and (size := int(f.readline().split(b";")[0] or b"0", 16)):
                     body += f.read(size)
                     f.readline()
                 while chunked and f.readline() not in (b"\r\n", b""):
