@@ -412,8 +412,14 @@ class BrokeredSession:
         except SandboxError as exc:
             return self.end(trace, "error", f"sandbox: {exc}")
         stop = self.replay(done.stdout, trace)
+        # the CLI's own end, with its result: what the agent made of its session, whatever
+        # else was called through the relay (the agent holds the session's key, so a call
+        # of its own refused for budget or at the cap must not make its loss unscored)
+        own = stop not in (None, "error") and not done.truncated and not self.agent.ends_quietly
         if done.timed_out:
             stop = "timeout"
+        elif own:
+            pass
         elif self.broker.exhausted:
             stop = "budget"
         elif self.broker.capped:

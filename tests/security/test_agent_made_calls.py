@@ -1,9 +1,9 @@
 """A model call the agent makes itself, through its CLI's relay with the key its shell holds, is
-no end of the session (issue 38, docs/agents.md): a losing candidate that leaves a process
-behind, making calls the provider refuses while its CLI ends cleanly, must not turn its loss
-into an infrastructure error (an unscored row). A request over the organisation's rate limit
-is such a call: providers answer it 429 at once, unbilled. Real podman, the real CLIs, the
-fake model server."""
+no end of the session (issue 38, docs/trust.md): a losing candidate that makes calls which
+fail while its CLI ends cleanly must not turn its loss into an unscored row, nor stop the run.
+Such calls: a request over the organisation's rate limit (providers answer it 429 at once,
+unbilled), and one whose worst case no budget covers (the broker refuses it for budget).
+Real podman, the real CLIs, the fake model server."""
 
 from __future__ import annotations
 
@@ -21,18 +21,20 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("pod
 
 MARK = "overlimit-7e1"
 
-# four threads, each making calls with the session's key for 10 s (the CLI ends meanwhile)
-REFUSED_CALLS = """
+# `threads` threads, each making calls with the session's key for `seconds` (the CLI ends
+# meanwhile), each asking for up to `most` tokens
+CALLS = """
 import json, os, socket, threading, time
 key, port, openai = os.environ[%r].encode(), %d, %r
+threads, seconds, most = %d, %d, %d
 if openai:
     path = b"/v1/responses"
-    body = {"model": "gpt-5.1", "max_output_tokens": 64,
+    body = {"model": "gpt-5.1", "max_output_tokens": most,
             "input": [{"role": "user", "content": "%s"}]}
     auth = b"authorization: Bearer " + key
 else:
     path = b"/v1/messages"
-    body = {"model": "claude-sonnet-4-6", "max_tokens": 64,
+    body = {"model": "claude-sonnet-4-6", "max_tokens": most,
             "messages": [{"role": "user", "content": "%s"}]}
     auth = b"anthropic-version: 2023-06-01\\r\\nx-api-key: " + key
 body = json.dumps(body).encode()
@@ -40,7 +42,7 @@ request = (b"POST " + path + b" HTTP/1.1\\r\\nhost: x\\r\\ncontent-type: applica
            + auth + b"\\r\\ncontent-length: %%d\\r\\n\\r\\n" %% len(body) + body)
 
 def call():
-    end = time.time() + 10
+    end = time.time() + seconds
     while time.time() < end:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
@@ -50,9 +52,21 @@ def call():
         except OSError:
             pass
 
-for _ in range(4):
+for _ in range(threads):
     threading.Thread(target=call).start()
 """
+
+
+def caller(agent: str, *, threads: int, seconds: int, most: int) -> str:
+    """The shell step that leaves CALLS running behind the agent's CLI."""
+    source = CALLS % (*SETUP[agent], threads, seconds, most, MARK, MARK)
+    script = base64.b64encode(source.encode()).decode()
+    return (
+        f"echo {script} | base64 -d > /tmp/c.py && "
+        "(setsid nohup python3 /tmp/c.py > /dev/null 2>&1 &) && sleep 1 && echo left"
+    )
+
+
 SETUP = {
     "claude-code": ("ANTHROPIC_API_KEY", claude_code.RELAY_PORT, ""),
     "codex": ("OPENAI_API_KEY", codex.RELAY_PORT, "yes"),
@@ -84,12 +98,7 @@ def test_calls_the_agent_makes_as_its_cli_ends_leave_the_row_scored(
         "task: Create hello.txt with a greeting\nmax_turns: 1000\nchecks:\n"
         "  - file_exists: hello.txt\n"
     )
-    source = REFUSED_CALLS % (*SETUP[agent], MARK, MARK)
-    script = base64.b64encode(source.encode()).decode()
-    leave_behind = (
-        f"echo {script} | base64 -d > /tmp/c.py && "
-        "(setsid nohup python3 /tmp/c.py > /dev/null 2>&1 &) && sleep 1 && echo left"
-    )
+    leave_behind = caller(agent, threads=4, seconds=10, most=64)
     over_limit = {"status": 429, "message": "over the organization's rate limit", "times": 10**6}
     server = fake(
         {
@@ -112,4 +121,47 @@ def test_calls_the_agent_makes_as_its_cli_ends_leave_the_row_scored(
     sessions = {j["arm"]: j for j in journal if j["type"] == "session"}
     assert sessions["candidate"]["outcome"] == "fail", sessions["candidate"]
     assert summary["scored_rows"] == 1, lines
+    assert [(r["outcome"], r["decided_by"]) for r in summary["rows"]] == [("loss", "checks")]
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_call_of_the_agents_no_budget_covers_neither_unscores_its_loss_nor_stops_the_run(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    folder = greeter(tmp_path, agent)
+    (folder / "evals/cases/hello.yaml").write_text(
+        "task: Create hello.txt with a greeting\nchecks:\n  - file_exists: hello.txt\n"
+    )
+    # asks for a billion tokens: its worst case (~$15,000) is past any --max-cost
+    leave_behind = caller(agent, threads=1, seconds=3, most=10**9)
+    fake(
+        {
+            "rules": [{"when": MARK, "replies": ["never"]}],
+            "conversations": [
+                conv("(?s)greeter", "Create hello.txt", bash(agent, leave_behind), {"text": "ok"}),
+                conv(
+                    "(?s)", "Create hello.txt", bash(agent, "echo hi > hello.txt"), {"text": "ok"}
+                ),
+            ],
+        }
+    )
+    _, _, summary = run_eval(
+        capsys,
+        folder,
+        tmp_path / "run",
+        "--execution-only",
+        "--model",
+        MODEL[agent],
+        "--parallel",
+        "1",
+        "--max-cost",
+        "20",
+    )
+    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
+    sessions = {j["arm"]: j for j in journal if j["type"] == "session"}
+    exchanges = (tmp_path / "run/exchanges/hello.candidate.1.jsonl").read_text()
+    assert "--max-cost cannot cover this call" in exchanges  # the agent's call was refused
+    assert sessions["candidate"]["stop_reason"] != "budget", sessions["candidate"]
+    assert sessions["candidate"]["outcome"] == "fail", sessions["candidate"]
+    assert not summary.get("stopped"), summary.get("stopped")
     assert [(r["outcome"], r["decided_by"]) for r in summary["rows"]] == [("loss", "checks")]
