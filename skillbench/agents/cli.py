@@ -415,10 +415,10 @@ class BrokeredSession:
         # the CLI's own end, with its result: what the agent made of its session, whatever
         # else was called through the relay (the agent holds the session's key, so a call
         # of its own refused for budget or at the cap must not make its loss unscored)
-        own = stop not in (None, "error") and not done.truncated and not self.agent.ends_quietly
+        own = not done.truncated and not self.agent.ends_quietly
         if done.timed_out:
             stop = "timeout"
-        elif own:
+        elif own and stop is not None and stop != "error":
             pass
         elif self.broker.exhausted:
             stop = "budget"
