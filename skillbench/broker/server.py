@@ -183,13 +183,14 @@ class Broker:
 
             def handle(self) -> None:
                 if broker._admit(self):
-                    # the session's own: never the one closed to make room for a newcomer
-                    # (another local user's flood may only evict connections without the secret)
-                    broker._connections.busy(self.connection)
+                    # through the session's relay: closed to make room for a newcomer only
+                    # when no connection without the secret is left (another local user's
+                    # flood evicts its own first), and busy once its call shows the key (a
+                    # pod's sidecar reaches the relay too, and never shows it)
+                    broker._connections.admitted(self.connection)
                     super().handle()
 
             def serve(self) -> None:
-                broker._connections.busy(self.connection)
                 broker._serve(self)
 
             do_POST = do_GET = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = serve
@@ -300,6 +301,7 @@ class Broker:
         if h.command != "POST":
             raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
         self._check_key(h)
+        self._connections.busy(h.connection)  # the session's own: never closed to make room
         endpoint = route(self.wire, h.path)
         call.body = read_body(
             h.rfile, h.headers, self.body_cap, sock=h.connection, deadline=READ_DEADLINE

@@ -834,3 +834,29 @@ def test_another_users_flood_cannot_evict_the_sessions_own_connection(
         for f in flood:
             f.close()
         broker.stop()
+
+
+def test_a_sidecars_connections_through_the_relay_cannot_keep_the_sessions_calls_out(
+    upstream,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # a pod's sidecar reaches the relay port, so its connections arrive with the preamble:
+    # as many as the broker serves, each holding a request it never finishes, must not be
+    # the ones kept when the session's own call comes (the call's key proves it; theirs
+    # never arrives)
+    broker = _broker(upstream[0], tmp_path)
+    body = json.dumps(_BODY).encode()
+    held: list[socket.socket] = []
+    try:
+        for _ in range(broker_mod.MAX_CONNECTIONS + 8):
+            s = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+            s.sendall(broker.preamble + b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n")
+            held.append(s)
+        time.sleep(0.5)  # every one admitted and waiting on its headers
+        for _ in range(3):
+            ok = post_as_relay(broker, "/v1/messages", body, {})
+            assert ok.status_code == 200, ok
+    finally:
+        for s in held:
+            s.close()
+        broker.stop()
