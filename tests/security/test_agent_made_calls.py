@@ -74,22 +74,21 @@ SETUP = {
 }
 
 
-@pytest.mark.parametrize(
-    "agent",
-    [
-        "claude-code",
-        "codex",
-        pytest.param(
-            "opencode",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="open: OpenCode ends its turn as if done when its last call failed, so "
-                "the broker's last call decides, and the agent's own calls are among them "
-                "(docs/trust.md)",
-            ),
+# OpenCode ends its turn as if done when its own last call failed or was refused, so for it
+# the broker decides, and the agent's own calls are among the broker's
+AGENTS = [
+    "claude-code",
+    "codex",
+    pytest.param(
+        "opencode",
+        marks=pytest.mark.xfail(
+            strict=True, reason="open: the broker decides OpenCode's end (docs/trust.md)"
         ),
-    ],
-)
+    ),
+]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
 def test_calls_the_agent_makes_as_its_cli_ends_leave_the_row_scored(
     agent: str, fake, tmp_path: Path, capsys
 ) -> None:
@@ -124,7 +123,7 @@ def test_calls_the_agent_makes_as_its_cli_ends_leave_the_row_scored(
     assert [(r["outcome"], r["decided_by"]) for r in summary["rows"]] == [("loss", "checks")]
 
 
-@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+@pytest.mark.parametrize("agent", AGENTS)
 def test_a_call_of_the_agents_no_budget_covers_neither_unscores_its_loss_nor_stops_the_run(
     agent: str, fake, tmp_path: Path, capsys
 ) -> None:
