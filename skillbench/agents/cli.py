@@ -218,9 +218,9 @@ class CliAgent:
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
     retries_at_broker = False  # nor a cap on its retries: the broker stops them at max_retries
-    # it ends its turn as if done when its last model call got no whole answer, so the
-    # broker's last call decides (False: the CLI reports such an end as its own error, and
-    # a call the agent made itself, failing as the CLI ends, says nothing of the session)
+    # it ends its turn as if done when its last model call got no whole answer or was
+    # refused, so the broker decides how its session ended (False: the CLI reports such an
+    # end as its own error, and its own clean end stands, whatever the agent called itself)
     ends_quietly = False
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()

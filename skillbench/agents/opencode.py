@@ -120,7 +120,7 @@ class OpenCodeAgent(CliAgent):
     # 1.18.33 retries a failed call on its own with no setting to cap it (its SessionRetry
     # limit is a constant): the broker forwards max_retries + 1 failed calls in a row, no more
     retries_at_broker = True
-    ends_quietly = True  # it ends its turn as if done once its retries are spent
+    ends_quietly = True  # its turn ends as if done once its retries are spent or refused
     ambient_off = "opencode.json permission.skill denies its built-in skills"
 
     def package(self) -> tuple[str, str]:
