@@ -10,10 +10,12 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from skillbench.agents import claude_code, codex, opencode
+from skillbench.models.fake_server import FakeModelServer
 from tests.agents.test_agents import MODEL, bash, greeter
 from tests.helpers import conv, run_eval
 
@@ -67,6 +69,34 @@ def caller(agent: str, *, threads: int, seconds: int, most: int) -> str:
     )
 
 
+def losing_candidate(
+    agent: str, fake, tmp_path: Path, leave_behind: str, rule: dict[str, Any], limits: str = ""
+) -> tuple[Path, FakeModelServer]:
+    """The greeter skill with one case the baseline passes and the candidate loses (it
+    writes no hello.txt) after running `leave_behind`; the fake server answers the left-behind
+    calls by `rule`."""
+    folder = greeter(tmp_path, agent)
+    (folder / "evals/cases/hello.yaml").write_text(
+        f"task: Create hello.txt with a greeting\n{limits}checks:\n  - file_exists: hello.txt\n"
+    )
+    done = {"text": "ok"}
+    server = fake(
+        {
+            "rules": [rule],
+            "conversations": [
+                conv("(?s)greeter", "Create hello.txt", bash(agent, leave_behind), done),
+                conv("(?s)", "Create hello.txt", bash(agent, "echo hi > hello.txt"), done),
+            ],
+        }
+    )
+    return folder, server
+
+
+def sessions_by_arm(run: Path) -> dict[str, dict[str, Any]]:
+    journal = [json.loads(x) for x in (run / "journal.jsonl").read_text().splitlines()]
+    return {j["arm"]: j for j in journal if j["type"] == "session"}
+
+
 SETUP = {
     "claude-code": ("ANTHROPIC_API_KEY", claude_code.RELAY_PORT, ""),
     "codex": ("OPENAI_API_KEY", codex.RELAY_PORT, "yes"),
@@ -92,32 +122,21 @@ AGENTS = [
 def test_calls_the_agent_makes_as_its_cli_ends_leave_the_row_scored(
     agent: str, fake, tmp_path: Path, capsys
 ) -> None:
-    folder = greeter(tmp_path, agent)
-    (folder / "evals/cases/hello.yaml").write_text(
-        "task: Create hello.txt with a greeting\nmax_turns: 1000\nchecks:\n"
-        "  - file_exists: hello.txt\n"
-    )
-    leave_behind = caller(agent, threads=4, seconds=10, most=64)
     over_limit = {"status": 429, "message": "over the organization's rate limit", "times": 10**6}
-    server = fake(
-        {
-            "rules": [{"when": MARK, "replies": ["never"], "faults": [over_limit]}],
-            "conversations": [
-                # the candidate loses (no hello.txt) and leaves its caller behind
-                conv("(?s)greeter", "Create hello.txt", bash(agent, leave_behind), {"text": "ok"}),
-                conv(
-                    "(?s)", "Create hello.txt", bash(agent, "echo hi > hello.txt"), {"text": "ok"}
-                ),
-            ],
-        }
+    folder, server = losing_candidate(
+        agent,
+        fake,
+        tmp_path,
+        caller(agent, threads=4, seconds=10, most=64),
+        {"when": MARK, "replies": ["never"], "faults": [over_limit]},
+        "max_turns: 1000\n",
     )
     _, lines, summary = run_eval(
         capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
     )
     refused = [r for r in server.log() if MARK in json.dumps(r.body)]
     assert len(refused) >= 10 and {r.status for r in refused} == {429}  # the agent's calls
-    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
-    sessions = {j["arm"]: j for j in journal if j["type"] == "session"}
+    sessions = sessions_by_arm(tmp_path / "run")
     assert sessions["candidate"]["outcome"] == "fail", sessions["candidate"]
     assert summary["scored_rows"] == 1, lines
     assert [(r["outcome"], r["decided_by"]) for r in summary["rows"]] == [("loss", "checks")]
@@ -127,22 +146,10 @@ def test_calls_the_agent_makes_as_its_cli_ends_leave_the_row_scored(
 def test_a_call_of_the_agents_no_budget_covers_neither_unscores_its_loss_nor_stops_the_run(
     agent: str, fake, tmp_path: Path, capsys
 ) -> None:
-    folder = greeter(tmp_path, agent)
-    (folder / "evals/cases/hello.yaml").write_text(
-        "task: Create hello.txt with a greeting\nchecks:\n  - file_exists: hello.txt\n"
-    )
     # asks for a billion tokens: its worst case (~$15,000) is past any --max-cost
     leave_behind = caller(agent, threads=1, seconds=3, most=10**9)
-    fake(
-        {
-            "rules": [{"when": MARK, "replies": ["never"]}],
-            "conversations": [
-                conv("(?s)greeter", "Create hello.txt", bash(agent, leave_behind), {"text": "ok"}),
-                conv(
-                    "(?s)", "Create hello.txt", bash(agent, "echo hi > hello.txt"), {"text": "ok"}
-                ),
-            ],
-        }
+    folder, _ = losing_candidate(
+        agent, fake, tmp_path, leave_behind, {"when": MARK, "replies": ["never"]}
     )
     _, _, summary = run_eval(
         capsys,
@@ -156,8 +163,7 @@ def test_a_call_of_the_agents_no_budget_covers_neither_unscores_its_loss_nor_sto
         "--max-cost",
         "20",
     )
-    journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
-    sessions = {j["arm"]: j for j in journal if j["type"] == "session"}
+    sessions = sessions_by_arm(tmp_path / "run")
     exchanges = (tmp_path / "run/exchanges/hello.candidate.1.jsonl").read_text()
     assert "--max-cost cannot cover this call" in exchanges  # the agent's call was refused
     assert sessions["candidate"]["stop_reason"] != "budget", sessions["candidate"]
