@@ -36,20 +36,31 @@ def leftovers(pid: int) -> list[str]:
     """Pods, containers and volumes a skillbench process `pid` made, as podman lists them:
     by the owner label, and volumes by the name prefix too."""
     from podman import PodmanClient
+    from podman.errors import APIError
 
     mine = {"label": f"{OWNER_LABEL}={os.uname().nodename}:{pid}"}
     # (a timeout: a wedged podman is a failure here, not a hung suite)
     with PodmanClient(base_url=os.environ[URL_ENV], timeout=60) as client:
-        return [
-            *(f"pod {p.name}" for p in client.pods.list(filters=mine)),
-            *(f"container {c.name}" for c in client.containers.list(all=True, filters=mine)),
-            *(
-                f"volume {v.name}"
-                for v in client.volumes.list()
-                if v.name.startswith(f"skillbench-ws-{pid}-")
-                or (v.attrs.get("Labels") or {}).get(OWNER_LABEL, "").endswith(f":{pid}")
-            ),
-        ]
+
+        def listed() -> list[str]:
+            return [
+                *(f"pod {p.name}" for p in client.pods.list(filters=mine)),
+                *(f"container {c.name}" for c in client.containers.list(all=True, filters=mine)),
+                *(
+                    f"volume {v.name}"
+                    for v in client.volumes.list()
+                    if v.name.startswith(f"skillbench-ws-{pid}-")
+                    or (v.attrs.get("Labels") or {}).get(OWNER_LABEL, "").endswith(f":{pid}")
+                ),
+            ]
+
+        # podman fails a whole listing when an item in it is removed meanwhile (another
+        # process's churn, as in the test below); the provider's own listings retry too
+        for _ in range(19):
+            with contextlib.suppress(APIError):
+                return listed()
+            time.sleep(0.1)
+        return listed()
 
 
 def test_ctrl_c_at_random_moments_leaves_nothing_and_ends_at_once(fake, tmp_path: Path) -> None:
