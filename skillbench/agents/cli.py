@@ -218,10 +218,6 @@ class CliAgent:
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
     retries_at_broker = False  # nor a cap on its retries: the broker stops them at max_retries
-    # it ends its turn as if done when its last model call got no whole answer or was
-    # refused, so the broker decides how its session ended (False: the CLI reports such an
-    # end as its own error, and its own clean end stands, whatever the agent called itself)
-    ends_quietly = False
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()
     # where it takes the models its aliases and subagents name: pointed at the run's model
@@ -412,13 +408,12 @@ class BrokeredSession:
         except SandboxError as exc:
             return self.end(trace, "error", f"sandbox: {exc}")
         stop = self.replay(done.stdout, trace)
-        # the CLI's own end, with its result: what the agent made of its session, whatever
-        # else was called through the relay (the agent holds the session's key, so a call
-        # of its own refused for budget or at the cap must not make its loss unscored)
-        own = not done.truncated and not self.agent.ends_quietly
         if done.timed_out:
             stop = "timeout"
-        elif own and stop is not None and stop != "error":
+        elif not done.truncated and stop not in (None, "error"):
+            # the CLI's own end, with its result: what the agent made of its session, whatever
+            # else was called through the relay (the agent holds the session's key, so a call
+            # of its own refused for budget or at the cap must not make its loss unscored)
             pass
         elif self.broker.exhausted:
             stop = "budget"
@@ -430,9 +425,9 @@ class BrokeredSession:
             # error would leave the row unscored: any loss turned into no row, redteam8); a
             # stream cut at the output cap lost events, so it is never read as whole
             stop = "ended"
-        elif stop in (None, "error") or (self.agent.ends_quietly and self.broker.last_failed):
-            # no end, the CLI gave up, or it ended on a call that got no whole answer (a CLI
-            # that retries a cut stream and then ends its turn as if done): infrastructure
+        elif stop in (None, "error"):
+            # no end, or the CLI gave up (each reports a model call it got no whole answer
+            # for as its own error): infrastructure
             return self.end(trace, "error", self.infrastructure(done.exit_code, done.stderr))
         return self.end(trace, stop)
 

@@ -20,6 +20,7 @@ in the session's error.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import hmac
 import json
 import secrets
@@ -59,6 +60,7 @@ _DROP = {
 }
 READ_DEADLINE = 60.0  # seconds a connection may wait on its client before it is closed
 MAX_CONNECTIONS = 32  # threads one broker spends on connections (MAX_CONCURRENT calls + queue)
+FAILING_KEPT = 256  # failing requests whose tries are remembered (a CLI retries its newest)
 _KEEP_LOG = 1 << 20  # characters of a request or a response kept in the exchange log
 
 
@@ -76,6 +78,7 @@ class _Call:
         self.model: str | None = None
         self.seen = bytearray()  # the response, as it passed
         self.drop_usage = False  # the stream's usage chunk was asked for on the CLI's behalf
+        self.digest = b""  # of its body: a retry of it has the same
         self.error: BaseException | None = None  # why no answer came, if none did
         self.usage: Usage | None = None  # counted from `seen` once the call is over
         self.cost: float | None = None
@@ -124,11 +127,13 @@ class Broker:
         self.upstream = upstream.rstrip("/")
         self.wire = WIRES[wire]
         self.max_requests = max_requests  # the session's model-call cap, where the CLI has none
-        # failed calls in a row after which no more are forwarded, for a CLI whose own retries
-        # cannot be capped (OpenCode retries a cut stream about a hundred times, each billed
-        # its reservation)
+        # failed tries of one request after which it is no longer forwarded, for a CLI whose
+        # own retries cannot be capped (OpenCode retries a cut stream about a hundred times,
+        # each billed its reservation). Counted per request (a retry resends the same body):
+        # the agent holds the session's key, and calls of its own that fail must not use up
+        # the CLI's tries (tests/security/test_agent_made_calls.py)
         self.max_failures = max_failures
-        self._failing = 0  # calls failed in a row
+        self._failing: dict[bytes, int] = {}  # a failing request's body digest -> its tries
         self.model = model  # the run's model reference
         self.models = allowed_models(model, secondary)  # body's model name -> priced as
         self.prices = prices
@@ -137,10 +142,6 @@ class Broker:
         self.usage = Usage()
         self.answered = 0  # requests the provider answered (2xx): the session's model turns
         self.failures = 0  # requests the provider could not be reached for, or answered 5xx
-        # the last call to end had no whole answer (unreachable, 5xx or 429, a stream cut
-        # mid-answer): a CLI that gives up on it quietly and ends its turn as if done
-        # (OpenCode) did not end on the model's answer
-        self.last_failed = False
         self.exhausted = False  # a request was refused because the budget was spent
         self.capped = False  # a request was refused because max_requests were answered
         self.fault: str | None = None  # the broker's own last failure, as one line
@@ -308,6 +309,7 @@ class Broker:
         )
         head = self.wire.head(call.body, endpoint.model)
         call.body, call.drop_usage = with_usage(endpoint, head, call.body)
+        call.digest = hashlib.sha256(call.body).digest()
         priced_as = self.models.get(head.model)
         if priced_as is None:
             raise Refused(
@@ -321,7 +323,7 @@ class Broker:
             with contextlib.suppress(ValueError, RecursionError):
                 self.first_request = json.loads(call.body)
         with self._slot():
-            reserved = self._reserve(endpoint, head, priced_as, len(call.body))
+            reserved = self._reserve(endpoint, head, priced_as, call)
             with self._lock:
                 self.model_calls[head.model] = self.model_calls.get(head.model, 0) + 1
             try:
@@ -354,7 +356,7 @@ class Broker:
         finally:
             self._slots.release()
 
-    def _reserve(self, endpoint: Route, head: Head, priced_as: str, size: int) -> float | None:
+    def _reserve(self, endpoint: Route, head: Head, priced_as: str, call: _Call) -> float | None:
         """Hold the call's worst case against the budget; Refused when it cannot be held."""
         with self._lock:
             if self.max_requests is not None and (self._sent >= self.max_requests):
@@ -364,12 +366,13 @@ class Broker:
                     "invalid_request_error",
                     f"skillbench: this session's cap of {self.max_requests} model calls is reached",
                 )
-            if self.max_failures is not None and self._failing >= self.max_failures:
+            tries = self._failing.get(call.digest, 0)
+            if self.max_failures is not None and tries >= self.max_failures:
                 raise Refused(
                     400,
                     "invalid_request_error",
-                    f"skillbench: the model failed {self._failing} calls in a row "
-                    "(the CLI's retries are spent); no more are forwarded",
+                    f"skillbench: the model failed this call {tries} times "
+                    "(the CLI's retries are spent); it is not forwarded again",
                 )
             self._forwarding += 1
             self._sent += 1  # a hang-up after forwarding must not take it out of the cap
@@ -383,7 +386,8 @@ class Broker:
                 )
             # a token of text is at least one byte of the body: its size bounds the input,
             # with what its images and documents may add (broker_limits.IMAGE_TOKENS)
-            worst = worst_case_usd(priced_as, size + head.media_tokens, most, self.prices)
+            size = len(call.body) + head.media_tokens
+            worst = worst_case_usd(priced_as, size, most, self.prices)
         if not self.ledger.reserve(worst):
             self._unforward()
             self.exhausted = True
@@ -439,8 +443,7 @@ class Broker:
                 raise _Cancelled from None
             with self._lock:
                 self.failures += 1
-                self.last_failed = True
-                self._failing += 1
+                self._failed(call)
             why = f"skillbench broker: provider unreachable: {type(exc).__name__}"
             if call.response is None:  # nothing was sent to the CLI yet: it can be told
                 self._reply_error(h, 502, "api_error", why)
@@ -450,15 +453,19 @@ class Broker:
         with self._lock:
             if resp.status_code >= 500 or resp.status_code == 429 or self.wire.cut(call.text):
                 self.failures += 1
-                self.last_failed = True
-                self._failing += 1
+                self._failed(call)
             elif 200 <= resp.status_code < 300:
                 self.answered += 1
-                self.last_failed = False
-                self._failing = 0
+                self._failing.pop(call.digest, None)
             elif resp.status_code >= 400:
                 self.rejected = _error_message(call.seen) or f"HTTP {resp.status_code}"
         return resp.status_code, None
+
+    def _failed(self, call: _Call) -> None:
+        """One more failed try of the call's request (under the lock)."""
+        self._failing[call.digest] = self._failing.pop(call.digest, 0) + 1
+        if len(self._failing) > FAILING_KEPT:  # the longest-unretried goes first
+            del self._failing[next(iter(self._failing))]
 
     def _settle(self, call: _Call, priced_as: str, reserved: float | None) -> None:
         """Count what the call used, at its own model's price, and free its reservation."""

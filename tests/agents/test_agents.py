@@ -245,9 +245,9 @@ def test_a_cli_agent_holds_only_a_placeholder_and_reaches_only_its_broker(
 @pytest.mark.parametrize(
     "fault", [{"status": 500}, {"midstream": True}], ids=["outage", "stream-cut"]
 )
-# OpenCode retries a cut stream itself (about a hundred times, with no setting to cap it) and
-# then ends its turn as if done: its broker forwards max_retries + 1 failed calls in a row, no
-# more, and a session whose last call got no whole answer is an infrastructure error
+# OpenCode retries a cut stream itself (about a hundred times, with no setting to cap it): its
+# broker forwards a request max_retries + 1 times, no more, and OpenCode reports the refusal
+# as its own error event
 @pytest.mark.parametrize("agent", CLIS)
 def test_a_provider_outage_or_a_cut_stream_is_an_infrastructure_error(
     agent: str, fault: dict[str, Any], fake, tmp_path: Path, capsys

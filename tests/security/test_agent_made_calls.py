@@ -24,9 +24,10 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.e2e, pytest.mark.usefixtures("pod
 MARK = "overlimit-7e1"
 
 # `threads` threads, each making calls with the session's key for `seconds` (the CLI ends
-# meanwhile), each asking for up to `most` tokens
+# meanwhile), each asking for up to `most` tokens, each call a request of its own (a broker
+# that caps a request's tries forwards each one)
 CALLS = """
-import json, os, socket, threading, time
+import itertools, json, os, socket, threading, time
 key, port, openai = os.environ[%r].encode(), %d, %r
 threads, seconds, most = %d, %d, %d
 if openai:
@@ -39,16 +40,19 @@ else:
     body = {"model": "claude-sonnet-4-6", "max_tokens": most,
             "messages": [{"role": "user", "content": "%s"}]}
     auth = b"anthropic-version: 2023-06-01\\r\\nx-api-key: " + key
-body = json.dumps(body).encode()
-request = (b"POST " + path + b" HTTP/1.1\\r\\nhost: x\\r\\ncontent-type: application/json\\r\\n"
-           + auth + b"\\r\\ncontent-length: %%d\\r\\n\\r\\n" %% len(body) + body)
+n = itertools.count()
+
+def request():
+    data = json.dumps({**body, "metadata": {"user_id": str(next(n))}}).encode()
+    return (b"POST " + path + b" HTTP/1.1\\r\\nhost: x\\r\\ncontent-type: application/json\\r\\n"
+            + auth + b"\\r\\ncontent-length: %%d\\r\\n\\r\\n" %% len(data) + data)
 
 def call():
     end = time.time() + seconds
     while time.time() < end:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-                s.sendall(request)
+                s.sendall(request())
                 while s.recv(65536):
                     pass
         except OSError:
@@ -104,18 +108,7 @@ SETUP = {
 }
 
 
-# OpenCode ends its turn as if done when its own last call failed or was refused, so for it
-# the broker decides, and the agent's own calls are among the broker's
-AGENTS = [
-    "claude-code",
-    "codex",
-    pytest.param(
-        "opencode",
-        marks=pytest.mark.xfail(
-            strict=True, reason="open: the broker decides OpenCode's end (docs/trust.md)"
-        ),
-    ),
-]
+AGENTS = ["claude-code", "codex", "opencode"]
 
 
 @pytest.mark.parametrize("agent", AGENTS)
