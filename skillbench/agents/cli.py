@@ -218,6 +218,9 @@ class CliAgent:
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
     retries_at_broker = False  # nor a cap on its retries: the broker stops them at max_retries
+    # bytes every request of its session's own conversation carries, where the CLI's first
+    # call may be another (empty: its first call is its session's)
+    session_marker = b""
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()
     # where it takes the models its aliases and subagents name: pointed at the run's model
@@ -319,6 +322,7 @@ class CliAgent:
             max_requests=cap,
             max_failures=self.max_retries + 1 if self.retries_at_broker else None,
             client_prefix=self.key_prefix,
+            session_marker=self.session_marker,
         ).start()
 
     async def aclose(self) -> None:

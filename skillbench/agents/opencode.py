@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.agents.base import SessionRequest
-from skillbench.agents.builtin.loop import unattended_note
+from skillbench.agents.builtin.loop import UNATTENDED_NOTE, unattended_note
 from skillbench.agents.cli import (
     BrokeredSession,
     CliAgent,
@@ -121,6 +121,8 @@ class OpenCodeAgent(CliAgent):
     # limit is a constant): the broker forwards a request max_retries + 1 times, no more, and
     # OpenCode reports the refusal as an `error` event
     retries_at_broker = True
+    # its build agent's prompt (config()): its title call, sent first, has another
+    session_marker = UNATTENDED_NOTE.split(";")[0].encode()
     ambient_off = "opencode.json permission.skill denies its built-in skills"
 
     def package(self) -> tuple[str, str]:
@@ -210,15 +212,13 @@ class _Session(BrokeredSession):
 
 
 def _listed(request: dict[str, Any] | None) -> tuple[set[str], set[str]] | None:
-    """The skills OpenCode's system prompt offers: (the staged and any other user-level
-    ones, its built-in ones); None when it sent no request."""
+    """The skills OpenCode's system prompt offers in its session's first call: (the staged
+    and any other user-level ones, its built-in ones); None when it sent no such call."""
     if request is None:
         return None
     system = request.get("system")
     blocks = system if isinstance(system, list) else [{"text": system or ""}]
     text = "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
-    if "<available_skills>" not in text:  # its title call (sent first) lists none
-        return None
     user: set[str] = set()
     bundled: set[str] = set()
     for name, where in _LISTED.findall(text):

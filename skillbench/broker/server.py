@@ -123,6 +123,7 @@ class Broker:
         body_cap: int = BODY_CAP,
         max_concurrent: int = MAX_CONCURRENT,
         client_prefix: str = "sk-placeholder",
+        session_marker: bytes = b"",
     ):
         self.upstream = upstream.rstrip("/")
         self.wire = WIRES[wire]
@@ -148,7 +149,10 @@ class Broker:
         # the provider's message for the last request it refused (a 4xx other than 429): what
         # a CLI that gives up on it says in its own words, if at all
         self.rejected: str | None = None
-        self.first_request: dict[str, Any] | None = None  # what the CLI first asked (its prompt)
+        # what the CLI first asked in its session: the first call whose body carries
+        # session_marker (a side call sent first, OpenCode's title, carries none of it)
+        self.first_request: dict[str, Any] | None = None
+        self._session_marker = session_marker
         # the calls forwarded, by the model each named (a subagent's, an alias's): the
         # session's record says which models its calls used
         self.model_calls: dict[str, int] = {}
@@ -319,7 +323,7 @@ class Broker:
                 f"({', '.join(sorted(self.models))})",
             )
         call.model = head.model
-        if self.first_request is None:
+        if self.first_request is None and self._session_marker in call.body:
             with contextlib.suppress(ValueError, RecursionError):
                 self.first_request = json.loads(call.body)
         with self._slot():

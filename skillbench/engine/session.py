@@ -240,7 +240,7 @@ class Sessions:
             except SetupFailed as exc:
                 return replace(record, outcome="skipped", error=str(exc))
             except ContaminationError as exc:
-                raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
+                raise EvalError(refused(record.arm, name, exc)) from None
             except (SandboxError, ConnectionError) as exc:  # (a container killed mid-reply resets
                 # its channel: never a run-folder write, which fails with ENOSPC and the like)
                 record = replace(record, error=f"sandbox: {exc}")
@@ -262,7 +262,7 @@ class Sessions:
                 try:
                     result = await session.run(staged.sandbox, trace)
                 except ContaminationError as exc:
-                    raise EvalError(f"run refused, arm {record.arm} of {name}: {exc}") from None
+                    raise EvalError(refused(record.arm, name, exc)) from None
                 finally:
                     trace.close()
                 seen = await staged.sandbox.observed()
@@ -459,3 +459,12 @@ def handover_notes(notes: list[str], most: int = 10) -> list[str]:
     key shows here), at most `most` lines."""
     more = [f"handover: ... and {len(notes) - most} more"] if len(notes) > most else []
     return [f"handover: {n}" for n in notes[:most]] + more
+
+
+def refused(arm: str, case: str, why: ContaminationError) -> str:
+    """Why the run stops: an arm would see other skills than it should, so what it shows is
+    not the skill's effect (docs/statistics.md)."""
+    return (
+        f"run refused, arm {arm} of {case}: {why}. The arms may differ by the skill under "
+        "test only: look for another skill in the case's workspace, fixture or image"
+    )

@@ -368,3 +368,63 @@ def test_a_script_with_no_matching_conversation_says_so_as_the_error(
         )
         for e in errors
     ), errors
+
+
+# where each CLI finds a project's own skills (Claude Code's `.claude` is the agent's
+# settings: a case may not write there)
+PROJECT_SKILLS = {
+    "codex": ".agents/skills",
+    "opencode": ".opencode/skills",
+    "gemini-cli": ".gemini/skills",
+    "copilot": ".github/skills",
+}
+
+
+@pytest.mark.parametrize("agent", CLIS)
+def test_a_skill_the_workspace_brings_where_a_cli_finds_project_skills_refuses_the_run(
+    agent: str, fake, tmp_path: Path, capsys
+) -> None:
+    # the arms would no longer differ by the skill alone: the baseline has one too
+    from skillbench.cli import main
+
+    folder = greeter(tmp_path, agent)
+    case = folder / "evals/cases/hello.yaml"
+    planted = "".join(
+        f'  {where}/other-{i}/SKILL.md: "---\\nname: other-{i}\\ndescription: Greets.\\n---\\n"\n'
+        for i, where in enumerate(PROJECT_SKILLS.values())
+    )
+    case.write_text(case.read_text() + "setup: git init -q\nfiles:\n" + planted)
+    server = fake(greeter_script(agent))
+    out = tmp_path / "run"
+    code = main(
+        [
+            *("eval", str(folder), "--model", MODEL[agent], "--out", str(out)),
+            *("--quiet", "--no-gen", "--execution-only"),
+        ]
+    )
+    err = capsys.readouterr().err
+    shown = {n for r in server.log() for n in re.findall(r"other-\d", json.dumps(r.body))}
+    if agent == "claude-code":  # it reads none of those folders
+        assert code != 2 and not shown, (err, shown)
+        return
+    mine = f"other-{list(PROJECT_SKILLS).index(agent)}"
+    assert mine in shown  # the CLI found its own, and showed it to the model
+    assert code == 2 and "run refused, arm " in err and mine in err, err
+    assert not (out / "summary.json").exists()
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["default", "keep"])
+def test_the_skill_opencode_ships_is_reported_when_kept(
+    keep: bool, fake, tmp_path: Path, capsys
+) -> None:
+    # read from its session's own first call, not from its title call (sent first)
+    folder = greeter(tmp_path, "opencode")
+    if keep:
+        config = tmp_path / "skillbench.toml"
+        config.write_text(config.read_text() + '[agents.opencode]\nambient_skills = "keep"\n')
+    fake(greeter_script("opencode"))
+    _, _, summary = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL["opencode"]
+    )
+    shipped = ["customize-opencode"] if keep else []
+    assert summary["ambient"]["arms"] == {"baseline": shipped, "candidate": shipped}
