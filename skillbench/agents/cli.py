@@ -204,6 +204,12 @@ class Upstream:
         self._servers.clear()
 
 
+def signalled(stop: str | None, exit_code: int | None) -> bool:
+    """A CLI with no end of its own that a signal ended: one skillbench never sends it (the
+    timeout's is told apart before)."""
+    return stop is None and exit_code is not None and 128 < exit_code < 128 + 65
+
+
 class CliAgent:
     """What both CLI agents are: a pinned CLI in an image variant, speaking one provider's
     API through a broker per session. A subclass names its CLI and runs its sessions."""
@@ -218,9 +224,6 @@ class CliAgent:
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
     retries_at_broker = False  # nor a cap on its retries: the broker stops them at max_retries
-    # bytes every request of its session's own conversation carries, where the CLI's first
-    # call may be another (empty: its first call is its session's)
-    session_marker = b""
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()
     # where it takes the models its aliases and subagents name: pointed at the run's model
@@ -322,8 +325,12 @@ class CliAgent:
             max_requests=cap,
             max_failures=self.max_retries + 1 if self.retries_at_broker else None,
             client_prefix=self.key_prefix,
-            session_marker=self.session_marker,
+            opens_session=self.opens_session,
         ).start()
+
+    opens_session: Callable[[dict[str, Any]], bool] | None = None
+    """Which request opens the session's own conversation, where the CLI's first call may be
+    another (None: its first call does)."""
 
     async def aclose(self) -> None:
         self.upstream.close()  # each session's broker is stopped with the session
@@ -419,15 +426,19 @@ class BrokeredSession:
             # else was called through the relay (the agent holds the session's key, so a call
             # of its own refused for budget or at the cap must not make its loss unscored)
             pass
+        elif not done.truncated and signalled(stop, done.exit_code):
+            # the CLI runs as the agent's own user, which can kill it: an end that came from
+            # inside the sandbox is the arm's own, and its checks decide it (an infrastructure
+            # error would leave the row unscored: any loss turned into no row, redteam8),
+            # whatever the broker refused (the agent can have a call of its own refused for
+            # budget and then kill its CLI); a stream cut at the output cap lost events, so it
+            # is never read as whole
+            stop = "ended"
         elif self.broker.exhausted:
             stop = "budget"
         elif self.broker.capped:
             stop = "max_turns"
-        elif not done.truncated and self.ended_inside(stop, done.exit_code):
-            # the CLI runs as the agent's own user, which can kill it: an end that came from
-            # inside the sandbox is the arm's own, and its checks decide it (an infrastructure
-            # error would leave the row unscored: any loss turned into no row, redteam8); a
-            # stream cut at the output cap lost events, so it is never read as whole
+        elif not done.truncated and self.ended_inside(stop):
             stop = "ended"
         elif stop in (None, "error"):
             # no end, or the CLI gave up (each reports a model call it got no whole answer
@@ -457,17 +468,16 @@ class BrokeredSession:
         )
         return SessionResult(stop, turns, duration_ms, usage, cost, error, models)
 
-    def ended_inside(self, stop: str | None, exit_code: int | None) -> bool:
-        """Whether a CLI with no end of its own (`stop` None, or its own "error") was ended
-        from inside the sandbox: killed by a signal skillbench never sends it (the timeout's
-        is told apart before), or gone while the broker saw nothing fail (no fault of ours,
-        every call the provider answered or refused only by our own rules)."""
+    def ended_inside(self, stop: str | None) -> bool:
+        """Whether a CLI with no end of its own (`stop` None, or its own "error") and not
+        signalled was ended from inside the sandbox: gone while the broker saw nothing fail
+        (no fault of ours, every call the provider answered or refused only by our own
+        rules)."""
         if stop not in (None, "error"):
             return False
         broker = self.broker
         clean = broker.fault is None and not broker.failures and broker.rejected is None
-        signalled = stop is None and exit_code is not None and 128 < exit_code < 128 + 65
-        return signalled or (clean and broker.answered > 0)
+        return clean and broker.answered > 0
 
     def infrastructure(self, exit_code: int | None, stderr: str) -> str:
         """Why a CLI that ended without a result failed."""

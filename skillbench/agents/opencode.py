@@ -49,6 +49,7 @@ DEFAULT_UPSTREAM = "https://api.anthropic.com"
 # the skills its system prompt offers: <skill><name>N</name>…<location>L</location></skill>
 _LISTED = re.compile(r"<skill>\s*<name>([^<]+)</name>.*?<location>([^<]*)</location>", re.S)
 BUILT_IN = "<built-in>"
+SESSION_PROMPT = UNATTENDED_NOTE.split(";")[0]  # a clause of what config() makes its prompt
 # the skills 1.18.33 ships (read from its system prompt against the fake server)
 BUNDLED = ("customize-opencode",)
 # tools a routing session must not have: only `skill` shows where a prompt goes
@@ -121,8 +122,6 @@ class OpenCodeAgent(CliAgent):
     # limit is a constant): the broker forwards a request max_retries + 1 times, no more, and
     # OpenCode reports the refusal as an `error` event
     retries_at_broker = True
-    # its build agent's prompt (config()): its title call, sent first, has another
-    session_marker = UNATTENDED_NOTE.split(";")[0].encode()
     ambient_off = "opencode.json permission.skill denies its built-in skills"
 
     def package(self) -> tuple[str, str]:
@@ -146,6 +145,12 @@ class OpenCodeAgent(CliAgent):
 
     async def session(self, request: SessionRequest) -> _Session:
         return _Session(self, request, self.broker(request), RELAY_PORT)
+
+    @staticmethod
+    def opens_session(request: dict[str, Any]) -> bool:
+        """Its session's calls carry its build agent's prompt (config()) in their system
+        prompt; its title call, sent first, has another (a task may quote the prompt)."""
+        return SESSION_PROMPT in _system(request)
 
     def invoked(self, events: list[dict[str, Any]]) -> set[str]:
         """The skills the agent loaded: its `skill` tool calls."""
@@ -201,6 +206,14 @@ class _Session(BrokeredSession):
         stop = _replay(stdout, trace)
         listed = _listed(self.broker.first_request)
         staged = {s.name for s in self.request.skills}
+        if listed is None and sum(self.broker.model_calls.values()) > 1:
+            # calls beyond its title call, none of them with skillbench's prompt: the case's
+            # workspace set another (what it offered the model cannot be read)
+            raise ContaminationError(
+                "OpenCode's session prompt is not the one skillbench gives it (a workspace "
+                "opencode.json or .opencode/agent/build.md that sets the build agent's "
+                "prompt?), so the skills it offered the model cannot be checked"
+            )
         if listed is not None:
             user, bundled = listed
             if user != staged:  # what OpenCode itself offered the model
@@ -216,14 +229,19 @@ def _listed(request: dict[str, Any] | None) -> tuple[set[str], set[str]] | None:
     and any other user-level ones, its built-in ones); None when it sent no such call."""
     if request is None:
         return None
-    system = request.get("system")
-    blocks = system if isinstance(system, list) else [{"text": system or ""}]
-    text = "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
+    text = _system(request)
     user: set[str] = set()
     bundled: set[str] = set()
     for name, where in _LISTED.findall(text):
         (bundled if html.unescape(where) == BUILT_IN else user).add(name.strip())
     return user, bundled
+
+
+def _system(request: dict[str, Any]) -> str:
+    """The text of a Messages request's system prompt."""
+    system = request.get("system")
+    blocks = system if isinstance(system, list) else [{"text": system or ""}]
+    return "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
 
 
 def _replay(stdout: str, trace: TraceWriter) -> str | None:

@@ -20,7 +20,6 @@ in the session's error.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import hmac
 import json
 import secrets
@@ -28,7 +27,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
@@ -37,6 +36,7 @@ import httpx
 
 from skillbench.broker.billing import UsageChunks, bill, may_have_run, with_usage
 from skillbench.broker.limits import BODY_CAP, Head, Ledger, Refused, read_body
+from skillbench.broker.retries import Tries, question
 from skillbench.broker.wire import WIRES, Route, route, upstream_url
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
@@ -60,7 +60,6 @@ _DROP = {
 }
 READ_DEADLINE = 60.0  # seconds a connection may wait on its client before it is closed
 MAX_CONNECTIONS = 32  # threads one broker spends on connections (MAX_CONCURRENT calls + queue)
-FAILING_KEPT = 256  # failing requests whose tries are remembered (a CLI retries its newest)
 _KEEP_LOG = 1 << 20  # characters of a request or a response kept in the exchange log
 
 
@@ -78,7 +77,7 @@ class _Call:
         self.model: str | None = None
         self.seen = bytearray()  # the response, as it passed
         self.drop_usage = False  # the stream's usage chunk was asked for on the CLI's behalf
-        self.digest = b""  # of its body: a retry of it has the same
+        self.asked = b""  # what it asks (retries.question): a retry of it asks the same
         self.error: BaseException | None = None  # why no answer came, if none did
         self.usage: Usage | None = None  # counted from `seen` once the call is over
         self.cost: float | None = None
@@ -123,18 +122,15 @@ class Broker:
         body_cap: int = BODY_CAP,
         max_concurrent: int = MAX_CONCURRENT,
         client_prefix: str = "sk-placeholder",
-        session_marker: bytes = b"",
+        opens_session: Callable[[dict[str, Any]], bool] | None = None,
     ):
         self.upstream = upstream.rstrip("/")
         self.wire = WIRES[wire]
         self.max_requests = max_requests  # the session's model-call cap, where the CLI has none
-        # failed tries of one request after which it is no longer forwarded, for a CLI whose
-        # own retries cannot be capped (OpenCode retries a cut stream about a hundred times,
-        # each billed its reservation). Counted per request (a retry resends the same body):
-        # the agent holds the session's key, and calls of its own that fail must not use up
-        # the CLI's tries (tests/security/test_agent_made_calls.py)
+        # failed tries of one conversation's request after which it is no longer forwarded,
+        # for a CLI whose own retries cannot be capped (broker/retries.py)
         self.max_failures = max_failures
-        self._failing: dict[bytes, int] = {}  # a failing request's body digest -> its tries
+        self._tries = Tries()
         self.model = model  # the run's model reference
         self.models = allowed_models(model, secondary)  # body's model name -> priced as
         self.prices = prices
@@ -149,10 +145,10 @@ class Broker:
         # the provider's message for the last request it refused (a 4xx other than 429): what
         # a CLI that gives up on it says in its own words, if at all
         self.rejected: str | None = None
-        # what the CLI first asked in its session: the first call whose body carries
-        # session_marker (a side call sent first, OpenCode's title, carries none of it)
+        # what the CLI first asked in its session: its first call, or the first that
+        # `opens_session` says is the session's own (a side call sent first, OpenCode's title)
         self.first_request: dict[str, Any] | None = None
-        self._session_marker = session_marker
+        self._opens_session = opens_session
         # the calls forwarded, by the model each named (a subagent's, an alias's): the
         # session's record says which models its calls used
         self.model_calls: dict[str, int] = {}
@@ -313,7 +309,8 @@ class Broker:
         )
         head = self.wire.head(call.body, endpoint.model)
         call.body, call.drop_usage = with_usage(endpoint, head, call.body)
-        call.digest = hashlib.sha256(call.body).digest()
+        if self.max_failures is not None:
+            call.asked = question(call.body)
         priced_as = self.models.get(head.model)
         if priced_as is None:
             raise Refused(
@@ -323,9 +320,13 @@ class Broker:
                 f"({', '.join(sorted(self.models))})",
             )
         call.model = head.model
-        if self.first_request is None and self._session_marker in call.body:
+        if self.first_request is None:
             with contextlib.suppress(ValueError, RecursionError):
-                self.first_request = json.loads(call.body)
+                asked = json.loads(call.body)
+                if isinstance(asked, dict) and (
+                    self._opens_session is None or self._opens_session(asked)
+                ):
+                    self.first_request = asked
         with self._slot():
             reserved = self._reserve(endpoint, head, priced_as, call)
             with self._lock:
@@ -370,12 +371,12 @@ class Broker:
                     "invalid_request_error",
                     f"skillbench: this session's cap of {self.max_requests} model calls is reached",
                 )
-            tries = self._failing.get(call.digest, 0)
+            tries = self._tries.of(call.asked)
             if self.max_failures is not None and tries >= self.max_failures:
                 raise Refused(
                     400,
                     "invalid_request_error",
-                    f"skillbench: the model failed this call {tries} times "
+                    f"skillbench: the model failed {tries} tries of this call in a row "
                     "(the CLI's retries are spent); it is not forwarded again",
                 )
             self._forwarding += 1
@@ -447,7 +448,7 @@ class Broker:
                 raise _Cancelled from None
             with self._lock:
                 self.failures += 1
-                self._failed(call)
+                self._ended(call, failed=True)
             why = f"skillbench broker: provider unreachable: {type(exc).__name__}"
             if call.response is None:  # nothing was sent to the CLI yet: it can be told
                 self._reply_error(h, 502, "api_error", why)
@@ -457,19 +458,18 @@ class Broker:
         with self._lock:
             if resp.status_code >= 500 or resp.status_code == 429 or self.wire.cut(call.text):
                 self.failures += 1
-                self._failed(call)
+                self._ended(call, failed=True)
             elif 200 <= resp.status_code < 300:
                 self.answered += 1
-                self._failing.pop(call.digest, None)
+                self._ended(call, failed=False)
             elif resp.status_code >= 400:
                 self.rejected = _error_message(call.seen) or f"HTTP {resp.status_code}"
         return resp.status_code, None
 
-    def _failed(self, call: _Call) -> None:
-        """One more failed try of the call's request (under the lock)."""
-        self._failing[call.digest] = self._failing.pop(call.digest, 0) + 1
-        if len(self._failing) > FAILING_KEPT:  # the longest-unretried goes first
-            del self._failing[next(iter(self._failing))]
+    def _ended(self, call: _Call, failed: bool) -> None:
+        """The call's try ended (under the lock)."""
+        if call.asked:
+            self._tries.ended(call.asked, failed)
 
     def _settle(self, call: _Call, priced_as: str, reserved: float | None) -> None:
         """Count what the call used, at its own model's price, and free its reservation."""

@@ -280,7 +280,7 @@ class FakeModelServer:
         if fault.malformed:
             entry.status = 200
             return self._send_raw(h, 200, b'{"id": "msg_broken", "content": [', {})
-        if fault.midstream:  # a 200 whose event stream stops after its first event
+        if fault.midstream:  # a 200 whose event stream stops in its answer's first words
             entry.status = 200
             cut: dict[str, Any] = {
                 "id": "msg_cut",
@@ -292,7 +292,17 @@ class FakeModelServer:
                 "stop_sequence": None,
                 "usage": {"input_tokens": 1, "output_tokens": 1},
             }
-            first = ("message_start", {"message": cut})
+            first: list[tuple[str, dict[str, Any]]] = [
+                ("message_start", {"message": cut}),
+                (
+                    "content_block_start",
+                    {"index": 0, "content_block": {"type": "text", "text": ""}},
+                ),
+                (
+                    "content_block_delta",
+                    {"index": 0, "delta": {"type": "text_delta", "text": "cut"}},
+                ),
+            ]
             if entry.protocol == "gemini":
                 part = {"content": {"role": "model", "parts": [{"text": "cut"}]}, "index": 0}
                 usage = {"promptTokenCount": 1, "totalTokenCount": 1}
@@ -302,11 +312,13 @@ class FakeModelServer:
                 head = {"id": "chatcmpl-cut", "object": "chat.completion.chunk", "model": "fake"}
                 return self._stream_chunks(h, [{**head, "choices": [{"index": 0, "delta": delta}]}])
             if entry.protocol == "responses":
-                first = (
-                    "response.created",
-                    {"response": {"id": "resp_cut", "output": [], "status": "in_progress"}},
-                )
-            return self._stream_events(h, [first])
+                first = [
+                    (
+                        "response.created",
+                        {"response": {"id": "resp_cut", "output": [], "status": "in_progress"}},
+                    )
+                ]
+            return self._stream_events(h, first)
         status = fault.status or 500
         entry.status = status
         headers = {}

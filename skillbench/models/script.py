@@ -42,7 +42,7 @@ class ScriptError(SkillbenchError):
 
 class Fault(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One injected failure: an HTTP status (with Retry-After), a stall, a bad body, or a
-    stream cut off after its first event."""
+    stream cut off in its answer's first words."""
 
     status: int | None = None
     retry_after: float | None = None

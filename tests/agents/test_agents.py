@@ -245,28 +245,23 @@ def test_a_cli_agent_holds_only_a_placeholder_and_reaches_only_its_broker(
 @pytest.mark.parametrize(
     "fault", [{"status": 500}, {"midstream": True}], ids=["outage", "stream-cut"]
 )
-# OpenCode retries a cut stream itself (about a hundred times, with no setting to cap it): its
-# broker forwards a request max_retries + 1 times, no more, and OpenCode reports the refusal
-# as its own error event
+# OpenCode retries a cut stream itself (about a hundred times, with no setting to cap it),
+# asking again with the partial answer appended: its broker forwards a question max_retries + 1
+# times, no more (broker/retries.py), and OpenCode reports the refusal as its own error event
 @pytest.mark.parametrize("agent", CLIS)
 def test_a_provider_outage_or_a_cut_stream_is_an_infrastructure_error(
     agent: str, fault: dict[str, Any], fake, tmp_path: Path, capsys
 ) -> None:
     folder = greeter(tmp_path, agent)
-    fake(
-        {
-            "conversations": [
-                conv(
-                    "(?s)",
-                    "Create hello.txt",
-                    {"faults": [{**fault, "times": 99}], "text": "never"},
-                )
-            ]
-        }
-    )
+    # (a second step, cut too: OpenCode asks again with the partial answer appended)
+    failing = {"faults": [{**fault, "times": 99}], "text": "never"}
+    server = fake({"conversations": [conv("(?s)", "Create hello.txt", failing, failing)]})
     code, _, summary = run_eval(
         capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL[agent]
     )
+    if agent == "opencode":  # each of its 4 sessions (2 arms, each tried twice) tries each
+        # of its calls (the session's, and a title call) max_retries + 1 times, no more
+        assert len(server.log()) <= 4 * 2 * 2, len(server.log())
     assert code == 2 and summary["verdict"] == "NONE"
     journal = [json.loads(x) for x in (tmp_path / "run/journal.jsonl").read_text().splitlines()]
     sessions = [j for j in journal if j["type"] == "session"]
@@ -428,3 +423,46 @@ def test_the_skill_opencode_ships_is_reported_when_kept(
     )
     shipped = ["customize-opencode"] if keep else []
     assert summary["ambient"]["arms"] == {"baseline": shipped, "candidate": shipped}
+
+
+def test_opencodes_skills_are_read_from_its_sessions_call_whatever_its_task_says(
+    fake, tmp_path: Path, capsys
+) -> None:
+    # its title call, sent first, quotes the task; a task quoting skillbench's prompt for
+    # OpenCode does not make that call the session's (it lists no skills: the run was refused)
+    from skillbench.agents.opencode import SESSION_PROMPT
+
+    folder = greeter(tmp_path, "opencode")
+    case = folder / "evals/cases/hello.yaml"
+    case.write_text(case.read_text().replace("greeting", f"greeting. {SESSION_PROMPT}", 1))
+    fake(greeter_script("opencode"))
+    code, lines, _ = run_eval(
+        capsys, folder, tmp_path / "run", "--execution-only", "--model", MODEL["opencode"]
+    )
+    assert code == 3, lines
+
+
+def test_a_workspace_that_sets_opencodes_prompt_refuses_the_run(
+    fake, tmp_path: Path, capsys
+) -> None:
+    # its skills would go unchecked: a skill the workspace brings reached the model
+    from skillbench.cli import main
+
+    folder = greeter(tmp_path, "opencode")
+    case = folder / "evals/cases/hello.yaml"
+    case.write_text(
+        case.read_text() + "files:\n"
+        '  .opencode/agent/build.md: "---\\ndescription: build\\n---\\nDo the task.\\n"\n'
+        '  .opencode/skills/other/SKILL.md: "---\\nname: other\\ndescription: Greets.\\n---\\n"\n'
+    )
+    server = fake(greeter_script("opencode"))
+    out = tmp_path / "run"
+    code = main(
+        [
+            *("eval", str(folder), "--model", MODEL["opencode"], "--out", str(out)),
+            *("--quiet", "--no-gen", "--execution-only"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert any("<name>other</name>" in json.dumps(r.body) for r in server.log())
+    assert code == 2 and "session prompt is not the one skillbench gives it" in err, err
