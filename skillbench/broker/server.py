@@ -77,6 +77,7 @@ class _Call:
         self.model: str | None = None
         self.seen = bytearray()  # the response, as it passed
         self.drop_usage = False  # the stream's usage chunk was asked for on the CLI's behalf
+        self.hung_up = False  # the client went away before the whole response reached it
         self.asked = b""  # what it asks (retries.question): a retry of it asks the same
         self.error: BaseException | None = None  # why no answer came, if none did
         self.usage: Usage | None = None  # counted from `seen` once the call is over
@@ -423,25 +424,15 @@ class Broker:
                 call.response = resp
                 if self._stopping.is_set():
                     raise _Cancelled
-                h.send_response(resp.status_code)
-                for key, value in resp.headers.items():
-                    if key.lower() not in _DROP and key.lower() != "content-encoding":
-                        h.send_header(key, value)
-                h.send_header("Connection", "close")  # the end of the body is the end of it
-                h.end_headers()
                 # The CLI went away: reading stops here (the provider stops generating when
                 # it is hung up on), and a call cut before its final usage is billed its
                 # reservation (broker_billing). Reading on to the end would learn the exact
                 # count only by having the provider generate, up to the output cap, tokens
                 # nobody reads, and it would still need a bound and the reservation past it.
-                passed = UsageChunks() if call.drop_usage else None
-                with contextlib.suppress(OSError):
-                    for chunk in resp.iter_raw():
-                        call.seen += chunk
-                        h.wfile.write(passed.feed(chunk) if passed else chunk)
-                        h.wfile.flush()
-                    if passed:
-                        h.wfile.write(passed.flush())
+                try:
+                    self._pass_on(call, resp)
+                except OSError:
+                    call.hung_up = True
         except httpx.HTTPError as exc:
             call.error = exc
             if self._stopping.is_set():
@@ -456,15 +447,38 @@ class Broker:
         if self._stopping.is_set():
             raise _Cancelled
         with self._lock:
-            if resp.status_code >= 500 or resp.status_code == 429 or self.wire.cut(call.text):
+            cut = self.wire.cut(call.text) and not call.hung_up
+            if resp.status_code >= 500 or resp.status_code == 429 or cut:
                 self.failures += 1
                 self._ended(call, failed=True)
+            elif call.hung_up:
+                # the CLI (or the agent, which holds the key) hung up on the answer: no
+                # failure of the provider's, so no try of the question used up, and no answer
+                pass
             elif 200 <= resp.status_code < 300:
                 self.answered += 1
                 self._ended(call, failed=False)
             elif resp.status_code >= 400:
                 self.rejected = _error_message(call.seen) or f"HTTP {resp.status_code}"
         return resp.status_code, None
+
+    @staticmethod
+    def _pass_on(call: _Call, resp: httpx.Response) -> None:
+        """The provider's response, passed to the CLI as it arrives."""
+        h = call.handler
+        h.send_response(resp.status_code)
+        for key, value in resp.headers.items():
+            if key.lower() not in _DROP and key.lower() != "content-encoding":
+                h.send_header(key, value)
+        h.send_header("Connection", "close")  # the end of the body is the end of it
+        h.end_headers()
+        passed = UsageChunks() if call.drop_usage else None
+        for chunk in resp.iter_raw():
+            call.seen += chunk
+            h.wfile.write(passed.feed(chunk) if passed else chunk)
+            h.wfile.flush()
+        if passed:
+            h.wfile.write(passed.flush())
 
     def _ended(self, call: _Call, failed: bool) -> None:
         """The call's try ended (under the lock)."""

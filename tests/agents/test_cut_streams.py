@@ -8,6 +8,7 @@ stopped at its broker, and a session that ended on a failed call is no answer.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,89 @@ def test_a_requests_tries_are_its_own(tmp_path: Path) -> None:
     asked = [json.dumps(r.body) for r in fake.log()]
     assert sum('"one"' in a for a in asked) == 2 and sum('"two"' in a for a in asked) == 3
     assert broker.failures == 5 and broker.answered == 2
+
+
+def test_hanging_up_on_an_answer_uses_up_no_try_of_its_question(tmp_path: Path) -> None:
+    # the agent holds the session's key and can ask the CLI's next question itself (it ran
+    # the command whose output that question carries): hanging up on each answer must not
+    # count as the provider failing it, nor as a fault of the broker's (found by an outside
+    # review: five hang-ups got the CLI's own call refused)
+    import socket
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Slow(BaseHTTPRequestHandler):  # an answer that takes a while to stream
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for event in SLOW_ANSWER:
+                with contextlib.suppress(OSError):
+                    self.wfile.write(event)
+                    self.wfile.flush()
+                time.sleep(0.3)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    broker = Broker(
+        upstream=f"http://127.0.0.1:{upstream.server_port}",
+        api_key="k",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+        max_failures=2,
+    ).start()
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "stream": True, "messages": [_HI]}
+    data = json.dumps(body).encode()
+    head = {"host": "x", "content-type": "application/json", **broker.wire.auth(broker.client_key)}
+    head["content-length"] = str(len(data))
+    request = "".join(f"{k}: {v}\r\n" for k, v in head.items())
+    try:
+        for early in (True, False, False, False):  # before the headers, then mid-answer
+            with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as s:
+                s.sendall(broker.preamble + f"POST /v1/messages HTTP/1.1\r\n{request}\r\n".encode())
+                s.sendall(data)
+                if not early:
+                    s.recv(64)
+            time.sleep(1.2 if early else 0.1)
+        time.sleep(1.5)  # each hung-up call's thread notices at its next write
+        answer = post_as_relay(broker, "/v1/messages", data, {})
+    finally:
+        broker.stop()
+        upstream.shutdown()
+    assert answer.status_code == 200 and b"message_stop" in answer.content
+    assert (broker.failures, broker.fault, broker.answered) == (0, None, 1)
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
+
+
+SLOW_ANSWER = [
+    _event(
+        "message_start",
+        {
+            "message": {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "claude-sonnet-4-6",
+                "stop_reason": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
+        },
+    ),
+    _event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+    _event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "ok"}}),
+    _event("content_block_stop", {"index": 0}),
+    _event("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}}),
+    _event("message_stop", {}),
+]
