@@ -224,6 +224,9 @@ class CliAgent:
     size: str  # of the npm package, for the fetch message
     cap_at_broker = False  # the CLI has no turn cap of its own: the broker enforces it
     retries_at_broker = False  # nor a cap on its retries: the broker stops them at max_retries
+    # which request opens the session's own conversation, where the CLI's first call may be
+    # another (None: its first call does)
+    opens_session: Callable[[dict[str, Any]], bool] | None = None
     # where the CLI takes the model it uses besides the run's (empty: it uses none)
     secondary_vars: tuple[str, ...] = ()
     # where it takes the models its aliases and subagents name: pointed at the run's model
@@ -327,10 +330,6 @@ class CliAgent:
             client_prefix=self.key_prefix,
             opens_session=self.opens_session,
         ).start()
-
-    opens_session: Callable[[dict[str, Any]], bool] | None = None
-    """Which request opens the session's own conversation, where the CLI's first call may be
-    another (None: its first call does)."""
 
     async def aclose(self) -> None:
         self.upstream.close()  # each session's broker is stopped with the session

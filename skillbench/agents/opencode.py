@@ -119,8 +119,8 @@ class OpenCodeAgent(CliAgent):
     upstream_vars = ("ANTHROPIC_BASE_URL", DEFAULT_UPSTREAM, "ANTHROPIC_API_KEY")
     cap_at_broker = True
     # 1.18.33 retries a failed call on its own with no setting to cap it (its SessionRetry
-    # limit is a constant): the broker forwards a request max_retries + 1 times, no more, and
-    # OpenCode reports the refusal as an `error` event
+    # limit is a constant): the broker forwards a question max_retries + 1 times, no more,
+    # and OpenCode reports the refusal as an `error` event
     retries_at_broker = True
     ambient_off = "opencode.json permission.skill denies its built-in skills"
 

@@ -128,8 +128,8 @@ class Broker:
         self.upstream = upstream.rstrip("/")
         self.wire = WIRES[wire]
         self.max_requests = max_requests  # the session's model-call cap, where the CLI has none
-        # failed tries of one conversation's request after which it is no longer forwarded,
-        # for a CLI whose own retries cannot be capped (broker/retries.py)
+        # failed tries of one question after which it is no longer forwarded, for a CLI
+        # whose own retries cannot be capped (broker/retries.py)
         self.max_failures = max_failures
         self._tries = Tries()
         self.model = model  # the run's model reference

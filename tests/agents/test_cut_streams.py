@@ -103,6 +103,17 @@ def test_an_opencode_step_begun_after_an_answer_is_not_an_end(tmp_path: Path) ->
     assert _stop("opencode", stdout, tmp_path) is None
 
 
+def capped_broker(upstream: str, tmp_path: Path) -> Broker:
+    """A started broker that forwards each question at most twice."""
+    return Broker(
+        upstream=upstream,
+        api_key="k",
+        model="anthropic/claude-sonnet-4-6",
+        exchanges=tmp_path / "x.jsonl",
+        max_failures=2,
+    ).start()
+
+
 def test_a_cli_that_retries_a_cut_stream_without_end_is_stopped_at_the_broker(
     tmp_path: Path,
 ) -> None:
@@ -117,13 +128,7 @@ def test_a_cli_that_retries_a_cut_stream_without_end_is_stopped_at_the_broker(
             }
         )
     ).start()
-    broker = Broker(
-        upstream=fake.url,
-        api_key="k",
-        model="anthropic/claude-sonnet-4-6",
-        exchanges=tmp_path / "x.jsonl",
-        max_failures=2,
-    ).start()
+    broker = capped_broker(fake.url, tmp_path)
     body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "stream": True, "messages": [_HI]}
     try:
         statuses = [
@@ -151,13 +156,7 @@ def test_a_requests_tries_are_its_own(tmp_path: Path) -> None:
             }
         )
     ).start()
-    broker = Broker(
-        upstream=fake.url,
-        api_key="k",
-        model="anthropic/claude-sonnet-4-6",
-        exchanges=tmp_path / "x.jsonl",
-        max_failures=2,
-    ).start()
+    broker = capped_broker(fake.url, tmp_path)
     statuses = []
     try:
         for text in ("one", "one", "two", "one", "two", "two", "one-b", "one-b", "one-b"):
@@ -206,13 +205,7 @@ def test_hanging_up_on_an_answer_uses_up_no_try_of_its_question(tmp_path: Path) 
 
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    broker = Broker(
-        upstream=f"http://127.0.0.1:{upstream.server_port}",
-        api_key="k",
-        model="anthropic/claude-sonnet-4-6",
-        exchanges=tmp_path / "x.jsonl",
-        max_failures=2,
-    ).start()
+    broker = capped_broker(f"http://127.0.0.1:{upstream.server_port}", tmp_path)
     body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "stream": True, "messages": [_HI]}
     data = json.dumps(body).encode()
     head = {"host": "x", "content-type": "application/json", **broker.wire.auth(broker.client_key)}

@@ -135,47 +135,20 @@ def test_calls_the_agent_makes_as_its_cli_ends_leave_the_row_scored(
     assert [(r["outcome"], r["decided_by"]) for r in summary["rows"]] == [("loss", "checks")]
 
 
+@pytest.mark.parametrize("then_kill", [False, True], ids=["cli-ends", "cli-killed"])
 @pytest.mark.parametrize("agent", AGENTS)
 def test_a_call_of_the_agents_no_budget_covers_neither_unscores_its_loss_nor_stops_the_run(
-    agent: str, fake, tmp_path: Path, capsys
+    agent: str, then_kill: bool, fake, tmp_path: Path, capsys
 ) -> None:
-    # asks for a billion tokens: its worst case (~$15,000) is past any --max-cost
-    leave_behind = caller(agent, threads=1, seconds=3, most=10**9)
-    folder, _ = losing_candidate(
-        agent, fake, tmp_path, leave_behind, {"when": MARK, "replies": ["never"]}
-    )
-    _, _, summary = run_eval(
-        capsys,
-        folder,
-        tmp_path / "run",
-        "--execution-only",
-        "--model",
-        MODEL[agent],
-        "--parallel",
-        "1",
-        "--max-cost",
-        "20",
-    )
-    sessions = sessions_by_arm(tmp_path / "run")
-    exchanges = (tmp_path / "run/exchanges/hello.candidate.1.jsonl").read_text()
-    assert "--max-cost cannot cover this call" in exchanges  # the agent's call was refused
-    assert sessions["candidate"]["stop_reason"] != "budget", sessions["candidate"]
-    assert sessions["candidate"]["outcome"] == "fail", sessions["candidate"]
-    assert not summary.get("stopped"), summary.get("stopped")
-    assert [(r["outcome"], r["decided_by"]) for r in summary["rows"]] == [("loss", "checks")]
-
-
-@pytest.mark.parametrize("agent", AGENTS)
-def test_a_call_refused_for_budget_and_then_killing_its_cli_is_the_arms_own_end(
-    agent: str, fake, tmp_path: Path, capsys
-) -> None:
-    # the CLI has no end of its own then, and the broker did refuse a call for budget: but
-    # the agent's, and a signal skillbench never sends ended the CLI (found by an outside
+    # asks for a billion tokens: its worst case (~$15,000) is past any --max-cost. Killed
+    # after it, the CLI has no end of its own and the broker did refuse a call for budget,
+    # but the agent's, and a signal skillbench never sends ended the CLI (found by an outside
     # review: "refused for budget" made the loss not run, and stopped the whole run)
     from tests.security.test_redteam8_sandbox import _kill_the_cli
 
     leave_behind = caller(agent, threads=1, seconds=3, most=10**9)
-    leave_behind += " && sleep 2; " + _kill_the_cli(agent)
+    if then_kill:
+        leave_behind += " && sleep 2; " + _kill_the_cli(agent)
     folder, _ = losing_candidate(
         agent, fake, tmp_path, leave_behind, {"when": MARK, "replies": ["never"]}
     )
@@ -188,6 +161,9 @@ def test_a_call_refused_for_budget_and_then_killing_its_cli_is_the_arms_own_end(
     exchanges = (tmp_path / "run/exchanges/hello.candidate.1.jsonl").read_text()
     assert "--max-cost cannot cover this call" in exchanges  # the agent's call was refused
     candidate = sessions_by_arm(tmp_path / "run")["candidate"]
-    assert (candidate["stop_reason"], candidate["outcome"]) == ("ended", "fail"), candidate
+    assert candidate["stop_reason"] != "budget", candidate
+    if then_kill:
+        assert candidate["stop_reason"] == "ended", candidate
+    assert candidate["outcome"] == "fail", candidate
     assert not summary.get("stopped"), summary.get("stopped")
     assert [(r["outcome"], r["decided_by"]) for r in summary["rows"]] == [("loss", "checks")]
