@@ -12,10 +12,14 @@ Anthropic reads at 0.1x and writes at 1.25x, and caches nothing shorter than the
 minimum (1024 tokens for Sonnet 4.5, 2048 for Sonnet 4.6, 4096 for Opus 4.6); OpenAI caches
 without being asked and reads at its model's cached rate (GPT-5: 0.1x, GPT-4.1: 0.25x), so
 its "without" is the same prompts at full price and one run is priced for both models.
-Each line also prints its ideal: what a cache with foresight would bill for the same prompts
-under the same rules (every prefix the model can cache written once, read by every later
-turn, the last turn writing nothing); the loop reaching its ideal says the breakpoints are
-right, and a gap between the ideal and 0.4x is the provider's rules, not the loop's.
+A request with tools also carries the system prompt Anthropic adds for tool use (346 tokens),
+which is billed and cached with the tools (skillbench/models/fake_cache.py).
+Each line judges the first session, whose cache starts cold, and prints its ideal: what a
+cache with foresight would bill for the same prompts under the same rules (every prefix the
+model can cache written once, read by every later turn, the last turn writing nothing); the
+loop reaching its ideal says the breakpoints are right, and a gap between the ideal and 0.4x
+is the provider's rules, not the loop's. It then prints the ratio over all sessions: the
+later ones are repetitions of the case and read the prefix the first one wrote.
 The figure to reach (issue 36): with / without <= 0.4.
 """
 
@@ -208,19 +212,22 @@ async def measure(provider: PodmanProvider, sessions: int, turns: int) -> None:
             # without first: its requests carry no breakpoint, so they leave nothing cached
             plain = await run(lambda ref=ref: AnthropicModel(ref, caching=False))
             cached = await run(lambda ref=ref: AnthropicModel(ref))
-            without = sum(u.input_tokens for s in plain for u in s)
-            with_ = sum(billed_input(ref, u) for s in cached for u in s)
-            ideal = sum(ideal_anthropic(prompts(u), least) for u in plain)
-            line(f"{ref} (min {least})", with_, without, ideal)
+            without = [sum(u.input_tokens for u in s) for s in plain]
+            with_ = [sum(billed_input(ref, u) for u in s) for s in cached]
+            line(f"{ref} (min {least})", with_, without, ideal_anthropic(prompts(plain[0]), least))
         usages = await run(lambda: resolve_model(OPENAI[1]))  # the same prompts for both models
-        without = sum(u.input_tokens + u.cache_read_tokens for s in usages for u in s)
+        without = [sum(u.input_tokens + u.cache_read_tokens for u in s) for s in usages]
         for ref in OPENAI:
             price = price_for(ref)
             assert price is not None and price.cache_read is not None
             rate = price.cache_read / price.input
-            with_ = sum(billed_input(ref, u) for s in usages for u in s)
-            ideal = sum(ideal_openai(prompts(u), rate) for u in usages)
-            line(f"{ref} (automatic, {rate:g}x)", with_, without, ideal)
+            with_ = [sum(billed_input(ref, u) for u in s) for s in usages]
+            line(
+                f"{ref} (automatic, {rate:g}x)",
+                with_,
+                without,
+                ideal_openai(prompts(usages[0]), rate),
+            )
     finally:
         server.stop()
 
@@ -230,12 +237,14 @@ def prompts(usages: list[Usage]) -> list[int]:
     return [u.input_tokens + u.cache_read_tokens + u.cache_write_tokens for u in usages]
 
 
-def line(label: str, with_: float, without: float, ideal: float) -> None:
-    ratio = with_ / without
-    verdict = "holds" if ratio <= 0.4 else "misses"
+def line(label: str, with_: list[float], without: list[float], ideal: float) -> None:
+    """The first session's ratio (a cold cache: the figure judged) beside its ideal, then all
+    sessions' (the later ones repeat the case and read what the first one wrote)."""
+    cold, warm = with_[0] / without[0], sum(with_) / sum(without)
+    verdict = "holds" if cold <= 0.4 else "misses"
     print(
-        f"  {label:40} {ratio:.3f}x  (ideal {ideal / without:.3f}x; "
-        f"{with_:.0f} / {without:.0f} billed input tokens; target <= 0.4x {verdict})"
+        f"  {label:40} {cold:.3f}x cold (ideal {ideal / without[0]:.3f}x), "
+        f"{warm:.3f}x over {len(with_)} sessions; target <= 0.4x {verdict}"
     )
 
 

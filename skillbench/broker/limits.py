@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from skillbench.models.ledger import RunLedger
+from skillbench.models.pricing import TOOL_PROMPT_TOKENS
 
 BODY_CAP = 32 << 20  # bytes: far above any real prompt (a 200k-token context is ~1 MB)
 _LENGTH = re.compile(rb"[0-9]{1,12}")
@@ -200,9 +201,9 @@ class Head(msgspec.Struct, frozen=True):
     messages: Any = None
     system: Any = None
     input: Any = None
-    # input tokens the body's bytes do not bound (its images, documents, audio): set by the
-    # readers from the content, whatever a body says under this name
-    media_tokens: int = 0
+    # input tokens the body's bytes do not bound (its images, documents, audio, the system
+    # prompt a provider adds for tools): set by the readers, whatever a body says under this name
+    unseen_tokens: int = 0
 
     @property
     def max_output(self) -> int | None:
@@ -283,7 +284,9 @@ def read_head(body: bytes) -> Head:
             "the broker cannot count it; ask in the foreground (stream if it is long)"
         )
     return msgspec.structs.replace(
-        head, media_tokens=_media((head.messages, head.system, head.input))
+        head,
+        unseen_tokens=_media((head.messages, head.system, head.input))
+        + (TOOL_PROMPT_TOKENS if head.tools else 0),
     )
 
 
@@ -520,4 +523,5 @@ def read_gemini_head(body: bytes, model: str | None) -> Head:
     if head.model is not None and head.model not in (model, f"models/{model}"):
         raise _bad(f"the body names the model {head.model!r}, the path {model!r}")
     media = _gemini_media((head.contents, head.system, head.system_instruction))
-    return Head(model=model, max_output_tokens=most, media_tokens=media)
+    tools = TOOL_PROMPT_TOKENS if head.tools else 0
+    return Head(model=model, max_output_tokens=most, unseen_tokens=media + tools)

@@ -392,7 +392,7 @@ class Broker:
                 )
             # a token of text is at least one byte of the body: its size bounds the input,
             # with what its images and documents may add (broker_limits.IMAGE_TOKENS)
-            size = len(call.body) + head.media_tokens
+            size = len(call.body) + head.unseen_tokens
             worst = worst_case_usd(priced_as, size, most, self.prices)
         if not self.ledger.reserve(worst):
             self._unforward()

@@ -232,7 +232,7 @@ class DriverRelay:
                 most = head.max_output if head.max_output is not None else wire.default_max_output
                 if most is None:
                     raise Refused(400, "invalid_request_error", "the request has no max_tokens")
-                worst = worst_case_usd(priced_as, len(body) + head.media_tokens, most, self.prices)
+                worst = worst_case_usd(priced_as, len(body) + head.unseen_tokens, most, self.prices)
             ledger = self.ledger  # (reserved and settled in the same one)
             if not ledger.reserve(worst):
                 raise Refused(400, "invalid_request_error", "the run's --max-cost cannot cover it")

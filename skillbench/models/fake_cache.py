@@ -6,7 +6,8 @@ Anthropic caches by breakpoint: the prompt is tools, then system, then messages,
 block; a block carrying `cache_control` marks a prefix to cache (at most 4 a request, a 5th is
 a 400), a prefix shorter than the model's minimum is never cached (ANTHROPIC_MIN_TOKENS, by
 the request's model), and a breakpoint reads the longest cached prefix ending at it or at one
-of the 20 blocks before it. OpenAI caches
+of the 20 blocks before it; a request with tools also carries the system prompt the API adds to
+enable tool use (TOOL_USE_TOKENS), billed as input and cached with the tools. OpenAI caches
 automatically: the longest prefix seen before, counted in 128-token steps from 1024 tokens;
 Gemini's implicit cache is taken the same way (1024 tokens is Gemini 2.5 Flash's minimum).
 An entry exists once its request was answered and lives for its TTL (5 minutes, or an hour
@@ -24,6 +25,8 @@ import time
 from typing import Any
 
 import msgspec
+
+from skillbench.models.pricing import TOOL_USE_TOKENS
 
 MAX_BREAKPOINTS = 4
 LOOKBACK_BLOCKS = 20
@@ -45,6 +48,16 @@ ANTHROPIC_MIN_TOKENS = {
     "claude-3-5-haiku": 2048,
 }
 DEFAULT_MIN_TOKENS = 1024
+
+
+def tool_use_tokens(body: dict[str, Any]) -> int:
+    """The tokens of the tool-use system prompt a Messages request is billed for."""
+    if not body.get("tools"):
+        return 0
+    choice = body.get("tool_choice")
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    # in the cached prefix: a cached turn of Claude Code reports a handful of input tokens
+    return TOOL_USE_TOKENS.get(str(kind or "auto"), TOOL_USE_TOKENS["auto"])
 
 
 def anthropic_min_tokens(model: str) -> int:
@@ -89,9 +102,10 @@ class _Item(msgspec.Struct, frozen=True):
     ttl: str | None  # the breakpoint's TTL when the item carries cache_control
 
 
-def _items(parts: list[Any]) -> list[_Item]:
+def _items(parts: list[Any], start: int = 0) -> list[_Item]:
+    """Each part's prefix; `start` tokens precede the first part (and key the prefix)."""
     out: list[_Item] = []
-    digest, total = hashlib.sha256(), 0
+    digest, total = hashlib.sha256(str(start).encode() + b"\0"), start
     for part in parts:
         text = _canonical(part)
         digest.update(text.encode() + b"\0")
@@ -152,7 +166,7 @@ class PrefixCache:
     def anthropic(self, body: dict[str, Any]) -> tuple[CacheUse, list[tuple[str, float]]]:
         """What a Messages request reads and would write; the entries to add once answered.
         TooManyBreakpoints when it carries more than the API takes."""
-        items = _items(anthropic_parts(body))
+        items = _items(anthropic_parts(body), tool_use_tokens(body))
         marks = [i for i, item in enumerate(items) if item.ttl is not None]
         if len(marks) > MAX_BREAKPOINTS:
             raise TooManyBreakpoints(

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import msgspec
 
 from skillbench.models.base import Completion, Message, Model, ModelError, ToolSpec
-from skillbench.models.pricing import Price, cost_usd, worst_case_usd
+from skillbench.models.pricing import TOOL_PROMPT_TOKENS, Price, cost_usd, worst_case_usd
 
 KINDS = ("agent", "judge", "grader", "triggers", "generation", "tuning")
 
@@ -108,14 +108,17 @@ async def metered(
     max_tokens: int,
     kind: str,
     call: Callable[[], Awaitable[Completion]],
+    has_tools: bool,
 ) -> Completion:
     """Send one model call made on the host (builtin turns, judge, grader, triggers) through
     the run's ledger: reserve its worst case (a token is at least one character of the
-    request), send it, settle at its billed usage. A failed call settles at nothing: its
-    reply, and so its usage, never came."""
+    request, and a request with tools carries the provider's tool prompt too), send it,
+    settle at its billed usage. A failed call settles at nothing: its reply, and so its
+    usage, never came."""
     if ledger is None:
         return await call()
-    worst = worst_case_usd(ref, request_chars, max_tokens, prices)
+    tools = TOOL_PROMPT_TOKENS if has_tools else 0
+    worst = worst_case_usd(ref, request_chars + tools, max_tokens, prices)
     if not ledger.reserve(worst):
         raise BudgetRefused(
             f"the run's --max-cost ${ledger.ceiling:.2f} cannot cover another {kind} call"
@@ -153,6 +156,7 @@ class MeteredModel:
             lambda: self._model.complete(
                 system=system, messages=messages, tools=tools, max_tokens=max_tokens
             ),
+            bool(tools),
         )
 
     async def aclose(self) -> None:

@@ -63,6 +63,14 @@ BUILTIN: dict[str, Price] = {
 # a web search is $10 per thousand, the dearest listed; any other kind is counted the same
 SERVER_TOOL_CALL_USD = 0.01
 
+# The system prompt a provider adds to a request that carries tools, billed as input that no
+# byte of the request stands for: Anthropic's is 346 tokens for `tool_choice` auto or none and
+# 313 for any or a named tool (its Claude 4 models; docs, "Tool use pricing and tokens").
+# A reservation adds the largest to any request with tools (the other providers document
+# none, and format their tools in fewer tokens than their bytes).
+TOOL_USE_TOKENS = {"auto": 346, "none": 346, "any": 313, "tool": 313}
+TOOL_PROMPT_TOKENS = max(TOOL_USE_TOKENS.values())
+
 
 def price_for(ref: str, extra: Mapping[str, Price] | None = None) -> Price | None:
     """The price of a model reference, user prices first; None when unknown."""

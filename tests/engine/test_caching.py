@@ -156,6 +156,29 @@ def test_the_fake_refuses_a_fifth_breakpoint_as_the_api_does(fake) -> None:
         )
 
 
+def test_the_fake_bills_and_caches_the_tool_prompt_anthropic_adds(fake) -> None:
+    fake({"rules": [{"when": ".", "replies": ["ok"]}]})
+    client = anthropic.Anthropic(max_retries=0)
+    tool = {"name": "bash", "input_schema": {"type": "object"}}
+    ask: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 8}
+    ask["messages"] = [{"role": "user", "content": "hi"}]
+
+    def used(**kw: Any) -> Any:
+        return client.messages.create(**{**ask, **kw}).usage
+
+    bare, auto = used(), used(tools=[tool])
+    forced = used(tools=[tool], tool_choice={"type": "any"})
+    tool_bytes = len(json.dumps(tool, sort_keys=True, separators=(",", ":"))) // 4
+    assert auto.input_tokens - bare.input_tokens == 346 + tool_bytes
+    assert forced.input_tokens - bare.input_tokens == 313 + tool_bytes
+    # it sits in the cached prefix, with the tools: a read leaves almost nothing uncached
+    cached = {**tool, "cache_control": {"type": "ephemeral"}}
+    system = [{"type": "text", "text": LONG[:3000], "cache_control": {"type": "ephemeral"}}]
+    first, second = used(tools=[cached], system=system), used(tools=[cached], system=system)
+    assert first.cache_creation_input_tokens == second.cache_read_input_tokens > 1024
+    assert second.input_tokens == first.input_tokens < 50  # the message alone
+
+
 @pytest.mark.anyio
 async def test_openai_reads_a_prefix_seen_before_in_128_token_steps(fake) -> None:
     fake(LOOP)

@@ -25,6 +25,7 @@ from skillbench.broker.server import Broker, allowed_models
 from skillbench.cluster import relay as relay_mod
 from skillbench.cluster.placement import ClusterError, _write
 from skillbench.cluster.relay import DriverRelay
+from skillbench.models.pricing import worst_case_usd
 from skillbench.sandbox import egress as egress_mod
 from skillbench.sandbox.egress import EgressProxy
 from tests.broker.test_broker_access import (
@@ -419,7 +420,8 @@ _IMAGE_TOKENS = 1_600  # what the provider counts for each (a flat 1568x1568 ima
 
 
 class _Vision(BaseHTTPRequestHandler):
-    """Counts what Anthropic would bill: the text's bytes, and 1,600 tokens an image."""
+    """Counts what Anthropic would bill: the text's bytes, 1,600 tokens an image, and the
+    system prompt of 346 tokens it adds to a request that carries tools."""
 
     protocol_version = "HTTP/1.1"
 
@@ -427,7 +429,8 @@ class _Vision(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
         blocks = [b for m in body["messages"] for b in m["content"] if isinstance(b, dict)]
         images = sum(1 for b in blocks if b.get("type") == "image")
-        usage = {"input_tokens": 10 + images * _IMAGE_TOKENS, "output_tokens": 1}
+        prompt = 346 if body.get("tools") else 0
+        usage = {"input_tokens": 10 + images * _IMAGE_TOKENS + prompt, "output_tokens": 1}
         reply = json.loads(_REPLY)
         reply["usage"] = usage
         data = json.dumps(reply).encode()
@@ -459,6 +462,36 @@ def test_images_cannot_spend_past_the_budget_their_bytes_reserve(tmp_path: Path)
         server.shutdown()
         server.server_close()
     assert broker.ledger.spent <= budget + 1e-9, broker.ledger.spent
+
+
+def test_a_request_with_tools_reserves_the_system_prompt_the_provider_adds(
+    tmp_path: Path,
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Vision)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    tool = {"name": "t", "input_schema": {"type": "object"}}
+    raw = json.dumps({**_BODY, "max_tokens": 1, "tools": [tool]}).encode()
+    # a budget the body's bytes fit in, and the 346 tokens Anthropic adds for tools do not;
+    # then one they fit in too
+    bytes_only = worst_case_usd("anthropic/claude-sonnet-4-6", len(raw), 1)
+    with_prompt = worst_case_usd("anthropic/claude-sonnet-4-6", len(raw) + 346, 1)
+    assert bytes_only is not None and with_prompt is not None
+    try:
+        for budget, status in ((bytes_only * 1.05, 400), (with_prompt, 200)):
+            broker = _broker(
+                f"http://127.0.0.1:{server.server_port}", tmp_path, str(status), budget=budget
+            )
+            try:
+                answered = post_as_relay(broker, "/v1/messages", raw, {"x-api-key": "p"})
+            finally:
+                broker.stop()
+            assert broker.ledger.spent <= budget + 1e-12, (budget, broker.ledger.spent)
+            # refused for what it could cost, or answered within the budget
+            assert answered.status_code == status
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 # --- R1/R2: the driver's relay and a worker's files -------------------------------------------
@@ -628,8 +661,8 @@ _DATA_URL = f"data:image/png;base64,{_PNG}"
 )
 def test_media_is_reserved_beyond_its_bytes_on_every_wire(body: dict[str, Any]) -> None:
     # (and a body cannot set the allowance itself)
-    head = read_head(json.dumps({**body, "media_tokens": -(10**9)}).encode())
-    assert head.media_tokens >= 20_000
+    head = read_head(json.dumps({**body, "unseen_tokens": -(10**9)}).encode())
+    assert head.unseen_tokens >= 20_000
 
 
 def test_gemini_inline_data_is_reserved_beyond_its_bytes() -> None:
@@ -637,10 +670,10 @@ def test_gemini_inline_data_is_reserved_beyond_its_bytes() -> None:
 
     part = {"inlineData": {"mimeType": "video/mp4", "data": "AAAA"}}
     body = {"contents": [{"role": "user", "parts": [{"text": "hi"}, part]}]}
-    assert read_gemini_head(json.dumps(body).encode(), "gemini-2.5-pro").media_tokens >= 10**6
+    assert read_gemini_head(json.dumps(body).encode(), "gemini-2.5-pro").unseen_tokens >= 10**6
     text = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
-    assert read_gemini_head(json.dumps(text).encode(), "gemini-2.5-pro").media_tokens == 0
-    assert read_head(json.dumps(_BODY).encode()).media_tokens == 0  # text is its bytes
+    assert read_gemini_head(json.dumps(text).encode(), "gemini-2.5-pro").unseen_tokens == 0
+    assert read_head(json.dumps(_BODY).encode()).unseen_tokens == 0  # text is its bytes
 
 
 def test_the_relay_reserves_images_beyond_their_bytes(monkeypatch) -> None:

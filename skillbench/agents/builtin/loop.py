@@ -114,6 +114,7 @@ async def ask(
         lambda: model.complete(
             system=system, messages=list(messages), tools=TOOLS, max_tokens=MAX_TOKENS
         ),
+        has_tools=True,
     )
 
 
