@@ -391,7 +391,7 @@ class Broker:
                     400, "invalid_request_error", "skillbench broker: the request has no max_tokens"
                 )
             # a token of text is at least one byte of the body: its size bounds the input,
-            # with what its images and documents may add (broker_limits.IMAGE_TOKENS)
+            # with what its media and the provider's tool prompt add (Head.unseen_tokens)
             size = len(call.body) + head.unseen_tokens
             worst = worst_case_usd(priced_as, size, most, self.prices)
         if not self.ledger.reserve(worst):
