@@ -285,9 +285,25 @@ def read_head(body: bytes) -> Head:
         )
     return msgspec.structs.replace(
         head,
-        unseen_tokens=_media((head.messages, head.system, head.input))
-        + (TOOL_PROMPT_TOKENS if head.tools else 0),
+        unseen_tokens=_media((head.messages, head.system, head.input)) + _tool_tokens(head.tools),
     )
+
+
+# A tool the provider defines (Anthropic's `bash_*`, `text_editor_*`, `computer_*`, `memory_*`;
+# OpenAI's `local_shell`, `apply_patch`): the CLI runs it, but the provider expands its name
+# into a definition of its own, billed as input (Anthropic: bash 245 tokens, the text editor
+# 700, computer use 735 and a system prompt of up to 499 more). A tool the request defines
+# itself (no type, `custom`, `function`) is its bytes.
+DEFINED_TOOL_TOKENS = 2_000
+_OWN_TOOLS = (None, "", "custom", "function")
+
+
+def _tool_tokens(tools: list[_Tool] | None) -> int:
+    """The input tokens a request's tools add beyond their bytes: the tool prompt, and each
+    provider-defined tool's definition."""
+    if not tools:
+        return 0
+    return TOOL_PROMPT_TOKENS + DEFINED_TOOL_TOKENS * sum(t.type not in _OWN_TOOLS for t in tools)
 
 
 # A base64 image is billed by its pixels, not its bytes: a large flat image compresses to a
@@ -295,7 +311,7 @@ def read_head(body: bytes) -> Head:
 # high-resolution models), ~10,000 patches (OpenAI's `original` detail) times a model's
 # multiplier. A PDF (each page as text and an image), audio and video are bounded by nothing
 # but the context window. The reservation counts these; the settled cost is the provider's.
-IMAGE_TOKENS = 20_000
+IMAGE_TOKENS = 50_000  # gpt-4o-mini bills a 768x2048 high-detail image 48,169 tokens
 MEDIA_TOKENS = 2_000_000  # the largest context window a provider serves: no input is more
 
 
@@ -339,6 +355,23 @@ def _gemini_media(roots: tuple[Any, ...]) -> int:
     return 0
 
 
+def _gemini_heard(roots: tuple[Any, ...]) -> str | None:
+    """The MIME type of the first `inlineData` part that is audio or video."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            data = node.get("inlineData") or node.get("inline_data")
+            if isinstance(data, dict):
+                mime = str(data.get("mimeType") or data.get("mime_type") or "").lower()
+                if mime.startswith(("audio/", "video/")):
+                    return mime[:100]
+            stack.extend(node.values())
+    return None
+
+
 def _compacts(management: object) -> bool:
     """Whether a `context_management` asks the provider to compact (Anthropic's edits list,
     or a list of entries): an entry whose type names compaction."""
@@ -373,6 +406,8 @@ def _fetched(roots: tuple[Any, ...]) -> str | None:
         for key in ("file_url", "file_id"):
             if node.get(key):
                 return f"a {node.get('type') or 'content block'} by {key}"
+        if node.get("type") == "item_reference":  # a stored response's item, read by its id
+            return "an item_reference (an item the provider stored)"
         tool_call = isinstance(node.get("type"), str) and node["type"].endswith("tool_use")
         stack.extend(v for k, v in node.items() if not (tool_call and k == "input"))
     return None
@@ -522,6 +557,12 @@ def read_gemini_head(body: bytes, model: str | None) -> Head:
         )
     if head.model is not None and head.model not in (model, f"models/{model}"):
         raise _bad(f"the body names the model {head.model!r}, the path {model!r}")
+    heard = _gemini_heard((head.contents, head.system, head.system_instruction))
+    if heard:
+        raise _bad(
+            f"{heard} inlineData: Gemini bills audio (a video's sound too) above the text rate "
+            "its usage is counted at; send a transcript or frames as images"
+        )
     media = _gemini_media((head.contents, head.system, head.system_instruction))
     tools = TOOL_PROMPT_TOKENS if head.tools else 0
     return Head(model=model, max_output_tokens=most, unseen_tokens=media + tools)

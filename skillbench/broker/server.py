@@ -310,7 +310,9 @@ class Broker:
         )
         head = self.wire.head(call.body, endpoint.model)
         call.body, call.drop_usage = with_usage(endpoint, head, call.body)
-        if self.max_failures is not None:
+        if self.max_failures is not None and endpoint.billed:
+            # a free call (count_tokens) asks no question: the agent can have it refused at
+            # will (its rate limit), and that must not use up the tries of the CLI's next call
             call.asked = question(call.body)
         priced_as = self.models.get(head.model)
         if priced_as is None:

@@ -135,6 +135,8 @@ LONG_CONTEXT: dict[str, tuple[int, float, float]] = {  # prefix -> (over, input 
     # Gemini 2.5 Pro: a prompt over 200k tokens (cached ones included) at $2.50 input, $0.25
     # a cache read and $15 output per Mtok for all its tokens
     "google/gemini-2.5-pro": (200_000, 2.0, 1.5),
+    # Gemini 3 Pro: $4 input and $18 output per Mtok over 200k ($2 / $12 under)
+    "google/gemini-3-pro": (200_000, 2.0, 1.5),
 }
 
 

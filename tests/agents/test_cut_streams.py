@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from skillbench.broker.server import Broker
 from skillbench.models.fake_server import FakeModelServer
 from skillbench.models.script import parse_script
 from skillbench.results.transcript import TraceWriter
+from tests.broker.test_broker_access import _REPLY
 from tests.security.test_broker_attacks import post_as_relay
 
 _HI = {"role": "user", "content": "hi"}
@@ -253,3 +256,45 @@ SLOW_ANSWER = [
     _event("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}}),
     _event("message_stop", {}),
 ]
+
+
+class _FreeRateLimited(BaseHTTPRequestHandler):
+    """A provider whose free token counting is over its rate limit (the agent can flood it),
+    and whose messages endpoint answers."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        limited = "count_tokens" in self.path
+        data = b'{"type":"error","error":{"type":"rate_limit_error"}}' if limited else _REPLY
+        self.send_response(429 if limited else 200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_failed_free_calls_use_up_no_try_of_a_question(tmp_path: Path) -> None:
+    # count_tokens is not billed and its rate limit is the agent's to exceed: copies of the
+    # CLI's next question sent there and refused 429 leave the CLI's own call its tries
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FreeRateLimited)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    broker = capped_broker(f"http://127.0.0.1:{server.server_port}", tmp_path)
+    data = json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 8, "messages": [_HI]}).encode()
+    try:
+        copies = [
+            post_as_relay(broker, "/v1/messages/count_tokens", data, {}).status_code
+            for _ in range(5)
+        ]
+        own = post_as_relay(broker, "/v1/messages", data, {})
+    finally:
+        broker.stop()
+        server.shutdown()
+        server.server_close()
+    assert copies == [429] * 5
+    assert own.status_code == 200, own.content

@@ -662,13 +662,14 @@ _DATA_URL = f"data:image/png;base64,{_PNG}"
 def test_media_is_reserved_beyond_its_bytes_on_every_wire(body: dict[str, Any]) -> None:
     # (and a body cannot set the allowance itself)
     head = read_head(json.dumps({**body, "unseen_tokens": -(10**9)}).encode())
-    assert head.unseen_tokens >= 20_000
+    # gpt-4o-mini bills a 768x2048 high-detail image 2,833 + 8 x 5,667 tokens
+    assert head.unseen_tokens >= 48_169
 
 
 def test_gemini_inline_data_is_reserved_beyond_its_bytes() -> None:
     from skillbench.broker.limits import read_gemini_head
 
-    part = {"inlineData": {"mimeType": "video/mp4", "data": "AAAA"}}
+    part = {"inlineData": {"mimeType": "application/pdf", "data": "AAAA"}}
     body = {"contents": [{"role": "user", "parts": [{"text": "hi"}, part]}]}
     assert read_gemini_head(json.dumps(body).encode(), "gemini-2.5-pro").unseen_tokens >= 10**6
     text = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
@@ -893,3 +894,65 @@ def test_a_sidecars_connections_through_the_relay_cannot_keep_the_sessions_calls
         for s in held:
             s.close()
         broker.stop()
+
+
+# --- second outside review of the broker (issue 38): input its bytes do not bound ------------
+
+
+@pytest.mark.parametrize(
+    "tool, least",
+    [
+        ({"type": "bash_20250124", "name": "bash"}, 346 + 245),
+        ({"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}, 346 + 700),
+        (
+            {"type": "computer_20250124", "name": "computer", "display_width_px": 1024},
+            346 + 735 + 499,
+        ),
+        ({"name": "own", "input_schema": {"type": "object"}}, 346),
+    ],
+    ids=["bash", "text-editor", "computer", "own-tool"],
+)
+def test_a_tool_the_provider_defines_is_reserved_beyond_its_bytes(
+    tool: dict[str, Any], least: int
+) -> None:
+    # Anthropic expands a tool it defines into a definition of its own, billed as input
+    head = read_head(json.dumps({**_BODY, "tools": [tool]}).encode())
+    assert head.unseen_tokens >= least
+    if "type" not in tool:  # a tool the request defines is its bytes, and the tool prompt
+        assert head.unseen_tokens < 1_000
+
+
+def test_a_stored_item_is_not_read_by_reference() -> None:
+    # Responses stores each response by default and shows its items' ids: an item_reference
+    # reads one (another session's too) as input that is not in the body
+    body = {
+        "model": "gpt-5",
+        "max_output_tokens": 8,
+        "input": [{"type": "item_reference", "id": "msg_0123"}, {"role": "user", "content": "x"}],
+    }
+    with pytest.raises(broker_mod.Refused, match="item_reference"):
+        read_head(json.dumps(body).encode())
+
+
+@pytest.mark.parametrize("mime", ["audio/mp3", "video/mp4", "AUDIO/wav"])
+def test_gemini_audio_is_refused_as_billed_above_its_counted_rate(mime: str) -> None:
+    from skillbench.broker.limits import read_gemini_head
+
+    part = {"inlineData": {"mimeType": mime, "data": "AAAA"}}
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}, part]}]}
+    with pytest.raises(broker_mod.Refused, match="bills audio"):
+        read_gemini_head(json.dumps(body).encode(), "gemini-2.5-flash")
+    image = {"inlineData": {"mimeType": "image/png", "data": _PNG}}
+    image_body = {"contents": [{"role": "user", "parts": [image]}]}
+    assert read_gemini_head(json.dumps(image_body).encode(), "gemini-2.5-flash").unseen_tokens > 0
+
+
+def test_gemini_3_pro_bills_its_long_context_rates() -> None:
+    from skillbench.models.base import Usage
+    from skillbench.models.pricing import cost_usd
+
+    # $4 / $18 per Mtok for all of a call's tokens past 200k input ($2 / $12 under)
+    long = cost_usd("google/gemini-3-pro", Usage(input_tokens=300_000, output_tokens=10_000))
+    short = cost_usd("google/gemini-3-pro", Usage(input_tokens=100_000, output_tokens=10_000))
+    assert long == pytest.approx(300_000 * 4e-6 + 10_000 * 18e-6)
+    assert short == pytest.approx(100_000 * 2e-6 + 10_000 * 12e-6)
