@@ -78,6 +78,6 @@ def run(ceiling: float) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--ceiling", type=float, default=2.0)
+    parser.add_argument("--ceiling", type=float, default=1.2)
     args = parser.parse_args()
     run(args.ceiling)

@@ -9,6 +9,7 @@ import contextlib
 import re
 import socket
 import threading
+import time
 from email.message import Message
 from io import BufferedIOBase
 from typing import Any
@@ -413,6 +414,12 @@ def _fetched(roots: tuple[Any, ...]) -> str | None:
     return None
 
 
+# How long a forwarded call waits for room the calls in flight hold in the run's ledger
+# (a CLI's client waits minutes for an answer; a call that keeps the room longer is a
+# generation being billed)
+RESERVE_WAIT = 60.0
+
+
 class Ledger:
     """A session's budget in USD: a call reserves its worst case before it is forwarded and
     settles to its actual cost after, so calls in flight together can never spend past it."""
@@ -424,19 +431,31 @@ class Ledger:
         self.spent = 0.0
         self.reserved = 0.0
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
 
     def reserve(self, amount: float | None) -> bool:
         """Hold `amount` for one call; False when what is left cannot cover it. An unknown
-        amount (no price for the model) cannot be held: it passes, counted at settle."""
+        amount (no price for the model) cannot be held: it passes, counted at settle. A call
+        the spend alone leaves room for waits up to RESERVE_WAIT for the calls in flight to
+        settle (RunLedger.reserve says why), here and in the run's ledger; the session's
+        share is held meanwhile and given back if the run refuses."""
         if amount is None:
             return True
+        deadline = time.monotonic() + RESERVE_WAIT
         with self._lock:
-            if self.budget is not None and self.spent + self.reserved + amount > self.budget:
-                return False
-            if self.run is not None and not self.run.reserve(amount):
-                return False
+            while self.budget is not None and self.spent + self.reserved + amount > self.budget:
+                left = deadline - time.monotonic()
+                if self.spent + amount > self.budget or left <= 0:
+                    return False
+                self._settled.wait(left)
             self.reserved += amount
-            return True
+        wait = max(0.0, deadline - time.monotonic())
+        if self.run is not None and not self.run.reserve(amount, wait=wait):
+            with self._lock:
+                self.reserved = max(0.0, self.reserved - amount)
+                self._settled.notify_all()
+            return False
+        return True
 
     def settle(self, reserved: float | None, actual: float | None) -> None:
         """The call is over: release its reservation, count what it cost."""
@@ -444,6 +463,7 @@ class Ledger:
             if reserved is not None:
                 self.reserved = max(0.0, self.reserved - reserved)
             self.spent += actual or 0.0
+            self._settled.notify_all()
         if self.run is not None:
             self.run.settle(reserved, actual, self.kind)
 

@@ -13,6 +13,7 @@ that only happens with no ceiling.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 
 import msgspec
@@ -47,16 +48,26 @@ class RunLedger:
         kinds = {"earlier": spent} if by_kind is None else by_kind
         self._by_kind = {k: v for k, v in kinds.items() if v > 0}
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # a call settled: room may be free
 
-    def reserve(self, amount: float | None) -> bool:
+    def reserve(self, amount: float | None, wait: float = 0.0) -> bool:
         """Hold `amount` for one call; False (and counted as refused) when the ceiling cannot
-        cover it on top of what is spent and held. An unknown amount passes unheld."""
+        cover it on top of what is spent and held. An unknown amount passes unheld. With
+        `wait` (seconds, for a caller on a thread of its own), a call the spend alone leaves
+        room for waits that long for the calls in flight to settle: a reservation is held
+        only while its call runs, and the agent, which holds its session's key, could
+        otherwise hold the run's budget with calls the provider refuses unbilled, timed for
+        its CLI's next call."""
         if amount is None:
             return True
+        deadline = time.monotonic() + wait
         with self._lock:
-            if self.ceiling is not None and self._spent + self._reserved + amount > self.ceiling:
-                self._refused += 1
-                return False
+            while self.ceiling is not None and self._spent + self._reserved + amount > self.ceiling:
+                left = deadline - time.monotonic()
+                if self._spent + amount > self.ceiling or left <= 0:
+                    self._refused += 1
+                    return False
+                self._settled.wait(left)
             self._reserved += amount
             return True
 
@@ -68,6 +79,7 @@ class RunLedger:
             if actual:
                 self._spent += actual
                 self._by_kind[kind] = self._by_kind.get(kind, 0.0) + actual
+            self._settled.notify_all()
 
     def charge(self, actual: float | None, kind: str) -> None:
         """Count a call made without a reservation (its worst case could not be bounded)."""

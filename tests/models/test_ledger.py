@@ -207,7 +207,8 @@ def test_eight_claude_code_sessions_at_once_hold_the_run_ceiling(
 ) -> None:
     """--parallel 8 with Claude Code: every call of every session reserves in the run's
     ledger, so the run's spend stays under --max-cost though 8 brokers spend at once (each
-    first call reserves ~$1.07 and costs ~$0.01-0.13: a $2 ceiling holds one at a time)."""
+    first call reserves ~$1.07 and costs ~$0.01-0.13: a $1.20 ceiling holds one at a time, the
+    others waiting for it to settle)."""
     from skillbench.cli import main
     from tests.helpers import conv, skill
 
@@ -224,7 +225,7 @@ def test_eight_claude_code_sessions_at_once_hold_the_run_ceiling(
         config='agent = "claude-code"\n',
     )
     out = tmp_path / "run"
-    ceiling = 2.0
+    ceiling = 1.2
     main(
         [
             *("eval", str(folder), "--model", "anthropic/claude-sonnet-4-6", "--out", str(out)),
@@ -240,7 +241,8 @@ def test_eight_claude_code_sessions_at_once_hold_the_run_ceiling(
     spent = sum(x.get("cost_usd") or 0.0 for v in calls.values() for x in v)
     refused = {k for k, v in calls.items() if any("cannot cover" in str(x) for x in v)}
     answered = {k for k, v in calls.items() if any(x["status"] == 200 for x in v)}
-    # sessions spent side by side: several were refused while another's call was held
-    assert len(refused) >= 2 and len(answered) >= 2 and server.log()
+    # sessions spent side by side: a call waited while another's was held, and was refused
+    # once the spend alone left no room for it
+    assert len(refused) >= 1 and len(answered) >= 2 and server.log()
     assert 0 < spent <= ceiling and summary["spend_usd"] <= ceiling
     assert summary["stopped"] == f"spend reached the --max-cost cap ${ceiling:.2f}"

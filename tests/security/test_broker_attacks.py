@@ -436,17 +436,32 @@ def test_a_body_that_is_not_a_model_request_is_refused(body: bytes) -> None:
 
 
 def test_concurrent_reservations_never_exceed_the_budget() -> None:
-    ledger, held = Ledger(1.0), []
-    threads = [threading.Thread(target=lambda: held.append(ledger.reserve(0.3))) for _ in range(20)]
+    # 20 calls at once, each holding 0.25 of a 1.0 budget and billed 0.125: no more than 4 are
+    # ever held together, a call waits for the room the others hold, and once the spend alone
+    # leaves none (past 0.75) the rest are refused
+    ledger, lock = Ledger(1.0), threading.Lock()
+    held, most, granted = [0], [0], []
+
+    def call() -> None:
+        ok = ledger.reserve(0.25)
+        granted.append(ok)
+        if ok:
+            with lock:
+                held[0] += 1
+                most[0] = max(most[0], held[0])
+            time.sleep(0.05)
+            with lock:
+                held[0] -= 1
+            ledger.settle(0.25, 0.125)
+
+    threads = [threading.Thread(target=call) for _ in range(20)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert held.count(True) == 3
-    for _ in range(3):
-        ledger.settle(0.3, 0.1)
-    assert ledger.spent == pytest.approx(0.3) and ledger.reserved == 0
-    assert ledger.reserve(0.7) and not ledger.reserve(0.01)
+    assert 1 < most[0] <= 4 and granted.count(True) >= 7  # refusing while held: 4
+    assert ledger.spent <= 1.0 and ledger.reserved == 0
+    assert not ledger.reserve(0.25)  # the spend alone leaves no room: refused at once
 
 
 def test_a_secondary_model_is_allowed_and_priced_as_itself(tmp_path: Path) -> None:

@@ -956,3 +956,66 @@ def test_gemini_3_pro_bills_its_long_context_rates() -> None:
     short = cost_usd("google/gemini-3-pro", Usage(input_tokens=100_000, output_tokens=10_000))
     assert long == pytest.approx(300_000 * 4e-6 + 10_000 * 18e-6)
     assert short == pytest.approx(100_000 * 2e-6 + 10_000 * 12e-6)
+
+
+class _TooLong(BaseHTTPRequestHandler):
+    """A provider that refuses, unbilled and after a second, a body past its context window,
+    and answers the rest."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if len(body) > 100_000:
+            time.sleep(1.0)
+            data = b'{"type":"error","error":{"type":"invalid_request_error","message":"long"}}'
+            self.send_response(400)
+        else:
+            data = _REPLY
+            self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_calls_the_provider_refuses_cannot_hold_the_budget_from_the_clis_call(
+    tmp_path: Path,
+) -> None:
+    # the agent holds its session's key: a body too long for the context reserves every byte
+    # while in flight and is refused unbilled; timed for its CLI's next call, that call was
+    # refused for budget (the session "not run", the run stopped) though nothing was spent
+    from skillbench.models.ledger import RunLedger
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TooLong)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    run = RunLedger(5.0)
+    broker = _broker(f"http://127.0.0.1:{server.server_port}", tmp_path, budget=5.0, run_ledger=run)
+    hold = json.dumps(
+        {**_BODY, "max_tokens": 1, "messages": [{"role": "user", "content": "x" * 800_000}]}
+    )
+    held: list[int] = []
+    agent = threading.Thread(
+        target=lambda: held.append(
+            post_as_relay(broker, "/v1/messages", hold.encode(), {"x-api-key": "p"}).status_code
+        )
+    )
+    try:
+        agent.start()
+        time.sleep(0.3)  # the agent's call is in flight, holding $4.80 of the $5
+        own = {**_BODY, "max_tokens": 32_000}
+        answered = post_as_relay(
+            broker, "/v1/messages", json.dumps(own).encode(), {"x-api-key": "p"}
+        )
+        agent.join()
+    finally:
+        broker.stop()
+        server.shutdown()
+        server.server_close()
+    assert held == [400]
+    assert answered.status_code == 200 and not broker.exhausted
+    assert run.snapshot().refused == 0 and run.snapshot().spent <= 5.0
