@@ -341,35 +341,28 @@ def _media(roots: tuple[Any, ...]) -> int:
     return min(total, MEDIA_TOKENS)
 
 
-def _gemini_media(roots: tuple[Any, ...]) -> int:
-    """MEDIA_TOKENS for a Gemini body with any `inlineData` part: the API bills an image by
-    its tiles and audio and video by their seconds, none by their bytes."""
-    stack = list(roots)
+def _gemini_inline(roots: tuple[Any, ...]) -> list[Any]:
+    """Every `inlineData` part's value in `roots` (either of the API's spellings)."""
+    found, stack = [], list(roots)
     while stack:
         node = stack.pop()
         if isinstance(node, list):
             stack.extend(node)
         elif isinstance(node, dict):
-            if node.get("inlineData") is not None or node.get("inline_data") is not None:
-                return MEDIA_TOKENS
+            for key in ("inlineData", "inline_data"):
+                if node.get(key) is not None:
+                    found.append(node[key])
             stack.extend(node.values())
-    return 0
+    return found
 
 
-def _gemini_heard(roots: tuple[Any, ...]) -> str | None:
-    """The MIME type of the first `inlineData` part that is audio or video."""
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            data = node.get("inlineData") or node.get("inline_data")
-            if isinstance(data, dict):
-                mime = str(data.get("mimeType") or data.get("mime_type") or "").lower()
-                if mime.startswith(("audio/", "video/")):
-                    return mime[:100]
-            stack.extend(node.values())
+def _gemini_heard(inline: list[Any]) -> str | None:
+    """The MIME type of the first inline part that is audio or video."""
+    for data in inline:
+        if isinstance(data, dict):
+            mime = str(data.get("mimeType") or data.get("mime_type") or "").lower()
+            if mime.startswith(("audio/", "video/")):
+                return mime[:100]
     return None
 
 
@@ -428,10 +421,15 @@ class Ledger:
         self.budget = budget
         self.run = run  # the run's ledger: a call must fit there too, across all sessions
         self.kind = kind  # what the run's ledger counts these calls as
-        self.spent = 0.0
-        self.reserved = 0.0
-        self._lock = threading.Lock()
-        self._settled = threading.Condition(self._lock)
+        self._own = RunLedger(budget)  # the session's share, held by the same rules
+
+    @property
+    def spent(self) -> float:
+        return self._own.snapshot().spent
+
+    @property
+    def reserved(self) -> float:
+        return self._own.snapshot().reserved
 
     def reserve(self, amount: float | None) -> bool:
         """Hold `amount` for one call; False when what is left cannot cover it. An unknown
@@ -442,28 +440,17 @@ class Ledger:
         if amount is None:
             return True
         deadline = time.monotonic() + RESERVE_WAIT
-        with self._lock:
-            while self.budget is not None and self.spent + self.reserved + amount > self.budget:
-                left = deadline - time.monotonic()
-                if self.spent + amount > self.budget or left <= 0:
-                    return False
-                self._settled.wait(left)
-            self.reserved += amount
+        if not self._own.reserve(amount, wait=RESERVE_WAIT):
+            return False
         wait = max(0.0, deadline - time.monotonic())
         if self.run is not None and not self.run.reserve(amount, wait=wait):
-            with self._lock:
-                self.reserved = max(0.0, self.reserved - amount)
-                self._settled.notify_all()
+            self._own.settle(amount, None)
             return False
         return True
 
     def settle(self, reserved: float | None, actual: float | None) -> None:
         """The call is over: release its reservation, count what it cost."""
-        with self._lock:
-            if reserved is not None:
-                self.reserved = max(0.0, self.reserved - reserved)
-            self.spent += actual or 0.0
-            self._settled.notify_all()
+        self._own.settle(reserved, actual, self.kind)
         if self.run is not None:
             self.run.settle(reserved, actual, self.kind)
 
@@ -577,12 +564,14 @@ def read_gemini_head(body: bytes, model: str | None) -> Head:
         )
     if head.model is not None and head.model not in (model, f"models/{model}"):
         raise _bad(f"the body names the model {head.model!r}, the path {model!r}")
-    heard = _gemini_heard((head.contents, head.system, head.system_instruction))
+    inline = _gemini_inline((head.contents, head.system, head.system_instruction))
+    heard = _gemini_heard(inline)
     if heard:
         raise _bad(
             f"{heard} inlineData: Gemini bills audio (a video's sound too) above the text rate "
             "its usage is counted at; send a transcript or frames as images"
         )
-    media = _gemini_media((head.contents, head.system, head.system_instruction))
+    # the API bills an image by its tiles and audio and video by their seconds, none by bytes
+    media = MEDIA_TOKENS if inline else 0
     tools = TOOL_PROMPT_TOKENS if head.tools else 0
     return Head(model=model, max_output_tokens=most, unseen_tokens=media + tools)

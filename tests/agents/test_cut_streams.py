@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from skillbench.models.script import parse_script
 from skillbench.results.transcript import TraceWriter
 from tests.broker.test_broker_access import _REPLY
 from tests.security.test_broker_attacks import post_as_relay
+from tests.security.test_broker_billing_attacks import serve  # noqa: F401  (upstreams)
 
 _HI = {"role": "user", "content": "hi"}
 
@@ -278,13 +278,10 @@ class _FreeRateLimited(BaseHTTPRequestHandler):
         pass
 
 
-def test_failed_free_calls_use_up_no_try_of_a_question(tmp_path: Path) -> None:
+def test_failed_free_calls_use_up_no_try_of_a_question(serve, tmp_path: Path) -> None:  # noqa: F811
     # count_tokens is not billed and its rate limit is the agent's to exceed: copies of the
     # CLI's next question sent there and refused 429 leave the CLI's own call its tries
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FreeRateLimited)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    broker = capped_broker(f"http://127.0.0.1:{server.server_port}", tmp_path)
+    broker = capped_broker(serve(_FreeRateLimited), tmp_path)
     data = json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 8, "messages": [_HI]}).encode()
     try:
         copies = [
@@ -294,7 +291,5 @@ def test_failed_free_calls_use_up_no_try_of_a_question(tmp_path: Path) -> None:
         own = post_as_relay(broker, "/v1/messages", data, {})
     finally:
         broker.stop()
-        server.shutdown()
-        server.server_close()
     assert copies == [429] * 5
     assert own.status_code == 200, own.content

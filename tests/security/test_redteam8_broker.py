@@ -33,6 +33,7 @@ from tests.broker.test_broker_access import (
     upstream,  # noqa: F401  (the recording provider)
 )
 from tests.security.test_broker_attacks import post_as_relay
+from tests.security.test_broker_billing_attacks import serve  # noqa: F401  (upstreams)
 
 _BODY = {
     "model": "claude-sonnet-4-6",
@@ -465,11 +466,10 @@ def test_images_cannot_spend_past_the_budget_their_bytes_reserve(tmp_path: Path)
 
 
 def test_a_request_with_tools_reserves_the_system_prompt_the_provider_adds(
+    serve,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Vision)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = serve(_Vision)
     tool = {"name": "t", "input_schema": {"type": "object"}}
     raw = json.dumps({**_BODY, "max_tokens": 1, "tools": [tool]}).encode()
     # a budget the body's bytes fit in, and the 346 tokens Anthropic adds for tools do not;
@@ -477,21 +477,15 @@ def test_a_request_with_tools_reserves_the_system_prompt_the_provider_adds(
     bytes_only = worst_case_usd("anthropic/claude-sonnet-4-6", len(raw), 1)
     with_prompt = worst_case_usd("anthropic/claude-sonnet-4-6", len(raw) + 346, 1)
     assert bytes_only is not None and with_prompt is not None
-    try:
-        for budget, status in ((bytes_only * 1.05, 400), (with_prompt, 200)):
-            broker = _broker(
-                f"http://127.0.0.1:{server.server_port}", tmp_path, str(status), budget=budget
-            )
-            try:
-                answered = post_as_relay(broker, "/v1/messages", raw, {"x-api-key": "p"})
-            finally:
-                broker.stop()
-            assert broker.ledger.spent <= budget + 1e-12, (budget, broker.ledger.spent)
-            # refused for what it could cost, or answered within the budget
-            assert answered.status_code == status
-    finally:
-        server.shutdown()
-        server.server_close()
+    for budget, status in ((bytes_only * 1.05, 400), (with_prompt, 200)):
+        broker = _broker(url, tmp_path, str(status), budget=budget)
+        try:
+            answered = post_as_relay(broker, "/v1/messages", raw, {"x-api-key": "p"})
+        finally:
+            broker.stop()
+        assert broker.ledger.spent <= budget + 1e-12, (budget, broker.ledger.spent)
+        # refused for what it could cost, or answered within the budget
+        assert answered.status_code == status
 
 
 # --- R1/R2: the driver's relay and a worker's files -------------------------------------------
@@ -983,6 +977,7 @@ class _TooLong(BaseHTTPRequestHandler):
 
 
 def test_calls_the_provider_refuses_cannot_hold_the_budget_from_the_clis_call(
+    serve,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     # the agent holds its session's key: a body too long for the context reserves every byte
@@ -990,11 +985,8 @@ def test_calls_the_provider_refuses_cannot_hold_the_budget_from_the_clis_call(
     # refused for budget (the session "not run", the run stopped) though nothing was spent
     from skillbench.models.ledger import RunLedger
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _TooLong)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     run = RunLedger(5.0)
-    broker = _broker(f"http://127.0.0.1:{server.server_port}", tmp_path, budget=5.0, run_ledger=run)
+    broker = _broker(serve(_TooLong), tmp_path, budget=5.0, run_ledger=run)
     hold = json.dumps(
         {**_BODY, "max_tokens": 1, "messages": [{"role": "user", "content": "x" * 800_000}]}
     )
@@ -1014,8 +1006,6 @@ def test_calls_the_provider_refuses_cannot_hold_the_budget_from_the_clis_call(
         agent.join()
     finally:
         broker.stop()
-        server.shutdown()
-        server.server_close()
     assert held == [400]
     assert answered.status_code == 200 and not broker.exhausted
     assert run.snapshot().refused == 0 and run.snapshot().spent <= 5.0
