@@ -17,7 +17,9 @@ and no charge to write.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from typing import TypeVar
 
 import msgspec
 
@@ -32,13 +34,21 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cache_write_1h: float | None = None  # defaults to input * 2
 
 
-# Matched by longest prefix of the model reference.
+# Matched by the model reference's exact name or a dated snapshot of it (`_SNAPSHOT`); a key
+# ending in "/" prices a whole provider. Not by prefix: gpt-5-pro costs 12x gpt-5 and
+# gemini-2.5-flash-image bills image output, so a longer name is a model of its own, unpriced
+# until configured, and --max-cost refuses it rather than count it at a neighbour's rate.
 BUILTIN: dict[str, Price] = {
     # Only models whose price we know; anything else shows cost n/a until configured.
     # (OpenAI writes its cache at no charge: a write is priced as plain input.)
+    "anthropic/claude-opus-4-6": Price(5.0, 25.0, 0.5, 6.25, 10.0),
     "anthropic/claude-opus-4-5": Price(5.0, 25.0, 0.5, 6.25, 10.0),
     "anthropic/claude-opus-4-1": Price(15.0, 75.0, 1.5, 18.75, 30.0),
-    "anthropic/claude-opus-4-2025": Price(15.0, 75.0, 1.5, 18.75, 30.0),
+    "anthropic/claude-opus-4-0": Price(15.0, 75.0, 1.5, 18.75, 30.0),
+    "anthropic/claude-opus-4": Price(15.0, 75.0, 1.5, 18.75, 30.0),
+    "anthropic/claude-sonnet-4-6": Price(3.0, 15.0, 0.3, 3.75, 6.0),
+    "anthropic/claude-sonnet-4-5": Price(3.0, 15.0, 0.3, 3.75, 6.0),
+    "anthropic/claude-sonnet-4-0": Price(3.0, 15.0, 0.3, 3.75, 6.0),
     "anthropic/claude-sonnet-4": Price(3.0, 15.0, 0.3, 3.75, 6.0),
     "anthropic/claude-haiku-4-5": Price(1.0, 5.0, 0.1, 1.25, 2.0),
     "anthropic/claude-3-5-haiku": Price(0.8, 4.0, 0.08, 1.0, 1.6),
@@ -46,12 +56,16 @@ BUILTIN: dict[str, Price] = {
     "openai/gpt-4.1": Price(2.0, 8.0, 0.5, 2.0, 2.0),
     "openai/gpt-4o-mini": Price(0.15, 0.6, 0.075, 0.15, 0.15),
     "openai/gpt-4o": Price(2.5, 10.0, 1.25, 2.5, 2.5),
+    "openai/gpt-4o-2024-05-13": Price(5.0, 15.0, 5.0, 5.0, 5.0),  # its first snapshot, no cache
     "openai/gpt-5-mini": Price(0.25, 2.0, 0.025, 0.25, 0.25),
+    "openai/gpt-5.1": Price(1.25, 10.0, 0.125, 1.25, 1.25),
     "openai/gpt-5": Price(1.25, 10.0, 0.125, 1.25, 1.25),
     # Gemini API, standard tier (a prompt over 200k tokens: LONG_CONTEXT); output includes
     # thinking tokens; implicit caching has no write premium (a write is priced as input)
     "google/gemini-3-pro": Price(2.0, 12.0, 0.2, 2.0, 2.0),
+    "google/gemini-3-pro-preview": Price(2.0, 12.0, 0.2, 2.0, 2.0),
     "google/gemini-3-flash": Price(0.5, 3.0, 0.05, 0.5, 0.5),
+    "google/gemini-3-flash-preview": Price(0.5, 3.0, 0.05, 0.5, 0.5),
     "google/gemini-2.5-pro": Price(1.25, 10.0, 0.125, 1.25, 1.25),
     "google/gemini-2.5-flash-lite": Price(0.1, 0.4, 0.01, 0.1, 0.1),
     "google/gemini-2.5-flash": Price(0.3, 2.5, 0.03, 0.3, 0.3),
@@ -72,13 +86,29 @@ TOOL_USE_TOKENS = {"auto": 346, "none": 346, "any": 313, "tool": 313}
 TOOL_PROMPT_TOKENS = max(TOOL_USE_TOKENS.values())
 
 
-def price_for(ref: str, extra: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of a model reference, user prices first; None when unknown."""
-    table = {**BUILTIN, **(extra or {})}
+# What a provider appends to a model's name for a pinned snapshot or an alias of it, billed
+# as the model: claude-sonnet-4-5-20250929, gpt-4.1-2025-04-14, claude-3-5-haiku-latest,
+# gemini-2.0-flash-001
+_SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest|\d{3})")
+
+
+T = TypeVar("T")
+
+
+def _entry(ref: str, table: Mapping[str, T]) -> T | None:
+    """`ref`'s entry in `table`: its own name, else the longest key it is a snapshot of or a
+    provider key ("scripted/") it falls under."""
     if ref in table:
         return table[ref]
-    matches = [key for key in table if ref.startswith(key)]
-    return table[max(matches, key=len)] if matches else None
+    for key in sorted(table, key=len, reverse=True):
+        if ref.startswith(key) and (key.endswith("/") or _SNAPSHOT.fullmatch(ref[len(key) :])):
+            return table[key]
+    return None
+
+
+def price_for(ref: str, extra: Mapping[str, Price] | None = None) -> Price | None:
+    """The price of a model reference, user prices first; None when unknown."""
+    return _entry(ref, {**BUILTIN, **(extra or {})})
 
 
 def cost_usd(ref: str, usage: Usage, extra: Mapping[str, Price] | None = None) -> float | None:
@@ -128,22 +158,23 @@ def worst_case_usd(
 # reads and cache writes together) at 2x every input rate and 1.5x output, for all its tokens
 # ($6 / $22.50 per Mtok for $3 / $15); a call under 200k is billed at the base rates. Sonnet
 # 4.6 and Opus 4.6 serve their 1M window at the base rates.
-LONG_CONTEXT: dict[str, tuple[int, float, float]] = {  # prefix -> (over, input x, output x)
+LONG_CONTEXT: dict[str, tuple[int, float, float]] = {  # model -> (over, input x, output x)
     "anthropic/claude-sonnet-4-5": (200_000, 2.0, 1.5),
     "anthropic/claude-sonnet-4-0": (200_000, 2.0, 1.5),
-    "anthropic/claude-sonnet-4-2025": (200_000, 2.0, 1.5),
+    "anthropic/claude-sonnet-4": (200_000, 2.0, 1.5),
     # Gemini 2.5 Pro: a prompt over 200k tokens (cached ones included) at $2.50 input, $0.25
     # a cache read and $15 output per Mtok for all its tokens
     "google/gemini-2.5-pro": (200_000, 2.0, 1.5),
     # Gemini 3 Pro: $4 input and $18 output per Mtok over 200k ($2 / $12 under)
     "google/gemini-3-pro": (200_000, 2.0, 1.5),
+    "google/gemini-3-pro-preview": (200_000, 2.0, 1.5),
 }
 
 
 def long_context(ref: str, price: Price, input_tokens: int) -> Price:
     """`price`, at its long-context rates when a call's input passes the model's threshold
     (every rate but output is an input rate; an unset cache rate follows input)."""
-    tier = next((t for key, t in LONG_CONTEXT.items() if ref.startswith(key)), None)
+    tier = _entry(ref, LONG_CONTEXT)
     if tier is None or input_tokens <= tier[0]:
         return price
     _, per_input, per_output = tier

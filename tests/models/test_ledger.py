@@ -197,6 +197,9 @@ def test_skillbench_triggers_max_cost_is_a_ceiling_and_says_what_it_did_not_run(
     # a model without a price cannot be held to a cap: one line, no run
     assert main([*argv[:3], "openai/gpt-unpriced", "--max-cost", "1"]) != 0
     assert "no price is known for openai/gpt-unpriced" in capsys.readouterr().err
+    # nor one whose name only starts with a priced model's (gpt-5-pro bills 12x gpt-5)
+    assert main([*argv[:3], "openai/gpt-5-pro", "--max-cost", "1"]) != 0
+    assert "no price is known for openai/gpt-5-pro" in capsys.readouterr().err
 
 
 @pytest.mark.sandbox

@@ -19,7 +19,7 @@ from skillbench.models.base import (
     Usage,
 )
 from skillbench.models.fake_wire import anthropic_shape
-from skillbench.models.pricing import Price, cost_usd
+from skillbench.models.pricing import BUILTIN, Price, cost_usd, price_for
 from skillbench.models.script import Player, parse_script
 
 REFS = ["anthropic/claude-sonnet-4-6", "openai/gpt-4.1", "google/gemini-2.5-flash"]
@@ -217,6 +217,48 @@ def test_unknown_model_versions_have_no_guessed_price() -> None:
     assert cost_usd("anthropic/claude-opus-4-5-20251101", usage) == pytest.approx(5.0)
     assert cost_usd("anthropic/claude-opus-4-1", usage) == pytest.approx(15.0)
     assert cost_usd("anthropic/claude-opus-4-7", usage) is None  # unknown: n/a, not a guess
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "openai/gpt-5-pro",  # $15 / $120: 12x gpt-5, which its name starts with
+        "openai/gpt-5.2",
+        "openai/gpt-4o-audio-preview",  # audio is billed above the text rate
+        "google/gemini-2.5-flash-image",  # image output at $30 per Mtok
+        "anthropic/claude-sonnet-4-6-thinking-max",
+    ],
+)
+def test_a_longer_name_is_a_model_of_its_own_not_priced_as_its_prefix(ref: str) -> None:
+    # counted at the shorter name's rate, --max-cost would let it spend many times the cap
+    assert price_for(ref) is None
+
+
+@pytest.mark.parametrize(
+    ("ref", "base"),
+    [
+        ("anthropic/claude-sonnet-4-5-20250929", "anthropic/claude-sonnet-4-5"),
+        ("anthropic/claude-opus-4-20250514", "anthropic/claude-opus-4"),
+        ("anthropic/claude-3-5-haiku-latest", "anthropic/claude-3-5-haiku"),
+        ("openai/gpt-4.1-2025-04-14", "openai/gpt-4.1"),
+        ("openai/gpt-4o-mini-2024-07-18", "openai/gpt-4o-mini"),
+        ("scripted/anything", "scripted/"),
+    ],
+)
+def test_a_dated_snapshot_is_priced_as_its_model(ref: str, base: str) -> None:
+    assert price_for(ref) == BUILTIN[base]
+
+
+def test_a_snapshot_priced_apart_keeps_its_own_price() -> None:
+    # gpt-4o's first snapshot: $5 / $15 and no cache discount, not gpt-4o's $2.50 / $10
+    first = price_for("openai/gpt-4o-2024-05-13")
+    assert first is not None and (first.input, first.output) == (5.0, 15.0)
+    usage = Usage(input_tokens=1_000_000, cache_read_tokens=1_000_000)
+    assert cost_usd("openai/gpt-4o-2024-05-13", usage) == pytest.approx(10.0)
+    # the long-context tier follows the same names: Sonnet 4's snapshot, not Sonnet 4.6
+    big = Usage(input_tokens=300_000)
+    assert cost_usd("anthropic/claude-sonnet-4-20250514", big) == pytest.approx(0.3 * 6.0)
+    assert cost_usd("anthropic/claude-sonnet-4-6", big) == pytest.approx(0.3 * 3.0)
 
 
 def test_a_system_message_after_the_first_user_turn_is_part_of_the_system_prompt() -> None:
