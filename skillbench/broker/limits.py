@@ -433,12 +433,10 @@ class Ledger:
 
     def reserve(self, amount: float | None) -> bool:
         """Hold `amount` for one call; False when what is left cannot cover it. An unknown
-        amount (no price for the model) cannot be held: it passes, counted at settle. A call
-        the spend alone leaves room for waits up to RESERVE_WAIT for the calls in flight to
-        settle (RunLedger.reserve says why), here and in the run's ledger; the session's
+        amount (no price for the model) passes only where neither ledger has a ceiling. A
+        call the spend alone leaves room for waits up to RESERVE_WAIT for the calls in flight
+        to settle (RunLedger.reserve says why), here and in the run's ledger; the session's
         share is held meanwhile and given back if the run refuses."""
-        if amount is None:
-            return True
         deadline = time.monotonic() + RESERVE_WAIT
         if not self._own.reserve(amount, wait=RESERVE_WAIT):
             return False

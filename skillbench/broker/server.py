@@ -398,6 +398,13 @@ class Broker:
             worst = worst_case_usd(priced_as, size, most, self.prices)
         if not self.ledger.reserve(worst):
             self._unforward()
+            if worst is None:
+                raise Refused(
+                    400,
+                    "invalid_request_error",
+                    f"skillbench: no price is known for {priced_as}, so --max-cost cannot "
+                    f'count this call; add [prices."{priced_as}"] to skillbench.toml',
+                )
             self.exhausted = True
             raise Refused(
                 400,

@@ -52,14 +52,19 @@ class RunLedger:
 
     def reserve(self, amount: float | None, wait: float = 0.0) -> bool:
         """Hold `amount` for one call; False (and counted as refused) when the ceiling cannot
-        cover it on top of what is spent and held. An unknown amount passes unheld. With
+        cover it on top of what is spent and held. An unknown amount (no price for the
+        model) passes only where there is no ceiling: no ceiling can count it. With
         `wait` (seconds, for a caller on a thread of its own), a call the spend alone leaves
         room for waits that long for the calls in flight to settle: a reservation is held
         only while its call runs, and the agent, which holds its session's key, could
         otherwise hold the run's budget with calls the provider refuses unbilled, timed for
         its CLI's next call."""
         if amount is None:
-            return True
+            with self._lock:
+                if self.ceiling is None:
+                    return True
+                self._refused += 1
+                return False
         deadline = time.monotonic() + wait
         with self._lock:
             while self.ceiling is not None and self._spent + self._reserved + amount > self.ceiling:

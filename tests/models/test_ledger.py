@@ -94,6 +94,15 @@ def test_a_resumed_ledger_starts_from_the_journal_spend() -> None:
     assert run.snapshot().by_kind == {"earlier": 0.9, "judge": 0.05}
 
 
+def test_a_call_with_no_price_passes_only_where_there_is_no_ceiling() -> None:
+    # an unpriced call (the Ray relay's, a host call's) counted at nothing would pass every
+    # reservation and spend past the ceiling without limit
+    capped, open_ = RunLedger(1.0), RunLedger(None)
+    assert not capped.reserve(None) and capped.snapshot().refused == 1
+    assert open_.reserve(None)
+    assert capped.reserve(0.5)  # a priced call still fits
+
+
 def test_concurrent_reservations_hold_the_ceiling() -> None:
     run, held = RunLedger(1.0), []
     threads = [threading.Thread(target=lambda: held.append(run.reserve(0.3))) for _ in range(20)]

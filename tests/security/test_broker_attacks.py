@@ -496,6 +496,40 @@ def _user(text: str) -> dict[str, str]:
     return {"role": "user", "content": text}
 
 
+def test_a_call_with_no_price_is_refused_under_a_budget(tmp_path: Path) -> None:
+    # a secondary model the price table does not know: its calls, counted at nothing, would
+    # pass every reservation and spend past --max-cost without limit
+    fake = FakeModelServer(parse_script({"rules": [{"when": MARK, "replies": ["ok"]}]})).start()
+    replies: dict[str, list[tuple[int, str]]] = {}
+    try:
+        for label, budget in (("capped", 1.0), ("uncapped", None)):
+            broker = Broker(
+                upstream=fake.url,
+                api_key="k",
+                model="anthropic/claude-sonnet-4-6",
+                secondary="anthropic/claude-opus-4-7",
+                exchanges=tmp_path / f"{label}.jsonl",
+                budget=budget,
+            ).start()
+            try:
+                replies[label] = [
+                    (r.status_code, r.text)
+                    for r in (
+                        _post(broker, {"model": m, "max_tokens": 8, "messages": [_user(MARK)]})
+                        for m in ("claude-opus-4-7", "claude-sonnet-4-6")
+                    )
+                ]
+            finally:
+                broker.stop()
+    finally:
+        fake.stop()
+    (unpriced, priced) = replies["capped"]
+    assert unpriced[0] == 400 and "no price is known for anthropic/claude-opus-4-7" in unpriced[1]
+    assert priced[0] == 200
+    assert [status for status, _ in replies["uncapped"]] == [200, 200]  # cost n/a, not capped
+    assert len(fake.log()) == 3
+
+
 def _post(broker: Broker, body: dict[str, Any]) -> httpx.Response:
     """A call as the session's relay makes it (opening with the broker's preamble)."""
     return post_as_relay(broker, "/v1/messages", json.dumps(body).encode(), {"x-api-key": "p"})
