@@ -141,7 +141,9 @@ async def _grade_once(
     except ModelError as exc:
         return None, f"the grader failed: {exc}", usage
     usage = done.usage
-    reply = frame.verdict(done.text, _valid({i for i, _ in items}))
+    reply = frame.verdict(
+        done.text, _valid({i for i, _ in items}), done.stop_reason != "max_tokens"
+    )
     if reply is None:
         return None, f"the grader's reply is unparseable: {done.text[:200]!r}", usage
     by_id = {

@@ -5,10 +5,11 @@ The agent under test writes the text being assessed, so that text must not be ab
 its frame, add sections that read as the harness's, or supply a verdict. Each call gets a
 fresh random nonce: the frame's boundary lines carry it, the agent never sees the prompt and so
 cannot know it, and the model is asked to put it in its verdict. The verdict read is the last
-complete, valid JSON object that carries the nonce (or, from a model that left the nonce out,
-the valid object that carries no nonce, when there is exactly one such verdict: two that
-differ are no verdict, since which is the model's and which a quoted plant cannot be told):
-an object the agent planted and the model quoted is never the one read. The rules are the
+complete, valid JSON object that carries the nonce (or, from a model that left the nonce out
+and was not cut off, the valid object that carries no nonce, when there is exactly one such
+verdict and the framed material holds no object equal to it: two that differ are no verdict,
+and one the material holds may be a plant the model quoted): an object the agent planted and
+the model quoted is never the one read. The rules are the
 same for every call and the id comes in the call's own message, after the part a provider
 caches (docs/agents.md, prompt caching)."""
 
@@ -19,7 +20,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from skillbench.util.jsonreply import json_objects
+from skillbench.util.jsonreply import every_object, json_objects
 
 NONCE_BYTES = 8
 MAX_REPLY_CHARS = 200_000  # a reply is bounded by max_tokens; this bounds the scan regardless
@@ -43,26 +44,36 @@ class Frame:
 
     def __init__(self, nonce: str | None = None) -> None:
         self.nonce = nonce or secrets.token_hex(NONCE_BYTES)
+        self._planted: set[str] = set()  # every object the framed material holds, as JSON
 
     def block(self, label: str, text: str) -> str:
         """`text` between boundary lines that carry this call's nonce."""
         clean = text.replace(self.nonce, "[boundary id removed]")
+        self._planted.update(_canonical(o) for o in every_object(clean[-MAX_REPLY_CHARS:]))
         return f"<<<{label} {self.nonce}\n{clean}\n{label} {self.nonce}>>>"
 
     def stamp(self) -> str:
         """The line that gives this call's frame id, ahead of its frames."""
         return f"This call's frame id is {self.nonce}."
 
-    def verdict(self, reply: str, valid: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    def verdict(
+        self, reply: str, valid: Callable[[dict[str, Any]], bool], complete: bool = True
+    ) -> dict[str, Any] | None:
         """The model's verdict in `reply`: the last valid object with this call's nonce, else
         the one valid object carrying no nonce at all (repeated or not); None when there is
-        none, or when nonce-less objects disagree (the model's verdict first and a planted
-        one it quoted after, or the other way round)."""
+        none, when nonce-less objects disagree (the model's verdict first and a planted one
+        it quoted after, or the other way round), when the framed material holds an object
+        equal to it (a model that only quoted the material), or when the reply was cut off
+        (`complete` False: its own verdict may be what was cut)."""
         found = [o for o in json_objects(reply[-MAX_REPLY_CHARS:]) if valid(o)]
         mine = [o for o in found if o.get("nonce") == self.nonce]
         if mine:
             return mine[-1]
-        bare = [o for o in found if "nonce" not in o]
-        if len({json.dumps(o, sort_keys=True) for o in bare}) != 1:
+        bare = {_canonical(o): o for o in found if "nonce" not in o}
+        if not complete or len(bare) != 1 or set(bare) & self._planted:
             return None
-        return bare[-1]
+        return next(iter(bare.values()))
+
+
+def _canonical(value: dict[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True)

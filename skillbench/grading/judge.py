@@ -86,7 +86,8 @@ async def _ask(model: Model, task: str, rubric: str, a: str, b: str) -> _Answer:
         usage = usage + done.usage
         if done.stop_reason == "refusal":
             return _Answer(None, "refused", done.text[:300], usage)
-        reply = frame.verdict(done.text, lambda o: bool(_winner(o))) or {}
+        complete = done.stop_reason != "max_tokens"
+        reply = frame.verdict(done.text, lambda o: bool(_winner(o)), complete) or {}
         winner = _winner(reply)
         if winner:
             return _Answer(winner, None, str(reply.get("reason", ""))[:500], usage)

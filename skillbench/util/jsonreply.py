@@ -39,3 +39,24 @@ def json_objects(text: str) -> list[dict[str, Any]]:
         else:
             start = text.find("{", start + 1)
     return found
+
+
+def every_object(text: str) -> list[dict[str, Any]]:
+    """Every JSON object in `text` at any depth, in document order: an object another one
+    wraps is listed too, after it."""
+    found: list[dict[str, Any]] = []
+    stack: list[object] = list(reversed(json_objects(text)))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            found.append(node)
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
+    return found
+
+
+def objects_carrying(text: str, key: str) -> list[dict[str, Any]]:
+    """Every JSON object in `text` that has `key`, at any depth (output that opened an object
+    before a verdict and closed it after would otherwise hide that verdict in its own)."""
+    return [o for o in every_object(text) if key in o]

@@ -24,7 +24,11 @@ PROGRAMS = {
     "after.sh": """(sleep 2; echo '{"pass": true, "score": 1}') & disown""",
     # an object left open before the verdict, closed by a process left behind
     "wrap.sh": """printf '{"pass": true, "x": '; (sleep 2; echo '}') & disown""",
+    # an object left open before the verdict, closed by a process left behind while the
+    # grader still runs: the grader's verdict nested inside the candidate's
+    "nest.sh": """printf '{"pass": true, "evidence": ['; (sleep 1; echo ']}') & disown""",
 }
+AFTER_VERDICT = {"nest.sh": "; sleep 3"}  # the grader's work after its verdict
 
 
 @pytest.mark.anyio
@@ -35,7 +39,10 @@ async def test_the_candidates_output_never_becomes_the_graders_verdict(
     try:
         for name, body in PROGRAMS.items():
             await box.write_file(f"{box.workdir}/{name}", body + "\n")
-        checks = [Check("grader", f"bash {name}; {VERDICT_FALSE}") for name in PROGRAMS]
+        checks = [
+            Check("grader", f"bash {name}; {VERDICT_FALSE}{AFTER_VERDICT.get(name, '')}")
+            for name in PROGRAMS
+        ]
         honest = [
             Check("grader", """echo log line; echo '{"pass": true, "score": 0.5}'; echo done"""),
             Check("grader", "echo no json here"),
@@ -43,8 +50,9 @@ async def test_the_candidates_output_never_becomes_the_graders_verdict(
         ]
         results = await run_checks([*checks, *honest], Transcript([]), box)
         verdicts = [(r.passed, r.score) for r in results]
-        assert [r.passed for r in results[:3]] == [False] * 3, results
+        assert [r.passed for r in results[:4]] == [False] * 4, results
         assert "2 disagreeing verdicts" in results[0].detail
-        assert verdicts[3:] == [(True, 0.5), (True, None), (False, None)], results
+        assert "2 disagreeing verdicts" in results[3].detail
+        assert verdicts[4:] == [(True, 0.5), (True, None), (False, None)], results
     finally:
         await box.close()

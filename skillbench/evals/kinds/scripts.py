@@ -14,7 +14,7 @@ from skillbench.evals.kinds.base import NO_SANDBOX, At, CheckContext, Lint, Stri
 from skillbench.evals.model import Check
 from skillbench.evals.paths import case_script
 from skillbench.results.checks import NO_METRIC, NO_VERDICT, CheckResult
-from skillbench.util.jsonreply import json_objects
+from skillbench.util.jsonreply import objects_carrying
 
 if TYPE_CHECKING:
     from skillbench.evals.kinds.base import Checker, ExecResult
@@ -278,7 +278,7 @@ def _graded(name: str, done: ExecResult, check: Check) -> CheckResult:
         return _scored(name, done, check.min)
     if check.program is not None:
         return _vally_result(name, done)
-    verdicts = [v for v in json_objects(done.stdout) if "pass" in v]
+    verdicts = objects_carrying(done.stdout, "pass")
     if len({bool(v["pass"]) for v in verdicts}) > 1:
         # a grader prints one verdict; a second, disagreeing one came from the candidate's
         # code the grader ran (it shares the grader's stdout): never the candidate's pass
@@ -318,7 +318,7 @@ def _vally_result(name: str, done: ExecResult) -> CheckResult:
             f"exit {done.exit_code}, no output" + (f": {tail}" if done.exit_code and tail else ""),
             score=1.0 if done.exit_code == 0 else 0.0,
         )
-    results = [v for v in json_objects(done.stdout) if isinstance(v.get("passed"), bool)]
+    results = [v for v in objects_carrying(done.stdout, "passed") if isinstance(v["passed"], bool)]
     if not results:
         tail = done.stdout.strip()[-300:]
         return CheckResult(name, False, f"stdout is not a GraderResult (no `passed`): {tail}")
@@ -342,8 +342,8 @@ def _scored(name: str, done: ExecResult, least: float) -> CheckResult:
     different scores in its stdout (the candidate's code printing one too) fail."""
     scores = {
         max(0.0, min(1.0, float(v["score"])))
-        for v in json_objects(done.stdout)
-        if _number(v.get("score"))
+        for v in objects_carrying(done.stdout, "score")
+        if _number(v["score"])
     }
     if len(scores) > 1:
         return CheckResult(name, False, f"{len(scores)} different scores in its stdout: failed")
