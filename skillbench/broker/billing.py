@@ -31,6 +31,7 @@ _NOT_SENT = (
     httpx.WriteError,
     httpx.WriteTimeout,
     httpx.UnsupportedProtocol,
+    httpx.LocalProtocolError,  # our client would not send it (a header value h11 refuses)
 )
 
 

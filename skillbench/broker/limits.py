@@ -6,6 +6,7 @@ budget as a ledger of what is spent plus what calls in flight may still spend.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import socket
 import threading
@@ -193,6 +194,9 @@ class Head(msgspec.Struct, frozen=True):
     # `usage.iterations`, which the top-level usage the broker bills leaves out
     context_management: object | None = None
     compaction: object | None = None
+    # Chat Completions' predicted output: the rejected prediction tokens are billed as
+    # output, which the body's bytes reserve only at the input rate; no CLI sends it
+    prediction: object | None = None
     # Responses' stored context of the key's owner (a response, a conversation, a stored
     # prompt): read from another session's or run's, and input the body does not bound
     previous_response_id: object | None = None
@@ -217,9 +221,27 @@ class Head(msgspec.Struct, frozen=True):
         return max(given) if given else None
 
 
+def _one_value_a_key(body: bytes) -> None:
+    """Refused (400) for a body with a key given twice in one object, at any depth: the
+    broker reads the last one, and a provider's parser may read the first or merge both
+    (protobuf's JSON mapping appends a repeated field given twice), so what was checked and
+    reserved would not be what runs (`"tools": [web_search], "tools": []`, `"n": 128, "n": 1`)."""
+
+    def pairs(items: list[tuple[str, object]]) -> None:
+        keys = [k for k, _ in items]
+        if len(set(keys)) != len(keys):
+            twice = next(k for k in keys if keys.count(k) > 1)
+            raise _bad(f"the key {twice[:40]!r} is given twice in one object")
+
+    # not JSON, or too deep: the typed decode after this refuses it in its own words
+    with contextlib.suppress(ValueError, RecursionError):
+        json.loads(body, object_pairs_hook=pairs)
+
+
 def read_head(body: bytes) -> Head:
     """The body's head; Refused (400) for a body that is not a JSON object naming a model
     (however it is malformed: too deep is one of the ways)."""
+    _one_value_a_key(body)
     try:
         head = msgspec.json.decode(body, type=Head)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
@@ -258,6 +280,11 @@ def read_head(body: bytes) -> Head:
         raise _bad(
             f"{stored[0]}: a sandbox may not read the key owner's stored context, and its "
             "tokens are not in the body the broker bounds the call by; send the whole input"
+        )
+    if head.prediction is not None:
+        raise _bad(
+            "prediction: its rejected tokens are billed as output, above what the broker "
+            "reserves for them; send the request without a predicted output"
         )
     if head.service_tier not in _STANDARD_TIERS:
         raise _bad(
@@ -534,6 +561,7 @@ def read_gemini_head(body: bytes, model: str | None) -> Head:
     for what the broker cannot account for or the sandbox must not use: more than one
     candidate, a server-run tool, a cached content (the key owner's stored context), a part
     the provider would fetch itself (`fileData`), a second model in the body."""
+    _one_value_a_key(body)
     try:
         head = msgspec.json.decode(body, type=_GeminiHead)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import json
+import re
 import secrets
 import socket
 import sys
@@ -57,7 +58,13 @@ _DROP = {
     "authorization",
     "accept-encoding",
     "proxy-authorization",
+    # the key owner's organisation and project, for no CLI's use
+    "openai-organization",
+    "openai-project",
+    "anthropic-organization-id",
 }
+# RFC 9110 field-value: visible characters and obs-text, spaces and tabs between them
+_FIELD_VALUE = re.compile(r"(?:[\x21-\x7e\x80-\xff](?:[ \t]*[\x21-\x7e\x80-\xff])*)?")
 READ_DEADLINE = 60.0  # seconds a connection may wait on its client before it is closed
 MAX_CONNECTIONS = 32  # threads one broker spends on connections (MAX_CONCURRENT calls + queue)
 _KEEP_LOG = 1 << 20  # characters of a request or a response kept in the exchange log
@@ -303,6 +310,15 @@ class Broker:
         if h.command != "POST":
             raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
         self._check_key(h)
+        for name, value in h.headers.items():
+            # what HTTP allows in a field value: a value our client would refuse to send
+            # (NUL, an obs-fold) is refused before anything is held for it
+            if self.wire.forwards(name) and not _FIELD_VALUE.fullmatch(value):
+                raise Refused(
+                    400,
+                    "invalid_request_error",
+                    f"skillbench broker: header {name[:40]!r} has a character HTTP does not allow",
+                )
         self._connections.busy(h.connection)  # the session's own: never closed to make room
         endpoint = route(self.wire, h.path)
         call.body = read_body(

@@ -25,10 +25,12 @@ import httpx
 import pytest
 
 from skillbench.agents import AgentError, make_agent
+from skillbench.broker.billing import may_have_run
 from skillbench.broker.limits import Ledger, Refused, read_body, read_head
 from skillbench.broker.server import Broker
 from skillbench.broker.wire import WIRES, route, upstream_url
 from skillbench.models.fake_server import FakeModelServer
+from skillbench.models.ledger import RunLedger
 from skillbench.models.script import parse_script
 from skillbench.sandbox.podman.channel import CHANNEL_ENV
 from tests.conftest import CHANNELS
@@ -528,6 +530,39 @@ def test_a_call_with_no_price_is_refused_under_a_budget(tmp_path: Path) -> None:
     assert priced[0] == 200
     assert [status for status, _ in replies["uncapped"]] == [200, 200]  # cost n/a, not capped
     assert len(fake.log()) == 3
+
+
+def test_a_call_never_sent_is_never_billed(tmp_path: Path) -> None:
+    # outside review: a header value our HTTP client refuses to send (NUL, an obs-fold) made
+    # the forward fail before the provider had it, and the call was billed its reservation:
+    # the sandbox spent the run's --max-cost in a second with no provider call at all
+    fake = FakeModelServer(parse_script({"rules": [{"when": MARK, "replies": ["ok"]}]})).start()
+    run = RunLedger(5.0)
+    broker = Broker(
+        upstream=fake.url,
+        api_key="k",
+        model="anthropic/claude-sonnet-4-5",
+        exchanges=tmp_path / "x.jsonl",
+        budget=5.0,
+        run_ledger=run,
+    ).start()
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64000, "messages": [_user(MARK)]}
+    try:
+        statuses = [
+            post_as_relay(
+                broker, "/v1/messages", json.dumps(body).encode(), {"user-agent": agent}
+            ).status_code
+            for agent in ("a\x00b", "a\r\n b", "a\x7fb")
+        ]
+        honest = _post(broker, body)
+    finally:
+        broker.stop()
+        fake.stop()
+    assert statuses == [400, 400, 400]
+    assert honest.status_code == 200 and len(fake.log()) == 1
+    assert run.snapshot().spent < 0.01  # the one call that ran, at its billed usage
+    # and where a forward does fail in our client, the call is not counted as run
+    assert not may_have_run(None, httpx.LocalProtocolError("refused"))
 
 
 def _post(broker: Broker, body: dict[str, Any]) -> httpx.Response:

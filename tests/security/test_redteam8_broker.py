@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from skillbench.broker import server as broker_mod
-from skillbench.broker.limits import read_head
+from skillbench.broker.limits import Refused, read_gemini_head, read_head
 from skillbench.broker.server import Broker, allowed_models
 from skillbench.cluster import relay as relay_mod
 from skillbench.cluster.placement import ClusterError, _write
@@ -195,19 +195,35 @@ def test_many_or_huge_headers_are_refused_without_reaching_the_provider(
     assert len(upstream[1]) == 1
 
 
-def test_a_duplicated_body_field_is_read_as_the_provider_reads_it() -> None:
-    # the broker's msgspec and the providers' JSON parsers (Python's, Go's, Jackson's) all
-    # take the last of duplicated keys: the broker checks the field the provider will use
+def test_a_body_field_given_twice_is_refused() -> None:
+    # outside review: the broker reads the last of duplicated keys, but protobuf's JSON
+    # mapping (Google's front ends) appends a repeated field given twice and merges a message
+    # given twice, and a first-key parser reads the first: what was checked and reserved
+    # would not be what runs (8 candidates, Google Search for a sandbox with no network)
     for raw in (
         b'{"model":"claude-sonnet-4-6","model":"claude-opus-4-1","max_tokens":5}',
         b'{"model":"gpt-5","max_tokens":100000,"max_tokens":1,"n":128,"n":1}',
         b'{"model":"gpt-5","tools":[{"type":"web_search","type":"function"}]}',
+        b'{"model":"claude-sonnet-4-6","max_tokens":5,"tools":[{"type":"web_search_20250305"}],'
+        b'"tools":[]}',
     ):
-        last = json.loads(raw)  # (Python's: the last wins)
-        head = read_head(raw)
-        assert head.model == last["model"]
-        assert head.max_tokens == last.get("max_tokens") and head.n == last.get("n")
-        assert [t.type for t in head.tools or ()] == [t["type"] for t in last.get("tools", [])]
+        with pytest.raises(Refused, match="given twice"):
+            read_head(raw)
+    for raw in (
+        b'{"contents":[],"tools":[{"googleSearch":{}}],"tools":[{"functionDeclarations":[]}]}',
+        b'{"contents":[],"generationConfig":{"candidateCount":8},"generationConfig":{}}',
+        b'{"contents":[],"cachedContent":"cachedContents/x","cachedContent":null}',
+    ):
+        with pytest.raises(Refused, match="given twice"):
+            read_gemini_head(raw, "gemini-2.5-flash")
+    # a key repeated in different objects is no duplicate
+    read_head(b'{"model":"gpt-5","max_tokens":5,"messages":[{"role":"user"},{"role":"user"}]}')
+
+
+def test_a_predicted_output_is_refused() -> None:
+    # its rejected tokens are billed at the output rate; the bytes reserve the input rate
+    with pytest.raises(Refused, match="prediction"):
+        read_head(b'{"model":"gpt-4.1","max_tokens":5,"prediction":{"type":"content"}}')
 
 
 # --- BR8: connections that hold a thread ---------------------------------------------------
@@ -661,7 +677,6 @@ def test_media_is_reserved_beyond_its_bytes_on_every_wire(body: dict[str, Any]) 
 
 
 def test_gemini_inline_data_is_reserved_beyond_its_bytes() -> None:
-    from skillbench.broker.limits import read_gemini_head
 
     part = {"inlineData": {"mimeType": "application/pdf", "data": "AAAA"}}
     body = {"contents": [{"role": "user", "parts": [{"text": "hi"}, part]}]}
@@ -930,7 +945,6 @@ def test_a_stored_item_is_not_read_by_reference() -> None:
 
 @pytest.mark.parametrize("mime", ["audio/mp3", "video/mp4", "AUDIO/wav"])
 def test_gemini_audio_is_refused_as_billed_above_its_counted_rate(mime: str) -> None:
-    from skillbench.broker.limits import read_gemini_head
 
     part = {"inlineData": {"mimeType": mime, "data": "AAAA"}}
     body = {"contents": [{"role": "user", "parts": [{"text": "hi"}, part]}]}
