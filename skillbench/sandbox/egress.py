@@ -333,6 +333,9 @@ def _framing(head: bytes) -> _Framing:
     return _Framing(chunked=False, length=int(lengths.pop()) if lengths else 0)
 
 
+_HOST_VALUE = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=:\[\]-]{1,300}")  # RFC 3986 host[:port]
+
+
 def _same(asked: str, host: str, port: int, default: int) -> bool:
     """Whether a Host value names `host:port` (`default` when it names no port)."""
     name, sep, number = asked.rpartition(":")
@@ -350,9 +353,15 @@ def _asked(head: bytes, host: str, port: int, default: int) -> str:
     request has none); _Refused unless that is the URL's host and port: an allowed address is
     asked only for the allowed site, never for another one it also serves."""
     lines = head.decode("latin-1").split("\r\n")[1:]
-    hosts = [
-        h.split(":", 1)[1].strip() for h in lines if h.split(":", 1)[0].strip().lower() == "host"
-    ]
+    fields = [h.split(":", 1) for h in lines if h.split(":", 1)[0].strip().lower() == "host"]
+    # the value as forwarded, spaces and tabs aside (RFC 9110 §5.5): a name or a value that
+    # other whitespace pads (NBSP, NEL, a form feed) is read one way here and another there
+    hosts = [field[1].strip(" \t") if len(field) == 2 else "" for field in fields]
+    if any(
+        f[0].lower() != "host" or not _HOST_VALUE.fullmatch(v)
+        for f, v in zip(fields, hosts, strict=True)
+    ):
+        raise _Refused(400, "a Host header that is not one host[:port]", "")
     if len(hosts) > 1:
         raise _Refused(403, f"{len(hosts)} Host headers: one request asks for one site", "")
     if not hosts and _request_line(head)[2] != "HTTP/1.0":

@@ -364,11 +364,19 @@ def test_the_proxy_matches_the_host_asked_for_not_only_the_address(tmp_path: Pat
             f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode() + _hello("not-allowed.example"),
         )
         assert b"hi" not in tls and got == [], got
+        # the listed site padded with whitespace other than spaces and tabs (NBSP, NEL, a
+        # form feed): compared stripped, it was forwarded raw, another name upstream
+        for pad in ("\xa0", "\x85", "\x0c", "\x1f"):
+            padded = f"GET {url} HTTP/1.1\r\nHost: {pad}127.0.0.1:{port}{pad}\r\n\r\n"
+            assert _ask(proxy.port, padded.encode("latin-1")).startswith(b"HTTP/1.1 400")
+        named = f"GET {url} HTTP/1.1\r\n\x0bHost: 127.0.0.1:{port}\r\n\r\n"
+        assert _ask(proxy.port, named.encode("latin-1")).startswith(b"HTTP/1.1 400")
+        assert got == [], got
         # the same requests for the host that is listed go through
         ok = _ask(proxy.port, f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
         assert ok.endswith(b"hi"), ok
         for _ in range(200):  # each line is written as its connection closes
-            if len(_lines(log)) == 4:
+            if len(_lines(log)) == 9:
                 break
             time.sleep(0.05)
     finally:
@@ -378,5 +386,6 @@ def test_the_proxy_matches_the_host_asked_for_not_only_the_address(tmp_path: Pat
     # a line is written once its connection is closed, so two may land in either order
     asked = sorted((x["allowed"], x["method"], x.get("asked") or "") for x in lines)
     assert asked[0] == (False, "CONNECT", "not-allowed.example"), lines
-    assert asked[1:3] == [(False, "GET", ""), (False, "GET", "not-allowed.example")], lines
-    assert asked[3][:2] == (True, "GET"), lines
+    assert asked[1:7] == [(False, "GET", "")] * 6, lines  # the padded six: asked nothing
+    assert asked[7] == (False, "GET", "not-allowed.example"), lines
+    assert asked[8][:2] == (True, "GET"), lines
