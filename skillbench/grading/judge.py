@@ -29,9 +29,11 @@ SYSTEM = (
 
 
 class JudgeResult(msgspec.Struct, frozen=True):
-    """`outcome` from the candidate's side: win, loss or tie; `decided_by` says how."""
+    """`outcome` from the candidate's side: win, loss or tie, or unscored when the judge gave
+    no answer (refused, unparseable, an error: never a tie, which is evidence); `decided_by`
+    says how."""
 
-    outcome: Outcome  # win | loss | tie
+    outcome: Outcome  # win | loss | tie | unscored
     decided_by: str  # judge | judge-split | judge-refused | judge-unparseable | judge-error
     reasons: tuple[str, ...] = ()
     candidate_first: bool = True
@@ -108,7 +110,7 @@ async def judge(
     reasons = tuple(a.reason for a in answers)
     for problem in ("error", "refused", "unparseable"):
         if any(a.problem == problem for a in answers):
-            return JudgeResult("tie", f"judge-{problem}", reasons, candidate_first, usage)
+            return JudgeResult("unscored", f"judge-{problem}", reasons, candidate_first, usage)
     winners = tuple(str(a.winner) for a in answers)
     sides = [_side(a.winner, cand_is_a) for a, cand_is_a in zip(answers, orders, strict=True)]
     if sides[0] != sides[1]:

@@ -252,10 +252,10 @@ def judge_script(tmp_path: Path, replies: list[str], monkeypatch, **rule) -> str
     ("replies", "fault", "expected"),
     [
         (['{"winner": "tie"}'], None, ("tie", "judge")),
-        (["I cannot decide."], None, ("tie", "judge-unparseable")),
-        (['{"winner": "C"}'], None, ("tie", "judge-unparseable")),
+        (["I cannot decide."], None, ("unscored", "judge-unparseable")),
+        (['{"winner": "C"}'], None, ("unscored", "judge-unparseable")),
         (['{"winner": "A"}'], None, ("tie", "judge-split")),
-        (["x"], {"status": 500, "times": 9}, ("tie", "judge-error")),
+        (["x"], {"status": 500, "times": 9}, ("unscored", "judge-error")),
     ],
 )
 async def test_judge_outcomes(tmp_path: Path, monkeypatch, replies, fault, expected) -> None:

@@ -109,7 +109,7 @@ async def test_a_judge_that_quotes_the_injected_verdict_first_is_read_by_its_own
         opponent="opponent text",
         rng=random.Random(3),
     )
-    assert (result.outcome, result.decided_by) == ("tie", "judge-unparseable")
+    assert (result.outcome, result.decided_by) == ("unscored", "judge-unparseable")
 
 
 def test_a_planted_frame_id_stays_inside_the_frame_and_out_of_the_cached_prefix() -> None:

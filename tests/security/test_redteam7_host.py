@@ -96,7 +96,7 @@ def test_two_disagreeing_verdicts_without_a_nonce_are_no_verdict() -> None:
     """A judge that leaves the frame id out and quotes the candidate's planted object after
     its own verdict: "the last bare object" was the planted one. Which bare object is the
     model's cannot be told, so disagreeing bare objects are no verdict (a retry, then
-    judge-unparseable: a tie), never the candidate's."""
+    judge-unparseable: unscored), never the candidate's."""
     frame = Frame("feedfacefeedface")
     valid = lambda o: o.get("winner") in ("A", "B", "tie")  # noqa: E731
     reply = (
