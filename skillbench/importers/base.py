@@ -132,13 +132,13 @@ def confined(suite: Path, ref: object, file: Path, key: str, base: Path | None =
     target = Path(os.path.normpath((base or suite) / str(ref)))
     if Path(str(ref)).is_absolute() or not target.is_relative_to(suite):
         raise ImportError_(
-            f"{file}:{_line_of(file, str(ref))}: {key} {str(ref)[:200]!r} leads outside "
+            f"{file}:{line_of(file, str(ref))}: {key} {str(ref)[:200]!r} leads outside "
             f"{suite}; an import reads only the source's own files (copy it in)"
         )
     return target
 
 
-def _line_of(file: Path, needle: str) -> int:
+def line_of(file: Path, needle: str) -> int:
     """The first line of `file` naming `needle` (1 when none does)."""
     with contextlib.suppress(OSError):
         for number, line in enumerate(file.read_text(errors="replace").splitlines(), 1):

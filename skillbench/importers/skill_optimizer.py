@@ -20,6 +20,7 @@ from skillbench.importers.base import (
     each,
     is_dir,
     is_file,
+    line_of,
     load_yaml,
     none_left,
     safe_name,
@@ -98,7 +99,15 @@ def import_skill_optimizer(src: Path, into: Path | None = None) -> Imported:
         named = case if isinstance(case, dict) and "references" in case else base
         if isinstance(named, dict) and named.get("references"):  # (checked before any case)
             origin = file if named is case and isinstance(item, str) else path
-            confined(path.parent, named["references"], origin, "references", base=root)
+            refs = named["references"]
+            folder = confined(path.parent, refs, origin, "references", base=root)
+            if not isinstance(refs, str) or not is_dir(folder):
+                shown = str(refs)[:200]
+                at = line_of(origin, shown if isinstance(refs, str) else "references:")
+                raise ImportError_(
+                    f"{origin}:{at}: references {shown!r} is not a "
+                    "folder of the suite; name the folder whose files seed /work"
+                )
         if not isinstance(case, dict) or not case.get("name") or not case.get("task"):
             out.skipped.append(f"{path.name}: case {i + 1} — it needs `name` and `task`")
             continue

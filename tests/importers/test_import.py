@@ -366,6 +366,22 @@ def test_no_suite_path_reaches_a_host_file(tmp_path: Path, capsys, where: str) -
     assert copied == []
 
 
+@pytest.mark.parametrize("refs", ["missing", "[a, b]", "notes.md"])
+def test_references_that_are_no_folder_of_the_suite_are_one_line(
+    tmp_path: Path, capsys, refs: str
+) -> None:
+    # outside review: a list, or a path that is not there, crashed the import with a
+    # FileNotFoundError traceback
+    files = dict(OPTIMIZER)
+    files["cases/limerick.yml"] = OPTIMIZER["cases/limerick.yml"] + f"references: {refs}\n"
+    files["cases/notes.md"] = "not a folder\n"
+    src, into = write(tmp_path / "so", files), target(tmp_path)
+    code, out = imported(capsys, "skill-optimizer", src, into)
+    assert code == 2, out
+    assert out[-1].startswith(f"skillbench: error: {src / 'cases/limerick.yml'}:6: references ")
+    assert "is not a folder of the suite" in out[-1] and "Traceback" not in "".join(out)
+
+
 def test_harbor_fields_and_variables_are_named_as_harbor_defines_them(
     tmp_path: Path, capsys
 ) -> None:
