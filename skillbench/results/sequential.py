@@ -56,6 +56,18 @@ class Rule(msgspec.Struct, frozen=True, kw_only=True):
     min_net_lift: float
     looks: list[int]
 
+    def __post_init__(self) -> None:
+        # read from plan.json and receipts, files a run or a PR may hand us: a rule its own
+        # functions cannot compute with is refused where it is decoded, never a traceback
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha {self.alpha} is not between 0 and 1")
+        if self.spending not in ("pocock", "obrien-fleming"):
+            raise ValueError(f"spending {self.spending[:40]!r} is not pocock or obrien-fleming")
+        if not 0 <= self.min_net_lift <= 1:
+            raise ValueError(f"min_net_lift {self.min_net_lift} is not between 0 and 1")
+        if not self.looks or self.looks[0] < 1 or self.looks != sorted(set(self.looks)):
+            raise ValueError(f"looks {self.looks[:8]} are not increasing counts from 1")
+
 
 class Stop(msgspec.Struct, frozen=True):
     """Where a sequential run stopped and why, with the boundary of every look it made (the
@@ -116,6 +128,21 @@ def bounds(rule: Rule, decided: Sequence[int]) -> list[int | None]:
         crossed += mass
         dist = dist[:c]
     return out
+
+
+def rule_problem(rule: Rule, stimuli: int) -> str | None:
+    """Why `rule` is not the one skillbench declares for a run of `stimuli` stimuli at its
+    own floor, or None: a receipt's rule with another α, spending or looks would make its
+    own boundaries (α 0.999 crosses at one win)."""
+    want = rule_for(stimuli, rule.min_net_lift)
+    if (rule.alpha, rule.spending) != (want.alpha, want.spending):
+        return (
+            f"α {rule.alpha:g} with {rule.spending} spending, not {want.alpha:g} with "
+            f"{want.spending}"
+        )
+    if rule.looks != want.looks:
+        return f"looks after {rule.looks[:8]} stimuli, not {want.looks} of {stimuli}"
+    return None
 
 
 def rule_for(

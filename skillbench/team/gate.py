@@ -16,7 +16,7 @@ from skillbench.evals.skills import digest
 from skillbench.models import PROVIDER_ENDPOINTS, origin
 from skillbench.results.receipt import Claimed, Filed, Receipt, Unchecked, parse
 from skillbench.results.score import derive
-from skillbench.results.sequential import problem, stimuli_of, stop_of
+from skillbench.results.sequential import problem, rule_problem, stimuli_of, stop_of
 from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED, Verdict
 from skillbench.team.anchors import Revision, anchor, files_under, show
 from skillbench.team.receipts import inconsistency, signed_message
@@ -531,6 +531,9 @@ def stopping_problem(r: Receipt) -> str | None:
         )
     if p.sequential is not None:
         order = stimuli_of(u.name for u in p.units)
+        unlike = rule_problem(p.sequential, len(order))
+        if unlike is not None:
+            return f"declares a stopping rule that is not skillbench's: {unlike}"
         scored = [row for row in rows if row.decided_by not in UNSCORED]
         made = stop_of(scored, p.sequential, p.opponents[0], order, len(p.sequential.looks))
         if made != r.stop:
@@ -547,8 +550,10 @@ def stopping_problem(r: Receipt) -> str | None:
 
 def rederived(r: Receipt, min_net_lift: float) -> dict[str, Verdict]:
     """The verdict against each opponent, re-derived from the receipt's rows by the engine's
-    rule with the policy's floor."""
+    rule with the policy's floor (a sequential rule's too: the floor is the policy's, never
+    the one the receipt declares)."""
     p = r.provenance
+    rule = p.sequential and msgspec.structs.replace(p.sequential, min_net_lift=min_net_lift)
     found = derive(
         r.rows,
         opponents=p.opponents,
@@ -556,6 +561,6 @@ def rederived(r: Receipt, min_net_lift: float) -> dict[str, Verdict]:
         k=p.k,
         seed=p.seed,
         min_net_lift=min_net_lift,
-        sequential=p.sequential,
+        sequential=rule,
     )
     return found.verdicts

@@ -11,6 +11,7 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from skillbench.cli import main
@@ -18,7 +19,7 @@ from skillbench.engine.run import receipt_of
 from skillbench.evals.skills import digest
 from skillbench.results.records import BASELINE, CANDIDATE, ArmResult, Plan, RowRecord, Unit
 from skillbench.results.score import summarize
-from skillbench.results.sequential import bounds, rule_for, settled
+from skillbench.results.sequential import Rule, bounds, rule_for, settled
 from skillbench.results.stats import ALPHA, sign_test
 from skillbench.team.receipts import write_receipt
 from tests.helpers import MODEL, PROVIDER, make_skill
@@ -85,7 +86,9 @@ def test_a_case_stops_only_when_its_vote_cannot_change():
     assert not settled(["tie", "tie"], 5)
 
 
-def receipt_for(skill_dir: Path, run_id: str, cases: list[str], k: int, sequential: bool) -> Path:
+def receipt_for(
+    skill_dir: Path, run_id: str, cases: list[str], k: int, sequential: bool, rule=None
+) -> Path:
     """A receipt written the way `eval` writes one, from per-case repetition letters (W, L,
     T) against the baseline; a case's string holds the repetitions that ran. Returns the
     receipt's path in the local store."""
@@ -107,7 +110,7 @@ def receipt_for(skill_dir: Path, run_id: str, cases: list[str], k: int, sequenti
         engine_version="0",
         created_at="2026-11-29T10:00:00+00:00",
         endpoints={**PROVIDER, "judge": PROVIDER["agent"]},
-        sequential=rule_for(len(cases), 0.2) if sequential else None,
+        sequential=rule or (rule_for(len(cases), 0.2) if sequential else None),
     )
     outcome = {"W": "win", "L": "loss", "T": "tie"}
     rows = [
@@ -217,6 +220,42 @@ def test_a_stop_without_a_declared_rule_is_refused(capsys, greeter):
     code, said = run_gate(capsys, greeter)
     assert code == 1
     assert "claims a stop at look 1 (boundary) but declares no stopping rule" in said
+
+
+def test_a_receipt_whose_rule_makes_its_own_boundaries_is_refused(capsys, greeter):
+    # outside review (RB5): the gate re-derived a sequential receipt with the rule the receipt
+    # declares: α 0.999 and a floor of 0 make one win in twenty a PASS
+    loose = Rule(alpha=0.999, min_net_lift=0.0, looks=[20])
+    run = receipt_for(greeter, "loose", ["W"] + ["T"] * 19, 1, sequential=True, rule=loose)
+    assert json.loads(run.read_text())["verdict"] == "PASS"  # as the receipt derives it
+    code, said = run_gate(capsys, greeter)
+    assert code == 1, said
+    assert "declares a stopping rule that is not skillbench's: α 0.999 with pocock" in said
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"looks": []},
+        {"looks": [-5, 7]},
+        {"looks": [0, 20]},
+        {"looks": [12, 8, 20]},
+        {"alpha": 5},
+        {"alpha": 0},
+        {"spending": "x"},
+        {"min_net_lift": -5},
+    ],
+)
+def test_a_rule_its_functions_cannot_compute_with_is_one_line(capsys, greeter, rule):
+    # outside review: these crashed the gate (and `eval --resume` from plan.json) with
+    # IndexError, ValueError, ZeroDivisionError and StatisticsError tracebacks
+    run = receipt_for(greeter, "odd", ["WW"] * 8 + [""] * 12, 3, sequential=True)
+    edit_receipt(run, lambda b: b["provenance"]["sequential"].update(rule))
+    code, said = run_gate(capsys, greeter)
+    assert code == 1, said
+    assert "Traceback" not in said and len(said.splitlines()) == 1, said
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"min_net_lift": 0.2, "looks": [8, 20], **rule}, Rule)
 
 
 def test_plan_shows_expected_and_worst_case_for_both_designs():
