@@ -96,6 +96,8 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     min_net_lift: float = MIN_NET_LIFT  # PASS/FAIL need at least this net lift over units
     team: str | None = None
     memory: str = "2g"
+    # the most a case's own `memory:` (Harbor's memory_mb) may give its sandboxes
+    max_memory: str = "8g"
     pids: int = 512
     cpus: float = 1.0
     sandbox: SandboxLimits = SandboxLimits()
@@ -283,13 +285,14 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
                 f"{path or 'config'}: sandbox.{key} = {value!r} is not a size; "
                 "write it like 512m or 2g"
             ) from None
-    try:
-        parse_size(settings.memory)
-    except ValueError:
-        raise ConfigError(
-            f"{path or 'config'}: memory = {settings.memory!r} is not a size; "
-            "write it like 512m or 2g"
-        ) from None
+    for key in ("memory", "max_memory"):
+        value = getattr(settings, key)
+        try:
+            parse_size(value)
+        except ValueError:
+            raise ConfigError(
+                f"{path or 'config'}: {key} = {value!r} is not a size; write it like 512m or 2g"
+            ) from None
     why = unknown(settings.sandbox.provider)
     if why is not None:
         raise ConfigError(f"{_where(path, 'provider')}: sandbox.provider: {why}")

@@ -127,7 +127,7 @@ def estimate(opts: EvalOptions) -> Estimate:
                             agent_options=settings.agents.get(agent.name, {}),
                             model=settings.model,
                             endpoint=endpoint(settings.model).url,
-                            sandbox=case_spec(box, spec, images.get(name)),
+                            sandbox=case_spec(box, spec, images.get(name), settings.max_memory),
                             rep=rep,
                         )
                     )

@@ -95,7 +95,7 @@ async def oracle_run(
         if session.timeout_minutes > cap:  # cut at the run's cap, said
             log(f"note: {session.path}: {timeout_note(session.timeout_minutes, cap)}")
             sessions[name] = msgspec.structs.replace(session, timeout_minutes=cap)
-    for line in difference_lines(differences(sessions, cap, oracle=True)):
+    for line in difference_lines(differences(sessions, cap, opts.settings.max_memory, oracle=True)):
         log(line)
     gate = asyncio.Semaphore(opts.settings.parallel)
     # where the egress proxy records the connections of a case that lists hosts
@@ -106,7 +106,7 @@ async def oracle_run(
             return OracleResult(name, None, note="no reference solution (`oracle:`)")
         if name in unavailable:
             return OracleResult(name, None, note=unavailable[name])
-        own = case_spec(spec, session, images.get(name))
+        own = case_spec(spec, session, images.get(name), opts.settings.max_memory)
         log = network_dir / f"{name}.oracle.jsonl"
         net = session.network
         async with (

@@ -20,7 +20,7 @@ from skillbench.errors import EvalError
 from skillbench.evals import EvalAssets, Problem, SpecError, load_assets
 from skillbench.evals.model import Session, Suite
 from skillbench.evals.problems import errors_in
-from skillbench.evals.resources import capped_cpus
+from skillbench.evals.resources import capped_cpus, capped_memory
 from skillbench.evals.skills import (
     RUNS_DIR,
     Skill,
@@ -123,9 +123,12 @@ def setup_case(spec: Session, skill_dir: Path) -> Path | None:
     return case_folder(spec, skill_dir) if spec.setup else None
 
 
-def case_spec(base: SandboxSpec, session: Session, image: str | None) -> SandboxSpec:
+def case_spec(
+    base: SandboxSpec, session: Session, image: str | None, max_memory: str
+) -> SandboxSpec:
     """The sandbox a session runs in: `base` with the session's own image, workdir,
-    services, CPUs (capped to the machine's: evals/resources.py) and memory."""
+    services, CPUs (capped to the machine's: evals/resources.py) and memory (capped at the
+    run's `max_memory`)."""
     return msgspec.structs.replace(
         base,
         image=image or base.image,
@@ -134,7 +137,7 @@ def case_spec(base: SandboxSpec, session: Session, image: str | None) -> Sandbox
         volumes=session.volumes,
         as_root=session.as_root,
         cpus=base.cpus if session.cpus is None else capped_cpus(session.cpus),
-        memory=session.memory or base.memory,
+        memory=capped_memory(session.memory, max_memory) if session.memory else base.memory,
     )
 
 

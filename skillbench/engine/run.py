@@ -323,7 +323,7 @@ async def execute(
     runner = Runner(opts, plan, run_dir, skill, sessions, progress, placement, pool)
     summary = await runner.run()
     summary.network = networks(sessions, opts.settings.network)
-    summary.differences = differences(sessions, opts.settings.max_timeout)
+    summary.differences = differences(sessions, opts.settings.max_timeout, opts.settings.max_memory)
     if opts.triggers:
         capped = opts.max_cost is not None and runner.spend >= opts.max_cost
         if capped or (pool is not None and runner.ledger.exhausted()):

@@ -446,7 +446,12 @@ class Sessions:
     def spec_for(self, name: str) -> SandboxSpec:
         """The sandbox a session's arms and checker run in: its own image and workdir, if it
         has them."""
-        return case_spec(self.sandbox_spec, self.specs[name], self.opts.case_images.get(name))
+        return case_spec(
+            self.sandbox_spec,
+            self.specs[name],
+            self.opts.case_images.get(name),
+            self.settings.max_memory,
+        )
 
 
 def skill_folders(skills: dict[str, Path], home: str | None) -> dict[str, list[str]]:

@@ -23,6 +23,15 @@ def capped_cpus(cpus: float) -> float:
     return min(cpus, float(machine_cpus()))
 
 
+def capped_memory(asked: str, cap: str) -> str:
+    """A case's `memory` cut at the run's `max_memory` (a setting of the user's or the team's,
+    never the skill's): a case file, which a downloaded skill brings, asks; it does not decide
+    how much of the host its sandboxes may hold."""
+    from skillbench.sandbox.base import parse_size  # (sandbox.base imports evals)
+
+    return cap if parse_size(asked) > parse_size(cap) else asked
+
+
 def parse_resources(rep: Report, data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "cpus" in data:
