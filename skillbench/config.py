@@ -22,9 +22,10 @@ import msgspec
 
 from skillbench.errors import SkillbenchError
 from skillbench.evals.model import CASE_TIMEOUT_MINUTES, MAX_TIMEOUT_MINUTES
+from skillbench.evals.resources import machine_memory
 from skillbench.evals.skills import SKILL_FILE, VERSION_RE
 from skillbench.models import DEFAULT_MODEL
-from skillbench.models.pricing import Price
+from skillbench.models.pricing import Price, price_for, rates
 from skillbench.results.verdict import MIN_NET_LIFT
 from skillbench.sandbox import DEFAULT as DEFAULT_SANDBOX
 from skillbench.sandbox import choose, unknown
@@ -245,6 +246,18 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         sign = data.get("sign")
         if isinstance(sign, dict) and isinstance(sign.get("key"), str):  # so is the key's
             data["sign"] = {**sign, "key": str(path.parent / Path(sign["key"]).expanduser())}
+        cluster = data.get("cluster")
+        if isinstance(cluster, dict) and cluster.get("address") and _holds(path.parent, start):
+            # where the sessions, the skill and the relay to the run's key go: a pack's
+            # own project file (`cd pack && skillbench eval skills/foo`) never chooses it
+            print(
+                f"skillbench: ignoring [cluster] address in {path}: the folder holding the "
+                "skill under test does not choose where its sessions and your model key's "
+                "relay go; pass --cluster ADDRESS",
+                file=sys.stderr,
+                flush=True,
+            )
+            data["cluster"] = {k: v for k, v in cluster.items() if k != "address"}
     if os.environ.get("SKILLBENCH_MODEL") and not (flags or {}).get("model"):
         # the environment sits between the config and the flags (docs/results.md: --model, then
         # SKILLBENCH_MODEL, then the config)
@@ -293,6 +306,8 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
             raise ConfigError(
                 f"{path or 'config'}: {key} = {value!r} is not a size; write it like 512m or 2g"
             ) from None
+    _within_the_machine(settings, path)
+    _at_list_price(settings, path)
     why = unknown(settings.sandbox.provider)
     if why is not None:
         raise ConfigError(f"{_where(path, 'provider')}: sandbox.provider: {why}")
@@ -301,6 +316,50 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         settings.judge_model = settings.model
         sources["judge_model"] = f"{sources['model']} (same as model)"
     return Loaded(settings, sources, str(path) if path else None)
+
+
+def _holds(folder: Path, start: Path) -> bool:
+    """Whether `folder` holds the skill a command names in its tree."""
+    try:
+        return start.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
+
+
+MAX_PIDS = 32_768  # the kernel's default pid_max: more is no sandbox limit at all
+
+
+def _within_the_machine(settings: Settings, path: Path | None) -> None:
+    """Sandbox limits no larger than the machine: a project file (a downloaded pack's
+    among them) that lifts them to 1.1 TB of memory or 100,000 processes is refused, not
+    applied to every arm."""
+    ram = machine_memory()
+    sizes = {"memory": settings.memory, "max_memory": settings.max_memory}
+    sizes |= {f"sandbox.{k}": getattr(settings.sandbox, k) for k in ("disk", "home", "tmp")}
+    for key, value in sizes.items():
+        if ram and parse_size(value) > ram:
+            raise ConfigError(
+                f"{path or 'config'}: {key} = {value!r} is more than this machine's memory "
+                f"({ram >> 20}m); a sandbox limit is at most the machine"
+            )
+    if not 1 <= settings.pids <= MAX_PIDS:
+        raise ConfigError(f"{path or 'config'}: pids must be between 1 and {MAX_PIDS}")
+
+
+def _at_list_price(settings: Settings, path: Path | None) -> None:
+    """A `[prices]` entry for a model the built-in table prices may not be below that price:
+    --max-cost counts by the table, so a lower price (a pack's `input = 0`) would let the run
+    spend past its ceiling. Models the table does not know are priced as given."""
+    for ref, price in settings.prices.items():
+        listed = price_for(ref)
+        if listed is None:
+            continue
+        if any(m < b for m, b in zip(rates(price), rates(listed), strict=True)):
+            raise ConfigError(
+                f"{path or 'config'}: [prices.{ref!r}] is below the list price of {ref} "
+                f"(input {listed.input:g}, output {listed.output:g} USD per million tokens), "
+                "so --max-cost would count less than the provider bills; remove it"
+            )
 
 
 def _where(path: Path | None, key: str) -> str:

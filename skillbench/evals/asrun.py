@@ -1,8 +1,8 @@
 """What a case was given that differs from what it asked for (docs/results.md, the summary's
 `differences`): an agent phase cut at the run's `max_timeout`, CPUs capped to the
 machine's, memory capped at the run's `max_memory`, scripts run as root where their source
-wrote them for root. `check` says each at the case's line; the run keeps them in summary.json and the report prints them, beside the network
-each phase had (netreport.py)."""
+wrote them for root. `check` says each at the case's line; the run keeps them in
+summary.json and the report prints them, beside the network each phase had (netreport.py)."""
 
 from __future__ import annotations
 

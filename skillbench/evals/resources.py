@@ -19,6 +19,14 @@ def machine_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def machine_memory() -> int:
+    """This machine's physical memory in bytes (0 when the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return 0
+
+
 def capped_cpus(cpus: float) -> float:
     return min(cpus, float(machine_cpus()))
 

@@ -128,6 +128,11 @@ def cost_usd(ref: str, usage: Usage, extra: Mapping[str, Price] | None = None) -
     return total / 1_000_000
 
 
+def rates(price: Price) -> tuple[float, ...]:
+    """Every rate a call may be billed at: input, output, cache read, cache writes."""
+    return (price.input, price.output, *_cache_rates(price))
+
+
 def _cache_rates(price: Price) -> tuple[float, float, float]:
     """USD per million tokens read from the cache, written for 5 minutes, for an hour."""
     return (

@@ -199,9 +199,10 @@ def test_a_library_in_builtin_and_claude_code_then_resume(
 
 def test_one_max_cost_ledger_for_the_whole_set(fake, tmp_path: Path) -> None:
     # every output token at 1/8192 USD: a builtin turn's worst case (8192 tokens) is $1, what
-    # the fake server bills is a few thousandths; the cap leaves room for about 1.5 cells
+    # the fake server bills is a few thousandths; the cap leaves room for about 1.5 cells (a
+    # model the price table does not know: a known one is never priced below its list price)
     skills = library(tmp_path, 3)
-    price = '[prices."anthropic/claude-sonnet-4-6"]\ninput = 0.0\noutput = 122.0703125\n'
+    price = '[prices."anthropic/claude-ledger-test"]\ninput = 0.0\noutput = 122.0703125\n'
     write(tmp_path, {"skillbench.toml": "max_retries = 1\nrequest_timeout = 10.0\n" + price})
     fake(
         {
@@ -214,7 +215,7 @@ def test_one_max_cost_ledger_for_the_whole_set(fake, tmp_path: Path) -> None:
 
     def run(out: str, max_cost: float | None) -> skillbench.SetResult:
         options = skillbench.Options(
-            model="anthropic/claude-sonnet-4-6",
+            model="anthropic/claude-ledger-test",
             parallel=1,
             generate=False,
             triggers=False,

@@ -139,10 +139,12 @@ def test_g1_a_packs_config_two_levels_above_the_skill_is_not_the_users(
     out = capsys.readouterr().out
     assert "prices = {}    (default)" in out
     assert f"parallel = 2    ({user / 'skillbench.toml'})" in out
-    # run from inside the pack, the pack is where the user is: its file counts (their choice)
+    # run from inside the pack, the pack is where the user is: its file counts (their choice),
+    # but no price in it goes below the provider's list price (--max-cost counts by it)
     monkeypatch.chdir(tmp_path / "downloads/pack")
-    assert main(["config", "skills/greeter"]) == 0
-    assert f"({planted})" in capsys.readouterr().out
+    assert main(["config", "skills/greeter"]) == 2
+    said = capsys.readouterr().err
+    assert f"{planted}: [prices.'anthropic/claude-sonnet-4-6'] is below the list price" in said
 
 
 def test_c1_c3_a_skill_carried_config_sets_no_price_cluster_or_cap(
@@ -165,6 +167,43 @@ def test_c1_c3_a_skill_carried_config_sets_no_price_cluster_or_cap(
     assert "198.51.100.7" not in out and "1100g" not in out and "500g" not in out
     assert "prices = {}    (default)" in out
     assert f"parallel = 2    ({tmp_path / 'skillbench.toml'})" in out
+
+
+def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_sized_cap(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside review: `git clone pack && cd pack && skillbench eval skills/greeter` read
+    pack/skillbench.toml as the user's project file, and it set prices of 0, a Ray cluster
+    address and 1.1 TB sandboxes. The folder the user runs in is theirs, but it never picks
+    the cluster, a price under the list price, or limits larger than the machine."""
+    make_skill(
+        tmp_path / "pack/skills",
+        "greeter",
+        {"evals/cases/a.yaml": "task: Task a\nchecks:\n  - file_exists: a\n"},
+        description="Greets people politely.",
+    )
+    planted = tmp_path / "pack/skillbench.toml"
+    monkeypatch.chdir(tmp_path / "pack")
+    monkeypatch.setenv("PWD", str(tmp_path / "pack"))
+    planted.write_text('parallel = 2\n[cluster]\naddress = "ray://198.51.100.7:10001"\n')
+    assert main(["config", "skills/greeter"]) == 0
+    captured = capsys.readouterr()
+    assert "198.51.100.7" not in captured.out
+    assert f"parallel = 2    ({planted})" in captured.out  # the rest of the file counts
+    assert f"ignoring [cluster] address in {planted}" in captured.err
+    for body, said in (
+        ('memory = "1100g"\n', "memory = '1100g' is more than this machine's memory"),
+        ('[sandbox]\ntmp = "500g"\n', "sandbox.tmp = '500g' is more than this machine's"),
+        ("pids = 100000\n", "pids must be between 1 and 32768"),
+        ('[prices."openai/gpt-5"]\ninput = 1.25\noutput = 10.0\ncache_read = 0.0\n', "below"),
+    ):
+        planted.write_text(body)
+        assert main(["config", "skills/greeter"]) == 2, body
+        assert said in capsys.readouterr().err, body
+    # a model the table does not know (a local one) is priced as given, at nothing if so
+    planted.write_text('[prices."openai/my-local-model"]\ninput = 0.0\noutput = 0.0\n')
+    assert main(["config", "skills/greeter"]) == 0
+    capsys.readouterr()
 
 
 def test_rb5_the_floor_is_the_policys_not_the_receipts(tmp_path: Path, capsys) -> None:
