@@ -247,7 +247,7 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         if isinstance(sign, dict) and isinstance(sign.get("key"), str):  # so is the key's
             data["sign"] = {**sign, "key": str(path.parent / Path(sign["key"]).expanduser())}
         cluster = data.get("cluster")
-        if isinstance(cluster, dict) and cluster.get("address") and _holds(path.parent, start):
+        if isinstance(cluster, dict) and cluster.get("address") and _measures(path.parent, start):
             # where the sessions, the skill and the relay to the run's key go: a pack's
             # own project file (`cd pack && skillbench eval skills/foo`) never chooses it
             print(
@@ -318,12 +318,19 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
     return Loaded(settings, sources, str(path) if path else None)
 
 
-def _holds(folder: Path, start: Path) -> bool:
-    """Whether `folder` holds the skill a command names in its tree."""
+def _measures(folder: Path, start: Path) -> bool:
+    """Whether `start` is a skill or a library (what a command measures) in `folder`'s tree;
+    a command that names none (`skillbench cluster`) starts from the current folder."""
     try:
-        return start.resolve().is_relative_to(folder.resolve())
+        target = start.resolve()
+        if target.is_file():
+            target = target.parent
+        if not target.is_relative_to(folder.resolve()):
+            return False
     except OSError:
         return False
+    in_a_skill = any((f / SKILL_FILE).is_file() for f in (target, *target.parents))
+    return in_a_skill or _holds_skill(target)
 
 
 MAX_PIDS = 32_768  # the kernel's default pid_max: more is no sandbox limit at all

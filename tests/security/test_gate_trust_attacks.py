@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skillbench.cli import main
+from skillbench.config import load_settings
 from skillbench.results.records import Unit
 from skillbench.results.score import derive
 from skillbench.results.summary import RowSummary
@@ -191,6 +192,9 @@ def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_siz
     assert "198.51.100.7" not in captured.out
     assert f"parallel = 2    ({planted})" in captured.out  # the rest of the file counts
     assert f"ignoring [cluster] address in {planted}" in captured.err
+    # a command that measures nothing (`skillbench cluster`) keeps the project's cluster
+    assert load_settings(tmp_path / "pack").settings.cluster.address == "ray://198.51.100.7:10001"
+    capsys.readouterr()
     for body, said in (
         ('memory = "1100g"\n', "memory = '1100g' is more than this machine's memory"),
         ('[sandbox]\ntmp = "500g"\n', "sandbox.tmp = '500g' is more than this machine's"),
