@@ -119,7 +119,7 @@ GIT_FAMILIES = {
     "fsmonitor": (f"{_INIT}git config core.fsmonitor $EVIL", "git status -s"),
     "hooksPath": (
         f"{_INIT}{_COMMIT}mkdir h && cp $EVIL h/post-checkout && git config core.hooksPath h",
-        "git checkout -q -b v",
+        "git checkout -q -B v",
     ),
     "filter.clean": (f'{_INIT}{_COMMIT}git config filter.x.clean "$EVIL"; {_ATTR}', "git status"),
     "filter.smudge": (
@@ -150,6 +150,17 @@ GIT_FAMILIES = {
         f"{_INIT}{_COMMIT}{_SIGNED} && git config log.showSignature true && "
         "git config gpg.program $EVIL",
         "git log",
+    ),
+    # the repository's own hooks: the checker's core.hooksPath holds them off, but a check
+    # that runs git with an environment of its own (env -i) drops it (outside review)
+    "hooks": (
+        f"{_INIT}{_COMMIT}cp $EVIL .git/hooks/post-checkout",
+        "git checkout -q -B v",
+    ),
+    "hooks link": (
+        f"{_INIT}{_COMMIT}mkdir h && cp $EVIL h/post-checkout && rm -r .git/hooks && "
+        "ln -s ../h .git/hooks",
+        "git checkout -q -B v",
     ),
     # the config is a link to a file of the agent's (not a regular file)
     "config link": (
@@ -189,8 +200,10 @@ def test_no_git_config_of_the_agents_runs_a_program_for_the_checker(
     mark.unlink()
     handover.hand_over(str(work), os.getuid(), os.getgid())
     checker = {"PATH": env["PATH"], "HOME": str(tmp_path / "home"), **GIT_ENV}
-    subprocess.run(["sh", "-c", check], cwd=work, env=checker, capture_output=True, timeout=60)
-    assert not mark.exists(), f"{family}: the agent's program ran as the checker"
+    bare = {"PATH": env["PATH"], "HOME": str(tmp_path / "home")}  # a check's own `env -i git`
+    for given in (checker, bare):
+        subprocess.run(["sh", "-c", check], cwd=work, env=given, capture_output=True, timeout=60)
+        assert not mark.exists(), f"{family}: the agent's program ran as the checker"
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

@@ -20,6 +20,11 @@ before any check and after every agent process is gone, so nothing changes under
   holds for every config git would read: the one in the folder a repository's `commondir`
   names (which has no HEAD of its own), and a config that is a link (to a file of the
   agent's, say) becomes a regular file with the tamed content of what it led to.
+- A repository's hooks folder and its object alternates are removed, in every git folder the
+  walk finds (and the one its `commondir` names): a check that runs git with an environment
+  of its own (`env -i`, a subprocess given its own `env`) drops the checker's
+  `core.hooksPath`, and git would run the agent's hooks as the checker; alternates would
+  have git read objects from wherever the agent pointed.
 - Nothing but regular files, folders and links stays: a fifo, socket or device node is
   removed (a check that opened a fifo would hang on it), each with a note.
 
@@ -247,7 +252,7 @@ def hand_over(workdir, uid, gid):
     """Make `workdir` the checker's (uid, gid) as described above; returns notes on what was
     cut, copied or rewritten, one per entry."""
     places = _Places(workdir, _mount_points())
-    notes, links, configs = [], [], []
+    notes, links, gits = [], [], []
     deep: list = []  # folders nested too deep to walk by path
     _own(workdir, os.lstat(workdir), uid, gid)
     for path, info in _walk(workdir, deep):
@@ -262,10 +267,17 @@ def hand_over(workdir, uid, gid):
             continue
         _own(path, os.lstat(path), uid, gid)
         if os.path.basename(path) == "HEAD":  # (git takes a HEAD that is a link too)
-            configs += _config_places(os.path.dirname(path), workdir)
+            gits += _git_folders(os.path.dirname(path), workdir)
     for folder in deep:  # (rm works below any depth, by descriptor)
         subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=300)
         notes.append(f"{folder}: nested too deep for a path to reach what it holds, removed")
+    for git in sorted(set(gits)):
+        for part in ("hooks", os.path.join("objects", "info", "alternates")):
+            found = os.path.join(git, part)
+            if os.path.lexists(found):
+                _remove(found)
+                notes.append(f"{found}: removed (git would run or read it for the checker)")
+    configs = [os.path.join(g, n) for g in gits for n in ("config", "config.worktree")]
     for config in sorted(set(configs)):
         if not os.path.lexists(config):
             continue
@@ -320,9 +332,17 @@ _KINDS = {stat.S_IFIFO: "a fifo", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a de
 _KINDS[stat.S_IFBLK] = "a device"
 
 
-def _config_places(git_dir, workdir):
-    """The config files git reads for the repository at `git_dir` (a folder holding HEAD)
-    that are in the workspace: its own, and those of the folder its `commondir` names."""
+def _remove(path):
+    """Remove a file, a link or a whole folder (a link is removed, never followed)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        subprocess.run(["rm", "-rf", "--", path], check=False, timeout=300)
+    else:
+        os.unlink(path)
+
+
+def _git_folders(git_dir, workdir):
+    """The git folders of the repository at `git_dir` (a folder holding HEAD) that are in the
+    workspace: itself, and the folder its `commondir` names."""
     folders = [git_dir]
     with contextlib.suppress(OSError, UnicodeDecodeError):
         with open(os.path.join(git_dir, "commondir"), "rb") as fh:
@@ -330,7 +350,7 @@ def _config_places(git_dir, workdir):
         found = resolve(os.path.join(git_dir, common))
         if found is not None and _inside(found[0], workdir) and os.path.isdir(found[0]):
             folders.append(found[0])
-    return [os.path.join(f, name) for f in folders for name in ("config", "config.worktree")]
+    return folders
 
 
 def _config_from_link(path, places):
