@@ -81,15 +81,27 @@ def _sizes(n: int, shares: list[float]) -> list[int]:
     return [n - sum(rest), *rest]
 
 
+# Cyrillic and Greek letters drawn like Latin ones (after casefolding), as Unicode's
+# confusables list (UTS #39) maps them: "аре" in Cyrillic reads, and routes, as "ape"
+_LOOKALIKE = str.maketrans(
+    "асеһіјӏорԛѕԝхуԁɡοαικνρτυχϲϳ",
+    "acehijlopqswxydgoaikvptuxcj",
+)
+# letters that draw nothing (Hangul fillers, the braille blank): spaces to a reader
+_BLANK = str.maketrans(dict.fromkeys("\u115f\u1160\u3164\uffa0\u2800", " "))
+
+
 def near_key(prompt: str) -> str:
     """What a prompt is once case, punctuation, spacing and Unicode spelling are set aside:
     two prompts with the same key are one prompt to a router, so they never land in two
     sets. NFKD folds fullwidth and other compatibility forms and splits accents off; the
     marks and invisible format characters (zero-width space, soft hyphen) are dropped, not
-    made spaces, since they split no word for a reader; `_` counts as punctuation."""
+    made spaces, since they split no word for a reader; Cyrillic and Greek look-alikes of
+    Latin letters are those letters, blank letters are spaces; `_` counts as punctuation."""
     folded = unicodedata.normalize("NFKD", prompt.casefold())
     kept = "".join(c for c in folded if unicodedata.category(c) not in ("Mn", "Cf"))
-    return " ".join(re.sub(r"[\W_]+", " ", kept.casefold()).split())
+    kept = kept.casefold().translate(_LOOKALIKE).translate(_BLANK)
+    return " ".join(re.sub(r"[\W_]+", " ", kept).split())
 
 
 def _groups(prompts: tuple[str, ...]) -> list[list[int]]:
@@ -140,10 +152,13 @@ def split_triggers(
         test = Prompts(
             *(tuple(dict.fromkeys(x)) for x in (fixed.should_trigger, fixed.should_not_trigger))
         )
-        shared = sorted(test.all() & {*pool.should_trigger, *pool.should_not_trigger})
+        tuned = {near_key(p): p for p in (*pool.should_trigger, *pool.should_not_trigger)}
+        shared = sorted(p for p in test.all() if near_key(p) in tuned)
         if shared:
+            twin = tuned[near_key(shared[0])]
+            said = "" if twin == shared[0] else f" (as {twin!r}: the same prompt to a router)"
             raise SplitError(
-                f"{held}: {shared[0]!r} is also in triggers.yaml; a held-apart test set "
+                f"{held}: {shared[0]!r} is also in triggers.yaml{said}; a held-apart test set "
                 "shares no prompt with the prompts tuned on: remove it from one file"
             )
     names = ["train", "validation"] if test is not None else list(SETS)

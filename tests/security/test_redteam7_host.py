@@ -348,6 +348,10 @@ def test_a_pr_forked_before_a_newer_signed_fail_does_not_hide_it(tmp_path: Path,
         "please_format_report_number_3_as_a_table",  # underscores for spaces
         "please format re\u0301port number 3 as a table".replace("re\u0301", "r\u00e9"),
         "please format report number ３ as a table",  # a fullwidth digit
+        # outside review: Cyrillic and Greek look-alikes, a Hangul filler for a space
+        "ple\u0430se f\u03bfrm\u0430t r\u0435p\u043ert number 3 \u0430s \u0430 table",
+        "please\u3164format report number 3 as a table",
+        "PLEASE FORMAT REPORT NUMBER 3 AS A TABLE!",
     ],
 )
 def test_near_duplicates_in_other_unicode_share_a_key(variant: str) -> None:

@@ -384,6 +384,19 @@ def test_a_held_apart_test_set_is_the_test(fake, tmp_path: Path, capsys) -> None
     )
     code, _, err = tune(capsys, str(skill), "--method", "catalog", "--model", MODEL)
     assert code == 2 and f"{WELCOME[0]!r} is also in triggers.yaml" in err
+    # ... and so is one that differs only in case and punctuation (outside review)
+    twin = WELCOME[0].upper() + "!"
+    write(
+        skill,
+        {
+            "evals/triggers.test.yaml": "should_trigger:\n"
+            + yaml_list([twin, *held])
+            + "should_not_trigger:\n"
+            + yaml_list(["goodbye Jo", "sum 4 and 5"])
+        },
+    )
+    code, _, err = tune(capsys, str(skill), "--method", "catalog", "--model", MODEL)
+    assert code == 2 and f"{twin!r} is also in triggers.yaml (as {WELCOME[0]!r}" in err
 
 
 def test_plan_prints_the_calls_and_starts_nothing(fake, tmp_path: Path, capsys) -> None:
