@@ -106,12 +106,15 @@ def engine_receipt(
     triggers: dict[str, Any] | None = None,
     endpoints: dict[str, Endpoint] | None = None,
     sign_key: Path | None = None,
+    names: list[str] | None = None,
 ) -> Path:
     """A receipt for `skill_dir`'s bytes written the way `eval` writes one (summarize, then
     receipt_of, then write_receipt), from rows given per opponent as letters: W win, L loss,
-    T tie, U unscored, one case each. Returns the run folder (receipt.json is in it)."""
+    T tie, U unscored, one case each (named c1, c2, ... or `names`). Returns the run folder
+    (receipt.json is in it)."""
     cases = max(len(o) for o in outcomes.values())
-    units = [Unit(f"c{i}", f"c{i}") for i in range(1, cases + 1)]
+    names = names or [f"c{i}" for i in range(1, cases + 1)]
+    units = [Unit(name, name) for name in names]
     plan = Plan(
         run_id=run_id,
         skill=skill,

@@ -39,7 +39,7 @@ from skillbench.results.score import derive
 from skillbench.results.verdict import UNSCORED
 from skillbench.team.signing import sign
 from skillbench.util.inputs import MAX_JSON, InputError, read_capped
-from skillbench.util.scrub import scrub_obj
+from skillbench.util.scrub import IDENTIFIERS, scrub_obj
 
 # The bundle: these files, and every regular file under these folders, of the run folder.
 BUNDLE_FILES = ("journal.jsonl", "summary.json")
@@ -58,7 +58,10 @@ def store_dir(skill: str, digest: str) -> Path:
 
 
 def encode(receipt: Receipt) -> bytes:
-    return msgspec.json.format(msgspec.json.encode(scrub_obj(msgspec.to_builtins(receipt))))
+    # names kept as they are (a case named `token=abcdefgh12.yaml`), as in the journal and the
+    # summary: scrubbed, two cases became one and the gate refused an honest receipt
+    plain = scrub_obj(msgspec.to_builtins(receipt), keep=IDENTIFIERS)
+    return msgspec.json.format(msgspec.json.encode(plain))
 
 
 def bundle_digest(run_dir: Path) -> str:
@@ -198,9 +201,13 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
         return f"names model {model} but its provenance {planned}"
     rows = r.rows
     units = {u.name for u in p.units}
+    seen: set[tuple[str, int, str]] = set()
     for row in rows:
         if row.case not in units or row.opponent not in p.opponents:
             return f"a row of {row.case} vs {row.opponent} is not one the run planned"
+        if (row.case, row.rep, row.opponent) in seen:
+            return f"has two rows of {row.case} rep {row.rep} vs {row.opponent}"
+        seen.add((row.case, row.rep, row.opponent))
         if row.outcome == "unscored" and row.decided_by not in UNSCORED:
             return (
                 f"a row of {row.case} vs {row.opponent} is decided by {row.decided_by!r} "

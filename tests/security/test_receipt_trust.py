@@ -357,6 +357,26 @@ def test_a_receipt_that_does_not_re_derive_is_never_published(tmp_path: Path, ca
     assert not (repo / "evals").exists() and (run / "receipt.json").is_file()
 
 
+def test_case_names_that_read_as_secrets_stay_apart_in_the_receipt(tmp_path: Path, capsys) -> None:
+    # outside review (RB3): the receipt was scrubbed whole, so cases named token=abcdefgh01
+    # and token=abcdefgh02 became one `token=[REDACTED]` unit and the gate refused an honest
+    # receipt; a receipt that repeats a row is refused in one line
+    skill = greeter(tmp_path)
+    names = [f"token=abcdefgh{i:02d}" for i in range(6)]
+    run = engine_receipt(skill, "run-1", {"baseline": "WWWWWW"}, names=names)
+    body = json.loads((run / "receipt.json").read_text())
+    assert [r["case"] for r in body["rows"]] == names
+    assert main(["gate", str(skill)]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    store = store_dir("greeter", digest(skill)) / "run-1.json"
+    stored = json.loads(store.read_text())
+    stored["rows"][1]["case"] = names[0]
+    store.write_text(json.dumps(stored))
+    assert main(["gate", str(skill)]) == 1
+    said = capsys.readouterr().out  # (the gate's own lines are scrubbed as every output is)
+    assert "(run run-1) has two rows of token=" in said and " rep 1 vs baseline" in said
+
+
 def test_endpoints_keep_scheme_and_host_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
