@@ -6,6 +6,25 @@ The Python API (skillbench/api.py) is importable from here: `skillbench.evaluate
 
 from __future__ import annotations
 
+import sys as _sys
+
+if _sys.argv[:1] and (
+    _sys.argv[0].rsplit("/", 1)[-1] == "skillbench"
+    or (_sys.argv[0] == "-m" and "skillbench" in _sys.orig_argv)
+):
+    # the command (console script or `python -m skillbench`) is starting: Ctrl-C from here on
+    # is one line, not a traceback from inside an import (the entry point, __main__.py, takes
+    # over once imported); a program that imports skillbench keeps its own handlers
+    import _signal
+    import os as _os
+
+    def _early(signum: int, _frame: object) -> None:
+        _os.write(2, b"skillbench: interrupted\n" if signum == 2 else b"skillbench: terminated\n")
+        _os._exit(128 + signum)
+
+    _signal.signal(_signal.SIGINT, _early)
+    _signal.signal(_signal.SIGTERM, _early)
+
 from typing import TYPE_CHECKING, Any
 
 from skillbench.version import __version__

@@ -87,3 +87,29 @@ def test_ctrl_c_at_any_moment_of_eval_is_one_line_and_130(fake, tmp_path: Path, 
         out = tmp_path / f"run-{delay}"
         code, err = interrupted([*argv, "--out", str(out)], delay, tmp_path)
         assert_clean(code, err, f"eval, SIGINT after {delay}s")
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_ctrl_c_timed_from_the_spawn_never_shows_skillbenchs_own_frames(
+    tmp_path: Path, entry: str
+) -> None:
+    """Outside review: timed from the spawn, not from the entry point's first instructions,
+    a SIGINT landed in skillbench/__init__.py's imports (and __main__.py's) before any
+    handler: a traceback through skillbench's own frames. Python's own start-up before any
+    skillbench code runs (`<frozen site>`, runpy finding the package) is not skillbench's to
+    guard."""
+    skill = make_skill(tmp_path, "greeter", {"evals/cases/a.yaml": "task: Greet\n"})
+    for step in range(40):
+        proc = subprocess.Popen(
+            [*ENTRIES[entry], "check", str(skill)],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(0.005 * step)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        # a frame of the package itself (not the editable install's finder, which site loads)
+        ours = [line for line in err.splitlines() if "File " in line and "/skillbench/" in line]
+        assert ours == [], (step, err)
