@@ -84,3 +84,27 @@ def test_a_broken_stream_ends_with_a_note(tmp_path: Path) -> None:
     assert any(n.startswith("copy ended early") for n in copy.done())
     copy.extract([b"not a tar at all" * 40])
     assert len(copy.done()) == 2
+
+
+def test_a_chain_of_folders_deeper_than_the_cap_is_left_out_with_a_note(tmp_path: Path) -> None:
+    # outside review (RB8): a losing candidate's 3,000-deep d/d/... chain made each entry's
+    # copy walk every level (cubic in the depth: 1,000 levels took five minutes) and left a
+    # tree no recursive removal can delete
+    from skillbench.sandbox.podman.copyout import MAX_DEPTH
+
+    chain = [f"work/{'d/' * depth}" for depth in range(1, 200)]
+    copy = CopyOut(tmp_path / "out", cap=1 << 20)
+    copy.extract(
+        tar_of(
+            (entry("work/", tarfile.DIRTYPE), None),
+            *((entry(name, tarfile.DIRTYPE), None) for name in chain),
+            (entry(f"work/{'d/' * 3}shallow.txt"), b"kept"),
+            (entry(f"work/{'d/' * 199}deep.txt"), b"gone"),
+        )
+    )
+    notes = copy.done()
+    out = tmp_path / "out"
+    assert (out / ("d/" * 3) / "shallow.txt").read_bytes() == b"kept"
+    deepest = max(len(p.relative_to(out).parts) for p in out.rglob("*"))
+    assert deepest == MAX_DEPTH + 1  # a folder MAX_DEPTH down, and what it holds
+    assert f"{199 - MAX_DEPTH} entries more than {MAX_DEPTH} folders down, left out" in notes

@@ -20,6 +20,10 @@ from pathlib import Path, PurePosixPath
 _CHUNK = 1 << 16
 _MAX_NOTES = 20
 _HEADER_ALLOWANCE = 64 << 20  # stream bytes beyond the cap for headers of empty entries
+# folders below the copied one: a workspace's own trees (node_modules among them) are far
+# shallower, and a chain thousands deep made each entry's copy walk (and a later removal
+# recurse) that deep, stalling the run for many minutes
+MAX_DEPTH = 64
 
 
 class _Stream:
@@ -74,9 +78,15 @@ def _parts(name: str, strip_top: bool) -> PurePosixPath | None:
     return PurePosixPath(*parts) if parts else PurePosixPath(".")
 
 
-def _safe_parent(dest: Path, rel: PurePosixPath, links: dict[str, str]) -> Path | None:
+def _safe_parent(
+    dest: Path, rel: PurePosixPath, links: dict[str, str], made: set[str]
+) -> Path | None:
     """The host folder for `rel`'s parent, made if missing; None if any part is a link (one
-    recorded, or one on disk)."""
+    recorded, or one on disk). `made`: folders already found safe (a folder stays one: no
+    link is ever made on the host, and an entry clashing with a folder is left out)."""
+    parent = rel.parent
+    if parent.as_posix() in made:
+        return dest / parent
     here = dest
     for i, part in enumerate(rel.parts[:-1]):
         here = here / part
@@ -86,6 +96,7 @@ def _safe_parent(dest: Path, rel: PurePosixPath, links: dict[str, str]) -> Path 
             here.mkdir()
         elif not here.is_dir():
             return None
+    made.update(PurePosixPath(*rel.parts[: i + 1]).as_posix() for i in range(len(rel.parts) - 1))
     return here
 
 
@@ -100,6 +111,8 @@ class CopyOut:
         self.stream_left = cap + _HEADER_ALLOWANCE
         self.notes = _Notes()
         self.links: dict[str, str] = {}  # path in the copy -> the link's target, as text
+        self.made: set[str] = set()  # folders made or found safe, as paths in the copy
+        self.too_deep = 0  # entries more than MAX_DEPTH folders down, left out
         self.manifest = dest.with_name(f"{dest.name}.symlinks.json")
         dest.mkdir(parents=True, exist_ok=True)
 
@@ -126,7 +139,10 @@ class CopyOut:
         self.stream_left -= stream.read_total
 
     def _one(self, tar: tarfile.TarFile, member: tarfile.TarInfo, rel: PurePosixPath) -> None:
-        parent = _safe_parent(self.dest, rel, self.links)
+        if len(rel.parts) > MAX_DEPTH + 1:
+            self.too_deep += 1
+            return
+        parent = _safe_parent(self.dest, rel, self.links, self.made)
         if parent is None:
             self.notes.add(f"{rel}: below a symlink, left out")
             return
@@ -166,7 +182,7 @@ class CopyOut:
         """Record a link and its target (never made, never followed), unless something is
         already there."""
         path = PurePosixPath(rel)
-        parent = _safe_parent(self.dest, path, self.links)
+        parent = _safe_parent(self.dest, path, self.links, self.made)
         if parent is None:
             self.notes.add(f"{rel}: below a symlink, left out")
         elif os.path.lexists(parent / path.name) or path.as_posix() in self.links:
@@ -182,6 +198,8 @@ class CopyOut:
 
     def done(self) -> list[str]:
         """Write the links' record (when there are links); the notes on everything left out."""
+        if self.too_deep:
+            self.notes.add(f"{self.too_deep} entries more than {MAX_DEPTH} folders down, left out")
         if self.links:
             try:
                 data = json.dumps(dict(sorted(self.links.items())), indent=1)
