@@ -591,8 +591,9 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     from skillbench.config import load_settings
     from skillbench.evals.skills import is_skill
     from skillbench.team.anchors import trusted_revision
+    from skillbench.team.gate import GateResult, load_policy, versions_to_gate
     from skillbench.team.gate import gate as gated
-    from skillbench.team.gate import load_policy
+    from skillbench.team.repo import TeamError
 
     skill_dir = Path(skill)
     if not is_skill(skill_dir):
@@ -609,6 +610,16 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     given = {k: v for k, v in flags.items() if v is not None}
     policy = load_policy(team, {**local, **given}, rev)
     result = gated(skill_dir, team, policy, rev=rev)
+    try:
+        others = versions_to_gate(skill_dir, team, rev) if result.passed else []
+    except TeamError as exc:  # a published tree no gate of this folder can stand for
+        others, result = [], GateResult(False, str(exc))
+    for other in others:
+        found = gated(other, team, policy, rev=rev)
+        if not found.passed:  # a version the pull request adds beside the one gated
+            reason = f"{other.name}, which this tree also publishes: {found.reason}"
+            result = msgspec.structs.replace(found, reason=reason)
+            break
     if rev is None:
         note = (
             "policy, allowed_signers and receipts read from the team repo's work tree; in CI "

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from skillbench.evals.skills import digest
+from skillbench.evals.skills import VERSION_RE, digest
 from skillbench.models import PROVIDER_ENDPOINTS, origin
 from skillbench.results.receipt import Claimed, Filed, Receipt, Unchecked, parse
 from skillbench.results.score import derive
@@ -20,7 +20,14 @@ from skillbench.results.sequential import problem, rule_problem, stimuli_of, sto
 from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED, Verdict
 from skillbench.team.anchors import Revision, anchor, files_under, show
 from skillbench.team.receipts import inconsistency, signed_message
-from skillbench.team.repo import SIGNERS, TeamError, known_receipts, measured, skill_at
+from skillbench.team.repo import (
+    SIGNERS,
+    TeamError,
+    known_receipts,
+    measured,
+    skill_at,
+    versions,
+)
 from skillbench.team.signing import SigningError, verify
 from skillbench.util.inputs import MAX_JSON, InputError, load_toml, read_capped
 
@@ -242,6 +249,54 @@ def _signed_only(
         "made on a laptop are advisory, sign them in CI (docs/ci.md)",
         useful[-1][0],
     )
+
+
+def versions_to_gate(skill_dir: Path, repo: Path | None, rev: Revision | None) -> list[Path]:
+    """The other published versions a gate of `skill_dir` must pass too, when it is a version
+    folder `skills/<name>/v<N>` of the team repo; TeamError when that skill's published tree is
+    not one a gate can stand for. The CI loop gates each skill's newest folder, so a pull
+    request could add a decoy the loop picks (`v3x/`, a copy of a measured version's bytes),
+    a version below the newest that nothing gates, or rewrite a published one in place. So:
+    every folder there but `evals/` is a `v<N>` version listed in versions.json at its
+    digest; and, against
+    a trusted revision, every version the base has is still there at the base's digest, and
+    each version the work tree adds is returned to be gated as well."""
+    if repo is None:
+        return []
+    folder = skill_dir.resolve().parent
+    skills = (repo / "skills").resolve()
+    if folder.parent != skills:
+        return []
+    name = folder.name
+    odd = sorted(
+        c.name
+        for c in folder.iterdir()
+        if c.is_dir() and c.name != "evals" and not VERSION_RE.match(c.name)
+    )
+    if odd:
+        raise TeamError(
+            f"skills/{name}/{odd[0]} is not a version folder (v<N>): a gate of the newest "
+            "version stands for the skill's whole published tree; remove it"
+        )
+    published = {v.name: v for v in versions(repo, name)}  # (TeamError: edited in place)
+    if rev is None:
+        return []
+    raw = show(rev, f"skills/{name}/versions.json")
+    try:
+        base = msgspec.json.decode(raw, type=dict[str, str]) if raw else {}
+    except msgspec.DecodeError:
+        raise TeamError(f"{rev.ref}:skills/{name}/versions.json is not a version index") from None
+    for version, was in sorted(base.items()):
+        if published.get(version) is None or published[version].digest != was:
+            raise TeamError(
+                f"skills/{name}/{version} is published at {rev.ref} as {was[:19]}, and this "
+                "tree removes or rewrites it: published versions are immutable"
+            )
+    return [
+        Path(v.path)
+        for v in published.values()
+        if v.name not in base and Path(v.path).resolve() != skill_dir.resolve()
+    ]
 
 
 def with_base_receipts(
