@@ -32,6 +32,7 @@ _NOT_SENT = (
     httpx.WriteTimeout,
     httpx.UnsupportedProtocol,
     httpx.LocalProtocolError,  # our client would not send it (a header value h11 refuses)
+    UnicodeEncodeError,  # nor this (a header value that is not ASCII)
 )
 
 

@@ -233,9 +233,13 @@ def _one_value_a_key(body: bytes) -> None:
             twice = next(k for k in keys if keys.count(k) > 1)
             raise _bad(f"the key {twice[:40]!r} is given twice in one object")
 
-    # not JSON, or too deep: the typed decode after this refuses it in its own words
-    with contextlib.suppress(ValueError, RecursionError):
+    try:
         json.loads(body, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        # a body this parser cannot read (a 5,000-digit number, a byte that is not UTF-8)
+        # may still pass the typed decode, which keeps the last of a key given twice: what
+        # cannot be checked here is refused, not forwarded
+        raise _bad("the body is not JSON every parser reads the same way") from None
 
 
 def read_head(body: bytes) -> Head:

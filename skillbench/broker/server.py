@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import hmac
 import json
-import re
 import secrets
 import socket
 import sys
@@ -63,8 +62,6 @@ _DROP = {
     "openai-project",
     "anthropic-organization-id",
 }
-# RFC 9110 field-value: visible characters and obs-text, spaces and tabs between them
-_FIELD_VALUE = re.compile(r"(?:[\x21-\x7e\x80-\xff](?:[ \t]*[\x21-\x7e\x80-\xff])*)?")
 READ_DEADLINE = 60.0  # seconds a connection may wait on its client before it is closed
 MAX_CONNECTIONS = 32  # threads one broker spends on connections (MAX_CONCURRENT calls + queue)
 _KEEP_LOG = 1 << 20  # characters of a request or a response kept in the exchange log
@@ -310,15 +307,7 @@ class Broker:
         if h.command != "POST":
             raise Refused(405, "invalid_request_error", f"skillbench broker: no {h.command}")
         self._check_key(h)
-        for name, value in h.headers.items():
-            # what HTTP allows in a field value: a value our client would refuse to send
-            # (NUL, an obs-fold) is refused before anything is held for it
-            if self.wire.forwards(name) and not _FIELD_VALUE.fullmatch(value):
-                raise Refused(
-                    400,
-                    "invalid_request_error",
-                    f"skillbench broker: header {name[:40]!r} has a character HTTP does not allow",
-                )
+        self.wire.check_headers(h.headers.items())
         self._connections.busy(h.connection)  # the session's own: never closed to make room
         endpoint = route(self.wire, h.path)
         call.body = read_body(
@@ -458,13 +447,15 @@ class Broker:
                     self._pass_on(call, resp)
                 except OSError:
                     call.hung_up = True
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, UnicodeEncodeError) as exc:
             call.error = exc
             if self._stopping.is_set():
                 raise _Cancelled from None
-            with self._lock:
-                self.failures += 1
-                self._ended(call, failed=True)
+            local = isinstance(exc, httpx.LocalProtocolError | UnicodeEncodeError)
+            if not local:  # our client refusing to send a request is no failure of the provider
+                with self._lock:
+                    self.failures += 1
+                    self._ended(call, failed=True)
             why = f"skillbench broker: provider unreachable: {type(exc).__name__}"
             if call.response is None:  # nothing was sent to the CLI yet: it can be told
                 self._reply_error(h, 502, "api_error", why)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -66,6 +66,25 @@ class Wire(msgspec.Struct, frozen=True):
     def forwards(self, name: str) -> bool:
         low = name.lower()
         return low in self.headers or low.startswith(self.header_prefixes)
+
+    def check_headers(self, headers: Iterable[tuple[str, str]]) -> None:
+        """Refused (400) for a header this wire forwards that HTTP does not allow in the ASCII
+        our client sends (NUL, an obs-fold, `é`, a name with `(`): the client would refuse to
+        send it, so it is refused before anything is held for the call."""
+        for name, value in headers:
+            if self.forwards(name) and not (
+                _FIELD_NAME.fullmatch(name) and _FIELD_VALUE.fullmatch(value)
+            ):
+                raise Refused(
+                    400,
+                    "invalid_request_error",
+                    f"skillbench: header {name[:40]!r} has a character HTTP does not allow",
+                )
+
+
+# RFC 9110 field-name (a token) and field-value (visible ASCII, spaces and tabs between)
+_FIELD_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_FIELD_VALUE = re.compile(r"(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?")
 
 
 # `/v1beta/models/<name>:<verb>[?alt=sse]`: a plain name, one verb, no other query

@@ -213,6 +213,7 @@ class DriverRelay:
                     405, "invalid_request_error", f"skillbench relay: no {handler.command}"
                 )
             wire = _WIRES[name]
+            wire.check_headers(handler.headers.items())
             body = read_body(
                 handler.rfile, handler.headers, sock=handler.connection, deadline=READ_DEADLINE
             )

@@ -552,17 +552,27 @@ def test_a_call_never_sent_is_never_billed(tmp_path: Path) -> None:
             post_as_relay(
                 broker, "/v1/messages", json.dumps(body).encode(), {"user-agent": agent}
             ).status_code
-            for agent in ("a\x00b", "a\r\n b", "a\x7fb")
+            for agent in ("a\x00b", "a\r\n b", "a\x7fb", "caf\u00e9")
+        ]
+        # a header name our client refuses (second review): refused, no try of the question
+        # spent, so the CLI's own identical call still goes
+        named = [
+            post_as_relay(
+                broker, "/v1/messages", json.dumps(body).encode(), {"x-stainless-a(b)": "1"}
+            ).status_code
+            for _ in range(3)
         ]
         honest = _post(broker, body)
     finally:
         broker.stop()
         fake.stop()
-    assert statuses == [400, 400, 400]
+    assert statuses == [400, 400, 400, 400] and named == [400, 400, 400]
     assert honest.status_code == 200 and len(fake.log()) == 1
+    assert broker.fault is None and broker.failures == 0
     assert run.snapshot().spent < 0.01  # the one call that ran, at its billed usage
     # and where a forward does fail in our client, the call is not counted as run
     assert not may_have_run(None, httpx.LocalProtocolError("refused"))
+    assert not may_have_run(None, UnicodeEncodeError("ascii", "é", 0, 1, "not ASCII"))
 
 
 def _post(broker: Broker, body: dict[str, Any]) -> httpx.Response:

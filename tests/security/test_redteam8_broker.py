@@ -216,6 +216,14 @@ def test_a_body_field_given_twice_is_refused() -> None:
     ):
         with pytest.raises(Refused, match="given twice"):
             read_gemini_head(raw, "gemini-2.5-flash")
+    # a body Python's parser cannot read but the typed decode can (a 5,000-digit number, a
+    # byte that is not UTF-8) hid a duplicate behind it (second review): refused
+    for raw in (
+        b'{"model":"gpt-5","max_tokens":5,"x":' + b"9" * 5000 + b',"n":8,"n":1}',
+        b'{"model":"gpt-5","max_tokens":5,"x":"\xff","n":8,"n":1}',
+    ):
+        with pytest.raises(Refused, match="not JSON every parser reads the same way"):
+            read_head(raw)
     # a key repeated in different objects is no duplicate
     read_head(b'{"model":"gpt-5","max_tokens":5,"messages":[{"role":"user"},{"role":"user"}]}')
 

@@ -174,6 +174,16 @@ class Grader(StringKind):
         if done.timed_out:
             return CheckResult(name, False, f"timed out after {limit:g} s")
         found = _graded(name, done, check)
+        if found.passed and done.truncated:
+            # the middle of its stdout was cut (the sandbox keeps its head and tail): the
+            # grader's own verdict may be what was cut, under the candidate's output
+            return CheckResult(
+                name,
+                False,
+                "the grader's output was longer than the sandbox keeps, cut in the middle: a "
+                f"verdict left there may not be the grader's (it said: {found.detail[:200]})",
+                score=found.score,
+            )
         if found.passed and done.exit_code != 0:
             # A verdict on stdout may be the candidate's (it shares the grader's stdout): when
             # the grader itself did not exit 0 (its contract is its exit code, or the
