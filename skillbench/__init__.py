@@ -8,10 +8,34 @@ from __future__ import annotations
 
 import sys as _sys
 
-if _sys.argv[:1] and (
-    _sys.argv[0].rsplit("/", 1)[-1] == "skillbench"
-    or (_sys.argv[0] == "-m" and "skillbench" in _sys.orig_argv)
-):
+
+def _run_as_the_command() -> bool:
+    """Whether this process is the `skillbench` command: its console script, or `python -m`
+    with skillbench or a module of it (`-m skillbench`, `-mskillbench.__main__`)."""
+    if _sys.argv[:1] and _sys.argv[0].rsplit("/", 1)[-1] == "skillbench":
+        return True
+    args = iter(_sys.orig_argv[1:])
+    for arg in args:
+        if arg == "--check-hash-based-pycs":
+            next(args, None)
+            continue
+        if not arg.startswith("-") or arg in ("-", "--"):
+            return False  # a script (or stdin) runs: not the command
+        letters = arg[1:]  # single-letter options may be joined: -Bm skillbench
+        for k, letter in enumerate(letters):
+            if letter == "m":
+                module = letters[k + 1 :] or next(args, "")
+                return module.split(".")[0] == "skillbench"
+            if letter == "c":
+                return False
+            if letter in "XW":  # takes a value: the rest of this argument, or the next one
+                if k + 1 == len(letters):
+                    next(args, None)
+                break
+    return False
+
+
+if _run_as_the_command():
     # the command (console script or `python -m skillbench`) is starting: Ctrl-C from here on
     # is one line, not a traceback from inside an import (the entry point, __main__.py, takes
     # over once imported); a program that imports skillbench keeps its own handlers
@@ -25,9 +49,9 @@ if _sys.argv[:1] and (
     _signal.signal(_signal.SIGINT, _early)
     _signal.signal(_signal.SIGTERM, _early)
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any  # noqa: E402  (after the handler, on purpose)
 
-from skillbench.version import __version__
+from skillbench.version import __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from skillbench.api import (

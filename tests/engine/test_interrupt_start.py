@@ -113,3 +113,24 @@ def test_ctrl_c_timed_from_the_spawn_never_shows_skillbenchs_own_frames(
         # a frame of the package itself (not the editable install's finder, which site loads)
         ours = [line for line in err.splitlines() if "File " in line and "/skillbench/" in line]
         assert ours == [], (step, err)
+
+
+@pytest.mark.parametrize(
+    ("argv", "orig", "ours"),
+    [
+        (["/venv/bin/skillbench", "eval"], ["/venv/bin/python", "/venv/bin/skillbench"], True),
+        (["-m"], ["python", "-m", "skillbench", "eval"], True),
+        (["-m"], ["python", "-mskillbench", "eval"], True),  # second review: joined
+        (["-m"], ["python", "-m", "skillbench.__main__"], True),  # and a module of it
+        (["-m"], ["python", "-X", "dev", "-Bm", "skillbench"], True),
+        (["-m"], ["python", "-m", "pytest", "tests"], False),
+        (["-c"], ["python", "-c", "import skillbench"], False),  # a program importing it
+        (["app.py"], ["python", "-W", "ignore", "app.py", "-m", "skillbench"], False),
+    ],
+)
+def test_only_the_command_takes_ctrl_c_at_import(monkeypatch, argv, orig, ours) -> None:
+    import skillbench
+
+    monkeypatch.setattr(skillbench._sys, "argv", argv)
+    monkeypatch.setattr(skillbench._sys, "orig_argv", orig)
+    assert skillbench._run_as_the_command() is ours
