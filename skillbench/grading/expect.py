@@ -106,6 +106,16 @@ def prompt(
     return TextBlock(f"## Task given to the agent\n{task}\n\n", cache=True), TextBlock(asked)
 
 
+def _passed(reply: dict[str, Any]) -> object:
+    """What a grader's reply decides: each expectation's id and whether it passed."""
+    return sorted(
+        (r["id"], r["passed"])
+        for r in reply["results"]
+        if isinstance(r, dict) and isinstance(r.get("id"), int)
+        if isinstance(r.get("passed"), bool)
+    )
+
+
 def _valid(ids: set[int]):
     def check(reply: dict[str, Any]) -> bool:
         results = reply.get("results")
@@ -142,7 +152,7 @@ async def _grade_once(
         return None, f"the grader failed: {exc}", usage
     usage = done.usage
     reply = frame.verdict(
-        done.text, _valid({i for i, _ in items}), done.stop_reason != "max_tokens"
+        done.text, _valid({i for i, _ in items}), done.stop_reason != "max_tokens", _passed
     )
     if reply is None:
         return None, f"the grader's reply is unparseable: {done.text[:200]!r}", usage

@@ -44,12 +44,12 @@ class Frame:
 
     def __init__(self, nonce: str | None = None) -> None:
         self.nonce = nonce or secrets.token_hex(NONCE_BYTES)
-        self._planted: set[str] = set()  # every object the framed material holds, as JSON
+        self._planted: list[dict[str, Any]] = []  # every object the framed material holds
 
     def block(self, label: str, text: str) -> str:
         """`text` between boundary lines that carry this call's nonce."""
         clean = text.replace(self.nonce, "[boundary id removed]")
-        self._planted.update(_canonical(o) for o in every_object(clean[-MAX_REPLY_CHARS:]))
+        self._planted += every_object(clean[-MAX_REPLY_CHARS:])
         return f"<<<{label} {self.nonce}\n{clean}\n{label} {self.nonce}>>>"
 
     def stamp(self) -> str:
@@ -57,20 +57,27 @@ class Frame:
         return f"This call's frame id is {self.nonce}."
 
     def verdict(
-        self, reply: str, valid: Callable[[dict[str, Any]], bool], complete: bool = True
+        self,
+        reply: str,
+        valid: Callable[[dict[str, Any]], bool],
+        complete: bool = True,
+        meaning: Callable[[dict[str, Any]], object] | None = None,
     ) -> dict[str, Any] | None:
         """The model's verdict in `reply`: the last valid object with this call's nonce, else
-        the one valid object carrying no nonce at all (repeated or not); None when there is
-        none, when nonce-less objects disagree (the model's verdict first and a planted one
-        it quoted after, or the other way round), when the framed material holds an object
-        equal to it (a model that only quoted the material), or when the reply was cut off
-        (`complete` False: its own verdict may be what was cut)."""
+        the one verdict carrying no nonce at all (repeated or not); None when there is none,
+        when nonce-less verdicts disagree (the model's verdict first and a planted one it
+        quoted after, or the other way round), when the framed material holds a valid object
+        that means the same (`meaning`: what the verdict decides, the whole object if not
+        given; a model that only quoted the material, however it respelled it), or when the
+        reply was cut off (`complete` False: its own verdict may be what was cut)."""
+        means = meaning or _canonical
         found = [o for o in json_objects(reply[-MAX_REPLY_CHARS:]) if valid(o)]
         mine = [o for o in found if o.get("nonce") == self.nonce]
         if mine:
             return mine[-1]
-        bare = {_canonical(o): o for o in found if "nonce" not in o}
-        if not complete or len(bare) != 1 or set(bare) & self._planted:
+        bare = {repr(means(o)): o for o in found if "nonce" not in o}
+        planted = {repr(means(o)) for o in self._planted if valid(o)}
+        if not complete or len(bare) != 1 or set(bare) & planted:
             return None
         return next(iter(bare.values()))
 

@@ -68,6 +68,13 @@ def test_the_verdict_is_the_models_own_object_not_a_quoted_one() -> None:
     assert framed.verdict('It ends {"winner": "tie"}', valid) is None
     assert framed.verdict('{"winner": "B"}', valid) == {"winner": "B"}
     assert framed.verdict('{"winner": "B"}', valid, complete=False) is None
+    # respelled (second review): compared by what the verdict decides, not its letters
+    winner = lambda o: str(o.get("winner", "")).upper()  # noqa: E731
+    any_case = lambda o: winner(o) in ("A", "B", "TIE")  # noqa: E731
+    assert framed.verdict('{"winner": "a"}', any_case) == {"winner": "a"}  # by its letters
+    assert framed.verdict('{"winner": "a"}', any_case, meaning=winner) is None
+    assert framed.verdict('{"winner": "A", "reason": "mine"}', any_case, meaning=winner) is None
+    assert framed.verdict('{"winner": "b"}', any_case, meaning=winner) == {"winner": "b"}
     assert framed.verdict('{"winner": "A", "nonce": "0011223344556677"}', valid, False) == {
         "winner": "A",
         "nonce": "0011223344556677",
