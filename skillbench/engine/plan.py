@@ -46,7 +46,7 @@ from skillbench.results.records import (
     Plan,
     Unit,
 )
-from skillbench.results.sequential import rule_for
+from skillbench.results.sequential import MAX_STIMULI, Rule, rule_for
 from skillbench.sandbox import images_of
 from skillbench.sandbox.base import (
     CASE_DIR,
@@ -121,6 +121,16 @@ def setup_case(spec: Session, skill_dir: Path) -> Path | None:
     """What `setup` sees at $CASE: the case's own folder on the host; None without a setup
     or such a folder."""
     return case_folder(spec, skill_dir) if spec.setup else None
+
+
+def _rule(stimuli: int, settings: Settings) -> Rule:
+    """The stopping rule of a sequential run of `stimuli` stimuli at the settings' floor."""
+    if stimuli > MAX_STIMULI:
+        raise EvalError(
+            f"--sequential: {stimuli} stimuli, and the stopping rule's exact boundaries take at "
+            f"most {MAX_STIMULI}; run the fixed design (without --sequential) or fewer cases"
+        )
+    return rule_for(stimuli, settings.min_net_lift)
 
 
 def case_spec(
@@ -459,9 +469,7 @@ def prepare(opts: EvalOptions, log: Callable[[str], None] = lambda _: None) -> P
         case_filter=opts.case,
         evals=list(opts.evals),
         library=library,
-        sequential=rule_for(len(sessions), settings.min_net_lift)
-        if settings.stats.sequential
-        else None,
+        sequential=_rule(len(sessions), settings) if settings.stats.sequential else None,
     )
     try:
         (run_dir / "plan.json").write_bytes(msgspec.json.format(msgspec.json.encode(plan)))

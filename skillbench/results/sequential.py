@@ -44,6 +44,9 @@ SPENDING = (
     "pocock"  # measured by bench/calibration.py: early looks stop more than O'Brien–Fleming's
 )
 MIN_FIRST_LOOK = 5  # fewer votes can never cross any boundary: no look before 5 stimuli
+# the most stimuli a rule looks at: its exact boundaries cost time that grows with the
+# square of the votes (2 s a look at 1,000), and a receipt or plan.json names them
+MAX_STIMULI = 1000
 
 
 class Rule(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,6 +70,11 @@ class Rule(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError(f"min_net_lift {self.min_net_lift} is not between 0 and 1")
         if not self.looks or self.looks[0] < 1 or self.looks != sorted(set(self.looks)):
             raise ValueError(f"looks {self.looks[:8]} are not increasing counts from 1")
+        if len(self.looks) > len(LOOK_FRACTIONS) or self.looks[-1] > MAX_STIMULI:
+            raise ValueError(
+                f"looks {self.looks[:8]}: at most {len(LOOK_FRACTIONS)} looks at up to "
+                f"{MAX_STIMULI} stimuli"
+            )
 
 
 class Stop(msgspec.Struct, frozen=True):

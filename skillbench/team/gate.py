@@ -16,7 +16,7 @@ from skillbench.evals.skills import VERSION_RE, digest
 from skillbench.models import PROVIDER_ENDPOINTS, origin
 from skillbench.results.receipt import Claimed, Filed, Receipt, Unchecked, parse
 from skillbench.results.score import derive
-from skillbench.results.sequential import problem, rule_problem, stimuli_of, stop_of
+from skillbench.results.sequential import problem, stimuli_of, stop_of
 from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED, Verdict
 from skillbench.team.anchors import Revision, anchor, files_under, show
 from skillbench.team.receipts import inconsistency, signed_message
@@ -586,9 +586,6 @@ def stopping_problem(r: Receipt) -> str | None:
         )
     if p.sequential is not None:
         order = stimuli_of(u.name for u in p.units)
-        unlike = rule_problem(p.sequential, len(order))
-        if unlike is not None:
-            return f"declares a stopping rule that is not skillbench's: {unlike}"
         scored = [row for row in rows if row.decided_by not in UNSCORED]
         made = stop_of(scored, p.sequential, p.opponents[0], order, len(p.sequential.looks))
         if made != r.stop:

@@ -36,6 +36,7 @@ from skillbench.results.receipt import (  # noqa: F401 (Provenance, Receipt: thi
     parse,
 )
 from skillbench.results.score import derive
+from skillbench.results.sequential import rule_problem, stimuli_of
 from skillbench.results.verdict import UNSCORED
 from skillbench.team.signing import sign
 from skillbench.util.inputs import MAX_JSON, InputError, read_capped
@@ -199,6 +200,10 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
     model, planned = r.models.get("agent"), p.models.get("agent")
     if model and planned and model != planned:
         return f"names model {model} but its provenance {planned}"
+    if p.sequential is not None:  # before any re-derivation: its rule is what it computes by
+        unlike = rule_problem(p.sequential, len(stimuli_of(u.name for u in p.units)))
+        if unlike is not None:
+            return f"declares a stopping rule that is not skillbench's: {unlike}"
     rows = r.rows
     units = {u.name for u in p.units}
     seen: set[tuple[str, int, str]] = set()

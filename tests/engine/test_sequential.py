@@ -244,6 +244,10 @@ def test_a_receipt_whose_rule_makes_its_own_boundaries_is_refused(capsys, greete
         {"alpha": 0},
         {"spending": "x"},
         {"min_net_lift": -5},
+        # second review: a look at every stimulus, or one at 2**63: minutes of CPU and the
+        # machine's memory to re-derive, before the rule was found not skillbench's
+        {"looks": list(range(5, 45))},
+        {"looks": [6, 100_000]},
     ],
 )
 def test_a_rule_its_functions_cannot_compute_with_is_one_line(capsys, greeter, rule):
@@ -256,6 +260,16 @@ def test_a_rule_its_functions_cannot_compute_with_is_one_line(capsys, greeter, r
     assert "Traceback" not in said and len(said.splitlines()) == 1, said
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert({"min_net_lift": 0.2, "looks": [8, 20], **rule}, Rule)
+
+
+def test_a_sequential_plan_past_the_rules_stimuli_is_one_line() -> None:
+    from skillbench.config import Settings
+    from skillbench.engine.plan import EvalError, _rule
+    from skillbench.results.sequential import MAX_STIMULI
+
+    assert _rule(MAX_STIMULI, Settings()).looks[-1] == MAX_STIMULI
+    with pytest.raises(EvalError, match="run the fixed design"):
+        _rule(MAX_STIMULI + 1, Settings())
 
 
 def test_plan_shows_expected_and_worst_case_for_both_designs():
