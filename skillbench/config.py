@@ -333,6 +333,7 @@ def _measures(folder: Path, start: Path) -> bool:
     return in_a_skill or _holds_skill(target)
 
 
+MIN_SIZE = 1 << 20  # any limit under a megabyte is a mistake, or a way around the limit
 MAX_PIDS = 32_768  # the kernel's default pid_max: more is no sandbox limit at all
 
 
@@ -344,11 +345,21 @@ def _within_the_machine(settings: Settings, path: Path | None) -> None:
     sizes = {"memory": settings.memory, "max_memory": settings.max_memory}
     sizes |= {f"sandbox.{k}": getattr(settings.sandbox, k) for k in ("disk", "home", "tmp")}
     for key, value in sizes.items():
-        if ram and parse_size(value) > ram:
+        if parse_size(value) < MIN_SIZE:  # podman reads a memory limit of 0 as none at all
             raise ConfigError(
-                f"{path or 'config'}: {key} = {value!r} is more than this machine's memory "
-                f"({ram >> 20}m); a sandbox limit is at most the machine"
+                f"{path or 'config'}: {key} = {value!r} is under {MIN_SIZE >> 20}m; "
+                "a sandbox limit is a size such as 512m or 2g"
             )
+    # a sandbox's memory limit is its memory plus its tmpfs caps (their pages are memory)
+    total = max(parse_size(settings.memory), parse_size(settings.max_memory)) + sum(
+        parse_size(getattr(settings.sandbox, k)) for k in ("disk", "home", "tmp")
+    )
+    if ram and total > ram:
+        raise ConfigError(
+            f"{path or 'config'}: memory (or max_memory) with sandbox.disk, home and tmp come to "
+            f"{total >> 20}m a sandbox, more than this machine's memory ({ram >> 20}m); a "
+            "sandbox's limits are at most the machine"
+        )
     if not 1 <= settings.pids <= MAX_PIDS:
         raise ConfigError(f"{path or 'config'}: pids must be between 1 and {MAX_PIDS}")
 

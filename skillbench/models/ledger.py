@@ -12,6 +12,7 @@ that only happens with no ceiling.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -59,6 +60,8 @@ class RunLedger:
         only while its call runs, and the agent, which holds its session's key, could
         otherwise hold the run's budget with calls the provider refuses unbilled, timed for
         its CLI's next call."""
+        if amount is not None and not (math.isfinite(amount) and amount >= 0):
+            amount = None  # no worst case a ceiling can count (prices are checked where read)
         if amount is None:
             with self._lock:
                 if self.ceiling is None:
@@ -79,9 +82,9 @@ class RunLedger:
     def settle(self, reserved: float | None, actual: float | None, kind: str = "agent") -> None:
         """The call is over: release its reservation, count what it was billed."""
         with self._lock:
-            if reserved is not None:
+            if reserved is not None and math.isfinite(reserved):
                 self._reserved = max(0.0, self._reserved - reserved)
-            if actual:
+            if actual and math.isfinite(actual) and actual > 0:
                 self._spent += actual
                 self._by_kind[kind] = self._by_kind.get(kind, 0.0) + actual
             self._settled.notify_all()

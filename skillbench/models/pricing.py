@@ -17,6 +17,7 @@ and no charge to write.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import TypeVar
@@ -32,6 +33,21 @@ class Price(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cache_read: float | None = None  # defaults to input / 10
     cache_write: float | None = None  # defaults to input * 1.25
     cache_write_1h: float | None = None  # defaults to input * 2
+
+    def __post_init__(self) -> None:
+        # a NaN compares false with every ceiling and a negative price spends money back:
+        # either would let --max-cost run unbounded
+        for rate in (
+            self.input,
+            self.output,
+            self.cache_read,
+            self.cache_write,
+            self.cache_write_1h,
+        ):
+            if rate is not None and not (math.isfinite(rate) and rate >= 0):
+                raise ValueError(
+                    f"a price is a number of USD per million tokens, 0 or more, got {rate}"
+                )
 
 
 # Matched by the model reference's exact name or a dated snapshot of it (`_SNAPSHOT`); a key

@@ -101,6 +101,10 @@ def test_a_call_with_no_price_passes_only_where_there_is_no_ceiling() -> None:
     assert not capped.reserve(None) and capped.snapshot().refused == 1
     assert open_.reserve(None)
     assert capped.reserve(0.5)  # a priced call still fits
+    # nor does an amount no ceiling can compare (NaN) or one that gives money back
+    assert not capped.reserve(float("nan")) and not capped.reserve(-5.0)
+    capped.settle(0.5, float("nan"))
+    assert capped.snapshot().spent == 0.0 and capped.snapshot().reserved == 0.0
 
 
 def test_concurrent_reservations_hold_the_ceiling() -> None:

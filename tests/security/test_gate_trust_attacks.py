@@ -196,8 +196,13 @@ def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_siz
     assert load_settings(tmp_path / "pack").settings.cluster.address == "ray://198.51.100.7:10001"
     capsys.readouterr()
     for body, said in (
-        ('memory = "1100g"\n', "memory = '1100g' is more than this machine's memory"),
-        ('[sandbox]\ntmp = "500g"\n', "sandbox.tmp = '500g' is more than this machine's"),
+        ('memory = "1100g"\n', "a sandbox, more than this machine's memory"),
+        ('[sandbox]\ntmp = "500g"\n', "a sandbox, more than this machine's memory"),
+        # second review: podman reads a memory limit of 0 as none; NaN and negative prices
+        # compare false with every ceiling or spend money back
+        ('memory = "0"\n', "memory = '0' is under 1m"),
+        ('[prices."anthropic/claude-sonnet-4-6"]\ninput = nan\noutput = nan\n', "0 or more"),
+        ('[prices."openai/my-model"]\ninput = -1000000.0\noutput = 1.0\n', "0 or more"),
         ("pids = 100000\n", "pids must be between 1 and 32768"),
         ('[prices."openai/gpt-5"]\ninput = 1.25\noutput = 10.0\ncache_read = 0.0\n', "below"),
     ):
