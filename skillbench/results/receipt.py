@@ -179,6 +179,6 @@ def parse(data: bytes) -> Filed:
     try:
         return msgspec.json.decode(data, type=Receipt)
     except msgspec.ValidationError as exc:
-        what = "its rows are not rows" if "at `$.rows[" in str(exc) else "it is not a receipt"
+        what = "its rows are not rows" if "at `$.rows[" in str(exc) else "is not a receipt"
         head.problem = f"{what} skillbench writes ({exc})"
         return head

@@ -3,6 +3,7 @@ team's policy? Receipts come from the team repo (team/repo.py) and the local sto
 
 from __future__ import annotations
 
+import os
 import tempfile
 import tomllib
 from datetime import datetime
@@ -263,11 +264,29 @@ def versions_to_gate(skill_dir: Path, repo: Path | None, rev: Revision | None) -
     each version the work tree adds is returned to be gated as well."""
     if repo is None:
         return []
-    folder = skill_dir.resolve().parent
-    skills = (repo / "skills").resolve()
-    if folder.parent != skills:
+    root = Path(os.path.abspath(repo)) / "skills"
+    here = Path(os.path.abspath(skill_dir))
+    try:  # read where it is named (a link on the way must not move it out of sight) ...
+        rel = here.relative_to(root)
+    except ValueError:  # ... or where it is, when named by another path to the same place
+        try:
+            rel = here.resolve().relative_to(root.resolve())
+        except ValueError:
+            return []
+    if len(rel.parts) != 2:
         return []
-    name = folder.name
+    name = rel.parts[0]
+    folder = root / name
+    # a link there makes the tree git holds and the one read differ (a version folder, or
+    # the skill's folder, linked to bytes kept elsewhere)
+    linked = [
+        p for p in (root, folder, folder / "versions.json", *folder.iterdir()) if p.is_symlink()
+    ]
+    if linked:
+        raise TeamError(
+            f"{linked[0].relative_to(root.parent)} is a link: a skill's published tree holds "
+            "its own folders and versions.json, never links; replace it with the files"
+        )
     odd = sorted(
         c.name
         for c in folder.iterdir()

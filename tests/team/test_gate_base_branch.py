@@ -263,3 +263,20 @@ def test_a_published_version_rewritten_in_place_is_refused(tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert code == 1 and "skills/greeter/v1 is published at merge-base(HEAD, main) as" in out, out
     assert "published versions are immutable" in out
+
+
+def test_a_link_in_the_published_tree_is_refused(tmp_path: Path, capsys):
+    """Second outside review: the published-tree check resolved the gated folder, so a
+    version folder linked to bytes kept elsewhere (v3 -> ../../.hidden/v3, a copy of the
+    measured v1) moved it out of the check, and the loop's gate of v3 passed beside an
+    unmeasured v2 that versions.json does not even list."""
+    repo, _ = base_and_pr(capsys, tmp_path, "WWWWWW")
+    v1 = repo / "skills/greeter/v1"
+    shutil.copytree(_evil(tmp_path, v1), repo / "skills/greeter/v2")
+    shutil.copytree(v1, repo / ".hidden/v3")
+    (repo / "skills/greeter/v3").symlink_to("../../.hidden/v3")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "linked")
+    code = main(["gate", str(repo / "skills/greeter/v3"), "--team", str(repo), "--base", "main"])
+    out = capsys.readouterr().out
+    assert code == 1 and "skills/greeter/v3 is a link: a skill's published tree" in out, out

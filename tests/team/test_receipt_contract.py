@@ -172,7 +172,7 @@ def test_a_hostile_team_receipt_is_a_one_line_gate_refusal(
     captured = capsys.readouterr()
     assert (code, captured.err) == (1, "")
     assert captured.out.strip() == (
-        "gate refused: greeter: the newest measured receipt (run run-main) it is not a receipt "
+        "gate refused: greeter: the newest measured receipt (run run-main) is not a receipt "
         "skillbench writes (Expected `int`, got `str` - at `$.comparisons[...].win`)"
     )
     assert msgspec.json.decode((DATA / "unsigned.json").read_bytes(), type=Receipt)
