@@ -306,7 +306,7 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
             raise ConfigError(
                 f"{path or 'config'}: {key} = {value!r} is not a size; write it like 512m or 2g"
             ) from None
-    _within_the_machine(settings, path)
+    _within_the_machine(settings, path, sources)
     _at_list_price(settings, path)
     why = unknown(settings.sandbox.provider)
     if why is not None:
@@ -337,7 +337,7 @@ MIN_SIZE = 1 << 20  # any limit under a megabyte is a mistake, or a way around t
 MAX_PIDS = 32_768  # the kernel's default pid_max: more is no sandbox limit at all
 
 
-def _within_the_machine(settings: Settings, path: Path | None) -> None:
+def _within_the_machine(settings: Settings, path: Path | None, sources: dict[str, str]) -> None:
     """Sandbox limits no larger than the machine: a project file (a downloaded pack's
     among them) that lifts them to 1.1 TB of memory or 100,000 processes is refused, not
     applied to every arm."""
@@ -350,16 +350,20 @@ def _within_the_machine(settings: Settings, path: Path | None) -> None:
                 f"{path or 'config'}: {key} = {value!r} is under {MIN_SIZE >> 20}m; "
                 "a sandbox limit is a size such as 512m or 2g"
             )
-    # a sandbox's memory limit is its memory plus its tmpfs caps (their pages are memory)
-    total = max(parse_size(settings.memory), parse_size(settings.max_memory)) + sum(
-        parse_size(getattr(settings.sandbox, k)) for k in ("disk", "home", "tmp")
-    )
-    if ram and total > ram:
-        raise ConfigError(
-            f"{path or 'config'}: memory (or max_memory) with sandbox.disk, home and tmp come to "
-            f"{total >> 20}m a sandbox, more than this machine's memory ({ram >> 20}m); a "
-            "sandbox's limits are at most the machine"
-        )
+    # a sandbox's memory limit is its memory plus its tmpfs caps (their pages are memory);
+    # only what a file or a flag chose is held to it: the defaults run on a small machine
+    tmpfs = sum(parse_size(getattr(settings.sandbox, k)) for k in ("disk", "home", "tmp"))
+    chose = {
+        k for k in ("memory", "max_memory", "sandbox") if sources.get(k, "default") != "default"
+    }
+    for key in ("memory", "max_memory"):
+        total = parse_size(getattr(settings, key)) + tmpfs
+        if ram and total > ram and (key in chose or (key == "memory" and "sandbox" in chose)):
+            raise ConfigError(
+                f"{path or 'config'}: {key} with sandbox.disk, home and tmp comes to "
+                f"{total >> 20}m a sandbox, more than this machine's memory ({ram >> 20}m); a "
+                "sandbox's limits are at most the machine"
+            )
     if not 1 <= settings.pids <= MAX_PIDS:
         raise ConfigError(f"{path or 'config'}: pids must be between 1 and {MAX_PIDS}")
 

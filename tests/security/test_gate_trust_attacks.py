@@ -308,3 +308,20 @@ def test_a_malformed_team_receipt_is_refused_naming_the_file(tmp_path: Path, cap
     assert err[0].startswith(f"skillbench: error: {repo / 'evals/greeter/v1/newer-fail.json'}: "), (
         err
     )
+
+
+def test_the_default_limits_run_on_a_small_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the machine check holds a file's or a flag's choice, never the defaults (max_memory 8g
+    # and the tmpfs caps add up past a 4 GB machine's memory)
+    import skillbench.config as config
+
+    monkeypatch.setattr(config, "machine_memory", lambda: 4 << 30)
+    monkeypatch.chdir(tmp_path)
+    assert config.load_settings(tmp_path).settings.max_memory == "8g"
+    (tmp_path / "skillbench.toml").write_text('memory = "1g"\n')
+    assert config.load_settings(tmp_path).settings.memory == "1g"
+    (tmp_path / "skillbench.toml").write_text('memory = "3g"\n[sandbox]\ndisk = "2g"\n')
+    with pytest.raises(config.ConfigError, match="memory with sandbox.disk, home and tmp"):
+        config.load_settings(tmp_path)
