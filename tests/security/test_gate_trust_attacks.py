@@ -323,5 +323,5 @@ def test_the_default_limits_run_on_a_small_machine(
     (tmp_path / "skillbench.toml").write_text('memory = "1g"\n')
     assert config.load_settings(tmp_path).settings.memory == "1g"
     (tmp_path / "skillbench.toml").write_text('memory = "3g"\n[sandbox]\ndisk = "2g"\n')
-    with pytest.raises(config.ConfigError, match="memory with sandbox.disk, home and tmp"):
+    with pytest.raises(config.ConfigError, match=r"memory with sandbox\.disk, home and tmp"):
         config.load_settings(tmp_path)
