@@ -23,12 +23,6 @@ SCRIPT_TIMEOUT = 600.0  # an imported verifier may run a whole test suite
 MAX_RUN = 86_400  # a day: a reward script's `timeout` (Harbor tasks give up to hours)
 RESULTS = "/tmp/results"  # a grader's $RESULTS: the session's trace.jsonl (optimizer_trace)
 VALLY_INPUT = f"{RESULTS}/grader-input.json"  # a Vally program grader's EVALUATE_GRADER_INPUT
-# A grader's stdout as it stood when the grader exited: a process it left behind (the
-# candidate's program, run by the grader) cannot add to it afterwards.
-GRADER_WRAPPER = (
-    'out=$(mktemp) && { bash -c "$1" >"$out"; rc=$?; '
-    'head -c "$(stat -c %s "$out")" "$out"; rm -f "$out"; exit $rc; }'
-)
 
 
 def _checker(context: CheckContext) -> Checker | None:
@@ -165,8 +159,13 @@ class Grader(StringKind):
         if check.program is not None:  # Vally's: its GraderInput, from the host's transcript
             await sandbox.write_file(VALLY_INPUT, checker.vally_input(check.program))
             env = {**env, "EVALUATE_WORKSPACE": work, "EVALUATE_GRADER_INPUT": VALLY_INPUT}
+        # Its stdout is the executor's pipe (PID 1 reads it, root's): the candidate's code the
+        # grader runs shares it and can add to it (through /proc/<grader>/fd/1 too), never
+        # rewrite it, as it could a file; what it adds before, around or after the verdict
+        # is another verdict, and two that disagree fail (_graded). A file the wrapper kept
+        # it in let a process left behind pwrite `true` over the grader's `false`.
         done = await sandbox.exec(
-            ["bash", "-c", GRADER_WRAPPER, "grader", arg],
+            ["bash", "-c", arg],
             cwd=work,
             timeout=limit,
             env={**env, "RESULTS": RESULTS},
