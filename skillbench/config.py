@@ -26,7 +26,7 @@ from skillbench.evals.resources import machine_memory
 from skillbench.evals.skills import SKILL_FILE, VERSION_RE
 from skillbench.models import DEFAULT_MODEL
 from skillbench.models.pricing import Price, price_for, rates
-from skillbench.results.verdict import MIN_NET_LIFT
+from skillbench.results.verdict import MAX_K, MIN_NET_LIFT
 from skillbench.sandbox import DEFAULT as DEFAULT_SANDBOX
 from skillbench.sandbox import choose, unknown
 from skillbench.sandbox.base import SandboxSpec, parse_size
@@ -272,8 +272,8 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
     except msgspec.ValidationError as exc:
         where = str(path) if path else "flags"
         raise ConfigError(f"{where}: {exc}") from None
-    if settings.k < 1:
-        raise ConfigError(f"{path or 'config'}: k must be at least 1")
+    if not 1 <= settings.k <= MAX_K:
+        raise ConfigError(f"{path or 'config'}: k must be between 1 and {MAX_K}")
     if not 0.0 <= settings.min_net_lift <= 1.0:
         raise ConfigError(
             f"{path or 'config'}: min-net-lift is a share of units between 0 and 1 "

@@ -29,7 +29,7 @@ from skillbench.results.summary import (
     RowSummary,
     Summary,
 )
-from skillbench.results.verdict import MIN_NET_LIFT, Verdict
+from skillbench.results.verdict import MIN_NET_LIFT, Repetitions, Verdict
 
 # 2: expected/scored rows say what was measured; complete, agent, driver.
 # 3: bundle, signature, and what re-deriving needs (opponents, units) and endpoints.
@@ -41,7 +41,7 @@ class Provenance(msgspec.Struct, kw_only=True):
     engine_version: str
     models: dict[str, str]  # agent, judge
     agent: str = ""  # what ran the arms; with models.agent, the cell the gate counts it in
-    k: int
+    k: Repetitions
     seed: int
     arms: dict[str, list[str]]  # arm -> the skills it staged, as name@digest
     created_at: str
@@ -127,7 +127,7 @@ class _Provenance(msgspec.Struct, kw_only=True):
     engine_version: str
     models: dict[str, str]
     agent: str = ""
-    k: int
+    k: int  # (bounded in the full parse: a head is only listed)
     seed: int
     arms: Any
     created_at: str

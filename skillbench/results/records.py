@@ -8,7 +8,7 @@ from skillbench.models import Endpoint
 from skillbench.models.base import Usage
 from skillbench.results.checks import CheckResult
 from skillbench.results.sequential import Rule
-from skillbench.results.verdict import MIN_NET_LIFT, UNSCORED, Outcome
+from skillbench.results.verdict import MIN_NET_LIFT, UNSCORED, Outcome, Repetitions
 
 BASELINE, CANDIDATE, INCUMBENT = "baseline", "candidate", "incumbent"
 SUITE = "suite"  # the session name of evals/suite.yaml
@@ -61,7 +61,7 @@ class Plan(msgspec.Struct, kw_only=True):
     judge_model: str
     grader_model: str | None = None  # the `expect` checks' grader (None: the judge model)
     grader_runs: int = 1  # --grader-runs: gradings per session; a disagreement fails closed
-    k: int
+    k: Repetitions
     seed: int
     arms: list[str]
     opponents: list[str]

@@ -306,7 +306,7 @@ def problem(
     if rule is None:
         for name in order:
             have = reps.get(name)
-            if have and sorted(have) != list(range(1, k + 1)):
+            if have and (len(have) != k or sorted(have) != list(range(1, k + 1))):
                 return (
                     f"stopped {name} after {len(have)} of {k} repetitions with no stopping rule "
                     "declared (a fixed design runs them all)"

@@ -12,7 +12,7 @@ from skillbench.results.activation import Activation, Ambient
 from skillbench.results.records import ArmResult, Library
 from skillbench.results.sequential import Stop
 from skillbench.results.stats import Interval, Stats
-from skillbench.results.verdict import MIN_NET_LIFT, NONE, Outcome, Verdict, Votes
+from skillbench.results.verdict import MIN_NET_LIFT, NONE, Outcome, Repetitions, Verdict, Votes
 
 
 class Comparison(msgspec.Struct):
@@ -136,7 +136,7 @@ class Summary(msgspec.Struct, kw_only=True):
     models: dict[str, str]  # agent, judge
     driver: Driver
     endpoints: dict[str, Endpoint] = {}  # agent, judge: where each model was reached
-    k: int
+    k: Repetitions
     seed: int
     stats: dict[str, Stats] = {}  # per opponent: power and intervals (docs/statistics.md)
     diagnostics: list[Diagnostic] = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from fractions import Fraction
-from typing import Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
 import msgspec
 
@@ -25,6 +25,11 @@ from skillbench.results.stats import ALPHA, MIN_DECIDED, sign_test
 Verdict = Literal["PASS", "NEUTRAL", "FAIL", "INCONCLUSIVE", "NONE"]
 NONE: Verdict = "NONE"  # the verdict of a run that scored nothing: it measured nothing
 INCONCLUSIVE: Verdict = "INCONCLUSIVE"  # too few decided units for any verdict
+# repetitions of a case: a plan, a summary or a receipt naming more is refused where it is read
+# (a receipt's k of 10**11 made the gate build a list that long)
+MAX_K = 100
+Repetitions = Annotated[int, msgspec.Meta(ge=1, le=MAX_K)]
+
 MIN_NET_LIFT = 0.2  # the practical floor on the net lift (dotnet/skills' gate uses the same)
 # Rows that say nothing about the skill: an arm errored, the judge could not answer, or a
 # deciding check could not run in either arm (the image lacks what it runs).

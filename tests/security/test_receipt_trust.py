@@ -377,6 +377,20 @@ def test_case_names_that_read_as_secrets_stay_apart_in_the_receipt(tmp_path: Pat
     assert "(run run-1) has two rows of token=" in said and " rep 1 vs baseline" in said
 
 
+def test_a_receipt_naming_more_repetitions_than_any_run_is_one_line(tmp_path: Path, capsys) -> None:
+    # third review: a receipt's k of 10**11 made the gate build a list that long (MemoryError)
+    skill = greeter(tmp_path)
+    engine_receipt(skill, "run-1", {"baseline": "WWWWWW"})
+    store = store_dir("greeter", digest(skill)) / "run-1.json"
+    stored = json.loads(store.read_text())
+    stored["provenance"]["k"] = 10**11
+    store.write_text(json.dumps(stored))
+    assert main(["gate", str(skill)]) == 1
+    said = capsys.readouterr().out
+    assert "is not a receipt skillbench writes" in said and "$.provenance.k" in said, said
+    assert len(said.splitlines()) == 1
+
+
 def test_endpoints_keep_scheme_and_host_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
