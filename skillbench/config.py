@@ -24,7 +24,7 @@ from skillbench.errors import SkillbenchError
 from skillbench.evals.model import CASE_TIMEOUT_MINUTES, MAX_TIMEOUT_MINUTES
 from skillbench.evals.resources import machine_memory
 from skillbench.evals.skills import SKILL_FILE, VERSION_RE
-from skillbench.models import DEFAULT_MODEL
+from skillbench.models import DEFAULT_MODEL, endpoint
 from skillbench.models.pricing import Price, price_for, rates
 from skillbench.results.verdict import MAX_K, MIN_NET_LIFT
 from skillbench.sandbox import DEFAULT as DEFAULT_SANDBOX
@@ -246,6 +246,9 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         sign = data.get("sign")
         if isinstance(sign, dict) and isinstance(sign.get("key"), str):  # so is the key's
             data["sign"] = {**sign, "key": str(path.parent / Path(sign["key"]).expanduser())}
+        prices = data.get("prices")
+        if isinstance(prices, dict) and prices and _measures(path.parent, start):
+            data["prices"] = _local_prices(prices, path)
         cluster = data.get("cluster")
         if isinstance(cluster, dict) and cluster.get("address") and _measures(path.parent, start):
             # where the sessions, the skill and the relay to the run's key go: a pack's
@@ -331,6 +334,29 @@ def _measures(folder: Path, start: Path) -> bool:
         return False
     in_a_skill = any((f / SKILL_FILE).is_file() for f in (target, *target.parents))
     return in_a_skill or _holds_skill(target)
+
+
+def _local_prices(prices: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The `[prices]` of a file whose folder holds the skill under test, minus those of models
+    reached at a provider's own API: such a file (a downloaded pack's) would otherwise price
+    an expensive model the table does not list at nothing, and --max-cost would let it spend
+    uncounted. A local or stub server's models keep their prices; the rest are named."""
+    kept, dropped = {}, []
+    for ref, price in prices.items():
+        try:
+            own = endpoint(ref if not ref.endswith("/") else ref + "any").provider
+        except (ValueError, KeyError, SkillbenchError):
+            own = False  # not a model skillbench reaches: nothing it prices is spent
+        (dropped.append(ref) if own else kept.update({ref: price}))
+    if dropped:
+        print(
+            f"skillbench: ignoring [prices] {', '.join(dropped)[:200]} in {path}: the folder "
+            "holding the skill under test does not price models reached at their provider's "
+            "own API; put those in a skillbench.toml of your own project",
+            file=sys.stderr,
+            flush=True,
+        )
+    return kept
 
 
 MIN_SIZE = 1 << 20  # any limit under a megabyte is a mistake, or a way around the limit

@@ -141,11 +141,13 @@ def test_g1_a_packs_config_two_levels_above_the_skill_is_not_the_users(
     assert "prices = {}    (default)" in out
     assert f"parallel = 2    ({user / 'skillbench.toml'})" in out
     # run from inside the pack, the pack is where the user is: its file counts (their choice),
-    # but no price in it goes below the provider's list price (--max-cost counts by it)
+    # but it prices no model reached at its provider's own API (--max-cost counts by it)
     monkeypatch.chdir(tmp_path / "downloads/pack")
-    assert main(["config", "skills/greeter"]) == 2
-    said = capsys.readouterr().err
-    assert f"{planted}: [prices.'anthropic/claude-sonnet-4-6'] is below the list price" in said
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    assert main(["config", "skills/greeter"]) == 0
+    captured = capsys.readouterr()
+    assert "prices = {}    (" in captured.out
+    assert f"ignoring [prices] anthropic/claude-sonnet-4-6 in {planted}" in captured.err
 
 
 def test_c1_c3_a_skill_carried_config_sets_no_price_cluster_or_cap(
@@ -195,13 +197,16 @@ def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_siz
     # a command that measures nothing (`skillbench cluster`) keeps the project's cluster
     assert load_settings(tmp_path / "pack").settings.cluster.address == "ray://198.51.100.7:10001"
     capsys.readouterr()
+    # OpenAI's models at a local server (their prices this file may set), Anthropic's at its API
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     for body, said in (
         ('memory = "1100g"\n', "a sandbox, more than this machine's memory"),
         ('[sandbox]\ntmp = "500g"\n', "a sandbox, more than this machine's memory"),
         # second review: podman reads a memory limit of 0 as none; NaN and negative prices
         # compare false with every ceiling or spend money back
         ('memory = "0"\n', "memory = '0' is under 1m"),
-        ('[prices."anthropic/claude-sonnet-4-6"]\ninput = nan\noutput = nan\n', "0 or more"),
+        ('[prices."openai/my-model"]\ninput = nan\noutput = nan\n', "0 or more"),
         ('[prices."openai/my-model"]\ninput = -1000000.0\noutput = 1.0\n', "0 or more"),
         ("pids = 100000\n", "pids must be between 1 and 32768"),
         ('[prices."openai/gpt-5"]\ninput = 1.25\noutput = 10.0\ncache_read = 0.0\n', "below"),
@@ -209,10 +214,16 @@ def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_siz
         planted.write_text(body)
         assert main(["config", "skills/greeter"]) == 2, body
         assert said in capsys.readouterr().err, body
-    # a model the table does not know (a local one) is priced as given, at nothing if so
-    planted.write_text('[prices."openai/my-local-model"]\ninput = 0.0\noutput = 0.0\n')
+    # third review: a model at its provider's own API that the table does not list (Claude 3
+    # Opus) priced at nothing by a provider-wide key, so --max-cost counted none of it
+    planted.write_text(
+        'judge-model = "anthropic/claude-3-opus-20240229"\n[prices."anthropic/"]\n'
+        'input = 0.0\noutput = 0.0\n[prices."openai/my-local-model"]\ninput = 0.0\noutput = 0.0\n'
+    )
     assert main(["config", "skills/greeter"]) == 0
-    capsys.readouterr()
+    captured = capsys.readouterr()
+    assert f"ignoring [prices] anthropic/ in {planted}" in captured.err
+    assert "openai/my-local-model" in captured.out and "anthropic/'" not in captured.out
 
 
 def test_rb5_the_floor_is_the_policys_not_the_receipts(tmp_path: Path, capsys) -> None:
