@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -24,7 +25,7 @@ from skillbench.errors import SkillbenchError
 from skillbench.evals.model import CASE_TIMEOUT_MINUTES, MAX_TIMEOUT_MINUTES
 from skillbench.evals.resources import machine_memory
 from skillbench.evals.skills import SKILL_FILE, VERSION_RE
-from skillbench.models import DEFAULT_MODEL, endpoint
+from skillbench.models import DEFAULT_MODEL, SCRIPTED_ENDPOINT, endpoint
 from skillbench.models.pricing import Price, price_for, rates
 from skillbench.results.verdict import MAX_K, MIN_NET_LIFT
 from skillbench.sandbox import DEFAULT as DEFAULT_SANDBOX
@@ -338,16 +339,19 @@ def _measures(folder: Path, start: Path) -> bool:
 
 def _local_prices(prices: dict[str, Any], path: Path) -> dict[str, Any]:
     """The `[prices]` of a file whose folder holds the skill under test, minus those of models
-    reached at a provider's own API: such a file (a downloaded pack's) would otherwise price
-    an expensive model the table does not list at nothing, and --max-cost would let it spend
-    uncounted. A local or stub server's models keep their prices; the rest are named."""
+    that may reach a provider that bills: such a file (a downloaded pack's) would otherwise
+    price an expensive model the table does not list at nothing, and --max-cost would let it
+    spend uncounted. Only models served on this machine (a loopback base URL, no proxy) keep
+    their prices: a gateway, a proxy or a custom CA still reach a provider; the rest are
+    named."""
     kept, dropped = {}, []
     for ref, price in prices.items():
         try:
-            own = endpoint(ref if not ref.endswith("/") else ref + "any").provider
+            at = endpoint(ref if not ref.endswith("/") else ref + "any")
+            local = at.url == SCRIPTED_ENDPOINT or (_loopback(at.url) and at.proxy is None)
         except (ValueError, KeyError, SkillbenchError):
-            own = False  # not a model skillbench reaches: nothing it prices is spent
-        (dropped.append(ref) if own else kept.update({ref: price}))
+            local = True  # not a model skillbench reaches: nothing it prices is spent
+        (kept.update({ref: price}) if local else dropped.append(ref))
     if dropped:
         print(
             f"skillbench: ignoring [prices] {', '.join(dropped)[:200]} in {path}: the folder "
@@ -357,6 +361,11 @@ def _local_prices(prices: dict[str, Any], path: Path) -> dict[str, Any]:
             flush=True,
         )
     return kept
+
+
+def _loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host == "localhost" or host.startswith("127.") or host == "::1"
 
 
 MIN_SIZE = 1 << 20  # any limit under a megabyte is a mistake, or a way around the limit

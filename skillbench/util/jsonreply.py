@@ -22,14 +22,38 @@ def first_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def json_objects(text: str) -> list[dict[str, Any]]:
+class _Twice(ValueError):
+    """A JSON object gives a key twice (has_key_twice)."""
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise _Twice
+    return dict(pairs)
+
+
+def has_key_twice(text: str) -> bool:
+    """Whether an object in `text` that parses gives a key twice: a parser keeps only the last
+    value, so a verdict under the first one (`{"x": {"pass": false}, "x": 0}`) is gone
+    before anything can compare it."""
+    try:
+        json_objects(text, json.JSONDecoder(object_pairs_hook=_once))
+    except _Twice:
+        return True
+    return False
+
+
+def json_objects(text: str, decoder: json.JSONDecoder | None = None) -> list[dict[str, Any]]:
     """Every top-level `{...}` in `text` that parses as a JSON object, in order (an object's
     nested objects are part of it, not listed again)."""
-    decoder = json.JSONDecoder()
+    decoder = decoder or json.JSONDecoder()
     found, start = [], text.find("{")
     while start != -1:
         try:
             value, end = decoder.raw_decode(text, start)
+        except _Twice:
+            raise
         except (ValueError, RecursionError):  # (an object nested past the parser's limit)
             start = text.find("{", start + 1)
             continue

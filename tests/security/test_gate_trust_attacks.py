@@ -224,6 +224,12 @@ def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_siz
     captured = capsys.readouterr()
     assert f"ignoring [prices] anthropic/ in {planted}" in captured.err
     assert "openai/my-local-model" in captured.out and "anthropic/'" not in captured.out
+    # fourth review: behind a gateway (or a proxy, or a custom CA) the provider still bills
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://llm-gateway.example/anthropic")
+    planted.write_text('[prices."anthropic/claude-3-opus-20240229"]\ninput = 0.0\noutput = 0.0\n')
+    assert main(["config", "skills/greeter"]) == 0
+    said = capsys.readouterr().err
+    assert f"ignoring [prices] anthropic/claude-3-opus-20240229 in {planted}" in said
 
 
 def test_rb5_the_floor_is_the_policys_not_the_receipts(tmp_path: Path, capsys) -> None:

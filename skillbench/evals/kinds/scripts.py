@@ -14,7 +14,7 @@ from skillbench.evals.kinds.base import NO_SANDBOX, At, CheckContext, Lint, Stri
 from skillbench.evals.model import Check
 from skillbench.evals.paths import case_script
 from skillbench.results.checks import NO_METRIC, NO_VERDICT, CheckResult
-from skillbench.util.jsonreply import objects_carrying
+from skillbench.util.jsonreply import has_key_twice, objects_carrying
 
 if TYPE_CHECKING:
     from skillbench.evals.kinds.base import Checker, ExecResult
@@ -283,6 +283,10 @@ def _reward(value: Any, at: At) -> Check | None:
 
 def _graded(name: str, done: ExecResult, check: Check) -> CheckResult:
     """A grader's result as its format reads its stdout (and, with no verdict, its exit)."""
+    if has_key_twice(done.stdout):
+        # the candidate's code shares the grader's stdout: wrapped around the grader's own
+        # verdict, a key given twice keeps only its own value (the grader's nested one gone)
+        return CheckResult(name, False, "an object in the grader's stdout gives a key twice")
     if check.min is not None:  # Skillgrade's contract: {"score", "details", "checks"}
         return _scored(name, done, check.min)
     if check.program is not None:
