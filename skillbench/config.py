@@ -351,12 +351,16 @@ def _local_prices(prices: dict[str, Any], path: Path) -> dict[str, Any]:
             local = at.url == SCRIPTED_ENDPOINT or (_loopback(at.url) and at.proxy is None)
         except (ValueError, KeyError, SkillbenchError):
             local = True  # not a model skillbench reaches: nothing it prices is spent
-        (kept.update({ref: price}) if local else dropped.append(ref))
+        if local:
+            kept[ref] = price
+        else:
+            dropped.append(ref)
     if dropped:
         print(
             f"skillbench: ignoring [prices] {', '.join(dropped)[:200]} in {path}: the folder "
-            "holding the skill under test does not price models reached at their provider's "
-            "own API; put those in a skillbench.toml of your own project",
+            "holding the skill under test prices only models served on this machine (a "
+            "loopback base URL, no proxy); put the others in a skillbench.toml of your own "
+            "project",
             file=sys.stderr,
             flush=True,
         )
