@@ -19,6 +19,7 @@ import msgspec
 
 from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import TOOL_PROMPT_TOKENS
+from skillbench.util.jsonreply import KeyTwice, once
 
 BODY_CAP = 32 << 20  # bytes: far above any real prompt (a 200k-token context is ~1 MB)
 _LENGTH = re.compile(rb"[0-9]{1,12}")
@@ -227,14 +228,10 @@ def _one_value_a_key(body: bytes) -> None:
     (protobuf's JSON mapping appends a repeated field given twice), so what was checked and
     reserved would not be what runs (`"tools": [web_search], "tools": []`, `"n": 128, "n": 1`)."""
 
-    def pairs(items: list[tuple[str, object]]) -> None:
-        keys = [k for k, _ in items]
-        if len(set(keys)) != len(keys):
-            twice = next(k for k in keys if keys.count(k) > 1)
-            raise _bad(f"the key {twice[:40]!r} is given twice in one object")
-
     try:
-        json.loads(body, object_pairs_hook=pairs)
+        json.loads(body, object_pairs_hook=once)
+    except KeyTwice as twice:
+        raise _bad(f"the key {twice.key[:40]!r} is given twice in one object") from None
     except (ValueError, RecursionError):
         # a body this parser cannot read (a 5,000-digit number, a byte that is not UTF-8)
         # may still pass the typed decode, which keeps the last of a key given twice: what

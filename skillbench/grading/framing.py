@@ -7,11 +7,11 @@ fresh random nonce: the frame's boundary lines carry it, the agent never sees th
 cannot know it, and the model is asked to put it in its verdict. The verdict read is the last
 complete, valid JSON object that carries the nonce (or, from a model that left the nonce out
 and was not cut off, the valid object that carries no nonce, when there is exactly one such
-verdict and the framed material holds no object equal to it: two that differ are no verdict,
-and one the material holds may be a plant the model quoted): an object the agent planted and
-the model quoted is never the one read. The rules are the
-same for every call and the id comes in the call's own message, after the part a provider
-caches (docs/agents.md, prompt caching)."""
+verdict and the framed material holds none that decides the same: two that differ are no
+verdict, and one the material holds may be a plant the model quoted): an object the agent
+planted and the model quoted is never the one read. The rules are the same for every call
+and the id comes in the call's own message, after the part a provider caches (docs/agents.md,
+prompt caching)."""
 
 from __future__ import annotations
 

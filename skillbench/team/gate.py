@@ -259,9 +259,8 @@ def versions_to_gate(skill_dir: Path, repo: Path | None, rev: Revision | None) -
     request could add a decoy the loop picks (`v3x/`, a copy of a measured version's bytes),
     a version below the newest that nothing gates, or rewrite a published one in place. So:
     every folder there but `evals/` is a `v<N>` version listed in versions.json at its
-    digest; and, against
-    a trusted revision, every version the base has is still there at the base's digest, and
-    each version the work tree adds is returned to be gated as well."""
+    digest; and, against a trusted revision, every version the base has is still there at
+    the base's digest, and each version the work tree adds is returned to be gated as well."""
     if repo is None:
         return []
     root = Path(os.path.abspath(repo)) / "skills"
@@ -277,11 +276,10 @@ def versions_to_gate(skill_dir: Path, repo: Path | None, rev: Revision | None) -
         return []
     name = rel.parts[0]
     folder = root / name
+    children = list(folder.iterdir())
     # a link there makes the tree git holds and the one read differ (a version folder, or
     # the skill's folder, linked to bytes kept elsewhere)
-    linked = [
-        p for p in (root, folder, folder / "versions.json", *folder.iterdir()) if p.is_symlink()
-    ]
+    linked = [p for p in (root, folder, folder / "versions.json", *children) if p.is_symlink()]
     if linked:
         raise TeamError(
             f"{linked[0].relative_to(root.parent)} is a link: a skill's published tree holds "
@@ -289,7 +287,7 @@ def versions_to_gate(skill_dir: Path, repo: Path | None, rev: Revision | None) -
         )
     odd = sorted(
         c.name
-        for c in folder.iterdir()
+        for c in children
         if c.is_dir() and c.name != "evals" and not VERSION_RE.match(c.name)
     )
     if odd:

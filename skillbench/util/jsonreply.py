@@ -22,14 +22,19 @@ def first_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-class _Twice(ValueError):
-    """A JSON object gives a key twice (has_key_twice)."""
+class KeyTwice(ValueError):
+    """A JSON object gives a key twice (`key`: the first such)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
 
 
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An `object_pairs_hook` that raises KeyTwice for a key given twice in one object."""
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
-        raise _Twice
+        raise KeyTwice(next(k for k in keys if keys.count(k) > 1))
     return dict(pairs)
 
 
@@ -38,8 +43,8 @@ def has_key_twice(text: str) -> bool:
     value, so a verdict under the first one (`{"x": {"pass": false}, "x": 0}`) is gone
     before anything can compare it."""
     try:
-        json_objects(text, json.JSONDecoder(object_pairs_hook=_once))
-    except _Twice:
+        json_objects(text, json.JSONDecoder(object_pairs_hook=once))
+    except KeyTwice:
         return True
     return False
 
@@ -52,7 +57,7 @@ def json_objects(text: str, decoder: json.JSONDecoder | None = None) -> list[dic
     while start != -1:
         try:
             value, end = decoder.raw_decode(text, start)
-        except _Twice:
+        except KeyTwice:
             raise
         except (ValueError, RecursionError):  # (an object nested past the parser's limit)
             start = text.find("{", start + 1)
