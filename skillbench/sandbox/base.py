@@ -135,6 +135,9 @@ class SandboxSpec(msgspec.Struct, frozen=True, kw_only=True):
     as_root: tuple[str, ...] = ()
     # the root filesystem is a writable layer (only such a container: stage.py, oracle.py)
     writable_root: bool = False
+    # every command runs sealed (inside/seal.py): none of its processes can reach another's
+    # memory; a checker's, where a grader runs the candidate's code as its own user
+    sealed: bool = False
 
 
 class Sandbox(Protocol):

@@ -351,6 +351,7 @@ async def _open_checker(
         spec,
         user=CHECKER,
         handover=True,
+        sealed=True,
         workspace=workspace.name,
         pod=pod.name if pod else None,
         shared=shared_mounts(spec, pod, agent=False),

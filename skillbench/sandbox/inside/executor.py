@@ -17,7 +17,9 @@ killer's first choice.
 Request: {"id": n, "op": "exec"|"read"|"write"|"exists"|"handover"|"observe"|"observed", ...};
 reply: {"id": n, ...}. An "exec" may name another `user`; "handover" gives the workspace to the
 named user the way handover.py (beside this file) says, in this root process, before any check;
-"observe" and "observed" are the skill observer's (observer.py, beside this file).
+"observe" and "observed" are the skill observer's (observer.py, beside this file). With
+--seal every command starts under seal.py (beside this file): none of its processes can
+reach another's memory.
 Commands run in their own session so a timeout kills the whole process group from inside.
 """
 
@@ -46,6 +48,7 @@ _ACTIVE: set = set()
 _USER = None  # the pwd entry everything runs as (set in main)
 _WORKDIR = "/work"  # the workspace: where commands start and file paths resolve (--workdir)
 _VICTIM = 1000  # oom_score_adj of every user process: the OOM killer takes them first
+_SEAL = None  # with --seal: seal.py, beside this file, which every command starts under
 
 
 class _Stdio:
@@ -150,6 +153,8 @@ def _exec(req):
     cmd = req["cmd"]
     argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
     drop = {}
+    if _SEAL is not None:  # (after choom, which writes to /proc, below)
+        argv = [sys.executable, "-I", "-S", _SEAL, "--", *argv]
     if user.pw_uid != 0:
         # choom: the OOM killer takes a user process before this one (which cannot lower
         # its own score without CAP_SYS_RESOURCE on some hosts)
@@ -160,6 +165,8 @@ def _exec(req):
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     in_r, in_w = os.pipe() if stdin is not None else (None, None)
+    if drop:
+        _share(user, (out_w, 0o620), (err_w, 0o620), (in_r, 0o640))
     # Every helper thread starts before the command does: a command that uses up the pids
     # limit (a fork bomb) must not leave us unable to read its output or time it out.
     captures = (_Capture(cap), _Capture(cap))
@@ -213,6 +220,16 @@ def _exec(req):
         "truncated": cut_out or cut_err,
         "duration": time.monotonic() - started,
     }
+
+
+def _share(user, *pipes):
+    """A pipe is its maker's alone (0600): the user's `> /dev/stdout` (a reopening through
+    /proc/self/fd) would be refused. Its group's now, to write (read, for stdin) but never to
+    read back what the command wrote (another process's verdict), nor to chmod."""
+    for fd, mode in pipes:
+        if fd is not None:
+            os.fchown(fd, 0, user.pw_gid)
+            os.fchmod(fd, mode)
 
 
 def _wait(proc, timeout):
@@ -433,8 +450,10 @@ def _checker_path():
 
 
 def main():
-    global _conn, _USER, _WORKDIR
+    global _conn, _USER, _WORKDIR, _SEAL
     path = sys.argv[sys.argv.index("--listen") + 1] if "--listen" in sys.argv else ""
+    if "--seal" in sys.argv:
+        _SEAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seal.py")
     if "--workdir" in sys.argv:
         _WORKDIR = sys.argv[sys.argv.index("--workdir") + 1]
     _checker_path()

@@ -35,7 +35,7 @@ from skillbench.sandbox.base import (
     SandboxSpec,
     parse_size,
 )
-from skillbench.sandbox.inside import executor, handover, observer, portrelay
+from skillbench.sandbox.inside import executor, handover, observer, portrelay, seal
 from skillbench.sandbox.podman.channel import CHANNEL_ENV, Channel, channel_for, put_in
 from skillbench.sandbox.podman.container import PodmanSandbox
 from skillbench.sandbox.podman.pod import HOSTS, PodmanPod, remove_pod, start_pod
@@ -51,9 +51,11 @@ EXECUTOR_FILE = Path(executor.__file__)
 HANDOVER_FILE = Path(handover.__file__)
 PORTRELAY_FILE = Path(portrelay.__file__)
 OBSERVER_FILE = Path(observer.__file__)
+SEAL_FILE = Path(seal.__file__)
 _IN_SANDBOX = "/opt/skillbench/executor.py"
 PORTRELAY = "/opt/skillbench/portrelay.py"  # imported by the executor, beside it
 OBSERVER = "/opt/skillbench/observer.py"  # the skill observer, likewise
+SEAL = "/opt/skillbench/seal.py"  # what a sealed sandbox's commands start under, likewise
 _SOCKET_DIR = "/run/skillbench"
 _LOGS = "16m"  # /logs, for verifiers that write a reward file (Harbor's /logs/verifier)
 _SKILLS = "256m"  # the api channel's /skills tmpfs: the staged skills, without their evals
@@ -293,6 +295,7 @@ class PodmanProvider:
             Mount(str(HANDOVER_FILE), HANDOVER, read_only=True),
             Mount(str(PORTRELAY_FILE), PORTRELAY, read_only=True),
             Mount(str(OBSERVER_FILE), OBSERVER, read_only=True),
+            Mount(str(SEAL_FILE), SEAL, read_only=True),
         ]
         if spec.pod is not None:  # the pod's hosts file naming the services
             host_files.append(Mount(self._pods[spec.pod].hosts, HOSTS, read_only=True))
@@ -316,6 +319,7 @@ class PodmanProvider:
                 *listen,
                 *("--user", spec.user),
                 *("--workdir", spec.workdir),
+                *(["--seal"] if spec.sealed else []),
                 *(
                     arg
                     for r in (spec.relay, spec.egress)
