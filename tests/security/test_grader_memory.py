@@ -2,8 +2,7 @@
 code rewrote the grader's verdict in the grader's own memory (/proc/<pid>/mem, ptrace,
 process_vm_writev) before the grader printed it. Every command of a checker starts sealed
 (sandbox/inside/seal.py): the three routes are refused, and what an honest check does
-(writing its files and /dev/stdout, moving a file into another folder, running
-programs; a command's own stdout is still not readable back) still works."""
+(writing its files, moving one into another folder, running programs) still works."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ checks:
 """
 # what an honest check still does in a sealed checker
 HONEST = (
-    "echo made > out.txt && cat out.txt && echo to-stdout > /dev/stdout && "
-    "! head -c1 /proc/self/fd/1 2>/dev/null && "
+    "echo made > out.txt && cat out.txt && "
     'echo x > /tmp/t && mkdir /tmp/d && python3 -c \'import os; os.rename("/tmp/t", "/tmp/d/t")\' && '
     "cat /tmp/d/t && "
     """echo '{"pass": true}'"""
