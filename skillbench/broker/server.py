@@ -37,7 +37,7 @@ import httpx
 from skillbench.broker.billing import UsageChunks, bill, may_have_run, with_usage
 from skillbench.broker.limits import BODY_CAP, Head, Ledger, Refused, read_body
 from skillbench.broker.retries import Tries, question
-from skillbench.broker.wire import WIRES, Route, route, upstream_url
+from skillbench.broker.wire import RESPONSE_DROPPED, WIRES, Route, route, upstream_url
 from skillbench.models import parse_model
 from skillbench.models.base import Usage
 from skillbench.models.ledger import RunLedger
@@ -45,23 +45,6 @@ from skillbench.models.pricing import Price, price_for, worst_case_usd
 from skillbench.util.conncap import ConnectionCap
 from skillbench.util.scrub import scrub_obj
 
-# Response headers that belong to one hop (a request's headers pass only by the wire's list).
-_DROP = {
-    "host",
-    "content-length",
-    "connection",
-    "transfer-encoding",
-    "keep-alive",
-    "x-api-key",
-    "x-goog-api-key",
-    "authorization",
-    "accept-encoding",
-    "proxy-authorization",
-    # the key owner's organisation and project, for no CLI's use
-    "openai-organization",
-    "openai-project",
-    "anthropic-organization-id",
-}
 READ_DEADLINE = 60.0  # seconds a connection may wait on its client before it is closed
 MAX_CONNECTIONS = 32  # threads one broker spends on connections (MAX_CONCURRENT calls + queue)
 _KEEP_LOG = 1 << 20  # characters of a request or a response kept in the exchange log
@@ -429,9 +412,7 @@ class Broker:
         """Forward the call and pass its response through as it arrives: its status, and
         why it failed (None: the provider answered)."""
         h = call.handler
-        headers = {k: v for k, v in h.headers.items() if self.wire.forwards(k)}
-        headers.update(self.wire.auth(self._key))
-        headers["accept-encoding"] = "identity"  # the usage is read from the stream as it passes
+        headers = self.wire.outgoing(h.headers.items(), self._key)
         url = upstream_url(self.upstream, endpoint)
         try:
             with self._client.stream("POST", url, content=call.body, headers=headers) as resp:
@@ -484,7 +465,7 @@ class Broker:
         h = call.handler
         h.send_response(resp.status_code)
         for key, value in resp.headers.items():
-            if key.lower() not in _DROP and key.lower() != "content-encoding":
+            if key.lower() not in RESPONSE_DROPPED:
                 h.send_header(key, value)
         h.send_header("Connection", "close")  # the end of the body is the end of it
         h.end_headers()

@@ -70,16 +70,55 @@ class Wire(msgspec.Struct, frozen=True):
     def check_headers(self, headers: Iterable[tuple[str, str]]) -> None:
         """Refused (400) for a header this wire forwards that HTTP does not allow in the ASCII
         our client sends (NUL, an obs-fold, `é`, a name with `(`): the client would refuse to
-        send it, so it is refused before anything is held for the call."""
+        send it, so it is refused before anything is held for the call. So is one given twice
+        (in any case): both would be sent, and which one a provider reads is its choice."""
+        seen: set[str] = set()
         for name, value in headers:
-            if self.forwards(name) and not (
-                _FIELD_NAME.fullmatch(name) and _FIELD_VALUE.fullmatch(value)
-            ):
+            if not self.forwards(name):
+                continue
+            if not (_FIELD_NAME.fullmatch(name) and _FIELD_VALUE.fullmatch(value)):
                 raise Refused(
                     400,
                     "invalid_request_error",
                     f"skillbench: header {name[:40]!r} has a character HTTP does not allow",
                 )
+            if name.lower() in seen:
+                raise Refused(
+                    400, "invalid_request_error", f"skillbench: header {name[:40]!r} given twice"
+                )
+            seen.add(name.lower())
+
+    def outgoing(self, headers: Iterable[tuple[str, str]], key: str) -> dict[str, str]:
+        """The headers a checked request goes upstream with: those this wire forwards, its
+        key, the usage readable as it passes, and the body said to be the JSON it was read
+        as (a provider that read another content type would run what was never checked)."""
+        sent = {k.lower(): v for k, v in headers if self.forwards(k)}
+        sent.update(self.auth(key))
+        sent["content-type"] = "application/json"
+        sent["accept-encoding"] = "identity"
+        return sent
+
+
+# Response headers never passed back: one hop's, the key's, and the key owner's organisation
+# and project (for no CLI's use); the usage is read unencoded (accept-encoding: identity).
+RESPONSE_DROPPED = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "transfer-encoding",
+        "keep-alive",
+        "x-api-key",
+        "x-goog-api-key",
+        "authorization",
+        "accept-encoding",
+        "content-encoding",
+        "proxy-authorization",
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+    }
+)
 
 
 # RFC 9110 field-name (a token) and field-value (visible ASCII, spaces and tabs between)

@@ -297,7 +297,11 @@ def _owned(rel: str, snapshot: str | None, key: str) -> bool:
     if rel == snapshot:
         return True
     parts = rel.split("/")
-    if len(parts) < 2 or parts[0] not in KEPT or any(p in ("", ".", "..") for p in parts):
+    if (
+        len(parts) < 2
+        or parts[0] not in KEPT
+        or any(p in ("", ".", "..") or "\0" in p for p in parts)
+    ):
         return False
     if parts[0] == "workspaces":
         return len(parts) > 2 and parts[1] == key

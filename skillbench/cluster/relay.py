@@ -31,7 +31,7 @@ import msgspec
 
 from skillbench.broker.billing import UsageChunks, bill, may_have_run, with_usage
 from skillbench.broker.limits import Ledger, Refused, read_body
-from skillbench.broker.wire import WIRES, Route, Wire, route, upstream_url
+from skillbench.broker.wire import RESPONSE_DROPPED, WIRES, Route, Wire, route, upstream_url
 from skillbench.models.ledger import RunLedger
 from skillbench.models.pricing import Price, worst_case_usd
 from skillbench.util.conncap import ConnectionCap
@@ -57,7 +57,6 @@ PROVIDERS = {
         "gemini",
     ),
 }
-_HOP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
 # The relay listens where workers reach the driver, so anyone who reaches that address can
 # connect: a connection waits this long for its client before it is closed, and at most
 # MAX_CONNECTIONS get a thread (the longest idle is closed to make room for a new one). The
@@ -257,16 +256,14 @@ class DriverRelay:
         drop_usage: bool,
     ) -> None:
         wire = _WIRES[name]
-        headers = {k: v for k, v in handler.headers.items() if wire.forwards(k)}
-        headers.update(wire.auth(self._keys[name]))
-        headers["accept-encoding"] = "identity"  # the usage is read as it passes
+        headers = wire.outgoing(handler.headers.items(), self._keys[name])
         url = upstream_url(self._bases[name], endpoint)
         try:
             with self._client.stream("POST", url, content=body, headers=headers) as upstream:
                 call.status = upstream.status_code
                 handler.send_response(upstream.status_code)
                 for k, v in upstream.headers.items():
-                    if k.lower() not in _HOP:
+                    if k.lower() not in RESPONSE_DROPPED:
                         handler.send_header(k, v)
                 handler.send_header("transfer-encoding", "chunked")
                 handler.end_headers()

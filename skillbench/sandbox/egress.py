@@ -251,13 +251,18 @@ def _target(head: bytes) -> tuple[str, str, int, bytes]:
         except ValueError:
             raise _Refused(400, f"CONNECT needs host:port, got {target!r}") from None
         return method, allowed.host, allowed.ports[0], b""
-    url = urlsplit(target)
+    try:
+        url = urlsplit(target)
+        port = url.port or 80  # (a port that is not a number up to 65535: ValueError)
+    except ValueError:
+        url, port = urlsplit(""), 0
     if url.scheme != "http" or not url.hostname:
         raise _Refused(
-            400, f"a proxied request needs an absolute http:// URL, got {target[:200]!r}"
+            400,
+            f"a proxied request needs an absolute http:// URL, got {target[:200]!r}",
+            target.lower()[:300],
         )
     host = url.hostname.lower().rstrip(".")
-    port = url.port or 80
     path = url.path or "/"
     if url.query:
         path += f"?{url.query}"
@@ -317,6 +322,10 @@ def _framing(head: bytes) -> _Framing:
     lines = head.decode("latin-1").split("\r\n")[1:]
     if any(line[:1] in (" ", "\t") for line in lines):
         raise _Refused(400, "a folded header line (obsolete line folding)")
+    named = [line.partition(":") for line in lines]
+    if any(not sep or not _TOKEN.fullmatch(name) for name, sep, _ in named):
+        # a name an upstream reads otherwise (`Host\x00`, `Host ` before the colon)
+        raise _Refused(400, "a header line that is not a name (a token), a colon and a value")
 
     def values(name: str) -> list[str]:
         named = [h.split(":", 1) for h in lines if ":" in h]
@@ -419,7 +428,11 @@ def _tunnelled(head: bytes, host: str, port: int) -> tuple[str, _Request]:
     method, target, version = _request_line(head)
     path = target
     if not target.startswith("/") and not (method == "OPTIONS" and target == "*"):
-        url = urlsplit(target)
+        try:
+            url = urlsplit(target)
+        except ValueError:  # an IPv6 bracket left open
+            why = f"the request target {target[:200]!r} is not a URL"
+            raise _Refused(400, why, target.lower()[:300]) from None
         authority = url.netloc.rpartition("@")[2]
         if url.scheme not in ("http", "https") or not _same(authority, host, port, port):
             why = f"the request target {target[:200]!r} is not on {host}:{port}"
