@@ -257,7 +257,8 @@ def skill_files(
     symlinks are listed, not followed.
 
     The one rule for links, for the skill's files and its evals alike: a link is fine when
-    it resolves inside the skill (`skill`, default `folder`); else `SpecError`.
+    it resolves inside the skill (`skill`, default `folder`); else `SpecError`. A link of the
+    skill's own files must not lead into what its digest leaves out (evals/, litter).
     """
     root = folder.resolve()
     inside = (skill or folder).resolve()
@@ -306,6 +307,22 @@ def skill_files(
                             "error",
                             f"symlink points outside the "
                             f"skill ({target}); copy the file in instead",
+                        )
+                    )
+                    continue
+                lands = resolved.relative_to(inside).parts
+                if root == inside and (
+                    (lands and lands[0] in NOT_IN_DIGEST) or LITTER & set(lands)
+                ):
+                    # hashed by its text only, it would bring in bytes no digest covers
+                    # (a published version's evals/ file, edited after it was measured)
+                    problems.append(
+                        Problem(
+                            str(folder / rel),
+                            1,
+                            "error",
+                            f"symlink points into {'/'.join(lands[:1])}, which is not part of "
+                            f"the skill's version ({target}); copy the file in instead",
                         )
                     )
                     continue

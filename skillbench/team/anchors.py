@@ -8,6 +8,7 @@ policy comes from"."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import subprocess
@@ -242,3 +243,40 @@ def files_under(rev: Revision, folder: str) -> list[str]:
         raise TeamError(f"git ls-tree {rev.ref} {folder} failed: {_said(done)}")
     found = (p.decode(errors="surrogateescape") for p in done.stdout.split(b"\0") if p)
     return sorted(p.removeprefix(rev.prefix) for p in found)
+
+
+def tree_entries(rev: Revision, folder: str) -> dict[str, str]:
+    """Every file under `folder` at the revision: its path below `folder` -> `kind oid`
+    (kind `link` or `file`, the executable bit aside), as work_entries gives the disk's."""
+    prefix = rev.prefix + folder.rstrip("/") + "/"
+    done = _git(rev.repo, "ls-tree", "-r", "-z", "--full-tree", rev.commit, "--", prefix)
+    if done.returncode != 0:
+        raise TeamError(f"git ls-tree {rev.ref} {folder} failed: {_said(done)}")
+    out = {}
+    for line in done.stdout.split(b"\0"):
+        if not line:
+            continue
+        meta, _, path = line.partition(b"\t")
+        mode, _, oid = meta.decode().split(" ")
+        rel = path.decode(errors="surrogateescape").removeprefix(prefix)
+        out[rel] = f"{'link' if mode == '120000' else 'file'} {oid}"
+    return out
+
+
+def work_entries(rev: Revision, folder: Path) -> dict[str, str]:
+    """tree_entries of the files on disk under `folder`, hashed as git hashes a blob in the
+    revision's repository (a link: its text), every file there, litter too."""
+    kind = _git(rev.repo, "rev-parse", "--show-object-format").stdout.decode().strip() or "sha1"
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        links = [d for d in dirnames if (here / d).is_symlink()]  # entries, never walked
+        dirnames[:] = [d for d in dirnames if d not in links]
+        for name in [*filenames, *links]:
+            path = here / name
+            link = path.is_symlink()
+            data = os.fsencode(os.readlink(path)) if link else path.read_bytes()
+            oid = hashlib.new(kind, b"blob %d\0" % len(data) + data).hexdigest()
+            rel = path.relative_to(folder).as_posix()
+            out[rel] = f"{'link' if link else 'file'} {oid}"
+    return out

@@ -19,7 +19,14 @@ from skillbench.results.receipt import Claimed, Filed, Receipt, Unchecked, parse
 from skillbench.results.score import derive
 from skillbench.results.sequential import problem, stimuli_of, stop_of
 from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED, Verdict
-from skillbench.team.anchors import Revision, anchor, files_under, show
+from skillbench.team.anchors import (
+    Revision,
+    anchor,
+    files_under,
+    show,
+    tree_entries,
+    work_entries,
+)
 from skillbench.team.receipts import inconsistency, signed_message
 from skillbench.team.repo import (
     SIGNERS,
@@ -298,6 +305,7 @@ def versions_to_gate(skill_dir: Path, repo: Path | None, rev: Revision | None) -
     published = {v.name: v for v in versions(repo, name)}  # (TeamError: edited in place)
     if rev is None:
         return []
+    _library_kept(root, rev)
     raw = show(rev, f"skills/{name}/versions.json")
     try:
         base = msgspec.json.decode(raw, type=dict[str, str]) if raw else {}
@@ -309,11 +317,41 @@ def versions_to_gate(skill_dir: Path, repo: Path | None, rev: Revision | None) -
                 f"skills/{name}/{version} is published at {rev.ref} as {was[:19]}, and this "
                 "tree removes or rewrites it: published versions are immutable"
             )
+        # file for file, beyond the digest: what it leaves out (evals/, litter) is deployed
+        # with the version too, and must not change after it was measured
+        then = tree_entries(rev, f"skills/{name}/{version}")
+        now = work_entries(rev, folder / version)
+        if then != now:
+            changed = sorted(set(then) ^ set(now) | {p for p in then if now.get(p) != then[p]})
+            raise TeamError(
+                f"skills/{name}/{version}/{changed[0]} differs from {rev.ref}: a published "
+                "version is immutable, every file of it (digested or not); put changes in a "
+                "new version"
+            )
     return [
         Path(v.path)
         for v in published.values()
         if v.name not in base and Path(v.path).resolve() != skill_dir.resolve()
     ]
+
+
+def _library_kept(root: Path, rev: Revision) -> None:
+    """TeamError when the work tree's skills/ drops a skill the revision publishes (the CI
+    loop gates the skills it finds, so a removed one is never looked at), or holds a hidden
+    folder (`skills/.name/`, which the loop's glob passes over)."""
+    hidden = sorted(p.name for p in root.iterdir() if p.name.startswith(".") and p.is_dir())
+    if hidden:
+        raise TeamError(
+            f"skills/{hidden[0]} is a hidden folder: every skill in skills/ is gated, and "
+            "the gate loop does not see this one; rename or remove it"
+        )
+    for rel in files_under(rev, "skills"):
+        parts = Path(rel).parts
+        if len(parts) == 3 and parts[2] == "versions.json" and not (root / parts[1]).is_dir():
+            raise TeamError(
+                f"skills/{parts[1]} is published at {rev.ref}, and this tree removes it: "
+                "published versions are immutable"
+            )
 
 
 def with_base_receipts(
