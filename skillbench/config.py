@@ -23,7 +23,7 @@ import msgspec
 
 from skillbench.errors import SkillbenchError
 from skillbench.evals.model import CASE_TIMEOUT_MINUTES, MAX_TIMEOUT_MINUTES
-from skillbench.evals.resources import machine_memory
+from skillbench.evals.resources import machine_cpus, machine_memory
 from skillbench.evals.skills import SKILL_FILE, VERSION_RE
 from skillbench.models import DEFAULT_MODEL, SCRIPTED_ENDPOINT, endpoint
 from skillbench.models.pricing import Price, price_for, rates
@@ -34,6 +34,8 @@ from skillbench.sandbox.base import SandboxSpec, parse_size
 from skillbench.util.inputs import InputError, load_toml
 
 MAX_PARALLEL = 64  # sessions (sandboxes) or trigger calls at once
+MAX_RETRIES = 20  # of one model call
+MAX_REQUEST_TIMEOUT = 3600.0  # seconds one model call may take
 
 
 class ConfigError(SkillbenchError):
@@ -247,11 +249,18 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         sign = data.get("sign")
         if isinstance(sign, dict) and isinstance(sign.get("key"), str):  # so is the key's
             data["sign"] = {**sign, "key": str(path.parent / Path(sign["key"]).expanduser())}
+        measures = _measures(path.parent, start)
+        lift = data.get("min_net_lift")
+        if measures and isinstance(lift, int | float) and lift < MIN_NET_LIFT:
+            # a floor the measured tree lowers would pass it on fewer wins: it may only raise it
+            _ignored(path, "min-net-lift", f"how many wins a PASS needs (at least {MIN_NET_LIFT})")
+            del data["min_net_lift"]
+            sources["min_net_lift"] = "default"
         prices = data.get("prices")
-        if isinstance(prices, dict) and prices and _measures(path.parent, start):
+        if isinstance(prices, dict) and prices and measures:
             data["prices"] = _local_prices(prices, path)
         cluster = data.get("cluster")
-        if isinstance(cluster, dict) and cluster.get("address") and _measures(path.parent, start):
+        if isinstance(cluster, dict) and cluster.get("address") and measures:
             # where the sessions, the skill and the relay to the run's key go: a pack's
             # own project file (`cd pack && skillbench eval skills/foo`) never chooses it
             print(
@@ -293,6 +302,13 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         )
     if not 1 <= settings.parallel <= MAX_PARALLEL:
         raise ConfigError(f"{path or 'config'}: parallel must be between 1 and {MAX_PARALLEL}")
+    if not 0 <= settings.max_retries <= MAX_RETRIES:
+        raise ConfigError(f"{path or 'config'}: max_retries must be between 0 and {MAX_RETRIES}")
+    if not 0 < settings.request_timeout <= MAX_REQUEST_TIMEOUT:
+        raise ConfigError(
+            f"{path or 'config'}: request_timeout must be more than 0 and at most "
+            f"{MAX_REQUEST_TIMEOUT:g} seconds"
+        )
     for key in ("disk", "home", "tmp", "keep_workspace"):
         value = getattr(settings.sandbox, key)
         try:
@@ -322,6 +338,15 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
     return Loaded(settings, sources, str(path) if path else None)
 
 
+def _ignored(path: Path, key: str, what: str) -> None:
+    print(
+        f"skillbench: ignoring {key} in {path}: the folder holding the skill under test does "
+        f"not choose {what}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def _measures(folder: Path, start: Path) -> bool:
     """Whether `start` is a skill or a library (what a command measures) in `folder`'s tree;
     a command that names none (`skillbench cluster`) starts from the current folder."""
@@ -334,7 +359,9 @@ def _measures(folder: Path, start: Path) -> bool:
     except OSError:
         return False
     in_a_skill = any((f / SKILL_FILE).is_file() for f in (target, *target.parents))
-    return in_a_skill or _holds_skill(target)
+    # (a pack's or a team repo's root, where a command that names no skill starts, holds
+    # its library in skills/)
+    return in_a_skill or _holds_skill(target) or _holds_skill(target / "skills")
 
 
 def _local_prices(prices: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -405,6 +432,12 @@ def _within_the_machine(settings: Settings, path: Path | None, sources: dict[str
             )
     if not 1 <= settings.pids <= MAX_PIDS:
         raise ConfigError(f"{path or 'config'}: pids must be between 1 and {MAX_PIDS}")
+    # podman reads 0 CPUs as no limit at all, and more than the machine's as the machine
+    if not 0 < settings.cpus <= machine_cpus():
+        raise ConfigError(
+            f"{path or 'config'}: cpus = {settings.cpus!r}; a sandbox's CPUs are more than 0 "
+            f"and at most this machine's {machine_cpus()}"
+        )
 
 
 def _at_list_price(settings: Settings, path: Path | None) -> None:

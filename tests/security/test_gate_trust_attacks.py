@@ -194,9 +194,20 @@ def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_siz
     assert "198.51.100.7" not in captured.out
     assert f"parallel = 2    ({planted})" in captured.out  # the rest of the file counts
     assert f"ignoring [cluster] address in {planted}" in captured.err
-    # a command that measures nothing (`skillbench cluster`) keeps the project's cluster
-    assert load_settings(tmp_path / "pack").settings.cluster.address == "ray://198.51.100.7:10001"
+    # fifth review: nor from a command that names no skill (`cd pack && skillbench cluster
+    # prepare` connected to the pack's Ray head): the pack's root holds its skills/
+    assert load_settings(tmp_path / "pack").settings.cluster.address is None
     capsys.readouterr()
+    # fifth review: the pack lowered the floor a PASS needs (5 wins in 50 passed); it may
+    # raise it, never lower it
+    planted.write_text("min-net-lift = 0.0\n")
+    assert main(["config", "skills/greeter"]) == 0
+    captured = capsys.readouterr()
+    assert "min_net_lift = 0.2    (default)" in captured.out
+    assert f"ignoring min-net-lift in {planted}" in captured.err
+    planted.write_text("min-net-lift = 0.5\n")
+    assert main(["config", "skills/greeter"]) == 0
+    assert f"min_net_lift = 0.5    ({planted})" in capsys.readouterr().out
     # OpenAI's models at a local server (their prices this file may set), Anthropic's at its API
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
@@ -209,6 +220,12 @@ def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_siz
         ('[prices."openai/my-model"]\ninput = nan\noutput = nan\n', "0 or more"),
         ('[prices."openai/my-model"]\ninput = -1000000.0\noutput = 1.0\n', "0 or more"),
         ("pids = 100000\n", "pids must be between 1 and 32768"),
+        # fifth review: podman reads 0 CPUs as no limit; retries and timeouts unbounded
+        ("cpus = 0.0\n", "more than 0 and at most this machine's"),
+        ("cpus = 512.0\n", "more than 0 and at most this machine's"),
+        ("cpus = -1.0\n", "more than 0 and at most this machine's"),
+        ("max_retries = 1000000\n", "max_retries must be between 0 and 20"),
+        ("request_timeout = 1e9\n", "request_timeout must be more than 0"),
         ('[prices."openai/gpt-5"]\ninput = 1.25\noutput = 10.0\ncache_read = 0.0\n', "below"),
     ):
         planted.write_text(body)
