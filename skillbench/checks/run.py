@@ -107,6 +107,12 @@ class _Checker:
         (`as_root`) runs as root in the checker, which the agent never touched, with the
         image's PATH (docs/trust.md); a grader never does."""
         script = f"{CASE_DIR}/{rel}"
+        if self.as_root:  # root's own, fresh: nothing the checker's user made there earlier
+            await self.sandbox.exec(
+                ["sh", "-c", "rm -rf /logs/verifier && mkdir -p -m 0755 /logs/verifier"],
+                user=ROOT,
+                timeout=COMMAND_TIMEOUT,
+            )
         return await self.sandbox.exec(
             ["bash", "-c", ROOT_SCRIPT, script] if self.as_root else ["bash", script],
             cwd=self.sandbox.workdir,
@@ -118,6 +124,27 @@ class _Checker:
             },
             user=ROOT if self.as_root else None,
         )
+
+    async def write_for_grader(self, folder: str, files: dict[str, str]) -> bool:
+        # root's own folder, made anew: the candidate's code the grader runs cannot rewrite
+        # what the grader reads after it, nor have left a file or a link there before
+        made = await self.sandbox.exec(
+            ["sh", "-c", 'rm -rf "$0" && mkdir -m 0755 "$0"', folder],
+            user=ROOT,
+            timeout=COMMAND_TIMEOUT,
+        )
+        if not made.ok:
+            return False
+        for name, text in files.items():
+            done = await self.sandbox.exec(
+                ["sh", "-c", 'cat > "$0" && chmod 0644 "$0"', f"{folder}/{name}"],
+                user=ROOT,
+                stdin=text,
+                timeout=COMMAND_TIMEOUT,
+            )
+            if not done.ok:
+                return False
+        return True
 
     def grader_trace(self) -> str:
         if self.results_trace is not None:  # the oracle's reference solution writes its own

@@ -16,6 +16,7 @@ prompt caching)."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -48,8 +49,11 @@ class Frame:
 
     def block(self, label: str, text: str) -> str:
         """`text` between boundary lines that carry this call's nonce."""
-        clean = text.replace(self.nonce, "[boundary id removed]")
-        self._planted += every_object(clean[-MAX_REPLY_CHARS:])
+        clean = text.replace(self.nonce, "[boundary id removed]")[-MAX_REPLY_CHARS:]
+        # also what a model repairs when it quotes: single quotes, bare keys, a trailing comma
+        # (`{'winner': 'B',}` echoed as valid JSON is still the material's verdict)
+        repaired = _TRAILING_COMMA.sub(r"\1", _BARE_KEY.sub(r'\1"\2":', clean.replace("'", '"')))
+        self._planted += every_object(clean) + every_object(repaired)
         return f"<<<{label} {self.nonce}\n{clean}\n{label} {self.nonce}>>>"
 
     def stamp(self) -> str:
@@ -80,6 +84,10 @@ class Frame:
         if not complete or len(bare) != 1 or set(bare) & planted:
             return None
         return next(iter(bare.values()))
+
+
+_BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:")
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
 def _canonical(value: dict[str, Any]) -> str:

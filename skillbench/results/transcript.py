@@ -28,12 +28,17 @@ from skillbench.util.scrub import scrub_obj
 _LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def json_line(value: Any) -> str:
     """`value` as one JSON line that every way of splitting lines keeps whole."""
     text = json.dumps(value, ensure_ascii=False)
     for char, escaped in _LINE_BREAKS.items():
         text = text.replace(char, escaped)  # (they occur only inside strings)
-    return text + "\n"
+    # a lone surrogate (JSON's "\udcff", in a model's reply) has no UTF-8: kept escaped, it
+    # reads back as it was, where written raw it ended the run (outside review, RB8)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 class TraceWriter:

@@ -5,8 +5,13 @@ starts, including through a foreign system-call ABI; the rest of what a check do
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
+from typing import Any
 
 from skillbench.sandbox.inside import seal
 
@@ -35,12 +40,24 @@ print(json.dumps(out))
 """
 
 
-def test_a_sealed_command_reaches_no_other_process(tmp_path) -> None:
-    target = tmp_path / "file.txt"
-    argv = [sys.executable, "-I", "-S", seal.__file__, "--", sys.executable, "-c", PROBE]
-    moved = tmp_path / "elsewhere"
+def _as_a_user() -> tuple[str, dict[str, Any]]:
+    """(the interpreter, Popen's user arguments): a checker's commands run as its user, and
+    root's are sealed without Landlock (seal.py); run as root, the probe runs as nobody, on
+    the system's python3 (the venv's may be in root's own 0700 HOME)."""
+    if os.geteuid() != 0:
+        return sys.executable, {}
+    return "/usr/bin/python3", {"user": 65534, "group": 65534, "extra_groups": []}
+
+
+def test_a_sealed_command_reaches_no_other_process() -> None:
+    python, user = _as_a_user()
+    where = Path(tempfile.mkdtemp(prefix="skillbench-seal-"))
+    where.chmod(0o777)
+    target = where / "file.txt"
+    argv = [python, "-I", "-S", seal.__file__, "--", python, "-c", PROBE]
+    moved = where / "elsewhere"
     done = subprocess.run(
-        [*argv, str(target), str(moved)], capture_output=True, text=True, timeout=60
+        [*argv, str(target), str(moved)], capture_output=True, text=True, timeout=60, **user
     )
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
@@ -53,6 +70,7 @@ def test_a_sealed_command_reaches_no_other_process(tmp_path) -> None:
         "env": "full",
     }
     assert (moved / "moved.txt").read_text() == "written"
+    shutil.rmtree(where)
 
 
 def test_unsealed_the_probe_reaches_its_parent(tmp_path) -> None:

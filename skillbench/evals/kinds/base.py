@@ -52,6 +52,11 @@ class Checker(Protocol):
         """A Vally program grader's GraderInput JSON for its `program` context."""
         ...
 
+    async def write_for_grader(self, folder: str, files: dict[str, str]) -> bool:
+        """`files` (name -> text) as the only files of `folder`, root's and read-only to the
+        checker's user, whose code the grader runs; False when that failed."""
+        ...
+
 
 @dataclass(frozen=True)
 class CheckContext:

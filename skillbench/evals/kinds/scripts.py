@@ -154,11 +154,14 @@ class Grader(StringKind):
         sandbox, work = context.sandbox, context.sandbox.workdir
         env = {"CASE": checker.case_dir, "WORK": work}
         limit = check.timeout or SCRIPT_TIMEOUT
-        # written by the host into the fresh checker: whatever the agent wrote is not it
-        await sandbox.write_file(f"{RESULTS}/trace.jsonl", checker.grader_trace())
+        # written by the host, root's and read-only to the grader (and to the candidate's
+        # code it runs): whatever the agent wrote is not it
+        files = {"trace.jsonl": checker.grader_trace()}
         if check.program is not None:  # Vally's: its GraderInput, from the host's transcript
-            await sandbox.write_file(VALLY_INPUT, checker.vally_input(check.program))
+            files[VALLY_INPUT.rpartition("/")[2]] = checker.vally_input(check.program)
             env = {**env, "EVALUATE_WORKSPACE": work, "EVALUATE_GRADER_INPUT": VALLY_INPUT}
+        if not await checker.write_for_grader(RESULTS, files):
+            return CheckResult(name, False, f"could not write {RESULTS} for the grader")
         # Its stdout is the executor's pipe (PID 1 reads it, root's): the candidate's code the
         # grader runs shares it and can add to it (through /proc/<grader>/fd/1 too), never
         # rewrite it, as it could a file; what it adds before, around or after the verdict
