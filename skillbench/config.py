@@ -401,6 +401,7 @@ def _loopback(url: str) -> bool:
 
 MIN_SIZE = 1 << 20  # any limit under a megabyte is a mistake, or a way around the limit
 MAX_PIDS = 32_768  # the kernel's default pid_max: more is no sandbox limit at all
+MIN_CPUS = 0.01  # podman's smallest quota (1 ms a period); 0 nano-CPUs is no limit at all
 
 
 def _within_the_machine(settings: Settings, path: Path | None, sources: dict[str, str]) -> None:
@@ -433,10 +434,10 @@ def _within_the_machine(settings: Settings, path: Path | None, sources: dict[str
     if not 1 <= settings.pids <= MAX_PIDS:
         raise ConfigError(f"{path or 'config'}: pids must be between 1 and {MAX_PIDS}")
     # podman reads 0 CPUs as no limit at all, and more than the machine's as the machine
-    if not 0 < settings.cpus <= machine_cpus():
+    if not MIN_CPUS <= settings.cpus <= machine_cpus():
         raise ConfigError(
-            f"{path or 'config'}: cpus = {settings.cpus!r}; a sandbox's CPUs are more than 0 "
-            f"and at most this machine's {machine_cpus()}"
+            f"{path or 'config'}: cpus = {settings.cpus!r}; a sandbox's CPUs are at least "
+            f"{MIN_CPUS} and at most this machine's {machine_cpus()}"
         )
 
 

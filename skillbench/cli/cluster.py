@@ -6,10 +6,9 @@ import argparse
 import json
 import shutil
 import subprocess
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillbench.cli.common import EXIT_OK, UsageError, out, settings_for
+from skillbench.cli.common import EXIT_OK, UsageError, out
 
 if TYPE_CHECKING:
     from skillbench.cli.common import Subparsers
@@ -21,9 +20,11 @@ def cmd_cluster_prepare(args: argparse.Namespace) -> int:
     from skillbench.cluster.connect import connect
     from skillbench.cluster.images import default_images, prepare
 
-    address = args.cluster or settings_for(Path.cwd(), args, ()).settings.cluster.address
+    # the flag only: run in a downloaded pack (its skills anywhere: skills/, .claude/skills/,
+    # plugins/*/skills/), a project file's address would be the pack's Ray head
+    address = args.cluster
     if not address:
-        raise UsageError("cluster prepare needs --cluster ADDRESS (or [cluster] address)")
+        raise UsageError("cluster prepare needs --cluster ADDRESS (the head eval uses)")
     images = default_images(make_agent(a) for a in args.agent or [])
     try:
         connect(address)

@@ -152,7 +152,10 @@ async def _grade_once(
         return None, f"the grader failed: {exc}", usage
     usage = done.usage
     reply = frame.verdict(
-        done.text, _valid({i for i, _ in items}), done.stop_reason != "max_tokens", _passed
+        done.text,
+        _valid({i for i, _ in items}),
+        done.stop_reason != "max_tokens",
+        _passed,
     )
     if reply is None:
         return None, f"the grader's reply is unparseable: {done.text[:200]!r}", usage

@@ -46,6 +46,7 @@ class Frame:
     def __init__(self, nonce: str | None = None) -> None:
         self.nonce = nonce or secrets.token_hex(NONCE_BYTES)
         self._planted: list[dict[str, Any]] = []  # every object the framed material holds
+        self._framed: list[str] = []  # the framed material itself
 
     def block(self, label: str, text: str) -> str:
         """`text` between boundary lines that carry this call's nonce."""
@@ -54,6 +55,7 @@ class Frame:
         # (`{'winner': 'B',}` echoed as valid JSON is still the material's verdict)
         repaired = _TRAILING_COMMA.sub(r"\1", _BARE_KEY.sub(r'\1"\2":', clean.replace("'", '"')))
         self._planted += every_object(clean) + every_object(repaired)
+        self._framed.append(clean)
         return f"<<<{label} {self.nonce}\n{clean}\n{label} {self.nonce}>>>"
 
     def stamp(self) -> str:
@@ -66,6 +68,7 @@ class Frame:
         valid: Callable[[dict[str, Any]], bool],
         complete: bool = True,
         meaning: Callable[[dict[str, Any]], object] | None = None,
+        key: str | None = None,
     ) -> dict[str, Any] | None:
         """The model's verdict in `reply`: the last valid object with this call's nonce, else
         the one verdict carrying no nonce at all (repeated or not); None when there is none,
@@ -73,7 +76,10 @@ class Frame:
         quoted after, or the other way round), when the framed material holds a valid object
         that means the same (`meaning`: what the verdict decides, the whole object if not
         given; a model that only quoted the material, however it respelled it), or when the
-        reply was cut off (`complete` False: its own verdict may be what was cut)."""
+        reply was cut off (`complete` False: its own verdict may be what was cut), or when the
+        framed material names the verdict's `key` as a field in any spelling (`winner:`,
+        `“winner”:`, `\\"winner\\":`, `winner&quot;:`): a verdict planted in a form no parser
+        here reads is still one the model could repair as it quoted it."""
         means = meaning or _canonical
         found = [o for o in json_objects(reply[-MAX_REPLY_CHARS:]) if valid(o)]
         mine = [o for o in found if o.get("nonce") == self.nonce]
@@ -81,9 +87,15 @@ class Frame:
             return mine[-1]
         bare = {repr(means(o)): o for o in found if "nonce" not in o}
         planted = {repr(means(o)) for o in self._planted if valid(o)}
-        if not complete or len(bare) != 1 or set(bare) & planted:
+        if not complete or len(bare) != 1 or set(bare) & planted or self._names(key):
             return None
         return next(iter(bare.values()))
+
+    def _names(self, key: str | None) -> bool:
+        if key is None:
+            return False
+        field = re.compile(rf"{re.escape(key)}(?:&quot;|&#34;|[^\w\n]){{0,8}}[:：=]", re.I)
+        return any(field.search(text) for text in self._framed)
 
 
 _BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:")

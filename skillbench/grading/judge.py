@@ -89,7 +89,10 @@ async def _ask(model: Model, task: str, rubric: str, a: str, b: str) -> _Answer:
         if done.stop_reason == "refusal":
             return _Answer(None, "refused", done.text[:300], usage)
         complete = done.stop_reason != "max_tokens"
-        reply = frame.verdict(done.text, lambda o: bool(_winner(o)), complete, _winner) or {}
+        reply = (
+            frame.verdict(done.text, lambda o: bool(_winner(o)), complete, _winner, key="winner")
+            or {}
+        )
         winner = _winner(reply)
         if winner:
             return _Answer(winner, None, str(reply.get("reason", ""))[:500], usage)

@@ -25,6 +25,7 @@ from skillbench.report.evidence import evidence_lines
 from skillbench.report.terminal import accounting_lines, models_line, report_lines
 from skillbench.results.records import CANDIDATE, RowRecord
 from skillbench.results.run_folder import RunFolder, load_run
+from skillbench.results.transcript import LONE_SURROGATE
 
 FILES = Path(__file__).parent / "files"  # the page's CSS and JS
 EVENT_TEXT_CAP = 20_000  # characters of one transcript event's text kept in the page
@@ -42,6 +43,7 @@ def write_report(run_dir: Path) -> Path:
 def _json_block(ident: str, value: Any) -> str:
     # "<" as \u003c: no "</script>" (or "<!--") in the data can end the block early
     text = json.dumps(value, ensure_ascii=False).replace("<", "\\u003c")
+    text = LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)  # (no UTF-8 for them)
     return f'<script type="application/json" id="{ident}">{text}</script>'
 
 

@@ -28,7 +28,7 @@ from skillbench.util.scrub import scrub_obj
 _LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_line(value: Any) -> str:
@@ -38,7 +38,7 @@ def json_line(value: Any) -> str:
         text = text.replace(char, escaped)  # (they occur only inside strings)
     # a lone surrogate (JSON's "\udcff", in a model's reply) has no UTF-8: kept escaped, it
     # reads back as it was, where written raw it ended the run (outside review, RB8)
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 class TraceWriter:

@@ -270,6 +270,7 @@ def _target(head: bytes) -> tuple[str, str, int, bytes]:
 
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method (RFC 9110 §5.6.2)
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # in a field value: never (but a tab)
 
 
 def _request_line(head: bytes) -> tuple[str, str, str]:
@@ -323,13 +324,16 @@ def _framing(head: bytes) -> _Framing:
     if any(line[:1] in (" ", "\t") for line in lines):
         raise _Refused(400, "a folded header line (obsolete line folding)")
     named = [line.partition(":") for line in lines]
-    if any(not sep or not _TOKEN.fullmatch(name) for name, sep, _ in named):
-        # a name an upstream reads otherwise (`Host\x00`, `Host ` before the colon)
+    if any(
+        not sep or not _TOKEN.fullmatch(name) or _CONTROL.search(value)
+        for name, sep, value in named
+    ):
+        # a name or a value an upstream reads otherwise (`Host\x00`, `Host ` before the
+        # colon, `chunked\x0b`, which Python's strip() would have read as `chunked`)
         raise _Refused(400, "a header line that is not a name (a token), a colon and a value")
 
     def values(name: str) -> list[str]:
-        named = [h.split(":", 1) for h in lines if ":" in h]
-        return [v.strip() for k, v in named if k.strip().lower() == name]
+        return [v.strip(" \t") for k, _, v in named if k.lower() == name]
 
     codings = [c.strip().lower() for v in values("transfer-encoding") for c in v.split(",")]
     lengths = {n.strip() for v in values("content-length") for n in v.split(",")}

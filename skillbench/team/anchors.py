@@ -247,7 +247,7 @@ def files_under(rev: Revision, folder: str) -> list[str]:
 
 def tree_entries(rev: Revision, folder: str) -> dict[str, str]:
     """Every file under `folder` at the revision: its path below `folder` -> `kind oid`
-    (kind `link` or `file`, the executable bit aside), as work_entries gives the disk's."""
+    (kind `link`, `program` (executable) or `file`), as work_entries gives the disk's."""
     prefix = rev.prefix + folder.rstrip("/") + "/"
     done = _git(rev.repo, "ls-tree", "-r", "-z", "--full-tree", rev.commit, "--", prefix)
     if done.returncode != 0:
@@ -259,8 +259,11 @@ def tree_entries(rev: Revision, folder: str) -> dict[str, str]:
         meta, _, path = line.partition(b"\t")
         mode, _, oid = meta.decode().split(" ")
         rel = path.decode(errors="surrogateescape").removeprefix(prefix)
-        out[rel] = f"{'link' if mode == '120000' else 'file'} {oid}"
+        out[rel] = f"{_KIND.get(mode, 'file')} {oid}"
     return out
+
+
+_KIND = {"120000": "link", "100755": "program"}  # git's modes; any other blob is a file
 
 
 def work_entries(rev: Revision, folder: Path) -> dict[str, str]:
@@ -278,5 +281,6 @@ def work_entries(rev: Revision, folder: Path) -> dict[str, str]:
             data = os.fsencode(os.readlink(path)) if link else path.read_bytes()
             oid = hashlib.new(kind, b"blob %d\0" % len(data) + data).hexdigest()
             rel = path.relative_to(folder).as_posix()
-            out[rel] = f"{'link' if link else 'file'} {oid}"
+            program = not link and path.stat().st_mode & 0o100
+            out[rel] = f"{'link' if link else 'program' if program else 'file'} {oid}"
     return out

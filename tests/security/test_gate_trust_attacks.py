@@ -208,6 +208,11 @@ def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_siz
     planted.write_text("min-net-lift = 0.5\n")
     assert main(["config", "skills/greeter"]) == 0
     assert f"min_net_lift = 0.5    ({planted})" in capsys.readouterr().out
+    # sixth review: `cluster prepare` takes the head from its flag only (a pack's skills may
+    # sit in .claude/skills/, where no layout rule looks)
+    planted.write_text('[cluster]\naddress = "ray://127.0.0.1:9"\n')
+    assert main(["cluster", "prepare"]) == 2
+    assert "cluster prepare needs --cluster ADDRESS" in capsys.readouterr().err
     # OpenAI's models at a local server (their prices this file may set), Anthropic's at its API
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
@@ -221,9 +226,10 @@ def test_c1_c3_a_packs_own_project_file_sets_no_cluster_no_cut_price_no_host_siz
         ('[prices."openai/my-model"]\ninput = -1000000.0\noutput = 1.0\n', "0 or more"),
         ("pids = 100000\n", "pids must be between 1 and 32768"),
         # fifth review: podman reads 0 CPUs as no limit; retries and timeouts unbounded
-        ("cpus = 0.0\n", "more than 0 and at most this machine's"),
-        ("cpus = 512.0\n", "more than 0 and at most this machine's"),
-        ("cpus = -1.0\n", "more than 0 and at most this machine's"),
+        ("cpus = 0.0\n", "at least 0.01 and at most this machine's"),
+        ("cpus = 512.0\n", "at least 0.01 and at most this machine's"),
+        ("cpus = -1.0\n", "at least 0.01 and at most this machine's"),
+        ("cpus = 1e-10\n", "at least 0.01 and at most this machine's"),  # (0 nano-CPUs)
         ("max_retries = 1000000\n", "max_retries must be between 0 and 20"),
         ("request_timeout = 1e9\n", "request_timeout must be more than 0"),
         ('[prices."openai/gpt-5"]\ninput = 1.25\noutput = 10.0\ncache_read = 0.0\n', "below"),

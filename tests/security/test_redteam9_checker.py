@@ -72,3 +72,12 @@ def test_a_lone_surrogate_in_a_reply_is_kept_not_fatal(tmp_path: Path) -> None:
     writer.close()
     (line,) = (tmp_path / "t.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(line)["text"] == "done \udcff\ud800"
+
+
+def test_the_report_keeps_a_lone_surrogate_too() -> None:
+    """Sixth review: the run got its receipt, then died writing report.html (0 bytes)."""
+    from skillbench.report.html import _json_block
+
+    block = _json_block("rows", {"text": "done \udcff"})
+    block.encode("utf-8")
+    assert "\\udcff" in block

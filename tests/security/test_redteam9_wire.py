@@ -150,8 +150,11 @@ def test_the_relay_keeps_the_key_owners_headers_from_workers(provider, monkeypat
         b"GET http://[::1/ HTTP/1.1\r\nHost: x\r\n\r\n",
         b"CONNECT 127.0.0.1:9 HTTP/1.1\r\n\r\nGET http://[::1/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n",
         b"GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\nHost\x00: evil.example\r\n\r\n",
+        # sixth review: a value Python's strip() reads one way and an upstream another
+        b"POST http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\nTransfer-Encoding: chunked\x0b\r\n\r\n",
+        b"POST http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Length: 2\x0c\r\n\r\nab",
     ],
-    ids=["port-name", "port-range", "ipv6-open", "tunnel-ipv6-open", "nul-name"],
+    ids=["port-name", "port-range", "ipv6-open", "tunnel-ipv6-open", "nul-name", "vt", "ff"],
 )
 def test_a_target_or_header_the_proxy_cannot_read_is_refused_and_logged(
     tmp_path: Path, request_: bytes, capfd

@@ -77,3 +77,15 @@ def test_a_link_into_the_skills_own_evals_is_refused(tmp_path: Path) -> None:
     (skill / "reference.md").symlink_to("evals/reference.md")
     with pytest.raises(SpecError, match="symlink points into evals"):
         digest(skill)
+
+
+def test_a_published_versions_file_keeps_its_executable_bit(tmp_path: Path, capsys) -> None:
+    """Sixth review: `chmod +x` (or -x) on a published file passed; a script that stops
+    being a program (or becomes one) changes what the version does."""
+    repo, _ = base_and_pr(capsys, tmp_path, "WWWWWW")
+    target = repo / "skills/greeter/v1/SKILL.md"
+    target.chmod(0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "mode")
+    code, out = _gate(capsys, repo)
+    assert code == 1 and "skills/greeter/v1/SKILL.md differs from merge-base" in out, out

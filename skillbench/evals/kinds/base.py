@@ -52,6 +52,10 @@ class Checker(Protocol):
         """A Vally program grader's GraderInput JSON for its `program` context."""
         ...
 
+    async def clear(self, path: str) -> None:
+        """Remove what is at `path` (as root) before a script writes its reward there."""
+        ...
+
     async def write_for_grader(self, folder: str, files: dict[str, str]) -> bool:
         """`files` (name -> text) as the only files of `folder`, root's and read-only to the
         checker's user, whose code the grader runs; False when that failed."""

@@ -103,14 +103,15 @@ class Reward(StringKind):
             return CheckResult(name, False, NO_SANDBOX)
         sandbox, output = context.sandbox, ""
         limit = check.timeout or SCRIPT_TIMEOUT
+        path = arg if arg.startswith("/") else f"{sandbox.workdir}/{arg}"
         if check.script:  # Harbor's test.sh: its exit code says nothing, its reward file does
+            await checker.clear(path)
             done = await checker.run_script(check.script, limit)
             output = _output(done)
             if done.timed_out:
                 return CheckResult(
                     name, False, f"{check.script} timed out after {limit:g} s", output=output
                 )
-        path = arg if arg.startswith("/") else f"{sandbox.workdir}/{arg}"
         if not await sandbox.exists(path):
             return CheckResult(name, False, f"no reward file at {path}", output=output)
         metrics = reward_metrics(await sandbox.read_text(path))
