@@ -23,21 +23,13 @@ from skillbench.broker.server import Broker, allowed_models
 from skillbench.cluster.placement import ClusterError, _write
 from skillbench.cluster.relay import DriverRelay
 from skillbench.sandbox.egress import EgressProxy
+from tests.broker.test_broker_access import _REPLY
 
 _BODY = {
     "model": "claude-sonnet-4-6",
     "max_tokens": 8,
     "messages": [{"role": "user", "content": "hi"}],
 }
-_REPLY = json.dumps(
-    {
-        "id": "m",
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "text", "text": "ok"}],
-        "usage": {"input_tokens": 3, "output_tokens": 1},
-    }
-).encode()
 
 
 class _Provider(BaseHTTPRequestHandler):
