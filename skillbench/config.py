@@ -263,12 +263,10 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
         if isinstance(cluster, dict) and cluster.get("address") and measures:
             # where the sessions, the skill and the relay to the run's key go: a pack's
             # own project file (`cd pack && skillbench eval skills/foo`) never chooses it
-            print(
-                f"skillbench: ignoring [cluster] address in {path}: the folder holding the "
-                "skill under test does not choose where its sessions and your model key's "
-                "relay go; pass --cluster ADDRESS",
-                file=sys.stderr,
-                flush=True,
+            _ignored(
+                path,
+                "[cluster] address",
+                "where its sessions and your model key's relay go; pass --cluster ADDRESS",
             )
             data["cluster"] = {k: v for k, v in cluster.items() if k != "address"}
     if os.environ.get("SKILLBENCH_MODEL") and not (flags or {}).get("model"):

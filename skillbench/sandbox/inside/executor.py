@@ -271,14 +271,17 @@ def _alive(pid):
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return False
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    return True
-        except (OSError, IndexError):
-            continue
-    return False
+    return any((_stat(f"/proc/{pid}/task/{task}/stat") or ["Z"])[0] != "Z" for task in tasks)
+
+
+def _stat(path):
+    """The fields of a /proc stat file after the command name (state, ppid, ...); None when
+    it is gone."""
+    try:
+        with open(path) as fh:
+            return fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 def _wait(proc, timeout):
@@ -445,12 +448,8 @@ def _reap_orphans(wakeups):
             for entry in os.listdir("/proc"):
                 if not entry.isdigit() or int(entry) in _ACTIVE:
                     continue
-                try:
-                    with open(f"/proc/{entry}/stat") as fh:
-                        fields = fh.read().rsplit(")", 1)[1].split()
-                except (OSError, IndexError):
-                    continue
-                if fields[0] == "Z" and int(fields[1]) == me:
+                fields = _stat(f"/proc/{entry}/stat")
+                if fields and fields[0] == "Z" and int(fields[1]) == me:
                     with contextlib.suppress(ChildProcessError, OSError):
                         os.waitpid(int(entry), os.WNOHANG)
 
