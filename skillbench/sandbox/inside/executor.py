@@ -50,6 +50,7 @@ _USER = None  # the pwd entry everything runs as (set in main)
 _WORKDIR = "/work"  # the workspace: where commands start and file paths resolve (--workdir)
 _VICTIM = 1000  # oom_score_adj of every user process: the OOM killer takes them first
 _SEAL = None  # with --seal: seal.py, beside this file, which every command starts under
+_TAINTED = None  # why no sealed command may run any more (a leftover that would not die)
 
 
 class _Stdio:
@@ -149,6 +150,19 @@ def _env_for(user, extra):
 
 def _exec(req):
     started = time.monotonic()
+    if _SEAL is not None:
+        with _SPAWN:
+            if not _ACTIVE:  # nothing an earlier command left runs beside this one
+                _kill_leftovers()
+        if _TAINTED:  # a failed command, never an error: an error would be retried, unscored
+            return {
+                "exit_code": 126,
+                "stdout": "",
+                "stderr": base64.b64encode(f"skillbench: {_TAINTED}\n".encode()).decode(),
+                "timed_out": False,
+                "truncated": False,
+                "duration": 0.0,
+            }
     user = _user(req)
     env = _env_for(user, req.get("env"))
     cmd = req["cmd"]
@@ -234,15 +248,7 @@ def _sweep(user):
     with _SPAWN:
         if _ACTIVE:
             return
-        for _ in range(100):  # until nothing is left: a leftover may fork while it dies
-            # (a process whose leader thread exited shows Z while its other threads run on)
-            left = [pid for pid in _pids() if pid != 1 and _alive(pid)]
-            if not left:
-                break
-            for pid in left:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.01)
+        _kill_leftovers()
     if user.pw_uid == 0:  # root's HOME is the image's (a root verifier's .profile, .local)
         return
     # the repositories in /work once more as the handover left them: a check's command could
@@ -259,6 +265,27 @@ def _sweep(user):
                 else:
                     with contextlib.suppress(OSError):
                         os.unlink(entry.path)
+
+
+def _kill_leftovers():
+    """Kill every process but this one (PID 1), with _SPAWN held and nothing active. One
+    kill(-1) reaches them all at once, under the kernel's task list lock, so a process that
+    forks and exits to change its pid cannot slip between a listing and a kill; it repeats
+    while any is still alive (a process whose leader thread exited shows Z while its other
+    threads run on). A process that will not die taints the checker: every later command
+    is refused (fail closed), never run beside it."""
+    global _TAINTED
+    deadline = time.monotonic() + 5
+    while True:
+        with contextlib.suppress(OSError):  # (ESRCH: nothing but us)
+            os.kill(-1, signal.SIGKILL)
+        left = [pid for pid in _pids() if pid != 1 and _alive(pid)]
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            _TAINTED = f"process {left[0]} of an earlier check could not be stopped"
+            return
+        time.sleep(0.01)
 
 
 def _pids():

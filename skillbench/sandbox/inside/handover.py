@@ -267,7 +267,9 @@ def hand_over(workdir, uid, gid):
             continue
         _own(path, os.lstat(path), uid, gid)
         if os.path.basename(path) == "HEAD":  # (git takes a HEAD that is a link too)
-            gits += _git_folders(os.path.dirname(path), workdir)
+            gits += _git_folders(os.path.dirname(path), workdir, notes)
+        elif os.path.basename(path) == ".git" and stat.S_ISREG(info.st_mode):
+            gits += _git_file(path, workdir, notes)
     for folder in deep:  # (rm works below any depth, by descriptor)
         subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=300)
         notes.append(f"{folder}: nested too deep for a path to reach what it holds, removed")
@@ -340,17 +342,41 @@ def _remove(path):
         os.unlink(path)
 
 
-def _git_folders(git_dir, workdir):
-    """The git folders of the repository at `git_dir` (a folder holding HEAD) that are in the
-    workspace: itself, and the folder its `commondir` names."""
+def _git_folders(git_dir, workdir, notes):
+    """The git folders of the repository at `git_dir` (a folder holding HEAD): itself, and
+    the folder its `commondir` names, which must be one of the workspace's (git would read
+    the config, hooks and filters of one elsewhere, /tmp say, that no handover tames): a
+    `commondir` leading anywhere else is removed."""
     folders = [git_dir]
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        with open(os.path.join(git_dir, "commondir"), "rb") as fh:
-            common = fh.read(4096).decode().strip()
-        found = resolve(os.path.join(git_dir, common))
-        if found is not None and _inside(found[0], workdir) and os.path.isdir(found[0]):
-            folders.append(found[0])
+    common = os.path.join(git_dir, "commondir")
+    if not os.path.lexists(common):
+        return folders
+    found = None
+    with contextlib.suppress(OSError, UnicodeDecodeError), open(common, "rb") as fh:
+        found = resolve(os.path.join(git_dir, fh.read(4096).decode().strip()))
+    if found is not None and _inside(found[0], workdir) and os.path.isdir(found[0]):
+        folders.append(found[0])
+    else:
+        _remove(common)
+        notes.append(f"{common}: leads out of the workspace, removed")
     return folders
+
+
+def _git_file(path, workdir, notes):
+    """A `.git` file ("gitdir: <folder>") makes the folder a repository whose git folder is
+    that one: one of the workspace's (tamed with the rest), or the file is removed, as git
+    would run the config and filters of a folder elsewhere that no handover sees."""
+    found = None
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        with open(path, "rb") as fh:
+            line = fh.read(4096).decode().strip()
+        if line.startswith("gitdir:"):
+            found = resolve(os.path.join(os.path.dirname(path), line[len("gitdir:") :].strip()))
+    if found is not None and _inside(found[0], workdir) and os.path.isdir(found[0]):
+        return _git_folders(found[0], workdir, notes)
+    os.unlink(path)
+    notes.append(f"{path}: a git file that leads out of the workspace, removed")
+    return []
 
 
 def _config_from_link(path, places):

@@ -1,0 +1,123 @@
+"""Seventh outside review (issue 38, GR1 and GR2): the candidate's code one check runs still
+reached later checks. A process that forks and lets its parent exit, over and over, was never
+the pid the sweep's listing-then-kill caught, and rewrote a later verifier's reward from 0
+to 1; a `.git` file ("gitdir: /tmp/evil"), or a `commondir` leading to /tmp, gave a later
+check's `git status` a filter in a git folder that no handover saw."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from skillbench.checks.run import run_checks
+from skillbench.evals import load_case
+from skillbench.evals.model import Check
+from skillbench.results.transcript import Transcript
+from skillbench.sandbox.base import SandboxSpec
+from skillbench.sandbox.podman.provider import PodmanProvider
+from skillbench.sandbox.stage import check_phase, stage_arm
+from tests.helpers import make_skill
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.anyio]
+
+CASE = "task: Write solve.sh\nchecks:\n  - file_exists: solve.sh\n"
+GITFILE = r"""
+mv /work/.git /tmp/evil
+printf 'gitdir: /tmp/evil\n' > /work/.git
+git --git-dir=/tmp/evil config filter.x.clean 'sh -c "touch /tmp/filter-ran; cat"'
+git --git-dir=/tmp/evil config filter.x.required true
+echo '* filter=x' > /work/.gitattributes
+echo changed >> /work/tracked.txt
+"""
+COMMONDIR = r"""
+mkdir -p /tmp/common && cp -r /work/.git/. /tmp/common/
+printf '/tmp/common\n' > /work/.git/commondir
+git --git-dir=/tmp/common config filter.x.clean 'sh -c "touch /tmp/filter-ran; cat"'
+echo '* filter=x' > /work/.gitattributes
+echo changed >> /work/tracked.txt
+"""
+HOPPER = r"""
+import os, time
+if os.fork(): os._exit(0)
+os.setsid()
+fd = os.open("/dev/null", os.O_RDWR)
+for i in (0, 1, 2): os.dup2(fd, i)
+start, last = time.monotonic(), 0.0
+while time.monotonic() - start < 90:
+    now = time.monotonic()
+    if now - last > 0.02:
+        last = now
+        if now - start > 2:
+            open("/work/late", "w").write("alive\n")
+        try:
+            p = "/logs/verifier/reward.txt"
+            if open(p).read().strip() == "0":
+                with open(p + ".x", "w") as fh: fh.write("1\n")
+                os.rename(p + ".x", p)
+        except OSError:
+            pass
+    try:
+        if os.fork():
+            os._exit(0)  # the pid a listing saw is gone before its kill
+    except OSError:
+        time.sleep(0.001)
+"""
+HOP = f"""cat > /tmp/hop.py <<'PY'
+{HOPPER}
+PY
+python3 /tmp/hop.py </dev/null >/dev/null 2>&1
+sleep 0.3
+"""
+VERIFIER = "#!/bin/bash\nmkdir -p /logs/verifier; echo 0 > /logs/verifier/reward.txt\n"
+
+
+async def checked(provider, spec, tmp_path, solve, checks, files=None):
+    skill = make_skill(tmp_path, "demo", {"evals/cases/solve.yaml": CASE, **(files or {})})
+    case, _ = load_case(skill / "evals/cases/solve.yaml", skill)
+    arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
+    try:
+        made = await arm.sandbox.exec(
+            "git init -q . && echo a > tracked.txt && git add -A && "
+            "git -c user.email=a@b -c user.name=a commit -qm x",
+            timeout=60,
+        )
+        assert made.ok, made.stderr
+        await arm.sandbox.write_file(f"{arm.sandbox.workdir}/solve.sh", solve)
+        checker = await check_phase(provider, spec, arm, skill)
+        return await run_checks(checks, Transcript([]), checker)
+    finally:
+        await arm.close()
+
+
+@pytest.mark.parametrize("solve", [GITFILE, COMMONDIR], ids=["gitfile", "commondir"])
+async def test_a_git_folder_outside_the_workspace_runs_nothing_in_a_later_check(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path, solve: str
+) -> None:
+    checks = [
+        Check("command_succeeds", "bash solve.sh"),  # the candidate's code
+        Check(
+            "command_succeeds",
+            "git status -s >/dev/null 2>&1; git diff >/dev/null 2>&1; test ! -e /tmp/filter-ran",
+        ),
+    ]
+    results = await checked(provider, spec, tmp_path, solve, checks)
+    assert results[0].passed, results[0].detail
+    assert results[1].passed, results[1].detail
+
+
+async def test_a_process_that_keeps_changing_its_pid_is_gone_before_the_next_check(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    spec = msgspec.structs.replace(spec, logs=True)
+    checks = [
+        Check("command_succeeds", "bash solve.sh"),  # the candidate's code
+        Check("command_succeeds", "sleep 4; test ! -e /work/late"),
+        Check("reward", "/logs/verifier/reward.txt", script="cases/tests/v.sh"),
+    ]
+    files = {"evals/cases/tests/v.sh": VERIFIER}
+    results = await checked(provider, spec, tmp_path, HOP, checks, files)
+    assert results[0].passed, results[0].detail
+    assert results[1].passed, results[1].detail  # nothing of it ran during check 2
+    assert not results[2].passed, results[2].detail  # the verifier's own 0
