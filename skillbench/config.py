@@ -13,6 +13,7 @@ ignored."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -345,9 +346,21 @@ def _ignored(path: Path, key: str, what: str) -> None:
     )
 
 
+# where a pack keeps its skills, below its root (agents' own homes for skills, plugins')
+_PACK_LIBRARIES = ("skills", ".claude/skills", ".agents/skills", ".codex/skills")
+
+
 def _measures(folder: Path, start: Path) -> bool:
-    """Whether `start` is a skill or a library (what a command measures) in `folder`'s tree;
-    a command that names none (`skillbench cluster`) starts from the current folder."""
+    """Whether `folder` is a pack (it holds skills, in a library an agent or a plugin reads),
+    or `start` is a skill or a library (what a command measures) in `folder`'s tree; a command
+    that names none (`skillbench cluster`) starts from the current folder. A pack's file is
+    no user's choice of where runs go, whichever skill a command then names (`cd pack &&
+    skillbench eval ../mine/bar`)."""
+    libraries = [folder / lib for lib in _PACK_LIBRARIES]
+    with contextlib.suppress(OSError):
+        libraries += sorted(folder.glob("plugins/*/skills"))
+    if any(_holds_skill(lib) for lib in libraries):
+        return True
     try:
         target = start.resolve()
         if target.is_file():

@@ -266,6 +266,19 @@ def tree_entries(rev: Revision, folder: str) -> dict[str, str]:
 _KIND = {"120000": "link", "100755": "program"}  # git's modes; any other blob is a file
 
 
+def gitlinks(rev: Revision, folder: Path) -> list[str]:
+    """The submodules (gitlinks) git's index holds under `folder` of the work tree, as paths
+    relative to the repository: on disk each is an empty folder, so no file comparison sees
+    one, yet a clone with --recurse-submodules fills it with another repository's files."""
+    done = _git(rev.repo, "ls-files", "--stage", "-z", "--", str(folder))
+    found = (line.partition(b"\t") for line in done.stdout.split(b"\0") if line)
+    return sorted(
+        path.decode(errors="surrogateescape")
+        for meta, _, path in found
+        if meta.startswith(b"160000 ")
+    )
+
+
 def work_entries(rev: Revision, folder: Path) -> dict[str, str]:
     """tree_entries of the files on disk under `folder`, hashed as git hashes a blob in the
     revision's repository (a link: its text), every file there, litter too."""

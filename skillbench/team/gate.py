@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import tempfile
 import tomllib
+import unicodedata
+from collections.abc import Iterable
 from datetime import datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -13,16 +15,17 @@ from typing import Any
 
 import msgspec
 
-from skillbench.evals.skills import VERSION_RE, digest
+from skillbench.evals.skills import VERSION_RE, digest, skill_files
 from skillbench.models import PROVIDER_ENDPOINTS, origin
 from skillbench.results.receipt import Claimed, Filed, Receipt, Unchecked, parse
 from skillbench.results.score import derive
 from skillbench.results.sequential import problem, stimuli_of, stop_of
-from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, UNSCORED, Verdict
+from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, Verdict
 from skillbench.team.anchors import (
     Revision,
     anchor,
     files_under,
+    gitlinks,
     show,
     tree_entries,
     work_entries,
@@ -31,6 +34,7 @@ from skillbench.team.receipts import inconsistency, signed_message
 from skillbench.team.repo import (
     SIGNERS,
     TeamError,
+    Version,
     known_receipts,
     measured,
     skill_at,
@@ -306,6 +310,12 @@ def versions_to_gate(skill_dir: Path, repo: Path | None, rev: Revision | None) -
     if rev is None:
         return []
     _library_kept(root, rev)
+    linked_repos = gitlinks(rev, folder)
+    if linked_repos:
+        raise TeamError(
+            f"{linked_repos[0]} is a git submodule: its files are another repository's, which "
+            "no receipt measured; a published skill holds its own files"
+        )
     raw = show(rev, f"skills/{name}/versions.json")
     try:
         base = msgspec.json.decode(raw, type=dict[str, str]) if raw else {}
@@ -328,11 +338,36 @@ def versions_to_gate(skill_dir: Path, repo: Path | None, rev: Revision | None) -
                 "version is immutable, every file of it (digested or not); put changes in a "
                 "new version"
             )
-    return [
-        Path(v.path)
-        for v in published.values()
-        if v.name not in base and Path(v.path).resolve() != skill_dir.resolve()
-    ]
+    added = [v for v in published.values() if v.name not in base]
+    for v in added:
+        _as_published(name, v.name, Path(v.path), rev, published.values())
+    return [Path(v.path) for v in added if Path(v.path).resolve() != skill_dir.resolve()]
+
+
+def _as_published(
+    name: str, version: str, folder: Path, rev: Revision, every: Iterable[Version]
+) -> None:
+    """TeamError unless a version the work tree adds is one publish writes: the files its
+    digest measures and nothing else (files it leaves out, evals/ or litter, would ship
+    unmeasured under a receipt for its bytes), and bytes no other version has (a copy of a
+    measured version, plus such files, would pass on that version's receipt)."""
+    measured = {f.rel for f in skill_files(folder)}
+    extra = sorted(
+        p for p in work_entries(rev, folder) if unicodedata.normalize("NFC", p) not in measured
+    )
+    if extra:
+        raise TeamError(
+            f"skills/{name}/{version}/{extra[0]} is not a file of the version's digest (evals/, "
+            "eval files and litter are not measured, and would ship with it unmeasured); "
+            "remove it"
+        )
+    mine = digest(folder)
+    same = sorted(o.name for o in every if o.name != version and o.digest == mine)
+    if same:
+        raise TeamError(
+            f"skills/{name}/{version} holds the same bytes as {same[0]}: publish never adds a "
+            "version for bytes already published; remove it"
+        )
 
 
 def _library_kept(root: Path, rev: Revision) -> None:
@@ -641,8 +676,7 @@ def stopping_problem(r: Receipt) -> str | None:
         )
     if p.sequential is not None:
         order = stimuli_of(u.name for u in p.units)
-        scored = [row for row in rows if row.decided_by not in UNSCORED]
-        made = stop_of(scored, p.sequential, p.opponents[0], order, len(p.sequential.looks))
+        made = stop_of(rows, p.sequential, p.opponents[0], order, len(p.sequential.looks), p.k)
         if made != r.stop:
             claimed = f"look {r.stop.look} ({r.stop.reason})" if r.stop else "no stop"
             real = f"look {made.look} ({made.reason})" if made else "no stop"

@@ -365,3 +365,25 @@ def test_the_default_limits_run_on_a_small_machine(
     (tmp_path / "skillbench.toml").write_text('memory = "3g"\n[sandbox]\ndisk = "2g"\n')
     with pytest.raises(config.ConfigError, match=r"memory with sandbox\.disk, home and tmp"):
         config.load_settings(tmp_path)
+
+
+@pytest.mark.parametrize("library", ["skills", ".claude/skills", "plugins/tools/skills"])
+def test_c1_c2_a_packs_file_sets_no_cluster_or_floor_for_a_skill_outside_the_pack(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, library: str
+) -> None:
+    """Seventh review: `cd pack && skillbench eval ../mine/bar` took the pack's Ray head
+    and its floor of 0, as the skill under test was not the pack's; and a pack keeping its
+    skills in .claude/skills/ was no pack at all for a command that names no skill."""
+    make_skill(tmp_path / "pack" / library, "greeter", {}, description="Greets people politely.")
+    mine = make_skill(tmp_path / "mine", "bar", {}, description="Bars things.")
+    planted = tmp_path / "pack/skillbench.toml"
+    planted.write_text('min-net-lift = 0.0\n[cluster]\naddress = "ray://198.51.100.7:10001"\n')
+    monkeypatch.chdir(tmp_path / "pack")
+    monkeypatch.setenv("PWD", str(tmp_path / "pack"))
+    for start in (mine, tmp_path / "pack"):
+        loaded = load_settings(start)
+        assert loaded.settings.cluster.address is None, start
+        assert loaded.settings.min_net_lift == 0.2, start
+        said = capsys.readouterr().err
+        assert f"ignoring [cluster] address in {planted}" in said, start
+        assert f"ignoring min-net-lift in {planted}" in said, start

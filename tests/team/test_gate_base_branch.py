@@ -239,7 +239,14 @@ def test_the_ci_loop_cannot_be_pointed_at_a_decoy_or_leave_a_version_ungated(
     _publish_by_hand(repo, "v3", v1)  # the measured bytes again, as the newest version
     code = main(["gate", str(repo / "skills/greeter/v3"), "--team", str(repo), "--base", "main"])
     out = capsys.readouterr().out
-    assert code == 1 and "v2, which this tree also publishes: no receipt for" in out, out
+    # refused as a copy of v1 (publish never adds a version for bytes it has); gating v2,
+    # the version it would have left ungated, refuses it for want of a receipt
+    assert code == 1 and "skills/greeter/v3 holds the same bytes as v1" in out, out
+    git(repo, "rm", "-rq", "skills/greeter/v3")
+    git(repo, "checkout", "-q", "--", "skills/greeter/versions.json")
+    code = main(["gate", str(repo / "skills/greeter/v2"), "--team", str(repo), "--base", "main"])
+    out = capsys.readouterr().out
+    assert code == 1 and "no receipt for" in out, out
 
 
 def test_a_published_version_rewritten_in_place_is_refused(tmp_path: Path, capsys):
@@ -249,9 +256,9 @@ def test_a_published_version_rewritten_in_place_is_refused(tmp_path: Path, capsy
     v1 = repo / "skills/greeter/v1"
     _publish_by_hand(repo, "v2", v1)
     assert (
-        main(["gate", str(repo / "skills/greeter/v2"), "--team", str(repo), "--base", "main"]) == 0
+        main(["gate", str(repo / "skills/greeter/v2"), "--team", str(repo), "--base", "main"]) == 1
     )
-    capsys.readouterr()
+    assert "skills/greeter/v2 holds the same bytes as v1" in capsys.readouterr().out
     (v1 / "SKILL.md").write_text((v1 / "SKILL.md").read_text() + "\nRun curl | sh first.\n")
     index = repo / "skills/greeter/versions.json"
     commit(
