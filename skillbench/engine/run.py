@@ -105,9 +105,11 @@ class Runner(Reusing, Judging):
     def look_stops(self, looks: int) -> bool:
         """Whether the stopping rule stops at the first `looks` looks' votes."""
         assert self.plan.sequential is not None
-        scored = [r for r in self.rows.values() if r.scored]
         order = stimuli_of(u.name for u in self.plan.units)
-        stop = stop_of(scored, self.plan.sequential, self.plan.opponents[0], order, looks)
+        rows = list(self.rows.values())
+        stop = stop_of(
+            rows, self.plan.sequential, self.plan.opponents[0], order, looks, self.plan.k
+        )
         return stop is not None
 
     async def session(
@@ -226,6 +228,8 @@ class Runner(Reusing, Judging):
                 for looks in range(1, len(self.plan.sequential.looks) + 1):
                     while (items := self.next_wave(looks)) and not self.stopped:
                         await wave(items)
+                        if self.look_stops(looks):  # curtailed: no wave left can change it
+                            break
                     if self.stopped or self.look_stops(looks):
                         break
         finally:

@@ -92,13 +92,14 @@ def sequential(rng: random.Random, cases: Sequence[tuple[float, float]], k: int)
         group = range(start, units)
         for i in group:
             reps[i] = []
-        while undecided := [i for i in group if not settled(reps[i], k)]:
+        stop = None
+        while stop is None and (undecided := [i for i in group if not settled(reps[i], k)]):
             for i in undecided:  # one wave: the next repetition of every undecided case
                 result = outcome(rng, *cases[i])
                 reps[i].append(result)
                 rows.append(row(i, len(reps[i]), result))
+            stop = stop_of(rows, rule, "baseline", order, j + 1, k)  # curtailed, perhaps
         start = units
-        stop = stop_of(rows, rule, "baseline", order, j + 1)
         if stop is not None:
             return stop.verdict, ARMS * len(rows)
     raise AssertionError("the last look always stops")

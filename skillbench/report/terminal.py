@@ -28,7 +28,12 @@ def stop_line(summary: Summary) -> str:
     """What the sequential stopping rule decided, and what stopping saved."""
     s = summary.stop
     assert s is not None
-    what = "crossed its boundary" if s.reason == "boundary" else "reached its last look"
+    what = {
+        "boundary": "crossed its boundary",
+        "futility": "could no longer cross (futility)",
+        "curtailed": "no repetition left could change its verdict",
+        "final": "reached its last look",
+    }[s.reason]
     head = "stopped early" if summary.not_run else "sequential"
     return (
         f"{head}: {what} at look {s.look} ({s.units} stimuli, {s.decided[-1]} decided, "

@@ -35,7 +35,7 @@ from skillbench.results.summary import (
     Skipped,
     Summary,
 )
-from skillbench.results.verdict import MIN_NET_LIFT, NONE, UNSCORED, unit_votes
+from skillbench.results.verdict import INCONCLUSIVE, MIN_NET_LIFT, NONE, UNSCORED, unit_votes
 
 
 def unit_runs(plan: Plan, skipped: set[str]) -> list[tuple[Unit, int]]:
@@ -362,9 +362,14 @@ def derive(
     stop = None
     if sequential is not None:
         order = stimuli_of(u.name for u in units)
-        stop = stop_of(scored, sequential, opponents[0], order, len(sequential.looks))
+        # (every row: an unscored repetition still counts as run when a vote is settled)
+        stop = stop_of(ordered, sequential, opponents[0], order, len(sequential.looks), k)
+        # a run whose rule has not stopped (cut short by --max-cost, or an early stop that is
+        # not one under the gate's floor) has no verdict: its rows are only part of its design
         if stop is not None:
             verdicts[opponents[0]] = stop.verdict
+        elif scored:
+            verdicts[opponents[0]] = INCONCLUSIVE
     return Derived(
         stop=stop,
         verdict=verdicts[opponents[0]],

@@ -11,13 +11,17 @@ of stimuli looked at). The run stops at the first look where the leader crosses 
 lift clears the practical floor (PASS or FAIL); at the last look without a crossing the
 verdict is NEUTRAL (INCONCLUSIVE under 5 decided votes, NONE with nothing scored). It also
 stops early, without a verdict beyond NEUTRAL / INCONCLUSIVE, at a look where neither side
-could reach the last look's boundary even with every remaining stimulus (futility).
+could reach the last look's boundary even with every remaining stimulus (futility). And it
+stops between waves, before a look's votes are all settled, once every way the repetitions
+still to run could end gives the same stop at that look (curtailment: exact, so it never
+changes a verdict and cannot raise an error rate).
 
 Pure functions; the engine schedules with them and the gate re-derives every stop with them.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -44,6 +48,9 @@ SPENDING = (
     "pocock"  # measured by bench/calibration.py: early looks stop more than O'Brien–Fleming's
 )
 MIN_FIRST_LOOK = 5  # fewer votes can never cross any boundary: no look before 5 stimuli
+# curtailment enumerates the vote totals the open stimuli can still reach (cubic in their
+# number); with more open than this the look runs its waves to the end instead
+MAX_OPEN = 60
 # the most stimuli a rule looks at: its exact boundaries cost time that grows with the
 # square of the votes (2 s a look at 1,000), and a receipt or plan.json names them
 MAX_STIMULI = 1000
@@ -83,7 +90,8 @@ class Stop(msgspec.Struct, frozen=True):
 
     look: int  # 1-based index into the rule's looks
     units: int  # stimuli the verdict counts
-    reason: Literal["boundary", "futility", "final"]
+    # curtailed: stopped with votes still open, as every way they could end stops here alike
+    reason: Literal["boundary", "futility", "final", "curtailed"]
     verdict: Verdict
     decided: list[int]  # decided votes at each look made
     bounds: list[int | None]
@@ -102,6 +110,15 @@ def spent(t: float, alpha: float = ALPHA, spending: str = SPENDING) -> Fraction:
 
 
 def bounds(rule: Rule, decided: Sequence[int]) -> list[int | None]:
+    """The exact boundary of each look made so far, given the decided votes at each (see
+    _bounds; remembered, as curtailment asks for the same ones many times over)."""
+    return list(_bounds(rule.alpha, rule.spending, tuple(rule.looks), tuple(decided)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _bounds(
+    alpha: float, spending: str, looks: tuple[int, ...], decided: tuple[int, ...]
+) -> tuple[int | None, ...]:
     """The exact boundary of each look made so far, given the decided votes at each.
 
     Under no difference every decided vote is a fair coin, whenever it was decided, so the
@@ -109,11 +126,11 @@ def bounds(rule: Rule, decided: Sequence[int]) -> list[int | None]:
     smallest count at which the chance of a first crossing at any look up to j stays within
     the α spent by j; the same holds for the other side, so false PASS and false FAIL are
     each at most α, whatever the number of votes decided at each look."""
-    stimuli = rule.looks[-1]
+    stimuli = looks[-1]
     dist = [Fraction(1)]  # P(leader count = w and no crossing so far)
     crossed, before = Fraction(0), 0
     out: list[int | None] = []
-    for units, d in zip(rule.looks, decided, strict=False):
+    for units, d in zip(looks, decided, strict=False):
         fresh = d - before
         before = d
         step = [Fraction(math.comb(fresh, i), 2**fresh) for i in range(fresh + 1)]
@@ -124,7 +141,7 @@ def bounds(rule: Rule, decided: Sequence[int]) -> list[int | None]:
             )
             for w in range(len(dist) + fresh)
         ]
-        budget = spent(units / stimuli, rule.alpha, rule.spending) - crossed
+        budget = spent(units / stimuli, alpha, spending) - crossed
         c, mass = len(dist), Fraction(0)
         while c > 0 and mass + dist[c - 1] <= budget:
             c -= 1
@@ -135,7 +152,7 @@ def bounds(rule: Rule, decided: Sequence[int]) -> list[int | None]:
         out.append(c)
         crossed += mass
         dist = dist[:c]
-    return out
+    return tuple(out)
 
 
 def rule_problem(rule: Rule, stimuli: int) -> str | None:
@@ -174,21 +191,24 @@ def rep_vote(reps: Sequence[str | None]) -> str | None:
     return "tie" if rest and rest[0][1] == n else top
 
 
-def settled(reps: Sequence[str | None], k: int) -> bool:
-    """Whether the repetitions still to run (up to k) can no longer change the vote."""
-    left = k - len(reps)
-    if left <= 0:
-        return True
-    now = rep_vote(reps)
-    if now is None:
-        return False
+def reachable(reps: Sequence[str | None], k: int) -> frozenset[str | None]:
+    """Every vote a stimulus can still end with, from its repetitions so far (up to k in
+    all; a repetition still to run may be unscored, which leaves the vote as it is)."""
+    left = max(0, k - len(reps))
+    out = {rep_vote(reps)}
     for win in range(left + 1):
         for loss in range(left + 1 - win):
             for tie in range(left + 1 - win - loss):
-                more = ["win"] * win + ["loss"] * loss + ["tie"] * tie
-                if rep_vote([*reps, *more]) != now:
-                    return False
-    return True
+                out.add(rep_vote([*reps, *["win"] * win, *["loss"] * loss, *["tie"] * tie]))
+    return frozenset(out)
+
+
+def settled(reps: Sequence[str | None], k: int) -> bool:
+    """Whether the repetitions still to run (up to k) can no longer change the vote (a
+    stimulus with nothing scored yet is not settled while repetitions are left)."""
+    if len(reps) >= k:
+        return True
+    return rep_vote(reps) is not None and len(reachable(reps, k)) == 1
 
 
 def _crossed(votes: Votes, rule: Rule, c: int | None) -> Verdict | None:
@@ -249,10 +269,69 @@ def look_votes(rows: Sequence[RowLike], opponent: str, order: Sequence[str], uni
 
 
 def stop_of(
-    rows: Sequence[RowLike], rule: Rule, opponent: str, order: Sequence[str], looks: int
+    rows: Sequence[RowLike],
+    rule: Rule,
+    opponent: str,
+    order: Sequence[str],
+    looks: int,
+    k: int,
 ) -> Stop | None:
-    """The rule over the first `looks` looks of these rows (the stimuli in plan order)."""
-    return walk(rule, (look_votes(rows, opponent, order, n) for n in rule.looks[:looks]))
+    """The rule over the first `looks` looks of these rows (the stimuli in plan order, up to
+    `k` repetitions each): the first stop, or None to go on. A look whose stimuli still have
+    open votes (repetitions left that could change them) stops only by curtailment: when every
+    way those votes could end stops at that look with the same verdict. A stimulus with no row
+    at all is not counted (it was skipped)."""
+    reps = reps_of(rows, opponent)
+    made: list[Votes] = []
+    for units in rule.looks[:looks]:
+        votes = look_votes(rows, opponent, order, units)
+        open_ = [
+            list(got.values())
+            for name in order[:units]
+            if (got := reps.get(name)) is not None and not settled(list(got.values()), k)
+        ]
+        if open_:
+            return _curtailed(rule, made, votes, [(rep_vote(r), reachable(r, k)) for r in open_])
+        made.append(votes)
+        stop = walk(rule, made)
+        if stop is not None:
+            return stop
+    return None
+
+
+def _curtailed(
+    rule: Rule,
+    made: list[Votes],
+    votes: Votes,
+    open_: Sequence[tuple[str | None, frozenset[str | None]]],
+) -> Stop | None:
+    """The stop at this look when every way its open votes could end stops here with one
+    verdict, else None. `votes`: the look's votes as they stand (one of those ways: an open
+    stimulus's repetitions still to run all unscored), recorded as the stop's; `open_`: each
+    open stimulus's vote now and the votes it can still end with."""
+    if len(open_) > MAX_OPEN:
+        return None
+    # the totals reachable: the settled stimuli's votes plus one option of each open one
+    now = Counter(vote for vote, _ in open_)
+    totals = {(votes.win - now["win"], votes.loss - now["loss"], votes.tie - now["tie"])}
+    for _, options in open_:
+        totals = {
+            (w + (o == "win"), lo + (o == "loss"), t + (o == "tie"))
+            for w, lo, t in totals
+            for o in options
+        }
+    verdicts = set()
+    for w, lo, t in totals:
+        stop = walk(rule, [*made, Votes(w, lo, t)])
+        if stop is None:
+            return None
+        verdicts.add(stop.verdict)
+        if len(verdicts) > 1:
+            return None
+    decided = [*(v.decided for v in made), votes.decided]
+    found = bounds(rule, decided)
+    look = len(made) + 1
+    return Stop(look, rule.looks[look - 1], "curtailed", verdicts.pop(), decided, found)
 
 
 def reps_of(rows: Iterable[RowLike], opponent: str) -> dict[str, dict[int, str | None]]:
@@ -314,8 +393,14 @@ def problem(
         return None
     if rule.looks[-1] != len(order):
         return f"its stopping rule looks at {rule.looks[-1]} stimuli, not the {len(order)} planned"
-    stop = stop_of(rows, rule, opponents[0], order, len(rule.looks))
-    assert stop is not None  # the last look always stops
+    stop = stop_of(rows, rule, opponents[0], order, len(rule.looks), k)
+    if stop is None:  # a look with open votes whose end could still change the verdict
+        first = reps_of(rows, opponents[0])
+        open_ = next(n for n in order if n in first and not settled(list(first[n].values()), k))
+        return (
+            f"stopped {open_} vs {opponents[0]} after {len(first[open_])} of {k} repetitions "
+            "while its vote could still change the verdict"
+        )
     for name in order[: stop.units]:
         if name not in reps:
             continue
@@ -323,7 +408,7 @@ def problem(
             got = reps_of(rows, opp).get(name, {})
             if sorted(got) != list(range(1, len(got) + 1)):
                 return f"{name} vs {opp} has repetitions {sorted(got)}: a gap the waves never leave"
-            if not settled([got[r] for r in sorted(got)], k):
+            if stop.reason != "curtailed" and not settled([got[r] for r in sorted(got)], k):
                 return (
                     f"stopped {name} vs {opp} after {len(got)} of {k} repetitions while its "
                     "vote could still change"

@@ -89,3 +89,35 @@ def test_a_sequential_run_stops_early_resumes_and_its_receipt_rederives(
         f"gate refused: greeter: the newest measured receipt (run {receipt.run_id})"
     )
     assert "does not follow from its rows" in refused
+
+
+def test_a_sequential_run_whose_verdict_is_settled_after_one_wave_runs_no_more(
+    fake, tmp_path: Path, capsys
+) -> None:
+    # three cases can reach nothing but INCONCLUSIVE (under 5 decided votes): the fixed design
+    # runs 3 cases x 3 repetitions x 2 arms = 18 sessions for it, the sequential one the first
+    # wave only, and the gate's re-derivation agrees that the stop was one its rule makes
+    cases = {
+        f"evals/cases/c{i}.yaml": f"task: Greeting number {i}\nchecks: [{{file_exists: g.txt}}]\n"
+        for i in range(3)
+    }
+    folder = skill(tmp_path, cases)
+    script = {
+        "conversations": [
+            conv(CAND, "Greeting number", write_file("g.txt", "hi"), {"text": "done"}),
+            conv(BASE, "Greeting number", {"text": "no"}),
+        ]
+    }
+    fake(script)
+    run = tmp_path / "run"
+    code, out, summary = run_eval(capsys, folder, run, "--sequential", "--k", "3")
+    assert code == 3, out  # INCONCLUSIVE
+    assert summary["verdict"] == "INCONCLUSIVE" and summary["complete"] is True
+    assert summary["stop"]["reason"] == "curtailed" and summary["stop"]["decided"] == [3]
+    assert summary["not_run"] == 12 and summary["scored_rows"] == 3
+    assert any(
+        line.startswith("stopped early: no repetition left could change its verdict at look 1")
+        for line in out
+    ), out
+    receipt = read_receipt(run / "receipt.json")
+    assert inconsistency(receipt) is None and stopping_problem(receipt) is None

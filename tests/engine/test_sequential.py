@@ -210,7 +210,7 @@ def test_a_receipt_that_stopped_a_case_while_its_vote_could_change_is_refused(ca
     assert code == 1
     assert said.endswith(
         "claims a complete run, but stopped c1 vs baseline after 2 of 3 repetitions while "
-        "its vote could still change"
+        "its vote could still change the verdict"
     )
 
 
@@ -317,3 +317,57 @@ def test_a_run_nobody_can_win_any_more_stops_for_futility_as_neutral():
     assert (stop.look, stop.reason, stop.verdict) == (3, "futility", "NEUTRAL")
     # with a leader that could still get there, it goes on
     assert walk(rule, [Votes(2, 2, 4), Votes(3, 3, 6), Votes(7, 3, 6)]) is None
+
+
+def test_a_look_stops_between_waves_once_no_repetition_left_can_change_its_verdict():
+    """Curtailment: with three cases no vote count can reach a verdict beyond INCONCLUSIVE
+    (under 5 decided), so the first wave settles it; with five, one loss already rules out
+    PASS, but the ties and wins still open could make it NEUTRAL or INCONCLUSIVE."""
+    from skillbench.results.sequential import stop_of
+    from skillbench.results.verdict import Row
+
+    def rows(cases: list[str]) -> list[Row]:
+        outcome = {"W": "win", "L": "loss", "T": "tie", "U": "tie"}
+        return [
+            Row(f"c{i}", rep, "baseline", outcome[x], "unscored" if x == "U" else "checks")
+            for i, reps in enumerate(cases)
+            for rep, x in enumerate(reps, start=1)
+        ]
+
+    order = ["c0", "c1", "c2"]
+    stop = stop_of(rows(["W", "L", "W"]), rule_for(3, 0.2), "baseline", order, 1, 3)
+    assert stop is not None
+    assert (stop.reason, stop.verdict, stop.decided) == ("curtailed", "INCONCLUSIVE", [3])
+    order = [f"c{i}" for i in range(5)]
+    assert (
+        stop_of(rows(["W", "L", "W", "W", "T"]), rule_for(5, 0.2), "baseline", order, 1, 3) is None
+    )
+    # every case settled as a tie but one: nothing left can make 5 decided votes
+    settled_ties = ["TT", "TT", "TT", "W", "L"]
+    stop = stop_of(rows(settled_ties), rule_for(5, 0.2), "baseline", order, 1, 3)
+    assert stop is not None and (stop.reason, stop.verdict) == ("curtailed", "INCONCLUSIVE")
+    # an unscored repetition is a repetition run: after three, c0's vote is settled
+    stop = stop_of(rows(["WUU", "L", "W"]), rule_for(3, 0.2), "baseline", order[:3], 1, 3)
+    assert stop is not None and stop.reason == "curtailed"
+
+
+def test_a_curtailed_run_passes_the_gate_and_one_cut_before_its_verdict_was_settled_does_not(
+    capsys, greeter
+):
+    # 5 cases, k = 3: four unanimous wins settled and one case at W after its first wave;
+    # c5 could still end a win (PASS: 5 of 5) or a tie (INCONCLUSIVE): the run must go on
+    run = receipt_for(greeter, "cut", ["WW"] * 4 + ["W"], 3, sequential=True)
+    body = json.loads(run.read_text())
+    assert body["complete"] is False and body["stop"] is None
+    edit_receipt(run, lambda b: b.update(complete=True))
+    code, said = run_gate(capsys, greeter)
+    assert code == 1
+    assert said.endswith(
+        "claims a complete run, but stopped c5 vs baseline after 1 of 3 repetitions while its "
+        "vote could still change the verdict"
+    )
+    # a loss at c5's first repetition: no way left to PASS, and the tie of 4 wins and a
+    # tie... still 4 decided (INCONCLUSIVE) or 5 (NEUTRAL): open. Two losses settle it.
+    run = receipt_for(greeter, "lost", ["WW"] * 4 + ["LL"], 3, sequential=True)
+    body = json.loads(run.read_text())
+    assert body["complete"] is True and body["stop"]["reason"] == "final"
