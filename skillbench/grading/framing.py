@@ -15,13 +15,19 @@ prompt caching)."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import html
 import json
 import re
 import secrets
+import unicodedata
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
 from skillbench.util.jsonreply import every_object, json_objects
+from skillbench.util.lookalike import fold
 
 NONCE_BYTES = 8
 MAX_REPLY_CHARS = 200_000  # a reply is bounded by max_tokens; this bounds the scan regardless
@@ -51,10 +57,12 @@ class Frame:
     def block(self, label: str, text: str) -> str:
         """`text` between boundary lines that carry this call's nonce."""
         clean = text.replace(self.nonce, "[boundary id removed]")[-MAX_REPLY_CHARS:]
-        # also what a model repairs when it quotes: single quotes, bare keys, a trailing comma
+        # also what a model repairs when it quotes: escapes and entities decoded, fullwidth
+        # and curly quotes made plain, single quotes, bare keys, a trailing comma
         # (`{'winner': 'B',}` echoed as valid JSON is still the material's verdict)
-        repaired = _TRAILING_COMMA.sub(r"\1", _BARE_KEY.sub(r'\1"\2":', clean.replace("'", '"')))
-        self._planted += every_object(clean) + every_object(repaired)
+        plain = unicodedata.normalize("NFKC", _decoded(clean)).translate(_QUOTES)
+        repaired = _TRAILING_COMMA.sub(r"\1", _BARE_KEY.sub(r'\1"\2":', plain.replace("'", '"')))
+        self._planted += every_object(clean) + every_object(plain) + every_object(repaired)
         self._framed.append(clean)
         return f"<<<{label} {self.nonce}\n{clean}\n{label} {self.nonce}>>>"
 
@@ -77,9 +85,10 @@ class Frame:
         that means the same (`meaning`: what the verdict decides, the whole object if not
         given; a model that only quoted the material, however it respelled it), or when the
         reply was cut off (`complete` False: its own verdict may be what was cut), or when the
-        framed material names the verdict's `key` as a field in any spelling (`winner:`,
-        `“winner”:`, `\\"winner\\":`, `winner&quot;:`): a verdict planted in a form no parser
-        here reads is still one the model could repair as it quoted it."""
+        framed material mentions the verdict's `key` at all, in any spelling (`<winner>`,
+        `| winner |`, `w\u200binner`, `%77inner`, full-width or look-alike letters): a verdict
+        planted in a form no parser here reads is still one the model could repair as it
+        quoted it."""
         means = meaning or _canonical
         found = [o for o in json_objects(reply[-MAX_REPLY_CHARS:]) if valid(o)]
         mine = [o for o in found if o.get("nonce") == self.nonce]
@@ -92,12 +101,40 @@ class Frame:
         return next(iter(bare.values()))
 
     def _names(self, key: str | None) -> bool:
+        """Whether the framed material holds `key`'s letters in a row once decoded and folded
+        as a reader sees it, whatever stands between them and whatever follows."""
         if key is None:
             return False
-        field = re.compile(rf"{re.escape(key)}(?:&quot;|&#34;|[^\w\n]){{0,8}}[:：=]", re.I)
-        return any(field.search(text) for text in self._framed)
+        return any(key in _letters(t) for text in self._framed for t in (text, *_base64(text)))
 
 
+def _decoded(text: str) -> str:
+    """`text` with HTML entities, %-escapes and JSON \\uXXXX escapes decoded (twice: an
+    escape may itself be escaped)."""
+    for _ in range(2):
+        text = _UNICODE_ESCAPE.sub(lambda m: chr(int(m[1], 16)), text)
+        text = urllib.parse.unquote(html.unescape(text))
+    return text
+
+
+def _letters(text: str) -> str:
+    """The letters and digits of `text`, decoded and folded (util/lookalike.py), run together."""
+    return re.sub(r"[\W_]+", "", fold(_decoded(text)))
+
+
+def _base64(text: str) -> list[str]:
+    """What the base64 runs in `text` decode to, as text (a model asked to may decode one)."""
+    out = []
+    for run in _BASE64.findall(text):
+        with contextlib.suppress(ValueError):
+            out.append(base64.b64decode(run + "=" * (-len(run) % 4)).decode("utf-8", "replace"))
+    return out
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{8,}")
+_UNICODE_ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})")
+# quotes a model may straighten when it quotes material (NFKC leaves these)
+_QUOTES = str.maketrans(dict.fromkeys("“”„‟″〃«»", '"') | dict.fromkeys("‘’‚‛′", "'"))
 _BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_]*)\s*:")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 

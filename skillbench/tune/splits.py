@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import random
 import re
-import unicodedata
 from pathlib import Path
 
 import msgspec
@@ -20,6 +19,7 @@ from skillbench.errors import SkillbenchError
 from skillbench.evals import load_triggers
 from skillbench.evals.model import Triggers
 from skillbench.evals.triggers_file import load_skill_triggers, trigger_files
+from skillbench.util.lookalike import fold
 
 MIN_PER_SIDE = 2  # below this a set cannot say anything about one side
 FIRM_PER_SIDE = 5  # below this one prompt moves a set's figure by 20 points or more
@@ -81,27 +81,14 @@ def _sizes(n: int, shares: list[float]) -> list[int]:
     return [n - sum(rest), *rest]
 
 
-# Cyrillic and Greek letters drawn like Latin ones (after casefolding), as Unicode's
-# confusables list (UTS #39) maps them: "аре" in Cyrillic reads, and routes, as "ape"
-_LOOKALIKE = str.maketrans(
-    "асеһіјӏорԛѕԝхуԁɡοαικνρτυχϲϳ",
-    "acehijlopqswxydgoaikvptuxcj",
-)
-# letters that draw nothing (Hangul fillers, the braille blank): spaces to a reader
-_BLANK = str.maketrans(dict.fromkeys("\u115f\u1160\u3164\uffa0\u2800", " "))
-
-
 def near_key(prompt: str) -> str:
     """What a prompt is once case, punctuation, spacing and Unicode spelling are set aside:
     two prompts with the same key are one prompt to a router, so they never land in two
-    sets. NFKD folds fullwidth and other compatibility forms and splits accents off; the
-    marks and invisible format characters (zero-width space, soft hyphen) are dropped, not
-    made spaces, since they split no word for a reader; Cyrillic and Greek look-alikes of
-    Latin letters are those letters, blank letters are spaces; `_` counts as punctuation."""
-    folded = unicodedata.normalize("NFKD", prompt.casefold())
-    kept = "".join(c for c in folded if unicodedata.category(c) not in ("Mn", "Cf"))
-    kept = kept.casefold().translate(_LOOKALIKE).translate(_BLANK)
-    return " ".join(re.sub(r"[\W_]+", " ", kept).split())
+    sets (util/lookalike.py: fullwidth and other compatibility forms, accents, invisible
+    format characters and blank letters, look-alikes of Latin letters). Spaces go too: a
+    blank letter may stand for one (`please\u3164format`) or sit inside a word (`of\u3164fice`),
+    and either way the twin is the same prompt; `_` counts as punctuation."""
+    return re.sub(r"[\W_]+", "", fold(prompt))
 
 
 def _groups(prompts: tuple[str, ...]) -> list[list[int]]:

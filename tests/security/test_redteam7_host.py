@@ -351,6 +351,13 @@ def test_a_pr_forked_before_a_newer_signed_fail_does_not_hide_it(tmp_path: Path,
         # outside review: Cyrillic and Greek look-alikes, a Hangul filler for a space
         "ple\u0430se f\u03bfrm\u0430t r\u0435p\u043ert number 3 \u0430s \u0430 table",
         "please\u3164format report number 3 as a table",
+        # seventh review: Armenian, dotless, stroked and small-capital look-alikes; a blank
+        # letter inside a word
+        "pl\u0435ase f\u0585rmat rep\u0585rt number 3 as a table",
+        "please format report number 3 as a tab\u0142e",
+        "please f\u1d0frmat r\u00f8port number 3 as a table".replace("r\u00f8", "re"),
+        "ple\u0251se format report number 3 as a table",  # Latin alpha
+        "please format rep\u3164ort number 3 as a table",
         "PLEASE FORMAT REPORT NUMBER 3 AS A TABLE!",
     ],
 )

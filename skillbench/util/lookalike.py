@@ -1,0 +1,42 @@
+"""Text as a reader sees it, for comparing what an adversary may respell: case, compatibility
+forms (fullwidth, ligatures), accents, invisible format characters and letters that draw
+nothing are set aside, and letters drawn like Latin ones are those letters. Used where a
+respelling must not make two things differ: a trigger prompt and its twin (tune/splits.py),
+a verdict key planted in framed material (grading/framing.py)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+# Cyrillic, Greek and Armenian letters drawn like Latin ones (after casefolding), as Unicode's
+# confusables list (UTS #39) maps them: "аре" in Cyrillic reads, and routes, as "ape"
+_SCRIPTS = str.maketrans(
+    "асеһіјӏорԛѕԝхуԁɡοαικνρτυχϲϳօսոհցզքաɑ",
+    "acehijlopqswxydgoaikvptuxcjounhgqpwa",
+)
+# letters that draw nothing (Hangul fillers, the braille blank)
+_BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# Latin letters with a stroke, dotless, or in small capitals: the letter itself
+_LATIN = re.compile(
+    r"LATIN (?:SMALL |CAPITAL )?LETTER (?:SMALL CAPITAL |DOTLESS )?([A-Z])(?: WITH .*)?"
+)
+
+
+@lru_cache(maxsize=4096)
+def _letter(c: str) -> str:
+    if c.isascii() or not unicodedata.category(c).startswith("L"):
+        return c
+    found = _LATIN.fullmatch(unicodedata.name(c, ""))
+    return found.group(1).lower() if found else c
+
+
+def fold(text: str) -> str:
+    """`text` folded as above: casefolded, NFKD with its marks, format characters and blank
+    letters dropped (they split no word for a reader), look-alikes made Latin."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    kept = "".join(
+        c for c in folded if unicodedata.category(c) not in ("Mn", "Cf") and c not in _BLANK
+    )
+    return "".join(_letter(c) for c in kept.casefold().translate(_SCRIPTS))
