@@ -3,10 +3,11 @@
 Its first instructions make Ctrl-C (and SIGTERM) end the process with one line and the
 signal's exit code, 130 (143): importing the CLI takes a while, and a KeyboardInterrupt raised
 inside an import is a traceback. Once the CLI is loaded, Ctrl-C raises KeyboardInterrupt
-again, so each command's cleanup runs (and a run's two-signal rule, engine/interrupt.py, takes
-over); after it returns, the process ends at once: an interrupted run has done its cleanup, and the
-interpreter's shutdown would wait on any worker thread still blocked in a call (a podman or
-provider request), which kept an interrupted skillbench alive for seconds after its line."""
+again (SIGTERM its subclass Terminated), so each command's cleanup runs (and a run's
+two-signal rule, engine/interrupt.py, takes over); after it returns, the process ends at once:
+an interrupted run has done its cleanup, and the interpreter's shutdown would wait on any
+worker thread still blocked in a call (a podman or provider request), which kept an
+interrupted skillbench alive for seconds after its line."""
 
 import contextlib
 import os
@@ -35,14 +36,19 @@ _stop_at_once()
 def main() -> int:
     """Entry point of the `skillbench` console script."""
     from skillbench.cli import main as run
+    from skillbench.errors import Terminated
+
+    def terminated(_signum: int, _frame: object) -> None:
+        raise Terminated  # as Ctrl-C: every command's cleanup runs (its sandboxes removed)
 
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, terminated)
         code = run()
-    except KeyboardInterrupt:  # before the CLI's own handling was in place
-        os.write(2, _SAID[signal.SIGINT])
-        code = 130
+    except KeyboardInterrupt as exc:  # before the CLI's own handling was in place
+        signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+        os.write(2, _SAID[signum])
+        code = 128 + signum
     finally:
         _stop_at_once()
     if code in (128 + signal.SIGINT, 128 + signal.SIGTERM):

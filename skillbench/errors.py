@@ -58,6 +58,11 @@ class EvalError(SkillbenchError):
         return [*(str(p) for p in self.problems), *super().lines()]
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, `timeout`), raised as Ctrl-C raises KeyboardInterrupt so
+    that every command's cleanup runs (its sandboxes removed); the CLI exits 143."""
+
+
 class Interrupted(SkillbenchError):
     """A run stopped by Ctrl-C (SIGINT) or SIGTERM; nothing finished is lost, and
     `skillbench eval --resume <run_dir>` (or `Options(resume=run_dir)`) goes on. `code` is

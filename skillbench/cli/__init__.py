@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -25,7 +26,7 @@ from skillbench.cli.skills import register_catalog, register_check, register_dig
 from skillbench.cli.team import register_gate, register_publish, register_receipts
 from skillbench.cli.triggers import register_triggers
 from skillbench.cli.tune import register_tune
-from skillbench.errors import SkillbenchError
+from skillbench.errors import SkillbenchError, Terminated
 from skillbench.version import __version__
 
 # the order `skillbench --help` lists the commands in
@@ -75,7 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in exc.lines():
             err(line)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated):
+            err("skillbench: terminated")
+            return 128 + signal.SIGTERM
         err("skillbench: interrupted")
         return 130
     except BrokenPipeError:

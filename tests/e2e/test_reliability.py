@@ -171,6 +171,42 @@ class TestRunFolder:
             assert client.containers.list(all=True, filters=mine) == []
             assert client.volumes.list(filters=mine) == []
 
+    def test_sigterm_during_oracle_runs_removes_their_sandboxes(self, tmp_path: Path) -> None:
+        """Seventh outside review (LEAK1): `eval --oracle` has no run folder and so no
+        two-signal rule; SIGTERM (a CI cancel) ended it at the default action, with no line
+        and both sandboxes and their volumes left behind. SIGTERM now stops every command as
+        Ctrl-C does, its cleanup run."""
+        case = "task: Slow {}\noracle: solve.sh\nchecks: [{{file_exists: g.txt}}]\n"
+        folder = skill(
+            tmp_path,
+            {
+                "evals/cases/a.yaml": case.format("A"),
+                "evals/cases/b.yaml": case.format("B"),
+                "evals/cases/solve.sh": "sleep 60; echo hi > g.txt\n",
+            },
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skillbench", "eval", str(folder), "--oracle"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        from podman import PodmanClient
+
+        mine = {"label": f"{OWNER_LABEL}={os.uname().nodename}:{proc.pid}"}
+        with PodmanClient(base_url=os.environ["SKILLBENCH_PODMAN_URL"]) as client:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and len(client.containers.list(filters=mine)) < 2:
+                time.sleep(0.2)
+            assert len(client.containers.list(filters=mine)) == 2  # the oracles are running
+            time.sleep(1.0)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 143, err
+            assert err.strip().splitlines()[-1] == "skillbench: terminated", err
+            assert client.containers.list(all=True, filters=mine) == []
+            assert client.volumes.list(filters=mine) == []
+
     def test_out_errors_are_one_line(self, fake, tmp_path: Path, capsys) -> None:
         folder = skill(
             tmp_path, {"evals/cases/a.yaml": "task: Task a\nchecks: [{file_exists: a}]\n"}
