@@ -270,6 +270,14 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
                 "where its sessions and your model key's relay go; pass --cluster ADDRESS",
             )
             data["cluster"] = {k: v for k, v in cluster.items() if k != "address"}
+        if measures and data.get("image_from_registry"):
+            _ignored(path, "image-from-registry", "the image its sandboxes and checks run in")
+            del data["image_from_registry"]
+            sources["image_from_registry"] = "default"
+        sandbox = data.get("sandbox")
+        if measures and isinstance(sandbox, dict) and "provider" in sandbox:
+            _ignored(path, "[sandbox] provider", "where its sandboxes, and so its checks, run")
+            data["sandbox"] = {k: v for k, v in sandbox.items() if k != "provider"}
     if os.environ.get("SKILLBENCH_MODEL") and not (flags or {}).get("model"):
         # the environment sits between the config and the flags (docs/results.md: --model, then
         # SKILLBENCH_MODEL, then the config)

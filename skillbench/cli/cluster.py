@@ -60,7 +60,7 @@ def register_cluster(sub: Subparsers) -> None:
         "variants built here (`image build --node`), and each --agent's, checked by image ID; "
         "missing ones are shipped from this machine.",
     )
-    p.add_argument("--cluster", metavar="ADDRESS", help="the cluster (default: [cluster] address)")
+    p.add_argument("--cluster", metavar="ADDRESS", help="the cluster's head (required)")
     p.add_argument("--agent", action="append", help="also this agent's image; repeatable")
     p.set_defaults(handler=cmd_cluster_prepare)
     p = actions.add_parser(

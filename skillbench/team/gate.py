@@ -382,7 +382,8 @@ def _library_kept(root: Path, rev: Revision) -> None:
         )
     for rel in files_under(rev, "skills"):
         parts = Path(rel).parts
-        if len(parts) == 3 and parts[2] == "versions.json" and not (root / parts[1]).is_dir():
+        kept = root / parts[1] / "versions.json"
+        if len(parts) == 3 and parts[2] == "versions.json" and not kept.is_file():
             raise TeamError(
                 f"skills/{parts[1]} is published at {rev.ref}, and this tree removes it: "
                 "published versions are immutable"

@@ -387,3 +387,15 @@ def test_c1_c2_a_packs_file_sets_no_cluster_or_floor_for_a_skill_outside_the_pac
         said = capsys.readouterr().err
         assert f"ignoring [cluster] address in {planted}" in said, start
         assert f"ignoring min-net-lift in {planted}" in said, start
+    # nor the image every sandbox and check runs in (`cd pack && skillbench image build`), or
+    # which provider runs them
+    planted.write_text(
+        'image-from-registry = "registry.example/evil@sha256:' + "0" * 64 + '"\n'
+        '[sandbox]\nprovider = "ssh"\n'
+    )
+    loaded = load_settings(tmp_path / "pack")
+    assert loaded.settings.image_from_registry is None
+    assert loaded.settings.sandbox.provider == "podman"
+    said = capsys.readouterr().err
+    assert f"ignoring image-from-registry in {planted}" in said
+    assert f"ignoring [sandbox] provider in {planted}" in said

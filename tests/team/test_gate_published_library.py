@@ -37,17 +37,22 @@ def _with_a_second_skill(capsys, tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.mark.parametrize("how", ["removed", "hidden"])
+@pytest.mark.parametrize("how", ["removed", "hidden", "reduced"])
 def test_a_pr_cannot_drop_a_published_skill(tmp_path: Path, capsys, how: str) -> None:
     repo = _with_a_second_skill(capsys, tmp_path)
     if how == "removed":
         git(repo, "rm", "-rq", "skills/other")
+    elif how == "reduced":  # seventh review: cut down to a placeholder, it still "is there"
+        git(repo, "rm", "-rq", "skills/other")
+        (repo / "skills/other").mkdir()
+        (repo / "skills/other/.keep").write_text("")
+        git(repo, "add", "-A")
     else:
         git(repo, "mv", "skills/other", "skills/.other")
     git(repo, "commit", "-qm", how)
     code, out = _gate(capsys, repo)
     assert code == 1, out
-    if how == "removed":
+    if how != "hidden":
         assert "skills/other is published at merge-base(HEAD, main)" in out, out
     else:
         assert "skills/.other is a hidden folder" in out, out
