@@ -104,12 +104,11 @@ class Runner(Reusing, Judging):
 
     def look_stops(self, looks: int) -> bool:
         """Whether the stopping rule stops at the first `looks` looks' votes."""
-        assert self.plan.sequential is not None
         order = stimuli_of(u.name for u in self.plan.units)
         rows = list(self.rows.values())
-        stop = stop_of(
-            rows, self.plan.sequential, self.plan.opponents[0], order, looks, self.plan.k
-        )
+        plan, rule = self.plan, self.plan.sequential
+        assert rule is not None
+        stop = stop_of(rows, rule, plan.opponents[0], order, looks, plan.k, self.skipped)
         return stop is not None
 
     async def session(

@@ -27,6 +27,7 @@ from skillbench.results.summary import (
     NoiseFloor,
     Reuse,
     RowSummary,
+    Skipped,
     Summary,
 )
 from skillbench.results.verdict import MIN_NET_LIFT, Repetitions, Verdict
@@ -87,6 +88,9 @@ class Receipt(msgspec.Struct, kw_only=True):
     complete: bool = False
     stopped: str | None = None
     stop: Stop | None = None  # a sequential run: where its stopping rule stopped
+    # cases with no row by design (a tool the image lacks, a failed setup): to a sequential
+    # rule's re-derivation, any other case without a row is one not run yet
+    skipped: list[Skipped] = []
     agent: str = ""  # what ran the arms: builtin, claude-code, codex
     agent_version: str = ""
     models: dict[str, str] = {}  # agent, judge

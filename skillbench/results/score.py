@@ -4,7 +4,7 @@ Pure functions over records."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import msgspec
 
@@ -256,6 +256,7 @@ def summarize(
         seed=plan.seed,
         min_net_lift=plan.min_net_lift,
         sequential=plan.sequential,
+        skipped=skipped_names,
     )
     return Summary(
         stop=found.stop,
@@ -273,7 +274,10 @@ def summarize(
         and (
             found.scored_rows == wanted
             if plan.sequential is None
-            else found.scored_rows == len(rows) and sequential_problem(shown, plan) is None
+            # (a failed setup leaves the run incomplete, as in the fixed design)
+            else found.scored_rows == len(rows)
+            and skipped_names <= measurable
+            and sequential_problem(shown, plan, skipped_names) is None
         ),
         not_run=0 if plan.sequential is None else not_run(plan, sessions, skipped_names),
         stopped=stopped,
@@ -305,7 +309,9 @@ def summarize(
     )
 
 
-def sequential_problem(rows: Sequence[RowSummary], plan: Plan) -> str | None:
+def sequential_problem(
+    rows: Sequence[RowSummary], plan: Plan, skipped: Collection[str]
+) -> str | None:
     """Why a sequential run's rows are not what its stopping rule runs, or None."""
     return problem(
         rows,
@@ -313,6 +319,7 @@ def sequential_problem(rows: Sequence[RowSummary], plan: Plan) -> str | None:
         units=[u.name for u in plan.units],
         k=plan.k,
         opponents=plan.opponents,
+        skipped=skipped,
     )
 
 
@@ -332,6 +339,7 @@ def derive(
     seed: int,
     min_net_lift: float = MIN_NET_LIFT,
     sequential: Rule | None = None,
+    skipped: Collection[str] = (),
 ) -> Derived:
     """The verdict, counts and power of a run from its rows and what it planned (opponents,
     units, k, seed, the practical floor), nothing else: summarize() takes them from here,
@@ -363,7 +371,7 @@ def derive(
     if sequential is not None:
         order = stimuli_of(u.name for u in units)
         # (every row: an unscored repetition still counts as run when a vote is settled)
-        stop = stop_of(ordered, sequential, opponents[0], order, len(sequential.looks), k)
+        stop = stop_of(ordered, sequential, opponents[0], order, len(sequential.looks), k, skipped)
         # a run whose rule has not stopped (cut short by --max-cost, or an early stop that is
         # not one under the gate's floor) has no verdict: its rows are only part of its design
         if stop is not None:

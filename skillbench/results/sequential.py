@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from fractions import Fraction
 from statistics import NormalDist
 from typing import Literal
@@ -275,15 +275,20 @@ def stop_of(
     order: Sequence[str],
     looks: int,
     k: int,
+    skipped: Collection[str] = (),
 ) -> Stop | None:
     """The rule over the first `looks` looks of these rows (the stimuli in plan order, up to
     `k` repetitions each): the first stop, or None to go on. A look whose stimuli still have
     open votes (repetitions left that could change them) stops only by curtailment: when every
     way those votes could end stops at that look with the same verdict. A stimulus with no row
-    at all is not counted (it was skipped)."""
+    at all is not counted when it is `skipped` (on record as such, decided before any session
+    of it ran); any other is not run yet, and its look is not made: no stop (a run cut there
+    would otherwise make the later looks with no new votes, whose boundaries are lower)."""
     reps = reps_of(rows, opponent)
     made: list[Votes] = []
     for units in rule.looks[:looks]:
+        if any(n not in reps and n not in skipped for n in order[:units]):
+            return None
         votes = look_votes(rows, opponent, order, units)
         open_ = [
             list(got.values())
@@ -369,12 +374,13 @@ def problem(
     units: Sequence[str],
     k: int,
     opponents: Sequence[str],
+    skipped: Collection[str] = (),
 ) -> str | None:
     """Why a complete run's rows are not what its stopping rule (or, without one, the fixed
     design) runs, or None. Every stimulus the verdict counts must have run every repetition
     its vote needed against every opponent; with a rule, the run must have gone on to the
-    look where the rule stops. A stimulus with no row at all was skipped (a tool its image
-    lacks), which is no stop."""
+    look where the rule stops. A stimulus with no row at all is no stop when it is on record
+    as `skipped` (a tool its image lacks, a setup that failed)."""
     order = stimuli_of(units)
     reps: dict[str, dict[int, str | None]] = {}
     for opp in opponents:
@@ -393,14 +399,23 @@ def problem(
         return None
     if rule.looks[-1] != len(order):
         return f"its stopping rule looks at {rule.looks[-1]} stimuli, not the {len(order)} planned"
-    stop = stop_of(rows, rule, opponents[0], order, len(rule.looks), k)
-    if stop is None:  # a look with open votes whose end could still change the verdict
-        first = reps_of(rows, opponents[0])
-        open_ = next(n for n in order if n in first and not settled(list(first[n].values()), k))
-        return (
-            f"stopped {open_} vs {opponents[0]} after {len(first[open_])} of {k} repetitions "
-            "while its vote could still change the verdict"
-        )
+    for name in order:
+        for opp in opponents:
+            ran = sorted(reps_of(rows, opp).get(name, {}))
+            if ran and ran[-1] > k:
+                return f"{name} vs {opp} has repetitions {ran} of {k}: more than the design runs"
+    stop = stop_of(rows, rule, opponents[0], order, len(rule.looks), k, skipped)
+    first = reps_of(rows, opponents[0])
+    if stop is None:  # a look with open votes whose end could still change the verdict ...
+        for name in order:
+            if name in first and not settled(list(first[name].values()), k):
+                return (
+                    f"stopped {name} vs {opponents[0]} after {len(first[name])} of {k} "
+                    "repetitions while its vote could still change the verdict"
+                )
+        # ... or one a stimulus not run yet belongs to
+        missing = next(n for n in order if n not in first and n not in skipped)
+        return f"{missing} has no row and is not on record as skipped: the run stopped before it"
     for name in order[: stop.units]:
         if name not in reps:
             continue

@@ -675,9 +675,11 @@ def stopping_problem(r: Receipt) -> str | None:
         return (
             f"claims a stop at look {r.stop.look} ({r.stop.reason}) but declares no stopping rule"
         )
+    skipped = {s.case for s in r.skipped}
     if p.sequential is not None:
         order = stimuli_of(u.name for u in p.units)
-        made = stop_of(rows, p.sequential, p.opponents[0], order, len(p.sequential.looks), p.k)
+        looks = len(p.sequential.looks)
+        made = stop_of(rows, p.sequential, p.opponents[0], order, looks, p.k, skipped)
         if made != r.stop:
             claimed = f"look {r.stop.look} ({r.stop.reason})" if r.stop else "no stop"
             real = f"look {made.look} ({made.reason})" if made else "no stop"
@@ -685,7 +687,12 @@ def stopping_problem(r: Receipt) -> str | None:
     if not r.complete:
         return None  # an incomplete run is refused (or allowed) as such
     found = problem(
-        rows, p.sequential, units=[u.name for u in p.units], k=p.k, opponents=p.opponents
+        rows,
+        p.sequential,
+        units=[u.name for u in p.units],
+        k=p.k,
+        opponents=p.opponents,
+        skipped=skipped,
     )
     return None if found is None else f"claims a complete run, but {found}"
 
@@ -704,5 +711,6 @@ def rederived(r: Receipt, min_net_lift: float) -> dict[str, Verdict]:
         seed=p.seed,
         min_net_lift=min_net_lift,
         sequential=rule,
+        skipped={s.case for s in r.skipped},
     )
     return found.verdicts

@@ -62,6 +62,8 @@ def encode(receipt: Receipt) -> bytes:
     # names kept as they are (a case named `token=abcdefgh12.yaml`), as in the journal and the
     # summary: scrubbed, two cases became one and the gate refused an honest receipt
     plain = scrub_obj(msgspec.to_builtins(receipt), keep=IDENTIFIERS)
+    if not plain.get("skipped"):  # written only when a case was (receipts before it had none)
+        plain.pop("skipped", None)
     return msgspec.json.format(msgspec.json.encode(plain))
 
 
@@ -213,6 +215,8 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
         if (row.case, row.rep, row.opponent) in seen:
             return f"has two rows of {row.case} rep {row.rep} vs {row.opponent}"
         seen.add((row.case, row.rep, row.opponent))
+        if not 1 <= row.rep <= p.k:  # a repetition the design never runs could outvote one
+            return f"a row of {row.case} vs {row.opponent} is repetition {row.rep} of {p.k}"
         if row.outcome == "unscored" and row.decided_by not in UNSCORED:
             return (
                 f"a row of {row.case} vs {row.opponent} is decided by {row.decided_by!r} "
@@ -226,6 +230,7 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
         seed=p.seed,
         min_net_lift=p.min_net_lift,
         sequential=p.sequential,
+        skipped={s.case for s in r.skipped},
     )
     if r.verdict != found.verdict:
         return f"its verdict {r.verdict} does not follow from its rows (they give {found.verdict})"

@@ -21,6 +21,7 @@ from skillbench.results.records import BASELINE, CANDIDATE, ArmResult, Plan, Row
 from skillbench.results.score import summarize
 from skillbench.results.sequential import Rule, bounds, rule_for, settled
 from skillbench.results.stats import ALPHA, sign_test
+from skillbench.results.summary import Skipped
 from skillbench.team.receipts import write_receipt
 from tests.helpers import MODEL, PROVIDER, make_skill
 
@@ -87,7 +88,13 @@ def test_a_case_stops_only_when_its_vote_cannot_change():
 
 
 def receipt_for(
-    skill_dir: Path, run_id: str, cases: list[str], k: int, sequential: bool, rule=None
+    skill_dir: Path,
+    run_id: str,
+    cases: list[str],
+    k: int,
+    sequential: bool,
+    rule=None,
+    skipped: tuple[str, ...] = (),
 ) -> Path:
     """A receipt written the way `eval` writes one, from per-case repetition letters (W, L,
     T) against the baseline; a case's string holds the repetitions that ran. Returns the
@@ -128,7 +135,8 @@ def receipt_for(
         for i, letters in enumerate(cases)
         for rep, letter in enumerate(letters, start=1)
     ]
-    receipt = receipt_of(plan, summarize(plan, {}, rows, []), "sha256:" + "0" * 64)
+    skips = [Skipped(name, "the image lacks jq", environment=True) for name in skipped]
+    receipt = receipt_of(plan, summarize(plan, {}, rows, skips), "sha256:" + "0" * 64)
     receipt.provenance.created_at = plan.created_at
     run_dir = skill_dir.parent.parent / "runs" / run_id
     run_dir.mkdir(parents=True)
@@ -194,7 +202,14 @@ def test_a_sequential_receipt_claiming_an_early_stop_its_rule_does_not_make_is_r
 
     def claim(body):
         body.update(verdict="PASS", complete=True)
-        body["stop"] = {**body["stop"], "look": 1, "reason": "boundary", "verdict": "PASS"}
+        body["stop"] = {
+            "look": 1,
+            "units": 8,
+            "reason": "boundary",
+            "verdict": "PASS",
+            "decided": [8],
+            "bounds": [8],
+        }
 
     edit_receipt(run, claim)
     code, said = run_gate(capsys, greeter)
@@ -371,3 +386,41 @@ def test_a_curtailed_run_passes_the_gate_and_one_cut_before_its_verdict_was_sett
     run = receipt_for(greeter, "lost", ["WW"] * 4 + ["LL"], 3, sequential=True)
     body = json.loads(run.read_text())
     assert body["complete"] is True and body["stop"]["reason"] == "final"
+
+
+def test_a_run_cut_after_a_look_is_no_stop_its_rule_made(capsys, greeter):
+    """Eighth outside review: 7 wins and a loss at the first look of 20 cases do not cross
+    its boundary, yet with no rows for c9-c20 the rule read them as skipped, made the later
+    looks with no new votes (their boundary lower) and passed the receipt: cutting a run as
+    soon as its rows re-derive to PASS raised false PASS to 0.067. A case with no row and no
+    skip on record is one not yet run: no stop, and no verdict."""
+    run = receipt_for(greeter, "cut", ["WW"] * 7 + ["LL"] + [""] * 12, 3, sequential=True)
+    body = json.loads(run.read_text())
+    assert body["stop"] is None and body["verdict"] == "INCONCLUSIVE"
+    assert body["complete"] is False
+    edit_receipt(run, lambda b: b.update(complete=True, verdict="PASS"))
+    code, said = run_gate(capsys, greeter)
+    assert code == 1, said
+    assert main(["gate", str(greeter), "--allow-partial"]) == 1
+
+
+def test_a_case_skipped_on_record_is_no_stop_and_the_receipt_passes(capsys, greeter):
+    # the first look's 8 cases: 7 unanimous wins and c8 skipped (its image lacks a tool)
+    cases = ["WW"] * 7 + [""] * 13
+    run = receipt_for(greeter, "skip", cases, 3, sequential=True, skipped=("c8",))
+    body = json.loads(run.read_text())
+    assert body["skipped"][0]["case"] == "c8" and body["stop"]["look"] == 1, body["stop"]
+    assert body["stop"]["decided"] == [7]
+    assert body["complete"] is True and body["verdict"] == "PASS"
+    code, said = run_gate(capsys, greeter)
+    assert code == 0, said
+
+
+def test_a_sequential_receipt_with_more_repetitions_than_k_is_refused(capsys, greeter):
+    """Eighth outside review: repetitions past k (L, W, W with k = 1) outvoted the one the
+    design ran; the fixed design refused them, the sequential one did not."""
+    run = receipt_for(greeter, "extra", ["LWW"] * 8 + [""] * 12, 1, sequential=True)
+    edit_receipt(run, lambda b: b.update(complete=True))
+    code, said = run_gate(capsys, greeter)
+    assert code == 1, said
+    assert "a row of c1 vs baseline is repetition 2 of 1" in said, said
