@@ -13,7 +13,6 @@ ignored."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from pathlib import Path
@@ -354,8 +353,25 @@ def _ignored(path: Path, key: str, what: str) -> None:
     )
 
 
-# where a pack keeps its skills, below its root (agents' own homes for skills, plugins')
-_PACK_LIBRARIES = ("skills", ".claude/skills", ".agents/skills", ".codex/skills")
+# how far below a config file's folder skills are looked for, and how many folders at most
+# (past that it is taken to hold some: a pack padded with folders must not hide its skills)
+_PACK_DEPTH, _PACK_FOLDERS = 6, 20_000
+_NOT_SKILLS = frozenset({".git", "node_modules", ".venv", "__pycache__", ".skillbench"})
+
+
+def _is_pack(folder: Path) -> bool:
+    """Whether `folder` holds a skill anywhere in its tree (a SKILL.md in any case, at any
+    of the first levels): skills/, .claude/skills/, .github/skills/, plugins/*/skills/, a
+    group folder, wherever an agent or a plugin reads them."""
+    top = len(folder.parts)
+    for seen, (dirpath, dirnames, filenames) in enumerate(os.walk(folder)):
+        if any(f.lower() == SKILL_FILE.lower() for f in filenames) or seen >= _PACK_FOLDERS:
+            return True
+        if len(Path(dirpath).parts) - top >= _PACK_DEPTH:
+            dirnames.clear()
+        else:
+            dirnames[:] = [d for d in dirnames if d not in _NOT_SKILLS]
+    return False
 
 
 def _measures(folder: Path, start: Path) -> bool:
@@ -364,10 +380,7 @@ def _measures(folder: Path, start: Path) -> bool:
     that names none (`skillbench cluster`) starts from the current folder. A pack's file is
     no user's choice of where runs go, whichever skill a command then names (`cd pack &&
     skillbench eval ../mine/bar`)."""
-    libraries = [folder / lib for lib in _PACK_LIBRARIES]
-    with contextlib.suppress(OSError):
-        libraries += sorted(folder.glob("plugins/*/skills"))
-    if any(_holds_skill(lib) for lib in libraries):
+    if _is_pack(folder):
         return True
     try:
         target = start.resolve()

@@ -298,7 +298,18 @@ def skill_files(
                         )
                     )
                     continue
-                resolved = (here / target).resolve()
+                try:
+                    resolved = (here / target).resolve()
+                except (RuntimeError, OSError):  # a loop (3.11 raises RuntimeError, 3.13 ELOOP)
+                    problems.append(
+                        Problem(
+                            utf8_safe(str(folder / rel)),
+                            1,
+                            "error",
+                            f"symlink loop ({target}): it leads back to itself; remove it",
+                        )
+                    )
+                    continue
                 if not resolved.is_relative_to(inside):
                     problems.append(
                         Problem(

@@ -106,16 +106,6 @@ def prompt(
     return TextBlock(f"## Task given to the agent\n{task}\n\n", cache=True), TextBlock(asked)
 
 
-def _passed(reply: dict[str, Any]) -> object:
-    """What a grader's reply decides: each expectation's id and whether it passed."""
-    return sorted(
-        (r["id"], r["passed"])
-        for r in reply["results"]
-        if isinstance(r, dict) and isinstance(r.get("id"), int)
-        if isinstance(r.get("passed"), bool)
-    )
-
-
 def _valid(ids: set[int]):
     def check(reply: dict[str, Any]) -> bool:
         results = reply.get("results")
@@ -132,33 +122,33 @@ def _valid(ids: set[int]):
     return check
 
 
+UNPARSEABLE = "the grader's reply has no verdict with its frame id"
+
+
 async def _grade_once(
-    model: Model, task: str, texts: Sequence[str], trace: str, files: str
+    model: Model, task: str, texts: Sequence[str], trace: str, files: str, remind: bool = False
 ) -> tuple[dict[int, tuple[bool, str]] | None, str, Usage]:
     """One call: each expectation's (passed, evidence) by position, or None and why."""
     canary = canary_text()
     items = numbered(texts, canary)
     order = [t for _, t in items]
     frame = Frame()
+    remark = (TextBlock(frame.reminder()),) if remind else ()
     usage = Usage()
     try:
         done = await model.complete(
             system=f"{SYSTEM}\n\n{Frame.RULES}",
-            messages=[Message("user", prompt(frame, task, items, trace, files))],
+            # (asked again: the first reply may have left out the frame id)
+            messages=[Message("user", (*prompt(frame, task, items, trace, files), *remark))],
             tools=[],
             max_tokens=2048,
         )
     except ModelError as exc:
         return None, f"the grader failed: {exc}", usage
     usage = done.usage
-    reply = frame.verdict(
-        done.text,
-        _valid({i for i, _ in items}),
-        done.stop_reason != "max_tokens",
-        _passed,
-    )
+    reply = frame.verdict(done.text, _valid({i for i, _ in items}))
     if reply is None:
-        return None, f"the grader's reply is unparseable: {done.text[:200]!r}", usage
+        return None, f"{UNPARSEABLE}: {done.text[:200]!r}", usage
     by_id = {
         r["id"]: (r["passed"], str(r.get("evidence", ""))[:EVIDENCE_CHARS])
         for r in reply["results"]
@@ -191,8 +181,10 @@ async def grade(
     files = await workspace_files(sandbox)
     answers = []
     for _ in range(runs):
+        why = ""
         for _attempt in range(1 + RETRIES):
-            graded, why, used = await _grade_once(model, task, texts, trace, files)
+            remind = why.startswith(UNPARSEABLE)
+            graded, why, used = await _grade_once(model, task, texts, trace, files, remind)
             usage = usage + used
             if graded is not None:
                 break

@@ -73,9 +73,11 @@ class _Answer(msgspec.Struct, frozen=True):
 
 async def _ask(model: Model, task: str, rubric: str, a: str, b: str) -> _Answer:
     frame = Frame()
-    content = prompt(frame, task, rubric, a, b)
+    content: tuple[TextBlock, ...] = prompt(frame, task, rubric, a, b)
     usage = Usage()
-    for _ in range(1 + UNPARSEABLE_RETRIES):
+    for attempt in range(1 + UNPARSEABLE_RETRIES):
+        if attempt:  # the first reply carried no verdict with the frame id: say so, once
+            content = (*prompt(frame, task, rubric, a, b), TextBlock(frame.reminder()))
         try:
             done = await model.complete(
                 system=f"{SYSTEM}\n\n{Frame.RULES}",
@@ -88,11 +90,7 @@ async def _ask(model: Model, task: str, rubric: str, a: str, b: str) -> _Answer:
         usage = usage + done.usage
         if done.stop_reason == "refusal":
             return _Answer(None, "refused", done.text[:300], usage)
-        complete = done.stop_reason != "max_tokens"
-        reply = (
-            frame.verdict(done.text, lambda o: bool(_winner(o)), complete, _winner, key="winner")
-            or {}
-        )
+        reply = frame.verdict(done.text, lambda o: bool(_winner(o))) or {}
         winner = _winner(reply)
         if winner:
             return _Answer(winner, None, str(reply.get("reason", ""))[:500], usage)

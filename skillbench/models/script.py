@@ -7,7 +7,8 @@ A script is YAML:
     cache_min_tokens: 1024         # the prompt cache's shortest prefix (default: the model's)
     rules:                         # checked first, against the last user message
       - when: "Which skills"       # a regex
-        replies: ['{"selected": []}']   # used in turn, the last one repeating
+        replies: ['{"selected": []}']   # used in turn, the last one repeating ($FRAME_ID in
+                                        # one: the frame id the request gave, grading/framing.py)
     conversations:                 # the first whose `when` matches system + first user message
       - when: "hello"
         loop: false                # true: repeat the last step forever
@@ -116,6 +117,9 @@ class Play(msgspec.Struct, frozen=True):
     source: str = ""  # "rule 0", "conversation 1", for the request log
 
 
+_FRAME_ID = re.compile(r"This call's frame id is (\w+)\.")
+
+
 class Player:
     """Plays a script; thread-safe (the fake server answers requests on many threads)."""
 
@@ -137,6 +141,11 @@ class Player:
                     use = self._rule_uses.get(i, 0)
                     self._rule_uses[i] = use + 1
                 reply = rule.replies[min(use, len(rule.replies) - 1)]
+                # a judge or grader that follows its prompt puts the call's frame id in its
+                # verdict: `$FRAME_ID` in a reply is the id the request gave
+                found = _FRAME_ID.search(last_user)
+                if found:
+                    reply = reply.replace("$FRAME_ID", found[1])
                 return Play(text=reply, latency=self.script.latency, source=f"rule {i}")
         head = f"{system}\n{first_user}"
         for i, conv in enumerate(self.script.conversations):

@@ -27,6 +27,9 @@ GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": "/dev/null",
     "GIT_PAGER": "cat",
+    # a repository the candidate's code made in /tmp (or /logs, /dev/shm) is not one git in
+    # a later check climbs into from a folder below it (its filters would run as the checker)
+    "GIT_CEILING_DIRECTORIES": "/tmp:/var/tmp:/dev/shm:/logs",
     "GIT_CONFIG_COUNT": str(len(_GIT)),
     **{f"GIT_CONFIG_KEY_{i}": key for i, key in enumerate(_GIT)},
     **{f"GIT_CONFIG_VALUE_{i}": value for i, value in enumerate(_GIT.values())},
@@ -89,8 +92,12 @@ from importlib.machinery import PathFinder as _PathFinder
 
 
 def _agents(entry):
+    # (the places the candidate's code can write: the workspace, and /tmp, /dev/shm, /logs)
     where = _os.path.realpath(entry or _os.getcwd())
-    return where == "/work" or where.startswith("/work/")
+    return any(where == p or where.startswith(p + "/") for p in _AGENTS)
+
+
+_AGENTS = ("/work", "/tmp", "/var/tmp", "/dev/shm", "/logs")
 
 
 class _InstalledFirst:

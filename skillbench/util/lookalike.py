@@ -16,6 +16,11 @@ _SCRIPTS = str.maketrans(
     "асеһіјӏорԛѕԝхуԁɡοαικνρτυχϲϳօսոհցզքաɑ",
     "acehijlopqswxydgoaikvptuxcjounhgqpwa",
 )
+# capitals drawn like Latin ones, before casefolding (whose small forms look unlike them)
+_CAPITALS = str.maketrans(
+    "АВЕКМНОРСТХУЅІЈԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧᎪᏴᏟᎠᎬᎻᏆᏦᏞᎷᏃᏢᏚᎢᏙᏔ",
+    "ABEKMHOPCTXYSIJWABEZHIKMNOPTYXABCDEHIKLMZPSTVW",
+)
 # letters that draw nothing (Hangul fillers, the braille blank)
 _BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 # Latin letters with a stroke, dotless, or in small capitals: the letter itself
@@ -24,19 +29,21 @@ _LATIN = re.compile(
 )
 
 
-@lru_cache(maxsize=4096)
-def _letter(c: str) -> str:
-    if c.isascii() or not unicodedata.category(c).startswith("L"):
-        return c
-    found = _LATIN.fullmatch(unicodedata.name(c, ""))
-    return found.group(1).lower() if found else c
-
-
 def fold(text: str) -> str:
     """`text` folded as above: casefolded, NFKD with its marks, format characters and blank
     letters dropped (they split no word for a reader), look-alikes made Latin."""
-    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = unicodedata.normalize("NFKD", text.translate(_CAPITALS).casefold())
     kept = "".join(
         c for c in folded if unicodedata.category(c) not in ("Mn", "Cf") and c not in _BLANK
     )
     return "".join(_letter(c) for c in kept.casefold().translate(_SCRIPTS))
+
+
+@lru_cache(maxsize=4096)
+def _letter(c: str) -> str:
+    if c.isascii():
+        return c
+    if unicodedata.category(c) == "Nd":  # a digit of any script: ٣ is 3
+        return str(unicodedata.digit(c))
+    found = _LATIN.fullmatch(unicodedata.name(c, "")) if unicodedata.category(c)[0] == "L" else None
+    return found.group(1).lower() if found else c

@@ -39,14 +39,19 @@ JUDGE_RULES = [
     # the judge prefers the attempt holding the candidate's marker, whichever label it has
     {
         "when": r"(?s)Rubric\nprefer-marked.*Attempt A \(transcript tail\)\n[^#]*MARKED",
-        "replies": ['{"winner": "A", "reason": "marked"}'],
+        "replies": ['{"winner": "A", "reason": "marked", "nonce": "$FRAME_ID"}'],
     },
     {
         "when": r"(?s)Rubric\nprefer-marked.*Attempt B \(transcript tail\)\n[^#]*MARKED",
-        "replies": ['Sure. ```json\n{"winner": "B", "reason": "marked"}\n```'],
+        "replies": [
+            'Sure. ```json\n{"winner": "B", "reason": "marked", "nonce": "$FRAME_ID"}\n```'
+        ],
     },
     # a judge that always says A disagrees with itself once the order is swapped
-    {"when": r"(?s)Rubric\nalways-a", "replies": ['{"winner": "A", "reason": "first"}']},
+    {
+        "when": r"(?s)Rubric\nalways-a",
+        "replies": ['{"winner": "A", "reason": "first", "nonce": "$FRAME_ID"}'],
+    },
 ]
 
 

@@ -309,7 +309,9 @@ async def test_judge_calls_on_a_case_read_its_task_and_rubric_from_the_cache(fak
 
     from skillbench.grading.judge import judge
 
-    server = fake({"rules": [{"when": "Which attempt", "replies": ['{"winner": "A"}']}]})
+    server = fake(
+        {"rules": [{"when": "Which attempt", "replies": ['{"winner": "A", "nonce": "$FRAME_ID"}']}]}
+    )
     run = RunLedger(None)
     model = MeteredModel(resolve_model(SONNET, max_retries=0), run, {}, "judge")
     rubric = "Prefer the attempt that follows the house rules. " * 200  # ~2,500 tokens
@@ -344,7 +346,10 @@ async def test_grader_calls_cache_the_task_and_keep_the_canary_after_it(fake) ->
     of a case; the canary, random per call, and the frame id come after the breakpoint."""
     from skillbench.grading.expect import _grade_once
 
-    reply = '{"results": [{"id": 1, "passed": false}, {"id": 2, "passed": false}]}'
+    reply = (
+        '{"nonce": "$FRAME_ID", "results": [{"id": 1, "passed": false}, '
+        '{"id": 2, "passed": false}]}'
+    )
     server = fake({"rules": [{"when": "Grade every", "replies": [reply]}]})
     run = RunLedger(None)
     model = MeteredModel(resolve_model(SONNET, max_retries=0), run, {}, "grader")

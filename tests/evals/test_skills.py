@@ -177,6 +177,23 @@ def test_symlink_outside_is_reported_not_followed(tmp_path: Path) -> None:
     assert problem.message.startswith("symlink points outside the skill (")
 
 
+@pytest.mark.parametrize("links", [{"loop1": "loop1"}, {"a": "b", "b": "a"}])
+def test_a_symlink_loop_is_a_problem_not_a_traceback(tmp_path: Path, links, capsys) -> None:
+    """Eighth outside review (RB2): a link that leads back to itself raised RuntimeError
+    out of `digest`, `check` and `eval`."""
+    from skillbench.cli import main
+
+    folder = tree(tmp_path, "s")
+    for name, target in links.items():
+        os.symlink(target, folder / "ref" / name)
+    with pytest.raises(SpecError) as info:
+        digest(folder)
+    assert "symlink loop" in info.value.problems[0].message
+    assert main(["check", str(folder)]) == 1  # (check: 1 when the skill has errors)
+    said = capsys.readouterr()
+    assert "symlink loop" in said.out + said.err and "Traceback" not in said.err
+
+
 def test_symlink_inside_is_hashed_as_a_link(tmp_path: Path) -> None:
     folder = tree(tmp_path, "s")
     os.symlink("a.md", folder / "ref/alias.md")

@@ -35,7 +35,7 @@ def truthful_grader(tmp_path: Path, monkeypatch, texts: list[str]) -> str:
             {"id": i, "passed": canary_met and t == CANARY, "evidence": "listing"}
             for i, t in numbered(texts, CANARY)
         ]
-        return json.dumps({"results": rows})
+        return json.dumps({"nonce": "$FRAME_ID", "results": rows})
 
     rules = [
         {"when": truthful_rule(), "replies": [reply(True)] * 4},

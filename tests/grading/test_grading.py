@@ -27,10 +27,11 @@ CANARY = "(the canary).canary"  # its place in numbered() is fixed, whatever it 
 def script(tmp_path: Path, monkeypatch, verdicts: dict[str, bool]) -> str:
     texts = [t for t in verdicts if t != CANARY]
     reply = {
+        "nonce": "$FRAME_ID",
         "results": [
             {"id": i, "passed": verdicts[t], "evidence": f"graded {t[:20]}"}
             for i, t in numbered(texts, CANARY)
-        ]
+        ],
     }
     rules = [{"when": "Expectations", "replies": [json.dumps(reply)]}]
     (tmp_path / "grader.yaml").write_text(yaml.safe_dump({"rules": rules}))
@@ -86,7 +87,7 @@ def test_the_candidate_meeting_the_expectation_wins_end_to_end(fake, tmp_path, c
             {"id": i, "passed": passed and t == texts[0], "evidence": "greeting.txt"}
             for i, t in numbered(texts, CANARY)
         ]
-        return json.dumps({"results": results})
+        return json.dumps({"nonce": "$FRAME_ID", "results": results})
 
     server = fake(
         {
@@ -123,7 +124,7 @@ async def test_two_gradings_that_disagree_fail_closed(
 
     def reply(passed: bool) -> str:
         rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts, CANARY)]
-        return json.dumps({"results": rows})
+        return json.dumps({"nonce": "$FRAME_ID", "results": rows})
 
     rules = [{"when": "Expectations", "replies": [reply(True), reply(False)]}]
     (tmp_path / "grader.yaml").write_text(yaml.safe_dump({"rules": rules}))
@@ -194,7 +195,7 @@ def test_resume_keeps_the_runs_grader_and_grader_runs(fake, tmp_path, monkeypatc
 
     def reply(passed: bool) -> str:
         rows = [{"id": i, "passed": passed and t == texts[0]} for i, t in numbered(texts, CANARY)]
-        return json.dumps({"results": rows})
+        return json.dumps({"nonce": "$FRAME_ID", "results": rows})
 
     # two gradings that disagree: only --grader-runs 2 fails them closed (one would pass)
     rules = [{"when": "Expectations", "replies": [reply(True), reply(False)]}]

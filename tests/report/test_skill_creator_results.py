@@ -23,7 +23,7 @@ def test_a_run_folder_holds_grading_and_benchmark_json(fake, tmp_path: Path, cap
             {"id": i, "passed": t in passes, "evidence": f"seen {i}"}
             for i, t in numbered(texts, "(the canary).canary")
         ]
-        return json.dumps({"results": results})
+        return json.dumps({"nonce": "$FRAME_ID", "results": results})
 
     fake(
         {

@@ -251,10 +251,12 @@ def judge_script(tmp_path: Path, replies: list[str], monkeypatch, **rule) -> str
 @pytest.mark.parametrize(
     ("replies", "fault", "expected"),
     [
-        (['{"winner": "tie"}'], None, ("tie", "judge")),
+        (['{"winner": "tie", "nonce": "$FRAME_ID"}'], None, ("tie", "judge")),
         (["I cannot decide."], None, ("unscored", "judge-unparseable")),
-        (['{"winner": "C"}'], None, ("unscored", "judge-unparseable")),
-        (['{"winner": "A"}'], None, ("tie", "judge-split")),
+        (['{"winner": "C", "nonce": "$FRAME_ID"}'], None, ("unscored", "judge-unparseable")),
+        (['{"winner": "A", "nonce": "$FRAME_ID"}'], None, ("tie", "judge-split")),
+        # a verdict without the call's frame id is never read (planted ones cannot carry it)
+        (['{"winner": "A"}'], None, ("unscored", "judge-unparseable")),
         (["x"], {"status": 500, "times": 9}, ("unscored", "judge-error")),
     ],
 )
@@ -268,7 +270,7 @@ async def test_judge_outcomes(tmp_path: Path, monkeypatch, replies, fault, expec
 
 @pytest.mark.anyio
 async def test_judge_order_comes_from_the_seeded_rng(tmp_path: Path, monkeypatch) -> None:
-    ref = judge_script(tmp_path, ['{"winner": "tie"}'], monkeypatch)
+    ref = judge_script(tmp_path, ['{"winner": "tie", "nonce": "$FRAME_ID"}'], monkeypatch)
 
     async def first(seed: int) -> bool:
         result = await judge(
@@ -672,3 +674,27 @@ def test_the_judge_line_warns_when_judge_and_agent_share_a_family(
     assert (warning is None) == (family is None)
     if warning:
         assert warning.startswith(f"warning: the judge and the agent are both {family} models")
+
+
+@pytest.mark.anyio
+async def test_a_judge_that_left_out_the_frame_id_is_reminded_once(tmp_path: Path, monkeypatch):
+    """A verdict without the call's frame id is never read (a plant cannot carry it); the
+    judge is asked once more with a reminder, and its verdict then counts."""
+    rules = [
+        {
+            "when": "Your last answer gave no JSON verdict",
+            "replies": ['{"winner": "tie", "nonce": "$FRAME_ID"}'],
+        },
+        {"when": "Rubric", "replies": ['{"winner": "A"}']},
+    ]
+    (tmp_path / "judge.yaml").write_text(yaml.safe_dump({"rules": rules}))
+    monkeypatch.setenv("SKILLBENCH_SCRIPTS", str(tmp_path))
+    result = await judge(
+        resolve_model("scripted/judge"),
+        task="t",
+        rubric="r",
+        candidate="c",
+        opponent="o",
+        rng=random.Random(1),
+    )
+    assert (result.outcome, result.decided_by) == ("tie", "judge")

@@ -367,7 +367,18 @@ def test_the_default_limits_run_on_a_small_machine(
         config.load_settings(tmp_path)
 
 
-@pytest.mark.parametrize("library", ["skills", ".claude/skills", "plugins/tools/skills"])
+@pytest.mark.parametrize(
+    "library",
+    [
+        "skills",
+        ".claude/skills",
+        "plugins/tools/skills",
+        # eighth review: other agents' homes, plugin folders deeper down, grouped skills
+        ".github/skills",
+        ".claude/plugins/x/skills",
+        "skills/group",
+    ],
+)
 def test_c1_c2_a_packs_file_sets_no_cluster_or_floor_for_a_skill_outside_the_pack(
     tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, library: str
 ) -> None:

@@ -14,6 +14,7 @@ import pytest
 from skillbench.checks.run import run_checks
 from skillbench.evals import load_case
 from skillbench.evals.model import Check
+from skillbench.evals.services import Volume
 from skillbench.results.transcript import Transcript
 from skillbench.sandbox.base import SandboxSpec
 from skillbench.sandbox.podman.provider import PodmanProvider
@@ -73,14 +74,14 @@ sleep 0.3
 VERIFIER = "#!/bin/bash\nmkdir -p /logs/verifier; echo 0 > /logs/verifier/reward.txt\n"
 
 
-async def checked(provider, spec, tmp_path, solve, checks, files=None):
+async def checked(provider, spec, tmp_path, solve, checks, files=None, prep=""):
     skill = make_skill(tmp_path, "demo", {"evals/cases/solve.yaml": CASE, **(files or {})})
     case, _ = load_case(skill / "evals/cases/solve.yaml", skill)
     arm = await stage_arm(provider, spec, case, {skill.name: skill}, scratch=tmp_path)
     try:
         made = await arm.sandbox.exec(
             "git init -q . && echo a > tracked.txt && git add -A && "
-            "git -c user.email=a@b -c user.name=a commit -qm x",
+            "git -c user.email=a@b -c user.name=a commit -qm x" + prep,
             timeout=60,
         )
         assert made.ok, made.stderr
@@ -121,3 +122,67 @@ async def test_a_process_that_keeps_changing_its_pid_is_gone_before_the_next_che
     assert results[0].passed, results[0].detail
     assert results[1].passed, results[1].detail  # nothing of it ran during check 2
     assert not results[2].passed, results[2].detail  # the verifier's own 0
+
+
+FILTER = 'sh -c "touch /tmp/filter-ran; cat"'
+TMP_GIT = f"""
+git init -q /tmp
+git -C /tmp config diff.external 'sh -c "touch /tmp/filter-ran"'
+git -C /tmp config filter.x.clean '{FILTER}'
+git -C /tmp config filter.x.required true
+printf '* filter=x\\n' > /tmp/.gitattributes
+printf 'import os\\nopen("/tmp/json-ran", "w")\\n' > /tmp/json.py
+"""
+VOLUME_GIT = f"""
+cd /shared/repo
+git config filter.x.clean '{FILTER}'
+git config filter.x.required true
+echo '* filter=x' > .gitattributes
+echo changed >> t
+"""
+
+
+async def test_a_repository_or_module_planted_in_tmp_runs_nothing_in_a_later_check(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    """Eighth outside review: a git folder the candidate's code made at /tmp/.git was found by
+    a later check's git in a folder below /tmp (its filter and diff.external ran as the
+    checker); a json.py in /tmp was imported by a check run from there."""
+    checks = [
+        Check("command_succeeds", "bash solve.sh"),
+        Check(
+            "command_succeeds",
+            "d=$(mktemp -d) && cd $d && echo hi > f && git add f 2>/dev/null; "
+            "git status -s >/dev/null 2>&1; git diff --no-index /dev/null f >/dev/null 2>&1; "
+            "test ! -e /tmp/filter-ran",
+        ),
+        Check("command_succeeds", "cd /tmp && python3 -c 'import json' && test ! -e /tmp/json-ran"),
+    ]
+    results = await checked(provider, spec, tmp_path, TMP_GIT, checks)
+    assert results[0].passed, results[0].detail
+    assert results[1].passed, results[1].detail
+    assert results[2].passed, results[2].detail
+
+
+async def test_a_case_volumes_repositories_are_tamed_again_after_each_check(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    """Eighth outside review: a case volume crosses to the checker as /work does, but only
+    /work's repositories were tamed again after each command: a filter planted in one in the
+    volume by one check ran in a later check's git."""
+    spec = msgspec.structs.replace(spec, volumes=(Volume(name="shared", path="/shared"),))
+    prep = (
+        " && mkdir -p /shared/repo && cd /shared/repo && git init -q . && echo a > t && "
+        "git add t && git -c user.email=a@b -c user.name=a commit -qm x"
+    )
+    checks = [
+        Check("command_succeeds", "bash solve.sh"),
+        Check(
+            "command_succeeds",
+            "cd /shared/repo && git status -s >/dev/null 2>&1; git diff >/dev/null 2>&1; "
+            "test ! -e /tmp/filter-ran",
+        ),
+    ]
+    results = await checked(provider, spec, tmp_path, VOLUME_GIT, checks, prep=prep)
+    assert results[0].passed, results[0].detail
+    assert results[1].passed, results[1].detail

@@ -47,7 +47,7 @@ def test_an_evals_json_only_skill_is_checked_evaluated_measured_and_gated(
             {"id": i, "passed": passed and t == EXPECT, "evidence": "greeting.txt"}
             for i, t in numbered([EXPECT], "(the canary).canary")
         ]
-        return json.dumps({"results": results})
+        return json.dumps({"nonce": "$FRAME_ID", "results": results})
 
     server = fake(
         {

@@ -51,6 +51,7 @@ _WORKDIR = "/work"  # the workspace: where commands start and file paths resolve
 _VICTIM = 1000  # oom_score_adj of every user process: the OOM killer takes them first
 _SEAL = None  # with --seal: seal.py, beside this file, which every command starts under
 _TAINTED = None  # why no sealed command may run any more (a leftover that would not die)
+_HANDED: list = []  # the case's volumes handed over beside the workspace (tamed like it)
 
 
 class _Stdio:
@@ -256,7 +257,9 @@ def _sweep(user):
     with contextlib.suppress(Exception):
         import handover  # beside this file in every sandbox
 
-        handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)
+        for place in (_WORKDIR, *_HANDED):
+            if os.path.isdir(place) and not os.path.islink(place):
+                handover.hand_over(place, user.pw_uid, user.pw_gid)
     for place in (user.pw_dir, "/dev/shm"):
         with contextlib.suppress(OSError):
             for entry in os.scandir(place):
@@ -425,6 +428,8 @@ def _hand_over(req):
     user = pwd.getpwnam(req["user"])
     notes = handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)
     # the case's volumes the agent's sandbox had: what it left there crosses over as /work does
+    # (and is tamed again after each sealed command, as /work is: _sweep)
+    _HANDED.extend(p for p in req.get("also", ()) if p not in _HANDED)
     for place in req.get("also", ()):
         if os.path.isdir(place) and not os.path.islink(place):
             notes += handover.hand_over(place, user.pw_uid, user.pw_gid)
