@@ -186,3 +186,30 @@ async def test_a_case_volumes_repositories_are_tamed_again_after_each_check(
     results = await checked(provider, spec, tmp_path, VOLUME_GIT, checks, prep=prep)
     assert results[0].passed, results[0].detail
     assert results[1].passed, results[1].detail
+
+
+MANY_GITS = """
+python3 - <<'PY'
+import os
+for i in range(3000):
+    d = f"/work/r/{i}"
+    os.makedirs(d)
+    open(d + "/HEAD", "w").write("ref: refs/heads/main\\n")
+    open(d + "/config", "w").write("[core]\\n\\tbare = true\\n")
+PY
+"""
+
+
+async def test_thousands_of_repositories_do_not_outlast_the_checks(
+    provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path
+) -> None:
+    """Eighth outside review: 25,000 tiny git folders made the handover after each check
+    (a git process per repository) outlast the host's wait: the sandbox was declared hung and
+    a losing arm's row went unscored. Past the first 200 they are removed, not tamed."""
+    checks = [
+        Check("command_succeeds", "bash solve.sh"),
+        Check("command_succeeds", "test $(ls /work/r | wc -l) -lt 300"),
+    ]
+    results = await checked(provider, spec, tmp_path, MANY_GITS, checks)
+    assert results[0].passed, results[0].detail
+    assert results[1].passed, results[1].detail
