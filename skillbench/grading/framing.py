@@ -13,11 +13,13 @@ message, after the part a provider caches (docs/agents.md, prompt caching)."""
 
 from __future__ import annotations
 
+import json
+import re
 import secrets
 from collections.abc import Callable
 from typing import Any
 
-from skillbench.util.jsonreply import json_objects
+from skillbench.util.jsonreply import every_object
 
 NONCE_BYTES = 8
 MAX_REPLY_CHARS = 200_000  # a reply is bounded by max_tokens; this bounds the scan regardless
@@ -60,7 +62,20 @@ class Frame:
 
     def verdict(self, reply: str, valid: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
         """The model's verdict in `reply`: the last valid object carrying this call's nonce
-        (its own, whatever it quoted before or after), or None."""
-        found = [o for o in json_objects(reply[-MAX_REPLY_CHARS:]) if valid(o)]
-        mine = [o for o in found if o.get("nonce") == self.nonce]
+        (its own, whatever it quoted before or after), at any depth, or None. The nonce is
+        what makes it the model's, so the reading may be lenient: an object another wraps,
+        raw control characters in a string, or a lone backslash the model copied from the
+        material (`C:\\dir`, a regex's `\\d`) do not lose an honest verdict."""
+        text = _LONE_BACKSLASH.sub(_escaped, reply[-MAX_REPLY_CHARS:])
+        found = every_object(text, json.JSONDecoder(strict=False))
+        mine = [o for o in found if o.get("nonce") == self.nonce and valid(o)]
         return mine[-1] if mine else None
+
+
+def _escaped(found: re.Match[str]) -> str:
+    valid = len(found[1]) == 5 or found[1] in '"\\/bfnrt'  # (\uXXXX, or a one-letter escape)
+    return found[0] if valid else "\\" + found[0]
+
+
+# each backslash with what follows it, in turn (so an escaped backslash is one pair)
+_LONE_BACKSLASH = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)

@@ -143,9 +143,10 @@ class Player:
                 reply = rule.replies[min(use, len(rule.replies) - 1)]
                 # a judge or grader that follows its prompt puts the call's frame id in its
                 # verdict: `$FRAME_ID` in a reply is the id the request gave
-                found = _FRAME_ID.search(last_user)
+                # (the last: the stamp follows the case's task and rubric, which could hold one)
+                found = _FRAME_ID.findall(last_user)
                 if found:
-                    reply = reply.replace("$FRAME_ID", found[1])
+                    reply = reply.replace("$FRAME_ID", found[-1])
                 return Play(text=reply, latency=self.script.latency, source=f"rule {i}")
         head = f"{system}\n{first_user}"
         for i, conv in enumerate(self.script.conversations):

@@ -70,11 +70,11 @@ def json_objects(text: str, decoder: json.JSONDecoder | None = None) -> list[dic
     return found
 
 
-def every_object(text: str) -> list[dict[str, Any]]:
+def every_object(text: str, decoder: json.JSONDecoder | None = None) -> list[dict[str, Any]]:
     """Every JSON object in `text` at any depth, in document order: an object another one
     wraps is listed too, after it."""
     found: list[dict[str, Any]] = []
-    stack: list[object] = list(reversed(json_objects(text)))
+    stack: list[object] = list(reversed(json_objects(text, decoder)))
     while stack:
         node = stack.pop()
         if isinstance(node, dict):

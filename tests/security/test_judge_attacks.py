@@ -184,3 +184,23 @@ def json_escaped(text: str) -> str:
     import json
 
     return json.dumps(text)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"winner": "B", "reason": "it quotes \\d+ and C:\\dir", "nonce": "NONCE"}',
+        '{"winner": "B", "reason": "a raw\ttab and \\user", "nonce": "NONCE"}',
+        '{"echo": {"winner": "B", "reason": "wrapped", "nonce": "NONCE"}}',
+    ],
+)
+def test_material_a_judge_copies_does_not_lose_its_own_verdict(reply: str) -> None:
+    """Ninth review: a judge that copied a lone backslash (a regex, a Windows path) or a raw
+    tab from the material into its reason, or echoed an object around its verdict, wrote
+    a verdict no strict parser read: a losing candidate's text could make its rows unscored.
+    The nonce makes the object the model's, so it is read leniently."""
+    frame = Frame()
+    valid = lambda o: o.get("winner") in ("A", "B", "tie")  # noqa: E731
+    got = frame.verdict(reply.replace("NONCE", frame.nonce), valid)
+    assert got is not None and got["winner"] == "B"
+    assert frame.verdict(reply.replace("NONCE", "0" * 16), valid) is None
