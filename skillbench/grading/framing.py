@@ -19,7 +19,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from skillbench.util.jsonreply import every_object
+from skillbench.util.jsonreply import every_object, json_objects
 
 NONCE_BYTES = 8
 MAX_REPLY_CHARS = 200_000  # a reply is bounded by max_tokens; this bounds the scan regardless
@@ -67,9 +67,13 @@ class Frame:
         raw control characters in a string, or a lone backslash the model copied from the
         material (`C:\\dir`, a regex's `\\d`) do not lose an honest verdict."""
         text = _LONE_BACKSLASH.sub(_escaped, reply[-MAX_REPLY_CHARS:])
-        found = every_object(text, json.JSONDecoder(strict=False))
-        mine = [o for o in found if o.get("nonce") == self.nonce and valid(o)]
-        return mine[-1] if mine else None
+        decoder = json.JSONDecoder(strict=False)
+        for found in (json_objects(text, decoder), every_object(text, decoder)):
+            # (a top-level verdict first: one nested in another object is read only without)
+            mine = [o for o in found if o.get("nonce") == self.nonce and valid(o)]
+            if mine:
+                return mine[-1]
+        return None
 
 
 def _escaped(found: re.Match[str]) -> str:

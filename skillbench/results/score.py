@@ -233,10 +233,6 @@ def summarize(
 ) -> Summary:
     """The summary of a run from its records."""
     skipped_names = {s.case for s in skipped}
-    # Complete: every row that could be measured was (a case the image cannot run is not the
-    # run's failing; a failed setup, an error, a judge failure or a cost stop is).
-    measurable = {s.case for s in skipped if s.environment}
-    wanted = sum(u.session not in measurable for u in plan.units) * plan.k * len(plan.opponents)
     scripted = any(parse_model(ref).scripted for ref in (plan.model, plan.judge_model))
     runs = case_runs_passed(plan, sessions, skipped_names)
     names = [u.name for u in plan.units]
@@ -270,15 +266,16 @@ def summarize(
         expected_rows=found.expected_rows,
         scored_rows=found.scored_rows,
         partial=found.scored_rows < found.expected_rows,
-        complete=stopped is None
-        and (
-            found.scored_rows == wanted
-            if plan.sequential is None
-            # (a failed setup leaves the run incomplete, as in the fixed design)
-            else found.scored_rows == len(rows)
-            and skipped_names <= measurable
-            and sequential_problem(shown, plan, skipped_names) is None
-        ),
+        complete=incomplete(
+            shown,
+            units=plan.units,
+            k=plan.k,
+            opponents=plan.opponents,
+            skipped=skipped,
+            stopped=stopped,
+            sequential=plan.sequential,
+        )
+        is None,
         not_run=0 if plan.sequential is None else not_run(plan, sessions, skipped_names),
         stopped=stopped,
         comparisons=found.comparisons,
@@ -309,18 +306,44 @@ def summarize(
     )
 
 
-def sequential_problem(
-    rows: Sequence[RowSummary], plan: Plan, skipped: Collection[str]
+def incomplete(
+    rows: Sequence[RowSummary],
+    *,
+    units: Sequence[Unit],
+    k: int,
+    opponents: Sequence[str],
+    skipped: Sequence[Skipped],
+    stopped: str | None,
+    sequential: Rule | None,
 ) -> str | None:
-    """Why a sequential run's rows are not what its stopping rule runs, or None."""
-    return problem(
+    """Why a run is not complete, or None when it is: every row that could be measured was
+    (a case the image cannot run is not the run's failing; a failed setup, an error, a judge
+    failure or a cost stop is), and every repetition its design (or its stopping rule) runs.
+    The summary says it, and the gate re-derives it from a receipt's rows, never taking the
+    receipt's word."""
+    if stopped is not None:
+        return f"it was stopped: {stopped}"
+    measurable = {s.case for s in skipped if s.environment}
+    failed = sorted({s.case for s in skipped} - measurable)
+    if failed:
+        return f"{failed[0]} was skipped for its setup, not for its image"
+    unscored = sum(r.decided_by in UNSCORED for r in rows)
+    if unscored:
+        return f"{unscored} of its rows are unscored"
+    found = problem(
         rows,
-        plan.sequential,
-        units=[u.name for u in plan.units],
-        k=plan.k,
-        opponents=plan.opponents,
-        skipped=skipped,
+        sequential,
+        units=[u.name for u in units],
+        k=k,
+        opponents=opponents,
+        skipped=measurable,
     )
+    if found is not None:
+        return found
+    wanted = sum(u.session not in measurable for u in units) * k * len(opponents)
+    if sequential is None and len(rows) != wanted:
+        return f"it has {len(rows)} rows of the {wanted} its design runs"
+    return None
 
 
 def not_run(plan: Plan, sessions: dict[str, SessionRecord], skipped: set[str]) -> int:

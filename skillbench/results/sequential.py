@@ -339,6 +339,24 @@ def _curtailed(
     return Stop(look, rule.looks[look - 1], "curtailed", verdicts.pop(), decided, found)
 
 
+def _rows_missing(
+    rows: Sequence[RowLike], units: Sequence[str], opponents: Sequence[str]
+) -> str | None:
+    """Why the rows are not whole sessions, or None: a repetition of a stimulus that ran has
+    a row for every unit of it (a suite's every sub-case) against every opponent (a run
+    drops no sub-case a session lost, nor an opponent's rows of a session it ran)."""
+    of: dict[str, list[str]] = {}
+    for unit in units:
+        of.setdefault(stimulus(unit), []).append(unit)
+    have = {(r.case, r.rep, r.opponent) for r in rows}
+    for name, rep in sorted({(stimulus(r.case), r.rep) for r in rows}):
+        for unit in of.get(name, ()):
+            for opp in opponents:
+                if (unit, rep, opp) not in have:
+                    return f"{unit} rep {rep} has no row vs {opp}, though its session ran"
+    return None
+
+
 def reps_of(rows: Iterable[RowLike], opponent: str) -> dict[str, dict[int, str | None]]:
     """Per stimulus and repetition: the rep's vote (sign of its scored rows' net; None when
     none was scored) against `opponent`."""
@@ -388,6 +406,9 @@ def problem(
             reps.setdefault(name, {})
             for rep, vote in got.items():
                 reps[name].setdefault(rep, vote)
+    missing = _rows_missing(rows, units, opponents)
+    if missing is not None:
+        return missing
     if rule is None:
         for name in order:
             have = reps.get(name)
@@ -396,6 +417,8 @@ def problem(
                     f"stopped {name} after {len(have)} of {k} repetitions with no stopping rule "
                     "declared (a fixed design runs them all)"
                 )
+            if not have and name not in skipped:
+                return f"{name} has no row and is not on record as skipped"
         return None
     if rule.looks[-1] != len(order):
         return f"its stopping rule looks at {rule.looks[-1]} stimuli, not the {len(order)} planned"

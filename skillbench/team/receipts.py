@@ -35,7 +35,7 @@ from skillbench.results.receipt import (  # noqa: F401 (Provenance, Receipt: thi
     Unchecked,
     parse,
 )
-from skillbench.results.score import derive
+from skillbench.results.score import derive, incomplete
 from skillbench.results.sequential import rule_problem, stimuli_of
 from skillbench.results.verdict import UNSCORED
 from skillbench.team.signing import sign
@@ -222,6 +222,26 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
                 f"a row of {row.case} vs {row.opponent} is decided by {row.decided_by!r} "
                 "but has no outcome"
             )
+    sessions = {u.session for u in p.units}
+    skipped = [s.case for s in r.skipped]
+    for name in skipped:  # on its word no row is missing: only a planned case without rows
+        if name not in sessions or skipped.count(name) > 1:
+            return f"lists {name!r} as skipped, which is not a case it planned, or twice"
+        if any(u.session == name for u in p.units for row in rows if row.case == u.name):
+            return f"lists {name!r} as skipped, yet it has rows"
+    why = incomplete(
+        rows,
+        units=p.units,
+        k=p.k,
+        opponents=p.opponents,
+        skipped=r.skipped,
+        stopped=r.stopped,
+        sequential=p.sequential,
+    )
+    if r.complete and why is not None:
+        return f"claims a complete run, but {why}"
+    if not r.complete and why is None:
+        return "says it is incomplete, but its rows, skipped cases and stop are a complete run"
     found = derive(
         rows,
         opponents=p.opponents,

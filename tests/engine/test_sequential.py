@@ -215,7 +215,11 @@ def test_a_sequential_receipt_claiming_an_early_stop_its_rule_does_not_make_is_r
     code, said = run_gate(capsys, greeter)
     assert code == 1
     assert "(run early)" in said
-    assert "does not follow from its rows" in said or "its stopping rule stops" in said
+    assert (
+        "does not follow from its rows" in said
+        or "its stopping rule stops" in said
+        or "c9 has no row and is not on record as skipped" in said
+    ), said
 
 
 def test_a_receipt_that_stopped_a_case_while_its_vote_could_change_is_refused(capsys, greeter):
@@ -234,7 +238,10 @@ def test_a_stop_without_a_declared_rule_is_refused(capsys, greeter):
     edit_receipt(run, lambda b: b["provenance"].update(sequential=None))
     code, said = run_gate(capsys, greeter)
     assert code == 1
-    assert "claims a stop at look 1 (boundary) but declares no stopping rule" in said
+    assert (
+        "claims a stop at look 1 (boundary) but declares no stopping rule" in said
+        or "after 2 of 3 repetitions with no stopping rule declared" in said
+    ), said
 
 
 def test_a_receipt_whose_rule_makes_its_own_boundaries_is_refused(capsys, greeter):
@@ -424,3 +431,51 @@ def test_a_sequential_receipt_with_more_repetitions_than_k_is_refused(capsys, gr
     code, said = run_gate(capsys, greeter)
     assert code == 1, said
     assert "a row of c1 vs baseline is repetition 2 of 1" in said, said
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        # ninth review (A2): a fixed run cut while ahead (its losing cases' rows deleted)
+        (lambda b: b.update(rows=b["rows"][:14]), "c15 has no row and is not on record"),
+        # (A7): its losing rows unscored, `complete` the receipt's own word
+        (
+            lambda b: [
+                r.update(outcome="unscored", decided_by="judge-error") for r in b["rows"][14:]
+            ],
+            "6 of its rows are unscored",
+        ),
+        # (A3): a skip on record for a case that has rows, or one never planned
+        (
+            lambda b: b.update(skipped=[{"case": "c1", "reason": "x", "environment": True}]),
+            "yet it has rows",
+        ),
+        (
+            lambda b: b.update(skipped=[{"case": "zz", "reason": "x", "environment": True}]),
+            "not a case it planned",
+        ),
+    ],
+)
+def test_complete_is_rederived_never_the_receipts_word(capsys, greeter, edit, said):
+    run = receipt_for(greeter, "fixed", ["W"] * 14 + ["L"] * 6, 1, sequential=False)
+    assert json.loads(run.read_text())["verdict"] == "NEUTRAL"
+    edit_receipt(run, lambda b: (edit(b), b.update(complete=True, verdict="PASS")))
+    code, out = run_gate(capsys, greeter)
+    assert code == 1 and said in out, out
+
+
+def test_a_session_missing_a_sub_case_or_an_opponents_row_is_no_complete_run():
+    """Ninth review (A4, A5): rows of a suite's losing sub-cases deleted, or the incumbent's
+    rows of sessions that ran, passed: repetitions were counted per stimulus and opponent."""
+    from skillbench.results.sequential import problem
+    from skillbench.results.verdict import Row
+
+    units = ["suite/a", "suite/b", "c1"]
+    whole = [Row(u, 1, opp, "win", "checks") for u in units for opp in ("baseline", "incumbent")]
+    assert problem(whole, None, units=units, k=1, opponents=["baseline", "incumbent"]) is None
+    cut = [r for r in whole if r.case != "suite/b" or r.opponent != "baseline"]
+    said = problem(cut, None, units=units, k=1, opponents=["baseline", "incumbent"])
+    assert said == "suite/b rep 1 has no row vs baseline, though its session ran"
+    cut = [r for r in whole if r.case != "c1" or r.opponent != "incumbent"]
+    said = problem(cut, None, units=units, k=1, opponents=["baseline", "incumbent"])
+    assert said == "c1 rep 1 has no row vs incumbent, though its session ran"
