@@ -400,9 +400,10 @@ def problem(
     look where the rule stops. A stimulus with no row at all is no stop when it is on record
     as `skipped` (a tool its image lacks, a setup that failed)."""
     order = stimuli_of(units)
+    by_opp = {opp: reps_of(rows, opp) for opp in opponents}  # (each read once, used below)
     reps: dict[str, dict[int, str | None]] = {}
     for opp in opponents:
-        for name, got in reps_of(rows, opp).items():
+        for name, got in by_opp[opp].items():
             reps.setdefault(name, {})
             for rep, vote in got.items():
                 reps[name].setdefault(rep, vote)
@@ -424,11 +425,11 @@ def problem(
         return f"its stopping rule looks at {rule.looks[-1]} stimuli, not the {len(order)} planned"
     for name in order:
         for opp in opponents:
-            ran = sorted(reps_of(rows, opp).get(name, {}))
+            ran = sorted(by_opp[opp].get(name, {}))
             if ran and ran[-1] > k:
                 return f"{name} vs {opp} has repetitions {ran} of {k}: more than the design runs"
     stop = stop_of(rows, rule, opponents[0], order, len(rule.looks), k, skipped)
-    first = reps_of(rows, opponents[0])
+    first = by_opp[opponents[0]]
     if stop is None:  # a look with open votes whose end could still change the verdict ...
         for name in order:
             if name in first and not settled(list(first[name].values()), k):
@@ -443,7 +444,7 @@ def problem(
         if name not in reps:
             continue
         for opp in opponents:
-            got = reps_of(rows, opp).get(name, {})
+            got = by_opp[opp].get(name, {})
             if sorted(got) != list(range(1, len(got) + 1)):
                 return f"{name} vs {opp} has repetitions {sorted(got)}: a gap the waves never leave"
             if stop.reason != "curtailed" and not settled([got[r] for r in sorted(got)], k):

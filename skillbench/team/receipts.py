@@ -207,10 +207,10 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
         if unlike is not None:
             return f"declares a stopping rule that is not skillbench's: {unlike}"
     rows = r.rows
-    units = {u.name for u in p.units}
+    session_of = {u.name: u.session for u in p.units}
     seen: set[tuple[str, int, str]] = set()
     for row in rows:
-        if row.case not in units or row.opponent not in p.opponents:
+        if row.case not in session_of or row.opponent not in p.opponents:
             return f"a row of {row.case} vs {row.opponent} is not one the run planned"
         if (row.case, row.rep, row.opponent) in seen:
             return f"has two rows of {row.case} rep {row.rep} vs {row.opponent}"
@@ -222,12 +222,12 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
                 f"a row of {row.case} vs {row.opponent} is decided by {row.decided_by!r} "
                 "but has no outcome"
             )
-    sessions = {u.session for u in p.units}
+    ran = {session_of[row.case] for row in rows}  # (every row's case is planned: above)
     skipped = [s.case for s in r.skipped]
     for name in skipped:  # on its word no row is missing: only a planned case without rows
-        if name not in sessions or skipped.count(name) > 1:
+        if name not in session_of.values() or skipped.count(name) > 1:
             return f"lists {name!r} as skipped, which is not a case it planned, or twice"
-        if any(u.session == name for u in p.units for row in rows if row.case == u.name):
+        if name in ran:
             return f"lists {name!r} as skipped, yet it has rows"
     why = incomplete(
         rows,
@@ -250,7 +250,7 @@ def inconsistency(r: Receipt, now: datetime | None = None) -> str | None:
         seed=p.seed,
         min_net_lift=p.min_net_lift,
         sequential=p.sequential,
-        skipped={s.case for s in r.skipped},
+        skipped=set(skipped),
     )
     if r.verdict != found.verdict:
         return f"its verdict {r.verdict} does not follow from its rows (they give {found.verdict})"
