@@ -6,7 +6,14 @@ The Python API (skillbench/api.py) is importable from here: `skillbench.evaluate
 
 from __future__ import annotations
 
-import sys as _sys
+import _signal
+
+# Ctrl-C or SIGTERM while the command decides whether it is the command waits (blocked, not
+# lost) until the handler below is in place: a signal there printed a traceback through this
+# file. A program importing skillbench gets its pending signal, in its own handler, at once.
+_MASK = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+
+import sys as _sys  # noqa: E402
 
 
 def _run_as_the_command() -> bool:
@@ -39,7 +46,6 @@ if _run_as_the_command():
     # the command (console script or `python -m skillbench`) is starting: Ctrl-C from here on
     # is one line, not a traceback from inside an import (the entry point, __main__.py, takes
     # over once imported); a program that imports skillbench keeps its own handlers
-    import _signal
     import os as _os
 
     def _early(signum: int, _frame: object) -> None:
@@ -48,6 +54,7 @@ if _run_as_the_command():
 
     _signal.signal(_signal.SIGINT, _early)
     _signal.signal(_signal.SIGTERM, _early)
+_signal.pthread_sigmask(_signal.SIG_SETMASK, _MASK)
 
 from typing import TYPE_CHECKING, Any  # noqa: E402  (after the handler, on purpose)
 
