@@ -248,7 +248,18 @@ def walk(rule: Rule, votes_of: Iterable[Votes]) -> Stop | None:
         # less than the full run could have
         if votes.decided >= MIN_DECIDED and futile(rule, decided, votes):
             return Stop(j + 1, units, "futility", _quiet(votes), decided, found)
+        if votes.total and short(rule, votes.decided + rule.looks[-1] - units):
+            # even were every stimulus still to come decided, the last look would have too
+            # few votes to cross or to say NEUTRAL: the full run ends INCONCLUSIVE
+            return Stop(j + 1, units, "futility", INCONCLUSIVE, decided, found)
     return None
+
+
+def short(rule: Rule, most: int) -> bool:
+    """Whether `most` decided votes are too few for any verdict beyond INCONCLUSIVE: under
+    MIN_DECIDED, and all of them on one side is no less likely than α under no difference,
+    so no look's boundary can be reached with them."""
+    return most < MIN_DECIDED and Fraction(1, 2**most) > Fraction(rule.alpha)
 
 
 def futile(rule: Rule, decided: Sequence[int], votes: Votes) -> bool:

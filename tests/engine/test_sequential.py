@@ -341,6 +341,29 @@ def test_a_run_nobody_can_win_any_more_stops_for_futility_as_neutral():
     assert walk(rule, [Votes(2, 2, 4), Votes(3, 3, 6), Votes(7, 3, 6)]) is None
 
 
+def test_a_run_that_can_no_longer_decide_five_votes_stops_inconclusive_at_once():
+    """Too few votes left to decide for any verdict beyond INCONCLUSIVE: the run stops at the
+    look where that becomes certain, and every way the later stimuli could vote would have
+    ended it INCONCLUSIVE (no boundary reachable, under 5 decided)."""
+    from skillbench.results.sequential import MIN_DECIDED, walk
+    from skillbench.results.verdict import Votes
+
+    rule = rule_for(10, 0.2)
+    assert rule.looks == [6, 8, 10]
+    early = walk(rule, [Votes(1, 0, 5), Votes(2, 0, 6)])
+    assert early is not None
+    assert (early.look, early.reason, early.verdict) == (2, "futility", "INCONCLUSIVE")
+    assert walk(rule, [Votes(1, 0, 5)]) is None  # 1 decided and 4 to come could be 5
+    assert walk(rule, [Votes(0, 0, 0)]) is None  # nothing scored yet could still be NONE or more
+    for votes in itertools.product(("win", "loss", "tie"), repeat=10):
+        looks = [Votes(*(votes[:n].count(x) for x in ("win", "loss", "tie"))) for n in rule.looks]
+        stop = walk(rule, looks)
+        assert stop is not None
+        if (stop.reason, stop.verdict) == ("futility", "INCONCLUSIVE"):
+            decided = [v.decided for v in looks]
+            assert decided[-1] < MIN_DECIDED and set(bounds(rule, decided)) == {None}, votes
+
+
 def test_a_look_stops_between_waves_once_no_repetition_left_can_change_its_verdict():
     """Curtailment: with three cases no vote count can reach a verdict beyond INCONCLUSIVE
     (under 5 decided), so the first wave settles it; with five, one loss already rules out
