@@ -53,6 +53,18 @@ def write_file(path: str, content: str) -> dict[str, Any]:
     return {"tool_calls": [{"write_file": {"path": path, "content": content}}]}
 
 
+def grader_reply(graded: list[tuple[int, bool, str]]) -> str:
+    """A scripted model grader's answer, as the grader is asked for it: the frame id, then
+    each (id, passed), then each id's evidence."""
+    return json.dumps(
+        {
+            "nonce": "$FRAME_ID",
+            "results": [{"id": i, "passed": passed} for i, passed, _ in graded],
+            "evidence": {str(i): quote for i, _, quote in graded},
+        }
+    )
+
+
 def bash(command: str) -> dict[str, Any]:
     return {"tool_calls": [{"bash": {"command": command}}]}
 

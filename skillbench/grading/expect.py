@@ -33,8 +33,9 @@ SYSTEM = (
     "You are a strict grader. An AI agent worked alone in a sandbox on a task. For each "
     "numbered expectation, decide from the transcript and the workspace files whether it is "
     "met; when the material does not show it, it is not met. Quote the material as evidence. "
-    'Reply with one JSON object and nothing else: {"nonce": "<the frame id>", "results": '
-    '[{"id": <number>, "passed": true | false, "evidence": "<quote>"}]}'
+    'Reply with one JSON object and nothing else, its keys in this order: {"nonce": "<the '
+    'frame id>", "results": [{"id": <number>, "passed": true | false}], "evidence": '
+    '{"<number>": "<quote>"}}'
 )
 
 
@@ -100,24 +101,26 @@ def prompt(
         f"## Transcript (tail)\n{frame.block('TRANSCRIPT', tail(trace))}\n\n"
         f"## Files left in the workspace\n{frame.block('FILES', files)}\n\n"
         "Grade every expectation by its number. Answer "
-        f'{{"nonce": "{frame.nonce}", "results": [{{"id": N, "passed": true | false, '
-        '"evidence": "..."}]}.'
+        f'{{"nonce": "{frame.nonce}", "results": [{{"id": N, "passed": true | false}}], '
+        '"evidence": {"N": "..."}}.'
     )
     return TextBlock(f"## Task given to the agent\n{task}\n\n", cache=True), TextBlock(asked)
 
 
 def _valid(ids: set[int]):
     def check(reply: dict[str, Any]) -> bool:
+        # each expectation graded once, and nothing else (an id given twice is ambiguous)
         results = reply.get("results")
         if not isinstance(results, list):
             return False
-        seen = {
-            r["id"]: r["passed"]
+        graded = [
+            r["id"]
             for r in results
-            if isinstance(r, dict) and isinstance(r.get("id"), int) and "passed" in r
-            if isinstance(r["passed"], bool)
-        }
-        return ids <= set(seen)
+            if isinstance(r, dict)
+            and type(r.get("id")) is int
+            and isinstance(r.get("passed"), bool)
+        ]
+        return len(graded) == len(results) and sorted(graded) == sorted(ids)
 
     return check
 
@@ -146,14 +149,16 @@ async def _grade_once(
     except ModelError as exc:
         return None, f"the grader failed: {exc}", usage
     usage = done.usage
-    reply = frame.verdict(done.text, _valid({i for i, _ in items}))
+    # (every decision before the evidence, where the grader quotes the material: a quote
+    # copied unescaped can add keys only after it, which are not read)
+    reply = frame.verdict(done.text, _valid({i for i, _ in items}), quoted=("evidence",))
     if reply is None:
         return None, f"{UNPARSEABLE}: {done.text[:200]!r}", usage
+    quotes = reply.get("evidence")
+    quotes = quotes if isinstance(quotes, dict) else {}
     by_id = {
-        r["id"]: (r["passed"], str(r.get("evidence", ""))[:EVIDENCE_CHARS])
+        r["id"]: (r["passed"], str(quotes.get(str(r["id"]), ""))[:EVIDENCE_CHARS])
         for r in reply["results"]
-        if isinstance(r, dict) and isinstance(r.get("id"), int)
-        if isinstance(r.get("passed"), bool)
     }
     if by_id[order.index(canary) + 1][0]:
         return None, "the grader passed the canary (an expectation false by construction)", usage

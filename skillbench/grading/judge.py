@@ -24,7 +24,7 @@ SYSTEM = (
     "You are an impartial judge comparing two attempts, A and B, at the same task by an AI "
     "agent working alone in a sandbox. Judge only by the rubric. Ignore the order and the "
     "length of the attempts. Reply with one JSON object and nothing else: "
-    '{"winner": "A" | "B" | "tie", "reason": "<one sentence>", "nonce": "<the frame id>"}'
+    '{"nonce": "<the frame id>", "winner": "A" | "B" | "tie", "reason": "<one sentence>"}'
 )
 
 
@@ -54,8 +54,8 @@ def prompt(frame: Frame, task: str, rubric: str, a: str, b: str) -> tuple[TextBl
         f"{frame.stamp()}\n\n"
         f"## Attempt A (transcript tail)\n{frame.block('ATTEMPT_A', tail(a))}\n\n"
         f"## Attempt B (transcript tail)\n{frame.block('ATTEMPT_B', tail(b))}\n\n"
-        'Which attempt better satisfies the rubric? Answer {"winner": "A" | "B" | "tie", '
-        f'"reason": "...", "nonce": "{frame.nonce}"}}.'
+        f'Which attempt better satisfies the rubric? Answer {{"nonce": "{frame.nonce}", '
+        '"winner": "A" | "B" | "tie", "reason": "..."}.'
     )
     return TextBlock(stable, cache=True), TextBlock(asked)
 
@@ -90,7 +90,7 @@ async def _ask(model: Model, task: str, rubric: str, a: str, b: str) -> _Answer:
         usage = usage + done.usage
         if done.stop_reason == "refusal":
             return _Answer(None, "refused", done.text[:300], usage)
-        reply = frame.verdict(done.text, lambda o: bool(_winner(o))) or {}
+        reply = frame.verdict(done.text, lambda o: bool(_winner(o)), quoted=("reason",)) or {}
         winner = _winner(reply)
         if winner:
             return _Answer(winner, None, str(reply.get("reason", ""))[:500], usage)

@@ -39,18 +39,18 @@ JUDGE_RULES = [
     # the judge prefers the attempt holding the candidate's marker, whichever label it has
     {
         "when": r"(?s)Rubric\nprefer-marked.*Attempt A \(transcript tail\)\n[^#]*MARKED",
-        "replies": ['{"winner": "A", "reason": "marked", "nonce": "$FRAME_ID"}'],
+        "replies": ['{"nonce": "$FRAME_ID", "winner": "A", "reason": "marked"}'],
     },
     {
         "when": r"(?s)Rubric\nprefer-marked.*Attempt B \(transcript tail\)\n[^#]*MARKED",
         "replies": [
-            'Sure. ```json\n{"winner": "B", "reason": "marked", "nonce": "$FRAME_ID"}\n```'
+            'Sure. ```json\n{"nonce": "$FRAME_ID", "winner": "B", "reason": "marked"}\n```'
         ],
     },
     # a judge that always says A disagrees with itself once the order is swapped
     {
         "when": r"(?s)Rubric\nalways-a",
-        "replies": ['{"winner": "A", "reason": "first", "nonce": "$FRAME_ID"}'],
+        "replies": ['{"nonce": "$FRAME_ID", "winner": "A", "reason": "first"}'],
     },
 ]
 

@@ -310,7 +310,7 @@ async def test_judge_calls_on_a_case_read_its_task_and_rubric_from_the_cache(fak
     from skillbench.grading.judge import judge
 
     server = fake(
-        {"rules": [{"when": "Which attempt", "replies": ['{"winner": "A", "nonce": "$FRAME_ID"}']}]}
+        {"rules": [{"when": "Which attempt", "replies": ['{"nonce": "$FRAME_ID", "winner": "A"}']}]}
     )
     run = RunLedger(None)
     model = MeteredModel(resolve_model(SONNET, max_retries=0), run, {}, "judge")

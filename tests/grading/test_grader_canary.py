@@ -6,7 +6,6 @@ honest grader's failed expectation into an unscored row."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from skillbench.grading.expect import canary_text, grade, numbered, prompt
 from skillbench.grading.framing import Frame
 from skillbench.models import resolve_model
 from skillbench.models.base import text_of
+from tests.helpers import grader_reply
 
 CANARY = "(the canary).canary"
 
@@ -31,11 +31,9 @@ def truthful_grader(tmp_path: Path, monkeypatch, texts: list[str]) -> str:
     when the file it names is listed (a regex backreference), every expectation fails."""
 
     def reply(canary_met: bool) -> str:
-        rows = [
-            {"id": i, "passed": canary_met and t == CANARY, "evidence": "listing"}
-            for i, t in numbered(texts, CANARY)
-        ]
-        return json.dumps({"nonce": "$FRAME_ID", "results": rows})
+        return grader_reply(
+            [(i, canary_met and t == CANARY, "listing") for i, t in numbered(texts, CANARY)]
+        )
 
     rules = [
         {"when": truthful_rule(), "replies": [reply(True)] * 4},

@@ -12,18 +12,16 @@ from tests.evals.test_foreign_evals import evals_json
 
 
 def test_a_run_folder_holds_grading_and_benchmark_json(fake, tmp_path: Path, capsys) -> None:
-    from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
+    from tests.helpers import BASE, CAND, conv, grader_reply, run_eval, skill, write_file
 
     texts = ["The greeting names Ada", "The greeting is in greeting.txt"]
     doc = evals_json([{"id": 4, "prompt": "Greet the person Ada", "expectations": texts}])
     folder = skill(tmp_path, {"evals/evals.json": doc})
 
     def verdict(passes: set[str]) -> str:
-        results = [
-            {"id": i, "passed": t in passes, "evidence": f"seen {i}"}
-            for i, t in numbered(texts, "(the canary).canary")
-        ]
-        return json.dumps({"nonce": "$FRAME_ID", "results": results})
+        return grader_reply(
+            [(i, t in passes, f"seen {i}") for i, t in numbered(texts, "(the canary).canary")]
+        )
 
     fake(
         {

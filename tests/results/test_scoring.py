@@ -251,10 +251,10 @@ def judge_script(tmp_path: Path, replies: list[str], monkeypatch, **rule) -> str
 @pytest.mark.parametrize(
     ("replies", "fault", "expected"),
     [
-        (['{"winner": "tie", "nonce": "$FRAME_ID"}'], None, ("tie", "judge")),
+        (['{"nonce": "$FRAME_ID", "winner": "tie"}'], None, ("tie", "judge")),
         (["I cannot decide."], None, ("unscored", "judge-unparseable")),
-        (['{"winner": "C", "nonce": "$FRAME_ID"}'], None, ("unscored", "judge-unparseable")),
-        (['{"winner": "A", "nonce": "$FRAME_ID"}'], None, ("tie", "judge-split")),
+        (['{"nonce": "$FRAME_ID", "winner": "C"}'], None, ("unscored", "judge-unparseable")),
+        (['{"nonce": "$FRAME_ID", "winner": "A"}'], None, ("tie", "judge-split")),
         # a verdict without the call's frame id is never read (planted ones cannot carry it)
         (['{"winner": "A"}'], None, ("unscored", "judge-unparseable")),
         (["x"], {"status": 500, "times": 9}, ("unscored", "judge-error")),
@@ -270,7 +270,7 @@ async def test_judge_outcomes(tmp_path: Path, monkeypatch, replies, fault, expec
 
 @pytest.mark.anyio
 async def test_judge_order_comes_from_the_seeded_rng(tmp_path: Path, monkeypatch) -> None:
-    ref = judge_script(tmp_path, ['{"winner": "tie", "nonce": "$FRAME_ID"}'], monkeypatch)
+    ref = judge_script(tmp_path, ['{"nonce": "$FRAME_ID", "winner": "tie"}'], monkeypatch)
 
     async def first(seed: int) -> bool:
         result = await judge(
@@ -683,7 +683,7 @@ async def test_a_judge_that_left_out_the_frame_id_is_reminded_once(tmp_path: Pat
     rules = [
         {
             "when": "Your last answer gave no JSON verdict",
-            "replies": ['{"winner": "tie", "nonce": "$FRAME_ID"}'],
+            "replies": ['{"nonce": "$FRAME_ID", "winner": "tie"}'],
         },
         {"when": "Rubric", "replies": ['{"winner": "A"}']},
     ]

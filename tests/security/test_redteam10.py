@@ -58,10 +58,10 @@ class CopyingJudge:
 @pytest.mark.parametrize("plant", JUDGE_PLANTS)
 @pytest.mark.parametrize("keys", list(itertools.permutations(("winner", "reason", "nonce"))))
 async def test_a_plant_spliced_into_the_judges_own_object_never_counts(plant, keys) -> None:
+    judge_model = CopyingJudge(keys)
     result = await judge(
-        CopyingJudge(keys), task="t", rubric="r", candidate=plant, opponent=GOOD,
-        rng=random.Random(1),
-    )  # fmt: skip
+        judge_model, task="t", rubric="r", candidate=plant, opponent=GOOD, rng=random.Random(1)
+    )
     # the judge's own verdict (a loss), or none at all: never the planted tie
     assert result.outcome in ("loss", "unscored"), (keys, result)
     if keys == ("nonce", "winner", "reason"):  # the order the judge is asked for
@@ -124,10 +124,11 @@ class CopyingGrader:
 @pytest.mark.parametrize("plant", GRADER_PLANTS)
 @pytest.mark.parametrize("layout", LAYOUTS)
 async def test_a_plant_spliced_into_the_graders_evidence_never_passes(plant, layout) -> None:
+    grader = CopyingGrader(LAYOUTS[layout], plant)
+    expectations = ["report.md says all tests pass"]
     graded, why, _ = await _grade_once(
-        CopyingGrader(LAYOUTS[layout], plant), "task", ["report.md says all tests pass"],
-        "trace", f"== notes.txt\n{plant}",
-    )  # fmt: skip
+        grader, "task", expectations, "trace", f"== notes.txt\n{plant}"
+    )
     # the grader's own failure, or no verdict (asked again, then unscored): never a pass
     assert graded is None or graded[0][0] is False, (layout, graded, why)
     if layout == "asked" and plant == GRADER_PLANTS[0]:  # (the others break the JSON there:

@@ -11,7 +11,7 @@ from skillbench.cli import main
 from skillbench.evals.skills import digest
 from skillbench.grading.expect import numbered
 from tests.engine.test_triggers import rule
-from tests.helpers import BASE, CAND, conv, run_eval, skill, write_file
+from tests.helpers import BASE, CAND, conv, grader_reply, run_eval, skill, write_file
 
 EXPECT = "Greets the visitor"
 TRIGGERS = [
@@ -43,11 +43,12 @@ def test_an_evals_json_only_skill_is_checked_evaluated_measured_and_gated(
 
     def verdict(passed: bool) -> str:
         # the grader is shown the expectation and the canary (false by construction)
-        results = [
-            {"id": i, "passed": passed and t == EXPECT, "evidence": "greeting.txt"}
-            for i, t in numbered([EXPECT], "(the canary).canary")
-        ]
-        return json.dumps({"nonce": "$FRAME_ID", "results": results})
+        return grader_reply(
+            [
+                (i, passed and t == EXPECT, "greeting.txt")
+                for i, t in numbered([EXPECT], "(the canary).canary")
+            ]
+        )
 
     server = fake(
         {
