@@ -598,17 +598,22 @@ def gate(skill: str | os.PathLike[str], *, options: GateOptions = NO_OVERRIDES) 
     skill_dir = Path(skill)
     if not is_skill(skill_dir):
         raise NotASkill(f"{skill_dir}: not a skill folder (no SKILL.md)")
-    settings = load_settings(skill_dir, {"team": options.team}).settings
+    loaded = load_settings(skill_dir, {"team": options.team})
+    settings = loaded.settings
     team = Path(settings.team) if settings.team else None
     flags = msgspec.structs.asdict(options)
     for key in ("team", "policy_from", "base"):
         del flags[key]
     rev = trusted_revision(team, options.policy_from, options.base)
-    # the local config's gate table sits between the team repo's policy and the options;
-    # with a trusted revision it is not used: in CI the local config is the PR's checkout
+    # the local config's gate table sits between the team repo's policy and the options
+    # (only where stricter, from a file whose folder holds the skill: a pack's); with a
+    # trusted revision it is not used: in CI the local config is the PR's checkout
     local = {} if rev else {k.replace("-", "_"): v for k, v in settings.gate.items()}
     given = {k: v for k, v in flags.items() if v is not None}
-    policy = load_policy(team, {**local, **given}, rev)
+    if loaded.measured:
+        policy = load_policy(team, given, rev, stricter=local)
+    else:
+        policy = load_policy(team, {**local, **given}, rev)
     result = gated(skill_dir, team, policy, rev=rev)
     try:
         others = versions_to_gate(skill_dir, team, rev) if result.passed else []

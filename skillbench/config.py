@@ -121,6 +121,9 @@ class Loaded(msgspec.Struct):
     settings: Settings
     sources: dict[str, str]  # setting name -> "default" | file path | "SKILLBENCH_MODEL" | "--flag"
     path: str | None
+    # the file's folder holds the skill under test (a pack's root, say): its [gate] may only
+    # make the team's policy stricter (team/gate.py load_policy)
+    measured: bool = False
 
 
 def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
@@ -239,6 +242,7 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
     sources = {name: "default" for name in Settings.__struct_fields__}
     found = find_config(start)
     path = None
+    measures = False
     if found:
         path, table = found
         data.update({k.replace("-", "_"): v for k, v in table.items()})
@@ -273,6 +277,10 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
             _ignored(path, "image-from-registry", "the image its sandboxes and checks run in")
             del data["image_from_registry"]
             sources["image_from_registry"] = "default"
+        if measures and "team" in data:
+            _ignored(path, "team", "the team repo whose policy, keys and receipts gate (--team)")
+            del data["team"]
+            sources["team"] = "default"
         sandbox = data.get("sandbox")
         if measures and isinstance(sandbox, dict) and "provider" in sandbox:
             _ignored(path, "[sandbox] provider", "where its sandboxes, and so its checks, run")
@@ -341,7 +349,7 @@ def load_settings(start: Path, flags: dict[str, Any] | None = None) -> Loaded:
     if settings.judge_model is None:
         settings.judge_model = settings.model
         sources["judge_model"] = f"{sources['model']} (same as model)"
-    return Loaded(settings, sources, str(path) if path else None)
+    return Loaded(settings, sources, str(path) if path else None, measures)
 
 
 def _ignored(path: Path, key: str, what: str) -> None:
@@ -353,24 +361,20 @@ def _ignored(path: Path, key: str, what: str) -> None:
     )
 
 
-# how far below a config file's folder skills are looked for, and how many folders at most
+# how many folders below a config file's folder are looked through for a skill, at any depth
 # (past that it is taken to hold some: a pack padded with folders must not hide its skills)
-_PACK_DEPTH, _PACK_FOLDERS = 6, 20_000
+_PACK_FOLDERS = 20_000
 _NOT_SKILLS = frozenset({".git", "node_modules", ".venv", "__pycache__", ".skillbench"})
 
 
 def _is_pack(folder: Path) -> bool:
     """Whether `folder` holds a skill anywhere in its tree (a SKILL.md in any case, at any
-    of the first levels): skills/, .claude/skills/, .github/skills/, plugins/*/skills/, a
-    group folder, wherever an agent or a plugin reads them."""
-    top = len(folder.parts)
-    for seen, (dirpath, dirnames, filenames) in enumerate(os.walk(folder)):
+    depth): skills/, .claude/skills/, .github/skills/, plugins/*/skills/, a group folder,
+    wherever an agent or a plugin reads them."""
+    for seen, (_, dirnames, filenames) in enumerate(os.walk(folder)):
         if any(f.lower() == SKILL_FILE.lower() for f in filenames) or seen >= _PACK_FOLDERS:
             return True
-        if len(Path(dirpath).parts) - top >= _PACK_DEPTH:
-            dirnames.clear()
-        else:
-            dirnames[:] = [d for d in dirnames if d not in _NOT_SKILLS]
+        dirnames[:] = [d for d in dirnames if d not in _NOT_SKILLS]
     return False
 
 

@@ -76,6 +76,35 @@ class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     allow_neutral_cells: bool = False
 
 
+def _stricter(team: Policy, local: Policy) -> Policy:
+    """`team` with `local` applied only where it asks more: a pack's own file (its folder
+    holds the skill gated) may tighten the team's policy, never relax it."""
+    cells = (
+        None if team.require_cells is None else [*team.require_cells, *(local.require_cells or [])]
+    )
+    return Policy(
+        require="PASS" if "PASS" in (team.require, local.require) else team.require,
+        allow_incumbent_fail=team.allow_incumbent_fail and local.allow_incumbent_fail,
+        allow_partial=team.allow_partial and local.allow_partial,
+        require_agent=team.require_agent or local.require_agent,
+        require_power=team.require_power or local.require_power,
+        allow_inconclusive=team.allow_inconclusive and local.allow_inconclusive,
+        trigger_method=team.trigger_method or local.trigger_method,
+        min_recall=max(
+            (x for x in (team.min_recall, local.min_recall) if x is not None), default=None
+        ),
+        min_precision=max(
+            (x for x in (team.min_precision, local.min_precision) if x is not None), default=None
+        ),
+        require_signed=True if local.require_signed else team.require_signed,
+        allow_endpoints=[e for e in team.allow_endpoints if e in local.allow_endpoints],
+        allow_custom_ca=team.allow_custom_ca and local.allow_custom_ca,
+        min_net_lift=max(team.min_net_lift, local.min_net_lift),
+        require_cells=cells,
+        allow_neutral_cells=team.allow_neutral_cells and local.allow_neutral_cells,
+    )
+
+
 def _toml_at(rev: Revision, name: str) -> dict[str, Any] | None:
     data = show(rev, name)
     if data is None:
@@ -86,9 +115,14 @@ def _toml_at(rev: Revision, name: str) -> dict[str, Any] | None:
         raise TeamError(f"{rev.ref}:{name}: not valid TOML ({exc})") from None
 
 
-def load_policy(repo: Path | None, flags: dict[str, Any], rev: Revision | None = None) -> Policy:
+def load_policy(
+    repo: Path | None,
+    flags: dict[str, Any],
+    rev: Revision | None = None,
+    stricter: dict[str, Any] | None = None,
+) -> Policy:
     """Policy from the team repo's [tool.skillbench.gate] / skillbench.toml [gate] (at `rev`
-    when given, never the work tree then), then flags."""
+    when given, never the work tree then), then `stricter` where it is stricter, then flags."""
     data: dict[str, Any] = {}
     if repo is not None:
         for name, table in (
@@ -107,11 +141,20 @@ def load_policy(repo: Path | None, flags: dict[str, Any], rev: Revision | None =
                 for key in table:
                     found = found.get(key, {}) if isinstance(found, dict) else {}
                 data.update({k.replace("-", "_"): v for k, v in found.items()})
-    data.update({k: v for k, v in flags.items() if v is not None})
     try:
+        if stricter:
+            team = _checked(msgspec.convert(data, Policy))
+            local = _checked(msgspec.convert({**data, **stricter}, Policy))
+            data = msgspec.structs.asdict(_stricter(team, local))
+        data.update({k: v for k, v in flags.items() if v is not None})
         policy = msgspec.convert(data, Policy)
     except msgspec.ValidationError as exc:
         raise TeamError(f"gate policy: {exc}") from None
+    return _checked(policy)
+
+
+def _checked(policy: Policy) -> Policy:
+    """`policy` if its values mean something (its endpoints as origins), else TeamError."""
     if policy.require not in ("PASS", "NEUTRAL"):
         raise TeamError("gate policy: `require` is PASS or NEUTRAL")
     if policy.trigger_method not in (None, "agent", "catalog"):

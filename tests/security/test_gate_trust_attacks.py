@@ -377,6 +377,8 @@ def test_the_default_limits_run_on_a_small_machine(
         ".github/skills",
         ".claude/plugins/x/skills",
         "skills/group",
+        # tenth review: a pack keeping its skills more than six levels down
+        "a/b/c/d/e/f/g/skills",
     ],
 )
 def test_c1_c2_a_packs_file_sets_no_cluster_or_floor_for_a_skill_outside_the_pack(
@@ -410,3 +412,43 @@ def test_c1_c2_a_packs_file_sets_no_cluster_or_floor_for_a_skill_outside_the_pac
     said = capsys.readouterr().err
     assert f"ignoring image-from-registry in {planted}" in said
     assert f"ignoring [sandbox] provider in {planted}" in said
+    # tenth review: nor which team repo's policy, keys and receipts gate
+    planted.write_text('team = "fake-team"\n')
+    for start in (mine, tmp_path / "pack"):
+        assert load_settings(start).settings.team is None, start
+        assert f"ignoring team in {planted}" in capsys.readouterr().err, start
+
+
+def test_g1_a_packs_gate_table_only_tightens_the_teams_policy(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tenth review: outside CI the local [gate] sits over the team's policy, and a pack's
+    root file was local to a user running from inside it (`cd pack && skillbench gate
+    skills/greeter --team TEAM`): `require-signed = false` and `require = "NEUTRAL"` passed an
+    unsigned NEUTRAL receipt the team refuses. A pack's [gate] may only ask more."""
+    from tests.helpers import engine_receipt
+
+    repo = team_repo(tmp_path)
+    (repo / "pyproject.toml").write_text('[tool.skillbench.gate]\nrequire = "PASS"\n')
+    trust(repo, "ci@team", keypair(tmp_path, "ci"))
+    pack = tmp_path / "pack"
+    skill = make_skill(pack / "skills", "greeter", {}, description="Greets people politely.")
+    engine_receipt(skill, "run-laptop", {"baseline": "WWWLLTT"})  # NEUTRAL, unsigned
+    monkeypatch.chdir(pack)
+    monkeypatch.setenv("PWD", str(pack))
+    argv = ["gate", "skills/greeter", "--team", str(repo)]
+    for relax in (
+        '[gate]\nrequire-signed = false\nrequire = "NEUTRAL"\n',
+        "[gate]\nrequire-signed = false\nmin-net-lift = 0.0\nallow-partial = true\n",
+    ):
+        (pack / "skillbench.toml").write_text(relax)
+        assert main(argv) == 1, relax
+        assert "gate refused" in capsys.readouterr().out, relax
+    # asking more counts: a pack's file may require an agent the team does not
+    (repo / "pyproject.toml").write_text('[tool.skillbench.gate]\nrequire = "NEUTRAL"\n')
+    (repo / ".skillbench/allowed_signers").unlink()
+    (pack / "skillbench.toml").write_text('[gate]\nrequire-agent = "claude-code"\n')
+    assert main(argv) == 1
+    assert "policy requires claude-code" in capsys.readouterr().out
+    (pack / "skillbench.toml").unlink()
+    assert main(argv) == 0, capsys.readouterr()
