@@ -39,6 +39,19 @@ git --git-dir=/tmp/common config filter.x.clean 'sh -c "touch /tmp/filter-ran; c
 echo '* filter=x' > /work/.gitattributes
 echo changed >> /work/tracked.txt
 """
+# tenth review: a `.git` that is a link to a git file (or to a link to one)
+GITLINK = r"""
+mv /work/.git /tmp/evil
+printf 'gitdir: /tmp/evil\n' > /work/gitfile
+ln -s gitfile /work/.git
+git --git-dir=/tmp/evil config filter.x.clean 'sh -c "touch /tmp/filter-ran; cat"'
+git --git-dir=/tmp/evil config filter.x.required true
+echo '* filter=x' > /work/.gitattributes
+echo changed >> /work/tracked.txt
+"""
+GITLINK_CHAIN = GITLINK.replace(
+    "ln -s gitfile /work/.git", "ln -s gitfile /work/hop && ln -s hop /work/.git"
+)
 HOPPER = r"""
 import os, time
 if os.fork(): os._exit(0)
@@ -92,7 +105,11 @@ async def checked(provider, spec, tmp_path, solve, checks, files=None, prep=""):
         await arm.close()
 
 
-@pytest.mark.parametrize("solve", [GITFILE, COMMONDIR], ids=["gitfile", "commondir"])
+@pytest.mark.parametrize(
+    "solve",
+    [GITFILE, COMMONDIR, GITLINK, GITLINK_CHAIN],
+    ids=["gitfile", "commondir", "gitlink", "gitlink-chain"],
+)
 async def test_a_git_folder_outside_the_workspace_runs_nothing_in_a_later_check(
     provider: PodmanProvider, spec: SandboxSpec, tmp_path: Path, solve: str
 ) -> None:

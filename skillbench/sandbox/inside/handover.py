@@ -46,6 +46,11 @@ import tempfile
 
 CUT = "/dev/null/"  # a link under it never resolves: /dev/null is not a folder
 _HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
+# path steps resolve() takes in one handover, over every link: a workspace built to be slow
+# to resolve (chains of long `x/..` targets) would otherwise outlast the host's wait, and the
+# arm, declared hung, go unscored; past it a link leads nowhere, and is cut
+_STEPS = 2_000_000
+_left = [_STEPS]
 _GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
 # git folders tamed in one workspace; past these they are removed: each costs a `git config`
 # process, and tens of thousands made the handover after every check outlast the host's
@@ -84,6 +89,9 @@ def resolve(path):
     todo = path.split("/")[::-1]
     here, met = "/", []
     while todo:
+        _left[0] -= 1
+        if _left[0] < 0:
+            return None
         part = todo.pop()
         if part in ("", "."):
             continue
@@ -256,6 +264,7 @@ def hand_over(workdir, uid, gid):
     """Make `workdir` the checker's (uid, gid) as described above; returns notes on what was
     cut, copied or rewritten, one per entry."""
     places = _Places(workdir, _mount_points())
+    _left[0] = _STEPS
     notes, links, gits = [], [], []
     deep: list = []  # folders nested too deep to walk by path
     _own(workdir, os.lstat(workdir), uid, gid)
@@ -274,6 +283,8 @@ def hand_over(workdir, uid, gid):
             gits += _git_folders(os.path.dirname(path), workdir, notes)
         elif os.path.basename(path) == ".git" and stat.S_ISREG(info.st_mode):
             gits += _git_file(path, workdir, notes)
+        elif os.path.basename(path) == ".git" and stat.S_ISLNK(info.st_mode):
+            _git_link(path, workdir, notes)
     for folder in deep:  # (rm works below any depth, by descriptor)
         subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=300)
         notes.append(f"{folder}: nested too deep for a path to reach what it holds, removed")
@@ -392,6 +403,17 @@ def _git_file(path, workdir, notes):
     return []
 
 
+def _git_link(path, workdir, notes):
+    """A `.git` that is a link: git follows it to a git folder (one of the workspace's is
+    walked and tamed with the rest) or to a git file, whose folder, named by what it holds,
+    no handover would see: a link to anything but a folder of the workspace is removed."""
+    found = resolve(path)
+    if found is not None and _inside(found[0], workdir) and os.path.isdir(found[0]):
+        return
+    os.unlink(path)
+    notes.append(f"{path}: a link git would follow to a git file or out of the workspace, removed")
+
+
 def _config_from_link(path, places):
     """Replace a repository's config that is a link by a regular file holding what it led
     to (when that is a file of the workspace or the image; else nothing)."""
@@ -426,6 +448,9 @@ def _into(link, dest):
     """Whether `link` leads into `dest` (which does not exist now: the rest is read as text)."""
     here, todo, hops = "/", link.split("/")[::-1], 0
     while todo:
+        _left[0] -= 1
+        if _left[0] < 0:
+            return None
         part = todo.pop()
         if part in ("", "."):
             continue
