@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -83,6 +84,12 @@ def every_object(text: str, decoder: json.JSONDecoder | None = None) -> list[dic
         elif isinstance(node, list):
             stack.extend(reversed(node))
     return found
+
+
+def unread(text: str, key: str, found: list[dict[str, Any]]) -> bool:
+    """Whether `text` names `key` as a JSON key more often than the `found` objects carry it:
+    an object naming it did not parse (bytes slipped into a verdict written in pieces)."""
+    return len(re.findall(rf'"{re.escape(key)}"\s*:', text)) > len(found)
 
 
 def objects_carrying(text: str, key: str) -> list[dict[str, Any]]:

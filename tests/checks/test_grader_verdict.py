@@ -50,6 +50,9 @@ PROGRAMS = {
     # an object opened around the verdict and closed giving its key again: a parser keeps
     # the last value, and the grader's nested verdict is gone (fourth review)
     "dupkey.sh": """printf '{"x": '; (sleep 1; echo ', "x": 0, "pass": true}') & disown""",
+    # a pass, then a process left behind slips a byte between the writes of a grader that
+    # prints its verdict in pieces: the grader's own no longer parses (tenth review)
+    "slip.sh": """echo '{"pass": true}'; (sleep 1; printf '"') & disown""",
 }
 AFTER_VERDICT = {  # the grader's work after its verdict (or its candidate's, still writing)
     "nest.sh": "; sleep 3",
@@ -57,6 +60,7 @@ AFTER_VERDICT = {  # the grader's work after its verdict (or its candidate's, st
     "dupkey.sh": "; sleep 2",
     "flood.sh": "; head -c 600000 /dev/zero | tr '\\0' y; echo",
 }
+IN_PIECES = {"slip.sh": """printf '{"pass": '; sleep 2; printf 'false}\\n'"""}
 
 
 @pytest.mark.anyio
@@ -68,7 +72,10 @@ async def test_the_candidates_output_never_becomes_the_graders_verdict(
         for name, body in PROGRAMS.items():
             await box.write_file(f"{box.workdir}/{name}", body + "\n")
         checks = [
-            Check("grader", f"bash {name}; {VERDICT_FALSE}{AFTER_VERDICT.get(name, '')}")
+            Check(
+                "grader",
+                f"bash {name}; {IN_PIECES.get(name, VERDICT_FALSE)}{AFTER_VERDICT.get(name, '')}",
+            )
             for name in PROGRAMS
         ]
         honest = [
@@ -78,11 +85,12 @@ async def test_the_candidates_output_never_becomes_the_graders_verdict(
         ]
         results = await run_checks([*checks, *honest], Transcript([]), box)
         verdicts = [(r.passed, r.score) for r in results]
-        assert [r.passed for r in results[:7]] == [False] * 7, results
+        assert [r.passed for r in results[:8]] == [False] * 8, results
         assert "2 disagreeing verdicts" in results[0].detail
         assert "2 disagreeing verdicts" in results[3].detail
         assert "cut in the middle" in results[4].detail
         assert "gives a key twice" in results[6].detail
-        assert verdicts[7:] == [(True, 0.5), (True, None), (False, None)], results
+        assert "does not parse" in results[7].detail
+        assert verdicts[8:] == [(True, 0.5), (True, None), (False, None)], results
     finally:
         await box.close()

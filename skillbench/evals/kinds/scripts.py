@@ -14,7 +14,7 @@ from skillbench.evals.kinds.base import NO_SANDBOX, At, CheckContext, Lint, Stri
 from skillbench.evals.model import Check
 from skillbench.evals.paths import case_script
 from skillbench.results.checks import NO_METRIC, NO_VERDICT, CheckResult
-from skillbench.util.jsonreply import has_key_twice, objects_carrying
+from skillbench.util.jsonreply import has_key_twice, objects_carrying, unread
 
 if TYPE_CHECKING:
     from skillbench.evals.kinds.base import Checker, ExecResult
@@ -296,6 +296,8 @@ def _graded(name: str, done: ExecResult, check: Check) -> CheckResult:
     if check.program is not None:
         return _vally_result(name, done)
     verdicts = objects_carrying(done.stdout, "pass")
+    if unread(done.stdout, "pass", verdicts):
+        return _garbled(name, "pass")
     if len({bool(v["pass"]) for v in verdicts}) > 1:
         # a grader prints one verdict; a second, disagreeing one came from the candidate's
         # code the grader ran (it shares the grader's stdout): never the candidate's pass
@@ -322,6 +324,15 @@ def _graded(name: str, done: ExecResult, check: Check) -> CheckResult:
     )
 
 
+def _garbled(name: str, key: str) -> CheckResult:
+    # the candidate's code the grader runs shares its stdout, and a process of it can slip
+    # bytes between the writes of a verdict printed in pieces: the grader's own then does not
+    # parse, and a verdict the candidate printed would be the only one read
+    return CheckResult(
+        name, False, f'an object naming "{key}" in the grader\'s stdout does not parse: failed'
+    )
+
+
 def _vally_result(name: str, done: ExecResult) -> CheckResult:
     """Vally's program-grader contract: nothing on stdout, and the exit code decides (0
     passes); else a GraderResult JSON whose `passed` decides, `score` and `evidence` kept.
@@ -335,7 +346,10 @@ def _vally_result(name: str, done: ExecResult) -> CheckResult:
             f"exit {done.exit_code}, no output" + (f": {tail}" if done.exit_code and tail else ""),
             score=1.0 if done.exit_code == 0 else 0.0,
         )
-    results = [v for v in objects_carrying(done.stdout, "passed") if isinstance(v["passed"], bool)]
+    carrying = objects_carrying(done.stdout, "passed")
+    if unread(done.stdout, "passed", carrying):
+        return _garbled(name, "passed")
+    results = [v for v in carrying if isinstance(v["passed"], bool)]
     if not results:
         tail = done.stdout.strip()[-300:]
         return CheckResult(name, False, f"stdout is not a GraderResult (no `passed`): {tail}")
@@ -357,11 +371,10 @@ def _scored(name: str, done: ExecResult, least: float) -> CheckResult:
     """A score-printing grader (Skillgrade's deterministic one): its JSON `score`, clamped to
     0..1 as Skillgrade does, passes at `least`; no JSON is a score of 0, as there. Two
     different scores in its stdout (the candidate's code printing one too) fail."""
-    scores = {
-        max(0.0, min(1.0, float(v["score"])))
-        for v in objects_carrying(done.stdout, "score")
-        if _number(v["score"])
-    }
+    carrying = objects_carrying(done.stdout, "score")
+    if unread(done.stdout, "score", carrying):
+        return _garbled(name, "score")
+    scores = {max(0.0, min(1.0, float(v["score"]))) for v in carrying if _number(v["score"])}
     if len(scores) > 1:
         return CheckResult(name, False, f"{len(scores)} different scores in its stdout: failed")
     if not scores:
