@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import _signal
 
-# Ctrl-C or SIGTERM while the command decides whether it is the command waits (blocked, not
+# Ctrl-C, SIGTERM or SIGHUP while the command decides whether it is the command waits (blocked, not
 # lost) until the handler below is in place: a signal there printed a traceback through this
 # file. A program importing skillbench gets its pending signal, in its own handler, at once.
-_MASK = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+_MASK = _signal.pthread_sigmask(
+    _signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP}
+)
 
 import sys as _sys  # noqa: E402
 
@@ -20,6 +22,8 @@ def _run_as_the_command() -> bool:
     """Whether this process is the `skillbench` command: its console script, or `python -m`
     with skillbench or a module of it (`-m skillbench`, `-mskillbench.__main__`)."""
     if _sys.argv[:1] and _sys.argv[0].rsplit("/", 1)[-1] == "skillbench":
+        return True
+    if _sys.argv[:1] and _console_script(_sys.argv[0]):  # under another name: a link, a copy
         return True
     args = iter(_sys.orig_argv[1:])
     for arg in args:
@@ -42,6 +46,21 @@ def _run_as_the_command() -> bool:
     return False
 
 
+def _console_script(path: str) -> bool:
+    """Whether `path` is a regular file (never a pipe, which a read would wait on) that
+    starts like the console script pip writes for skillbench."""
+    import os
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as fh:
+            return b"from skillbench.__main__ import main" in fh.read(1024)
+    except (OSError, ValueError):
+        return False
+
+
 if _run_as_the_command():
     # the command (console script or `python -m skillbench`) is starting: Ctrl-C from here on
     # is one line, not a traceback from inside an import (the entry point, __main__.py, takes
@@ -54,6 +73,8 @@ if _run_as_the_command():
 
     _signal.signal(_signal.SIGINT, _early)
     _signal.signal(_signal.SIGTERM, _early)
+    if _signal.getsignal(_signal.SIGHUP) != _signal.SIG_IGN:  # (`nohup` keeps it ignored)
+        _signal.signal(_signal.SIGHUP, _early)
 _signal.pthread_sigmask(_signal.SIG_SETMASK, _MASK)
 
 from typing import TYPE_CHECKING, Any  # noqa: E402  (after the handler, on purpose)

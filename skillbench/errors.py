@@ -59,8 +59,13 @@ class EvalError(SkillbenchError):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI job cancelled, `timeout`), raised as Ctrl-C raises KeyboardInterrupt so
-    that every command's cleanup runs (its sandboxes removed); the CLI exits 143."""
+    """SIGTERM (a CI job cancelled, `timeout`) or SIGHUP (a terminal closed, an ssh session
+    dropped), raised as Ctrl-C raises KeyboardInterrupt so that every command's cleanup runs
+    (its sandboxes removed); the CLI exits 128 + `signum` (143, 129)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__()
+        self.signum = signum
 
 
 class Interrupted(SkillbenchError):
@@ -71,7 +76,7 @@ class Interrupted(SkillbenchError):
     def __init__(self, run_dir: str, *, signum: int):
         self.run_dir = run_dir
         self.code = self.exit_code = 128 + signum
-        how = "terminated" if signum == signal.SIGTERM else "interrupted"
+        how = "interrupted" if signum == signal.SIGINT else "terminated"
         super().__init__(
             f"{how}; nothing finished is lost. Continue with: skillbench eval --resume {run_dir}"
         )

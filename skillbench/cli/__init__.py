@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -79,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         if isinstance(exc, Terminated):
             err("skillbench: terminated")
-            return 128 + signal.SIGTERM
+            return 128 + exc.signum
         err("skillbench: interrupted")
         return 130
     except BrokenPipeError:

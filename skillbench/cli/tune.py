@@ -78,7 +78,7 @@ def register_tune(sub: Subparsers) -> None:
         "Everything lands in the run folder (--out, default .skillbench/tune/<run_id>/) with "
         "report.html. SKILL.md is changed only with --apply (its description line, nothing "
         "else). Exit 0 done, 1 stopped at --max-cost (finished rounds kept), 2 bad input, "
-        "130 interrupted (143 on SIGTERM).",
+        "130 interrupted (143 on SIGTERM, 129 on SIGHUP).",
     )
     p.add_argument("skill", nargs="?", metavar="SKILL", help="the skill folder")
     p.add_argument("--model", help="trigger model: anthropic/<m>, openai/<m> or scripted/<name>")

@@ -14,7 +14,14 @@ from typing import TypeVar
 from skillbench.sandbox import stop_all
 
 T = TypeVar("T")
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# (SIGHUP: a terminal closed or an ssh session dropped, unless `nohup` ignores it)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def caught(signums: tuple[int, ...] = SIGNALS) -> list[int]:
+    """The signals a command takes: all of `signums` but a SIGHUP this process inherited as
+    ignored (`nohup skillbench ...` must outlive its terminal)."""
+    return [s for s in signums if s != signal.SIGHUP or signal.getsignal(s) != signal.SIG_IGN]
 
 
 class Stop:
@@ -45,7 +52,7 @@ class Stop:
             self.last_words(self.signals[0])
             os._exit(self.code)  # the journal is fsynced line by line: nothing is lost
 
-        previous = {signum: signal.signal(signum, arrived) for signum in SIGNALS}
+        previous = {signum: signal.signal(signum, arrived) for signum in caught()}
         try:
             return await work
         finally:

@@ -129,7 +129,7 @@ def _run(outcome: Outcome, opts: TuneOptions, err: Print, resume: str) -> int | 
 
     def said(signum: int) -> str:
         return (
-            f"{'terminated' if signum == signal.SIGTERM else 'interrupted'}; the "
+            f"{'interrupted' if signum == signal.SIGINT else 'terminated'}; the "
             f"{len(outcome.rounds)} finished round(s) are kept in {outcome.run_dir}. "
             f"Continue with: {resume}"
         )

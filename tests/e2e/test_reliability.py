@@ -125,7 +125,12 @@ class TestRunFolder:
 
     @pytest.mark.parametrize(
         ("sig", "code", "word"),
-        [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+        [
+            (signal.SIGINT, 130, "interrupted"),
+            (signal.SIGTERM, 143, "terminated"),
+            # tenth review: a terminal closed or an ssh session dropped left every sandbox
+            (signal.SIGHUP, 129, "terminated"),
+        ],
     )
     def test_signals_remove_sandboxes_and_point_at_resume(
         self, fake, tmp_path: Path, sig: int, code: int, word: str

@@ -134,3 +134,40 @@ def test_only_the_command_takes_ctrl_c_at_import(monkeypatch, argv, orig, ours) 
     monkeypatch.setattr(skillbench._sys, "argv", argv)
     monkeypatch.setattr(skillbench._sys, "orig_argv", orig)
     assert skillbench._run_as_the_command() is ours
+
+
+def test_the_console_script_under_another_name_is_the_command(tmp_path: Path, monkeypatch) -> None:
+    """Tenth review: the console script linked or copied under another name (`sb`) was not
+    taken for the command, so a Ctrl-C in the rest of skillbench/__init__.py's imports was a
+    traceback through it. A pipe named as the script is never read (it would wait)."""
+    import os
+
+    import skillbench
+
+    (tmp_path / "sb").symlink_to(CONSOLE_SCRIPT)
+    (tmp_path / "copy").write_bytes(CONSOLE_SCRIPT.read_bytes())
+    os.mkfifo(tmp_path / "fifo")
+    for name, ours in (("sb", True), ("copy", True), ("fifo", False)):
+        monkeypatch.setattr(skillbench._sys, "argv", [str(tmp_path / name)])
+        monkeypatch.setattr(skillbench._sys, "orig_argv", ["python", str(tmp_path / name)])
+        assert skillbench._run_as_the_command() is ours, name
+
+
+def test_a_sighup_nohup_ignores_stays_ignored_and_one_that_is_not_is_taken() -> None:
+    """Tenth review: SIGHUP (a terminal closed) ended a run at the default action, its
+    sandboxes left behind; it now stops a command as SIGTERM does, unless `nohup` set it to
+    be ignored, which the command must outlive."""
+    probe = (
+        "import signal, skillbench.__main__ as m; from skillbench.engine.interrupt import caught;"
+        "print(signal.getsignal(signal.SIGHUP) == signal.SIG_IGN, signal.SIGHUP in caught())"
+    )
+    for ignored, said in ((True, "True False"), (False, "False True")):
+        hup = signal.SIG_IGN if ignored else signal.SIG_DFL
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            preexec_fn=lambda hup=hup: signal.signal(signal.SIGHUP, hup),
+            check=True,
+        )
+        assert done.stdout.strip() == said, (ignored, done)
