@@ -370,8 +370,9 @@ _NOT_SKILLS = frozenset({".git", "node_modules", ".venv", "__pycache__", ".skill
 def _is_pack(folder: Path) -> bool:
     """Whether `folder` holds a skill anywhere in its tree (a SKILL.md in any case, at any
     depth): skills/, .claude/skills/, .github/skills/, plugins/*/skills/, a group folder,
-    wherever an agent or a plugin reads them."""
-    for seen, (_, dirnames, filenames) in enumerate(os.walk(folder)):
+    wherever an agent or a plugin reads them, or a folder a link in it leads to (an archive's
+    `skills` linked to a folder beside it: the folder cap bounds a loop)."""
+    for seen, (_, dirnames, filenames) in enumerate(os.walk(folder, followlinks=True)):
         if any(f.lower() == SKILL_FILE.lower() for f in filenames) or seen >= _PACK_FOLDERS:
             return True
         dirnames[:] = [d for d in dirnames if d not in _NOT_SKILLS]
@@ -387,10 +388,12 @@ def _measures(folder: Path, start: Path) -> bool:
     if _is_pack(folder):
         return True
     try:
-        target = start.resolve()
+        # as named and as resolved: `skills/foo` in the pack may be a link out of it
+        named, target = Path(os.path.abspath(start)), start.resolve()
         if target.is_file():
-            target = target.parent
-        if not target.is_relative_to(folder.resolve()):
+            named, target = named.parent, target.parent
+        within = (folder, folder.resolve())
+        if not any(t.is_relative_to(f) for t in (named, target) for f in within):
             return False
     except OSError:
         return False

@@ -70,6 +70,23 @@ def test_stage_cuts_every_link_into_what_it_stages(tmp_path: Path) -> None:
     assert (work / "alias").read_text() == "mine"
 
 
+def test_stage_cuts_a_link_it_cannot_afford_to_follow(tmp_path: Path, monkeypatch) -> None:
+    """Eleventh review: links with thousands of empty path parts used up the steps `stage`
+    may take, and the link into the answer key it stages, read after them, was kept: the
+    agent's output file was the staged key. Past the steps a link is taken to lead there."""
+    work, src = tmp_path / "work", tmp_path / "src"
+    src.mkdir()
+    (src / "expected.txt").write_text("key")
+    (work / "out").mkdir(parents=True)
+    os.symlink("../tests/expected.txt", work / "out/result.txt")  # (walked after the top)
+    for i in range(10):
+        os.symlink("nonexist" + "/" * 3990, work / f"e{i}")
+    monkeypatch.setattr(handover, "_left", [20_000])  # (a smaller budget)
+    stage(str(src), str(work / "tests"), str(work))
+    assert os.readlink(work / "out/result.txt").startswith(handover.CUT)
+    assert not (work / "out/result.txt").exists()
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_repositorys_config_keeps_only_what_reading_it_needs(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)

@@ -419,6 +419,28 @@ def test_c1_c2_a_packs_file_sets_no_cluster_or_floor_for_a_skill_outside_the_pac
         assert f"ignoring team in {planted}" in capsys.readouterr().err, start
 
 
+def test_a_pack_whose_skills_folder_links_out_of_it_is_a_pack(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eleventh review: an archive unpacking to pack/ (its file) and pack-data/ (its skills,
+    linked from pack/skills) was no pack: the walk followed no link, and the skill named
+    through the link resolved outside the pack. Its [gate] then overrode the team's policy
+    in full, and its cluster, floor and image counted."""
+    make_skill(tmp_path / "pack-data/skills", "greeter", {}, description="Greets people.")
+    (tmp_path / "pack").mkdir()
+    (tmp_path / "pack/skills").symlink_to("../pack-data/skills")
+    mine = make_skill(tmp_path / "mine", "bar", {}, description="Bars things.")
+    planted = tmp_path / "pack/skillbench.toml"
+    planted.write_text('min-net-lift = 0.0\n[cluster]\naddress = "ray://198.51.100.7:10001"\n')
+    monkeypatch.chdir(tmp_path / "pack")
+    monkeypatch.setenv("PWD", str(tmp_path / "pack"))
+    for start in (Path("skills/greeter"), mine):
+        loaded = load_settings(start)
+        assert loaded.measured, start
+        assert loaded.settings.cluster.address is None and loaded.settings.min_net_lift == 0.2
+        assert f"ignoring min-net-lift in {planted}" in capsys.readouterr().err, start
+
+
 def test_g1_a_packs_gate_table_only_tightens_the_teams_policy(
     tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:

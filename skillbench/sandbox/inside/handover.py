@@ -439,18 +439,21 @@ def stage(src, dest, workdir):
     dest = os.path.abspath(dest)
     subprocess.run(["rm", "-rf", "--", dest], check=True)  # (rm: any depth of nesting)
     for path, info in list(_walk(workdir, [])):
-        if stat.S_ISLNK(info.st_mode) and _into(path, dest):
-            _cut(path, os.readlink(path))
+        # (a link cut already leads nowhere: it costs no steps)
+        if stat.S_ISLNK(info.st_mode) and not os.readlink(path).startswith(CUT):
+            if _into(path, dest):
+                _cut(path, os.readlink(path))
     shutil.copytree(src, dest, symlinks=False)
 
 
 def _into(link, dest):
-    """Whether `link` leads into `dest` (which does not exist now: the rest is read as text)."""
+    """Whether `link` leads into `dest` (which does not exist now: the rest is read as text),
+    or may: one too costly to follow (past the steps or the hops) is taken to, and cut."""
     here, todo, hops = "/", link.split("/")[::-1], 0
     while todo:
         _left[0] -= 1
         if _left[0] < 0:
-            return None
+            return True
         part = todo.pop()
         if part in ("", "."):
             continue
@@ -463,7 +466,7 @@ def _into(link, dest):
         if os.path.islink(step):
             hops += 1
             if hops > _HOPS:
-                return False
+                return True
             target = os.readlink(step)
             todo.extend(target.split("/")[::-1])
             here = "/" if target.startswith("/") else here
