@@ -439,10 +439,11 @@ def stage(src, dest, workdir):
     dest = os.path.abspath(dest)
     subprocess.run(["rm", "-rf", "--", dest], check=True)  # (rm: any depth of nesting)
     for path, info in list(_walk(workdir, [])):
-        # (a link cut already leads nowhere: it costs no steps)
-        if stat.S_ISLNK(info.st_mode) and not os.readlink(path).startswith(CUT):
-            if _into(path, dest):
-                _cut(path, os.readlink(path))
+        if not stat.S_ISLNK(info.st_mode):
+            continue
+        target = os.readlink(path)
+        if not target.startswith(CUT) and _into(path, dest):  # (cut already: no steps spent)
+            _cut(path, target)
     shutil.copytree(src, dest, symlinks=False)
 
 
