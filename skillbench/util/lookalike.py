@@ -2,7 +2,7 @@
 forms (fullwidth, ligatures), accents, invisible format characters and letters that draw
 nothing are set aside, and letters drawn like Latin ones are those letters. Used where a
 respelling must not make two things differ: a trigger prompt and its twin (tune/splits.py),
-a verdict key planted in framed material (grading/framing.py)."""
+nothing else now."""
 
 from __future__ import annotations
 
@@ -27,21 +27,49 @@ _CAPITALS = str.maketrans(
 # letter drawn as `!`, the saltillo as `'`, the araea as a dot); modifier letters (tone
 # marks, `ʼ`, `ー`) go with them
 _BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800ǃꞌㆍ\u119e")
-# Latin letters with a stroke, dotless, or in small capitals: the letter itself
-_LATIN = re.compile(
-    r"LATIN (?:SMALL |CAPITAL )?LETTER (?:SMALL CAPITAL |DOTLESS )?([A-Z])(?: WITH .*)?"
-)
+# Latin letters with a stroke, dotless, long, open, insular, in small capitals...: the letter
+_LATIN = re.compile(r"LATIN (?:SMALL |CAPITAL )?LETTER (?:[A-Z]+ )*([A-Z])(?: WITH .*)?")
+
+
+# ASCII characters drawn alike, as Unicode's confusables list has them
+_ASCII = str.maketrans("0I|1", "olll")
+
+
+@lru_cache(maxsize=1)
+def _confusables() -> dict[int, str]:
+    """Every character Unicode's confusables list (UTS #39, the confusable-homoglyphs
+    package's copy) draws like one ASCII letter or digit: that character."""
+    from confusable_homoglyphs.confusables import confusables_data
+
+    def ascii_of(char: str) -> str | None:
+        found = [a["c"] for a in confusables_data.get(char, ()) if len(a["c"]) == 1]
+        latin = sorted((c for c in found if c.isascii() and c.isalnum()), key=str.isupper)
+        return latin[0] if latin else None
+
+    table: dict[int, str] = {}
+    for char, alike in confusables_data.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        # (one step further: a character drawn like one that is drawn like a Latin letter)
+        seen = ascii_of(char) or next(filter(None, (ascii_of(a["c"]) for a in alike)), None)
+        if seen:
+            table[ord(char)] = seen
+    return table
 
 
 def fold(text: str) -> str:
     """`text` folded as above: casefolded, NFKD with its marks, format characters, modifier
-    and blank letters dropped (they split no word for a reader), look-alikes made Latin."""
-    cased = text.translate(_CAPITALS).casefold().translate(_CAPITALS).casefold()
-    folded = unicodedata.normalize("NFKD", cased)
+    and blank letters dropped (they split no word for a reader), look-alikes made Latin (the
+    tables above, then Unicode's confusables list), digits drawn like letters made letters."""
+    alike = _confusables()
+    for _ in range(2):  # (again after casefolding: small forms fold to capitals, and back)
+        text = text.translate(_CAPITALS).translate(_SCRIPTS).translate(alike)
+        text = text.translate(_ASCII).casefold()
+    folded = unicodedata.normalize("NFKD", text)
     kept = "".join(
         c for c in folded if unicodedata.category(c) not in ("Mn", "Cf", "Lm") and c not in _BLANK
     )
-    return "".join(_letter(c) for c in kept.casefold().translate(_SCRIPTS))
+    return "".join(_letter(c) for c in kept.casefold().translate(_SCRIPTS)).translate(_ASCII)
 
 
 @lru_cache(maxsize=4096)

@@ -372,6 +372,13 @@ def test_a_pr_forked_before_a_newer_signed_fail_does_not_hide_it(tmp_path: Path,
         "please format report number 3 as a tabǀe",
         "ꓑꓡꓰꓮꓢꓰ format report number 3 as a table",
         "please format report number 3 ꭺs a table",
+        # eleventh review: Unicode's confusables list beyond the hand tables (Coptic,
+        # Canadian syllabics, Tifinagh, Latin iota, another script's zero)
+        "please f\u2c9frmat rep\u2c9frt number 3 as a table",
+        "\u146dlease format report number 3 as a table",
+        "please f\u2d54rmat report number 3 as a tab\u2d4fe",
+        "please format report number 3 as a table".replace("i", "\u0269"),
+        "please f\u0966rmat report number 3 as a table",
     ],
 )
 def test_near_duplicates_in_other_unicode_share_a_key(variant: str) -> None:
