@@ -109,16 +109,16 @@ def prompt(
 
 def _valid(ids: set[int]):
     def check(reply: dict[str, Any]) -> bool:
-        # each expectation graded once, and nothing else (an id given twice is ambiguous)
+        # each expectation graded once, as {"id", "passed"} and nothing more (a key the grader
+        # adds may hold material it quotes, and what follows the quote may be the material's)
         results = reply.get("results")
         if not isinstance(results, list):
             return False
         graded = [
             r["id"]
             for r in results
-            if isinstance(r, dict)
-            and type(r.get("id")) is int
-            and isinstance(r.get("passed"), bool)
+            if isinstance(r, dict) and list(r) == ["id", "passed"]
+            if type(r["id"]) is int and isinstance(r["passed"], bool)
         ]
         return len(graded) == len(results) and sorted(graded) == sorted(ids)
 
@@ -149,9 +149,9 @@ async def _grade_once(
     except ModelError as exc:
         return None, f"the grader failed: {exc}", usage
     usage = done.usage
-    # (every decision before the evidence, where the grader quotes the material: a quote
-    # copied unescaped can add keys only after it, which are not read)
-    reply = frame.verdict(done.text, _valid({i for i, _ in items}), quoted=("evidence",))
+    # (the frame id and every decision first, the evidence after: a quote the grader copies
+    # unescaped can add keys only after the decisions, which are all that is read)
+    reply = frame.verdict(done.text, _valid({i for i, _ in items}), ("nonce", "results"))
     if reply is None:
         return None, f"{UNPARSEABLE}: {done.text[:200]!r}", usage
     quotes = reply.get("evidence")

@@ -90,7 +90,7 @@ async def _ask(model: Model, task: str, rubric: str, a: str, b: str) -> _Answer:
         usage = usage + done.usage
         if done.stop_reason == "refusal":
             return _Answer(None, "refused", done.text[:300], usage)
-        reply = frame.verdict(done.text, lambda o: bool(_winner(o)), quoted=("reason",)) or {}
+        reply = frame.verdict(done.text, lambda o: bool(_winner(o)), ("nonce", "winner")) or {}
         winner = _winner(reply)
         if winner:
             return _Answer(winner, None, str(reply.get("reason", ""))[:500], usage)

@@ -87,9 +87,19 @@ def every_object(text: str, decoder: json.JSONDecoder | None = None) -> list[dic
 
 
 def unread(text: str, key: str, found: list[dict[str, Any]]) -> bool:
-    """Whether `text` names `key` as a JSON key more often than the `found` objects carry it:
-    an object naming it did not parse (bytes slipped into a verdict written in pieces)."""
-    return len(re.findall(rf'"{re.escape(key)}"\s*:', text)) > len(found)
+    """Whether `text` names `key` as a JSON key (in any spelling a parser reads as it,
+    `"p\\u0061ss"` too) more often than the `found` objects carry it: an object naming it
+    did not parse (bytes slipped into a verdict written in pieces)."""
+    named = 0
+    for token in _KEY.findall(text):
+        try:
+            named += json.loads(f'"{token}"', strict=False) == key
+        except ValueError:
+            continue
+    return named > len(found)
+
+
+_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:', re.S)  # a string, then a colon
 
 
 def objects_carrying(text: str, key: str) -> list[dict[str, Any]]:

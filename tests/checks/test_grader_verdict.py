@@ -53,6 +53,8 @@ PROGRAMS = {
     # a pass, then a process left behind slips a byte between the writes of a grader that
     # prints its verdict in pieces: the grader's own no longer parses (tenth review)
     "slip.sh": """echo '{"pass": true}'; (sleep 1; printf '"') & disown""",
+    # ... its own pass spelled with an escape, which a pattern for the key did not count
+    "slip2.sh": """echo '{"p\\u0061ss": true}'; (sleep 1; printf '"') & disown""",
 }
 AFTER_VERDICT = {  # the grader's work after its verdict (or its candidate's, still writing)
     "nest.sh": "; sleep 3",
@@ -60,7 +62,9 @@ AFTER_VERDICT = {  # the grader's work after its verdict (or its candidate's, st
     "dupkey.sh": "; sleep 2",
     "flood.sh": "; head -c 600000 /dev/zero | tr '\\0' y; echo",
 }
-IN_PIECES = {"slip.sh": """printf '{"pass": '; sleep 2; printf 'false}\\n'"""}
+IN_PIECES = dict.fromkeys(
+    ("slip.sh", "slip2.sh"), """printf '{"pass": '; sleep 2; printf 'false}\\n'"""
+)
 
 
 @pytest.mark.anyio
@@ -85,12 +89,13 @@ async def test_the_candidates_output_never_becomes_the_graders_verdict(
         ]
         results = await run_checks([*checks, *honest], Transcript([]), box)
         verdicts = [(r.passed, r.score) for r in results]
-        assert [r.passed for r in results[:8]] == [False] * 8, results
+        assert [r.passed for r in results[:9]] == [False] * 9, results
         assert "2 disagreeing verdicts" in results[0].detail
         assert "2 disagreeing verdicts" in results[3].detail
         assert "cut in the middle" in results[4].detail
         assert "gives a key twice" in results[6].detail
         assert "does not parse" in results[7].detail
-        assert verdicts[8:] == [(True, 0.5), (True, None), (False, None)], results
+        assert "does not parse" in results[8].detail
+        assert verdicts[9:] == [(True, 0.5), (True, None), (False, None)], results
     finally:
         await box.close()
