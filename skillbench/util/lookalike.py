@@ -32,7 +32,7 @@ _LATIN = re.compile(r"LATIN (?:SMALL |CAPITAL )?LETTER (?:[A-Z]+ )*([A-Z])(?: WI
 
 
 # ASCII characters drawn alike, as Unicode's confusables list has them
-_ASCII = str.maketrans("0I|1", "olll")
+_ASCII = str.maketrans("0|1", "oll")
 
 
 @lru_cache(maxsize=1)
