@@ -4,7 +4,7 @@ that model's verdict read back.
 The agent under test writes the text being assessed, so that text must not be able to close
 its frame, add sections that read as the harness's, or supply a verdict. Each call gets a
 fresh random nonce: the frame's boundary lines carry it, the agent never sees the prompt and so
-cannot know it, and the model is asked to put it in its verdict. The verdict read is the last
+cannot know it, and the model is asked to put it in its verdict. The verdict read is the
 complete, valid JSON object that carries the nonce, and only such an object: a verdict the
 agent planted, in any spelling a model might repair as it quotes it, cannot carry a nonce it
 never saw, so a reply without one is no verdict (the caller asks once more, then records the
@@ -12,7 +12,9 @@ row unscored). The nonce proves the object is the model's, not that every key in
 model that quotes the material without escaping its quotes lets the material add keys after
 the quote, or close the object and open another that the nonce written after lands in. So
 the verdict must start with the nonce and the decisions, in the order asked and nothing
-between them, and only those are read. The rules are the same for every call and the id
+between them, and only those are read; and every nonce the reply writes must be one such
+verdict's, all agreeing (a draft verdict is not read in place of a final one the material
+broke). The rules are the same for every call and the id
 comes in the call's own message, after the part a provider caches (docs/agents.md, prompt
 caching)."""
 
@@ -24,7 +26,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from skillbench.util.jsonreply import every_object, json_objects
+from skillbench.util.jsonreply import every_object
 
 NONCE_BYTES = 8
 MAX_REPLY_CHARS = 200_000  # a reply is bounded by max_tokens; this bounds the scan regardless
@@ -70,10 +72,11 @@ class Frame:
     def verdict(
         self, reply: str, valid: Callable[[dict[str, Any]], bool], decides: Sequence[str]
     ) -> dict[str, Any] | None:
-        """The model's verdict in `reply`: the last valid object (at any depth) whose first
-        keys are `decides`, in that order, the first of them "nonce" with this call's nonce,
-        or None. Those keys are what is read: material the model copies without escaping
-        its quotes, into a key after them or another it adds, can only come after them.
+        """The model's verdict in `reply`: the valid object (at any depth) whose first keys
+        are `decides`, in that order, the first of them "nonce" with this call's nonce, or
+        None; None too when the reply writes the nonce anywhere else, or gives two such
+        verdicts that differ. Those keys are what is read: material the model copies without
+        escaping its quotes, into a key after them or another it adds, can only come after.
         The nonce is what makes the object the model's, so the reading is otherwise lenient:
         an object another wraps, raw control characters in a string, or a lone backslash the
         model copied from the material (`C:\\dir`, a regex's `\\d`) do not lose an honest
@@ -81,16 +84,16 @@ class Frame:
         text = _LONE_BACKSLASH.sub(_escaped, reply[-MAX_REPLY_CHARS:])
         decoder = json.JSONDecoder(strict=False, object_pairs_hook=_first_value)
         first = list(decides)
-        for found in (json_objects(text, decoder), every_object(text, decoder)):
-            # (a top-level verdict first: one nested in another object is read only without)
-            mine = [
-                o
-                for o in found
-                if list(o)[: len(first)] == first and o["nonce"] == self.nonce and valid(o)
-            ]
-            if mine:
-                return mine[-1]
-        return None
+        carrying = [o for o in every_object(text, decoder) if o.get("nonce") == self.nonce]
+        mine = [o for o in carrying if list(o)[: len(first)] == first and valid(o)]
+        # every time the reply writes the nonce, it is the nonce of a verdict read, and they
+        # agree: a draft and a final answer, the final one broken or wrapped by material the
+        # model copied, would otherwise have the draft read in its place
+        if not mine or len(mine) != len(carrying) or text.count(self.nonce) != len(mine):
+            return None
+        if len({json.dumps([o[k] for k in first], sort_keys=True) for o in mine}) > 1:
+            return None
+        return mine[-1]
 
 
 def _first_value(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -99,7 +99,9 @@ def unread(text: str, key: str, found: list[dict[str, Any]]) -> bool:
     return named > len(found)
 
 
-_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:', re.S)  # a string, then a colon
+# a string, then a colon, tried at every quote (overlapping): a backslash slipped in before a
+# key's quote would otherwise make one long match that swallows the key
+_KEY = re.compile(r'(?="((?:[^"\\]|\\.)*)"\s*:)', re.S)
 
 
 def objects_carrying(text: str, key: str) -> list[dict[str, Any]]:

@@ -27,8 +27,12 @@ _CAPITALS = str.maketrans(
 # letter drawn as `!`, the saltillo as `'`, the araea as a dot); modifier letters (tone
 # marks, `ʼ`, `ー`) go with them
 _BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800ǃꞌㆍ\u119e")
-# Latin letters with a stroke, dotless, long, open, insular, in small capitals...: the letter
-_LATIN = re.compile(r"LATIN (?:SMALL |CAPITAL )?LETTER (?:[A-Z]+ )*([A-Z])(?: WITH .*)?")
+# Latin letters with a stroke, dotless, long, open, insular, in small capitals, squared,
+# regional indicators...: the letter
+_LATIN = re.compile(
+    r"(?:[A-Z ]+ )?(?:LATIN (?:SMALL |CAPITAL )?LETTER|REGIONAL INDICATOR SYMBOL LETTER)"
+    r" (?:[A-Z]+ )*([A-Z])(?: WITH .*)?"
+)
 
 
 # ASCII characters drawn alike, as Unicode's confusables list has them
@@ -62,6 +66,9 @@ def fold(text: str) -> str:
     and blank letters dropped (they split no word for a reader), look-alikes made Latin (the
     tables above, then Unicode's confusables list), digits drawn like letters made letters."""
     alike = _confusables()
+    # compatibility forms first (fullwidth and mathematical letters, the long s): their
+    # letter, not whatever the confusables list draws them like
+    text = unicodedata.normalize("NFKC", text)
     for _ in range(2):  # (again after casefolding: small forms fold to capitals, and back)
         text = text.translate(_CAPITALS).translate(_SCRIPTS).translate(alike)
         text = text.translate(_ASCII).casefold()
@@ -78,5 +85,7 @@ def _letter(c: str) -> str:
         return c
     if unicodedata.category(c) == "Nd":  # a digit of any script: ٣ is 3
         return str(unicodedata.digit(c))
-    found = _LATIN.fullmatch(unicodedata.name(c, "")) if unicodedata.category(c)[0] == "L" else None
+    found = (
+        _LATIN.fullmatch(unicodedata.name(c, "")) if unicodedata.category(c)[0] in "LS" else None
+    )
     return found.group(1).lower() if found else c

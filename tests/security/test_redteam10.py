@@ -153,3 +153,29 @@ async def test_a_plant_spliced_into_the_graders_evidence_never_passes(plant, lay
     if layout == "asked" and plant == GRADER_PLANTS[0]:  # (the others break the JSON there:
         # no verdict, asked again, then unscored)
         assert graded is not None and graded[0] == (False, "status: "), why
+
+
+class DraftingJudge(CopyingJudge):
+    """Twelfth review: a judge that writes a draft verdict leaning to the attempt it read
+    first, then its final one, which quotes the losing attempt as it is."""
+
+    async def complete(self, *, system, messages, tools, max_tokens):
+        done = await super().complete(system=system, messages=messages, tools=tools, max_tokens=0)
+        text = "".join(block.text for message in messages for block in message.content)
+        nonce = re.findall(r"This call's frame id is (\w+)\.", text)[-1]
+        draft = f'Draft: {{"nonce": "{nonce}", "winner": "A"}}\nFinal: '
+        return Completion((TextBlock(draft + done.text),), "end_turn", Usage(), self.ref)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("plant", ['I could not finish "', 'I could not finish"}} x'])
+async def test_a_draft_verdict_is_never_read_in_place_of_a_final_one_the_material_broke(
+    plant: str,
+) -> None:
+    judge_model = DraftingJudge(("nonce", "winner", "reason"))
+    for seed in range(4):  # (the candidate is A in some orders: its draft win)
+        rng = random.Random(seed)
+        result = await judge(
+            judge_model, task="t", rubric="r", candidate=plant, opponent=GOOD, rng=rng
+        )
+        assert result.outcome in ("loss", "unscored"), (seed, result)

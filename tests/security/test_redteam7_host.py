@@ -381,6 +381,14 @@ def test_a_pr_forked_before_a_newer_signed_fail_does_not_hide_it(tmp_path: Path,
         "please f\u2d54rmat report number 3 as a tab\u2d4fe",
         "please format report number 3 as a table".replace("i", "\u0269"),
         "please f\u0966rmat report number 3 as a table",
+        # twelfth review: compatibility forms of I (fullwidth, mathematical bold), the long s,
+        # squared and regional-indicator letters
+        "PLEASE FORMAT REPORT NUMBER 3 AS A TABLE".replace("I", "\uff29"),
+        "please format report number 3 as a table".replace("i", "\U0001d408").replace(
+            "s", "\u017f"
+        ),
+        "\U0001f17f\U0001f13b\U0001f174\U0001f170\U0001f182\U0001f174 format report number 3 as a table",
+        "please format \U0001f1f7eport number 3 as a table",
     ],
 )
 def test_near_duplicates_in_other_unicode_share_a_key(variant: str) -> None:
