@@ -273,3 +273,24 @@ def test_links_slow_to_resolve_are_cut_once_the_handovers_steps_run_out(
     cut = [n for n in notes if n.endswith(", cut")]
     assert 0 < len(cut) < 30, notes
     assert (work / "end.txt").read_text() == "x"
+
+
+def test_links_slow_to_resolve_are_cut_once_the_handovers_seconds_run_out(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Twelfth review: steps alone did not bound the handover, as a step's cost grows with
+    the path (folders nested 1,800 deep): 2,000,000 of them took 178 s after a check whose
+    host waited 135 s, and the losing arm went unscored. Following links also stops after
+    its seconds, cutting the rest."""
+    work = tmp_path / "work"
+    (work / "x").mkdir(parents=True)
+    (work / "end.txt").write_text("x")
+    slow = "x/.." + "/x/.." * 500
+    for i in range(10):
+        os.symlink(f"{slow}/{f'c{i + 1}' if i < 9 else 'end.txt'}", work / f"c{i}")
+    for i in range(40):
+        os.symlink("c0", work / f"to{i}")
+    monkeypatch.setattr(handover, "_SECONDS", 0.05, raising=False)  # (a shorter budget)
+    notes = handover.hand_over(str(work), os.getuid(), os.getgid())
+    cut = [n for n in notes if n.endswith(", cut")]
+    assert 0 < len(cut) < 50, notes

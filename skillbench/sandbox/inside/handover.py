@@ -43,14 +43,17 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 CUT = "/dev/null/"  # a link under it never resolves: /dev/null is not a folder
 _HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
-# path steps resolve() takes in one handover, over every link: a workspace built to be slow
-# to resolve (chains of long `x/..` targets) would otherwise outlast the host's wait, and the
-# arm, declared hung, go unscored; past it a link leads nowhere, and is cut
-_STEPS = 2_000_000
+# path steps, and seconds, resolve() takes in one handover, over every link: a workspace built
+# to be slow to resolve (chains of long `x/..` targets, folders nested deep) would otherwise
+# outlast the host's wait (after a check, the command's timeout plus a few seconds), and the
+# arm, declared hung, go unscored; past either a link leads nowhere, and is cut
+_STEPS, _SECONDS = 2_000_000, 10.0
 _left = [_STEPS]
+_until = [time.monotonic() + _SECONDS]
 _GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
 # git folders tamed in one workspace; past these they are removed: each costs a `git config`
 # process, and tens of thousands made the handover after every check outlast the host's
@@ -83,14 +86,20 @@ def _inside(path, folder):
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def _spent():
+    """Whether this handover's steps or seconds for following links have run out (one more
+    step taken)."""
+    _left[0] -= 1
+    return _left[0] < 0 or (_left[0] % 64 == 0 and time.monotonic() > _until[0])
+
+
 def resolve(path):
     """(where `path` leads, the symlinks met on the way), or None when some step of it does
     not exist or the links loop. Like the kernel: `..` applies to the resolved folder."""
     todo = path.split("/")[::-1]
     here, met = "/", []
     while todo:
-        _left[0] -= 1
-        if _left[0] < 0:
+        if _spent():
             return None
         part = todo.pop()
         if part in ("", "."):
@@ -264,7 +273,7 @@ def hand_over(workdir, uid, gid):
     """Make `workdir` the checker's (uid, gid) as described above; returns notes on what was
     cut, copied or rewritten, one per entry."""
     places = _Places(workdir, _mount_points())
-    _left[0] = _STEPS
+    _left[0], _until[0] = _STEPS, time.monotonic() + _SECONDS
     notes, links, gits = [], [], []
     deep: list = []  # folders nested too deep to walk by path
     _own(workdir, os.lstat(workdir), uid, gid)
@@ -452,8 +461,7 @@ def _into(link, dest):
     or may: one too costly to follow (past the steps or the hops) is taken to, and cut."""
     here, todo, hops = "/", link.split("/")[::-1], 0
     while todo:
-        _left[0] -= 1
-        if _left[0] < 0:
+        if _spent():
             return True
         part = todo.pop()
         if part in ("", "."):

@@ -38,7 +38,9 @@ from skillbench.sandbox.podman.pidfd import InitProcess
 if TYPE_CHECKING:
     from skillbench.sandbox.podman.host import PodmanHost
 
-_REPLY_GRACE = 15.0  # seconds past a command's own timeout before the sandbox is declared hung
+_REPLY_GRACE = 60.0  # seconds past a command's own timeout before the sandbox is declared hung
+# (the executor sweeps after a sealed command before it answers: a handover, its link-following
+# bounded at 10 s, taming git folders; a workspace must not make that pass for a hang)
 _STOP_WAIT = 10.0  # seconds for the kernel to end a killed sandbox's processes
 
 
