@@ -86,14 +86,15 @@ class Frame:
         first = list(decides)
         carrying = [o for o in every_object(text, decoder) if o.get("nonce") == self.nonce]
         mine = [o for o in carrying if list(o)[: len(first)] == first and valid(o)]
-        # every time the reply writes the nonce, it is the nonce of a verdict read, and they
-        # agree: a draft and a final answer, the final one broken or wrapped by material the
-        # model copied, would otherwise have the draft read in its place
-        if not mine or len(mine) != len(carrying) or text.count(self.nonce) != len(mine):
+        # every `"nonce": "<id>"` the reply writes is a verdict read, and they agree: a draft
+        # and a final answer, the final one broken or wrapped by material the model copied,
+        # would otherwise have the draft read in its place (the id named elsewhere, in a
+        # reason, is no verdict)
+        written = len(re.findall(_NONCE_KEY + re.escape(self.nonce), text))
+        if not mine or len(mine) != len(carrying) or written != len(mine):
             return None
-        if len({json.dumps([o[k] for k in first], sort_keys=True) for o in mine}) > 1:
-            return None
-        return mine[-1]
+        decided = {json.dumps([o[k] for k in first], sort_keys=True).casefold() for o in mine}
+        return mine[-1] if len(decided) == 1 else None
 
 
 def _first_value(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -111,5 +112,7 @@ def _escaped(found: re.Match[str]) -> str:
     return found[0] if valid else "\\" + found[0]
 
 
+# the nonce as a key's value, its quotes escaped or not (a verdict copied into a string)
+_NONCE_KEY = r'\\*"nonce\\*"\s*:\s*\\*"'
 # each backslash with what follows it, in turn (so an escaped backslash is one pair)
 _LONE_BACKSLASH = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)

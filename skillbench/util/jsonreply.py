@@ -100,8 +100,10 @@ def unread(text: str, key: str, found: list[dict[str, Any]]) -> bool:
 
 
 # a string, then a colon, tried at every quote (overlapping): a backslash slipped in before a
-# key's quote would otherwise make one long match that swallows the key
-_KEY = re.compile(r'(?="((?:[^"\\]|\\.)*)"\s*:)', re.S)
+# key's quote would otherwise make one long match that swallows the key; at most 64
+# characters (no longer one decodes to a verdict's key, and an unbounded one tried at every
+# quote costs the square of the output)
+_KEY = re.compile(r'(?="((?:[^"\\]|\\.){0,64})"\s*:)', re.S)
 
 
 def objects_carrying(text: str, key: str) -> list[dict[str, Any]]:

@@ -35,8 +35,9 @@ _LATIN = re.compile(
 )
 
 
-# ASCII characters drawn alike, as Unicode's confusables list has them
-_ASCII = str.maketrans("0|1", "oll")
+# ASCII characters drawn alike, as Unicode's confusables list has them; i with them, as a
+# capital I (in any compatibility form) is drawn as both i and l
+_ASCII = str.maketrans("0|1i", "olll")
 
 
 @lru_cache(maxsize=1)

@@ -267,7 +267,7 @@ def test_links_slow_to_resolve_are_cut_once_the_handovers_steps_run_out(
         os.symlink(f"{slow}/{f'c{i + 1}' if i < 9 else 'end.txt'}", work / f"c{i}")
     for i in range(20):
         os.symlink("c0", work / f"to{i}")
-    monkeypatch.setattr(handover, "_STEPS", 50_000, raising=False)  # (a smaller budget)
+    monkeypatch.setattr(handover, "_STEPS", 400_000, raising=False)  # (a smaller budget)
     notes = handover.hand_over(str(work), os.getuid(), os.getgid())
     # a few resolved within the budget and stay; the rest are cut, none taken as safe unread
     cut = [n for n in notes if n.endswith(", cut")]
@@ -275,22 +275,39 @@ def test_links_slow_to_resolve_are_cut_once_the_handovers_steps_run_out(
     assert (work / "end.txt").read_text() == "x"
 
 
-def test_links_slow_to_resolve_are_cut_once_the_handovers_seconds_run_out(
-    tmp_path: Path, monkeypatch
-) -> None:
+def test_a_step_costs_as_many_lookups_as_its_path_has_parts(tmp_path: Path, monkeypatch) -> None:
     """Twelfth review: steps alone did not bound the handover, as a step's cost grows with
     the path (folders nested 1,800 deep): 2,000,000 of them took 178 s after a check whose
-    host waited 135 s, and the losing arm went unscored. Following links also stops after
-    its seconds, cutting the rest."""
+    host waited 135 s, and the losing arm went unscored. A step is charged the components of
+    the path it looks up, so deep paths run the budget out and their links are cut."""
     work = tmp_path / "work"
-    (work / "x").mkdir(parents=True)
-    (work / "end.txt").write_text("x")
-    slow = "x/.." + "/x/.." * 500
-    for i in range(10):
-        os.symlink(f"{slow}/{f'c{i + 1}' if i < 9 else 'end.txt'}", work / f"c{i}")
-    for i in range(40):
-        os.symlink("c0", work / f"to{i}")
-    monkeypatch.setattr(handover, "_SECONDS", 0.05, raising=False)  # (a shorter budget)
+    deep = work.joinpath(*["d"] * 300)
+    (deep / "x").mkdir(parents=True)
+    (deep / "end.txt").write_text("x")
+    for i in range(20):  # ~350 steps each to resolve (the path's parts, then the target's)
+        os.symlink("/".join(["x/.."] * 20) + "/end.txt", deep / f"l{i}")
+    # enough steps for all 20, not lookups (~50,000 each, every step ~300 deep)
+    monkeypatch.setattr(handover, "_STEPS", 25_000)
     notes = handover.hand_over(str(work), os.getuid(), os.getgid())
     cut = [n for n in notes if n.endswith(", cut")]
-    assert 0 < len(cut) < 50, notes
+    assert len(cut) >= 19, notes
+
+
+def test_hard_links_past_the_copy_budget_are_removed_not_copied(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Thirteenth review: each name of a hard-linked file gets its own copy, and a big file
+    under hundreds of names took minutes (each copy filling the disk, failing, freed): the
+    host's wait ran out. Past a budget of bytes, a name is removed instead."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "big").write_bytes(b"x" * 1000)
+    for i in range(10):
+        os.link(work / "big", work / f"name{i}")
+    monkeypatch.setattr(handover, "_COPIES", 3500, raising=False)  # (a smaller budget)
+    notes = handover.hand_over(str(work), os.getuid(), os.getgid())
+    removed = [n for n in notes if "past 0 MiB of copies, removed" in n]
+    kept = [p for p in work.iterdir() if p.is_file()]
+    # three copies, then names removed down to the last, a link no more
+    assert len(removed) == 7 and len(kept) == 4, notes
+    assert all(p.stat().st_nlink == 1 and p.read_bytes() == b"x" * 1000 for p in kept)

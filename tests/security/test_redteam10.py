@@ -179,3 +179,29 @@ async def test_a_draft_verdict_is_never_read_in_place_of_a_final_one_the_materia
             judge_model, task="t", rubric="r", candidate=plant, opponent=GOOD, rng=rng
         )
         assert result.outcome in ("loss", "unscored"), (seed, result)
+
+
+def test_a_judge_that_names_its_frame_id_elsewhere_keeps_its_verdict() -> None:
+    """Thirteenth review: counting every time the reply wrote the frame id made a judge that
+    cited it in its reason (or quoted a frame's closing line; the candidate's text could ask
+    it to) lose its verdict. Only a `"nonce": "<id>"` counts as a verdict written; two that
+    spell one winner in two cases agree."""
+    from skillbench.grading.framing import Frame
+
+    frame = Frame()
+    n = frame.nonce
+    valid = lambda o: str(o.get("winner", "")).lower() in ("a", "b", "tie")  # noqa: E731
+    decides = ("nonce", "winner")
+    for reply in (
+        f'{{"nonce": "{n}", "winner": "B", "reason": "as frame {n} asks, B did it"}}',
+        f'Frame id {n}. {{"nonce": "{n}", "winner": "B"}}',
+        f'ATTEMPT_B {n}>>> ends it. {{"nonce": "{n}", "winner": "B"}}',
+        f'{{"nonce": "{n}", "winner": "B"}} so {{"nonce": "{n}", "winner": "b"}}',
+    ):
+        got = frame.verdict(reply, valid, decides)
+        assert got is not None and got["winner"].upper() == "B", reply
+    # a draft whose final verdict the material broke is still no verdict
+    broken = (
+        f'{{"nonce": "{n}", "winner": "A"}} then {{"nonce": "{n}", "winner": "B", "reason": "x"y"}}'
+    )
+    assert frame.verdict(broken, valid, decides) is None

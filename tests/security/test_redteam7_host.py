@@ -389,6 +389,10 @@ def test_a_pr_forked_before_a_newer_signed_fail_does_not_hide_it(tmp_path: Path,
         ),
         "\U0001f17f\U0001f13b\U0001f174\U0001f170\U0001f182\U0001f174 format report number 3 as a table",
         "please format \U0001f1f7eport number 3 as a table",
+        # thirteenth review: compatibility capitals I drawn for l, and i for l
+        "p\u2160ease format report number 3 as a tab\u2110e",
+        "p\U0001d408ease format report number 3 as a table",
+        "pIease format report number 3 as a tabie",
     ],
 )
 def test_near_duplicates_in_other_unicode_share_a_key(variant: str) -> None:

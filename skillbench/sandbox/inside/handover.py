@@ -43,17 +43,19 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 
 CUT = "/dev/null/"  # a link under it never resolves: /dev/null is not a folder
 _HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
-# path steps, and seconds, resolve() takes in one handover, over every link: a workspace built
-# to be slow to resolve (chains of long `x/..` targets, folders nested deep) would otherwise
-# outlast the host's wait (after a check, the command's timeout plus a few seconds), and the
-# arm, declared hung, go unscored; past either a link leads nowhere, and is cut
-_STEPS, _SECONDS = 2_000_000, 10.0
+# path components resolve() looks up in one handover, over every link (a step costs one per
+# component of the path it looks at): a workspace built to be slow to resolve (chains of long
+# `x/..` targets, folders nested 1,800 deep) would otherwise outlast the host's wait, and the
+# arm, declared hung, go unscored; past it a link leads nowhere, and is cut
+_STEPS = 20_000_000
 _left = [_STEPS]
-_until = [time.monotonic() + _SECONDS]
+# bytes of hard-linked files a handover copies (each name its own copy): past them a name is
+# removed instead, as copying one big file under hundreds of names would outlast that wait
+_COPIES = 1 << 30
+_copied = [0]
 _GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
 # git folders tamed in one workspace; past these they are removed: each costs a `git config`
 # process, and tens of thousands made the handover after every check outlast the host's
@@ -86,11 +88,11 @@ def _inside(path, folder):
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _spent():
-    """Whether this handover's steps or seconds for following links have run out (one more
-    step taken)."""
-    _left[0] -= 1
-    return _left[0] < 0 or (_left[0] % 64 == 0 and time.monotonic() > _until[0])
+def _spent(here):
+    """Whether this handover's lookups for following links have run out (one more step, at
+    `here`, taken)."""
+    _left[0] -= here.count("/") + 1
+    return _left[0] < 0
 
 
 def resolve(path):
@@ -99,7 +101,7 @@ def resolve(path):
     todo = path.split("/")[::-1]
     here, met = "/", []
     while todo:
-        if _spent():
+        if _spent(here):
             return None
         part = todo.pop()
         if part in ("", "."):
@@ -273,7 +275,7 @@ def hand_over(workdir, uid, gid):
     """Make `workdir` the checker's (uid, gid) as described above; returns notes on what was
     cut, copied or rewritten, one per entry."""
     places = _Places(workdir, _mount_points())
-    _left[0], _until[0] = _STEPS, time.monotonic() + _SECONDS
+    _left[0], _copied[0] = _STEPS, 0
     notes, links, gits = [], [], []
     deep: list = []  # folders nested too deep to walk by path
     _own(workdir, os.lstat(workdir), uid, gid)
@@ -281,7 +283,12 @@ def hand_over(workdir, uid, gid):
         if stat.S_ISLNK(info.st_mode):
             links.append(path)
         elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-            notes.append(_own_copy(path, info))
+            _copied[0] += info.st_size
+            if _copied[0] <= _COPIES:
+                notes.append(_own_copy(path, info))
+            else:
+                os.unlink(path)
+                notes.append(f"{path}: a hard link past {_COPIES >> 20} MiB of copies, removed")
         elif not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
             os.unlink(path)
             notes.append(f"{path}: {_KINDS.get(stat.S_IFMT(info.st_mode), 'special')}, removed")
@@ -461,7 +468,7 @@ def _into(link, dest):
     or may: one too costly to follow (past the steps or the hops) is taken to, and cut."""
     here, todo, hops = "/", link.split("/")[::-1], 0
     while todo:
-        if _spent():
+        if _spent(here):
             return True
         part = todo.pop()
         if part in ("", "."):
