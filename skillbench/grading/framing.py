@@ -86,7 +86,7 @@ class Frame:
         first = list(decides)
         carrying = [o for o in every_object(text, decoder) if o.get("nonce") == self.nonce]
         mine = [o for o in carrying if list(o)[: len(first)] == first and valid(o)]
-        # every `"nonce": "<id>"` the reply writes is a verdict read, and they agree: a draft
+        # every `{"nonce": "<id>"` the reply writes is a verdict read, and they agree: a draft
         # and a final answer, the final one broken or wrapped by material the model copied,
         # would otherwise have the draft read in its place (the id named elsewhere, in a
         # reason, is no verdict)
@@ -112,7 +112,8 @@ def _escaped(found: re.Match[str]) -> str:
     return found[0] if valid else "\\" + found[0]
 
 
-# the nonce as a key's value, its quotes escaped or not (a verdict copied into a string)
-_NONCE_KEY = r'\\*"nonce\\*"\s*:\s*\\*"'
+# the nonce as the first key's value, its quotes escaped or not (a verdict copied into a
+# string): where the model writes a verdict; the header restated in prose is none
+_NONCE_KEY = r'\{\s*\\*"nonce\\*"\s*:\s*\\*"'
 # each backslash with what follows it, in turn (so an escaped backslash is one pair)
 _LONE_BACKSLASH = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)

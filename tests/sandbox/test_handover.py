@@ -304,10 +304,50 @@ def test_hard_links_past_the_copy_budget_are_removed_not_copied(
     (work / "big").write_bytes(b"x" * 1000)
     for i in range(10):
         os.link(work / "big", work / f"name{i}")
-    monkeypatch.setattr(handover, "_COPIES", 3500, raising=False)  # (a smaller budget)
+    monkeypatch.setattr(handover, "_COPIES", 3 * (64 << 10), raising=False)  # (three copies)
     notes = handover.hand_over(str(work), os.getuid(), os.getgid())
     removed = [n for n in notes if "past 0 MiB of copies, removed" in n]
     kept = [p for p in work.iterdir() if p.is_file()]
     # three copies, then names removed down to the last, a link no more
     assert len(removed) == 7 and len(kept) == 4, notes
     assert all(p.stat().st_nlink == 1 and p.read_bytes() == b"x" * 1000 for p in kept)
+
+
+def test_empty_hard_linked_files_count_against_the_copy_budget(tmp_path: Path, monkeypatch) -> None:
+    """Fourteenth review: the budget counted bytes, so millions of names of one empty file
+    were all copied and the handover outlasted the host's wait. Each copy costs at least
+    64 KiB of it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "empty").write_bytes(b"")
+    for i in range(10):
+        os.link(work / "empty", work / f"name{i}")
+    monkeypatch.setattr(handover, "_COPIES", 3 * (64 << 10))
+    notes = handover.hand_over(str(work), os.getuid(), os.getgid())
+    assert len([n for n in notes if "MiB of copies, removed" in n]) == 7, notes
+    assert all(p.stat().st_nlink == 1 for p in work.iterdir())
+
+
+def test_a_full_workspace_still_has_every_unsafe_link_cut(tmp_path: Path, monkeypatch) -> None:
+    """Fourteenth review: in a full workspace the long cut form of a link did not fit (ENOSPC),
+    the link was gone, and the chown after it raised: the loop stopped, and every unsafe link
+    after it stayed as it was (links into /etc, the case, the logs). A short cut form is
+    tried, and a link that is gone is passed over."""
+    import errno
+
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("a_first", "b_second", "c_third"):
+        os.symlink("/etc/" + "x" * 120, work / name)
+    real = os.symlink
+
+    def full(target, path, *args, **kwargs):  # a disk with room for short link targets only
+        if len(str(target)) > 40:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(target, path, *args, **kwargs)
+
+    monkeypatch.setattr(handover.os, "symlink", full)
+    notes = handover.hand_over(str(work), os.getuid(), os.getgid())
+    assert len([n for n in notes if n.endswith(", cut")]) == 3, notes
+    for name in ("a_first", "b_second", "c_third"):
+        assert os.readlink(work / name).startswith(handover.CUT), name

@@ -197,6 +197,9 @@ def test_a_judge_that_names_its_frame_id_elsewhere_keeps_its_verdict() -> None:
         f'Frame id {n}. {{"nonce": "{n}", "winner": "B"}}',
         f'ATTEMPT_B {n}>>> ends it. {{"nonce": "{n}", "winner": "B"}}',
         f'{{"nonce": "{n}", "winner": "B"}} so {{"nonce": "{n}", "winner": "b"}}',
+        # fourteenth review: the header restated, in prose or escaped in the reason
+        f'The header asks for "nonce": "{n}". {{"nonce": "{n}", "winner": "B"}}',
+        f'{{"nonce": "{n}", "winner": "B", "reason": "with \\"nonce\\": \\"{n}\\" as asked"}}',
     ):
         got = frame.verdict(reply, valid, decides)
         assert got is not None and got["winner"].upper() == "B", reply

@@ -253,13 +253,17 @@ def _sweep(user):
     if user.pw_uid == 0:  # root's HOME is the image's (a root verifier's .profile, .local)
         return
     # the repositories in /work once more as the handover left them: a check's command could
-    # have given one a filter or a hook that git would run in the next check
-    with contextlib.suppress(Exception):
+    # have given one a filter or a hook that git would run in the next check; a handover that
+    # fails part-way (a full workspace, say) may have left links uncut, so nothing runs after
+    global _TAINTED
+    try:
         import handover  # beside this file in every sandbox
 
         for place in (_WORKDIR, *_HANDED):
             if os.path.isdir(place) and not os.path.islink(place):
                 handover.hand_over(place, user.pw_uid, user.pw_gid)
+    except Exception as exc:  # (any failure: fail closed)
+        _TAINTED = _TAINTED or f"the workspace could not be handed over again: {exc}"[:300]
     for place in (user.pw_dir, "/dev/shm"):
         with contextlib.suppress(OSError):
             for entry in os.scandir(place):

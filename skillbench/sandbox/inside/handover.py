@@ -54,7 +54,7 @@ _STEPS = 20_000_000
 _left = [_STEPS]
 # bytes of hard-linked files a handover copies (each name its own copy): past them a name is
 # removed instead, as copying one big file under hundreds of names would outlast that wait
-_COPIES = 1 << 30
+_COPIES, _COPY_FLOOR = 1 << 30, 64 << 10
 _copied = [0]
 _GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
 # git folders tamed in one workspace; past these they are removed: each costs a `git config`
@@ -151,11 +151,13 @@ class _Places:
 
 
 def _cut(path, target):
-    """Replace the link at `path` by one that never resolves (in a full workspace, where not
-    even that fits, the link is just gone)."""
+    """Replace the link at `path` by one that never resolves (in a full workspace, where a
+    long one does not fit, a short one; where not even that fits, the link is just gone)."""
     os.unlink(path)
-    with contextlib.suppress(OSError):
-        os.symlink((CUT + target.lstrip("/"))[:4000], path)
+    for cut in ((CUT + target.lstrip("/"))[:4000], CUT + "x"):
+        with contextlib.suppress(OSError):
+            os.symlink(cut, path)
+            return
 
 
 def _own_copy(path, info):
@@ -283,7 +285,7 @@ def hand_over(workdir, uid, gid):
         if stat.S_ISLNK(info.st_mode):
             links.append(path)
         elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-            _copied[0] += info.st_size
+            _copied[0] += max(info.st_size, _COPY_FLOOR)  # (an empty file's copy costs too)
             if _copied[0] <= _COPIES:
                 notes.append(_own_copy(path, info))
             else:
@@ -341,7 +343,8 @@ def hand_over(workdir, uid, gid):
         if target.startswith(CUT):  # cut already (a reused session's workspace)
             continue
         _cut(link, target)
-        os.lchown(link, uid, gid)
+        if os.path.lexists(link):  # (gone, in a full workspace)
+            os.lchown(link, uid, gid)
         notes.append(f"{link}: a link to {target}, cut")
     return notes
 
