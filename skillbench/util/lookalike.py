@@ -43,22 +43,31 @@ _ASCII = str.maketrans("0|1i", "olll")
 @lru_cache(maxsize=1)
 def _confusables() -> dict[int, str]:
     """Every character Unicode's confusables list (UTS #39, the confusable-homoglyphs
-    package's copy) draws like one ASCII letter or digit: that character."""
+    package's copy) draws like ASCII letters or digits (one, or two: ǁ is ll): those. The
+    package keeps right-to-left characters between direction marks (`\u200e׀\u200e`), which
+    are set aside, and lists some only under the ASCII letter they look like."""
     from confusable_homoglyphs.confusables import confusables_data
 
+    marks = "\u200e\u200f"
+    data = {k.strip(marks): [a["c"].strip(marks) for a in v] for k, v in confusables_data.items()}
+
     def ascii_of(char: str) -> str | None:
-        found = [a["c"] for a in confusables_data.get(char, ()) if len(a["c"]) == 1]
-        latin = sorted((c for c in found if c.isascii() and c.isalnum()), key=str.isupper)
-        return latin[0] if latin else None
+        found = [c for c in data.get(char, ()) if 0 < len(c) <= 2 and c.isascii() and c.isalnum()]
+        return sorted(found, key=lambda c: (len(c), c.isupper()))[0] if found else None
 
     table: dict[int, str] = {}
-    for char, alike in confusables_data.items():
+    for char, alike in data.items():
         if len(char) != 1 or char.isascii():
             continue
         # (one step further: a character drawn like one that is drawn like a Latin letter)
-        seen = ascii_of(char) or next(filter(None, (ascii_of(a["c"]) for a in alike)), None)
+        seen = ascii_of(char) or next(filter(None, (ascii_of(c) for c in alike)), None)
         if seen:
             table[ord(char)] = seen
+    for char, alike in data.items():  # (listed under the ASCII letter only)
+        if len(char) == 1 and char.isascii() and char.isalnum():
+            for other in alike:
+                if len(other) == 1 and not other.isascii():
+                    table.setdefault(ord(other), char)
     return table
 
 

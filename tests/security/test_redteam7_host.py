@@ -393,6 +393,10 @@ def test_a_pr_forked_before_a_newer_signed_fail_does_not_hide_it(tmp_path: Path,
         "p\u2160ease format report number 3 as a tab\u2110e",
         "p\U0001d408ease format report number 3 as a table",
         "pIease format report number 3 as a tabie",
+        # fourteenth review: right-to-left look-alikes (kept between direction marks in the
+        # confusables data)
+        "please format rep\u05e1rt number 3 as a tab\u05d5e",
+        "please f\u0647rmat report number 3 as a tab\u0627e",
     ],
 )
 def test_near_duplicates_in_other_unicode_share_a_key(variant: str) -> None:
