@@ -539,11 +539,14 @@ def test_a_program_grader_cannot_set_the_variables_vally_owns(tmp_path, capsys, 
 
 
 def test_a_program_grader_result_is_its_json_or_its_exit_code() -> None:
-    from skillbench.evals.kinds.scripts import _vally_result
+    from skillbench.evals.kinds.scripts import _graded
+    from skillbench.evals.model import Check
     from skillbench.sandbox.base import ExecResult
 
+    grader = Check("grader", "true", program="true")  # (a Vally program grader)
+
     def result(code: int, out: str) -> tuple[bool, str]:
-        got = _vally_result("g", ExecResult(code, out, "boom" if code else ""))
+        got = _graded("g", ExecResult(code, out, "boom" if code else ""), grader)
         return got.passed, got.detail
 
     assert result(0, "") == (True, "exit 0, no output")

@@ -291,13 +291,20 @@ def _graded(name: str, done: ExecResult, check: Check) -> CheckResult:
         # the candidate's code shares the grader's stdout: wrapped around the grader's own
         # verdict, a key given twice keeps only its own value (the grader's nested one gone)
         return CheckResult(name, False, "an object in the grader's stdout gives a key twice")
+    # the key each format's verdict is read by: Skillgrade's score, Vally's passed, pass
+    key = "score" if check.min is not None else "passed" if check.program is not None else "pass"
+    verdicts = objects_carrying(done.stdout, key)
+    if unread(done.stdout, key, verdicts):
+        # the candidate's code shares the grader's stdout too, and a process of it can slip
+        # bytes between the writes of a verdict printed in pieces: the grader's own then does
+        # not parse, and a verdict the candidate printed would be the only one read
+        return CheckResult(
+            name, False, f'an object naming "{key}" in the grader\'s stdout does not parse: failed'
+        )
     if check.min is not None:  # Skillgrade's contract: {"score", "details", "checks"}
-        return _scored(name, done, check.min)
+        return _scored(name, done, check.min, verdicts)
     if check.program is not None:
-        return _vally_result(name, done)
-    verdicts = objects_carrying(done.stdout, "pass")
-    if unread(done.stdout, "pass", verdicts):
-        return _garbled(name, "pass")
+        return _vally_result(name, done, verdicts)
     if len({bool(v["pass"]) for v in verdicts}) > 1:
         # a grader prints one verdict; a second, disagreeing one came from the candidate's
         # code the grader ran (it shares the grader's stdout): never the candidate's pass
@@ -324,20 +331,12 @@ def _graded(name: str, done: ExecResult, check: Check) -> CheckResult:
     )
 
 
-def _garbled(name: str, key: str) -> CheckResult:
-    # the candidate's code the grader runs shares its stdout, and a process of it can slip
-    # bytes between the writes of a verdict printed in pieces: the grader's own then does not
-    # parse, and a verdict the candidate printed would be the only one read
-    return CheckResult(
-        name, False, f'an object naming "{key}" in the grader\'s stdout does not parse: failed'
-    )
-
-
-def _vally_result(name: str, done: ExecResult) -> CheckResult:
+def _vally_result(name: str, done: ExecResult, carrying: list[dict[str, Any]]) -> CheckResult:
     """Vally's program-grader contract: nothing on stdout, and the exit code decides (0
     passes); else a GraderResult JSON whose `passed` decides, `score` and `evidence` kept.
     Other stdout is no result (a failure), and two disagreeing results fail, as for every
-    grader: the candidate's code the program ran shares its stdout."""
+    grader: the candidate's code the program ran shares its stdout. `carrying`: the objects
+    in its stdout that carry `passed`."""
     if not done.stdout.strip():
         tail = done.stderr.strip()[-300:]
         return CheckResult(
@@ -346,9 +345,6 @@ def _vally_result(name: str, done: ExecResult) -> CheckResult:
             f"exit {done.exit_code}, no output" + (f": {tail}" if done.exit_code and tail else ""),
             score=1.0 if done.exit_code == 0 else 0.0,
         )
-    carrying = objects_carrying(done.stdout, "passed")
-    if unread(done.stdout, "passed", carrying):
-        return _garbled(name, "passed")
     results = [v for v in carrying if isinstance(v["passed"], bool)]
     if not results:
         tail = done.stdout.strip()[-300:]
@@ -367,13 +363,13 @@ def _vally_result(name: str, done: ExecResult) -> CheckResult:
     )
 
 
-def _scored(name: str, done: ExecResult, least: float) -> CheckResult:
+def _scored(
+    name: str, done: ExecResult, least: float, carrying: list[dict[str, Any]]
+) -> CheckResult:
     """A score-printing grader (Skillgrade's deterministic one): its JSON `score`, clamped to
     0..1 as Skillgrade does, passes at `least`; no JSON is a score of 0, as there. Two
-    different scores in its stdout (the candidate's code printing one too) fail."""
-    carrying = objects_carrying(done.stdout, "score")
-    if unread(done.stdout, "score", carrying):
-        return _garbled(name, "score")
+    different scores in its stdout (the candidate's code printing one too) fail. `carrying`:
+    the objects in its stdout that carry `score`."""
     scores = {max(0.0, min(1.0, float(v["score"]))) for v in carrying if _number(v["score"])}
     if len(scores) > 1:
         return CheckResult(name, False, f"{len(scores)} different scores in its stdout: failed")
