@@ -13,7 +13,7 @@ from skillbench.engine.session import Sessions, handover_notes
 from skillbench.evals.netreport import phase_hosts
 from skillbench.results.records import CANDIDATE, SessionRecord, session_key
 from skillbench.results.transcript import Transcript, read_trace
-from skillbench.sandbox.base import SandboxError, SandboxProvider
+from skillbench.sandbox.base import SandboxError, SandboxProvider, WorkspaceRefused
 from skillbench.sandbox.egress import phase_proxy
 from skillbench.sandbox.stage import recheck_phase
 
@@ -80,6 +80,8 @@ class Reusing(Sessions):
                     self.run_dir / "tmp",
                     self.specs[name].harbor,
                 )
+            except WorkspaceRefused as exc:
+                return self.refused_workspace(record, str(exc))
             except (SandboxError, ConnectionError, OSError) as exc:
                 return replace(record, outcome="error", error=f"sandbox: {exc}")
             try:

@@ -36,6 +36,7 @@ from skillbench.sandbox.base import (
     SandboxError,
     SandboxProvider,
     SandboxSpec,
+    WorkspaceRefused,
     parse_size,
 )
 from skillbench.sandbox.egress import phase_proxy
@@ -287,9 +288,12 @@ class Sessions:
                     return replace(
                         record, error="not run: the run's --max-cost ceiling could not cover a call"
                     )
-                checker = await check_phase(
-                    provider, check_box, staged, self.skill_dir, spec.harbor
-                )
+                try:
+                    checker = await check_phase(
+                        provider, check_box, staged, self.skill_dir, spec.harbor
+                    )
+                except WorkspaceRefused as exc:
+                    return self.refused_workspace(record, str(exc))
                 record = replace(record, notes=handover_notes(staged.handover))
                 if snapshot is not None:  # before any check changes it
                     cap = parse_size(self.settings.sandbox.keep_workspace)
@@ -319,11 +323,7 @@ class Sessions:
         reuse key)."""
         spec = self.specs[record.session]
         home = case_home(spec, self.skill_dir)
-        units = (
-            {f"{SUITE}/{sub.name}": (*spec.checks, *sub.checks) for sub in spec.cases}
-            if isinstance(spec, Suite)
-            else {record.session: spec.checks}
-        )
+        units = self.units(record.session)
         shown_at = (
             {self.skill.name: f"{checker.workdir}/{spec.skill_in_workspace}"}
             if spec.skill_in_workspace
@@ -362,6 +362,24 @@ class Sessions:
         if record.reused_from is not None:
             notes.insert(0, f"reused from run {record.reused_from}; its checks ran again here")
         return replace(record, outcome="pass" if passed else "fail", checks=checks, notes=notes)
+
+    def units(self, name: str) -> dict[str, tuple[Check, ...]]:
+        """The scored units of a session (a case, or each sub-case of a suite) and their checks."""
+        spec = self.specs[name]
+        if isinstance(spec, Suite):
+            return {f"{SUITE}/{sub.name}": (*spec.checks, *sub.checks) for sub in spec.cases}
+        return {name: spec.checks}
+
+    def refused_workspace(self, record: SessionRecord, why: str) -> SessionRecord:
+        """The arm's record when the handover refused its workspace: every check fails
+        unread (the agent left it so; an unscored row would spare a losing arm its loss)."""
+        detail = f"not run: the handover refused the workspace ({why})"
+        checks = {
+            unit: [CheckResult(c.name, False, detail) for c in listed]
+            for unit, listed in self.units(record.session).items()
+        }
+        notes = [*record.notes, f"handover: refused: {why}"]
+        return replace(record, outcome="fail", checks=checks, notes=notes)
 
     async def grade_expectations(
         self,

@@ -59,6 +59,11 @@ class SandboxError(SkillbenchError):
         return [f"skillbench: sandbox error: {self}; `skillbench doctor` says what to fix"]
 
 
+class WorkspaceRefused(SkillbenchError):
+    """The agent left a workspace bigger than a handover walks (docs/trust.md): no check may
+    read it, and its arm fails every check, never goes unscored."""
+
+
 class ExecResult(msgspec.Struct, frozen=True):
     """What a command did: exit code, output (capped, with a marker when cut), timing."""
 
@@ -189,7 +194,7 @@ class Sandbox(Protocol):
         and unlockable, hard links broken, and every symlink cut that does not lead, now,
         to something inside the workspace or on the read-only image; the same for each
         folder of `also` (the case's volumes the agent's sandbox had). Returns a note per
-        entry changed."""
+        entry changed; raises WorkspaceRefused for a workspace bigger than it walks."""
         ...
 
     async def put_tree(self, src: Path, dest: str) -> None:

@@ -351,3 +351,62 @@ def test_a_full_workspace_still_has_every_unsafe_link_cut(tmp_path: Path, monkey
     assert len([n for n in notes if n.endswith(", cut")]) == 3, notes
     for name in ("a_first", "b_second", "c_third"):
         assert os.readlink(work / name).startswith(handover.CUT), name
+
+
+def test_a_workspace_past_the_walk_budget_is_refused(tmp_path: Path, monkeypatch) -> None:
+    """Fifteenth round: the walk itself was unbounded, so enough entries (300,000 empty
+    files 1,800 folders deep, ~1 ms each) made the handover outlast the host's wait, and a
+    losing arm's row went unscored. Each entry costs a fixed share plus its path's
+    components; past the budget the handover stops and the workspace is refused."""
+    flat, deep = tmp_path / "flat", tmp_path / "deep"
+    for i in range(100):  # 120 entries side by side ...
+        (flat / f"d{i}").mkdir(parents=True)
+    for i in range(20):
+        (flat / f"f{i}").write_text("x")
+    bottom = deep.joinpath(*["d"] * 100)  # ... and as many, nested 100 deep
+    bottom.mkdir(parents=True)
+    for i in range(20):
+        (bottom / f"f{i}").write_text("x")
+    monkeypatch.setattr(handover, "_WALK", 120 * (handover._ENTRY + str(flat).count("/") + 30))
+    assert handover.hand_over(str(flat), os.getuid(), os.getgid()) == []
+    with pytest.raises(handover.Unbounded, match="holds more than a handover walks"):
+        handover.hand_over(str(deep), os.getuid(), os.getgid())
+
+
+def test_the_case_volumes_share_the_workspaces_walk_budget(tmp_path: Path, monkeypatch) -> None:
+    """One budget for the workspace and every volume handed over beside it: each its own
+    would multiply the time the host waits for."""
+    places = [tmp_path / "work", tmp_path / "vol"]
+    for place in places:
+        place.mkdir()
+        for i in range(30):
+            (place / f"f{i}").write_text("x")
+    one = 30 * (handover._ENTRY + str(places[0]).count("/") + 1)
+    monkeypatch.setattr(handover, "_WALK", one + one // 2)  # one place's walk, not two
+    assert handover.hand_over(str(places[0]), os.getuid(), os.getgid()) == []
+    assert handover.hand_over(str(places[1]), os.getuid(), os.getgid()) == []
+    with pytest.raises(handover.Unbounded):
+        handover.hand_over(str(places[0]), os.getuid(), os.getgid(), [str(places[1])])
+
+
+def test_a_folder_too_deep_to_walk_and_too_big_to_remove_is_refused(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """What is nested too deep for a path is removed, not walked (and so not charged):
+    millions of entries there would outlast the host's wait as surely. A removal past its
+    time refuses the workspace."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    for _ in range(60):  # (by the current folder: no path is that long)
+        os.mkdir("d" * 100)
+        os.chdir("d" * 100)
+    for i in range(2000):
+        open(f"f{i}", "w").close()
+    os.chdir(tmp_path)
+    monkeypatch.setattr(handover, "_RM_SECONDS", 1e-6)
+    with pytest.raises(handover.Unbounded, match="nested too deep and holds too much"):
+        handover.hand_over(str(work), os.getuid(), os.getgid())
+    monkeypatch.setattr(handover, "_RM_SECONDS", 60)
+    notes = handover.hand_over(str(work), os.getuid(), os.getgid())
+    assert any("nested too deep for a path" in n for n in notes), notes

@@ -259,9 +259,8 @@ def _sweep(user):
     try:
         import handover  # beside this file in every sandbox
 
-        for place in (_WORKDIR, *_HANDED):
-            if os.path.isdir(place) and not os.path.islink(place):
-                handover.hand_over(place, user.pw_uid, user.pw_gid)
+        if os.path.isdir(_WORKDIR) and not os.path.islink(_WORKDIR):
+            handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid, _HANDED)
     except Exception as exc:  # (any failure: fail closed)
         _TAINTED = _TAINTED or f"the workspace could not be handed over again: {exc}"[:300]
     for place in (user.pw_dir, "/dev/shm"):
@@ -429,15 +428,16 @@ def _exists(req):
 def _hand_over(req):
     import handover  # beside this file in every sandbox
 
+    global _TAINTED
     user = pwd.getpwnam(req["user"])
-    notes = handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid)
     # the case's volumes the agent's sandbox had: what it left there crosses over as /work does
     # (and is tamed again after each sealed command, as /work is: _sweep)
     _HANDED.extend(p for p in req.get("also", ()) if p not in _HANDED)
-    for place in req.get("also", ()):
-        if os.path.isdir(place) and not os.path.islink(place):
-            notes += handover.hand_over(place, user.pw_uid, user.pw_gid)
-    return {"notes": notes}
+    try:
+        return {"notes": handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid, _HANDED)}
+    except handover.Unbounded as exc:  # nothing may run against it: the arm fails its checks
+        _TAINTED = str(exc)[:300]
+        return {"notes": [], "refused": _TAINTED}
 
 
 def _observer():

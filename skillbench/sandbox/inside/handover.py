@@ -27,6 +27,8 @@ before any check and after every agent process is gone, so nothing changes under
   have git read objects from wherever the agent pointed.
 - Nothing but regular files, folders and links stays: a fifo, socket or device node is
   removed (a check that opened a fifo would hang on it), each with a note.
+- It is bounded, so that no workspace makes it outlast the host's wait: past the walk's
+  budget (_WALK) it raises Unbounded, and no check reads the workspace.
 
 `stage` is for verifiers that put the answer key inside the workspace, as Margin does with
 tests/ at its test_cwd: it removes the destination, cuts every link in the workspace that
@@ -62,6 +64,20 @@ _GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
 # wait, so the sandbox was declared hung and a losing arm's row went unscored
 _MOST_GITS = 200
 _DEEP = 3800  # bytes of a folder's path past which its entries' paths may pass PATH_MAX
+# the walk's own cost, in path-component lookups (~0.13 µs each here): an entry costs
+# _ENTRY (~8 µs) plus its path's components for each time it is looked up by path (its
+# lstat; its chown and chmod where they change it). Past the budget (~13 s; about a million
+# entries of an ordinary workspace, 27,000 1,800 folders deep) the handover stops and the
+# workspace is refused: what it did not walk it cannot vouch for, and a walk left to run
+# would outlast the host's wait (an arm declared hung, its row unscored). A refused
+# workspace fails every check of its arm (docs/trust.md).
+_ENTRY, _WALK = 64, 100_000_000
+_RM_SECONDS = 20  # to remove what is nested too deep to walk (no honest workspace has any)
+_walked = [0]
+
+
+class Unbounded(Exception):
+    """The workspace holds more than one handover walks: no check may read it."""
 
 
 # On the API-only path the host's files are copied in rather than bind-mounted
@@ -273,17 +289,30 @@ def _tame_git_config(path):
     return f"{path}: git config without {', '.join(dropped)[:300]}"
 
 
-def hand_over(workdir, uid, gid):
-    """Make `workdir` the checker's (uid, gid) as described above; returns notes on what was
-    cut, copied or rewritten, one per entry."""
-    places = _Places(workdir, _mount_points())
-    _left[0], _copied[0] = _STEPS, 0
+def hand_over(workdir, uid, gid, also=()):
+    """Make `workdir`, and each folder of `also` (the case's volumes the agent's sandbox
+    had), the checker's (uid, gid) as described above, within one budget; returns notes on
+    what was cut, copied or rewritten, one per entry. Raises Unbounded past the walk's
+    budget."""
+    _left[0], _copied[0], _walked[0] = _STEPS, 0, 0
+    mounts = _mount_points()
+    notes = _hand_over(workdir, uid, gid, mounts)
+    for place in also:
+        if os.path.isdir(place) and not os.path.islink(place):
+            notes += _hand_over(place, uid, gid, mounts)
+    return notes
+
+
+def _hand_over(workdir, uid, gid, mounts):
+    places = _Places(workdir, mounts)
     notes, links, gits = [], [], []
     deep: list = []  # folders nested too deep to walk by path
     _own(workdir, os.lstat(workdir), uid, gid)
     for path, info in _walk(workdir, deep):
+        changed = True
         if stat.S_ISLNK(info.st_mode):
             links.append(path)
+            changed = False
         elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
             _copied[0] += max(info.st_size, _COPY_FLOOR)  # (an empty file's copy costs too)
             if _copied[0] <= _COPIES:
@@ -294,9 +323,13 @@ def hand_over(workdir, uid, gid):
         elif not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
             os.unlink(path)
             notes.append(f"{path}: {_KINDS.get(stat.S_IFMT(info.st_mode), 'special')}, removed")
-        if not os.path.lexists(path):  # a hard link there was no room to copy
-            continue
-        _own(path, os.lstat(path), uid, gid)
+        else:
+            changed = False
+        if changed:  # (copied: a new file; or gone, a hard link there was no room to copy)
+            if not os.path.lexists(path):
+                continue
+            info = os.lstat(path)
+        _own(path, info, uid, gid)
         if os.path.basename(path) == "HEAD":  # (git takes a HEAD that is a link too)
             gits += _git_folders(os.path.dirname(path), workdir, notes)
         elif os.path.basename(path) == ".git" and stat.S_ISREG(info.st_mode):
@@ -304,7 +337,10 @@ def hand_over(workdir, uid, gid):
         elif os.path.basename(path) == ".git" and stat.S_ISLNK(info.st_mode):
             _git_link(path, workdir, notes)
     for folder in deep:  # (rm works below any depth, by descriptor)
-        subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=300)
+        try:  # (not walked, so not charged: millions of entries in one would outlast the wait)
+            subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=_RM_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise Unbounded(f"{folder} is nested too deep and holds too much to remove") from None
         notes.append(f"{folder}: nested too deep for a path to reach what it holds, removed")
     gits = sorted(set(gits))  # (the workspace's own, when it is one, first)
     extra = [g for g in gits[_MOST_GITS:] if g != workdir and os.path.lexists(g)]
@@ -358,6 +394,7 @@ def _walk(top, deep):
         with os.scandir(stack.pop()) as entries:
             found = list(entries)
         for entry in found:
+            _charge(_ENTRY + entry.path.count("/"))  # (DirEntry.stat looks the path up)
             info = entry.stat(follow_symlinks=False)
             yield entry.path, info
             if stat.S_ISDIR(info.st_mode):
@@ -365,12 +402,28 @@ def _walk(top, deep):
 
 
 def _own(path, info, uid, gid):
-    """`path` to uid:gid with owner read and write (and enter, for a folder)."""
-    os.lchown(path, uid, gid)
-    if stat.S_ISDIR(info.st_mode):
-        os.chmod(path, stat.S_IMODE(info.st_mode) & 0o777 | 0o700)
-    elif not stat.S_ISLNK(info.st_mode):
-        os.chmod(path, stat.S_IMODE(info.st_mode) & 0o777 | 0o600)
+    """`path` (whose lstat is `info`) to uid:gid with owner read and write (and enter, for a
+    folder), each change charged to the walk (looking the path up); an entry already so, as
+    after the first handover, costs nothing more."""
+    if (info.st_uid, info.st_gid) != (uid, gid):
+        _charge(path.count("/"))
+        os.lchown(path, uid, gid)
+    if stat.S_ISLNK(info.st_mode):
+        return
+    mode = stat.S_IMODE(info.st_mode) & 0o777 | (0o700 if stat.S_ISDIR(info.st_mode) else 0o600)
+    if stat.S_IMODE(info.st_mode) != mode:
+        _charge(path.count("/"))
+        os.chmod(path, mode)
+
+
+def _charge(cost):
+    """Charge `cost` path lookups to the walk; past its budget, Unbounded."""
+    _walked[0] += cost
+    if _walked[0] > _WALK:
+        raise Unbounded(
+            "the workspace holds more than a handover walks (about a million entries, fewer "
+            "nested deep): no check may read it"
+        )
 
 
 _KINDS = {stat.S_IFIFO: "a fifo", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device"}
@@ -456,6 +509,7 @@ def stage(src, dest, workdir):
     """Copy `src` to `dest` inside the workspace after removing what is there and cutting
     every link in the workspace that would lead into it."""
     dest = os.path.abspath(dest)
+    _walked[0] = 0
     subprocess.run(["rm", "-rf", "--", dest], check=True)  # (rm: any depth of nesting)
     for path, info in list(_walk(workdir, [])):
         if not stat.S_ISLNK(info.st_mode):

@@ -29,6 +29,7 @@ from skillbench.sandbox.base import (
     ExecResult,
     Relay,
     SandboxError,
+    WorkspaceRefused,
 )
 from skillbench.sandbox.podman.bridge import Bridges
 from skillbench.sandbox.podman.channel import attach
@@ -268,6 +269,8 @@ class PodmanSandbox:
     async def hand_over(self, user: str, also: Sequence[str] = ()) -> list[str]:
         reply = await self._call("handover", 300, user=user, also=list(also))
         self._raise_for(reply, self.workdir)
+        if reply.get("refused"):
+            raise WorkspaceRefused(str(reply["refused"]))
         self._bridges.held = False  # the agent's processes are gone: its relays may carry
         return [str(n) for n in reply["notes"]]
 
