@@ -125,10 +125,13 @@ class _Checker:
             user=ROOT if self.as_root else None,
         )
 
-    async def clear(self, path: str) -> None:
+    async def clear(self, path: str) -> bool:
         # a reward an earlier check's candidate code left (locked 0444, say) is never read
         # as this script's
-        await self.sandbox.exec(["rm", "-rf", "--", path], user=ROOT, timeout=COMMAND_TIMEOUT)
+        done = await self.sandbox.exec(
+            ["rm", "-rf", "--", path], user=ROOT, timeout=COMMAND_TIMEOUT
+        )
+        return done.ok
 
     async def write_for_grader(self, folder: str, files: dict[str, str]) -> bool:
         # root's own folder, made anew: the candidate's code the grader runs cannot rewrite

@@ -26,7 +26,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from skillbench.util.jsonreply import every_object
+from skillbench.util.jsonreply import TooCostly, every_object
 
 NONCE_BYTES = 8
 MAX_REPLY_CHARS = 200_000  # a reply is bounded by max_tokens; this bounds the scan regardless
@@ -84,7 +84,11 @@ class Frame:
         text = _LONE_BACKSLASH.sub(_escaped, reply[-MAX_REPLY_CHARS:])
         decoder = json.JSONDecoder(strict=False, object_pairs_hook=_first_value)
         first = list(decides)
-        carrying = [o for o in every_object(text, decoder) if o.get("nonce") == self.nonce]
+        try:
+            objects = every_object(text, decoder)
+        except TooCostly:  # (a reply built, from the material, to be slow to read: none)
+            return None
+        carrying = [o for o in objects if o.get("nonce") == self.nonce]
         mine = [o for o in carrying if list(o)[: len(first)] == first and valid(o)]
         # every `{"nonce": "<id>"` the reply writes is a verdict read, and they agree: a draft
         # and a final answer, the final one broken or wrapped by material the model copied,
@@ -108,8 +112,12 @@ def _first_value(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _escaped(found: re.Match[str]) -> str:
-    valid = len(found[1]) == 5 or found[1] in '"\\/bfnrt'  # (\uXXXX, or a one-letter escape)
-    return found[0] if valid else "\\" + found[0]
+    if len(found[1]) == 5:  # \uXXXX: a letter or digit so spelled is written as itself, or
+        # `"n\u006fnce"` (or the id with an escaped digit) would parse as the nonce where
+        # the count of verdicts written, which reads the text, does not see it
+        char = chr(int(found[1][1:], 16))
+        return char if char.isascii() and char.isalnum() else found[0]
+    return found[0] if found[1] in '"\\/bfnrt' else "\\" + found[0]  # (a one-letter escape)
 
 
 # the nonce as the first key's value, its quotes escaped or not (a verdict copied into a

@@ -101,7 +101,11 @@ def _stricter(team: Policy, local: Policy) -> Policy:
         allow_custom_ca=team.allow_custom_ca and local.allow_custom_ca,
         min_net_lift=max(team.min_net_lift, local.min_net_lift),
         require_cells=cells,
-        allow_neutral_cells=team.allow_neutral_cells and local.allow_neutral_cells,
+        # a cell the pack adds is one more that must pass, never the passing partner a
+        # NEUTRAL cell of the team's needs to be let through
+        allow_neutral_cells=(
+            team.allow_neutral_cells and local.allow_neutral_cells and not local.require_cells
+        ),
     )
 
 

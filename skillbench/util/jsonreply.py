@@ -8,19 +8,55 @@ from typing import Any
 
 
 def first_json_object(text: str) -> dict[str, Any] | None:
-    """The first `{...}` in `text` that parses as a JSON object, or None."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
+    """The first `{...}` in `text` that parses as a JSON object, or None (None too for a
+    text too costly to read)."""
+    try:
+        found = json_objects(text, first=True)
+    except TooCostly:
+        return None
+    return found[0] if found else None
+
+
+class TooCostly(ValueError):
+    """Reading the objects of a text would cost more than its length allows (_COST)."""
+
+
+# the first window a value is read in; its errors count the lines before them, so read on
+# the whole text, every "{" of a megabyte of them cost a pass over all that came before:
+# minutes of the host's event loop
+_WINDOW = 1 << 8
+_LOOKAHEAD = 16  # characters a parse may need past where it fails (a literal, a number)
+# characters read, over every "{" tried (each also costs _TRY: a failure's exception), per
+# character of the text, and a floor: each "{" of `{"":{"":...` reads on to the parser's
+# nesting limit, a thousand levels, before it fails. At most about 3 s at the 1 MiB output cap
+_COST, _COST_FLOOR, _TRY = 32, 1 << 20, 128
+
+
+def _decode_at(
+    decoder: json.JSONDecoder, text: str, start: int, left: list[int]
+) -> tuple[Any, int]:
+    """decoder.raw_decode(text, start), read in a window that grows only while the parse
+    reaches its end, so that what a failure costs is what it read; each window charged to
+    `left`, past which TooCostly."""
+    size = _WINDOW
+    while True:
+        window = text[start : start + size]
+        read = len(window)
         try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            start = text.find("{", start + 1)
+            value, end = decoder.raw_decode(window)
+        except json.JSONDecodeError as exc:
+            # (an unterminated string is reported where it starts, though read to the end)
+            cut = exc.msg.startswith("Unterminated") or exc.pos >= len(window) - _LOOKAHEAD
+            read = len(window) if cut else exc.pos
+            if not cut or start + size >= len(text):
+                raise
+            size *= 4
             continue
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
+        finally:
+            left[0] -= _TRY + read
+            if left[0] < 0:
+                raise TooCostly(f"reading its JSON objects costs more than {_COST} passes over it")
+        return value, start + end
 
 
 class KeyTwice(ValueError):
@@ -50,21 +86,27 @@ def has_key_twice(text: str) -> bool:
     return False
 
 
-def json_objects(text: str, decoder: json.JSONDecoder | None = None) -> list[dict[str, Any]]:
+def json_objects(
+    text: str, decoder: json.JSONDecoder | None = None, *, first: bool = False
+) -> list[dict[str, Any]]:
     """Every top-level `{...}` in `text` that parses as a JSON object, in order (an object's
-    nested objects are part of it, not listed again)."""
+    nested objects are part of it, not listed again); only the first with `first`. Raises
+    TooCostly for a text built to be slow to read."""
     decoder = decoder or json.JSONDecoder()
     found, start = [], text.find("{")
+    left = [_COST * len(text) + _COST_FLOOR]
     while start != -1:
         try:
-            value, end = decoder.raw_decode(text, start)
-        except KeyTwice:
+            value, end = _decode_at(decoder, text, start, left)
+        except (KeyTwice, TooCostly):
             raise
         except (ValueError, RecursionError):  # (an object nested past the parser's limit)
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):
             found.append(value)
+            if first:
+                break
             start = text.find("{", end)
         else:
             start = text.find("{", start + 1)

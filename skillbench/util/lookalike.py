@@ -13,15 +13,15 @@ from functools import lru_cache
 # Cyrillic, Greek and Armenian letters drawn like Latin ones (after casefolding), as Unicode's
 # confusables list (UTS #39) maps them: "аре" in Cyrillic reads, and routes, as "ape"
 _SCRIPTS = str.maketrans(
-    "асеһіјӏорԛѕԝхуԁɡοαικνρτυχϲϳօսոհցզքաɑǀ",
-    "acehijlopqswxydgoaikvptuxcjounhgqpwal",
+    "асеһіјӏорԛѕԝхуԁɡοαικνρτυχϲϳօսոհցզքաɑǀ│",
+    "acehijlopqswxydgoaikvptuxcjounhgqpwall",
 )
 # capitals drawn like Latin ones, before casefolding (whose small forms look unlike them;
 # Cherokee's small letters casefold to its capitals, so the table is applied after too), and
 # Lisu's letters, which have no case
 _CAPITALS = str.maketrans(
-    "АВЕКМНОРСТХУЅІЈԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧᎪᏴᏟᎠᎬᎻᏆᏦᏞᎷᏃᏢᏚᎢᏙᏔꓐꓑꓒꓓꓔꓖꓗꓙꓚꓜꓝꓟꓠꓡꓢꓣꓦꓧꓪꓫꓬꓮꓰꓲꓳꓴ",
-    "ABEKMHOPCTXYSIJWABEZHIKMNOPTYXABCDEHIKLMZPSTVWBPdDTGKJCZFMNLSRVHWXYAEIOU",
+    "АВЕКМНОРСТХУЅІЈԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹᎪᏴᏟᎠᎬᎻᏆᏦᏞᎷᏃᏢᏚᎢᏙᏔꓐꓑꓒꓓꓔꓖꓗꓙꓚꓜꓝꓟꓠꓡꓢꓣꓦꓧꓪꓫꓬꓮꓰꓲꓳꓴ",
+    "ABEKMHOPCTXYSIJWABEZHIKMNOPTYXCABCDEHIKLMZPSTVWBPdDTGKJCZFMNLSRVHWXYAEIOU",
 )
 # letters that draw nothing (Hangul fillers, the braille blank), or only punctuation (a click
 # letter drawn as `!`, the saltillo as `'`, the araea as a dot); modifier letters (tone
@@ -77,7 +77,10 @@ def fold(text: str) -> str:
     tables above, then Unicode's confusables list), digits drawn like letters made letters."""
     alike = _confusables()
     # compatibility forms first (fullwidth and mathematical letters, the long s): their
-    # letter, not whatever the confusables list draws them like
+    # letter, not whatever the confusables list draws them like; but the tables above before
+    # them too, as NFKC turns some look-alikes into other letters (the lunate sigma ϲ, drawn
+    # as c, into a final sigma, which is drawn as o)
+    text = text.translate(_CAPITALS).translate(_SCRIPTS)
     text = unicodedata.normalize("NFKC", text)
     for _ in range(2):  # (again after casefolding: small forms fold to capitals, and back)
         text = text.translate(_CAPITALS).translate(_SCRIPTS).translate(alike)

@@ -410,3 +410,32 @@ def test_a_folder_too_deep_to_walk_and_too_big_to_remove_is_refused(
     monkeypatch.setattr(handover, "_RM_SECONDS", 60)
     notes = handover.hand_over(str(work), os.getuid(), os.getgid())
     assert any("nested too deep for a path" in n for n in notes), notes
+
+
+def test_what_the_walk_foresaw_no_cost_for_is_charged_or_timed(tmp_path: Path, monkeypatch) -> None:
+    """Fifteenth review: git folders past 200 were each removed by an `rm` of their own
+    (~2 ms, uncharged: 300,000 outlasted the host's wait), each cut link's note repeated its
+    whole target (300,000 of 4,000 bytes: a reply of 1.2 GB, the executor killed), and a
+    folder removed on the way (a `commondir` that is a folder) made the walk raise. Removals
+    are charged, notes are capped, what is gone is passed over, and a clock backs it all."""
+    work = tmp_path / "work"
+    for i in range(260):
+        (work / f"g{i}").mkdir(parents=True)
+        (work / f"g{i}/HEAD").write_text("ref: refs/heads/main\n")
+    monkeypatch.setattr(handover, "_WALK", 30 * handover._RM_COST)  # (the walk, not 60 rm)
+    with pytest.raises(handover.Unbounded):
+        handover.hand_over(str(work), os.getuid(), os.getgid())
+    monkeypatch.undo()
+    shutil.rmtree(work)
+    work.mkdir()
+    (work / "repo/commondir/sub").mkdir(parents=True)
+    (work / "repo/HEAD").write_text("ref: refs/heads/main\n")
+    for i in range(300):
+        os.symlink("x" * 3000 + str(i), work / f"l{i}")
+    notes = handover.hand_over(str(work), os.getuid(), os.getgid())
+    assert len(notes) == handover._NOTES + 1 and notes[-1].endswith("more"), notes[-1]
+    assert max(map(len, notes)) <= handover._NOTE + 3, notes  # (its middle cut out)
+    assert notes[1].endswith(", cut"), notes[1]
+    assert not (work / "repo/commondir").exists()
+    with pytest.raises(handover.Unbounded):
+        handover.hand_over(str(work), os.getuid(), os.getgid(), seconds=0)

@@ -8,6 +8,7 @@ every check, decided by checks. Real podman, the builtin agent, the fake model s
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,76 @@ async def test_a_check_that_buries_the_workspace_fails_every_later_check(
     checks = [
         Check("command_succeeds", "bash solve.sh"),  # the candidate's code, run by a check
         Check("command_succeeds", "true"),
+        Check("file_exists", "solve.sh"),  # (nor does a tainted checker read a file)
     ]
     results = await checked(provider, spec, tmp_path, DEEP_TREE, checks)
     assert results[0].passed, results[0].detail
     assert not results[1].passed and "handed over again" in results[1].detail, results[1]
+    assert not results[2].passed and "handed over again" in results[2].detail, results[2]
+
+
+def _eval(fake, tmp_path: Path, capsys, case: str, cand: str, base: str, files=None):
+    folder = skill(tmp_path, {"evals/cases/big.yaml": case, **(files or {})})
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Task big", bash(cand), {"text": "done"}),
+                conv(BASE, "Task big", bash(base), {"text": "done"}),
+            ]
+        }
+    )
+    _, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    (row,) = summary["rows"]
+    return row, lines
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_a_workspace_that_breaks_the_handover_is_a_loss_not_an_error(
+    fake, tmp_path: Path, capsys
+) -> None:
+    """Fifteenth review: a folder holding HEAD whose `commondir` is a folder had it removed in
+    the middle of the walk, which then raised FileNotFoundError: the handover failed, the
+    session errored, and the losing candidate's row went unscored. The walk passes over what
+    is gone, and whatever else makes the first handover fail refuses the workspace."""
+    row, lines = _eval(
+        fake,
+        tmp_path,
+        capsys,
+        "task: Task big\nchecks:\n  - file_exists: done.txt\n",
+        "mkdir -p repo/commondir/sub && echo 'ref: refs/heads/main' > repo/HEAD",
+        "touch done.txt",
+    )
+    assert (row["outcome"], row["decided_by"]) == ("loss", "checks"), (row, lines)
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_a_reward_planted_before_tainting_the_checker_is_never_read(
+    fake, tmp_path: Path, capsys
+) -> None:
+    """Fifteenth review: the candidate's code, run by a check, wrote reward 1 where the next
+    check's verifier writes its own, then buried the workspace so that the handover after the
+    check tainted the checker. The verifier (and the removal of the old reward before it)
+    was refused, but reading the reward file was not: the planted 1 won the row. A tainted
+    checker reads nothing, and a reward whose old file could not be removed fails."""
+    case = (
+        "task: Task big\nchecks:\n  - command_succeeds: bash solve.sh\n"
+        "  - reward: {file: /logs/verifier/reward.txt, run: verify.sh}\n"
+    )
+    verify = "#!/bin/bash\nmkdir -p /logs/verifier && echo 0 > /logs/verifier/reward.txt\n"
+    plant = f"mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; {DEEP_TREE}"
+    row, lines = _eval(
+        fake,
+        tmp_path,
+        capsys,
+        case,
+        f"printf '%s\\n' {shlex.quote(plant)} > solve.sh",
+        "echo true > solve.sh",
+        {"evals/cases/verify.sh": verify},
+    )
+    assert row["outcome"] != "win", (row, lines)
+    reward = row["arms"]["candidate"]["checks"][1]
+    assert not reward["passed"], reward

@@ -52,8 +52,9 @@ class Checker(Protocol):
         """A Vally program grader's GraderInput JSON for its `program` context."""
         ...
 
-    async def clear(self, path: str) -> None:
-        """Remove what is at `path` (as root) before a script writes its reward there."""
+    async def clear(self, path: str) -> bool:
+        """Remove what is at `path` (as root) before a script writes its reward there;
+        whether that was done."""
         ...
 
     async def write_for_grader(self, folder: str, files: dict[str, str]) -> bool:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Sequence
@@ -14,7 +15,7 @@ from skillbench.evals.kinds.base import NO_SANDBOX, At, CheckContext, Lint, Stri
 from skillbench.evals.model import Check
 from skillbench.evals.paths import case_script
 from skillbench.results.checks import NO_METRIC, NO_VERDICT, CheckResult
-from skillbench.util.jsonreply import has_key_twice, objects_carrying, unread
+from skillbench.util.jsonreply import TooCostly, has_key_twice, objects_carrying, unread
 
 if TYPE_CHECKING:
     from skillbench.evals.kinds.base import Checker, ExecResult
@@ -105,7 +106,8 @@ class Reward(StringKind):
         limit = check.timeout or SCRIPT_TIMEOUT
         path = arg if arg.startswith("/") else f"{sandbox.workdir}/{arg}"
         if check.script:  # Harbor's test.sh: its exit code says nothing, its reward file does
-            await checker.clear(path)
+            if not await checker.clear(path):  # (what is there may be the candidate's)
+                return CheckResult(name, False, f"could not remove {path} before {check.script}")
             done = await checker.run_script(check.script, limit)
             output = _output(done)
             if done.timed_out:
@@ -176,7 +178,9 @@ class Grader(StringKind):
         )
         if done.timed_out:
             return CheckResult(name, False, f"timed out after {limit:g} s")
-        found = _graded(name, done, check)
+        # (off the event loop: reading a megabyte of hostile output takes seconds, and every
+        # other session's deadlines run on that loop)
+        found = await asyncio.to_thread(_graded, name, done, check)
         if found.passed and done.truncated:
             # the middle of its stdout was cut (the sandbox keeps its head and tail): the
             # grader's own verdict may be what was cut, under the candidate's output
@@ -287,6 +291,13 @@ def _reward(value: Any, at: At) -> Check | None:
 
 def _graded(name: str, done: ExecResult, check: Check) -> CheckResult:
     """A grader's result as its format reads its stdout (and, with no verdict, its exit)."""
+    try:
+        return _read_verdict(name, done, check)
+    except TooCostly as exc:  # (the candidate's code shares the grader's stdout)
+        return CheckResult(name, False, f"the grader's stdout is built to be slow to read: {exc}")
+
+
+def _read_verdict(name: str, done: ExecResult, check: Check) -> CheckResult:
     if has_key_twice(done.stdout):
         # the candidate's code shares the grader's stdout: wrapped around the grader's own
         # verdict, a key given twice keeps only its own value (the grader's nested one gone)

@@ -260,7 +260,8 @@ def _sweep(user):
         import handover  # beside this file in every sandbox
 
         if os.path.isdir(_WORKDIR) and not os.path.islink(_WORKDIR):
-            handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid, _HANDED)
+            # (the host waits the command's timeout and a minute more: the command is done)
+            handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid, _HANDED, seconds=40)
     except Exception as exc:  # (any failure: fail closed)
         _TAINTED = _TAINTED or f"the workspace could not be handed over again: {exc}"[:300]
     for place in (user.pw_dir, "/dev/shm"):
@@ -350,7 +351,11 @@ def _path(req):
 
 def _as_user(fn, req):
     """Run a file operation in a forked child that has dropped to the user, so the kernel
-    checks it as the user (a symlink planted in /work leads nowhere root could reach)."""
+    checks it as the user (a symlink planted in /work leads nowhere root could reach). None
+    once the checker is tainted: a check that reads a file then fails, as one that runs a
+    command does (a reward the candidate planted before tainting it is never read)."""
+    if _TAINTED:
+        raise PermissionError(errno.EACCES, f"skillbench: {_TAINTED}", req.get("path", ""))
     user = _user(req)
     if user.pw_uid == 0:
         return fn(req)
@@ -433,11 +438,12 @@ def _hand_over(req):
     # the case's volumes the agent's sandbox had: what it left there crosses over as /work does
     # (and is tamed again after each sealed command, as /work is: _sweep)
     _HANDED.extend(p for p in req.get("also", ()) if p not in _HANDED)
-    try:
-        return {"notes": handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid, _HANDED)}
-    except handover.Unbounded as exc:  # nothing may run against it: the arm fails its checks
-        _TAINTED = str(exc)[:300]
+    try:  # (the host waits 300 s)
+        notes = handover.hand_over(_WORKDIR, user.pw_uid, user.pw_gid, _HANDED, seconds=200)
+    except Exception as exc:  # the workspace is the agent's making: the arm fails its checks
+        _TAINTED = f"the workspace could not be handed over: {exc}"[:300]
         return {"notes": [], "refused": _TAINTED}
+    return {"notes": notes}
 
 
 def _observer():

@@ -39,12 +39,14 @@ This file must stay standard-library only and run on the image's python3, like e
 """
 
 import contextlib
+import math
 import os
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 CUT = "/dev/null/"  # a link under it never resolves: /dev/null is not a folder
 _HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
@@ -73,7 +75,12 @@ _DEEP = 3800  # bytes of a folder's path past which its entries' paths may pass 
 # workspace fails every check of its arm (docs/trust.md).
 _ENTRY, _WALK = 64, 100_000_000
 _RM_SECONDS = 20  # to remove what is nested too deep to walk (no honest workspace has any)
+_RM_COST = 20_000  # an `rm` process (~2.5 ms): a folder nested too deep, a git folder past 200
 _walked = [0]
+# and a clock, the last resort for what no budget above foresaw: the host's wait less a
+# margin (hand_over's `seconds`); past it, as past the budget
+_deadline = [math.inf]
+_NOTES, _NOTE = 200, 300  # notes kept, characters of each (a link's target can be 4,000)
 
 
 class Unbounded(Exception):
@@ -289,18 +296,21 @@ def _tame_git_config(path):
     return f"{path}: git config without {', '.join(dropped)[:300]}"
 
 
-def hand_over(workdir, uid, gid, also=()):
+def hand_over(workdir, uid, gid, also=(), seconds=None):
     """Make `workdir`, and each folder of `also` (the case's volumes the agent's sandbox
-    had), the checker's (uid, gid) as described above, within one budget; returns notes on
-    what was cut, copied or rewritten, one per entry. Raises Unbounded past the walk's
-    budget."""
+    had), the checker's (uid, gid) as described above, within one budget and in at most
+    `seconds`; returns notes on what was cut, copied or rewritten, one per entry (the first
+    _NOTES). Raises Unbounded past the budget or the time."""
     _left[0], _copied[0], _walked[0] = _STEPS, 0, 0
+    _deadline[0] = math.inf if seconds is None else time.monotonic() + seconds
     mounts = _mount_points()
     notes = _hand_over(workdir, uid, gid, mounts)
     for place in also:
         if os.path.isdir(place) and not os.path.islink(place):
             notes += _hand_over(place, uid, gid, mounts)
-    return notes
+    more = [f"... and {len(notes) - _NOTES} more"] if len(notes) > _NOTES else []
+    half = _NOTE // 2  # (a note's end says what was done)
+    return [n if len(n) <= _NOTE else f"{n[:half]}...{n[-half:]}" for n in notes[:_NOTES]] + more
 
 
 def _hand_over(workdir, uid, gid, mounts):
@@ -337,14 +347,17 @@ def _hand_over(workdir, uid, gid, mounts):
         elif os.path.basename(path) == ".git" and stat.S_ISLNK(info.st_mode):
             _git_link(path, workdir, notes)
     for folder in deep:  # (rm works below any depth, by descriptor)
+        _charge(_RM_COST)
         try:  # (not walked, so not charged: millions of entries in one would outlast the wait)
-            subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=_RM_SECONDS)
+            left = min(_RM_SECONDS, _deadline[0] - time.monotonic())
+            subprocess.run(["rm", "-rf", "--", folder], check=False, timeout=max(left, 1e-6))
         except subprocess.TimeoutExpired:
             raise Unbounded(f"{folder} is nested too deep and holds too much to remove") from None
         notes.append(f"{folder}: nested too deep for a path to reach what it holds, removed")
     gits = sorted(set(gits))  # (the workspace's own, when it is one, first)
     extra = [g for g in gits[_MOST_GITS:] if g != workdir and os.path.lexists(g)]
     for git in extra:  # (taming each costs a git process; see _MOST_GITS)
+        _charge(_RM_COST)
         _remove(git)
     if extra:
         notes.append(
@@ -378,6 +391,7 @@ def _hand_over(workdir, uid, gid, mounts):
         target = os.readlink(link)
         if target.startswith(CUT):  # cut already (a reused session's workspace)
             continue
+        _charge(6 * link.count("/"))  # (its unlink, symlink, chown... each look the path up)
         _cut(link, target)
         if os.path.lexists(link):  # (gone, in a full workspace)
             os.lchown(link, uid, gid)
@@ -391,11 +405,17 @@ def _walk(top, deep):
     not entered, it is added to `deep`."""
     stack = [top]
     while stack:
-        with os.scandir(stack.pop()) as entries:
-            found = list(entries)
+        try:
+            with os.scandir(stack.pop()) as entries:
+                found = list(entries)
+        except FileNotFoundError:  # (removed on the way: a git folder's commondir, say)
+            continue
         for entry in found:
             _charge(_ENTRY + entry.path.count("/"))  # (DirEntry.stat looks the path up)
-            info = entry.stat(follow_symlinks=False)
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
             yield entry.path, info
             if stat.S_ISDIR(info.st_mode):
                 (deep if len(os.fsencode(entry.path)) > _DEEP else stack).append(entry.path)
@@ -417,9 +437,9 @@ def _own(path, info, uid, gid):
 
 
 def _charge(cost):
-    """Charge `cost` path lookups to the walk; past its budget, Unbounded."""
+    """Charge `cost` path lookups to the walk; past its budget or its time, Unbounded."""
     _walked[0] += cost
-    if _walked[0] > _WALK:
+    if _walked[0] > _WALK or time.monotonic() > _deadline[0]:
         raise Unbounded(
             "the workspace holds more than a handover walks (about a million entries, fewer "
             "nested deep): no check may read it"
