@@ -56,15 +56,18 @@ def numbered(texts: Sequence[str], canary: str) -> list[tuple[int, str]]:
     return list(enumerate(order, start=1))
 
 
-async def workspace_files(sandbox: Sandbox) -> str:
+async def workspace_files(sandbox: Sandbox) -> str | None:
     """The arm's workspace as the grader sees it: text files' contents within caps, binary
-    and over-cap files by name and size."""
+    and over-cap files by name and size; None when it cannot be listed (a checker the
+    candidate's code tainted runs nothing)."""
     work = sandbox.workdir.rstrip("/")
     done = await sandbox.exec(
         f"cd {shlex.quote(work)} && find . -type f -printf '%s %P\\n' 2>/dev/null | "
         f"sort -k2 | head -n {MOST_FILES}",
         timeout=LIST_TIMEOUT,
     )
+    if not done.ok:
+        return None
     parts, budget = [], FILES_CHARS
     for line in done.stdout.splitlines():
         size_s, _, rel = line.partition(" ")
@@ -184,6 +187,9 @@ async def grade(
         return [CheckResult(c.name, False, "no sandbox to grade in") for c in checks], usage
     texts = [c.arg or "" for c in checks]
     files = await workspace_files(sandbox)
+    if files is None:  # (graded on the transcript alone, its claims would stand unchecked)
+        why = "the workspace could not be listed for the grader"
+        return [CheckResult(c.name, False, why) for c in checks], usage
     answers = []
     for _ in range(runs):
         why = ""

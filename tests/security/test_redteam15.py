@@ -127,3 +127,31 @@ def test_an_object_longer_than_the_first_window_is_read_whole() -> None:
     text = "prose { not json " + json.dumps(long) + " and " + json.dumps({"b": "z" * 3000})
     assert first_json_object(text) == long
     assert json_objects(text)[1] == {"b": "z" * 3000}
+
+
+@pytest.mark.anyio
+async def test_a_workspace_the_grader_cannot_list_fails_its_expectations(
+    tmp_path, monkeypatch
+) -> None:
+    """Fifteenth round: a checker the candidate's code tainted runs no command, so the model
+    grader's listing of the workspace came back empty and it graded the transcript alone:
+    its claims stood unchecked by the files it hid. Unlisted, every expectation fails."""
+    from skillbench.evals.model import Check
+    from skillbench.grading.expect import grade
+    from skillbench.models import resolve_model
+    from skillbench.sandbox.base import ExecResult
+    from tests.grading.test_grading import CANARY, script
+
+    text = "Writes hello to out.txt"
+    ref = script(tmp_path, monkeypatch, {text: True, CANARY: False})
+
+    class Tainted:  # (what a tainted checker answers every command with)
+        workdir = "/work"
+
+        async def exec(self, *args, **kwargs) -> ExecResult:
+            return ExecResult(126, "", "skillbench: the workspace could not be handed over")
+
+    results, _ = await grade(
+        resolve_model(ref), [Check("expect", text)], task="t", trace="done!", sandbox=Tainted()
+    )
+    assert [(r.passed, r.infrastructure) for r in results] == [(False, False)], results
