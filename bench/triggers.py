@@ -36,7 +36,9 @@ async def main(latency: float, prompts: int, levels: list[int], ref: str) -> Non
     server = SpawnedServer(
         {
             "latency": latency,
-            "rules": [{"when": "User request", "replies": ['{"selected": ["s"]}']}],
+            "rules": [
+                {"when": "User request", "replies": ['{"nonce": "$FRAME_ID", "selected": ["s"]}']}
+            ],
         }
     )
     os.environ.update(server.env())

@@ -20,8 +20,8 @@ from skillbench.errors import SkillbenchError
 from skillbench.evals import SpecError, load_case, load_triggers
 from skillbench.evals.model import BUCKETS
 from skillbench.evals.skills import Skill, catalog_lines, skill_files
+from skillbench.grading.framing import Frame
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
-from skillbench.util.jsonreply import first_json_object
 from skillbench.version import __version__
 
 MAX_CALLS = 3
@@ -37,7 +37,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
 
 SYSTEM = (
     "You write evaluation material for agent skills. Reply with exactly one JSON object and "
-    "nothing else."
+    f"nothing else. {Frame.ANSWER_RULES}"
 )
 
 
@@ -87,7 +87,10 @@ def _skill_brief(skill: Skill) -> str:
 async def _converse(
     model: Model, request: str, validate: Callable[[dict[str, Any]], Awaitable[list[str]]]
 ) -> tuple[int, Usage]:
-    messages = [Message("user", (TextBlock(request),))]
+    # the answer read carries this conversation's frame id: JSON the skill's own SKILL.md
+    # plants for the model to quote is never read as the model's evals
+    frame = Frame()
+    messages = [Message("user", (TextBlock(f"{request}\n\n{frame.stamp()}"),))]
     problems: list[str] = []
     usage = Usage()
     for call in range(1, MAX_CALLS + 1):
@@ -96,8 +99,13 @@ async def _converse(
         except ModelError as exc:
             raise GenerationFailed(f"model call failed: {exc}") from exc
         usage = usage + done.usage
-        data = first_json_object(done.text)
-        problems = ["the reply holds no JSON object"] if data is None else await validate(data)
+        reply = frame.verdict(done.text, lambda _: True, ("nonce",))
+        data = None if reply is None else {k: v for k, v in reply.items() if k != "nonce"}
+        problems = (
+            [f'the reply holds no JSON object starting with "nonce": "{frame.nonce}"']
+            if data is None
+            else await validate(data)
+        )
         if not problems and data is not None:
             return call, usage
         messages += [
@@ -110,6 +118,7 @@ async def _converse(
                         + "\n- ".join(problems)
                         + "\nAnswer again with the whole corrected JSON object. The request was: "
                         + request.split("\n", 1)[0]
+                        + f"\n{frame.stamp()}"
                     ),
                 ),
             ),

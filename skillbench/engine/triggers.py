@@ -4,7 +4,8 @@ Every prompt of `evals/triggers.yaml` is routed against the library the skill li
 skill under test always in it), by one of two methods, each a `Router`:
 
 - the catalog call (here): one tool-free model call showing the catalog and the request,
-  asking for `{"selected": [...]}`; cheap, a proxy;
+  asking for `{"nonce": <frame id>, "selected": [...]}` (only an answer carrying the call's
+  frame id is read, grading/framing.py: a description cannot plant one); cheap, a proxy;
 - the agent (engine/routing.py): the real agent CLI, every skill of the library staged as a
   real skill, run on the request; what it loads is what it selected. A canary prompt naming
   the skill runs first: if even that does not fire, the setup cannot measure routing and the
@@ -36,16 +37,17 @@ from skillbench.evals.skills import (
     root_children,
 )
 from skillbench.evals.triggers_file import load_skill_triggers, trigger_files
+from skillbench.grading.framing import Frame
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.models.ledger import BudgetRefused, MeteredModel, RunLedger
 from skillbench.models.pricing import Price
-from skillbench.util.jsonreply import first_json_object
 
 SYSTEM = (
     "You decide which skills an AI coding agent should load before it answers a user's "
     "request. A skill is worth loading only when its description clearly applies to the "
     "request. Reply with one JSON object and nothing else: "
-    '{"selected": ["skill-name", ...]} (an empty list when no skill applies).'
+    '{"nonce": "<frame id>", "selected": ["skill-name", ...]} (an empty list when no skill '
+    f"applies). {Frame.ANSWER_RULES}"
 )
 
 
@@ -197,31 +199,46 @@ class TriggerCaller:
         return self.cache[key]
 
     async def _call(self, text: tuple[str, str]) -> Call:
-        async with self.gate:
-            if self.spend is not None and not self.spend.allows():
-                return Call(None, CAPPED)
-            self.calls += 1
-            try:
-                catalog, request = text
-                done = await self.model.complete(
-                    system=SYSTEM,
-                    messages=[
-                        Message("user", (TextBlock(catalog, cache=True), TextBlock(request)))
-                    ],
-                    tools=[],
-                    max_tokens=512,
-                )
-            except BudgetRefused:
-                if self.spend is not None:
-                    self.spend.stopped = True
-                return Call(None, CAPPED)
-            except ModelError as exc:
-                return Call(None, f"call failed: {exc}")
-        reply = first_json_object(done.text)
-        chosen = None if reply is None else reply.get("selected")
-        if not isinstance(chosen, list) or not all(isinstance(s, str) for s in chosen):
-            return Call(None, "no usable JSON in the reply", done.usage)
-        return Call(tuple(chosen), None, done.usage)
+        # the answer read is the one carrying this call's frame id: a description that plants
+        # `{"selected": [...]}` for the model to quote is never read as its choice
+        frame = Frame()
+        catalog, request = text
+        usage = Usage()
+        for attempt in range(2):  # a reply without the id is asked for once more
+            asked = f"{request}\n{frame.stamp()}\n"
+            remind = (TextBlock(frame.reminder()),) if attempt else ()
+            async with self.gate:
+                if self.spend is not None and not self.spend.allows():
+                    return Call(None, CAPPED, usage)
+                self.calls += 1
+                try:
+                    done = await self.model.complete(
+                        system=SYSTEM,
+                        messages=[
+                            Message(
+                                "user",
+                                (TextBlock(catalog, cache=True), TextBlock(asked), *remind),
+                            )
+                        ],
+                        tools=[],
+                        max_tokens=512,
+                    )
+                except BudgetRefused:
+                    if self.spend is not None:
+                        self.spend.stopped = True
+                    return Call(None, CAPPED, usage)
+                except ModelError as exc:
+                    return Call(None, f"call failed: {exc}", usage)
+            usage = usage + done.usage
+            reply = frame.verdict(done.text, _selection, ("nonce", "selected"))
+            if reply is not None:
+                return Call(tuple(reply["selected"]), None, usage)
+        return Call(None, "no usable JSON in the reply", usage)
+
+
+def _selection(reply: dict[str, object]) -> bool:
+    chosen = reply.get("selected")
+    return isinstance(chosen, list) and all(isinstance(s, str) for s in chosen)
 
 
 def decided(fires: int, ok: int, left: int, threshold: float) -> bool:

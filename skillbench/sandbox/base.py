@@ -201,11 +201,14 @@ class Sandbox(Protocol):
         """Copy the host folder `src` into the sandbox folder `dest` (created if missing)."""
         ...
 
-    async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
+    async def get_tree(
+        self, src: str, dest: Path, *, cap: int = 100 << 20, seconds: float = 120.0
+    ) -> list[str]:
         """Copy the sandbox folder `src` to the host folder `dest`, streamed, at most `cap`
-        bytes of file content; symlinks are never made on the host or followed, they are
-        recorded with their targets in `<dest>.symlinks.json`. Returns notes on what was left
-        out (devices, FIFOs, hard links, unsafe names, the cut at `cap`)."""
+        bytes of file content and about `seconds` of time; symlinks are never made on the
+        host or followed, they are recorded with their targets in `<dest>.symlinks.json`.
+        Returns notes on what was left out (devices, FIFOs, hard links, unsafe names, the cut
+        at `cap` or at `seconds`)."""
         ...
 
     async def save_archive(self, src: str, dest: Path, *, cap: int) -> bool:

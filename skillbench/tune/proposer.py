@@ -3,7 +3,9 @@
 It sees the SKILL.md body, the description to improve, the sibling skills' descriptions (the
 library the agent chooses among) and how the train prompts were routed, never a validation or
 test prompt: what it writes is then judged on prompts it could not have fitted. Its reply is
-read as a JSON object `{"description": ...}` (prose around it tolerated); a description
+read as the JSON object `{"nonce": <frame id>, "description": ...}` that carries the call's
+frame id (grading/framing.py; prose around it tolerated), never a description quoted from a
+sibling skill; a description
 outside the front matter's limits is sent back once with the reason.
 """
 
@@ -16,9 +18,9 @@ import msgspec
 
 from skillbench.engine.triggers import Counts, PromptResult, Spend
 from skillbench.evals.skills import MAX_DESCRIPTION, Skill
+from skillbench.grading.framing import Frame
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.models.ledger import BudgetRefused
-from skillbench.util.jsonreply import first_json_object
 
 SYSTEM = (
     "You write the description of an agent skill: the text an AI coding agent reads, beside "
@@ -26,7 +28,8 @@ SYSTEM = (
     "skill for a user's request. A good description says what the skill does and when to "
     "use it, in the words users' requests use, so the agent loads it for the requests it "
     "serves and for no others, and tells it apart from its neighbours. Reply with one JSON "
-    'object and nothing else: {"description": "..."}.'
+    'object and nothing else: {"nonce": "<frame id>", "description": "..."}. '
+    f"{Frame.ANSWER_RULES}"
 )
 BODY_CAP = 12_000  # characters of the SKILL.md body shown
 ATTEMPTS = 2  # a reply outside the limits is sent back once
@@ -141,7 +144,10 @@ def proposer_prompt(
 async def propose(model: Model, request: str, spend: Spend | None = None) -> Proposal:
     """Ask for a description; a reply outside the limits is sent back once with the reason.
     A failed call is a proposal without a description (the round says why)."""
-    messages = [Message("user", (TextBlock(request),))]
+    # the answer read carries this call's frame id: a description quoted from a sibling
+    # skill is never read as the model's proposal
+    frame = Frame()
+    messages = [Message("user", (TextBlock(f"{request}\n\n{frame.stamp()}"),))]
     replies: list[str] = []
     rejected: list[str] = []
     usage = Usage()
@@ -159,13 +165,15 @@ async def propose(model: Model, request: str, spend: Spend | None = None) -> Pro
             break
         usage = usage + done.usage
         replies.append(done.text)
-        reply = first_json_object(done.text)
-        found = None if reply is None else reply.get("description")
-        if isinstance(found, str):
-            found = found.strip()
+        reply = frame.verdict(
+            done.text, lambda o: isinstance(o.get("description"), str), ("nonce", "description")
+        )
+        if reply is not None:
+            found = reply["description"].strip()
             why = check_description(found)
         else:
-            why = 'the reply has no JSON object {"description": "..."}'
+            found = None
+            why = f'the reply has no JSON object {{"nonce": "{frame.nonce}", "description": ...}}'
         if why is None:
             return Proposal(found, request, replies, rejected, usage)
         rejected.append(why)
@@ -175,8 +183,8 @@ async def propose(model: Model, request: str, spend: Spend | None = None) -> Pro
                 "user",
                 (
                     TextBlock(
-                        f"That cannot be used: {why}. Reply again with one JSON object "
-                        '{"description": "..."}.'
+                        f"That cannot be used: {why}. {frame.stamp()} Reply again with one "
+                        f'JSON object {{"nonce": "{frame.nonce}", "description": "..."}}.'
                     ),
                 ),
             ),

@@ -43,8 +43,14 @@ def test_evaluate_runs_an_eval_and_gate_reads_its_receipt(fake, tmp_path: Path, 
     server = fake(
         {
             "rules": [
-                {"when": "User request:\ngreet everyone", "replies": ['{"selected": ["greeter"]}']},
-                {"when": "User request:\nrename this", "replies": ['{"selected": []}']},
+                {
+                    "when": "User request:\ngreet everyone",
+                    "replies": ['{"nonce": "$FRAME_ID", "selected": ["greeter"]}'],
+                },
+                {
+                    "when": "User request:\nrename this",
+                    "replies": ['{"nonce": "$FRAME_ID", "selected": []}'],
+                },
             ],
             "conversations": [
                 conv(CAND, "Create hello", write_file("hello.txt", "hello\n"), {"text": "done"}),
@@ -108,8 +114,14 @@ def test_measure_triggers_returns_reports_by_method(fake, tmp_path: Path) -> Non
     fake(
         {
             "rules": [
-                {"when": "User request:\ngreet everyone", "replies": ['{"selected": []}']},
-                {"when": "User request:\nrename this", "replies": ['{"selected": ["greeter"]}']},
+                {
+                    "when": "User request:\ngreet everyone",
+                    "replies": ['{"nonce": "$FRAME_ID", "selected": []}'],
+                },
+                {
+                    "when": "User request:\nrename this",
+                    "replies": ['{"nonce": "$FRAME_ID", "selected": ["greeter"]}'],
+                },
             ]
         }
     )
@@ -135,8 +147,14 @@ async def test_the_async_api_and_read_run_work_inside_a_running_event_loop(
     fake(
         {
             "rules": [
-                {"when": "User request:\ngreet everyone", "replies": ['{"selected": ["greeter"]}']},
-                {"when": "User request:\nrename this", "replies": ['{"selected": []}']},
+                {
+                    "when": "User request:\ngreet everyone",
+                    "replies": ['{"nonce": "$FRAME_ID", "selected": ["greeter"]}'],
+                },
+                {
+                    "when": "User request:\nrename this",
+                    "replies": ['{"nonce": "$FRAME_ID", "selected": []}'],
+                },
             ],
             "conversations": [
                 conv(CAND, "Create hello", write_file("hello.txt", "hello\n"), {"text": "done"}),

@@ -69,7 +69,7 @@ def test_checks_judge_split_and_skip(fake, tmp_path: Path, capsys) -> None:
     trigger_rules = [
         {
             "when": "User request:\n(greet everyone|rename this variable)",
-            "replies": ['{"selected": ["greeter"]}'],
+            "replies": ['{"nonce": "$FRAME_ID", "selected": ["greeter"]}'],
         }
     ]
     server = fake(
@@ -539,7 +539,13 @@ def test_resume_refuses_a_changed_skill(fake, tmp_path: Path, capsys) -> None:
 
 def test_triggers_only_and_exclusive_flags(fake, tmp_path: Path, capsys) -> None:
     folder = skill(tmp_path, {"evals/triggers.yaml": "should_trigger: [greet everyone]\n"})
-    server = fake({"rules": [{"when": "greet everyone", "replies": ['{"selected": []}']}]})
+    server = fake(
+        {
+            "rules": [
+                {"when": "greet everyone", "replies": ['{"nonce": "$FRAME_ID", "selected": []}']}
+            ]
+        }
+    )
     assert main(["eval", str(folder), "--model", MODEL, "--triggers-only"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [

@@ -325,7 +325,12 @@ class TestRunFolder:
         )
         server = fake(
             {
-                "rules": [{"when": "User request", "replies": ['{"selected": ["greeter"]}']}],
+                "rules": [
+                    {
+                        "when": "User request",
+                        "replies": ['{"nonce": "$FRAME_ID", "selected": ["greeter"]}'],
+                    }
+                ],
                 "latency": 0.2,
                 "conversations": [
                     conv(CAND, "Task a", write_file("a", "x"), {"text": "done"}),
@@ -356,7 +361,12 @@ class TestRunFolder:
             config="parallel = 3\n",
         )
         server = fake(
-            {"latency": 0.2, "rules": [{"when": "User request", "replies": ['{"selected": []}']}]}
+            {
+                "latency": 0.2,
+                "rules": [
+                    {"when": "User request", "replies": ['{"nonce": "$FRAME_ID", "selected": []}']}
+                ],
+            }
         )
         assert main(["triggers", str(folder), "--model", MODEL]) == 0
         assert server.peak_in_flight == 3

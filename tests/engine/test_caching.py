@@ -253,7 +253,9 @@ async def test_the_ledger_settles_a_cached_call_at_its_billed_price(fake) -> Non
 
 @pytest.mark.anyio
 async def test_catalog_calls_cache_the_library_catalog(fake) -> None:
-    server = fake({"rules": [{"when": "User request", "replies": ['{"selected": []}']}]})
+    server = fake(
+        {"rules": [{"when": "User request", "replies": ['{"nonce": "$FRAME_ID", "selected": []}']}]}
+    )
     caller = TriggerCaller(resolve_model(SONNET, max_retries=0), parallel=1)
     library = [
         Skill(f"s{i}", f"Skill {i}: " + "does things " * 80, f"/x/{i}", 1) for i in range(12)

@@ -52,7 +52,15 @@ def library(tmp_path: Path) -> Path:
 def test_triggers_corrected_on_the_second_call(rules_server, tmp_path: Path, capsys) -> None:
     skill = library(tmp_path)
     server = rules_server(
-        [{"when": "trigger prompts", "replies": [json.dumps(FOUR), "Here:\n" + json.dumps(GOOD)]}]
+        [
+            {
+                "when": "trigger prompts",
+                "replies": [
+                    json.dumps({"nonce": "$FRAME_ID", **FOUR}),
+                    "Here:\n" + json.dumps({"nonce": "$FRAME_ID", **GOOD}),
+                ],
+            }
+        ]
     )
     assert main(["gen", str(skill), "--kind", "triggers", "--model", MODEL]) == 0
     err = capsys.readouterr().err
@@ -73,7 +81,9 @@ def test_triggers_corrected_on_the_second_call(rules_server, tmp_path: Path, cap
 
 def test_existing_file_is_left_untouched(rules_server, tmp_path: Path, capsys) -> None:
     skill = make_skill(tmp_path, "greeter", {"evals/triggers.yaml": "should_trigger: [mine]\n"})
-    server = rules_server([{"when": "trigger prompts", "replies": [json.dumps(GOOD)]}])
+    server = rules_server(
+        [{"when": "trigger prompts", "replies": [json.dumps({"nonce": "$FRAME_ID", **GOOD})]}]
+    )
     assert main(["gen", str(skill), "--kind", "triggers", "--model", MODEL]) == 0
     assert "triggers already exist, left untouched" in capsys.readouterr().err
     assert (skill / "evals/triggers.yaml").read_text() == "should_trigger: [mine]\n"
@@ -111,7 +121,11 @@ def test_cases_validated_and_dry_run_seeded(rules_server, tmp_path: Path, capsys
         [
             {
                 "when": "execution cases",
-                "replies": [json.dumps(bad_kind), json.dumps(broken), json.dumps(fixed)],
+                "replies": [
+                    json.dumps({"nonce": "$FRAME_ID", **bad_kind}),
+                    json.dumps({"nonce": "$FRAME_ID", **broken}),
+                    json.dumps({"nonce": "$FRAME_ID", **fixed}),
+                ],
             }
         ]
     )
@@ -131,8 +145,11 @@ def test_eval_generates_missing_triggers_unless_no_gen(
     skill = library(tmp_path)
     server = rules_server(
         [
-            {"when": "trigger prompts", "replies": [json.dumps(GOOD)]},
-            {"when": "User request:", "replies": ['{"selected": ["greeter"]}']},
+            {"when": "trigger prompts", "replies": [json.dumps({"nonce": "$FRAME_ID", **GOOD})]},
+            {
+                "when": "User request:",
+                "replies": ['{"nonce": "$FRAME_ID", "selected": ["greeter"]}'],
+            },
         ]
     )
     assert main(["eval", str(skill), "--model", MODEL, "--triggers-only", "--no-gen"]) == 2
@@ -150,7 +167,17 @@ async def test_generation_reports_what_it_cost(rules_server, tmp_path: Path) -> 
     from skillbench.models.pricing import Price
 
     skill = library(tmp_path)
-    rules_server([{"when": "trigger prompts", "replies": [json.dumps(FOUR), json.dumps(GOOD)]}])
+    rules_server(
+        [
+            {
+                "when": "trigger prompts",
+                "replies": [
+                    json.dumps({"nonce": "$FRAME_ID", **FOUR}),
+                    json.dumps({"nonce": "$FRAME_ID", **GOOD}),
+                ],
+            }
+        ]
+    )
     one = await fill_missing(skill, Settings(model=MODEL), ["triggers"], lambda _: None)
     assert one > 0  # two calls at the model's price: counted toward --max-cost
     (skill / "evals/triggers.yaml").unlink()

@@ -119,7 +119,10 @@ def test_both_methods_side_by_side_with_their_disagreements(fake, tmp_path: Path
     root = library(tmp_path)
     selected = {FIRES: ["greeter"], MISSED: ["greeter"], FALSE_FIRE: ["counter"], QUIET: []}
     rules = [
-        {"when": f"User request:\\n{p}", "replies": [json.dumps({"selected": s})]}
+        {
+            "when": f"User request:\\n{p}",
+            "replies": [json.dumps({"nonce": "$FRAME_ID", "selected": s})],
+        }
         for p, s in selected.items()
     ]
     fake({**script("claude-code"), "rules": rules})

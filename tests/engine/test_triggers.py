@@ -14,18 +14,18 @@ from tests.helpers import make_skill
 MODEL = "anthropic/claude-sonnet-4-6"
 
 GREETER = {
-    "say hello to the team": '{"selected": ["greeter"]}',
-    "greet the new hire": 'I think {"selected": ["greeter"]} fits best here.',
-    "write a welcome note": 'Here you go:\n```json\n{"selected": ["greeter"]}\n```',
+    "say hello to the team": '{"nonce": "$FRAME_ID", "selected": ["greeter"]}',
+    "greet the new hire": 'I think {"nonce": "$FRAME_ID", "selected": ["greeter"]} fits best here.',
+    "write a welcome note": 'Here you go:\n```json\n{"nonce": "$FRAME_ID", "selected": ["greeter"]}\n```',
     "welcome message please": "greeter seems right to me",
-    "wave at the visitors": '{"selected": ["farewell"]}',
+    "wave at the visitors": '{"nonce": "$FRAME_ID", "selected": ["farewell"]}',
 }
 GREETER_NOT = {
-    "say goodbye": '{"selected": ["farewell"]}',
-    "rename this variable": '{"selected": ["greeter"]}',
-    "fix the build": '{"selected": []}',
+    "say goodbye": '{"nonce": "$FRAME_ID", "selected": ["farewell"]}',
+    "rename this variable": '{"nonce": "$FRAME_ID", "selected": ["greeter"]}',
+    "fix the build": '{"nonce": "$FRAME_ID", "selected": []}',
     "write release notes": "no idea",
-    "sort the list": '{"selected": []}',
+    "sort the list": '{"nonce": "$FRAME_ID", "selected": []}',
 }
 
 
@@ -59,7 +59,7 @@ def library(tmp_path: Path) -> Path:
 
 def rules_for_all() -> list[dict[str, Any]]:
     rules = [rule(p, r) for p, r in {**GREETER, **GREETER_NOT}.items()]
-    return [*rules, rule("bid farewell", '{"selected": ["greeter"]}')]
+    return [*rules, rule("bid farewell", '{"nonce": "$FRAME_ID", "selected": ["greeter"]}')]
 
 
 def test_exact_counts_for_one_skill(rules_server, tmp_path: Path, capsys) -> None:
@@ -76,7 +76,8 @@ def test_exact_counts_for_one_skill(rules_server, tmp_path: Path, capsys) -> Non
             '  ERRORED: "write release notes" (no usable JSON in the reply)',
         ]
     )
-    assert len(server.log()) == 10
+    # the two replies with no usable answer are each asked for once more
+    assert len(server.log()) == 12
     # every call shows the library's whole catalog and no tools
     body = server.log()[0].body
     assert "tools" not in body
@@ -105,7 +106,11 @@ def test_json_output_has_the_design_keys(rules_server, tmp_path: Path, capsys) -
 def test_runs_and_threshold_use_the_trigger_rate(rules_server, tmp_path: Path, capsys) -> None:
     root = tmp_path / "lib"
     make_skill(root, "greeter", {"evals/triggers.yaml": "should_trigger: [say hi]\n"})
-    two_of_three = ['{"selected": ["greeter"]}', '{"selected": ["greeter"]}', '{"selected": []}']
+    two_of_three = [
+        '{"nonce": "$FRAME_ID", "selected": ["greeter"]}',
+        '{"nonce": "$FRAME_ID", "selected": ["greeter"]}',
+        '{"nonce": "$FRAME_ID", "selected": []}',
+    ]
     server = rules_server([{"when": "say hi", "replies": two_of_three}])
     assert main(["triggers", str(root / "greeter"), "--model", MODEL, "--runs", "3"]) == 0
     assert capsys.readouterr().out.splitlines() == [
@@ -160,8 +165,9 @@ def test_library_root_with_steal_summary_and_shared_calls(
         '  farewell: "bid farewell" -> greeter',
         '  greeter: "wave at the visitors" -> farewell',
     ]
-    # "say goodbye" is in both files with the same catalog: asked once
-    assert len(server.log()) == 11
+    # "say goodbye" is in both files with the same catalog: asked once (and the two
+    # replies with no usable answer each once more)
+    assert len(server.log()) == 13
     # the page draws who took each skill's should-trigger prompts
     matrix = page.read_text().split("<table class='matrix'>", 1)[1].split("</table>", 1)[0]
     cells = {

@@ -192,3 +192,25 @@ async def test_large_transfers_cross_either_channel_intact(
         assert {rel: (back / rel).read_bytes() for rel in blobs} == blobs
     finally:
         await box.close()
+
+
+@pytest.mark.anyio
+async def test_keeping_a_workspace_is_bounded_in_time(
+    sandbox: PodmanSandbox, tmp_path: Path
+) -> None:
+    """Thousands of files beside one that cannot fit are each copied by their own archive
+    call (~0.1 s each): the copy stops at its time and says what it left out."""
+    made = await sandbox.exec(
+        "mkdir -p keep && head -c 4096 /dev/zero > keep/big.bin"
+        " && cd keep && seq 1 3000 | xargs touch"
+    )
+    assert made.ok, made.stderr
+    back = tmp_path / "back"
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    notes = await sandbox.get_tree("/work/keep", back, cap=1024, seconds=3)
+    took = loop.time() - start
+    assert took < 30, took
+    assert any(n.startswith("copy stopped after 3 s: ") for n in notes), notes
+    copied = {p.name for p in back.iterdir()}
+    assert "big.bin" not in copied and 0 < len(copied) < 3000

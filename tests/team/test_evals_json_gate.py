@@ -55,8 +55,10 @@ def test_an_evals_json_only_skill_is_checked_evaluated_measured_and_gated(
             "rules": [
                 {"when": "(?s)## Expectations.*Hello visitor", "replies": [verdict(True)]},
                 {"when": "## Expectations", "replies": [verdict(False)]},
-                rule("please greet the new hire", '{"selected": ["greeter"]}'),
-                rule("rename this variable", '{"selected": []}'),
+                rule(
+                    "please greet the new hire", '{"nonce": "$FRAME_ID", "selected": ["greeter"]}'
+                ),
+                rule("rename this variable", '{"nonce": "$FRAME_ID", "selected": []}'),
             ],
             "conversations": [
                 conv(

@@ -89,19 +89,22 @@ def library(tmp_path: Path, should: list[str] | None = None, negatives: list[str
 
 
 def selected(*names: str) -> list[str]:
-    return [json.dumps({"selected": list(names)})]
+    return [json.dumps({"nonce": "$FRAME_ID", "selected": list(names)})]
 
 
 def rules(*proposals: str, latency: float = 0.0) -> dict[str, Any]:
     """The proposer's replies in turn (prose around the JSON), then a catalog selector that
     reads the descriptions."""
-    replies = [f"Here it is: {json.dumps({'description': p})} — hope it helps" for p in proposals]
+    replies = [
+        f"Here it is: {json.dumps({'nonce': '$FRAME_ID', 'description': p})} — hope it helps"
+        for p in proposals
+    ]
     return {
         "latency": latency,
         "rules": [
             {
                 "when": "Write a better description|That cannot be used",
-                "replies": replies or [json.dumps({"description": PROPOSED})],
+                "replies": replies or [json.dumps({"nonce": "$FRAME_ID", "description": PROPOSED})],
             },
             {
                 "when": r"(?s)- greeter:[^\n]*welcom[^\n]*\n.*User request:\n[^\n]*welcome",
@@ -592,8 +595,8 @@ def test_a_reply_outside_the_limits_is_sent_back_and_the_proposer_can_be_another
     skill = library(tmp_path)
     script = rules()
     script["rules"][0]["replies"] = [
-        json.dumps({"description": "Writes <b>welcome</b> notes."}),
-        f"Sorry. {json.dumps({'description': PROPOSED})}",
+        json.dumps({"nonce": "$FRAME_ID", "description": "Writes <b>welcome</b> notes."}),
+        f"Sorry. {json.dumps({'nonce': '$FRAME_ID', 'description': PROPOSED})}",
     ]
     server = fake(script)
     run = tmp_path / "run"

@@ -285,9 +285,14 @@ class PodmanSandbox:
         if not done.ok:
             raise PermissionError(errno.EACCES, done.stderr.strip()[-500:], dest)
 
-    async def get_tree(self, src: str, dest: Path, *, cap: int = 100 << 20) -> list[str]:
+    async def get_tree(
+        self, src: str, dest: Path, *, cap: int = 100 << 20, seconds: float = 120.0
+    ) -> list[str]:
         if not await self.exists(src):
             raise FileNotFoundError(errno.ENOENT, "no such folder in the sandbox", src)
+        # each part is one call of the archive API (~0.1 s): thousands of files beside one
+        # that cannot fit would otherwise hold the run for as many tenths of a second
+        deadline = asyncio.get_running_loop().time() + seconds
         copy = CopyOut(dest, cap)
         # Files that can never fit are found first and left out of the archives, so a 2 GB
         # file cannot stop the copy of everything after it.
@@ -297,8 +302,15 @@ class PodmanSandbox:
         too_big = {rel: int(size) for size, rel in (entry.split("/", 1) for entry in big)}
         for rel, size in sorted(too_big.items()):
             copy.left_out(rel, size)
-        for part in await self._parts(src, "", set(too_big), copy):
+        parts = await self._parts(src, "", set(too_big), copy, deadline)
+        for done, part in enumerate(parts):
             if copy.stream_left <= 0:
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                copy.notes.add(
+                    f"copy stopped after {seconds:g} s: {len(parts) - done} of {len(parts)} "
+                    "parts not copied"
+                )
                 break
             path = f"{src.rstrip('/')}/{part}" if part else src
             under = str(PurePosixPath(part).parent) if part else ""
@@ -339,12 +351,17 @@ class PodmanSandbox:
         found = await self.exec(["find", *args], user=ROOT, timeout=120, output_cap=64 << 20)
         return found.stdout.split("\0")[:-1]
 
-    async def _parts(self, src: str, rel: str, skip: set[str], copy: CopyOut) -> list[str]:
+    async def _parts(
+        self, src: str, rel: str, skip: set[str], copy: CopyOut, deadline: float
+    ) -> list[str]:
         """The paths under `src` to archive whole so that nothing in `skip` is included.
         Links and special files met on the way are recreated or noted here: the archive API
-        would follow a link it is pointed at."""
+        would follow a link it is pointed at. Folders not listed by `deadline` are left out."""
         if not any(not rel or s.startswith(f"{rel}/") for s in skip):
             return [rel]
+        if asyncio.get_running_loop().time() > deadline:
+            copy.notes.add(f"{rel or '.'}: not copied (the copy ran out of time)")
+            return []
         parts = []
         folder = f"{src.rstrip('/')}/{rel}" if rel else src
         found = await self._find0(
@@ -357,7 +374,7 @@ class PodmanSandbox:
             if kind == "l":
                 copy.symlink(path, link)
             elif kind in "dfD":
-                parts += await self._parts(src, path, skip, copy)
+                parts += await self._parts(src, path, skip, copy, deadline)
             else:
                 what = {"p": "FIFO", "s": "socket"}.get(kind, "device or special file")
                 copy.notes.add(f"{path}: a {what}, left out")
