@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from skillbench.checks.optimizer_trace import optimizer_trace
 from skillbench.checks.vally_trajectory import grader_input
+from skillbench.errors import SkillbenchError
 from skillbench.evals.kinds import CheckContext, kinds
 from skillbench.evals.kinds.workspace import COMMAND_TIMEOUT
 from skillbench.evals.model import Check
@@ -84,6 +85,15 @@ async def _check_one(
         return await kind.run(check, CheckContext(transcript, sandbox, checker))
     except OSError as exc:  # e.g. the agent left /work unreadable: the check fails
         return CheckResult(check.name, False, f"could not run: {exc}")
+    except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as exc:
+        # a check reads what the agent left (files, a grader's stdout its code shares): data
+        # no reader foresaw fails the check, never aborts the run (infrastructure errors,
+        # SandboxError, still make the row an error)
+        if isinstance(exc, SkillbenchError):
+            raise
+        return CheckResult(
+            check.name, False, f"could not read what it checks: {type(exc).__name__}: {exc}"
+        )
 
 
 def _root_script(check: Check) -> bool:

@@ -85,12 +85,17 @@ def _skill_brief(skill: Skill) -> str:
 
 
 async def _converse(
-    model: Model, request: str, validate: Callable[[dict[str, Any]], Awaitable[list[str]]]
+    model: Model,
+    request: str,
+    keys: tuple[str, ...],
+    validate: Callable[[dict[str, Any]], Awaitable[list[str]]],
 ) -> tuple[int, Usage]:
-    # the answer read carries this conversation's frame id: JSON the skill's own SKILL.md
-    # plants for the model to quote is never read as the model's evals
+    # the answer read carries this conversation's frame id, so JSON the skill's own SKILL.md
+    # plants for the model to quote is never read as the model's evals; and every key of it
+    # is read, so it must be the whole reply (Frame.whole_answer), the keys asked for only
     frame = Frame()
-    messages = [Message("user", (TextBlock(f"{request}\n\n{frame.stamp()}"),))]
+    start = f'{frame.stamp()} Start your JSON answer with "nonce": "{frame.nonce}".'
+    messages = [Message("user", (TextBlock(f"{request}\n\n{start}"),))]
     problems: list[str] = []
     usage = Usage()
     for call in range(1, MAX_CALLS + 1):
@@ -99,13 +104,17 @@ async def _converse(
         except ModelError as exc:
             raise GenerationFailed(f"model call failed: {exc}") from exc
         usage = usage + done.usage
-        reply = frame.verdict(done.text, lambda _: True, ("nonce",))
+        reply = frame.whole_answer(done.text)
         data = None if reply is None else {k: v for k, v in reply.items() if k != "nonce"}
-        problems = (
-            [f'the reply holds no JSON object starting with "nonce": "{frame.nonce}"']
-            if data is None
-            else await validate(data)
-        )
+        if data is None:
+            problems = [
+                f'the reply is not one JSON object starting with "nonce": "{frame.nonce}", '
+                "with nothing after it and no key given twice"
+            ]
+        elif extra := sorted(set(data) - set(keys)):
+            problems = [f"the answer has keys that were not asked for: {', '.join(extra)}"]
+        else:
+            problems = await validate(data)
         if not problems and data is not None:
             return call, usage
         messages += [
@@ -118,7 +127,7 @@ async def _converse(
                         + "\n- ".join(problems)
                         + "\nAnswer again with the whole corrected JSON object. The request was: "
                         + request.split("\n", 1)[0]
-                        + f"\n{frame.stamp()}"
+                        + f"\n{start}"
                     ),
                 ),
             ),
@@ -161,7 +170,9 @@ async def generate_triggers(model: Model, skill: Skill, siblings: list[Skill]) -
         rendered["evals/triggers.yaml"] = text
         return problems
 
-    calls, usage = await _converse(model, triggers_request(skill, siblings), validate)
+    calls, usage = await _converse(
+        model, triggers_request(skill, siblings), ("should_trigger", "should_not_trigger"), validate
+    )
     return Generated(rendered, calls, usage)
 
 
@@ -232,7 +243,7 @@ async def generate_cases(model: Model, skill: Skill, dry_run: SeedCheck | None =
             rendered[rel] = text
         return problems
 
-    calls, usage = await _converse(model, cases_request(skill), validate)
+    calls, usage = await _converse(model, cases_request(skill), ("cases",), validate)
     return Generated(dict(rendered), calls, usage)
 
 

@@ -205,7 +205,12 @@ class TriggerCaller:
         catalog, request = text
         usage = Usage()
         for attempt in range(2):  # a reply without the id is asked for once more
-            asked = f"{request}\n{frame.stamp()}\n"
+            # the answer's shape again with the id in it: a small model given the id alone
+            # (Qwen2.5-Coder 0.5B) answered `nonce: <id>` and nothing else
+            asked = (
+                f"{request}\n{frame.stamp()} Answer with "
+                f'{{"nonce": "{frame.nonce}", "selected": [...]}}.\n'
+            )
             remind = (TextBlock(frame.reminder()),) if attempt else ()
             async with self.gate:
                 if self.spend is not None and not self.spend.allows():

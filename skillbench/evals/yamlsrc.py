@@ -18,6 +18,7 @@ from skillbench.evals.problems import Problem, SpecError
 MAX_BYTES = 1024 * 1024
 MAX_NODES = 50_000
 MAX_DEPTH = 64  # collections in collections; eval assets need a handful
+MAX_INT = (1 << 63) - 1
 
 KeyPath = tuple[str | int, ...]
 
@@ -202,6 +203,11 @@ class _Builder:
 
     def scalar(self, node: yaml.Node) -> Any:
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as exc:
             raise self.fail(node, f"bad YAML value: {exc}") from None
+        # YAML's integers have no limit, and one past a float's range overflows every
+        # float() of a number field (a traceback, not a located error)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            raise self.fail(node, f"number too large: at most {MAX_INT} (2^63 - 1)")
+        return value

@@ -63,13 +63,14 @@ async def workspace_files(sandbox: Sandbox) -> str | None:
     work = sandbox.workdir.rstrip("/")
     done = await sandbox.exec(
         f"cd {shlex.quote(work)} && find . -type f -printf '%s %P\\n' 2>/dev/null | "
-        f"sort -k2 | head -n {MOST_FILES}",
+        f"sort -k2 | awk 'NR <= {MOST_FILES} {{ print }} END {{ print NR }}'",
         timeout=LIST_TIMEOUT,
     )
-    if not done.ok:
+    lines = done.stdout.splitlines()
+    if not done.ok or not lines or not lines[-1].isdigit():
         return None
     parts, budget = [], FILES_CHARS
-    for line in done.stdout.splitlines():
+    for line in lines[:-1]:
         size_s, _, rel = line.partition(" ")
         if not rel or not size_s.isdigit():
             continue
@@ -89,6 +90,11 @@ async def workspace_files(sandbox: Sandbox) -> str | None:
         cut = " (cut)" if len(data) > len(text.encode()) else ""
         budget -= len(text)
         parts.append(f"== {rel} ({size} bytes){cut}\n{text}")
+    # told, or an expectation that nothing is there would be graded on a listing that files
+    # sorting first (the agent's decoys) pushed the one that is there out of
+    left = int(lines[-1]) - MOST_FILES
+    if left > 0:
+        parts.append(f"== ... and {left} more files, not listed (at most {MOST_FILES} are)")
     return "\n".join(parts) if parts else "(the workspace is empty)"
 
 

@@ -26,7 +26,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from skillbench.util.jsonreply import TooCostly, every_object
+from skillbench.util.jsonreply import TooCostly, every_object, once
 
 NONCE_BYTES = 8
 MAX_REPLY_CHARS = 200_000  # a reply is bounded by max_tokens; this bounds the scan regardless
@@ -109,6 +109,25 @@ class Frame:
             return None
         decided = {json.dumps([o[k] for k in first], sort_keys=True).casefold() for o in mine}
         return mine[-1] if len(decided) == 1 else None
+
+    def whole_answer(self, reply: str) -> dict[str, Any] | None:
+        """The reply's answer when it is one object that starts with this call's nonce, with
+        nothing after it but a closing code fence and no key given twice; else None. For an
+        answer whose every key is read (generated evals): a quote the model copies from the
+        material without escaping it can close the object early, and the material's keys
+        then stand where the model's were, the model's own rest left after the object."""
+        text = reply[-MAX_REPLY_CHARS:]
+        starts = [m.start() for m in re.finditer(_NONCE_KEY + re.escape(self.nonce), text)]
+        if len(starts) != 1:
+            return None
+        decoder = json.JSONDecoder(strict=False, object_pairs_hook=once)
+        try:
+            found, end = decoder.raw_decode(text, starts[0])
+        except (ValueError, RecursionError):  # (KeyTwice is a ValueError)
+            return None
+        if text[end:].strip() not in ("", "```") or list(found)[:1] != ["nonce"]:
+            return None
+        return found if found["nonce"] == self.nonce else None
 
 
 def _first_value(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

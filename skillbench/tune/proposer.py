@@ -147,7 +147,10 @@ async def propose(model: Model, request: str, spend: Spend | None = None) -> Pro
     # the answer read carries this call's frame id: a description quoted from a sibling
     # skill is never read as the model's proposal
     frame = Frame()
-    messages = [Message("user", (TextBlock(f"{request}\n\n{frame.stamp()}"),))]
+    answer = f'{{"nonce": "{frame.nonce}", "description": "..."}}'
+    messages = [
+        Message("user", (TextBlock(f"{request}\n\n{frame.stamp()} Answer with {answer}."),))
+    ]
     replies: list[str] = []
     rejected: list[str] = []
     usage = Usage()
@@ -184,7 +187,7 @@ async def propose(model: Model, request: str, spend: Spend | None = None) -> Pro
                 (
                     TextBlock(
                         f"That cannot be used: {why}. {frame.stamp()} Reply again with one "
-                        f'JSON object {{"nonce": "{frame.nonce}", "description": "..."}}.'
+                        f"JSON object {answer}."
                     ),
                 ),
             ),

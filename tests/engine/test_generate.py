@@ -94,7 +94,8 @@ def test_giving_up_after_three_calls(rules_server, tmp_path: Path, capsys) -> No
     skill = library(tmp_path)
     server = rules_server([{"when": "trigger prompts", "replies": ["no json at all"]}])
     assert main(["gen", str(skill), "--kind", "triggers", "--model", MODEL]) == 2
-    assert "no valid answer in 3 calls: the reply holds no JSON object" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no valid answer in 3 calls: the reply is not one JSON object starting with" in err
     assert len(server.log()) == 3 and not (skill / "evals/triggers.yaml").exists()
 
 

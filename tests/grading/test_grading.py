@@ -201,3 +201,26 @@ def test_resume_keeps_the_runs_grader_and_grader_runs(fake, tmp_path, monkeypatc
     assert all("disagree" in d for d in details), details
     code = main(["eval", "--resume", str(run), "--grader", "scripted/other", "--quiet"])
     assert code == 2 and "the grader (--grader) changed" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_the_grader_is_told_how_many_files_it_was_not_shown(provider, spec) -> None:
+    """200 decoys that sort first pushed the file an expectation is about ("no hard-coded
+    secrets") out of the listing, and the grader was not told anything was left out."""
+    from skillbench.grading.expect import MOST_FILES, workspace_files
+
+    box = await provider.create(spec)
+    try:
+        made = await box.exec(
+            f"seq -w 1 {MOST_FILES} | while read n; do : > $n.log; done"
+            " && mkdir src && echo 'KEY = \"sk-live\"' > src/app.py"
+        )
+        assert made.ok, made.stderr
+        shown = await workspace_files(box)
+        assert (await box.exec("rm src/app.py")).ok
+        exactly = await workspace_files(box)  # as many as are shown: nothing to tell
+    finally:
+        await box.close()
+    assert shown is not None and "src/app.py" not in shown
+    assert shown.endswith(f"== ... and 1 more files, not listed (at most {MOST_FILES} are)")
+    assert exactly is not None and exactly.splitlines()[-1] == f"== {MOST_FILES}.log (0 bytes)"

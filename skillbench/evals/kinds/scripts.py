@@ -330,15 +330,12 @@ def _read_verdict(name: str, done: ExecResult, check: Check) -> CheckResult:
             done.exit_code == 0,
             f"exit {done.exit_code} (no JSON verdict)" + (f": {tail}" if done.exit_code else ""),
         )
-    score = verdict.get("score")
+    score = _finite(verdict.get("score"))
     evidence = verdict.get("evidence") or []
     evidence = [str(e) for e in evidence] if isinstance(evidence, list) else [str(evidence)]
-    shown = f"score {score:g}" if isinstance(score, int | float) else "no score"
+    shown = "no score" if score is None else f"score {score:g}"
     return CheckResult(
-        name,
-        bool(verdict["pass"]),
-        "; ".join([shown, *evidence])[:1000],
-        score=float(score) if isinstance(score, int | float) else None,
+        name, bool(verdict["pass"]), "; ".join([shown, *evidence])[:1000], score=score
     )
 
 
@@ -366,7 +363,7 @@ def _vally_result(name: str, done: ExecResult, carrying: list[dict[str, Any]]) -
         )
     last = results[-1]
     score = last.get("score")
-    value = float(score) if isinstance(score, int | float) and _number(score) else None
+    value = _finite(score)
     shown = "no score" if value is None else f"score {value:g}"
     evidence = str(last.get("evidence") or "")
     return CheckResult(
@@ -381,7 +378,8 @@ def _scored(
     0..1 as Skillgrade does, passes at `least`; no JSON is a score of 0, as there. Two
     different scores in its stdout (the candidate's code printing one too) fail. `carrying`:
     the objects in its stdout that carry `score`."""
-    scores = {max(0.0, min(1.0, float(v["score"]))) for v in carrying if _number(v["score"])}
+    found = (_finite(v["score"]) for v in carrying)
+    scores = {max(0.0, min(1.0, x)) for x in found if x is not None}
     if len(scores) > 1:
         return CheckResult(name, False, f"{len(scores)} different scores in its stdout: failed")
     if not scores:
@@ -404,8 +402,17 @@ def _output(done: ExecResult) -> str:
     return "\n".join(parts)
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def _finite(value: object) -> float | None:
+    """A JSON number as a finite float, else None: a bool, NaN, an infinity, or an integer
+    past a float's range (JSON has no limit, and the candidate's code shares a grader's
+    stdout: 400 digits overflowed float() and aborted the run)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def reward_metrics(text: str) -> dict[str, float]:
@@ -415,10 +422,11 @@ def reward_metrics(text: str) -> dict[str, float]:
         data = json.loads(text)
     except (ValueError, RecursionError):  # nested past the parser's limit: no numbers either
         return {}
-    if _number(data):
-        return {"reward": float(data)}
+    if (number := _finite(data)) is not None:
+        return {"reward": number}
     if isinstance(data, dict):
-        return {str(k): float(v) for k, v in data.items() if _number(v)}
+        numbers = {str(k): _finite(v) for k, v in data.items()}
+        return {k: v for k, v in numbers.items() if v is not None}
     return {}
 
 
