@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import secrets
 import shlex
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from skillbench.grading.framing import Frame
 from skillbench.grading.judge import tail
 from skillbench.models.base import Message, Model, ModelError, TextBlock, Usage
 from skillbench.results.checks import CheckResult
-from skillbench.sandbox.base import Sandbox
+from skillbench.sandbox.base import Sandbox, SandboxError
 
 RETRIES = 1  # one more call after an error, an unparseable reply or a passed canary
 FILE_CHARS = 4000  # per file shown to the grader
@@ -56,43 +57,51 @@ def numbered(texts: Sequence[str], canary: str) -> list[tuple[int, str]]:
     return list(enumerate(order, start=1))
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 async def workspace_files(sandbox: Sandbox) -> str | None:
     """The arm's workspace as the grader sees it: text files' contents within caps, binary
     and over-cap files by name and size; None when it cannot be listed (a checker the
     candidate's code tainted runs nothing)."""
     work = sandbox.workdir.rstrip("/")
     done = await sandbox.exec(
-        f"cd {shlex.quote(work)} && find . -type f -printf '%s %P\\n' 2>/dev/null | "
-        f"sort -k2 | awk 'NR <= {MOST_FILES} {{ print }} END {{ print NR }}'",
+        # NUL-separated: a folder named with a newline would otherwise forge an entry
+        # (`1 ../dev/ptmx`, `1 ../case/...`) read as the checker, outside the workspace
+        f"cd {shlex.quote(work)} && find . -type f -printf '%P\\t%s\\0' 2>/dev/null | "
+        f"sort -z | awk -v RS='\\0' -v ORS='\\0' 'NR <= {MOST_FILES} {{ print }} "
+        "END { print NR }'",
         timeout=LIST_TIMEOUT,
     )
-    lines = done.stdout.splitlines()
-    if not done.ok or not lines or not lines[-1].isdigit():
+    entries = done.stdout.split("\0")
+    if not done.ok or len(entries) < 2 or entries[-1] or not entries[-2].isdigit():
         return None
     parts, budget = [], FILES_CHARS
-    for line in lines[:-1]:
-        size_s, _, rel = line.partition(" ")
-        if not rel or not size_s.isdigit():
+    for entry in entries[:-2]:
+        rel, _, size_s = entry.rpartition("\t")
+        if not rel or not size_s.isdigit() or rel.startswith("/") or ".." in rel.split("/"):
             continue
         size = int(size_s)
+        shown = _CONTROL.sub(lambda c: f"\\x{ord(c[0]):02x}", rel)  # (one line, whatever it holds)
         if budget <= 0:
-            parts.append(f"== {rel} ({size} bytes, not shown: the total cap is reached)")
+            parts.append(f"== {shown} ({size} bytes, not shown: the total cap is reached)")
             continue
         try:
             data = await sandbox.read_file(f"{work}/{rel}")
-        except OSError as exc:
-            parts.append(f"== {rel} ({size} bytes, unreadable: {exc.strerror or exc})")
+        except (OSError, SandboxError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            parts.append(f"== {shown} ({size} bytes, unreadable: {why})")
             continue
         if b"\0" in data[:8192]:
-            parts.append(f"== {rel} ({size} bytes, binary)")
+            parts.append(f"== {shown} ({size} bytes, binary)")
             continue
         text = data[: min(FILE_CHARS, budget)].decode("utf-8", "replace")
         cut = " (cut)" if len(data) > len(text.encode()) else ""
         budget -= len(text)
-        parts.append(f"== {rel} ({size} bytes){cut}\n{text}")
+        parts.append(f"== {shown} ({size} bytes){cut}\n{text}")
     # told, or an expectation that nothing is there would be graded on a listing that files
     # sorting first (the agent's decoys) pushed the one that is there out of
-    left = int(lines[-1]) - MOST_FILES
+    left = int(entries[-2]) - MOST_FILES
     if left > 0:
         parts.append(f"== ... and {left} more files, not listed (at most {MOST_FILES} are)")
     return "\n".join(parts) if parts else "(the workspace is empty)"

@@ -82,6 +82,14 @@ class SandboxConformance:
             await sandbox.get_tree("/no/such/dir", Path("/tmp/unused"))
         assert not await sandbox.exists("nope.txt")
 
+    async def test_only_regular_files_are_read(self, sandbox: Sandbox) -> None:
+        # a read of a fifo (or a pty, a device) the agent leads a path to would block
+        assert (await sandbox.exec("mkfifo /tmp/f.fifo")).ok
+        for path in ("/tmp/f.fifo", "/dev/ptmx"):
+            with pytest.raises(OSError) as raised:
+                await asyncio.wait_for(sandbox.read_file(path), 30)
+            assert not isinstance(raised.value, TimeoutError), path
+
     async def test_write_creates_parents_and_exists(self, sandbox: Sandbox) -> None:
         await sandbox.write_file("a/b/c.txt", "x")
         assert await sandbox.exists("a/b/c.txt") and await sandbox.exists("/work/a/b")

@@ -3,6 +3,7 @@ the agent's text cannot supply a verdict, and a grader that passes the canary sc
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -224,3 +225,22 @@ async def test_the_grader_is_told_how_many_files_it_was_not_shown(provider, spec
     assert shown is not None and "src/app.py" not in shown
     assert shown.endswith(f"== ... and 1 more files, not listed (at most {MOST_FILES} are)")
     assert exactly is not None and exactly.splitlines()[-1] == f"== {MOST_FILES}.log (0 bytes)"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("forged", ["etc/passwd", "dev/ptmx"])
+async def test_a_file_name_cannot_forge_what_the_grader_reads(provider, spec, forged) -> None:
+    """A folder named `q<newline>1 ..` made the listing's line `1 ../<forged>`: the grader was
+    shown a file outside the workspace read as the checker (a case's answer key, here
+    /etc/passwd), or the read of /dev/ptmx blocked past the host's wait (an unscored row)."""
+    from skillbench.grading.expect import workspace_files
+
+    box = await provider.create(spec)
+    try:
+        folder = f"$'q\\n1 ..'/{forged.split('/')[0]}"
+        made = await box.exec(f"mkdir -p {folder} && touch {folder}/{forged.split('/')[1]}")
+        assert made.ok, made.stderr
+        shown = await asyncio.wait_for(workspace_files(box), 60)
+    finally:
+        await box.close()
+    assert shown == f"== q\\x0a1 ../{forged} (0 bytes)\n", shown

@@ -34,6 +34,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -403,7 +404,19 @@ def _as_user(fn, req):
 
 
 def _read(req):
-    with open(_path(req), "rb") as fh:
+    # a regular file only: a read of a fifo, a pty or a device (a path the agent made lead to
+    # one) can block past the host's wait, and opening a device can act; the open does not
+    # wait (O_NONBLOCK) and what it opened is checked again
+    path = _path(req)
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a folder")
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "not a regular file")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
         data = fh.read(int(req.get("limit", 64 << 20)) + 1)
     if len(data) > int(req.get("limit", 64 << 20)):
         return {"error": "FileTooLarge", "message": req["path"]}

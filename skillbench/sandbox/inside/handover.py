@@ -61,6 +61,7 @@ _left = [_STEPS]
 _COPIES, _COPY_FLOOR = 1 << 30, 64 << 10
 _copied = [0]
 _GIT_CONFIG_CAP = 1 << 20  # bytes: a repository's config is a few hundred
+_GIT_CONFIG_KEYS = 10_000  # entries: a repository's config has a few dozen
 # git folders tamed in one workspace; past these they are removed: each costs a `git config`
 # process, and tens of thousands made the handover after every check outlast the host's
 # wait, so the sandbox was declared hung and a losing arm's row went unscored
@@ -251,6 +252,7 @@ def _tame_git_config(path):
     if git is None:  # no git in the image: nothing will read it
         return None
     env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent"}
+    _charge(_ENTRY)  # (and the clock: what is left of it bounds the `git config`)
     try:
         if os.lstat(path).st_size > _GIT_CONFIG_CAP:
             raise OSError("too big")
@@ -259,17 +261,23 @@ def _tame_git_config(path):
             capture_output=True,
             env=env,
             cwd="/",
-            timeout=30,
+            timeout=max(0.1, min(30, _deadline[0] - time.monotonic())),
         )
+        entries = [e.decode("utf-8", "surrogateescape") for e in listed.stdout.split(b"\0") if e]
+        if listed.returncode != 0:
+            raise OSError(f"git cannot read it: exit {listed.returncode}")
+        if len(entries) > _GIT_CONFIG_KEYS:
+            raise OSError(f"{len(entries)} entries")
     except (OSError, subprocess.SubprocessError) as exc:
-        with open(path, "w"):  # what git cannot list quickly is emptied
+        # what git cannot list, quickly and in a few entries, is emptied: git would refuse a
+        # repository whose config it cannot read, but a check could still read the file
+        with open(path, "w"):
             pass
         return f"{path}: git config emptied ({exc})"
-    if listed.returncode != 0:  # git refuses to read it at all: it will refuse the repository
-        return None
-    entries = [e.decode("utf-8", "surrogateescape") for e in listed.stdout.split(b"\0") if e]
+    _charge(len(entries))
     pairs = [tuple(e.split("\n", 1)) if "\n" in e else (e, None) for e in entries]
-    dropped = sorted({key for key, _ in pairs if not _git_keeps(key)})
+    # (a set: 120,000 keys with a long shared prefix, looked up in a list, took minutes)
+    dropped = {key for key, _ in pairs if not _git_keeps(key)}
     if not dropped:
         return None
     lines, header = [], None
@@ -293,7 +301,7 @@ def _tame_git_config(path):
             with contextlib.suppress(OSError):
                 os.unlink(name)
         return f"{path}: git config removed (not rewritten: {exc.strerror or exc})"
-    return f"{path}: git config without {', '.join(dropped)[:300]}"
+    return f"{path}: git config without {', '.join(sorted(dropped))[:300]}"
 
 
 def hand_over(workdir, uid, gid, also=(), seconds=None):
@@ -375,7 +383,7 @@ def _hand_over(workdir, uid, gid, mounts):
         if not os.path.lexists(config):
             continue
         if os.path.islink(config):
-            notes.append(_config_from_link(config, places))
+            notes.append(_config_from_link(config, workdir))
             if os.path.lexists(config):
                 _own(config, os.lstat(config), uid, gid)
         if not os.path.isfile(config) or os.path.islink(config):
@@ -506,14 +514,18 @@ def _git_link(path, workdir, notes):
     notes.append(f"{path}: a link git would follow to a git file or out of the workspace, removed")
 
 
-def _config_from_link(path, places):
+def _config_from_link(path, workdir):
     """Replace a repository's config that is a link by a regular file holding what it led
-    to (when that is a file of the workspace or the image; else nothing)."""
+    to when that is a file of the workspace; else an empty one. Never an image file: root
+    reads it here, and a file of the image only root may read (/etc/shadow, a key the case
+    keeps for its root verifier) would be handed to the agent's code and the grader."""
     target = os.readlink(path)
+    found = resolve(path)
+    inside = found is not None and _inside(found[0], workdir)
     tmp = f"{path}.skillbench-new"
     try:
         with open(tmp, "wb") as dst:
-            if places.safe(path) and os.path.isfile(path):
+            if inside and os.path.isfile(path):
                 with open(path, "rb") as src:
                     dst.write(src.read(_GIT_CONFIG_CAP + 1))
         os.rename(tmp, path)
@@ -522,7 +534,8 @@ def _config_from_link(path, places):
             with contextlib.suppress(OSError):
                 os.unlink(name)
         return f"{path}: a git config linked to {target}, removed ({exc.strerror or exc})"
-    return f"{path}: a git config linked to {target}, now a regular file"
+    made = "a regular file" if inside else "an empty file (its target is not the workspace's)"
+    return f"{path}: a git config linked to {target}, now {made}"
 
 
 def stage(src, dest, workdir):
