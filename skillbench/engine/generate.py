@@ -5,6 +5,7 @@ At most 3 calls per kind: validation problems are fed back for another try."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -87,14 +88,19 @@ def _skill_brief(skill: Skill) -> str:
 async def _converse(
     model: Model,
     request: str,
-    keys: tuple[str, ...],
+    shape: str,
     validate: Callable[[dict[str, Any]], Awaitable[list[str]]],
 ) -> tuple[int, Usage]:
+    """Ask for `request`, answered as `{"nonce": <frame id>, <shape>}`; problems `validate`
+    finds are sent back, up to MAX_CALLS calls."""
     # the answer read carries this conversation's frame id, so JSON the skill's own SKILL.md
     # plants for the model to quote is never read as the model's evals; and every key of it
     # is read, so it must be the whole reply (Frame.whole_answer), the keys asked for only
     frame = Frame()
-    start = f'{frame.stamp()} Start your JSON answer with "nonce": "{frame.nonce}".'
+    # (the shape written out with the id: Qwen2.5-Coder 0.5B, told only to start with it,
+    # answered `nonce: <id>` and nothing else)
+    start = f'{frame.stamp()} Answer {{"nonce": "{frame.nonce}", {shape}}}.'
+    keys = list(json.loads(f"{{{shape}}}"))  # (the keys asked for)
     messages = [Message("user", (TextBlock(f"{request}\n\n{start}"),))]
     problems: list[str] = []
     usage = Usage()
@@ -146,9 +152,11 @@ def triggers_request(skill: Skill, siblings: list[Skill]) -> str:
         "Write exactly 5 should_trigger prompts (realistic user requests this skill is for, "
         "varied in wording, none naming the skill) and exactly 5 should_not_trigger prompts "
         "that are near misses: plausible requests that belong to the competing skills above "
-        "(or to no skill) and must not pick this one. Answer "
-        '{"should_trigger": ["..."], "should_not_trigger": ["..."]}.'
+        "(or to no skill) and must not pick this one."
     )
+
+
+_TRIGGERS_SHAPE = '"should_trigger": ["..."], "should_not_trigger": ["..."]'
 
 
 async def generate_triggers(model: Model, skill: Skill, siblings: list[Skill]) -> Generated:
@@ -171,7 +179,7 @@ async def generate_triggers(model: Model, skill: Skill, siblings: list[Skill]) -
         return problems
 
     calls, usage = await _converse(
-        model, triggers_request(skill, siblings), ("should_trigger", "should_not_trigger"), validate
+        model, triggers_request(skill, siblings), _TRIGGERS_SHAPE, validate
     )
     return Generated(rendered, calls, usage)
 
@@ -198,10 +206,14 @@ def cases_request(skill: Skill) -> str:
         "7 cases covering these buckets: " + ", ".join(BUCKETS) + " (at least one "
         "`adversarial`). Use only these declarative checks: " + ", ".join(DECLARATIVE) + ". "
         "Seed the workspace with `files` (relative path -> content) and an optional `setup` "
-        "shell script when a task needs material. Never mention the checks in the task. "
-        'Answer {"cases": [{"name": "kebab-case", "bucket": "...", "task": "...", '
-        '"files": {}, "setup": "", "checks": [{"file_exists": "out.txt"}]}]}.'
+        "shell script when a task needs material. Never mention the checks in the task."
     )
+
+
+_CASES_SHAPE = (
+    '"cases": [{"name": "kebab-case", "bucket": "...", "task": "...", "files": {}, '
+    '"setup": "", "checks": [{"file_exists": "out.txt"}]}]'
+)
 
 
 SeedCheck = Callable[[Path, Path], Awaitable[str | None]]
@@ -243,7 +255,7 @@ async def generate_cases(model: Model, skill: Skill, dry_run: SeedCheck | None =
             rendered[rel] = text
         return problems
 
-    calls, usage = await _converse(model, cases_request(skill), ("cases",), validate)
+    calls, usage = await _converse(model, cases_request(skill), _CASES_SHAPE, validate)
     return Generated(dict(rendered), calls, usage)
 
 

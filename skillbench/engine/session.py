@@ -21,7 +21,7 @@ from skillbench.engine.reuse import SessionCache
 from skillbench.evals.model import Check, Session, Suite
 from skillbench.evals.netreport import phase_hosts
 from skillbench.evals.skills import Skill, read_skill
-from skillbench.grading.expect import grade
+from skillbench.grading.expect import grade, workspace_files
 from skillbench.models import resolve_model
 from skillbench.models.base import Usage
 from skillbench.models.ledger import MeteredModel, RunLedger
@@ -329,6 +329,11 @@ class Sessions:
             if spec.skill_in_workspace
             else None
         )
+        # what the grader reads is what the arm left, listed before any check runs: a check
+        # that runs the candidate's code (a root verifier's, with root's rights) would
+        # otherwise rewrite what the grader is shown
+        expects = any(c.kind == "expect" for cs in units.values() for c in cs)
+        files = await workspace_files(checker) if expects else None
         checks = {
             unit: await run_checks(
                 listed,
@@ -341,7 +346,7 @@ class Sessions:
             )
             for unit, listed in units.items()
         }
-        record = await self.grade_expectations(checker, record, text, units, checks)
+        record = await self.grade_expectations(files, record, text, units, checks)
         # a grader that could not judge (its model unreachable): the arm's rows go unscored. A
         # verifier's exit 2 is no error of the session (a retry would give the agent a second
         # try): the row decides whose failing it is, against the other arm (results/rows.py)
@@ -383,7 +388,7 @@ class Sessions:
 
     async def grade_expectations(
         self,
-        checker: Sandbox,
+        files: str | None,
         record: SessionRecord,
         text: Transcript,
         units: dict[str, tuple[Check, ...]],
@@ -416,7 +421,7 @@ class Sessions:
                     [units[unit][i] for i in where],
                     task=spec.task,
                     trace=text.all_text,
-                    sandbox=checker,
+                    files=files,
                     runs=self.plan.grader_runs,
                 )
                 usage = usage + used

@@ -8,6 +8,7 @@ every failure into a `SpecError` whose problem names the file and line.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -210,4 +211,7 @@ class _Builder:
         # float() of a number field (a traceback, not a located error)
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
             raise self.fail(node, f"number too large: at most {MAX_INT} (2^63 - 1)")
+        if isinstance(value, float) and not math.isfinite(value):
+            # (.nan passes every range check written `x <= 0`, .inf every `x > 0`)
+            raise self.fail(node, f"{node.value}: a number must be finite, not NaN or infinite")
         return value

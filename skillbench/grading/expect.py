@@ -65,14 +65,17 @@ async def workspace_files(sandbox: Sandbox) -> str | None:
     and over-cap files by name and size; None when it cannot be listed (a checker the
     candidate's code tainted runs nothing)."""
     work = sandbox.workdir.rstrip("/")
-    done = await sandbox.exec(
-        # NUL-separated: a folder named with a newline would otherwise forge an entry
-        # (`1 ../dev/ptmx`, `1 ../case/...`) read as the checker, outside the workspace
-        f"cd {shlex.quote(work)} && find . -type f -printf '%P\\t%s\\0' 2>/dev/null | "
-        f"sort -z | awk -v RS='\\0' -v ORS='\\0' 'NR <= {MOST_FILES} {{ print }} "
-        "END { print NR }'",
-        timeout=LIST_TIMEOUT,
-    )
+    try:
+        done = await sandbox.exec(
+            # NUL-separated: a folder named with a newline would otherwise forge an entry
+            # (`1 ../dev/ptmx`, `1 ../case/...`) read as the checker, outside the workspace
+            f"cd {shlex.quote(work)} && find . -type f -printf '%P\\t%s\\0' 2>/dev/null | "
+            f"sort -z | awk -v RS='\\0' -v ORS='\\0' 'NR <= {MOST_FILES} {{ print }} "
+            "END { print NR }'",
+            timeout=LIST_TIMEOUT,
+        )
+    except OSError:  # (the checker's executor failed: what the candidate's code did to it)
+        return None
     entries = done.stdout.split("\0")
     if not done.ok or len(entries) < 2 or entries[-1] or not entries[-2].isdigit():
         return None
@@ -190,18 +193,16 @@ async def grade(
     *,
     task: str,
     trace: str,
-    sandbox: Sandbox | None,
+    files: str | None,
     runs: int = 1,
 ) -> tuple[list[CheckResult], Usage]:
-    """The `expect` checks' results, in order, and the grader's usage. A grader that errors,
-    answers unparseably or passes the canary (after one retry) leaves them `infrastructure`:
-    the arm's rows go unscored, never a pass. With `runs` > 1, an expectation the runs
-    disagree on fails closed."""
+    """The `expect` checks' results, in order, and the grader's usage, graded on the
+    transcript and `files` (workspace_files, taken before any check ran; None: it could not
+    be). A grader that errors, answers unparseably or passes the canary (after one retry)
+    leaves them `infrastructure`: the arm's rows go unscored, never a pass. With `runs` > 1,
+    an expectation the runs disagree on fails closed."""
     usage = Usage()
-    if sandbox is None:
-        return [CheckResult(c.name, False, "no sandbox to grade in") for c in checks], usage
     texts = [c.arg or "" for c in checks]
-    files = await workspace_files(sandbox)
     if files is None:  # (graded on the transcript alone, its claims would stand unchecked)
         why = "the workspace could not be listed for the grader"
         return [CheckResult(c.name, False, why) for c in checks], usage

@@ -82,12 +82,16 @@ class SandboxConformance:
             await sandbox.get_tree("/no/such/dir", Path("/tmp/unused"))
         assert not await sandbox.exists("nope.txt")
 
-    async def test_only_regular_files_are_read(self, sandbox: Sandbox) -> None:
+    async def test_only_regular_files_are_read_or_written(self, sandbox: Sandbox) -> None:
         # a read of a fifo (or a pty, a device) the agent leads a path to would block
         assert (await sandbox.exec("mkfifo /tmp/f.fifo")).ok
         for path in ("/tmp/f.fifo", "/dev/ptmx"):
             with pytest.raises(OSError) as raised:
                 await asyncio.wait_for(sandbox.read_file(path), 30)
+            assert not isinstance(raised.value, TimeoutError), path
+            # (and to write: opening a fifo for writing waits for a reader)
+            with pytest.raises(OSError) as raised:
+                await asyncio.wait_for(sandbox.write_file(path, "x"), 30)
             assert not isinstance(raised.value, TimeoutError), path
 
     async def test_write_creates_parents_and_exists(self, sandbox: Sandbox) -> None:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from skillbench.evals.model import Check
-from skillbench.grading.expect import canary_text, grade, numbered, prompt
+from skillbench.grading.expect import canary_text, grade, numbered, prompt, workspace_files
 from skillbench.grading.framing import Frame
 from skillbench.models import resolve_model
 from skillbench.models.base import text_of
@@ -70,7 +70,11 @@ async def test_the_skill_author_cannot_plant_the_canary(tmp_path, monkeypatch, p
     try:
         await box.write_file(f"{box.workdir}/{old}.canary", b"")  # the agent, told by SKILL.md
         results, _ = await grade(
-            resolve_model(ref), [Check("expect", texts[0])], task="t", trace="", sandbox=box
+            resolve_model(ref),
+            [Check("expect", texts[0])],
+            task="t",
+            trace="",
+            files=await workspace_files(box),
         )
     finally:
         await box.close()

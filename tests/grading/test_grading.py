@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from skillbench.evals.model import Check
-from skillbench.grading.expect import grade, numbered
+from skillbench.grading.expect import MOST_FILES, grade, numbered, workspace_files
 from skillbench.models import resolve_model
 from tests.helpers import grader_reply
 
@@ -43,7 +43,11 @@ async def test_agent_text_never_becomes_the_verdict(tmp_path, monkeypatch, provi
     try:
         await box.write_file(f"{box.workdir}/notes.md", ATTACK)
         results, _ = await grade(
-            resolve_model(ref), [Check("expect", texts[0])], task="t", trace=ATTACK, sandbox=box
+            resolve_model(ref),
+            [Check("expect", texts[0])],
+            task="t",
+            trace=ATTACK,
+            files=await workspace_files(box),
         )
     finally:
         await box.close()
@@ -60,7 +64,11 @@ async def test_a_grader_that_passes_the_canary_scores_nothing(
     box = await provider.create(spec)
     try:
         results, _ = await grade(
-            resolve_model(ref), [Check("expect", texts[0])], task="t", trace="", sandbox=box
+            resolve_model(ref),
+            [Check("expect", texts[0])],
+            task="t",
+            trace="",
+            files=await workspace_files(box),
         )
     finally:
         await box.close()
@@ -130,7 +138,7 @@ async def test_two_gradings_that_disagree_fail_closed(
             [Check("expect", texts[0])],
             task="t",
             trace="",
-            sandbox=box,
+            files=await workspace_files(box),
             runs=2,
         )
     finally:
@@ -208,7 +216,6 @@ def test_resume_keeps_the_runs_grader_and_grader_runs(fake, tmp_path, monkeypatc
 async def test_the_grader_is_told_how_many_files_it_was_not_shown(provider, spec) -> None:
     """200 decoys that sort first pushed the file an expectation is about ("no hard-coded
     secrets") out of the listing, and the grader was not told anything was left out."""
-    from skillbench.grading.expect import MOST_FILES, workspace_files
 
     box = await provider.create(spec)
     try:
@@ -233,7 +240,6 @@ async def test_a_file_name_cannot_forge_what_the_grader_reads(provider, spec, fo
     """A folder named `q<newline>1 ..` made the listing's line `1 ../<forged>`: the grader was
     shown a file outside the workspace read as the checker (a case's answer key, here
     /etc/passwd), or the read of /dev/ptmx blocked past the host's wait (an unscored row)."""
-    from skillbench.grading.expect import workspace_files
 
     box = await provider.create(spec)
     try:

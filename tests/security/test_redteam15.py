@@ -137,7 +137,7 @@ async def test_a_workspace_the_grader_cannot_list_fails_its_expectations(
     grader's listing of the workspace came back empty and it graded the transcript alone:
     its claims stood unchecked by the files it hid. Unlisted, every expectation fails."""
     from skillbench.evals.model import Check
-    from skillbench.grading.expect import grade
+    from skillbench.grading.expect import grade, workspace_files
     from skillbench.models import resolve_model
     from skillbench.sandbox.base import ExecResult
     from tests.grading.test_grading import CANARY, script
@@ -151,7 +151,8 @@ async def test_a_workspace_the_grader_cannot_list_fails_its_expectations(
         async def exec(self, *args, **kwargs) -> ExecResult:
             return ExecResult(126, "", "skillbench: the workspace could not be handed over")
 
+    files = await workspace_files(Tainted())  # type: ignore[arg-type]
     results, _ = await grade(
-        resolve_model(ref), [Check("expect", text)], task="t", trace="done!", sandbox=Tainted()
+        resolve_model(ref), [Check("expect", text)], task="t", trace="done!", files=files
     )
     assert [(r.passed, r.infrastructure) for r in results] == [(False, False)], results

@@ -46,6 +46,11 @@ def test_a_huge_reward_is_no_number() -> None:
         "grader: {run: g.sh, vally: {stimulus: {}}, timeout: HUGE}",
         "reward: {file: /logs/verifier/reward.txt, min: HUGE}",
         "verifier: {run: v.sh, timeout: HUGE}",
+        # (round 17: .nan passed `timeout <= 0`, .inf had no upper bound: a grader, or the
+        # candidate's code it runs, held the check and the run with no limit)
+        "grader: {run: g.sh, vally: {stimulus: {}}, timeout: .inf}",
+        "grader: {run: g.sh, vally: {stimulus: {}}, timeout: .nan}",
+        "reward: {file: /logs/verifier/reward.txt, min: .nan}",
     ],
 )
 def test_a_huge_number_in_a_case_is_a_located_error(tmp_path: Path, check: str) -> None:
@@ -58,4 +63,6 @@ def test_a_huge_number_in_a_case_is_a_located_error(tmp_path: Path, check: str) 
     with pytest.raises(SpecError) as info:
         load_case(skill / "evals/cases/c.yaml", skill)
     (problem,) = info.value.problems
-    assert problem.line == 3 and "number too large" in problem.message, problem
+    assert problem.line == 3 and (
+        "number too large" in problem.message or "must be finite" in problem.message
+    ), problem

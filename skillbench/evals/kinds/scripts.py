@@ -228,8 +228,12 @@ def _scored_grader(value: dict[str, Any], at: At) -> Check | None:
         if not isinstance(given, dict) or least is not None:
             at.error("`grader` `vally` is a mapping {stimulus, config}, without `min`")
             return None
-        if isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0:
-            at.error("`grader` `timeout` must be a number of seconds")
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int | float)
+            or not 0 < limit <= MAX_RUN
+        ):
+            at.error(f"`grader` `timeout` must be seconds, more than 0 and at most {MAX_RUN}")
             return None
         context = json.dumps(given, default=str)
         return Check("grader", run, at.line, timeout=float(limit), program=context)

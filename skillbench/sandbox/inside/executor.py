@@ -31,7 +31,6 @@ import json
 import os
 import pwd
 import select
-import shutil
 import signal
 import socket
 import stat
@@ -52,6 +51,9 @@ _WORKDIR = "/work"  # the workspace: where commands start and file paths resolve
 _VICTIM = 1000  # oom_score_adj of every user process: the OOM killer takes them first
 _SEAL = None  # with --seal: seal.py, beside this file, which every command starts under
 _TAINTED = None  # why no sealed command may run any more (a leftover that would not die)
+# to empty HOME and /dev/shm after a check: with the handover's 40 s, inside the minute the
+# host waits past a command's timeout
+_SWEEP_SECONDS = 15
 _HANDED: list = []  # the case's volumes handed over beside the workspace (tamed like it)
 
 
@@ -266,13 +268,34 @@ def _sweep(user):
     except Exception as exc:  # (any failure: fail closed)
         _TAINTED = _TAINTED or f"the workspace could not be handed over again: {exc}"[:300]
     for place in (user.pw_dir, "/dev/shm"):
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(place):
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
+        if not os.path.isdir(place) or os.path.islink(place):
+            continue
+        try:  # (rm works below any depth; shutil.rmtree recursed once a level, and 1,500
+            # folders deep raised RecursionError out of every later command)
+            subprocess.run(
+                [
+                    "find",
+                    place,
+                    "-mindepth",
+                    "1",
+                    "-maxdepth",
+                    "1",
+                    "-exec",
+                    "rm",
+                    "-rf",
+                    "--",
+                    "{}",
+                    "+",
+                ],
+                check=False,
+                capture_output=True,
+                timeout=_SWEEP_SECONDS,
+            )
+            left = os.listdir(place)
+        except (OSError, subprocess.SubprocessError) as exc:
+            left = [str(exc)]
+        if left:  # what stays there may run in the next check: none runs
+            _TAINTED = _TAINTED or f"{place} could not be emptied after a check"
 
 
 def _kill_leftovers():
@@ -428,7 +451,16 @@ def _write(req):
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
-    with open(path, "wb") as fh:
+    # a regular file only, as for _read: opening a fifo to write blocks until a reader comes
+    # (O_NONBLOCK: it fails at once instead), and a device could act
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o666)
+    with os.fdopen(fd, "wb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
         fh.write(base64.b64decode(req["data"]))
     return {}
 
