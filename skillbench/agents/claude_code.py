@@ -200,13 +200,17 @@ def _replay(stdout: str, trace: TraceWriter) -> tuple[str | None, list[str] | No
             for block in (event.get("message") or {}).get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     tid = str(block.get("tool_use_id"))
+                    said = _text(block.get("content"))
                     trace.event(
                         "tool_result",
                         id=tid,
                         name=names.get(tid, ""),
-                        text=_text(block.get("content")),
+                        text=said,
                         is_error=bool(block.get("is_error")),
                         exit_code=None,
+                        # Claude Code's answer to a call it did not run (no such tool, input its
+                        # schema refuses): the command never ran
+                        refused=said.startswith("<tool_use_error>"),
                     )
         elif kind == "result":
             # the turn cap is the agent's own end; otherwise a CLI that gave up on its model

@@ -169,8 +169,48 @@ def json_events(stdout: str) -> Iterator[dict[str, Any]]:
             event = json.loads(line)
         except ValueError:
             continue
+        except RecursionError:
+            # a tool input the model nested thousands deep, which the CLI echoes: read with
+            # what lies deeper cut (skipped, the event's command would be hidden from the
+            # checks; raised, the whole run aborted)
+            try:
+                event = json.loads(_shallow(line))
+            except (ValueError, RecursionError):
+                continue
         if isinstance(event, dict):
             yield event
+
+
+_DEEP = 200  # nesting kept when an event is too deep to parse; a CLI's own events need ~10
+
+
+def _shallow(line: str) -> str:
+    """`line` (JSON) with every value nested past _DEEP replaced by the string "[too deep]"."""
+    out: list[str] = []
+    depth, start, in_string, escaped = 0, 0, False, False
+    cut = -1  # where the value being cut starts, or -1
+    for i, char in enumerate(line):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth == _DEEP and cut < 0:
+                out.append(line[start:i])
+                cut = i
+        elif char in "]}":
+            if depth == _DEEP and cut >= 0:
+                out.append('"[too deep]"')
+                start, cut = i + 1, -1
+            depth -= 1
+    out.append(line[start:] if cut < 0 else "")
+    return "".join(out)
 
 
 class Upstream:

@@ -17,7 +17,7 @@ from skillbench.evals.kinds.workspace import COMMAND_TIMEOUT
 from skillbench.evals.model import Check
 from skillbench.results.checks import CheckResult
 from skillbench.results.transcript import Transcript
-from skillbench.sandbox.base import CASE_DIR, ROOT, ExecResult, Sandbox, SandboxError
+from skillbench.sandbox.base import CASE_DIR, ROOT, ExecResult, Sandbox
 from skillbench.sandbox.checker_env import ROOT_SCRIPT
 
 
@@ -41,8 +41,7 @@ async def run_checks(
     image's PATH, as their source runs them (the checker's root is then writable). `shown_at`:
     skill name -> the workspace folder a skill-optimizer grader expects its reads at
     (optimizer_trace)."""
-    if sandbox is not None:
-        await _clear_rewards(checks, sandbox)
+    uncleared = None if sandbox is None else await _clear_rewards(checks, sandbox)
     as_root = "verifier" in root
     # a script run as root goes after every other check of this checker: whatever code of
     # the agent's it runs with root's rights (a planted conftest.py) can change nothing
@@ -53,6 +52,9 @@ async def run_checks(
     )
     done: dict[int, CheckResult] = {}
     for i in order:
+        if uncleared and checks[i].kind == "reward":
+            done[i] = CheckResult(checks[i].name, False, uncleared)
+            continue
         done[i] = await _check_one(
             i, checks[i], transcript, sandbox, case_dir, earlier, results_trace, as_root, shown_at
         )
@@ -173,10 +175,11 @@ class _Checker:
         return grader_input(self.transcript.events, program, self.sandbox.workdir)
 
 
-async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> None:
+async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> str | None:
     """Remove what the agent left where a reward file will be read from: a reward is the
     check phase's own, never a file (or a locked one) the agent made in advance. (Outside
-    the workspace the checker's /logs and /tmp are fresh anyway.)"""
+    the workspace the checker's /logs and /tmp are fresh anyway.) Why it could not, or
+    None."""
     work = sandbox.workdir.rstrip("/")
     paths = [
         path
@@ -185,10 +188,13 @@ async def _clear_rewards(checks: Sequence[Check], sandbox: Sandbox) -> None:
         for path in [c.arg if c.arg.startswith("/") else f"{work}/{c.arg}"]
         if path.startswith(f"{work}/")
     ]
-    if paths:
-        try:
-            done = await sandbox.exec(["rm", "-rf", "--", *paths], timeout=COMMAND_TIMEOUT)
-        except OSError:  # (the checker's executor failed) each reward check clears its own
-            return  # file again, and fails when it cannot
-        if not done.ok:  # the agent's reward would be read: score nothing
-            raise SandboxError(f"could not clear the reward files: {done.stderr.strip()[-200:]}")
+    if not paths:
+        return None
+    try:
+        done = await sandbox.exec(["rm", "-rf", "--", *paths], timeout=COMMAND_TIMEOUT)
+    except OSError as exc:  # (the checker's executor failed: the candidate's code did it)
+        return f"could not clear the reward files: {exc}"
+    # the agent's reward would be read: the reward checks fail (never an error row: a
+    # checker the candidate's code tainted in an earlier sub-case of a suite refuses this,
+    # and an unscored row would be its loss escaped)
+    return None if done.ok else f"could not clear the reward files: {done.stderr.strip()[-200:]}"

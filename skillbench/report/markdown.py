@@ -4,15 +4,33 @@ comparisons, the rows that are not ties, the triggers line; nothing links outsid
 
 from __future__ import annotations
 
+import html
+import re
+
 from skillbench.report.evidence import evidence_lines
 from skillbench.report.terminal import comparison_text, report_lines
 from skillbench.report.why import failing_checks, verifier_outputs
 from skillbench.results.records import CANDIDATE
 from skillbench.results.run_folder import RunFolder
 
+# what agent-written text (a check's detail, a command, a case name) must not be read as:
+# HTML (GitHub keeps <h2>, <details> in a comment) or markdown (a heading, emphasis, a link)
+# (an underscore inside a word, file_exists, emphasises nothing on GitHub: left as it is)
+_MARKDOWN = str.maketrans({c: f"\\{c}" for c in "\\`*[]#|~"})
+
 
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """`text` on one line, shown as it is: escaped for HTML and markdown."""
+    escaped = html.escape(str(text), quote=False).translate(_MARKDOWN)
+    return " ".join(escaped.splitlines())
+
+
+def _fenced(body: str) -> list[str]:
+    """`body` as a code block whose fence is longer than any run of backticks in it, so the
+    text (a verifier printing what the candidate wrote) cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, body, fence]
 
 
 def markdown(run: RunFolder) -> str:
@@ -76,7 +94,7 @@ def markdown(run: RunFolder) -> str:
         ]
         for r, text in printed:
             head, _, body = text.partition("\n")
-            out += ["", f"{_cell(r.case)} rep {r.rep} · {_cell(head)}", "", "```", body, "```"]
+            out += ["", f"{_cell(r.case)} rep {r.rep} · {_cell(head)}", "", *_fenced(body)]
         out += ["", "</details>"]
     if s.diagnostics:
         out += [

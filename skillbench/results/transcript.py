@@ -99,6 +99,25 @@ class Transcript(msgspec.Struct):
         ]
 
     @property
+    def commands_run(self) -> list[str]:
+        """The bash commands that ran: not a call whose command is not a string, nor one its
+        agent refused before running it (an unknown tool, arguments its schema refuses: the
+        result says `refused`). Only these can show a command was run (command_matching);
+        every command asked for counts against the agent (no_command_matching)."""
+        refused = {
+            e.get("id") for e in self.events if e.get("type") == "tool_result" and e.get("refused")
+        }
+        return [
+            e["arguments"]["command"]
+            for e in self.events
+            if e.get("type") == "tool_call"
+            and e.get("name") == "bash"
+            and isinstance(e.get("arguments"), dict)
+            and isinstance(e["arguments"].get("command"), str)
+            and e.get("id") not in refused
+        ]
+
+    @property
     def end(self) -> dict[str, Any] | None:
         return next((e for e in reversed(self.events) if e.get("type") == "trace_end"), None)
 
@@ -144,12 +163,23 @@ def declared_skills(
     invoked: Callable[[list[dict[str, Any]]], set[str]], events: list[dict[str, Any]]
 ) -> set[str]:
     """The skills an agent's own skill tool loaded (`invoked`: the agent's reading of a
-    transcript), without what a text reading of its other tool calls guesses: the skill
-    observer sees those reads (docs/trust.md, "Activation")."""
-    reads = {
-        id(e) for e in events if e.get("type") == "tool_call" and touched_skills(e.get("arguments"))
-    }
-    return invoked([e for e in events if id(e) not in reads])
+    transcript), without what a text reading of its tool calls guesses: the skill observer
+    sees those reads (docs/trust.md, "Activation"). Only the arguments that name a skill's
+    folder are set aside, not the call: a skill-tool call given an extra argument naming
+    one (`Skill {"skill": "greeter", "args": "skills/x"}`) still loaded its skill."""
+
+    def unread(event: dict[str, Any]) -> dict[str, Any]:
+        args = event.get("arguments")
+        if event.get("type") != "tool_call" or not touched_skills(args):
+            return event
+        kept = (
+            {k: v for k, v in args.items() if not touched_skills(v)}
+            if isinstance(args, dict)
+            else {}
+        )
+        return {**event, "arguments": kept}
+
+    return invoked([unread(e) for e in events])
 
 
 def expand_loaded(found: Iterable[str], staged: Iterable[str]) -> set[str]:
@@ -166,6 +196,8 @@ _GLOB = re.compile(r"[*?\[]")
 _MENTIONS = {"echo", "printf", ":", "true", "false", "test", "[", "[[", "which", "type"}
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _OPS = set(";&|()<>`\n")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_VALUE, _EXPANDED = 4096, 1 << 20  # characters of one expanded word; of all, per command
 
 
 def _skills_in(text: str) -> set[str]:
@@ -194,11 +226,18 @@ def _command_reads(text: str) -> set[str]:
     env: dict[str, str] = {}
     cwd = ""
     segment: list[str] = []
+    budget = [_EXPANDED]
 
     def expand(word: str) -> str:
-        for name, value in env.items():
-            word = word.replace(f"${{{name}}}", value).replace(f"${name}", value)
-        return word
+        # one pass, each value capped, all of them together too: values stored expanded
+        # doubled with each `V2=$V1$V1` (27 such, 364 bytes, took gigabytes), and every name
+        # tried on every word was quadratic. Past the caps a word stays as written: the
+        # skill observer, not this reading, is what sees a read (docs/trust.md)
+        if budget[0] <= 0 or "$" not in word:
+            return word
+        out = _VARIABLE.sub(lambda m: env.get(m[1] or m[2], m[0]), word)[:_VALUE]
+        budget[0] -= len(out)
+        return out
 
     def close() -> None:
         nonlocal cwd

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,138 @@ def test_a_huge_number_in_a_case_is_a_located_error(tmp_path: Path, check: str) 
     assert problem.line == 3 and (
         "number too large" in problem.message or "must be finite" in problem.message
     ), problem
+
+
+def test_a_tool_input_nested_too_deep_is_read_with_its_command() -> None:
+    """Round 18: a model told (by a skill) to nest a tool input 3,000 deep, echoed by the
+    CLI into its event stream, raised RecursionError out of the replay: the whole eval
+    aborted with no summary or receipt. The event is read with the deep part cut, so its
+    command is still seen by the checks."""
+    from skillbench.agents.cli import json_events
+
+    tricky = json.dumps({"k": 'x\\"]}[{'})  # (brackets and an escaped quote in a string)
+    use = {"type": "tool_use", "name": "Bash", "input": {"command": "rm -rf /", "deep": "X"}}
+    line = json.dumps({"type": "assistant", "content": [use]})
+    line = line.replace('"X"', "[" * 3000 + tricky + "]" * 3000)
+    events = list(json_events(f"{line}\n" + '{"type": "result"}'))
+    assert [e["type"] for e in events] == ["assistant", "result"]
+    assert events[0]["content"][0]["input"]["command"] == "rm -rf /"
+
+
+def test_reading_a_commands_variables_is_bounded() -> None:
+    """Round 18: activation's reading of a command stored each variable expanded and tried
+    every name on every word: `V1=$V0$V0; V2=$V1$V1; ...` (27 of them, 364 bytes of a
+    write_file the agent never ran) took gigabytes of host memory, doubling with each, and
+    thousands of assignments took seconds a word, on the host's event loop."""
+    import time
+
+    from skillbench.results.transcript import _command_reads
+
+    doubling = "V0=/skills/x;" + "".join(f"V{i + 1}=$V{i}$V{i};" for i in range(60)) + "cat $V60"
+    many = "".join(f"v{i}x=1;" for i in range(8000)) + " ".join("w" for _ in range(8000))
+    started = time.perf_counter()
+    assert _command_reads(many) == set()
+    assert _command_reads(doubling) == {"x"}
+    assert time.perf_counter() - started < 2
+    # what it is for still holds: a skill's folder named through a variable is a read
+    assert _command_reads("D=/skills/greeter; cat ${D}/SKILL.md") == {"greeter"}
+
+
+@pytest.mark.parametrize("extra", ["skills/x", "see ~/.claude/skills/greeter"])
+def test_a_skill_tool_call_naming_a_skills_path_still_loaded_its_skill(extra: str) -> None:
+    """Round 18 (ACT1): the declared reading set aside every tool call whose arguments named a
+    skill's folder, the agent's own skill-tool call too: Claude Code's `Skill` given an
+    extra argument naming one loaded the skill (its body reached the model) and was recorded
+    as not loaded, winning an `expect_activation: false` row. (Its Skill tool opens no
+    file, so the observer sees nothing either.)"""
+    from skillbench.agents.claude_code import ClaudeCodeAgent
+    from skillbench.results.transcript import declared_skills
+
+    call = {"type": "tool_call", "id": "t1", "name": "Skill"}
+    events = [{**call, "arguments": {"skill": "greeter", "args": extra}}]
+    assert declared_skills(ClaudeCodeAgent().invoked, events) == {"greeter"}
+    # a read by another tool is still the observer's to see, not declared
+    bash = {"type": "tool_call", "id": "t2", "name": "Bash"}
+    reads = [{**bash, "arguments": {"command": "cat /skills/greeter/SKILL.md"}}]
+    assert declared_skills(ClaudeCodeAgent().invoked, reads) == set()
+
+
+# what the candidate writes, a verifier prints, and the comment must not render
+FORGED = (
+    "x\n```\n\n### skillbench: `greeter` — PASS (net lift +100%, p = 0.001)\n\n"
+    "**Why:** the candidate won every case\n\n<details><summary>hidden</summary>\n\n```\n"
+)
+
+
+@pytest.mark.sandbox
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_the_markdown_comment_shows_agent_text_as_text(fake, tmp_path: Path, capsys) -> None:
+    """Round 18: a verifier printing the candidate's file closed the comment's ``` fence and
+    wrote a fake PASS heading; a failing check's detail (a command the agent ran) put raw
+    HTML (<h2>Verdict: PASS</h2>) into the comment."""
+    from skillbench.cli import main
+    from tests.helpers import conv, run_eval, skill, write_file
+
+    folder = skill(
+        tmp_path,
+        {
+            "evals/cases/v.sh": "#!/bin/sh\ncat /work/out.txt\nexit 1\n",
+            "evals/cases/c.yaml": "task: Task md\nchecks:\n  - verifier: v.sh\n"
+            "  - no_command_matching: 'rm '\n",
+        },
+    )
+    command = "rm -f nothing # </td></tr></table><h2>Verdict: PASS</h2>"
+    steps = [write_file("out.txt", FORGED), {"tool_calls": [{"bash": {"command": command}}]}]
+    fake({"conversations": [conv("(?s)", "Task md", *steps, {"text": "done"})]})
+    run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert main(["report", str(tmp_path / "run"), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    headings, fence = [], ""  # (headings outside code blocks, as CommonMark reads fences)
+    for line in md.splitlines():
+        ticks = len(line) - len(line.lstrip("`"))
+        if ticks >= 3 and (not fence or (ticks >= len(fence) and not line.strip("`"))):
+            fence = "" if fence else "`" * ticks
+        elif not fence and line.startswith("### "):
+            headings.append(line)
+    assert len(headings) == 1 and "PASS (net lift +100%" not in headings[0], md
+    assert "<h2>" not in md and "Verdict: PASS" in md, md
+
+
+def test_a_command_the_cli_refused_to_run_shows_nothing_was_run(tmp_path: Path) -> None:
+    """Round 18: command_matching passed for a call the agent's CLI refused before running it
+    (Claude Code: a lowercase `bash` tool, or input its schema refuses; the builtin loop: a
+    command given as a list), while a file the command would make was absent. Such a call
+    still counts against no_command_matching."""
+    import asyncio
+
+    from skillbench.agents.claude_code import _replay
+    from skillbench.evals.kinds import CheckContext, kinds
+    from skillbench.results.transcript import TraceWriter, Transcript
+
+    def use(tid: str, name: str, command: object) -> str:
+        block = {"type": "tool_use", "id": tid, "name": name, "input": {"command": command}}
+        return json.dumps({"type": "assistant", "message": {"content": [block]}})
+
+    def result(tid: str, text: str) -> str:
+        block = {"type": "tool_result", "tool_use_id": tid, "content": text, "is_error": True}
+        return json.dumps({"type": "user", "message": {"content": [block]}})
+
+    stream = [
+        use("t1", "bash", "touch ran.txt; pytest -q"),
+        result("t1", "<tool_use_error>Error: No such tool available: bash</tool_use_error>"),
+        use("t2", "Bash", ["pytest -q"]),  # (what the builtin loop refuses, too)
+        result("t2", "<tool_use_error>InputValidationError: command</tool_use_error>"),
+    ]
+    trace = TraceWriter(tmp_path / "t.jsonl")
+    _replay("\n".join(stream), trace)
+    trace.close()
+    transcript = Transcript(trace.events)
+
+    def check(kind: str) -> bool:
+        found = kinds()[kind]
+        ran = found.run(Check(kind, "pytest"), CheckContext(transcript, None, None))
+        return asyncio.run(ran).passed
+
+    assert not check("command_matching")
+    assert not check("no_command_matching")  # (asked for: it counts against the agent)

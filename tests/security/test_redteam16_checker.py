@@ -143,3 +143,43 @@ def test_the_grader_reads_the_workspace_before_a_root_verifier_runs(fake, tmp_pa
     assert len(asked) == 2 and not any("root:" in a for a in asked), asked
     (row,) = summary["rows"]
     assert row["outcome"] == "tie", (lines, row)  # (both left 41: both fail the expectation)
+
+
+# 62,000 empty files in a folder about 1,800 deep: past the walk after a check
+TAINT = r"""cat > solve.sh <<'SH'
+python3 - <<'PY'
+import os
+os.chdir('/work')
+for i in range(1800):
+    os.mkdir('d'); os.chdir('d')
+for i in range(62000):
+    os.close(os.open(str(i), os.O_CREAT | os.O_WRONLY, 0o644))
+PY
+exit 1
+SH
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures("podman_service")
+def test_a_checker_tainted_in_a_suite_fails_the_later_rewards(fake, tmp_path, capsys) -> None:
+    """Round 18: the candidate's code, run by the first sub-case's check, tainted the
+    checker; the next sub-case's clearing of its reward file was refused, raised, and the
+    session became an error: both rows unscored instead of lost."""
+    suite = (
+        "task: Task suite\ncases:\n"
+        "  - name: a\n    checks:\n      - command_succeeds: bash solve.sh\n"
+        "  - name: b\n    checks:\n      - reward: {file: reward.txt, run: r.sh}\n"
+    )
+    files = {"evals/suite.yaml": suite, "evals/r.sh": "echo 1 > /work/reward.txt\n"}
+    folder = skill(tmp_path, files)
+    fake(
+        {
+            "conversations": [
+                conv(CAND, "Task suite", bash(TAINT), {"text": "done"}),
+                conv(BASE, "Task suite", bash("echo true > solve.sh"), {"text": "done"}),
+            ],
+        }
+    )
+    _, lines, summary = run_eval(capsys, folder, tmp_path / "run", "--execution-only")
+    assert [r["outcome"] for r in summary["rows"]] == ["loss", "loss"], (lines, summary["rows"])

@@ -85,7 +85,9 @@ class CommandMatching(_Regex):
             pattern = re.compile(check.arg or "")
         except re.error as exc:
             return CheckResult(check.name, False, f"invalid regex: {exc}")
-        commands = context.transcript.bash_commands
+        # (a command the agent's CLI refused to run never ran; it still counts against it)
+        transcript = context.transcript
+        commands = transcript.commands_run if self.matches else transcript.bash_commands
         hit = next((c for c in commands if pattern.search(c)), None)
         seen = f"matched: {hit[:200]}" if hit else f"no match in {len(commands)} commands"
         return CheckResult(check.name, (hit is not None) == self.matches, seen)
