@@ -95,7 +95,10 @@ class ClaudeCodeAgent(CliAgent):
         def named(e: dict[str, Any]) -> list[str]:
             if e.get("name") != "Skill" or not isinstance(e.get("arguments"), dict):
                 return []
-            return [str(e["arguments"].get("skill", "")).rsplit(":", 1)[-1]]
+            # as Claude Code reads the name (2.1.332): trimmed, one leading "/" dropped (a
+            # slash command's spelling), so `/greeter` and ` greeter` load greeter too
+            name = str(e["arguments"].get("skill", "")).strip()
+            return [name.removeprefix("/").rsplit(":", 1)[-1]]
 
         return loaded_skills(events, named)
 

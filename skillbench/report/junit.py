@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape, quoteattr
+import re
+from xml.sax import saxutils
 
 from skillbench.report.why import failing_checks, verifier_outputs
 from skillbench.results.summary import Summary
 from skillbench.results.verdict import UNSCORED
+
+# what XML 1.0 cannot hold at all, escaped or not: control characters (a verifier's colours,
+# a NUL), lone surrogates, U+FFFE/U+FFFF. A report with one does not parse, and CI drops it
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _clean(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+def escape(text: str) -> str:
+    return saxutils.escape(_clean(text))
+
+
+def quoteattr(text: str) -> str:
+    return saxutils.quoteattr(_clean(text))
 
 
 def _suite(name: str, cases: list[str], failures: int, skipped: int = 0) -> str:

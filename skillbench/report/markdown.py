@@ -19,9 +19,17 @@ from skillbench.results.run_folder import RunFolder
 _MARKDOWN = str.maketrans({c: f"\\{c}" for c in "\\`*[]#|~"})
 
 
+# and what GitHub turns into a mention (which notifies) or a link out of the comment: a zero
+# width space breaks each
+_WWW = re.compile(r"(www)(\.)", re.I)
+
+
 def _cell(text: object) -> str:
-    """`text` on one line, shown as it is: escaped for HTML and markdown."""
+    """`text` on one line, shown as it is: escaped for HTML and markdown, no mention or
+    link."""
     escaped = html.escape(str(text), quote=False).translate(_MARKDOWN)
+    escaped = escaped.replace("@", "@\u200b").replace("://", ":\u200b//")
+    escaped = _WWW.sub("\\1\u200b\\2", escaped)
     return " ".join(escaped.splitlines())
 
 
@@ -50,7 +58,8 @@ def markdown(run: RunFolder) -> str:
         )
     elif s.triggers:
         out.append(
-            f"- triggers ({s.triggers.get('method')}): **invalid** — {s.triggers['invalid']}"
+            f"- triggers ({_cell(s.triggers.get('method'))}): **invalid** — "
+            f"{_cell(s.triggers['invalid'])}"
         )
     scripted = " (scripted driver: not a model)" if s.driver == "scripted" else ""
     out.append(

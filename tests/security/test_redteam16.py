@@ -104,6 +104,20 @@ def test_reading_a_commands_variables_is_bounded() -> None:
     assert _command_reads("D=/skills/greeter; cat ${D}/SKILL.md") == {"greeter"}
 
 
+@pytest.mark.parametrize(
+    "spelling", ["/greeter", " greeter", "greeter\n", "\t/greeter ", "user:greeter"]
+)
+def test_a_skill_tool_call_spelt_as_claude_code_reads_it_loaded_its_skill(spelling: str) -> None:
+    """Round 19 (ACT1): Claude Code trims the Skill tool's name and drops a leading "/", so
+    these spellings loaded greeter, and were recorded as not loaded."""
+    from skillbench.agents.claude_code import ClaudeCodeAgent
+    from skillbench.results.transcript import declared_skills, expand_loaded
+
+    events = [{"type": "tool_call", "id": "t1", "name": "Skill", "arguments": {"skill": spelling}}]
+    found = declared_skills(ClaudeCodeAgent().invoked, events)
+    assert expand_loaded(found, ["greeter", "other"]) == {"greeter"}
+
+
 @pytest.mark.parametrize("extra", ["skills/x", "see ~/.claude/skills/greeter"])
 def test_a_skill_tool_call_naming_a_skills_path_still_loaded_its_skill(extra: str) -> None:
     """Round 18 (ACT1): the declared reading set aside every tool call whose arguments named a
@@ -202,3 +216,32 @@ def test_a_command_the_cli_refused_to_run_shows_nothing_was_run(tmp_path: Path) 
 
     assert not check("command_matching")
     assert not check("no_command_matching")  # (asked for: it counts against the agent)
+
+
+def test_junit_holds_what_a_verifier_prints_and_stays_xml() -> None:
+    """Round 19: a verifier's colours (ESC), a NUL or a form feed in its output, or a lone
+    surrogate, made the JUnit report XML that does not parse (or raised), and CI drops it."""
+    import xml.etree.ElementTree as ET
+
+    from skillbench.report.junit import gate_junit
+
+    printed = "FAILED \x1b[31mtest_x\x1b[0m\x00\x0c \ud800 end"
+    tree = ET.fromstring(gate_junit("greeter", False, printed).encode("utf-8"))
+    out = tree.find("testcase/system-out")
+    assert (
+        out is not None
+        and out.text == "FAILED \\u001b[31mtest_x\\u001b[0m\\u0000\\u000c \\ud800 end"
+    )
+
+
+def test_the_markdown_comment_neither_mentions_nor_links() -> None:
+    """Round 19: agent text in the comment could @-mention a team (which notifies) or put a
+    link out of the comment."""
+    from skillbench.report.markdown import _cell
+
+    shown = _cell("ping @org/team, see https://evil.example and www.evil.example")
+    assert "@org" not in shown and "https://" not in shown and "www.evil" not in shown
+    assert (
+        shown.replace("\u200b", "")
+        == "ping @org/team, see https://evil.example and www.evil.example"
+    )
