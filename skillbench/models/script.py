@@ -6,9 +6,11 @@ A script is YAML:
     latency: 0.0                   # seconds before every reply (optional)
     cache_min_tokens: 1024         # the prompt cache's shortest prefix (default: the model's)
     rules:                         # checked first, against the last user message
-      - when: "Which skills"       # a regex
-        replies: ['{"selected": []}']   # used in turn, the last one repeating ($FRAME_ID in
-                                        # one: the frame id the request gave, grading/framing.py)
+      - when: "User request"       # a regex
+        replies: ['{"nonce": "$FRAME_ID", "selected": []}']  # used in turn, the last one
+                                        # repeating; $FRAME_ID: the frame id the request gave
+                                        # (grading/framing.py), which every judge, grader,
+                                        # trigger, tune and gen answer must start with
     conversations:                 # the first whose `when` matches system + first user message
       - when: "hello"
         loop: false                # true: repeat the last step forever
