@@ -207,11 +207,13 @@ class _Builder:
             value = self.loader.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as exc:
             raise self.fail(node, f"bad YAML value: {exc}") from None
-        # YAML's integers have no limit, and one past a float's range overflows every
-        # float() of a number field (a traceback, not a located error)
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
-            raise self.fail(node, f"number too large: at most {MAX_INT} (2^63 - 1)")
-        if isinstance(value, float) and not math.isfinite(value):
-            # (.nan passes every range check written `x <= 0`, .inf every `x > 0`)
-            raise self.fail(node, f"{node.value}: a number must be finite, not NaN or infinite")
+        # YAML's integers have no limit, and one past a float's range overflowed every
+        # float() of a number field (a traceback); .nan passed every range check written
+        # `x <= 0`, .inf every `x > 0`. Such a value stays the text it was written as: a
+        # field that wants a number refuses it at its line, one that is only data (a
+        # SKILL.md's metadata) keeps it
+        if (isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT) or (
+            isinstance(value, float) and not math.isfinite(value)
+        ):
+            return str(node.value)
         return value

@@ -312,9 +312,14 @@ def case_yaml(
 
 
 def timeout_minutes(seconds: Any) -> int | None:
-    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
-        return min(CASE_TIMEOUT_MINUTES, max(1, math.ceil(seconds / 60)))
-    return None
+    """A source's timeout in whole minutes, capped at ours; None when it gives none. An
+    infinite one (TOML's `inf`, YAML's `.inf`) or one past a float's range is no limit of
+    its own: ours (math.ceil of either raised, a traceback from `import`)."""
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or not seconds > 0:
+        return None  # (NaN is not > 0)
+    if seconds >= CASE_TIMEOUT_MINUTES * 60:
+        return CASE_TIMEOUT_MINUTES
+    return max(1, math.ceil(seconds / 60))
 
 
 MAX_YAML = 4 << 20  # a suite file with its cases inline

@@ -64,9 +64,32 @@ def test_a_huge_number_in_a_case_is_a_located_error(tmp_path: Path, check: str) 
     with pytest.raises(SpecError) as info:
         load_case(skill / "evals/cases/c.yaml", skill)
     (problem,) = info.value.problems
-    assert problem.line == 3 and (
-        "number too large" in problem.message or "must be finite" in problem.message
-    ), problem
+    # (the field refuses it at its line: the value stays the text it was written as)
+    assert problem.line == 3 and problem.severity == "error", problem
+
+
+def test_a_huge_number_in_a_skills_metadata_is_only_data(tmp_path: Path) -> None:
+    """Round 20: refusing every huge number at load refused a SKILL.md whose metadata (read
+    by nothing) held one, and a library's catalog dropped that skill."""
+    from skillbench.evals.skills import read_skill
+
+    skill = make_skill(tmp_path, "big")
+    text = (skill / "SKILL.md").read_text().replace("---\n#", f"metadata:\n  build: {HUGE}\n---\n#")
+    (skill / "SKILL.md").write_text(text)
+    assert read_skill(skill).name == "big"
+
+
+@pytest.mark.parametrize("timeout", [".inf", HUGE])
+def test_an_imported_suites_unbounded_timeout_is_ours(tmp_path: Path, timeout: str) -> None:
+    """Round 20: a skill-optimizer case with `timeoutSeconds: .inf` (or 400 digits), or a
+    Harbor task's `timeout_sec = inf`, raised OverflowError out of `import`."""
+    from skillbench.importers.base import CASE_TIMEOUT_MINUTES, load_yaml, timeout_minutes
+
+    (tmp_path / "s.yaml").write_text(f"timeoutSeconds: {timeout}\n")
+    given = load_yaml(tmp_path / "s.yaml")["timeoutSeconds"]
+    assert timeout_minutes(given) == CASE_TIMEOUT_MINUTES
+    assert timeout_minutes(float("inf")) == CASE_TIMEOUT_MINUTES
+    assert timeout_minutes(float("nan")) is None and timeout_minutes(90) == 2
 
 
 def test_a_tool_input_nested_too_deep_is_read_with_its_command() -> None:
