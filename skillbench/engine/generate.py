@@ -97,9 +97,7 @@ async def _converse(
     # plants for the model to quote is never read as the model's evals; and every key of it
     # is read, so it must be the whole reply (Frame.whole_answer), the keys asked for only
     frame = Frame()
-    # (the shape written out with the id: Qwen2.5-Coder 0.5B, told only to start with it,
-    # answered `nonce: <id>` and nothing else)
-    start = f'{frame.stamp()} Answer {{"nonce": "{frame.nonce}", {shape}}}.'
+    start = frame.answer_with(shape)
     keys = list(json.loads(f"{{{shape}}}"))  # (the keys asked for)
     messages = [Message("user", (TextBlock(f"{request}\n\n{start}"),))]
     problems: list[str] = []

@@ -203,14 +203,9 @@ class TriggerCaller:
         # `{"selected": [...]}` for the model to quote is never read as its choice
         frame = Frame()
         catalog, request = text
+        asked = request + "\n" + frame.answer_with('"selected": [...]') + "\n"
         usage = Usage()
         for attempt in range(2):  # a reply without the id is asked for once more
-            # the answer's shape again with the id in it: a small model given the id alone
-            # (Qwen2.5-Coder 0.5B) answered `nonce: <id>` and nothing else
-            asked = (
-                f"{request}\n{frame.stamp()} Answer with "
-                f'{{"nonce": "{frame.nonce}", "selected": [...]}}.\n'
-            )
             remind = (TextBlock(frame.reminder()),) if attempt else ()
             async with self.gate:
                 if self.spend is not None and not self.spend.allows():

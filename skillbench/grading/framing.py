@@ -71,6 +71,12 @@ class Frame:
         """The line that gives this call's frame id, ahead of its frames."""
         return f"This call's frame id is {self.nonce}."
 
+    def answer_with(self, shape: str) -> str:
+        """The id, then the answer asked for written out with it (`shape`: its keys after the
+        nonce): a small model given the id alone (Qwen2.5-Coder 0.5B) answered `nonce: <id>`
+        and nothing else."""
+        return f'{self.stamp()} Answer with {{"nonce": "{self.nonce}", {shape}}}.'
+
     def reminder(self) -> str:
         """What a second asking adds when the first reply gave no verdict with the id."""
         return (

@@ -147,10 +147,8 @@ async def propose(model: Model, request: str, spend: Spend | None = None) -> Pro
     # the answer read carries this call's frame id: a description quoted from a sibling
     # skill is never read as the model's proposal
     frame = Frame()
-    answer = f'{{"nonce": "{frame.nonce}", "description": "..."}}'
-    messages = [
-        Message("user", (TextBlock(f"{request}\n\n{frame.stamp()} Answer with {answer}."),))
-    ]
+    answer = frame.answer_with('"description": "..."')
+    messages = [Message("user", (TextBlock(f"{request}\n\n{answer}"),))]
     replies: list[str] = []
     rejected: list[str] = []
     usage = Usage()
@@ -186,8 +184,7 @@ async def propose(model: Model, request: str, spend: Spend | None = None) -> Pro
                 "user",
                 (
                     TextBlock(
-                        f"That cannot be used: {why}. {frame.stamp()} Reply again with one "
-                        f"JSON object {answer}."
+                        f"That cannot be used: {why}. Reply again with one JSON object. {answer}"
                     ),
                 ),
             ),

@@ -7,16 +7,6 @@ import re
 from typing import Any
 
 
-def first_json_object(text: str) -> dict[str, Any] | None:
-    """The first `{...}` in `text` that parses as a JSON object, or None (None too for a
-    text too costly to read)."""
-    try:
-        found = json_objects(text, first=True)
-    except TooCostly:
-        return None
-    return found[0] if found else None
-
-
 class TooCostly(ValueError):
     """Reading the objects of a text would cost more than its length allows (_COST)."""
 
@@ -86,12 +76,10 @@ def has_key_twice(text: str) -> bool:
     return False
 
 
-def json_objects(
-    text: str, decoder: json.JSONDecoder | None = None, *, first: bool = False
-) -> list[dict[str, Any]]:
+def json_objects(text: str, decoder: json.JSONDecoder | None = None) -> list[dict[str, Any]]:
     """Every top-level `{...}` in `text` that parses as a JSON object, in order (an object's
-    nested objects are part of it, not listed again); only the first with `first`. Raises
-    TooCostly for a text built to be slow to read."""
+    nested objects are part of it, not listed again). Raises TooCostly for a text built to
+    be slow to read."""
     decoder = decoder or json.JSONDecoder()
     found, start = [], text.find("{")
     left = [_COST * len(text) + _COST_FLOOR]
@@ -105,8 +93,6 @@ def json_objects(
             continue
         if isinstance(value, dict):
             found.append(value)
-            if first:
-                break
             start = text.find("{", end)
         else:
             start = text.find("{", start + 1)

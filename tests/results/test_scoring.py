@@ -20,7 +20,7 @@ from skillbench.results.records import RowRecord, SessionRecord, Unit
 from skillbench.results.rows import compare, row_by_checks, why
 from skillbench.results.transcript import Transcript
 from skillbench.results.verdict import Row, Votes, decide, stimulus, tally, unit_votes, verdict_of
-from skillbench.util.jsonreply import first_json_object
+from skillbench.util.jsonreply import json_objects
 
 
 def rows(*spec: tuple[str, str]) -> list[RowRecord]:
@@ -233,10 +233,10 @@ async def test_transcript_checks_fail_with_reasons() -> None:
     ]
 
 
-def test_first_json_object_tolerates_prose_and_fences() -> None:
-    assert first_json_object('Sure! ```json\n{"winner": "B"}\n```') == {"winner": "B"}
-    assert first_json_object('{broken} then {"a": 1}') == {"a": 1}
-    assert first_json_object("no json here [1, 2]") is None
+def test_json_objects_tolerate_prose_and_fences() -> None:
+    assert json_objects('Sure! ```json\n{"winner": "B"}\n```') == [{"winner": "B"}]
+    assert json_objects('{broken} then {"a": 1}') == [{"a": 1}]
+    assert json_objects("no json here [1, 2]") == []
 
 
 def judge_script(tmp_path: Path, replies: list[str], monkeypatch, **rule) -> str:
